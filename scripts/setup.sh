@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Create .venv and install smneuron with everything the demo and the tests need.
+# torch goes first, pinned to the CPU wheel: any other torch spec pulls gigabytes of CUDA packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+. .venv/bin/activate
+stamp=.venv/.smneuron-installed
+want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+  python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
+  python -m pip install -q -e ".[compile,serve,bench,dev]" 2>&1 | grep -v "^WARNING: Location" || true
+  python -c "import torch, smneuron, transformers, moto" # fail here, not later, when an install broke
+  echo "$want" > "$stamp"
+fi

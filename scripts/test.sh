@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set up (if needed) and run the whole test suite: lint, then pytest. CI runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+. .venv/bin/activate
+ruff check smneuron inference_code pipelines tests benchmarks scripts
+python -m pytest "$@"

@@ -1,0 +1,38 @@
+"""smneuron: PyTorch / Hugging Face models to SageMaker endpoints on AWS Inferentia.
+
+Public functions are imported lazily so `import smneuron` (and the CLI) stay fast: torch,
+transformers and sagemaker load only when a function that needs them runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from smneuron._version import __version__
+
+_EXPORTS = {
+    "Session": "smneuron.session",
+    "InstanceType": "smneuron.catalog",
+    "resolve_image": "smneuron.catalog",
+    "CompileSpec": "smneuron.specs",
+    "EndpointSpec": "smneuron.specs",
+    "ScalingSpec": "smneuron.specs",
+    "PipelineSpec": "smneuron.specs",
+    "ProjectFile": "smneuron.specs",
+    "compile_model": "smneuron.compile",
+    "package": "smneuron.packaging",
+    "inspect_package": "smneuron.packaging",
+    "upload": "smneuron.storage",
+    "download": "smneuron.storage",
+    "package_and_upload": "smneuron.storage",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'smneuron' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

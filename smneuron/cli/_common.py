@@ -1,0 +1,95 @@
+"""What every command module shares: global options, the session, the project file, output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from smneuron.session import Session
+    from smneuron.specs import ProjectFile
+
+JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
+
+
+@dataclass
+class CliState:
+    region: str | None = None
+    profile: str | None = None
+    endpoint_url: str | None = None
+    config: Path | None = None
+    _project: ProjectFile | None = field(default=None, repr=False)
+    _session: Session | None = field(default=None, repr=False)
+
+    def project(self) -> ProjectFile:
+        """The project file (``--config`` or the nearest ``smneuron.yaml``), or defaults."""
+        if self._project is None:
+            from smneuron.specs import ProjectFile, find_project_file
+
+            path = self.config or find_project_file()
+            self._project = ProjectFile.load(path) if path else ProjectFile()
+        return self._project
+
+    def session(self, **overrides: Any) -> Session:
+        """The AWS session: flags > project file > environment."""
+        if self._session is None or overrides:
+            from smneuron.session import Session
+
+            aws = self.project().aws
+            self._session = Session.from_env(
+                region=self.region or aws.region,
+                profile=self.profile or aws.profile,
+                endpoint_url=self.endpoint_url or aws.endpoint_url,
+                role=overrides.get("role") or aws.role,
+                bucket=overrides.get("bucket") or aws.bucket,
+                kms_key_id=overrides.get("kms_key_id") or aws.kms_key_id,
+            )
+        return self._session
+
+
+def state(ctx: typer.Context) -> CliState:
+    obj = ctx.find_root().obj
+    if obj is None:
+        obj = ctx.find_root().obj = CliState()
+    return obj
+
+
+_console: Console | None = None
+
+
+def console() -> Console:
+    global _console
+    if _console is None:
+        from rich.console import Console
+
+        # pipes and CI get a wide console so tables are not truncated to 80 columns
+        _console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    return _console
+
+
+def err_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for i, c in enumerate(columns):
+        t.add_column(c, justify="left" if i == 0 else "right")
+    for r in rows:
+        t.add_row(*["" if v is None else str(v) for v in r])
+    console().print(t)

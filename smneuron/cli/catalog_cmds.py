@@ -1,0 +1,132 @@
+"""`smneuron instances` and `smneuron images`: what the catalog knows."""
+
+from __future__ import annotations
+
+import typer
+
+from smneuron.cli._common import JsonOpt, console, print_json, state, table
+
+
+def instances(
+    ctx: typer.Context,
+    family: str = typer.Option(None, "--family", help="Only inf1, inf2, cpu or gpu."),
+    cores_per_model: int = typer.Option(1, "--cores-per-model", help="NeuronCores one model copy spans."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """List instance types: NeuronCores, memory, hourly price and recommended workers."""
+    from smneuron.catalog import INSTANCE_TYPES, load_prices
+
+    prices = load_prices(state(ctx).project().prices or None)
+    rows = []
+    for t in INSTANCE_TYPES.values():
+        if family and t.family != family:
+            continue
+        rows.append(
+            {
+                "instance_type": t.name,
+                "family": t.family,
+                "neuron_cores": t.neuron_cores,
+                "chips": t.chips,
+                "neuron_core_version": t.neuron_core_version or None,
+                "vcpus": t.vcpus,
+                "memory_gib": t.memory_gib,
+                "accelerator_memory_gib": t.accelerator_memory_gib,
+                "hourly_usd": prices.hourly(t.name),
+                "recommended_workers": t.recommended_workers(cores_per_model),
+                "uses": list(t.uses),
+            }
+        )
+    if as_json:
+        print_json(
+            {
+                "instances": rows,
+                "prices": {"source": prices.source, "as_of": prices.as_of, "region": prices.region},
+            }
+        )
+        return
+    table(
+        None,
+        ["instance", "NeuronCores", "chips", "vCPU", "host GiB", "accel GiB", "$/hour", "workers", "uses"],
+        [
+            [
+                r["instance_type"],
+                r["neuron_cores"] or "-",
+                r["chips"] or "-",
+                r["vcpus"],
+                r["memory_gib"],
+                r["accelerator_memory_gib"] or "-",
+                f"{r['hourly_usd']:.3f}" if r["hourly_usd"] is not None else "?",
+                r["recommended_workers"],
+                ",".join(r["uses"]),
+            ]
+            for r in rows
+        ],
+    )
+    console().print(
+        f"[dim]Prices: {prices.source}, {prices.region}, as of {prices.as_of}. "
+        "Override with `prices:` in smneuron.yaml or SMNEURON_PRICES_FILE.[/dim]"
+    )
+
+
+def images(
+    ctx: typer.Context,
+    instance: str = typer.Option(..., "--instance", "-i", help="Instance type, e.g. ml.inf2.xlarge."),
+    region: str = typer.Option(None, "--region", help="AWS region (default: the session's)."),
+    torch_version: str = typer.Option(None, "--torch", help="Pin a torch version."),
+    neuron_sdk: str = typer.Option(None, "--neuron-sdk", help="Pin a Neuron SDK version."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Show the DLC image smneuron deploys for an instance type, and the other known tags."""
+    from smneuron.catalog import InstanceType, image_versions, resolve_image
+    from smneuron.errors import MissingRegionError
+    from smneuron.session import resolve_region
+
+    st = state(ctx)
+    region = resolve_region(region or st.region or st.project().aws.region)
+    if not region:
+        raise MissingRegionError()
+    inst = InstanceType.parse(instance)
+    chosen = resolve_image(inst, region, torch_version=torch_version, neuron_sdk=neuron_sdk)
+    family = inst.family if inst.is_neuron else "cpu"
+    known = [
+        resolve_image(inst, region, torch_version=v.torch, neuron_sdk=v.neuron_sdk or None)
+        for v in image_versions(family)
+    ]
+    if as_json:
+        print_json(
+            {
+                "instance_type": inst.name,
+                "region": region,
+                "image_uri": chosen.uri,
+                "known": [
+                    {
+                        "image_uri": k.uri,
+                        "torch": k.version.torch,
+                        "python": k.version.python_version,
+                        "neuron_sdk": k.version.neuron_sdk or None,
+                        "os": k.version.os,
+                        "default": k.uri == chosen.uri,
+                    }
+                    for k in known
+                    if k.version
+                ],
+            }
+        )
+        return
+    console().print(f"[bold]{chosen.uri}[/bold]")
+    table(
+        f"Known {family} images in {region}",
+        ["tag", "torch", "python", "Neuron SDK", "os", ""],
+        [
+            [
+                k.tag,
+                k.version.torch,
+                k.version.python_version,
+                k.version.neuron_sdk or "-",
+                k.version.os,
+                "selected" if k.uri == chosen.uri else "",
+            ]
+            for k in known
+            if k.version
+        ],
+    )

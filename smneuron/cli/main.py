@@ -1,0 +1,97 @@
+"""The root typer app, global options and the one error policy.
+
+Known errors print their message and exit 1; a traceback only with SMNEURON_DEBUG=1; locals are
+never printed (credentials live there). Command modules are imported here but import nothing heavy
+at module level, so `smneuron --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+from smneuron._version import __version__
+from smneuron.cli import catalog_cmds
+from smneuron.cli._common import CliState
+
+app = typer.Typer(
+    name="smneuron",
+    help="Compile, package, deploy and benchmark Hugging Face / PyTorch models on AWS Inferentia.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    # plain click help: rendering it with rich costs ~0.15 s of imports on every --help
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"smneuron {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    region: str = typer.Option(None, "--region", help="AWS region (else SMNEURON_REGION / AWS config)."),
+    profile: str = typer.Option(None, "--profile", help="AWS profile."),
+    endpoint_url: str = typer.Option(
+        None, "--endpoint-url", help="Send AWS calls here (moto, VPC endpoint)."
+    ),
+    config: Path = typer.Option(
+        None, "--config", "-c", help="Project file (default: nearest smneuron.yaml)."
+    ),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    ctx.obj = CliState(region=region, profile=profile, endpoint_url=endpoint_url, config=config)
+
+
+app.command("instances")(catalog_cmds.instances)
+app.command("images")(catalog_cmds.images)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Console-script entry point: run the app under the error policy."""
+    import click
+
+    from smneuron.errors import SmneuronError
+
+    command = typer.main.get_command(app)
+    try:
+        rv = command.main(args=argv, prog_name="smneuron", standalone_mode=False)
+        sys.exit(rv if isinstance(rv, int) else 0)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        typer.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except SmneuronError as e:
+        if os.environ.get("SMNEURON_DEBUG") == "1":
+            raise
+        typer.echo(f"Error: {e}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        typer.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except Exception as e:
+        if os.environ.get("SMNEURON_DEBUG") == "1":
+            raise
+        typer.echo(
+            f"Unexpected error: {type(e).__name__}: {e}\nRe-run with SMNEURON_DEBUG=1 for the traceback, "
+            "and report it at the project's issue tracker.",
+            err=True,
+        )
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,177 @@
+"""Errors a user can cause, each with a message that says what to do.
+
+Library code raises these; only the CLI turns them into exit codes. ``from_client_error`` is the one
+place that maps botocore ``ClientError`` codes onto them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SmneuronError(Exception):
+    """Base class: ``str(err)`` is a complete, actionable paragraph."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message if not hint else f"{message} {hint}")
+
+
+class ConfigError(SmneuronError):
+    """Bad project file, spec value or flag."""
+
+
+class UnknownInstanceTypeError(ConfigError):
+    """An instance type that is not in the catalog (or not allowed for this use)."""
+
+    def __init__(self, name: str, valid: list[str], suggestion: str | None = None, *, use: str = "") -> None:
+        self.name = name
+        self.valid = valid
+        self.suggestion = suggestion
+        where = f" for {use}" if use else ""
+        msg = f"Unknown instance type {name!r}{where}."
+        if suggestion:
+            msg += f" Did you mean {suggestion!r}?"
+        super().__init__(msg, hint="Valid types: " + ", ".join(valid) + ".")
+
+
+class MissingRegionError(ConfigError):
+    def __init__(self) -> None:
+        super().__init__(
+            "No AWS region is configured.",
+            hint="Pass --region (e.g. --region us-east-1), set SMNEURON_REGION or AWS_REGION, "
+            "or run `aws configure set region us-east-1`.",
+        )
+
+
+class MissingCredentialsError(SmneuronError):
+    def __init__(self, profile: str | None = None) -> None:
+        where = f" for profile {profile!r}" if profile else ""
+        super().__init__(
+            f"No AWS credentials were found{where}.",
+            hint="Run `aws configure` or `aws sso login`, or set AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials), or AWS_PROFILE. "
+            "To try smneuron without an AWS account, run `smneuron demo`.",
+        )
+
+
+class MissingDependencyError(SmneuronError):
+    """An optional package (torch, transformers, torch-neuronx, ...) is not installed."""
+
+    def __init__(self, package: str, purpose: str, fix: str) -> None:
+        self.package = package
+        super().__init__(f"{purpose} needs the Python package {package!r}, which is not installed.", hint=fix)
+
+
+class ArtifactError(SmneuronError):
+    """A compiled artifact or model.tar.gz that is malformed, tampered with, or for the wrong target."""
+
+
+class CompileError(SmneuronError):
+    """Tracing or compiling failed, or the traced model disagrees with the eager model."""
+
+
+class AwsError(SmneuronError):
+    """An AWS API call failed; ``code`` is the AWS error code and ``operation`` the API called."""
+
+    def __init__(self, message: str, *, code: str = "", operation: str = "", hint: str | None = None) -> None:
+        self.code = code
+        self.operation = operation
+        super().__init__(message, hint=hint)
+
+
+class AccessDeniedError(AwsError):
+    pass
+
+
+class ExpiredCredentialsError(AwsError):
+    pass
+
+
+class ValidationError(AwsError):
+    pass
+
+
+class QuotaExceededError(AwsError):
+    pass
+
+
+class ThrottledError(AwsError):
+    pass
+
+
+class NotFoundError(AwsError):
+    pass
+
+
+class EndpointFailedError(SmneuronError):
+    """An endpoint reached Failed (or did not reach its target status in time)."""
+
+    def __init__(
+        self, name: str, status: str, failure_reason: str | None, log_lines: list[str] | None = None
+    ) -> None:
+        self.name = name
+        self.status = status
+        self.failure_reason = failure_reason
+        self.log_lines = log_lines or []
+        msg = f"Endpoint {name!r} is {status}"
+        msg += f": {failure_reason}" if failure_reason else "."
+        if self.log_lines:
+            msg += "\nLast log lines:\n  " + "\n  ".join(self.log_lines)
+        super().__init__(
+            msg,
+            hint=f"Inspect it with `smneuron status {name}`; remove it with `smneuron delete {name} --yes`.",
+        )
+
+
+_HINTS: dict[type[AwsError], str] = {
+    AccessDeniedError: "The identity in use lacks this permission. Deploy infra/smneuron-base.yaml "
+    "(`smneuron infra deploy`) or ask your administrator to grant it; "
+    "`aws sts get-caller-identity` shows which identity is in use.",
+    ExpiredCredentialsError: "Your AWS credentials have expired: refresh them (`aws sso login`, or new "
+    "temporary credentials) and run the command again.",
+    ValidationError: "AWS rejected a request argument; the message above names it.",
+    QuotaExceededError: "An account quota was reached. Request an increase in the Service Quotas console "
+    "(SageMaker > 'ml.<type> for endpoint usage'), or choose a smaller instance type or count.",
+    ThrottledError: "AWS throttled the request. smneuron already retried with backoff; wait a minute and "
+    "run it again, or lower the concurrency.",
+    NotFoundError: "Check the name and the region (`--region`).",
+}
+
+
+def _classify(code: str) -> type[AwsError]:
+    if code.startswith("AccessDenied") or code in {"UnauthorizedOperation", "AuthFailure"}:
+        return AccessDeniedError
+    if code in {"ExpiredToken", "ExpiredTokenException", "RequestExpired", "InvalidClientTokenId"}:
+        return ExpiredCredentialsError
+    if code in {"ResourceLimitExceeded", "LimitExceededException", "ServiceQuotaExceededException"}:
+        return QuotaExceededError
+    if code in {"ThrottlingException", "Throttling", "TooManyRequestsException", "SlowDown"}:
+        return ThrottledError
+    if code in {"ResourceNotFound", "ResourceNotFoundException", "NoSuchBucket", "NoSuchKey", "404"}:
+        return NotFoundError
+    if code in {"ValidationException", "ValidationError", "InvalidParameterValue"}:
+        return ValidationError
+    return AwsError
+
+
+def from_client_error(err: Any, *, operation: str | None = None) -> AwsError:
+    """Translate a botocore ``ClientError`` into the matching smneuron error.
+
+    Args:
+        err: the ``botocore.exceptions.ClientError``.
+        operation: the API name, when the caller knows better than the error does.
+
+    Returns:
+        An ``AwsError`` subclass carrying the AWS code, the operation and a fix hint.
+    """
+    response = getattr(err, "response", {}) or {}
+    error = response.get("Error", {})
+    code = str(error.get("Code", "")) or "Unknown"
+    message = str(error.get("Message", "")) or str(err)
+    op = operation or getattr(err, "operation_name", "") or ""
+    cls = _classify(code)
+    return cls(
+        f"{op or 'AWS call'} failed ({code}): {message}", code=code, operation=op, hint=_HINTS.get(cls)
+    )

@@ -1,0 +1,1 @@
+"""Everything that runs smneuron without AWS or Inferentia: the local endpoint and the embedded AWS."""

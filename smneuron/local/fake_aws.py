@@ -1,0 +1,96 @@
+"""The embedded AWS for `smneuron demo` and the tests: moto, extended where it lags the real API.
+
+moto (5.2) is behind SageMaker in two ways that matter to smneuron, and they are fixed here, in one
+place, by teaching moto what the real service does (checked against botocore's service model):
+
+- its endpoint-config validation has a hard-coded instance list without ml.inf2.*: we validate
+  against botocore's ``ProductionVariantInstanceType`` enum instead, exactly as the real API does;
+- it does not implement ``UpdateEndpoint``: we add it (switch the endpoint to the new config,
+  keep the deployment config it was given so tests can read it back).
+
+The product never works around moto; only this module changes moto.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_PATCHED = False
+
+
+def _variant_instance_types() -> list[str]:
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return list(model.shape_for("ProductionVariantInstanceType").enum)
+
+
+def patch_moto() -> None:
+    """Apply the extensions (idempotent)."""
+    global _PATCHED
+    if _PATCHED:
+        return
+    from moto.core.responses import ActionResult
+    from moto.sagemaker import models, responses
+    from moto.sagemaker.exceptions import ValidationError
+
+    valid = _variant_instance_types()
+
+    def validate_instance_type(self: Any, instance_type: str) -> None:
+        if instance_type not in valid:
+            raise ValidationError(
+                message=f"Value '{instance_type}' at 'instanceType' failed to satisfy constraint: "
+                f"Member must satisfy enum value set: {valid}"
+            )
+
+    models.FakeEndpointConfig.validate_instance_type = validate_instance_type
+
+    def backend_update_endpoint(
+        self: Any, endpoint_name: str, endpoint_config_name: str, deployment_config: dict | None
+    ) -> Any:
+        endpoint = self.endpoints.get(endpoint_name)
+        if endpoint is None:
+            arn = models.FakeEndpoint.arn_formatter(endpoint_name, self.account_id, self.region_name)
+            raise ValidationError(message=f"Could not find endpoint '{arn}'.")
+        config = self.describe_endpoint_config(endpoint_config_name)  # raises moto's ValidationException
+        endpoint.endpoint_config_name = endpoint_config_name
+        endpoint.production_variants = endpoint._process_production_variants(config["ProductionVariants"])
+        endpoint.last_deployment_config = deployment_config
+        endpoint.last_modified_time = models.utcnow()
+        return endpoint
+
+    def response_update_endpoint(self: Any) -> Any:
+        endpoint = self.sagemaker_backend.update_endpoint(
+            endpoint_name=self._get_param("EndpointName"),
+            endpoint_config_name=self._get_param("EndpointConfigName"),
+            deployment_config=self._get_param("DeploymentConfig"),
+        )
+        return ActionResult({"EndpointArn": endpoint.arn})
+
+    models.SageMakerModelBackend.update_endpoint = backend_update_endpoint
+    responses.SageMakerResponse.update_endpoint = response_update_endpoint
+    _PATCHED = True
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def embedded_aws(port: int | None = None) -> Iterator[str]:
+    """Run moto's server (with the extensions) on loopback; yields its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    patch_moto()
+    port = port or free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()

@@ -1,0 +1,157 @@
+"""The one seam to AWS: region, credentials, endpoint URL, execution role and default bucket.
+
+This is the only module that creates boto3 clients; everything else asks a ``Session``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from smneuron.errors import MissingCredentialsError, MissingRegionError, from_client_error
+
+if TYPE_CHECKING:
+    import boto3
+
+DEFAULT_ROLE_NAME = "smneuron-execution-role"
+
+
+def resolve_region(explicit: str | None = None, boto_session: Any = None) -> str | None:
+    """Region by precedence: explicit > SMNEURON_REGION > AWS_REGION > AWS_DEFAULT_REGION > profile."""
+    if explicit:
+        return explicit
+    for var in ("SMNEURON_REGION", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        if os.environ.get(var):
+            return os.environ[var]
+    if boto_session is None:
+        import boto3
+
+        boto_session = boto3.Session()
+    return boto_session.region_name
+
+
+def default_bucket_name(account: str, region: str) -> str:
+    """The artifact bucket smneuron uses unless told otherwise (also what infra/ creates)."""
+    return f"smneuron-{account}-{region}"
+
+
+@dataclass
+class Session:
+    """Resolved AWS settings plus a cache of boto3 clients.
+
+    Build it with ``Session.from_env()``; tests build it around moto the same way.
+    """
+
+    boto_session: boto3.Session
+    region: str
+    endpoint_url: str | None = None
+    role: str | None = None
+    bucket: str | None = None
+    kms_key_id: str | None = None
+    _clients: dict[str, Any] = field(default_factory=dict, repr=False)
+    _account: str | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def from_env(
+        cls,
+        *,
+        region: str | None = None,
+        profile: str | None = None,
+        endpoint_url: str | None = None,
+        role: str | None = None,
+        bucket: str | None = None,
+        kms_key_id: str | None = None,
+    ) -> Session:
+        """Resolve settings: explicit argument > SMNEURON_* variable > AWS configuration.
+
+        Args:
+            region: flag value; else SMNEURON_REGION, AWS_REGION, AWS_DEFAULT_REGION, then the
+                profile's region in the AWS config file.
+            profile: AWS profile name (else AWS_PROFILE / default).
+            endpoint_url: send every call here (moto, LocalStack, VPC endpoints); else
+                SMNEURON_ENDPOINT_URL or AWS_ENDPOINT_URL.
+            role: execution role ARN or name; else SMNEURON_ROLE; else ``smneuron-execution-role``.
+            bucket: artifact bucket; else SMNEURON_BUCKET; else ``smneuron-{account}-{region}``.
+            kms_key_id: KMS key for artifacts; else SMNEURON_KMS_KEY_ID; else SSE-S3.
+
+        Raises:
+            MissingRegionError: no region anywhere.
+            MissingCredentialsError: the standard credential chain found nothing.
+        """
+        import boto3
+        import botocore.exceptions
+
+        try:
+            boto_session = boto3.Session(profile_name=profile or os.environ.get("SMNEURON_PROFILE") or None)
+        except botocore.exceptions.ProfileNotFound as e:
+            raise MissingCredentialsError(profile) from e
+        resolved_region = resolve_region(region, boto_session)
+        if not resolved_region:
+            raise MissingRegionError()
+        if boto_session.get_credentials() is None:
+            raise MissingCredentialsError(profile)
+        return cls(
+            boto_session=boto_session,
+            region=resolved_region,
+            endpoint_url=endpoint_url
+            or os.environ.get("SMNEURON_ENDPOINT_URL")
+            or os.environ.get("AWS_ENDPOINT_URL")
+            or None,
+            role=role or os.environ.get("SMNEURON_ROLE") or None,
+            bucket=bucket or os.environ.get("SMNEURON_BUCKET") or None,
+            kms_key_id=kms_key_id or os.environ.get("SMNEURON_KMS_KEY_ID") or None,
+        )
+
+    def client(self, service: str) -> Any:
+        """A cached boto3 client for ``service`` with adaptive retries and this session's endpoint."""
+        with self._lock:
+            if service not in self._clients:
+                from botocore.config import Config
+
+                config = Config(
+                    retries={"mode": "adaptive", "max_attempts": 8},
+                    max_pool_connections=64,
+                    user_agent_extra="smneuron",
+                )
+                self._clients[service] = self.boto_session.client(
+                    service, region_name=self.region, endpoint_url=self.endpoint_url, config=config
+                )
+            return self._clients[service]
+
+    @property
+    def account_id(self) -> str:
+        """The AWS account of the credentials in use (one STS call, cached)."""
+        if self._account is None:
+            import botocore.exceptions
+
+            try:
+                self._account = self.client("sts").get_caller_identity()["Account"]
+            except botocore.exceptions.ClientError as e:
+                raise from_client_error(e, operation="GetCallerIdentity") from e
+            except botocore.exceptions.NoCredentialsError as e:
+                raise MissingCredentialsError() from e
+        return self._account
+
+    @property
+    def partition(self) -> str:
+        if self.region.startswith("cn-"):
+            return "aws-cn"
+        if self.region.startswith("us-gov-"):
+            return "aws-us-gov"
+        return "aws"
+
+    @property
+    def role_arn(self) -> str:
+        """The SageMaker execution role ARN: the given ARN, a given role name, or the default name."""
+        role = self.role or DEFAULT_ROLE_NAME
+        if role.startswith("arn:"):
+            return role
+        return f"arn:{self.partition}:iam::{self.account_id}:role/{role}"
+
+    @property
+    def bucket_name(self) -> str:
+        """The artifact bucket: the given one, or ``smneuron-{account}-{region}``."""
+        return self.bucket or default_bucket_name(self.account_id, self.region)

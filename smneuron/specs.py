@@ -1,0 +1,331 @@
+"""Typed specs for every step, and the project file ``smneuron.yaml`` that holds them.
+
+Field names follow SageMaker's own (``initial_instance_count``, ``variant_name``, ...) so a spec maps
+1:1 onto API calls. CLI flags override file values through ``override``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ValidationError as PydanticValidationError
+
+from smneuron.catalog import InstanceType, Use
+from smneuron.errors import ConfigError
+
+Task = Literal["text-classification", "feature-extraction", "token-classification", "question-answering"]
+TASKS: tuple[str, ...] = Task.__args__  # type: ignore[attr-defined]
+CompileTarget = Literal["inf1", "inf2", "cpu"]
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+def _check_instance(value: str, use: Use | None = None) -> str:
+    try:
+        return InstanceType.parse(value, use=use).name
+    except ConfigError as e:  # pydantic collects ValueErrors so all problems are reported at once
+        raise ValueError(str(e)) from None
+
+
+class CompileSpec(StrictModel):
+    """How to compile one model: task, target, static shapes and compiler options."""
+
+    task: Task = Field("feature-extraction", description="What the model does; picks the traced outputs.")
+    target: CompileTarget = Field(
+        "inf2", description="inf1 (torch-neuron), inf2 (torch-neuronx) or cpu (TorchScript, runs anywhere)."
+    )
+    batch_size: int = Field(1, ge=1, le=1024, description="Static batch dimension of every traced file.")
+    buckets: list[int] = Field(
+        default_factory=lambda: [128],
+        description="Sequence lengths to compile; each request goes to the smallest that fits.",
+    )
+    auto_cast: Literal["none", "matmult", "all"] = Field(
+        "matmult", description="Which fp32 operations the Neuron compiler may cast down (inf2 --auto-cast)."
+    )
+    auto_cast_type: Literal["bf16", "fp16", "tf32", "fp8_e4m3"] = Field(
+        "bf16", description="The lower precision type for auto-casting (inf2 --auto-cast-type)."
+    )
+    optlevel: Literal[1, 2, 3] = Field(2, description="neuronx-cc --optlevel (inf2).")
+    fast_math: list[str] | None = Field(
+        None,
+        description="neuron-cc --fast-math values (inf1); derived from auto_cast when unset.",
+    )
+    neuroncore_pipeline_cores: int | None = Field(
+        None, ge=1, le=64, description="inf1: shard the model over this many NeuronCores (pipeline mode)."
+    )
+    compiler_args: list[str] = Field(
+        default_factory=list, description="Extra compiler arguments passed through unchanged."
+    )
+    pooling: Literal["auto", "mean", "cls", "max"] = Field(
+        "auto",
+        description="feature-extraction pooling; auto reads 1_Pooling/config.json or defaults to mean.",
+    )
+    normalize: bool | None = Field(
+        None,
+        description="feature-extraction: L2-normalise embeddings by default (auto from a Normalize module).",
+    )
+    max_abs_diff: float | None = Field(
+        None,
+        description="Fail the compile when traced vs eager outputs differ by more (default 1e-4 for cpu).",
+    )
+
+    @field_validator("buckets", mode="before")
+    @classmethod
+    def _parse_buckets(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                return [int(x) for x in v.replace(" ", "").split(",") if x]
+            except ValueError as e:
+                raise ValueError(f"buckets must be integers separated by commas, got {v!r}") from e
+        return v
+
+    @field_validator("buckets")
+    @classmethod
+    def _check_buckets(cls, v: list[int]) -> list[int]:
+        if not v:
+            raise ValueError("at least one sequence bucket is needed")
+        if any(b < 8 or b > 8192 for b in v):
+            raise ValueError(f"bucket lengths must be between 8 and 8192, got {v}")
+        return sorted(set(v))
+
+
+class TrafficRouting(StrictModel):
+    type: Literal["all_at_once", "canary", "linear"] = Field(
+        "all_at_once", description="How traffic moves to the new fleet during a blue/green update."
+    )
+    step_percent: int = Field(10, ge=1, le=99, description="Canary size or linear step, in percent.")
+    wait_interval_in_seconds: int = Field(300, ge=0, le=3600, description="Bake time per step.")
+    termination_wait_in_seconds: int = Field(0, ge=0, le=3600, description="Keep the old fleet this long.")
+
+
+class EndpointSpec(StrictModel):
+    """One real-time endpoint: where it runs and how its model server is laid out."""
+
+    name: str | None = Field(None, description="Endpoint name; derived from the model name when unset.")
+    instance_type: str = Field("ml.inf2.xlarge", description="SageMaker instance type of the variant.")
+    initial_instance_count: int = Field(1, ge=1, le=100, description="Instances at creation.")
+    variant_name: str = Field("AllTraffic", description="Production variant name.")
+    cores_per_model: int = Field(
+        1, ge=1, description="NeuronCores one model copy spans (inf1 pipeline mode)."
+    )
+    models_per_worker: int = Field(
+        1, ge=1, le=8, description="Model copies loaded inside each worker (bounded by memory)."
+    )
+    batch_size: int = Field(8, ge=1, le=256, description="TorchServe batch size (requests per handler call).")
+    max_batch_delay_ms: int = Field(5, ge=0, le=10000, description="TorchServe max batch delay.")
+    model_server_timeout_in_seconds: int = Field(60, ge=1, le=3600, description="Per-request timeout.")
+    container_startup_health_check_timeout_in_seconds: int | None = Field(
+        None, ge=60, le=3600, description="Sized from the artifact size when unset."
+    )
+    model_data_download_timeout_in_seconds: int | None = Field(
+        None, ge=60, le=3600, description="Sized from the artifact size when unset."
+    )
+    image_uri: str | None = Field(None, description="Full DLC image URI; overrides the catalog.")
+    torch_version: str | None = Field(None, description="Pin the DLC's torch version.")
+    neuron_sdk: str | None = Field(None, description="Pin the DLC's Neuron SDK version.")
+    neuron_monitor: bool = Field(False, description="Publish NeuronCore metrics to CloudWatch.")
+    traffic_routing: TrafficRouting = Field(default_factory=TrafficRouting, description="Blue/green updates.")
+    latency_p99_alarm_ms: int | None = Field(
+        None, ge=1, description="Roll back an update when model latency p99 exceeds this."
+    )
+    environment: dict[str, str] = Field(default_factory=dict, description="Extra container variables.")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags on every resource created.")
+
+    @field_validator("instance_type")
+    @classmethod
+    def _instance(cls, v: str) -> str:
+        return _check_instance(v, "endpoint")
+
+
+class ScheduledScaling(StrictModel):
+    schedule: str = Field(..., description='"cron(0 8 * * ? *)", "rate(1 day)" or "at(2026-01-01T00:00:00)".')
+    min_capacity: int = Field(..., ge=0, description="Minimum instances from that time on.")
+    max_capacity: int = Field(..., ge=1, description="Maximum instances from that time on.")
+
+
+class ScalingSpec(StrictModel):
+    """Application Auto Scaling for the endpoint variant."""
+
+    min_capacity: int = Field(1, ge=1, description="Fewest instances.")
+    max_capacity: int = Field(1, ge=1, description="Most instances; equal to min disables scaling.")
+    metric: Literal["invocations_per_instance", "concurrent_requests_per_model"] = Field(
+        "invocations_per_instance", description="Target-tracking metric."
+    )
+    target_value: float | None = Field(None, gt=0, description="Target per instance; derived when unset.")
+    scale_in_cooldown_in_seconds: int = Field(600, ge=0, description="Long: Neuron models warm up slowly.")
+    scale_out_cooldown_in_seconds: int = Field(300, ge=0, description="Wait between scale-outs.")
+    scheduled: list[ScheduledScaling] = Field(default_factory=list, description="Scheduled capacity changes.")
+
+    @model_validator(mode="after")
+    def _order(self) -> ScalingSpec:
+        if self.max_capacity < self.min_capacity:
+            raise ValueError(
+                f"max_capacity ({self.max_capacity}) is below min_capacity ({self.min_capacity})"
+            )
+        return self
+
+
+class Thresholds(StrictModel):
+    min_top1_agreement: float = Field(0.99, ge=0, le=1, description="Classification agreement with CPU.")
+    min_accuracy: float | None = Field(None, ge=0, le=1, description="Accuracy against labels, if any.")
+    min_cosine: float = Field(0.99, ge=-1, le=1, description="Smallest cosine to the CPU reference.")
+    max_abs_diff: float | None = Field(None, ge=0, description="Largest absolute output difference.")
+
+
+class PipelineSpec(StrictModel):
+    """The scheduled compile -> evaluate -> deploy pipeline."""
+
+    name: str = Field("smneuron-pipeline", description="SageMaker Pipeline name.")
+    model_source_s3_uri: str | None = Field(None, description="s3:// prefix of the HF model directory.")
+    evaluation_data_s3_uri: str | None = Field(None, description="s3:// JSONL of inputs (optional labels).")
+    compile_instance_type: str = Field("ml.c5.4xlarge", description="CPU instance of the compile step.")
+    evaluation_instance_type: str | None = Field(None, description="Defaults to the endpoint's type.")
+    volume_size_in_gb: int = Field(50, ge=1, le=16384, description="Processing volume size.")
+    thresholds: Thresholds = Field(default_factory=Thresholds, description="Accuracy gates.")
+    model_package_group: str | None = Field(None, description="Model Registry group to register into.")
+    approval_status: Literal["Approved", "PendingManualApproval"] = Field(
+        "Approved", description="Status of registered packages."
+    )
+    schedule: str | None = Field(None, description='"cron(...)", "rate(...)" or "at(...)".')
+
+    @field_validator("compile_instance_type")
+    @classmethod
+    def _compile_instance(cls, v: str) -> str:
+        return _check_instance(v, "processing")
+
+
+class AwsSpec(StrictModel):
+    region: str | None = Field(None, description="AWS region.")
+    profile: str | None = Field(None, description="AWS profile.")
+    role: str | None = Field(None, description="Execution role ARN or name.")
+    bucket: str | None = Field(None, description="Artifact bucket.")
+    kms_key_id: str | None = Field(None, description="KMS key for artifacts (else SSE-S3).")
+    prefix: str = Field("smneuron", description="Key prefix for artifacts.")
+    endpoint_url: str | None = Field(None, description="Alternative AWS endpoint (moto, VPC endpoint).")
+
+
+class ProjectFile(StrictModel):
+    """``smneuron.yaml``: everything a project pins, so commands need few flags."""
+
+    model: str | None = Field(None, description="Model directory (HF save_pretrained layout).")
+    model_name: str | None = Field(None, description="Name used for artifacts and resources.")
+    aws: AwsSpec = Field(default_factory=AwsSpec, description="AWS settings.")
+    compile: CompileSpec = Field(default_factory=CompileSpec, description="Compile settings.")
+    endpoint: EndpointSpec = Field(default_factory=EndpointSpec, description="Endpoint settings.")
+    scaling: ScalingSpec = Field(default_factory=ScalingSpec, description="Autoscaling settings.")
+    pipeline: PipelineSpec = Field(default_factory=PipelineSpec, description="Pipeline settings.")
+    prices: dict[str, float] = Field(default_factory=dict, description="Hourly USD overrides per instance.")
+
+    @classmethod
+    def load(cls, path: str | Path) -> ProjectFile:
+        """Read and validate a project file.
+
+        Raises:
+            ConfigError: unreadable YAML, duplicate keys, unknown keys (with "did you mean"),
+                or invalid values, naming the file and the key path.
+        """
+        import yaml
+
+        path = Path(path)
+        try:
+            data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader) or {}
+        except OSError as e:
+            raise ConfigError(f"Cannot read {path}: {e.strerror}.") from e
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: {e}") from e
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping of sections.")
+        return validate(cls, data, source=str(path))
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(model: type[M], data: dict[str, Any], *, source: str = "") -> M:
+    """Build ``model`` from ``data``, turning pydantic errors into one readable ConfigError."""
+    try:
+        return model.model_validate(data)
+    except PydanticValidationError as e:
+        raise ConfigError(_explain(model, e, source)) from None
+
+
+def override(spec: M, **values: Any) -> M:
+    """A copy of ``spec`` with the non-None ``values`` (CLI flags) applied and validated."""
+    changes = {k: v for k, v in values.items() if v is not None}
+    data = spec.model_dump()
+    data.update(changes)
+    return validate(type(spec), data, source="command-line flags")
+
+
+def _explain(model: type[BaseModel], err: PydanticValidationError, source: str) -> str:
+    lines = []
+    for e in err.errors():
+        loc = [str(p) for p in e["loc"]]
+        where = ".".join(loc) or "(top level)"
+        if e["type"] == "extra_forbidden":
+            known = _fields_at(model, loc[:-1])
+            near = difflib.get_close_matches(loc[-1], known, n=1)
+            hint = f" Did you mean {near[0]!r}?" if near else f" Known keys: {', '.join(known)}."
+            lines.append(f"unknown key {where!r}.{hint}")
+        else:
+            lines.append(f"{where}: {e['msg']}")
+    prefix = f"{source}: " if source else ""
+    return prefix + "; ".join(lines)
+
+
+def _fields_at(model: type[BaseModel], path: list[str]) -> list[str]:
+    current: Any = model
+    for part in path:
+        field = getattr(current, "model_fields", {}).get(part)
+        if field is None or not isinstance(field.annotation, type):
+            return []
+        current = field.annotation
+    return list(getattr(current, "model_fields", {}))
+
+
+def _make_loader() -> type:
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise ConfigError(
+                        f"duplicate key {key!r} at line {key_node.start_mark.line + 1}: "
+                        "each key may appear once per section."
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
+class _LazyLoader:
+    """Defer importing PyYAML until a project file is read."""
+
+    _cls: type | None = None
+
+    def __call__(self, stream: Any) -> Any:
+        if self._cls is None:
+            type(self)._cls = _make_loader()
+        return self._cls(stream)  # type: ignore[misc]
+
+
+_UniqueKeyLoader = _LazyLoader()
+
+
+def find_project_file(start: Path | None = None) -> Path | None:
+    """``smneuron.yaml`` in the current directory or the nearest parent, if any."""
+    here = (start or Path.cwd()).resolve()
+    for d in [here, *here.parents]:
+        candidate = d / "smneuron.yaml"
+        if candidate.is_file():
+            return candidate
+    return None

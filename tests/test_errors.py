@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError
+
+from smneuron import errors
+
+
+def client_error(code: str, message: str = "boom", op: str = "CreateEndpoint") -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": message}}, op)
+
+
+@pytest.mark.parametrize(
+    ("code", "cls", "hint_word"),
+    [
+        ("AccessDenied", errors.AccessDeniedError, "permission"),
+        ("AccessDeniedException", errors.AccessDeniedError, "permission"),
+        ("ExpiredToken", errors.ExpiredCredentialsError, "expired"),
+        ("ExpiredTokenException", errors.ExpiredCredentialsError, "expired"),
+        ("ValidationException", errors.ValidationError, "argument"),
+        ("ResourceLimitExceeded", errors.QuotaExceededError, "Service Quotas"),
+        ("ThrottlingException", errors.ThrottledError, "throttled"),
+        ("ResourceNotFound", errors.NotFoundError, "region"),
+        ("ResourceNotFoundException", errors.NotFoundError, "region"),
+    ],
+)
+def test_client_errors_translate_to_typed_errors_with_hints(code, cls, hint_word):
+    err = errors.from_client_error(client_error(code, "it failed"))
+    assert type(err) is cls
+    assert err.code == code
+    assert err.operation == "CreateEndpoint"
+    assert "it failed" in str(err) and code in str(err)
+    assert hint_word in str(err)
+
+
+def test_unknown_code_is_a_plain_aws_error_and_operation_can_be_overridden():
+    err = errors.from_client_error(client_error("SomethingNew"), operation="DescribeEndpoint")
+    assert type(err) is errors.AwsError
+    assert err.operation == "DescribeEndpoint"
+
+
+def test_endpoint_failed_error_carries_reason_and_log_lines():
+    err = errors.EndpointFailedError(
+        "ep", "Failed", "CapacityError: no ml.inf1 capacity", ["line a", "line b"]
+    )
+    text = str(err)
+    assert "CapacityError" in text and "line b" in text and "smneuron delete ep" in text

@@ -1,0 +1,69 @@
+"""The moto extensions in smneuron.local.fake_aws behave like the real SageMaker API."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+
+def make_config(sm, name: str, instance: str) -> None:
+    sm.create_model(
+        ModelName=f"m-{name}",
+        ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+        PrimaryContainer={"Image": "img:1", "ModelDataUrl": "s3://b/k/model.tar.gz"},
+    )
+    sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": f"m-{name}",
+                "InitialInstanceCount": 1,
+                "InstanceType": instance,
+            }
+        ],
+    )
+
+
+def test_inf2_endpoint_configs_are_accepted_and_bogus_types_rejected(session):
+    sm = session.client("sagemaker")
+    make_config(sm, "c-inf2", "ml.inf2.48xlarge")
+    assert (
+        sm.describe_endpoint_config(EndpointConfigName="c-inf2")["ProductionVariants"][0]["InstanceType"]
+        == "ml.inf2.48xlarge"
+    )
+    with pytest.raises(ClientError, match="instanceType"):
+        make_config(sm, "c-bad", "ml.inf9.xlarge")
+
+
+def test_update_endpoint_switches_config_and_keeps_deployment_config(session):
+    sm = session.client("sagemaker")
+    make_config(sm, "c1", "ml.inf2.xlarge")
+    make_config(sm, "c2", "ml.inf2.8xlarge")
+    sm.create_endpoint(EndpointName="ep", EndpointConfigName="c1")
+    sm.update_endpoint(
+        EndpointName="ep",
+        EndpointConfigName="c2",
+        DeploymentConfig={
+            "BlueGreenUpdatePolicy": {
+                "TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE", "WaitIntervalInSeconds": 0}
+            }
+        },
+    )
+    d = sm.describe_endpoint(EndpointName="ep")
+    assert d["EndpointConfigName"] == "c2"
+    assert d["ProductionVariants"][0]["CurrentInstanceCount"] >= 1
+    with pytest.raises(ClientError, match="Could not find endpoint"):
+        sm.update_endpoint(EndpointName="nope", EndpointConfigName="c2")
+    with pytest.raises(ClientError, match="Could not find endpoint configuration"):
+        sm.update_endpoint(EndpointName="ep", EndpointConfigName="nope")
+
+
+def test_embedded_server_serves_the_extended_api():
+    from smneuron.local.fake_aws import embedded_aws
+
+    with embedded_aws() as url:
+        sm = boto3.client("sagemaker", endpoint_url=url, region_name="us-east-1")
+        make_config(sm, "c-srv", "ml.inf2.xlarge")
+        assert sm.list_endpoint_configs()["EndpointConfigs"][0]["EndpointConfigName"] == "c-srv"

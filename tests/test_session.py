@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import pytest
+
+from smneuron.errors import MissingCredentialsError, MissingRegionError
+from smneuron.session import Session
+
+
+def test_region_precedence(monkeypatch):
+    monkeypatch.setenv("SMNEURON_REGION", "eu-west-1")
+    assert Session.from_env().region == "eu-west-1"
+    assert Session.from_env(region="ap-south-1").region == "ap-south-1"
+    monkeypatch.delenv("SMNEURON_REGION")
+    assert Session.from_env().region == "us-east-1"  # AWS_REGION
+
+
+def test_missing_region_says_how_to_fix(monkeypatch):
+    monkeypatch.delenv("AWS_REGION")
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    with pytest.raises(MissingRegionError, match="--region"):
+        Session.from_env()
+
+
+def test_missing_credentials_says_how_to_fix(monkeypatch):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with pytest.raises(MissingCredentialsError, match="aws configure"):
+        Session.from_env()
+
+
+def test_endpoint_url_and_adaptive_retries(monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5999")
+    s = Session.from_env()
+    c = s.client("sagemaker")
+    assert c.meta.endpoint_url == "http://127.0.0.1:5999"
+    assert c.meta.config.retries["mode"] == "adaptive"
+    assert s.client("sagemaker") is c  # cached
+    assert Session.from_env(endpoint_url="http://x:1").endpoint_url == "http://x:1"
+
+
+def test_role_and_bucket_defaults_use_the_account(session):
+    assert session.account_id == "123456789012"
+    assert session.role_arn == "arn:aws:iam::123456789012:role/smneuron-execution-role"
+    assert session.bucket_name == "smneuron-123456789012-us-east-1"
+    s2 = Session.from_env(role="MyRole", bucket="b")
+    assert s2.role_arn.endswith(":role/MyRole") and s2.bucket_name == "b"
+    assert Session.from_env(role="arn:aws:iam::1:role/x").role_arn == "arn:aws:iam::1:role/x"
+
+
+def test_repr_never_contains_credentials(session):
+    assert "testing" not in repr(session)

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from smneuron.errors import ConfigError
+from smneuron.specs import CompileSpec, EndpointSpec, ProjectFile, ScalingSpec, override
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "smneuron.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_project_file_round_trip(tmp_path):
+    p = write(
+        tmp_path,
+        """
+model: ./my-model
+compile:
+  target: inf1
+  task: text-classification
+  buckets: "128,32,64"
+  batch_size: 4
+endpoint:
+  instance_type: inf1.6xlarge
+scaling: {min_capacity: 1, max_capacity: 4}
+""",
+    )
+    pf = ProjectFile.load(p)
+    assert pf.compile.buckets == [32, 64, 128]
+    assert pf.endpoint.instance_type == "ml.inf1.6xlarge"
+    assert pf.scaling.max_capacity == 4
+
+
+def test_unknown_keys_suggest_the_right_one(tmp_path):
+    p = write(tmp_path, "compile:\n  targt: inf2\nendpont: {}\n")
+    with pytest.raises(ConfigError) as e:
+        ProjectFile.load(p)
+    msg = str(e.value)
+    assert "compile.targt" in msg and "Did you mean 'target'" in msg
+    assert "Did you mean 'endpoint'" in msg
+    assert str(p) in msg
+
+
+def test_duplicate_keys_are_refused(tmp_path):
+    p = write(tmp_path, "compile:\n  target: inf2\n  target: inf1\n")
+    with pytest.raises(ConfigError, match="duplicate key 'target' at line 3"):
+        ProjectFile.load(p)
+
+
+def test_bad_values_are_reported_together(tmp_path):
+    p = write(tmp_path, "compile:\n  batch_size: 0\nendpoint:\n  instance_type: ml.inf2.xlarg\n")
+    with pytest.raises(ConfigError) as e:
+        ProjectFile.load(p)
+    assert "compile.batch_size" in str(e.value) and "ml.inf2.xlarge" in str(e.value)
+
+
+def test_flags_override_file_values():
+    spec = CompileSpec(target="inf2", batch_size=2)
+    new = override(spec, batch_size=8, target=None, buckets="64,32")
+    assert (new.batch_size, new.target, new.buckets) == (8, "inf2", [32, 64])
+    with pytest.raises(ConfigError, match="command-line flags"):
+        override(spec, batch_size=-1)
+
+
+def test_spec_invariants():
+    with pytest.raises(ConfigError):
+        override(ScalingSpec(), min_capacity=4, max_capacity=2)
+    with pytest.raises(ConfigError, match="processing"):
+        override(ProjectFile().pipeline, compile_instance_type="ml.inf2.xlarge")
+    assert EndpointSpec().instance_type == "ml.inf2.xlarge"
+
+
+def test_every_field_is_described():
+    def walk(model):
+        for name, f in model.model_fields.items():
+            assert f.description, f"{model.__name__}.{name} has no description"
+            ann = f.annotation
+            if isinstance(ann, type) and hasattr(ann, "model_fields"):
+                walk(ann)
+
+    walk(ProjectFile)
+
+
+def test_json_schema_in_repo_is_current():
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import write_schema
+    finally:
+        sys.path.pop(0)
+    assert write_schema.SCHEMA_PATH.read_text() == write_schema.render(), (
+        "docs/smneuron.schema.json is stale: run `python scripts/write_schema.py`"
+    )
