@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 from smneuron._version import __version__
-from smneuron.cli import catalog_cmds
+from smneuron.cli import catalog_cmds, compile_cmd
 from smneuron.cli._common import CliState
 
 app = typer.Typer(
@@ -54,6 +54,7 @@ def main(
 
 app.command("instances")(catalog_cmds.instances)
 app.command("images")(catalog_cmds.images)
+app.command("compile")(compile_cmd.compile_cmd)
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -1,0 +1,102 @@
+"""`smneuron compile`: a Hugging Face model directory -> a compiled artifact directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from smneuron.cli._common import JsonOpt, console, print_json, state, table
+
+
+def compile_cmd(
+    ctx: typer.Context,
+    model_dir: Path = typer.Argument(None, help="HF model directory (default: `model` in smneuron.yaml)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Artifact directory to write."),
+    target: str = typer.Option(None, "--target", help="inf1, inf2 or cpu."),
+    task: str = typer.Option(
+        None,
+        "--task",
+        help="text-classification, feature-extraction, token-classification or question-answering.",
+    ),
+    batch_size: int = typer.Option(None, "--batch-size", help="Static batch size."),
+    buckets: str = typer.Option(None, "--buckets", help="Sequence lengths, e.g. 32,64,128."),
+    auto_cast: str = typer.Option(None, "--auto-cast", help="none, matmult or all."),
+    auto_cast_type: str = typer.Option(None, "--auto-cast-type", help="bf16, fp16 or tf32 (inf2)."),
+    optlevel: int = typer.Option(None, "--optlevel", help="1, 2 or 3 (inf2)."),
+    fast_math: str = typer.Option(None, "--fast-math", help="inf1 --fast-math values, comma separated."),
+    pipeline_cores: int = typer.Option(None, "--neuroncore-pipeline-cores", help="inf1 pipeline mode cores."),
+    compiler_arg: list[str] = typer.Option(None, "--compiler-arg", help="Extra compiler argument (repeat)."),
+    pooling: str = typer.Option(None, "--pooling", help="feature-extraction: auto, mean, cls or max."),
+    normalize: bool = typer.Option(None, "--normalize/--no-normalize", help="feature-extraction default."),
+    max_abs_diff: float = typer.Option(None, "--max-abs-diff", help="Fail above this traced-vs-eager diff."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Always recompile."),
+    cache_dir: Path = typer.Option(None, "--cache-dir", help="Compile cache location."),
+    jobs: int = typer.Option(None, "--jobs", "-j", help="Buckets compiled in parallel processes."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Compile a model: one traced file per sequence bucket, tokenizer, manifest; cached."""
+    from smneuron.compile import compile_model
+    from smneuron.errors import ConfigError
+    from smneuron.specs import override
+
+    project = state(ctx).project()
+    model_dir = model_dir or (Path(project.model) if project.model else None)
+    if model_dir is None:
+        raise ConfigError(
+            "No model directory given.", hint="Pass MODEL_DIR or set `model:` in smneuron.yaml."
+        )
+    spec = override(
+        project.compile, target=target, task=task, batch_size=batch_size, buckets=buckets,
+        auto_cast=auto_cast, auto_cast_type=auto_cast_type, optlevel=optlevel,
+        fast_math=fast_math.split(",") if fast_math else None, neuroncore_pipeline_cores=pipeline_cores,
+        compiler_args=compiler_arg or None, pooling=pooling, normalize=normalize, max_abs_diff=max_abs_diff,
+    )  # fmt: skip
+    progress_cb, finish = _progress(spec.buckets, quiet=as_json)
+    try:
+        result = compile_model(model_dir, out, spec, cache=not no_cache, cache_dir=cache_dir, jobs=jobs,
+                               progress=progress_cb)  # fmt: skip
+    finally:
+        finish()
+    m = result.manifest
+    if as_json:
+        print_json({"out_dir": str(result.out_dir), "cache_hit": result.cache_hit,
+                    "seconds": round(result.seconds, 3), "manifest": m.model_dump(mode="json")})  # fmt: skip
+        return
+    source = "cache hit" if result.cache_hit else "compiled"
+    console().print(f"[bold]{m.task}[/bold] for [bold]{m.compiler.target}[/bold] -> {result.out_dir} "
+                    f"({source}, {result.seconds:.2f} s)")  # fmt: skip
+    table(None, ["bucket", "file", "MiB", "compile s", "max |diff|", "cosine min", "on Neuron"], [
+        [b.seq_len, b.file, f"{b.size_bytes / 2**20:.1f}", f"{b.compile_seconds:.2f}",
+         f"{b.validation.max_abs_diff:.2e}", f"{b.validation.cosine_min:.6f}",
+         f"{b.neuron_ops_percent:.1f}%" if b.neuron_ops_percent is not None else "-"]
+        for b in m.buckets
+    ])  # fmt: skip
+    console().print(f"[dim]batch {m.batch_size}; inputs {', '.join(m.input_names)}; compiler "
+                    f"{m.compiler.function} {' '.join(m.compiler.args)}[/dim]")  # fmt: skip
+
+
+def _progress(buckets: list[int], quiet: bool):  # type: ignore[no-untyped-def]
+    """A rich progress display with one line per bucket (nothing when quiet)."""
+    if quiet:
+        return None, lambda: None
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from smneuron.compile import CompileEvent
+
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                   console=console(), transient=False)  # fmt: skip
+    rows = {}
+    bar.start()
+
+    def on_event(e: CompileEvent) -> None:
+        if e.kind == "bucket_started":
+            rows[e.seq_len] = bar.add_task(f"bucket {e.seq_len}: compiling", total=1)
+        elif e.kind == "bucket_done":
+            bar.update(
+                rows[e.seq_len], completed=1, description=f"bucket {e.seq_len}: done in {e.seconds:.2f} s"
+            )
+        elif e.kind == "cache_hit":
+            bar.add_task("cache hit: reused a previous identical compile", total=1, completed=1)
+
+    return on_event, bar.stop

@@ -1,0 +1,127 @@
+"""``smneuron.json``: the manifest every compiled artifact carries.
+
+Defined once, here. The inference code (which never imports smneuron) reads the same file as plain
+JSON and checks ``schema_version``; bump it whenever a field's meaning changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from smneuron.errors import ArtifactError
+
+SCHEMA_VERSION = 1
+MANIFEST_NAME = "smneuron.json"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Validation(_Model):
+    max_abs_diff: float = Field(description="Largest |traced - eager| over the sample batch.")
+    cosine_min: float = Field(description="Smallest cosine similarity between traced and eager rows.")
+
+
+class Bucket(_Model):
+    seq_len: int = Field(description="Static sequence length of this traced file.")
+    file: str = Field(description="TorchScript file name at the artifact root.")
+    sha256: str = Field(description="sha256 of the file.")
+    size_bytes: int = Field(description="File size.")
+    compile_seconds: float = Field(description="Wall time to trace/compile this bucket.")
+    validation: Validation = Field(description="Traced vs eager outputs on a sample batch.")
+    neuron_ops_percent: float | None = Field(
+        None, description="Share of operators placed on Neuron, when the compiler reports it."
+    )
+
+
+class Compiler(_Model):
+    target: Literal["inf1", "inf2", "cpu"]
+    function: str = Field(description="The trace call used, e.g. torch_neuronx.trace.")
+    args: list[str] = Field(default_factory=list, description="Compiler arguments passed.")
+    auto_cast: str | None = None
+    auto_cast_type: str | None = None
+    cores_per_model: int = Field(1, description="NeuronCores one loaded copy of the model occupies.")
+
+
+class Manifest(_Model):
+    schema_version: int = SCHEMA_VERSION
+    smneuron_version: str
+    task: str
+    model_type: str = Field(description="config.json model_type, e.g. bert.")
+    labels: dict[str, str] | None = Field(None, description="Class index -> label (classification tasks).")
+    problem_type: str | None = Field(None, description="single_label_classification / multi_label_...")
+    pooling: str | None = Field(None, description="feature-extraction pooling (mean, cls, max).")
+    normalize: bool = Field(False, description="feature-extraction: L2-normalise by default.")
+    input_names: list[str] = Field(description="Positional inputs of every traced file.")
+    output: str = Field(description="What the traced module returns (shape convention).")
+    batch_size: int
+    buckets: list[Bucket]
+    tokenizer_files: dict[str, str] = Field(description="Tokenizer/config file -> sha256.")
+    pad_token_id: int
+    max_position_embeddings: int | None = None
+    compiler: Compiler
+    versions: dict[str, str] = Field(description="Package versions at compile time (torch, neuron, ...).")
+    source_model_sha256: str = Field(description="Hash over the source model's files.")
+    cache_key: str = Field(description="Compile cache key (inputs + compiler versions).")
+    created_at: str = Field(description="UTC ISO-8601 time of compilation.")
+
+    def files(self) -> dict[str, str]:
+        """Every file the artifact must contain (besides the manifest), with its sha256."""
+        out = {b.file: b.sha256 for b in self.buckets}
+        out.update(self.tokenizer_files)
+        return out
+
+    def write(self, directory: Path) -> Path:
+        path = directory / MANIFEST_NAME
+        path.write_text(self.model_dump_json(indent=2) + "\n")
+        return path
+
+    @classmethod
+    def read(cls, directory: Path) -> Manifest:
+        """Load and schema-check the manifest of an artifact directory.
+
+        Raises:
+            ArtifactError: missing, unreadable, or written by an incompatible smneuron.
+        """
+        path = Path(directory) / MANIFEST_NAME
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ArtifactError(
+                f"{directory} is not a compiled artifact: {MANIFEST_NAME} is missing.",
+                hint="Create one with `smneuron compile MODEL_DIR -o OUT_DIR`.",
+            ) from None
+        except (OSError, ValueError) as e:
+            raise ArtifactError(f"Cannot read {path}: {e}") from e
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise ArtifactError(
+                f"{path} has schema version {data.get('schema_version')}, this smneuron reads {SCHEMA_VERSION}.",
+                hint="Recompile the model with this version of smneuron.",
+            )
+        return cls.model_validate(data)
+
+
+def sha256_file(path: Path, chunk: int = 4 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify_files(directory: Path, manifest: Manifest) -> list[str]:
+    """Files that are missing or whose sha256 differs from the manifest (empty when intact)."""
+    problems = []
+    for name, digest in manifest.files().items():
+        p = directory / name
+        if not p.is_file():
+            problems.append(f"{name}: missing")
+        elif sha256_file(p) != digest:
+            problems.append(f"{name}: sha256 mismatch")
+    return problems

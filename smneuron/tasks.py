@@ -1,0 +1,242 @@
+"""Per-task model loading and the traceable wrappers: plain tensors in, plain tensors out.
+
+Every traced file takes ``(input_ids, attention_mask[, token_type_ids])`` of shape
+``[batch, seq_len]`` and returns one tensor:
+
+- text-classification: logits ``[batch, num_labels]``
+- feature-extraction: pooled (not normalised) embeddings ``[batch, hidden]``
+- token-classification: logits ``[batch, seq_len, num_labels]``
+- question-answering: start/end logits stacked ``[batch, seq_len, 2]``
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smneuron.errors import CompileError, MissingDependencyError
+
+OUTPUTS = {
+    "text-classification": "logits[batch, num_labels]",
+    "feature-extraction": "pooled_embeddings[batch, hidden] (not normalised)",
+    "token-classification": "logits[batch, seq_len, num_labels]",
+    "question-answering": "start_end_logits[batch, seq_len, 2]",
+}
+TOKENIZER_FILES = (
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
+    "merges.txt", "sentencepiece.bpe.model", "spiece.model", "config.json",
+)  # fmt: skip
+SAMPLE_TEXTS = [
+    "The movie was great and I loved it.",
+    "Paris is the capital of France.",
+    "What a terrible, awful book.",
+    "John works at Google in London.",
+    "Where does Mary live?",
+    "It is sunny today, tomorrow it will be rainy.",
+    "this",
+    "They founded the company in Berlin that year, and it grew very fast in Germany and France.",
+]
+
+
+def require_torch(purpose: str = "Compiling") -> Any:
+    try:
+        import torch
+        import transformers  # noqa: F401
+    except ImportError as e:
+        raise MissingDependencyError(
+            e.name or "torch", purpose,
+            "Install the compile extra: `pip install torch==2.13.0` (CPU build) then "
+            "`pip install 'smneuron[compile]'`.",
+        ) from e  # fmt: skip
+    return torch
+
+
+@dataclass
+class LoadedModel:
+    module: Any  # the wrapper nn.Module to trace
+    task: str
+    config: Any
+    input_names: list[str]
+    labels: dict[str, str] | None
+    problem_type: str | None
+    pooling: str | None
+    normalize: bool
+    pad_token_id: int
+
+
+def sentence_transformers_pooling(model_dir: Path) -> tuple[str | None, bool]:
+    """(pooling, normalize) declared by a sentence-transformers layout, if the model has one."""
+    pooling = None
+    cfg = model_dir / "1_Pooling" / "config.json"
+    if cfg.is_file():
+        data = json.loads(cfg.read_text())
+        if data.get("pooling_mode_cls_token"):
+            pooling = "cls"
+        elif data.get("pooling_mode_max_tokens"):
+            pooling = "max"
+        elif data.get("pooling_mode_mean_tokens"):
+            pooling = "mean"
+    normalize = False
+    modules = model_dir / "modules.json"
+    if modules.is_file():
+        normalize = any(m.get("type", "").endswith("Normalize") for m in json.loads(modules.read_text()))
+    return pooling, normalize
+
+
+def load(model_dir: Path, task: str, *, pooling: str = "auto", normalize: bool | None = None) -> LoadedModel:
+    """Load a save_pretrained model for ``task`` and wrap it for tracing.
+
+    Raises:
+        CompileError: the directory is not a loadable model for this task.
+    """
+    torch = require_torch()
+    import transformers
+
+    transformers.logging.set_verbosity_error()  # their advice is for training; ours comes from smneuron
+    transformers.utils.logging.disable_progress_bar()
+    auto = {
+        "text-classification": transformers.AutoModelForSequenceClassification,
+        "feature-extraction": transformers.AutoModel,
+        "token-classification": transformers.AutoModelForTokenClassification,
+        "question-answering": transformers.AutoModelForQuestionAnswering,
+    }[task]
+    try:
+        # eager attention traces to the same graph on every backend (no SDPA kernels on Neuron)
+        hf = auto.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+    except (OSError, ValueError, KeyError) as e:
+        raise CompileError(f"Cannot load {model_dir} as a {task} model: {e}") from e
+    config = hf.config
+    accepted = inspect.signature(hf.forward).parameters
+    input_names = ["input_ids", "attention_mask"]
+    if "token_type_ids" in accepted and getattr(config, "type_vocab_size", 0) > 1:
+        input_names.append("token_type_ids")
+
+    declared_pooling, declared_norm = sentence_transformers_pooling(model_dir)
+    pool = None
+    if task == "feature-extraction":
+        pool = (declared_pooling or "mean") if pooling == "auto" else pooling
+    labels = None
+    if task in ("text-classification", "token-classification"):
+        labels = {str(k): str(v) for k, v in config.id2label.items()}
+    pad = config.pad_token_id if getattr(config, "pad_token_id", None) is not None else 0
+
+    wrapper = _wrapper_class()(hf, task, pool, len(input_names) == 3)
+    torch.set_grad_enabled(False)
+    return LoadedModel(
+        module=wrapper,
+        task=task,
+        config=config,
+        input_names=input_names,
+        labels=labels,
+        problem_type=getattr(config, "problem_type", None) if labels else None,
+        pooling=pool,
+        normalize=(declared_norm if normalize is None else normalize)
+        if task == "feature-extraction"
+        else False,
+        pad_token_id=int(pad),
+    )
+
+
+def _make_wrapper_class() -> type:
+    import torch
+
+    class Wrapper(torch.nn.Module):
+        """Fixes the positional signature and turns HF outputs into one plain tensor."""
+
+        def __init__(self, model: Any, task: str, pooling: str | None, with_token_types: bool) -> None:
+            super().__init__()
+            self.model = model
+            self.task = task
+            self.pooling = pooling
+            self.with_token_types = with_token_types
+
+        def forward(self, input_ids, attention_mask, token_type_ids=None):  # type: ignore[no-untyped-def]
+            kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
+            if self.with_token_types:
+                kwargs["token_type_ids"] = token_type_ids
+            out = self.model(**kwargs)
+            if self.task == "question-answering":
+                return torch.stack([out[0], out[1]], dim=-1)
+            if self.task != "feature-extraction":
+                return out[0]
+            hidden = out[0]
+            if self.pooling == "cls":
+                return hidden[:, 0]
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            if self.pooling == "max":
+                return (hidden + (mask - 1.0) * 1e9).max(dim=1).values
+            return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+
+    return Wrapper
+
+
+def sample_batch(tokenizer_path: Path, task: str, batch_size: int, seq_len: int, pad_id: int,
+                 input_names: list[str], offset: int = 0) -> tuple:  # fmt: skip
+    """Realistic example inputs ``[batch_size, seq_len]`` with mixed lengths.
+
+    ``offset`` picks other texts: validation uses a different batch than tracing, so a mask or
+    length that tracing baked in as a constant shows up as a difference.
+    """
+    import torch
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer_path))
+    tok.no_padding()
+    tok.enable_truncation(
+        seq_len, strategy="only_second" if task == "question-answering" else "longest_first"
+    )
+    texts = [SAMPLE_TEXTS[(i + offset) % len(SAMPLE_TEXTS)] for i in range(batch_size)]
+    if task == "question-answering":
+        encs = tok.encode_batch([(SAMPLE_TEXTS[4], t) for t in texts])
+    else:
+        encs = tok.encode_batch(texts)
+    ids = torch.full((batch_size, seq_len), pad_id, dtype=torch.long)
+    mask = torch.zeros((batch_size, seq_len), dtype=torch.long)
+    types = torch.zeros((batch_size, seq_len), dtype=torch.long)
+    for i, e in enumerate(encs):
+        n = len(e.ids)
+        ids[i, :n] = torch.tensor(e.ids)
+        mask[i, :n] = 1
+        types[i, :n] = torch.tensor(e.type_ids)
+    return (ids, mask, types) if len(input_names) == 3 else (ids, mask)
+
+
+def copy_tokenizer(model_dir: Path, out_dir: Path) -> list[str]:
+    """Copy tokenizer (and config) files next to the traced files; create tokenizer.json if missing.
+
+    The inference code reads ``tokenizer.json`` with the ``tokenizers`` library only, so the
+    serving container needs no transformers.
+    """
+    copied = []
+    for name in TOKENIZER_FILES:
+        if (model_dir / name).is_file():
+            shutil.copyfile(model_dir / name, out_dir / name)
+            copied.append(name)
+    if "tokenizer.json" not in copied:
+        import transformers
+
+        try:
+            tok = transformers.AutoTokenizer.from_pretrained(str(model_dir), use_fast=True)
+            tok.backend_tokenizer.save(str(out_dir / "tokenizer.json"))
+        except (OSError, ValueError, AttributeError) as e:
+            raise CompileError(
+                f"{model_dir} has no tokenizer.json and no fast tokenizer could be built from it: {e}",
+                hint="Save a fast tokenizer with tokenizer.save_pretrained(DIR).",
+            ) from e
+        copied.append("tokenizer.json")
+    return sorted(copied)
+
+
+_WRAPPER: type | None = None
+
+
+def _wrapper_class() -> type:
+    """The wrapper nn.Module class, defined on first use so importing this module needs no torch."""
+    global _WRAPPER
+    if _WRAPPER is None:
+        _WRAPPER = _make_wrapper_class()
+    return _WRAPPER
