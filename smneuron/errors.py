@@ -141,7 +141,12 @@ _HINTS: dict[type[AwsError], str] = {
 
 
 def _classify(code: str) -> type[AwsError]:
-    if code.startswith("AccessDenied") or code in {"UnauthorizedOperation", "AuthFailure"}:
+    if code.startswith("AccessDenied") or code in {
+        "UnauthorizedOperation",
+        "AuthFailure",
+        "403",
+        "Forbidden",
+    }:
         return AccessDeniedError
     if code in {"ExpiredToken", "ExpiredTokenException", "RequestExpired", "InvalidClientTokenId"}:
         return ExpiredCredentialsError

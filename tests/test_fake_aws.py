@@ -67,3 +67,34 @@ def test_embedded_server_serves_the_extended_api():
         sm = boto3.client("sagemaker", endpoint_url=url, region_name="us-east-1")
         make_config(sm, "c-srv", "ml.inf2.xlarge")
         assert sm.list_endpoint_configs()["EndpointConfigs"][0]["EndpointConfigName"] == "c-srv"
+
+
+def test_tls_only_bucket_policy_is_evaluated_as_for_https_callers(session):
+    import json
+
+    s3 = session.client("s3")
+    s3.create_bucket(Bucket="tls")
+    s3.put_object(Bucket="tls", Key="k", Body=b"x")
+    arn = "arn:aws:s3:::tls"
+    tls = {
+        "Sid": "TLS",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": [arn, f"{arn}/*"],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+    }
+    s3.put_bucket_policy(Bucket="tls", Policy=json.dumps({"Version": "2012-10-17", "Statement": [tls]}))
+    assert s3.get_object(Bucket="tls", Key="k")["Body"].read() == b"x"
+    deny_all = {
+        "Sid": "All",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:GetObject",
+        "Resource": f"{arn}/*",
+    }
+    s3.put_bucket_policy(
+        Bucket="tls", Policy=json.dumps({"Version": "2012-10-17", "Statement": [tls, deny_all]})
+    )
+    with pytest.raises(ClientError, match="Forbidden|AccessDenied"):
+        s3.get_object(Bucket="tls", Key="k")  # other statements are still enforced by moto

@@ -6,7 +6,11 @@ place, by teaching moto what the real service does (checked against botocore's s
 - its endpoint-config validation has a hard-coded instance list without ml.inf2.*: we validate
   against botocore's ``ProductionVariantInstanceType`` enum instead, exactly as the real API does;
 - it does not implement ``UpdateEndpoint``: we add it (switch the endpoint to the new config,
-  keep the deployment config it was given so tests can read it back).
+  keep the deployment config it was given so tests can read it back);
+- its S3 bucket-policy enforcement ignores Conditions, so the standard "deny unless
+  aws:SecureTransport" statement smneuron puts on artifact buckets denies everything: we evaluate
+  that statement as real S3 does for HTTPS callers (the embedded AWS stands in for AWS's TLS
+  endpoints) and leave every other statement to moto.
 
 The product never works around moto; only this module changes moto.
 """
@@ -72,7 +76,33 @@ def patch_moto() -> None:
 
     models.SageMakerModelBackend.update_endpoint = backend_update_endpoint
     responses.SageMakerResponse.update_endpoint = response_update_endpoint
+    _patch_s3_tls_condition()
     _PATCHED = True
+
+
+def _tls_only(statement: dict) -> bool:
+    cond = statement.get("Condition") or {}
+    return statement.get("Effect") == "Deny" and cond == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def _patch_s3_tls_condition() -> None:
+    import json
+
+    from moto.iam.access_control import IAMPolicy, PermissionResult
+    from moto.s3 import models as s3_models
+
+    def get_permission(self: Any, action: str, resource: str) -> Any:
+        if self.policy is None:
+            return PermissionResult.NEUTRAL
+        doc = json.loads(self.policy.decode() if isinstance(self.policy, bytes) else self.policy)
+        statements = doc.get("Statement") or []
+        statements = [statements] if isinstance(statements, dict) else statements
+        doc["Statement"] = [st for st in statements if not _tls_only(st)]
+        if not doc["Statement"]:
+            return PermissionResult.NEUTRAL
+        return IAMPolicy(json.dumps(doc)).is_action_permitted(action, resource)
+
+    s3_models.FakeBucket.get_permission = get_permission
 
 
 def free_port() -> int:

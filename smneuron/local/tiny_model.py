@@ -42,7 +42,8 @@ def build_tiny_bert(out_dir: str | Path, task: str = "text-classification", *, s
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    vocab = {t: i for i, t in enumerate(SPECIAL + WORDS + SUFFIXES + PUNCT)}
+    tokens = list(dict.fromkeys(SPECIAL + WORDS + SUFFIXES + PUNCT))  # unique, in order
+    vocab = {t: i for i, t in enumerate(tokens)}
     tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()

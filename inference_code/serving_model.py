@@ -1,0 +1,156 @@
+"""Load a compiled artifact and run batched, bucketed forward passes.
+
+Runs inside the DLC (Python 3.8+, torch 1.13 or 2.x) and the local endpoint; imports nothing from
+smneuron. Reads ``smneuron.json`` as plain JSON.
+"""
+
+import json
+import os
+
+from serving_codec import RequestError
+
+SCHEMA_VERSION = 1
+RUNTIME_PACKAGES = {"inf1": ("torch-neuron", "torch_neuron"), "inf2": ("torch-neuronx", "torch_neuronx")}
+
+
+class ArtifactLoadError(RuntimeError):
+    """The artifact cannot be served here (schema, runtime versions, missing files)."""
+
+
+def _version_tuple(text):
+    parts = []
+    for piece in str(text).split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def installed_version(dist):
+    try:
+        from importlib import metadata
+    except ImportError:  # pragma: no cover - Python < 3.8
+        return None
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check_runtime(manifest):
+    """Refuse an artifact compiled by a newer Neuron package than this runtime has."""
+    target = manifest["compiler"]["target"]
+    if target not in RUNTIME_PACKAGES:
+        return
+    dist, _ = RUNTIME_PACKAGES[target]
+    compiled = manifest.get("versions", {}).get(dist)
+    running = installed_version(dist)
+    if running is None:
+        raise ArtifactLoadError(
+            "This artifact was compiled for %s and needs %s, which is not installed here. Serve it on an ml.%s "
+            "instance with the Neuron DLC image, or recompile with --target cpu to run it locally."
+            % (target, dist, target))
+    if compiled and _version_tuple(running) < _version_tuple(compiled):
+        raise ArtifactLoadError(
+            "The artifact was compiled with %s %s but this runtime has %s %s, which is older. Deploy with a DLC "
+            "image whose Neuron SDK is at least as new as the compiler's (see `smneuron images`), or recompile "
+            "in this image." % (dist, compiled, dist, running))
+
+
+class LoadedArtifact(object):
+    """Every bucket's traced module, the tokenizer and the manifest, ready to serve."""
+
+    def __init__(self, model_dir):
+        import torch
+        from tokenizers import Tokenizer
+
+        path = os.path.join(model_dir, "smneuron.json")
+        try:
+            with open(path) as f:
+                manifest = json.load(f)
+        except (IOError, OSError, ValueError) as e:
+            raise ArtifactLoadError("Cannot read %s: %s. Is this a smneuron artifact?" % (path, e))
+        if manifest.get("schema_version") != SCHEMA_VERSION:
+            raise ArtifactLoadError("smneuron.json has schema version %r; this inference code reads %d. Repackage "
+                                    "the artifact with the smneuron that compiled it."
+                                    % (manifest.get("schema_version"), SCHEMA_VERSION))
+        check_runtime(manifest)
+        target = manifest["compiler"]["target"]
+        if target in RUNTIME_PACKAGES and not os.environ.get("NEURON_RT_VISIBLE_CORES"):
+            os.environ.setdefault("NEURON_RT_NUM_CORES", str(manifest["compiler"].get("cores_per_model", 1)))
+        if target in RUNTIME_PACKAGES:
+            __import__(RUNTIME_PACKAGES[target][1])  # registers neuron::forward before torch.jit.load
+
+        self.manifest = manifest
+        self.task = manifest["task"]
+        self.batch_size = int(manifest["batch_size"])
+        self.pad_id = int(manifest["pad_token_id"])
+        self.with_token_types = "token_type_ids" in manifest["input_names"]
+        self.labels = manifest.get("labels") or {}
+        self.torch = torch
+        self.buckets = []
+        for b in sorted(manifest["buckets"], key=lambda b: b["seq_len"]):
+            self.buckets.append((int(b["seq_len"]), torch.jit.load(os.path.join(model_dir, b["file"]))))
+        self.max_len = self.buckets[-1][0]
+        self.tokenizer = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.stats = {"forward_passes": 0, "rows": 0, "padded_rows": 0, "requests": 0}
+        self.warm = False
+
+    def tokenize(self, inputs, truncate_second):
+        """Encodings truncated to the largest bucket (``enc.overflowing`` tells what was cut)."""
+        self.tokenizer.enable_truncation(self.max_len, strategy="only_second" if truncate_second else "longest_first")
+        try:
+            return self.tokenizer.encode_batch(inputs)
+        except Exception as e:  # e.g. a QA question longer than the largest bucket
+            raise RequestError(422, "cannot_tokenize", "The input cannot fit the largest bucket (%d tokens): %s"
+                               % (self.max_len, e))
+
+    def bucket_for(self, length):
+        for seq_len, module in self.buckets:
+            if length <= seq_len:
+                return seq_len, module
+        return self.buckets[-1]
+
+    def forward(self, encodings):
+        """One output row per encoding: group by smallest fitting bucket, pad rows to the batch size,
+        run as few forward passes as possible, cut the padding rows off."""
+        torch = self.torch
+        out = [None] * len(encodings)
+        groups = {}
+        for i, enc in enumerate(encodings):
+            groups.setdefault(self.bucket_for(len(enc.ids))[0], []).append(i)
+        for seq_len, module in self.buckets:
+            members = groups.get(seq_len, [])
+            for start in range(0, len(members), self.batch_size):
+                chunk = members[start:start + self.batch_size]
+                ids = torch.full((self.batch_size, seq_len), self.pad_id, dtype=torch.long)
+                mask = torch.zeros((self.batch_size, seq_len), dtype=torch.long)
+                types = torch.zeros((self.batch_size, seq_len), dtype=torch.long)
+                for row, i in enumerate(chunk):
+                    enc = encodings[i]
+                    n = len(enc.ids)
+                    ids[row, :n] = torch.tensor(enc.ids, dtype=torch.long)
+                    mask[row, :n] = 1
+                    types[row, :n] = torch.tensor(enc.type_ids, dtype=torch.long)
+                args = (ids, mask, types) if self.with_token_types else (ids, mask)
+                with torch.no_grad():
+                    result = module(*args).float()
+                self.stats["forward_passes"] += 1
+                self.stats["rows"] += len(chunk)
+                self.stats["padded_rows"] += self.batch_size - len(chunk)
+                for row, i in enumerate(chunk):
+                    out[i] = result[row]
+        return out
+
+    def warm_up(self):
+        """One forward pass per bucket, so the first real request pays no load cost."""
+        torch = self.torch
+        for seq_len, module in self.buckets:
+            ids = torch.full((self.batch_size, seq_len), self.pad_id, dtype=torch.long)
+            mask = torch.ones((self.batch_size, seq_len), dtype=torch.long)
+            args = (ids, mask, torch.zeros_like(ids)) if self.with_token_types else (ids, mask)
+            with torch.no_grad():
+                module(*args)
+        self.warm = True

@@ -1,0 +1,204 @@
+"""model.tar.gz: layout, determinism, tamper detection, safe extraction."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from smneuron.archive import extract_package, inspect_package
+from smneuron.compile import compile_model
+from smneuron.errors import ArtifactError, ConfigError
+from smneuron.packaging import package
+from smneuron.resources import inference_code_dir
+
+
+@pytest.fixture(scope="module")
+def artifact(tiny_classifier, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("artifact") / "a"
+    compile_model(
+        tiny_classifier, out, target="cpu", task="text-classification", batch_size=2, buckets="16,32"
+    )
+    return out
+
+
+def names(tarball: Path) -> list[str]:
+    with tarfile.open(tarball) as t:
+        return t.getnames()
+
+
+def test_layout_is_what_the_dlc_expects(artifact, tmp_path):
+    extra = tmp_path / "mycode"
+    (extra / "__pycache__").mkdir(parents=True)
+    (extra / "helpers.py").write_text("X = 1\n")
+    (extra / "requirements.txt").write_text("regex==2024.5.15\n")
+    (extra / "__pycache__" / "helpers.cpython-311.pyc").write_bytes(b"junk")
+    (extra / ".helpers.py.swp").write_bytes(b"junk")
+    result = package(artifact, tmp_path / "model.tar.gz", extra_code=extra)
+    got = names(result.path)
+    shipped = sorted(f"code/{p.name}" for p in inference_code_dir().glob("*.py"))
+    assert got == [
+        "code",
+        *sorted(
+            [
+                "code/helpers.py",
+                "code/requirements.txt",
+                *shipped,
+                "config.json",
+                "model_b2_s16.pt",
+                "model_b2_s32.pt",
+                "smneuron.json",
+                "tokenizer.json",
+                "tokenizer_config.json",
+            ]
+        ),
+    ]
+    with tarfile.open(result.path) as t:
+        req = t.extractfile("code/requirements.txt").read().decode()
+        info = t.getmember("model_b2_s16.pt")
+    assert "tokenizers" in req and "regex==2024.5.15" in req
+    assert (info.mtime, info.uid, info.gid, info.mode, info.uname) == (0, 0, 0, 0o644, "")
+    raw = result.path.read_bytes()
+    assert raw[:2] == b"\x1f\x8b" and raw[4:8] == b"\0\0\0\0"  # gzip with no timestamp
+    assert not (raw[3] & 0x08)  # and no file name
+
+
+def test_same_inputs_give_identical_bytes(artifact, tmp_path):
+    a = package(artifact, tmp_path / "a.tar.gz")
+    b = package(artifact, tmp_path / "b.tar.gz", threads=1)
+    assert a.path.read_bytes() == b.path.read_bytes() and a.sha256 == b.sha256
+
+
+def test_user_code_cannot_replace_the_inference_code(artifact, tmp_path):
+    extra = tmp_path / "c"
+    extra.mkdir()
+    (extra / "inference.py").write_text("")
+    with pytest.raises(ConfigError, match="inference.py"):
+        package(artifact, tmp_path / "m.tar.gz", extra_code=extra)
+
+
+def test_vendored_wheels_for_network_isolated_endpoints(artifact, tmp_path):
+    wheel = tmp_path / "tokenizers-0.20.0-cp310-none-any.whl"
+    wheel.write_bytes(b"PK")
+    result = package(artifact, tmp_path / "m.tar.gz", wheels=[wheel])
+    with tarfile.open(result.path) as t:
+        req = t.extractfile("code/requirements.txt").read().decode()
+        assert "code/wheels/tokenizers-0.20.0-cp310-none-any.whl" in t.getnames()
+    assert req.startswith("--no-index\n--find-links /opt/ml/model/code/wheels\n")
+
+
+def test_inspect_lists_and_verifies(artifact, tmp_path):
+    result = package(artifact, tmp_path / "m.tar.gz")
+    report = inspect_package(result.path)
+    assert report.ok, report.problems
+    assert report.manifest["task"] == "text-classification"
+    assert "code/inference.py" in report.code_files
+    assert {e.name for e in report.entries} >= {"model_b2_s16.pt", "smneuron.json"}
+
+
+def rewrite(src: Path, dest: Path, mutate) -> Path:
+    """Copy a tarball member by member, letting ``mutate(name, data)`` change or drop members."""
+    with tarfile.open(src) as tin, tarfile.open(dest, "w:gz") as tout:
+        for m in tin.getmembers():
+            data = tin.extractfile(m).read() if m.isfile() else None
+            data = mutate(m.name, data)
+            if data is None and m.isfile():
+                continue
+            if m.isfile():
+                m.size = len(data)
+                tout.addfile(m, io.BytesIO(data))
+            else:
+                tout.addfile(m)
+    return dest
+
+
+def test_tampering_is_detected(artifact, tmp_path):
+    good = package(artifact, tmp_path / "m.tar.gz").path
+    flipped = rewrite(
+        good,
+        tmp_path / "t1.tar.gz",
+        lambda n, d: d[:-1] + bytes([d[-1] ^ 1]) if n == "model_b2_s32.pt" else d,
+    )
+    assert any("model_b2_s32.pt: sha256" in p for p in inspect_package(flipped).problems)
+    dropped = rewrite(good, tmp_path / "t2.tar.gz", lambda n, d: None if n == "tokenizer.json" else d)
+    assert any(
+        "tokenizer.json: listed in the manifest but missing" in p for p in inspect_package(dropped).problems
+    )
+    no_code = rewrite(good, tmp_path / "t3.tar.gz", lambda n, d: None if n == "code/inference.py" else d)
+    assert any("code/inference.py is missing" in p for p in inspect_package(no_code).problems)
+
+
+def evil(tmp_path: Path, build) -> Path:
+    p = tmp_path / "evil.tar.gz"
+    with tarfile.open(p, "w:gz") as t:
+        build(t)
+    return p
+
+
+def add_file(t: tarfile.TarFile, name: str, data: bytes = b"x") -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    t.addfile(info, io.BytesIO(data))
+
+
+def add_link(t: tarfile.TarFile, name: str, target: str, kind=tarfile.SYMTYPE) -> None:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = target
+    t.addfile(info)
+
+
+@pytest.mark.parametrize(
+    "case,build,match",
+    [
+        ("absolute", lambda t: add_file(t, "/etc/evil"), "absolute"),
+        ("dotdot", lambda t: add_file(t, "code/../../evil"), "climbs out"),
+        ("symlink-out", lambda t: add_link(t, "code/link", "../../../etc/passwd"), "points outside"),
+        ("symlink-abs", lambda t: add_link(t, "link", "/etc/passwd"), "points outside"),
+        ("hardlink-out", lambda t: add_link(t, "hl", "../outside", tarfile.LNKTYPE), "points outside"),
+        ("device", lambda t: add_link(t, "dev", "", tarfile.CHRTYPE), "device"),
+        ("fifo", lambda t: add_link(t, "fifo", "", tarfile.FIFOTYPE), "device or pipe"),
+    ],
+)
+def test_unsafe_members_are_refused_before_anything_is_written(tmp_path, case, build, match):
+    def full(t):
+        add_file(t, "smneuron.json", b"{}")
+        build(t)
+
+    dest = tmp_path / "out"
+    with pytest.raises(ArtifactError, match=match):
+        extract_package(evil(tmp_path, full), dest)
+    assert not (dest / "smneuron.json").exists()
+
+
+def test_oversize_member_is_refused(tmp_path):
+    p = evil(tmp_path, lambda t: add_file(t, "big.bin", b"0" * 4096))
+    with pytest.raises(ArtifactError, match="exceeds"):
+        extract_package(p, tmp_path / "o", max_member_bytes=1024)
+
+
+def test_links_inside_the_package_are_fine(tmp_path):
+    p = evil(tmp_path, lambda t: (add_file(t, "a/real.txt", b"hi"), add_link(t, "a/alias.txt", "real.txt")))
+    out = extract_package(p, tmp_path / "o")
+    assert (out / "a" / "alias.txt").read_bytes() == b"hi"
+
+
+def test_uncompressed_package_is_the_same_tree(artifact, tmp_path):
+    tree = package(artifact, tmp_path / "tree", compression="none")
+    tar = package(artifact, tmp_path / "m.tar.gz")
+    files = sorted(p.relative_to(tree.path).as_posix() for p in tree.path.rglob("*") if p.is_file())
+    assert ["code", *files] == names(tar.path)
+    assert inspect_package(tree.path).ok
+    assert package(artifact, tmp_path / "tree", compression="none").sha256 == tree.sha256
+
+
+def test_not_an_artifact(tmp_path):
+    with pytest.raises(ArtifactError, match="smneuron compile"):
+        package(tmp_path, tmp_path / "m.tar.gz")
+    bad = tmp_path / "bad.tar.gz"
+    bad.write_bytes(gzip.compress(b"not a tar"))
+    with pytest.raises(ArtifactError, match="not a readable tar"):
+        inspect_package(bad)
