@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 from smneuron._version import __version__
-from smneuron.cli import catalog_cmds, compile_cmd
+from smneuron.cli import artifact_cmds, catalog_cmds, compile_cmd
 from smneuron.cli._common import CliState
 
 app = typer.Typer(
@@ -55,6 +55,9 @@ def main(
 app.command("instances")(catalog_cmds.instances)
 app.command("images")(catalog_cmds.images)
 app.command("compile")(compile_cmd.compile_cmd)
+app.command("package")(artifact_cmds.package_cmd)
+app.command("inspect")(artifact_cmds.inspect_cmd)
+app.command("upload")(artifact_cmds.upload_cmd)
 
 
 def run(argv: list[str] | None = None) -> None:

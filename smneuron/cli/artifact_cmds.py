@@ -1,0 +1,102 @@
+"""`smneuron package`, `smneuron inspect`, `smneuron upload`: model.tar.gz and S3."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from smneuron.cli._common import JsonOpt, console, print_json, state, table
+
+
+def package_cmd(
+    artifact_dir: Path = typer.Argument(..., help="Compiled artifact directory (from `smneuron compile`)."),
+    out: Path = typer.Option(Path("model.tar.gz"), "--out", "-o", help="Tarball (or directory with --compression none)."),
+    code: Path = typer.Option(None, "--code", help="Your own modules to ship in code/."),
+    requirements: Path = typer.Option(None, "--requirements", help="Extra pip requirements for the container."),
+    wheel: list[Path] = typer.Option(None, "--wheel", help="Vendor a wheel for network-isolated endpoints (repeat)."),
+    compression: str = typer.Option("gzip", "--compression", help="gzip, or none for S3-prefix model data."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Build model.tar.gz in the layout the DLC expects; deterministic, multi-threaded."""
+    import time
+
+    from smneuron.errors import ConfigError
+    from smneuron.packaging import package
+
+    if compression not in ("gzip", "none"):
+        raise ConfigError(f"--compression must be gzip or none, not {compression!r}.")
+    t0 = time.perf_counter()
+    r = package(artifact_dir, out, extra_code=code, requirements=requirements, wheels=wheel or None,
+                compression=compression)  # type: ignore[arg-type]  # fmt: skip
+    seconds = time.perf_counter() - t0
+    if as_json:
+        print_json({"path": str(r.path), "sha256": r.sha256, "size_bytes": r.size_bytes,
+                    "compression": r.compression, "seconds": round(seconds, 3), "entries": r.entries})  # fmt: skip
+        return
+    console().print(f"{r.path}  {r.size_bytes / 2**20:.1f} MiB  sha256 {r.sha256}  ({seconds:.2f} s)")
+
+
+def inspect_cmd(
+    package_path: Path = typer.Argument(..., help="model.tar.gz or an uncompressed package directory."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """List a package's entries and verify them against its manifest (exit 1 on any mismatch)."""
+    from smneuron.archive import inspect_package
+
+    r = inspect_package(package_path)
+    if as_json:
+        print_json({"path": str(r.path), "ok": r.ok, "problems": r.problems, "code_files": r.code_files,
+                    "manifest": r.manifest,
+                    "entries": [{"name": e.name, "size_bytes": e.size_bytes, "sha256": e.sha256} for e in r.entries]})
+    else:
+        table(None, ["entry", "bytes", "sha256"], [[e.name, e.size_bytes, e.sha256[:16]] for e in r.entries])
+        if r.manifest:
+            m = r.manifest
+            console().print(f"task {m['task']}  target {m['compiler']['target']}  batch {m['batch_size']}  buckets "
+                            f"{[b['seq_len'] for b in m['buckets']]}  smneuron {m['smneuron_version']}")  # fmt: skip
+        for p in r.problems:
+            console().print(f"[red]problem:[/red] {p}")
+        if r.ok:
+            console().print("[green]OK[/green]: every file matches the manifest.")
+    if not r.ok:
+        raise typer.Exit(1)
+
+
+def upload_cmd(
+    ctx: typer.Context,
+    package_path: Path = typer.Argument(..., help="model.tar.gz or an uncompressed package directory."),
+    model_name: str = typer.Option(None, "--model-name", "-n", help="Names the S3 key (default: from smneuron.yaml)."),
+    bucket: str = typer.Option(None, "--bucket", help="Artifact bucket (default smneuron-{account}-{region})."),
+    kms_key_id: str = typer.Option(None, "--kms-key-id", help="Encrypt with this KMS key (else SSE-S3)."),
+    prefix: str = typer.Option(None, "--prefix", help="Key prefix (default smneuron)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Upload to S3 under a content-addressed key; a second upload of the same bytes is skipped."""
+    from smneuron.storage import upload
+
+    st = state(ctx)
+    project = st.project()
+    session = st.session(bucket=bucket, kms_key_id=kms_key_id)
+    name = model_name or project.model_name or package_path.name.split(".")[0]
+    size = package_path.stat().st_size if package_path.is_file() else 0
+    show = not as_json and sys.stderr.isatty() and size > 0
+    bar = None
+    if show:
+        from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+        bar = Progress(BarColumn(), DownloadColumn(), TransferSpeedColumn(), console=console())
+        bar.start()
+        task = bar.add_task("upload", total=size)
+    try:
+        r = upload(package_path, model_name=name, session=session, prefix=prefix or project.aws.prefix,
+                   progress=(lambda n: bar.update(task, advance=n)) if bar else None)  # fmt: skip
+    finally:
+        if bar:
+            bar.stop()
+    if as_json:
+        print_json(r.__dict__)
+        return
+    verb = "already there, skipped (same sha256)" if r.skipped else "uploaded"
+    console().print(f"{r.uri}  {verb}")
