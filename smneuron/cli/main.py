@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 from smneuron._version import __version__
-from smneuron.cli import artifact_cmds, catalog_cmds, compile_cmd
+from smneuron.cli import artifact_cmds, catalog_cmds, compile_cmd, serve_cmd
 from smneuron.cli._common import CliState
 
 app = typer.Typer(
@@ -58,6 +58,7 @@ app.command("compile")(compile_cmd.compile_cmd)
 app.command("package")(artifact_cmds.package_cmd)
 app.command("inspect")(artifact_cmds.inspect_cmd)
 app.command("upload")(artifact_cmds.upload_cmd)
+app.command("serve")(serve_cmd.serve_cmd)
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -114,6 +114,10 @@ class LocalEndpoint:
         except FileNotFoundError:
             raise ArtifactError(f"{self.package} has no smneuron.json: package it with `smneuron package`.") from None
         check_runnable(manifest)
+        if self.port == 0:
+            from smneuron.local.fake_aws import free_port
+
+            self.port = free_port()
         self.layout = plan_layout(manifest, InstanceType.parse(self.spec.instance_type), self.spec,
                                   self.requested_workers)  # fmt: skip
         self.pool = WorkerPool(str(self.model_dir), self.layout.workers, self.layout.env,
@@ -131,10 +135,6 @@ class LocalEndpoint:
 
         from smneuron.local.app import build_app
 
-        if self.port == 0:
-            from smneuron.local.fake_aws import free_port
-
-            self.port = free_port()
         assert self.pool is not None
         return uvicorn.Config(build_app(self.pool, self.spec), host=self.host, port=self.port, log_level="warning",
                               timeout_graceful_shutdown=self.spec.model_server_timeout_in_seconds,
@@ -161,11 +161,17 @@ class LocalEndpoint:
         """Serve in the foreground; SIGTERM / Ctrl-C drain in-flight requests, then exit."""
         import uvicorn
 
+        import signal
+        import sys
+
         if self.pool is None:
             self.prepare()
+        # uvicorn drains, then re-raises the captured signal; a drained shutdown is a clean exit
+        previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         try:
             uvicorn.Server(self.config()).run()
         finally:
+            signal.signal(signal.SIGTERM, previous)
             self.cleanup()
 
     def stop(self) -> None:

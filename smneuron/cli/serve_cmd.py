@@ -1,0 +1,42 @@
+"""`smneuron serve`: the SageMaker hosting contract on this machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from smneuron.cli._common import console
+
+
+def describe_layout(layout) -> str:  # type: ignore[no-untyped-def]
+    """One sentence on the worker layout, saying when this machine caps it."""
+    inst = layout.instance
+    unit = f"{inst.neuron_cores} NeuronCores" if inst.is_neuron else f"{inst.vcpus} vCPUs"
+    text = f"{layout.workers} worker(s) for {inst.name} ({unit}, {layout.cores_per_model} core(s) per model)"
+    if layout.capped_from:
+        text += f"; the instance would run {layout.capped_from}, capped at this machine's {layout.workers} cores"
+    return text
+
+
+def serve_cmd(
+    package: Path = typer.Argument(..., help="model.tar.gz, a package directory or an extracted model dir."),
+    instance: str = typer.Option("ml.inf2.xlarge", "--instance", "-i", help="Instance type to simulate."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Bind address (loopback by default)."),
+    port: int = typer.Option(8080, "--port", "-p", help="Port (0 picks a free one)."),
+    workers: int = typer.Option(None, "--workers", help="Workers (default: one per NeuronCore group)."),
+    batch_size: int = typer.Option(None, "--batch-size", help="Dynamic batch size."),
+    max_batch_delay_ms: int = typer.Option(None, "--max-batch-delay-ms", help="Max wait to fill a batch."),
+    timeout: int = typer.Option(None, "--timeout", help="Model server timeout in seconds."),
+) -> None:
+    """Serve a model.tar.gz locally: GET /ping, POST /invocations, GET /metrics."""
+    from smneuron.local.server import LocalEndpoint
+
+    ep = LocalEndpoint(package, instance_type=instance, host=host, port=port, workers=workers,
+                       batch_size=batch_size, max_batch_delay_ms=max_batch_delay_ms,
+                       model_server_timeout_s=timeout)  # fmt: skip
+    layout = ep.prepare()
+    console().print(describe_layout(layout))
+    console().print(f"Serving on {ep.url} (batch {ep.spec.batch_size}, max delay {ep.spec.max_batch_delay_ms} ms). "
+                    "Ctrl-C or SIGTERM drains in-flight requests and stops.")  # fmt: skip
+    ep.serve_forever()

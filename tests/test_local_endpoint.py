@@ -1,0 +1,173 @@
+"""The local endpoint: ping gating, correct concurrent answers, real batching, every worker used,
+bad requests, a worker killed mid-load, SIGTERM drain, and refusal of artifacts it cannot run."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from served import code_on_path
+
+from smneuron.compile import compile_model
+from smneuron.errors import ArtifactError
+from smneuron.local.server import LocalEndpoint
+from smneuron.packaging import package
+
+TEXTS = ["the movie was great", "what a terrible book", "i loved it", "this film was not good", "paris",
+         "John works at Google in London .", "they hated the story", "a fine city"]
+
+
+@pytest.fixture(scope="module")
+def tarball(tiny_classifier, tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("local")
+    compile_model(tiny_classifier, d / "a", target="cpu", task="text-classification", batch_size=4, buckets="16,32")
+    return package(d / "a", d / "model.tar.gz").path
+
+
+@pytest.fixture(scope="module")
+def endpoint(tarball):
+    with LocalEndpoint(tarball, instance_type="ml.inf2.xlarge", batch_size=4, max_batch_delay_ms=25) as ep:
+        yield ep
+
+
+def metric(ep: LocalEndpoint, name: str) -> dict[str, int]:
+    text = httpx.get(ep.url + "/metrics").text
+    return {m.group(1): int(m.group(2)) for m in re.finditer(name + r'\{worker="(\d+)"\} (\d+)', text)}
+
+
+def direct_predictions(model_dir: Path, texts: list[str]) -> list[dict]:
+    with code_on_path(model_dir) as mods:
+        inf = mods["inference"]
+        model = inf.model_fn(str(model_dir))
+        return inf.predict_fn(inf.input_fn(json.dumps({"inputs": texts}), "application/json"), model)[0]
+
+
+def test_layout_follows_the_instance_and_this_machine(endpoint):
+    assert endpoint.layout.workers == min(2, os.cpu_count())  # ml.inf2.xlarge has 2 NeuronCores
+    assert endpoint.layout.env["SAGEMAKER_TS_BATCH_SIZE"] == "4"
+    assert len(set(endpoint.pool.pids())) == endpoint.layout.workers
+
+
+def test_concurrent_requests_are_answered_correctly_batched_and_spread(endpoint):
+    want = direct_predictions(endpoint.model_dir, TEXTS)
+    before_passes = sum(metric(endpoint, "smneuron_worker_forward_passes_total").values())
+    before_reqs = metric(endpoint, "smneuron_worker_requests_total")
+    with httpx.Client(timeout=30) as client, cf.ThreadPoolExecutor(16) as ex:
+        def one(i: int):
+            r = client.post(endpoint.url + "/invocations", json={"inputs": TEXTS[i % len(TEXTS)]})
+            return i, r.status_code, r.json()
+        results = list(ex.map(one, range(160)))
+    for i, status, body in results:
+        assert status == 200
+        assert body[0]["label"] == want[i % len(TEXTS)]["label"]
+        assert abs(body[0]["score"] - want[i % len(TEXTS)]["score"]) < 1e-5
+    passes = sum(metric(endpoint, "smneuron_worker_forward_passes_total").values()) - before_passes
+    assert passes < 160 * 0.6, f"{passes} forward passes for 160 requests: batches did not form"
+    after = metric(endpoint, "smneuron_worker_requests_total")
+    assert all(after[w] > before_reqs.get(w, 0) for w in after), after  # every worker served
+
+
+def test_bad_requests_get_4xx_and_the_server_stays_healthy(endpoint):
+    with httpx.Client(timeout=30) as c:
+        assert c.post(endpoint.url + "/invocations", content=b"{nope",
+                      headers={"content-type": "application/json"}).status_code == 400
+        r = c.post(endpoint.url + "/invocations", content=b"x", headers={"content-type": "image/png"})
+        assert r.status_code == 415 and r.json()["code"] == "unsupported_content_type"
+        r = c.post(endpoint.url + "/invocations", content=b"a" * (6 * 1024 * 1024 + 1),
+                   headers={"content-type": "text/plain"})
+        assert r.status_code == 413
+        r = c.post(endpoint.url + "/invocations", json={"inputs": "x"}, headers={"accept": "text/html"})
+        assert r.status_code == 406
+        assert c.get(endpoint.url + "/ping").status_code == 200
+        assert c.post(endpoint.url + "/invocations", content="i loved it",
+                      headers={"content-type": "text/plain"}).status_code == 200
+    assert sum(metric(endpoint, "smneuron_worker_restarts_total").values()) == 0
+
+
+def test_a_worker_killed_mid_load_loses_no_request_silently_and_comes_back(endpoint):
+    victim = endpoint.pool.pids()[0]
+    restarts = metric(endpoint, "smneuron_worker_restarts_total")
+    with httpx.Client(timeout=60) as client, cf.ThreadPoolExecutor(12) as ex:
+        futures = [ex.submit(client.post, endpoint.url + "/invocations", json={"inputs": TEXTS[i % 8]})
+                   for i in range(120)]
+        time.sleep(0.05)
+        os.kill(victim, signal.SIGKILL)
+        statuses = [f.result().status_code for f in futures]  # each returns: none hangs
+    assert set(statuses) <= {200, 500, 503}
+    assert statuses.count(200) >= 60
+    deadline = time.monotonic() + 60
+    while httpx.get(endpoint.url + "/ping").status_code != 200:
+        assert time.monotonic() < deadline, "the worker did not come back"
+        time.sleep(0.2)
+    assert victim not in endpoint.pool.pids()
+    assert sum(metric(endpoint, "smneuron_worker_restarts_total").values()) == sum(restarts.values()) + 1
+    r = httpx.post(endpoint.url + "/invocations", json={"inputs": TEXTS})
+    assert r.status_code == 200 and len(r.json()) == len(TEXTS)
+
+
+def test_sigterm_drains_in_flight_requests(tarball, tmp_path):
+    from smneuron.local.fake_aws import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "smneuron.cli.main", "serve", str(tarball), "--port", str(port),
+                             "--instance", "ml.c6i.xlarge", "--workers", "1", "--batch-size", "2",
+                             "--max-batch-delay-ms", "200"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/ping").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read().decode()
+            time.sleep(0.2)
+        with httpx.Client(timeout=30) as client, cf.ThreadPoolExecutor(6) as ex:
+            futures = [ex.submit(client.post, url + "/invocations", json={"inputs": [t] * 20}) for t in TEXTS[:6]]
+            time.sleep(0.1)  # requests are in flight (batches wait up to 200 ms)
+            proc.send_signal(signal.SIGTERM)
+            statuses = [f.result().status_code for f in futures]
+        assert statuses == [200] * 6
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = proc.stdout.read().decode()
+    assert "1 worker(s) for ml.c6i.xlarge" in out
+
+
+def test_neuron_artifacts_are_refused_with_a_reason(tiny_classifier, tmp_path, monkeypatch):
+    import shutil
+
+    compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
+    art = tmp_path / "b"
+    shutil.copytree(tmp_path / "a", art)
+    m = json.loads((art / "smneuron.json").read_text())
+    m["compiler"]["target"] = "inf2"
+    (art / "smneuron.json").write_text(json.dumps(m))
+    pkg = package(art, tmp_path / "inf2.tar.gz").path
+    with pytest.raises(ArtifactError, match="torch-neuronx.*--target cpu"):
+        LocalEndpoint(pkg, port=0).prepare()
+
+
+def test_workers_are_capped_by_this_machine_and_said_out_loud(tarball):
+    from smneuron.cli.serve_cmd import describe_layout
+
+    ep = LocalEndpoint(tarball, instance_type="ml.inf2.24xlarge", port=0)
+    try:
+        layout = ep.prepare()
+        assert layout.workers == min(12, os.cpu_count()) and layout.env["SAGEMAKER_MODEL_SERVER_WORKERS"] == "12"
+        if os.cpu_count() < 12:
+            assert "instance would run 12, capped" in describe_layout(layout)
+    finally:
+        ep.cleanup()
