@@ -29,8 +29,14 @@ def make_artifact(root: Path, mib: int) -> Path:
     from smneuron.local.tiny_model import build_tiny_bert
 
     art = root / "artifact"
-    compile_model(build_tiny_bert(root / "tiny"), art, target="cpu", task="text-classification", buckets="16",
-                  cache=False)
+    compile_model(
+        build_tiny_bert(root / "tiny"),
+        art,
+        target="cpu",
+        task="text-classification",
+        buckets="16",
+        cache=False,
+    )
     big = art / "model_b1_s16.pt"
     rng = np.random.default_rng(0)
     h = hashlib.sha256()
@@ -69,7 +75,9 @@ def main() -> None:
         subprocess.run(["sync"], check=False)
         rows = []
         rows.append(("cp -r", timed(lambda: shutil.copytree(art, root / "copy")), size))
-        t = timed(lambda: subprocess.run(["tar", "czf", str(root / "tar.tar.gz"), "-C", str(art), "."], check=True))
+        t = timed(
+            lambda: subprocess.run(["tar", "czf", str(root / "tar.tar.gz"), "-C", str(art), "."], check=True)
+        )
         rows.append(("tar czf (gzip -6)", t, (root / "tar.tar.gz").stat().st_size))
         t = timed(lambda: sdk_repack(art, root / "sdk.tar.gz"))
         rows.append(("python tarfile gzip -9 (SDK repack)", t, (root / "sdk.tar.gz").stat().st_size))
@@ -79,11 +87,15 @@ def main() -> None:
         print(f"artifact: {size / 2**20:.0f} MiB of random float32, {os.cpu_count()} cores")
         print(f"{'method':<38}{'seconds':>9}{'x cp':>8}{'MiB out':>10}{'vs tar czf':>12}")
         for name, secs, out in rows:
-            print(f"{name:<38}{secs:>9.2f}{secs / cp:>8.2f}{out / 2**20:>10.1f}{(out / tar - 1) * 100:>+11.2f}%")
+            print(
+                f"{name:<38}{secs:>9.2f}{secs / cp:>8.2f}{out / 2**20:>10.1f}{(out / tar - 1) * 100:>+11.2f}%"
+            )
         sm = rows[-1]
-        print(f"\ntarget: smneuron <= 1.5x cp -> {sm[1] / cp:.2f}x ({'met' if sm[1] / cp <= 1.5 else 'NOT met'}); "
-              f"size <= +2% of tar czf -> {(sm[2] / tar - 1) * 100:+.2f}% "
-              f"({'met' if sm[2] <= tar * 1.02 else 'NOT met'})")
+        print(
+            f"\ntarget: smneuron <= 1.5x cp -> {sm[1] / cp:.2f}x ({'met' if sm[1] / cp <= 1.5 else 'NOT met'}); "
+            f"size <= +2% of tar czf -> {(sm[2] / tar - 1) * 100:+.2f}% "
+            f"({'met' if sm[2] <= tar * 1.02 else 'NOT met'})"
+        )
 
 
 if __name__ == "__main__":

@@ -27,6 +27,9 @@ _EXPORTS = {
     "upload": "smneuron.storage",
     "download": "smneuron.storage",
     "package_and_upload": "smneuron.storage",
+    "deploy": "smneuron.deploy",
+    "Endpoint": "smneuron.invoke",
+    "LocalEndpoint": "smneuron.local.server",
 }
 
 __all__ = ["__version__", *_EXPORTS]

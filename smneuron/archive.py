@@ -91,6 +91,27 @@ def inspect_package(path: str | Path) -> InspectReport:
     return InspectReport(path, list(entries.values()), manifest, code, problems)
 
 
+def read_manifest(path: str | Path) -> dict:
+    """The manifest of an artifact dir, package dir or model.tar.gz (read without the weights: it is
+    the tarball's first member).
+
+    Raises:
+        ArtifactError: no manifest.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return Manifest.read(path).model_dump(mode="json")
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            for member in tar:
+                if member.name == MANIFEST_NAME:
+                    f = tar.extractfile(member)
+                    return Manifest.model_validate(json.loads(f.read())).model_dump(mode="json")
+    except (tarfile.TarError, OSError, EOFError, ValueError) as e:
+        raise ArtifactError(f"Cannot read the manifest of {path}: {e}") from e
+    raise ArtifactError(f"{path} has no {MANIFEST_NAME}: package it with `smneuron package`.")
+
+
 def _hash(p: Path) -> str:
     h = hashlib.sha256()
     with open(p, "rb") as f:

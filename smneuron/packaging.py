@@ -148,7 +148,8 @@ def package(
     artifact_dir, output = Path(artifact_dir), Path(output)
     files, req = plan(artifact_dir, Path(extra_code) if extra_code else None,
                       Path(requirements) if requirements else None, [Path(w) for w in wheels or []])  # fmt: skip
-    names = sorted([*files, "code/requirements.txt"])
+    # the manifest leads, so readers (deploy, inspect) find it without decompressing the weights
+    names = [MANIFEST_NAME, *sorted(n for n in [*files, "code/requirements.txt"] if n != MANIFEST_NAME)]
     if compression == "none":
         return _write_tree(files, req, names, output)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -158,8 +159,11 @@ def package(
             hashing = _HashingWriter(raw)
             gz = _gzip_writer(hashing, level, threads)
             with tarfile.open(fileobj=gz, mode="w|", format=tarfile.GNU_FORMAT) as tar:
-                tar.addfile(_tarinfo("code", 0, is_dir=True))
+                code_dir_added = False
                 for name in names:
+                    if name.startswith("code/") and not code_dir_added:
+                        tar.addfile(_tarinfo("code", 0, is_dir=True))
+                        code_dir_added = True
                     if name == "code/requirements.txt":
                         tar.addfile(_tarinfo(name, len(req)), io.BytesIO(req))
                         continue
@@ -170,7 +174,7 @@ def package(
         os.replace(tmp, output)
     finally:
         tmp.unlink(missing_ok=True)
-    return PackageResult(output, hashing.hash.hexdigest(), hashing.size, "gzip", ["code/", *names])
+    return PackageResult(output, hashing.hash.hexdigest(), hashing.size, "gzip", names)
 
 
 def _gzip_writer(raw: io.RawIOBase, level: int, threads: int | None):

@@ -139,7 +139,16 @@ def upload(
         if e.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey", "NotFound"):
             raise from_client_error(e, operation="HeadObject") from e
 
-    extra = {"Metadata": {"sha256": sha256, "smneuron-version": __version__}, "ChecksumAlgorithm": "SHA256"}
+    metadata = {"sha256": sha256, "smneuron-version": __version__}
+    try:  # what deploy needs to know about an s3:// artifact without downloading it
+        from smneuron.archive import read_manifest
+
+        m = read_manifest(path)
+        metadata.update({"smneuron-target": m["compiler"]["target"], "smneuron-task": m["task"],
+                         "smneuron-cores-per-model": str(m["compiler"].get("cores_per_model", 1))})  # fmt: skip
+    except ArtifactError:
+        pass
+    extra = {"Metadata": metadata, "ChecksumAlgorithm": "SHA256"}
     if sess.kms_key_id:
         extra.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=sess.kms_key_id)
     else:

@@ -22,14 +22,24 @@ from smneuron.errors import ArtifactError
 from smneuron.local.server import LocalEndpoint
 from smneuron.packaging import package
 
-TEXTS = ["the movie was great", "what a terrible book", "i loved it", "this film was not good", "paris",
-         "John works at Google in London .", "they hated the story", "a fine city"]
+TEXTS = [
+    "the movie was great",
+    "what a terrible book",
+    "i loved it",
+    "this film was not good",
+    "paris",
+    "John works at Google in London .",
+    "they hated the story",
+    "a fine city",
+]
 
 
 @pytest.fixture(scope="module")
 def tarball(tiny_classifier, tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("local")
-    compile_model(tiny_classifier, d / "a", target="cpu", task="text-classification", batch_size=4, buckets="16,32")
+    compile_model(
+        tiny_classifier, d / "a", target="cpu", task="text-classification", batch_size=4, buckets="16,32"
+    )
     return package(d / "a", d / "model.tar.gz").path
 
 
@@ -62,9 +72,11 @@ def test_concurrent_requests_are_answered_correctly_batched_and_spread(endpoint)
     before_passes = sum(metric(endpoint, "smneuron_worker_forward_passes_total").values())
     before_reqs = metric(endpoint, "smneuron_worker_requests_total")
     with httpx.Client(timeout=30) as client, cf.ThreadPoolExecutor(16) as ex:
+
         def one(i: int):
             r = client.post(endpoint.url + "/invocations", json={"inputs": TEXTS[i % len(TEXTS)]})
             return i, r.status_code, r.json()
+
         results = list(ex.map(one, range(160)))
     for i, status, body in results:
         assert status == 200
@@ -78,18 +90,29 @@ def test_concurrent_requests_are_answered_correctly_batched_and_spread(endpoint)
 
 def test_bad_requests_get_4xx_and_the_server_stays_healthy(endpoint):
     with httpx.Client(timeout=30) as c:
-        assert c.post(endpoint.url + "/invocations", content=b"{nope",
-                      headers={"content-type": "application/json"}).status_code == 400
+        assert (
+            c.post(
+                endpoint.url + "/invocations", content=b"{nope", headers={"content-type": "application/json"}
+            ).status_code
+            == 400
+        )
         r = c.post(endpoint.url + "/invocations", content=b"x", headers={"content-type": "image/png"})
         assert r.status_code == 415 and r.json()["code"] == "unsupported_content_type"
-        r = c.post(endpoint.url + "/invocations", content=b"a" * (6 * 1024 * 1024 + 1),
-                   headers={"content-type": "text/plain"})
+        r = c.post(
+            endpoint.url + "/invocations",
+            content=b"a" * (6 * 1024 * 1024 + 1),
+            headers={"content-type": "text/plain"},
+        )
         assert r.status_code == 413
         r = c.post(endpoint.url + "/invocations", json={"inputs": "x"}, headers={"accept": "text/html"})
         assert r.status_code == 406
         assert c.get(endpoint.url + "/ping").status_code == 200
-        assert c.post(endpoint.url + "/invocations", content="i loved it",
-                      headers={"content-type": "text/plain"}).status_code == 200
+        assert (
+            c.post(
+                endpoint.url + "/invocations", content="i loved it", headers={"content-type": "text/plain"}
+            ).status_code
+            == 200
+        )
     assert sum(metric(endpoint, "smneuron_worker_restarts_total").values()) == 0
 
 
@@ -97,8 +120,10 @@ def test_a_worker_killed_mid_load_loses_no_request_silently_and_comes_back(endpo
     victim = endpoint.pool.pids()[0]
     restarts = metric(endpoint, "smneuron_worker_restarts_total")
     with httpx.Client(timeout=60) as client, cf.ThreadPoolExecutor(12) as ex:
-        futures = [ex.submit(client.post, endpoint.url + "/invocations", json={"inputs": TEXTS[i % 8]})
-                   for i in range(120)]
+        futures = [
+            ex.submit(client.post, endpoint.url + "/invocations", json={"inputs": TEXTS[i % 8]})
+            for i in range(120)
+        ]
         time.sleep(0.05)
         os.kill(victim, signal.SIGKILL)
         statuses = [f.result().status_code for f in futures]  # each returns: none hangs
@@ -118,9 +143,27 @@ def test_sigterm_drains_in_flight_requests(tarball, tmp_path):
     from smneuron.local.fake_aws import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "smneuron.cli.main", "serve", str(tarball), "--port", str(port),
-                             "--instance", "ml.c6i.xlarge", "--workers", "1", "--batch-size", "2",
-                             "--max-batch-delay-ms", "200"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "smneuron.cli.main",
+            "serve",
+            str(tarball),
+            "--port",
+            str(port),
+            "--instance",
+            "ml.c6i.xlarge",
+            "--workers",
+            "1",
+            "--batch-size",
+            "2",
+            "--max-batch-delay-ms",
+            "200",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -133,7 +176,9 @@ def test_sigterm_drains_in_flight_requests(tarball, tmp_path):
             assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read().decode()
             time.sleep(0.2)
         with httpx.Client(timeout=30) as client, cf.ThreadPoolExecutor(6) as ex:
-            futures = [ex.submit(client.post, url + "/invocations", json={"inputs": [t] * 20}) for t in TEXTS[:6]]
+            futures = [
+                ex.submit(client.post, url + "/invocations", json={"inputs": [t] * 20}) for t in TEXTS[:6]
+            ]
             time.sleep(0.1)  # requests are in flight (batches wait up to 200 ms)
             proc.send_signal(signal.SIGTERM)
             statuses = [f.result().status_code for f in futures]
@@ -166,7 +211,9 @@ def test_workers_are_capped_by_this_machine_and_said_out_loud(tarball):
     ep = LocalEndpoint(tarball, instance_type="ml.inf2.24xlarge", port=0)
     try:
         layout = ep.prepare()
-        assert layout.workers == min(12, os.cpu_count()) and layout.env["SAGEMAKER_MODEL_SERVER_WORKERS"] == "12"
+        assert (
+            layout.workers == min(12, os.cpu_count()) and layout.env["SAGEMAKER_MODEL_SERVER_WORKERS"] == "12"
+        )
         if os.cpu_count() < 12:
             assert "instance would run 12, capped" in describe_layout(layout)
     finally:

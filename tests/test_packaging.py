@@ -39,8 +39,9 @@ def test_layout_is_what_the_dlc_expects(artifact, tmp_path):
     (extra / ".helpers.py.swp").write_bytes(b"junk")
     result = package(artifact, tmp_path / "model.tar.gz", extra_code=extra)
     got = names(result.path)
+    assert got[0] == "smneuron.json"  # first, so deploy reads it without decompressing the weights
     shipped = sorted(f"code/{p.name}" for p in inference_code_dir().glob("*.py"))
-    assert got == [
+    assert sorted(got) == [
         "code",
         *sorted(
             [
@@ -91,7 +92,10 @@ def test_vendored_wheels_for_network_isolated_endpoints(artifact, tmp_path):
 
 
 def test_inspect_lists_and_verifies(artifact, tmp_path):
+    from smneuron.archive import read_manifest
+
     result = package(artifact, tmp_path / "m.tar.gz")
+    assert read_manifest(result.path)["task"] == read_manifest(artifact)["task"] == "text-classification"
     report = inspect_package(result.path)
     assert report.ok, report.problems
     assert report.manifest["task"] == "text-classification"
@@ -190,7 +194,7 @@ def test_uncompressed_package_is_the_same_tree(artifact, tmp_path):
     tree = package(artifact, tmp_path / "tree", compression="none")
     tar = package(artifact, tmp_path / "m.tar.gz")
     files = sorted(p.relative_to(tree.path).as_posix() for p in tree.path.rglob("*") if p.is_file())
-    assert ["code", *files] == names(tar.path)
+    assert sorted(["code", *files]) == sorted(names(tar.path))
     assert inspect_package(tree.path).ok
     assert package(artifact, tmp_path / "tree", compression="none").sha256 == tree.sha256
 

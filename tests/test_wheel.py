@@ -14,18 +14,37 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_wheel_ships_inference_code_and_pipelines(tmp_path):
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist"),
-                    str(REPO)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(tmp_path / "dist"),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = (tmp_path / "dist").glob("smneuron-*.whl")
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
-                   capture_output=True)
-    probe = ("from smneuron.resources import inference_code_dir, pipelines_dir\n"
-             "d = inference_code_dir(); print(d); print((d / 'inference.py').is_file(), "
-             "(d / 'smneuron_handler.py').is_file(), (d / 'requirements.txt').is_file(), pipelines_dir().is_dir())")
-    out = subprocess.run([str(py), "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path).stdout
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    probe = (
+        "from smneuron.resources import inference_code_dir, pipelines_dir\n"
+        "d = inference_code_dir(); print(d); print((d / 'inference.py').is_file(), "
+        "(d / 'smneuron_handler.py').is_file(), (d / 'requirements.txt').is_file(), pipelines_dir().is_dir())"
+    )
+    out = subprocess.run(
+        [str(py), "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path
+    ).stdout
     where, flags = out.strip().splitlines()
     assert "site-packages/smneuron/_bundled/inference_code" in where
     assert flags == "True True True True"

@@ -12,10 +12,16 @@ from smneuron.cli._common import JsonOpt, console, print_json, state, table
 
 def package_cmd(
     artifact_dir: Path = typer.Argument(..., help="Compiled artifact directory (from `smneuron compile`)."),
-    out: Path = typer.Option(Path("model.tar.gz"), "--out", "-o", help="Tarball (or directory with --compression none)."),
+    out: Path = typer.Option(
+        Path("model.tar.gz"), "--out", "-o", help="Tarball (or directory with --compression none)."
+    ),
     code: Path = typer.Option(None, "--code", help="Your own modules to ship in code/."),
-    requirements: Path = typer.Option(None, "--requirements", help="Extra pip requirements for the container."),
-    wheel: list[Path] = typer.Option(None, "--wheel", help="Vendor a wheel for network-isolated endpoints (repeat)."),
+    requirements: Path = typer.Option(
+        None, "--requirements", help="Extra pip requirements for the container."
+    ),
+    wheel: list[Path] = typer.Option(
+        None, "--wheel", help="Vendor a wheel for network-isolated endpoints (repeat)."
+    ),
     compression: str = typer.Option("gzip", "--compression", help="gzip, or none for S3-prefix model data."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -47,9 +53,18 @@ def inspect_cmd(
 
     r = inspect_package(package_path)
     if as_json:
-        print_json({"path": str(r.path), "ok": r.ok, "problems": r.problems, "code_files": r.code_files,
-                    "manifest": r.manifest,
-                    "entries": [{"name": e.name, "size_bytes": e.size_bytes, "sha256": e.sha256} for e in r.entries]})
+        print_json(
+            {
+                "path": str(r.path),
+                "ok": r.ok,
+                "problems": r.problems,
+                "code_files": r.code_files,
+                "manifest": r.manifest,
+                "entries": [
+                    {"name": e.name, "size_bytes": e.size_bytes, "sha256": e.sha256} for e in r.entries
+                ],
+            }
+        )
     else:
         table(None, ["entry", "bytes", "sha256"], [[e.name, e.size_bytes, e.sha256[:16]] for e in r.entries])
         if r.manifest:
@@ -67,8 +82,12 @@ def inspect_cmd(
 def upload_cmd(
     ctx: typer.Context,
     package_path: Path = typer.Argument(..., help="model.tar.gz or an uncompressed package directory."),
-    model_name: str = typer.Option(None, "--model-name", "-n", help="Names the S3 key (default: from smneuron.yaml)."),
-    bucket: str = typer.Option(None, "--bucket", help="Artifact bucket (default smneuron-{account}-{region})."),
+    model_name: str = typer.Option(
+        None, "--model-name", "-n", help="Names the S3 key (default: from smneuron.yaml)."
+    ),
+    bucket: str = typer.Option(
+        None, "--bucket", help="Artifact bucket (default smneuron-{account}-{region})."
+    ),
     kms_key_id: str = typer.Option(None, "--kms-key-id", help="Encrypt with this KMS key (else SSE-S3)."),
     prefix: str = typer.Option(None, "--prefix", help="Key prefix (default smneuron)."),
     as_json: bool = JsonOpt,

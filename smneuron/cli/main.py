@@ -14,7 +14,15 @@ from pathlib import Path
 import typer
 
 from smneuron._version import __version__
-from smneuron.cli import artifact_cmds, catalog_cmds, compile_cmd, serve_cmd
+from smneuron.cli import (
+    artifact_cmds,
+    bench_cmd,
+    catalog_cmds,
+    compile_cmd,
+    demo_cmd,
+    endpoint_cmds,
+    serve_cmd,
+)
 from smneuron.cli._common import CliState
 
 app = typer.Typer(
@@ -59,6 +67,13 @@ app.command("package")(artifact_cmds.package_cmd)
 app.command("inspect")(artifact_cmds.inspect_cmd)
 app.command("upload")(artifact_cmds.upload_cmd)
 app.command("serve")(serve_cmd.serve_cmd)
+app.command("deploy")(endpoint_cmds.deploy_cmd)
+app.command("status")(endpoint_cmds.status_cmd)
+app.command("invoke")(endpoint_cmds.invoke_cmd)
+app.command("scale")(endpoint_cmds.scale_cmd)
+app.command("delete")(endpoint_cmds.delete_cmd)
+app.command("bench")(bench_cmd.bench_cmd)
+app.command("demo")(demo_cmd.demo_cmd)
 
 
 def run(argv: list[str] | None = None) -> None:

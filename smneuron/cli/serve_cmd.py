@@ -15,7 +15,9 @@ def describe_layout(layout) -> str:  # type: ignore[no-untyped-def]
     unit = f"{inst.neuron_cores} NeuronCores" if inst.is_neuron else f"{inst.vcpus} vCPUs"
     text = f"{layout.workers} worker(s) for {inst.name} ({unit}, {layout.cores_per_model} core(s) per model)"
     if layout.capped_from:
-        text += f"; the instance would run {layout.capped_from}, capped at this machine's {layout.workers} cores"
+        text += (
+            f"; the instance would run {layout.capped_from}, capped at this machine's {layout.workers} cores"
+        )
     return text
 
 

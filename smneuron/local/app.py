@@ -16,7 +16,9 @@ MAX_PAYLOAD = 6 * 1024 * 1024  # SageMaker's real-time payload limit
 def _error(status: int, code: str, message: str) -> Any:
     from starlette.responses import Response
 
-    return Response(json.dumps({"error": message, "code": code}), status_code=status, media_type="application/json")
+    return Response(
+        json.dumps({"error": message, "code": code}), status_code=status, media_type="application/json"
+    )
 
 
 def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
@@ -50,7 +52,8 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
         future = pool.submit(headers, bytes(body))
         try:
             status, ctype, data = await asyncio.wait_for(
-                asyncio.shield(future), spec.model_server_timeout_in_seconds + 5)
+                asyncio.shield(future), spec.model_server_timeout_in_seconds + 5
+            )
         except asyncio.TimeoutError:
             return _error(504, "model_timeout", "The model server did not answer in time.")
         return Response(data, status_code=status, media_type=ctype)

@@ -114,9 +114,12 @@ def free_port() -> int:
 @contextmanager
 def embedded_aws(port: int | None = None) -> Iterator[str]:
     """Run moto's server (with the extensions) on loopback; yields its endpoint URL."""
+    import logging
+
     from moto.server import ThreadedMotoServer
 
     patch_moto()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log on the user's terminal
     port = port or free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

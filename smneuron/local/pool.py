@@ -117,7 +117,9 @@ class WorkerPool:
                 proc.join(timeout=5)
         for q in list(self.queue):
             if not q.future.done():
-                q.future.set_result((503, "application/json", b'{"error": "server shutting down", "code": "shutdown"}'))
+                q.future.set_result(
+                    (503, "application/json", b'{"error": "server shutting down", "code": "shutdown"}')
+                )
         self.queue.clear()
 
     @property
@@ -177,8 +179,12 @@ class WorkerPool:
                 st.batches += 1
                 st.forward_passes = int(model_stats.get("forward_passes", st.forward_passes))
             except asyncio.TimeoutError:
-                self._fail(batch, 504, "model_timeout",
-                           f"The model server did not answer within {self.timeout:.0f} s.")
+                self._fail(
+                    batch,
+                    504,
+                    "model_timeout",
+                    f"The model server did not answer within {self.timeout:.0f} s.",
+                )
                 await self._restart(i, "timed out")
             except (EOFError, OSError, BrokenPipeError):
                 self._fail(batch, 500, "worker_died", "The model worker died while serving this request.")

