@@ -295,6 +295,8 @@ def deploy(
             p.artifact.location, model_name=p.endpoint_name, session=sess, sha256=p.artifact.sha256
         ).uri
 
+    p.tags[TAG_ARTIFACT] = model_data[:256]
+
     current = _describe(sm, p.endpoint_name)
     if current and current.get("EndpointConfigName") == p.endpoint_config_name and \
             current["EndpointStatus"] == "InService":  # fmt: skip

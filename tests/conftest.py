@@ -72,7 +72,7 @@ def role(session):
             }
         ],
     }
-    return iam.create_role(RoleName="smneuron-execution-role", AssumePolicyDocument=json.dumps(trust))[
+    return iam.create_role(RoleName="smneuron-execution-role", AssumeRolePolicyDocument=json.dumps(trust))[
         "Role"
     ]["Arn"]
 

@@ -1,0 +1,118 @@
+"""bench: schedules (constant is open loop), statistics against known latencies, cost, report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+import pytest
+
+from smneuron import bench
+from smneuron.local.fake_aws import free_port
+
+
+@pytest.fixture(scope="module")
+def slow_server():
+    """A server that answers every POST /invocations after a fixed delay given in the body."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def invocations(request: Request) -> Response:
+        body = json.loads(await request.body())
+        await asyncio.sleep(body.get("delay", 0.02))
+        return Response(b"[]", status_code=body.get("status", 200), media_type="application/json")
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/invocations", invocations, methods=["POST"])]),
+                                           host="127.0.0.1", port=port, log_level="error"))  # fmt: skip
+    t = threading.Thread(target=server.run, daemon=True)
+    t.start()
+    while not server.started:
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    t.join(5)
+
+
+def payload(delay: float, status: int = 200) -> list[bytes]:
+    return [json.dumps({"inputs": "x", "delay": delay, "status": status}).encode()]
+
+
+def test_synchronous_latency_statistics_match_the_server_delay(slow_server):
+    r = bench.run(url=slow_server, payloads=payload(0.05), profile="synchronous", duration_s=1.2, warmup_s=0.1,
+                  cooldown_s=0.0)  # fmt: skip
+    (run,) = r.runs
+    assert 15 <= run.requests_ok <= 23  # ~1.1 s / 50 ms
+    assert 50 <= run.latency_ms["p50"] < 70 and run.latency_ms["p99"] < 120
+    assert run.latency_ms["p50"] <= run.latency_ms["p90"] <= run.latency_ms["p95"] <= run.latency_ms["p99"] \
+        <= run.latency_ms["max"]  # fmt: skip
+    assert run.throughput_rps == pytest.approx(1000 / run.latency_ms["mean"], rel=0.25)
+
+
+def test_constant_rate_is_open_loop(slow_server):
+    # every response takes 300 ms; at 20 req/s a closed loop would manage ~3 req/s
+    r = bench.run(url=slow_server, payloads=payload(0.3), profile="constant", rate=20, duration_s=1.0,
+                  warmup_s=0.0, cooldown_s=0.0)  # fmt: skip
+    (run,) = r.runs
+    assert run.requests_ok == 20
+    assert run.send_lag_ms["p99"] < 50  # each request left on schedule, not after the previous returned
+    assert run.throughput_rps > 12
+
+
+def test_throughput_and_failures_by_status(slow_server):
+    mixed = payload(0.01) + payload(0.01, status=503)
+    r = bench.run(url=slow_server, payloads=mixed, profile="throughput", concurrency=8, duration_s=0.6,
+                  warmup_s=0.0, cooldown_s=0.0, max_requests=100)  # fmt: skip
+    (run,) = r.runs
+    assert run.requests_ok + run.requests_failed == 100
+    assert set(run.by_status) == {"200", "503"} and run.by_status["503"] == 50
+
+
+def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
+    r = bench.run(url=slow_server, payloads=payload(0.02), profile="sweep", rates=2, concurrency=8, duration_s=0.5,
+                  warmup_s=0.0, cooldown_s=0.0, instance_type="ml.inf2.xlarge")  # fmt: skip
+    kinds = [x.profile for x in r.runs]
+    assert kinds == ["synchronous", "throughput", "constant", "constant"]
+    lo, hi = r.runs[0].throughput_rps, r.runs[1].throughput_rps
+    assert lo < r.runs[2].rate < r.runs[3].rate < hi
+    assert r.hourly_usd == 0.99 and all(x.cost_per_million_usd for x in r.runs)
+    data = json.loads(r.to_json())
+    assert set(data) == {"target", "instance_type", "instance_count", "hourly_usd", "payloads", "runs", "generator",
+                         "created_at"}  # fmt: skip
+    assert set(data["runs"][0]["latency_ms"]) == {"p50", "p90", "p95", "p99", "max", "mean"}
+
+
+def test_cost_arithmetic_and_quantiles():
+    assert bench.cost_per_million(100, 0.99, 2) == pytest.approx(1e6 / 100 * 0.99 / 3600 * 2)
+    assert bench.cost_per_million(0, 0.99) is None
+    q = bench.percentiles([i / 1000 for i in range(1, 101)])  # 1..100 ms
+    assert q["p50"] == pytest.approx(50.5) and q["p99"] == pytest.approx(99.01) and q["max"] == 100
+
+
+def test_generated_payloads_follow_the_token_length(tiny_classifier):
+    from tokenizers import Tokenizer
+
+    bodies = bench.load_payloads(
+        tokenizer=tiny_classifier / "tokenizer.json", count=50, mean_tokens=20, spread=0
+    )
+    tok = Tokenizer.from_file(str(tiny_classifier / "tokenizer.json"))
+    lengths = [len(tok.encode(json.loads(b)["inputs"]).ids) for b in bodies]
+    assert all(20 <= n <= 22 for n in lengths)
+
+
+def test_jsonl_data_file(tmp_path):
+    f = tmp_path / "d.jsonl"
+    f.write_text('"hello"\n{"inputs": ["a", "b"], "parameters": {"top_k": 2}}\n\n')
+    bodies = [json.loads(b) for b in bench.load_payloads(f)]
+    assert bodies == [{"inputs": "hello"}, {"inputs": ["a", "b"], "parameters": {"top_k": 2}}]
+
+
+def test_sagemaker_endpoint_target_against_moto(session):
+    r = bench.run(endpoint="any-endpoint", session=session, payloads=payload(0), profile="throughput",
+                  concurrency=4, duration_s=5, max_requests=20, warmup_s=0, cooldown_s=0)  # fmt: skip
+    assert r.runs[0].requests_ok == 20 and r.target == "sagemaker:any-endpoint"

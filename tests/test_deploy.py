@@ -1,0 +1,228 @@
+"""Deploy, update, autoscale and tear down against moto (with smneuron's moto extensions)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError
+from conftest import run_cli
+
+from smneuron import deploy as dp
+from smneuron.autoscaling import parse_schedule
+from smneuron.catalog import INSTANCE_TYPES
+from smneuron.compile import compile_model
+from smneuron.errors import (
+    AccessDeniedError,
+    ConfigError,
+    EndpointFailedError,
+    QuotaExceededError,
+    ThrottledError,  # fmt: skip
+)
+from smneuron.packaging import package
+from smneuron.specs import EndpointSpec, ScalingSpec
+
+
+@pytest.fixture(scope="module")
+def cpu_artifact(tiny_classifier, tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("deploy")
+    compile_model(
+        tiny_classifier, d / "a", target="cpu", task="text-classification", batch_size=2, buckets="16"
+    )
+    return d / "a"
+
+
+def retarget(artifact: Path, tmp: Path, target: str, cores: int = 1) -> Path:
+    """The same artifact with a manifest that says it was compiled for ``target`` (deploy never loads it)."""
+    out = tmp / f"art-{target}"
+    shutil.copytree(artifact, out)
+    m = json.loads((out / "smneuron.json").read_text())
+    m["compiler"].update(target=target, cores_per_model=cores)
+    (out / "smneuron.json").write_text(json.dumps(m))
+    return package(out, tmp / f"{target}.tar.gz").path
+
+
+def leftovers(session) -> dict[str, int]:
+    sm = session.client("sagemaker")
+    return {"endpoints": len(sm.list_endpoints()["Endpoints"]),
+            "configs": len(sm.list_endpoint_configs()["EndpointConfigs"]),
+            "models": len(sm.list_models()["Models"]),
+            "targets": len(session.client("application-autoscaling").describe_scalable_targets(
+                ServiceNamespace="sagemaker")["ScalableTargets"]),
+            "alarms": len(session.client("cloudwatch").describe_alarms()["MetricAlarms"])}  # fmt: skip
+
+
+@pytest.mark.parametrize("instance", [n for n, t in INSTANCE_TYPES.items() if t.is_neuron])
+def test_every_inferentia_size_gets_the_right_image_and_environment(
+    instance, cpu_artifact, tmp_path, session, role
+):
+    t = INSTANCE_TYPES[instance]
+    tarball = retarget(cpu_artifact, tmp_path, t.family)
+    r = dp.deploy(tarball, EndpointSpec(name="ep", instance_type=instance, batch_size=8, max_batch_delay_ms=3),
+                  session=session)  # fmt: skip
+    sm = session.client("sagemaker")
+    model = sm.describe_model(ModelName=r.model_name)
+    c = model["PrimaryContainer"]
+    repo = "pytorch-inference-neuron:" if t.family == "inf1" else "pytorch-inference-neuronx:"
+    assert repo in c["Image"] and c["ModelDataUrl"] == r.model_data
+    env = c["Environment"]
+    n = str(t.neuron_cores)
+    assert (
+        env["SAGEMAKER_MODEL_SERVER_WORKERS"]
+        == env["SAGEMAKER_TS_MIN_WORKERS"]
+        == env["SAGEMAKER_TS_MAX_WORKERS"]
+        == n
+    )
+    assert (env["SAGEMAKER_TS_BATCH_SIZE"], env["SAGEMAKER_TS_MAX_BATCH_DELAY"]) == ("8", "3")
+    assert env["SAGEMAKER_PROGRAM"] == "inference.py" and env["NEURON_RT_NUM_CORES"] == "1"
+    assert env["TS_DEFAULT_SERVICE_HANDLER"].endswith("smneuron_handler.py:handle")
+    assert model["ExecutionRoleArn"] == role
+    v = sm.describe_endpoint_config(EndpointConfigName=r.endpoint_config_name)["ProductionVariants"][0]
+    assert v["InstanceType"] == instance and v["ContainerStartupHealthCheckTimeoutInSeconds"] >= 600
+    tags = {x["Key"]: x["Value"] for x in sm.list_tags(ResourceArn=sm.describe_endpoint(EndpointName="ep")[
+        "EndpointArn"])["Tags"]}  # fmt: skip
+    assert tags["smneuron:endpoint"] == "ep" and tags["smneuron:artifact"] == r.model_data
+
+
+def test_artifact_instance_mismatch_is_refused_before_any_aws_call(cpu_artifact, tmp_path, session):
+    inf1 = retarget(cpu_artifact, tmp_path, "inf1")
+    calls = []
+    session.client("s3").meta.events.register("before-call.*.*", lambda model, **_: calls.append(model.name))
+    with pytest.raises(ConfigError, match="compiled for inf1 and cannot run on ml.inf2.xlarge"):
+        dp.deploy(inf1, EndpointSpec(instance_type="ml.inf2.xlarge"), session=session)
+    with pytest.raises(ConfigError, match="compiled for cpu"):
+        dp.deploy(cpu_artifact, EndpointSpec(instance_type="ml.inf1.xlarge"), session=session)
+    assert calls == []
+    with pytest.raises(ConfigError, match="cannot share a core"):
+        dp.deploy(inf1, EndpointSpec(instance_type="ml.inf1.xlarge"), session=session, workers=5)
+
+
+def test_update_is_blue_green_idempotent_and_scaling_applies(cpu_artifact, tmp_path, session, role):
+    from moto.sagemaker.models import sagemaker_backends
+
+    tarball = retarget(cpu_artifact, tmp_path, "inf2")
+    scaling = ScalingSpec(min_capacity=1, max_capacity=4, scheduled=[parse_schedule("cron(0 8 * * ? *)=2-6")])
+    spec = EndpointSpec(name="ep", instance_type="ml.inf2.xlarge", latency_p99_alarm_ms=50)
+    first = dp.deploy(tarball, spec, scaling, session=session)
+    again = dp.deploy(tarball, spec, scaling, session=session)
+    assert again.unchanged and again.endpoint_config_name == first.endpoint_config_name
+    assert leftovers(session)["configs"] == 1
+
+    aas = session.client("application-autoscaling")
+    (pol,) = aas.describe_scaling_policies(ServiceNamespace="sagemaker")["ScalingPolicies"]
+    cfg = pol["TargetTrackingScalingPolicyConfiguration"]
+    assert pol["ResourceId"] == "endpoint/ep/variant/AllTraffic"
+    assert (
+        cfg["PredefinedMetricSpecification"]["PredefinedMetricType"]
+        == "SageMakerVariantInvocationsPerInstance"
+    )
+    assert cfg["TargetValue"] == 2 * 600 and cfg["ScaleInCooldown"] == 600
+    (act,) = aas.describe_scheduled_actions(ServiceNamespace="sagemaker")["ScheduledActions"]
+    assert act["Schedule"] == "cron(0 8 * * ? *)" and act["ScalableTargetAction"] == {
+        "MinCapacity": 2,
+        "MaxCapacity": 6,
+    }
+
+    canary = spec.model_copy(update={"batch_size": 16, "traffic_routing": spec.traffic_routing.model_copy(
+        update={"type": "canary", "step_percent": 20})})  # fmt: skip
+    updated = dp.deploy(tarball, canary, scaling, session=session)
+    assert updated.plan.is_update and updated.endpoint_config_name != first.endpoint_config_name
+    sm = session.client("sagemaker")
+    assert sm.describe_endpoint(EndpointName="ep")["EndpointConfigName"] == updated.endpoint_config_name
+    backend = sagemaker_backends["123456789012"]["us-east-1"]
+    policy = backend.endpoints["ep"].last_deployment_config
+    routing = policy["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]
+    assert routing["Type"] == "CANARY" and routing["CanarySize"] == {"Type": "CAPACITY_PERCENT", "Value": 20}
+    assert {a["AlarmName"] for a in policy["AutoRollbackConfiguration"]["Alarms"]} == {
+        "smneuron-ep-5xx",
+        "smneuron-ep-latency-p99",
+    }
+
+    removed = dp.delete("ep", session=session).removed
+    assert any(r.startswith("endpoint config") for r in removed)
+    assert leftovers(session) == {"endpoints": 0, "configs": 0, "models": 0, "targets": 0, "alarms": 0}
+    assert dp.delete("ep", session=session).removed == []  # idempotent
+
+
+def test_a_failed_endpoint_raises_with_its_reason_and_leaves_nothing(cpu_artifact, tmp_path, session, role):
+    def failed(parsed, **_):
+        parsed["EndpointStatus"] = "Failed"
+        parsed["FailureReason"] = "CapacityError: Unable to provision requested ML compute capacity."
+
+    session.client("sagemaker").meta.events.register("after-call.sagemaker.DescribeEndpoint", failed)
+    with pytest.raises(EndpointFailedError, match="CapacityError") as e:
+        dp.deploy(retarget(cpu_artifact, tmp_path, "inf1"), EndpointSpec(name="ep", instance_type="ml.inf1.xlarge"),
+                  session=session)  # fmt: skip
+    assert e.value.failure_reason.startswith("CapacityError")
+    assert leftovers(session) == {"endpoints": 0, "configs": 0, "models": 0, "targets": 0, "alarms": 1}
+
+
+@pytest.mark.parametrize(
+    "code,err",
+    [
+        ("AccessDeniedException", AccessDeniedError),
+        ("ThrottlingException", ThrottledError),
+        ("ResourceLimitExceeded", QuotaExceededError),
+    ],
+)
+def test_injected_errors_are_typed_and_leave_no_orphans(code, err, cpu_artifact, tmp_path, session, role,
+                                                        monkeypatch):  # fmt: skip
+    sm = session.client("sagemaker")
+
+    def boom(**_):
+        raise ClientError({"Error": {"Code": code, "Message": "injected"}}, "CreateEndpoint")
+
+    monkeypatch.setattr(sm, "create_endpoint", boom)
+    with pytest.raises(err, match="injected"):
+        dp.deploy(retarget(cpu_artifact, tmp_path, "inf2"), EndpointSpec(name="ep"), session=session)
+    left = leftovers(session)
+    assert (left["endpoints"], left["configs"], left["models"]) == (0, 0, 0)
+
+
+def test_dry_run_prints_every_resource_setting_and_cost(cpu_artifact, tmp_path, session):
+    tarball = retarget(cpu_artifact, tmp_path, "inf2")
+    code, out, err = run_cli("deploy", str(tarball), "--instance", "ml.inf2.24xlarge", "--name", "plan-me",
+                             "--min", "1", "--max", "3", "--dry-run")  # fmt: skip
+    assert code == 0, err
+    for needle in [
+        "nothing is created",
+        "pytorch-inference-neuronx",
+        "SAGEMAKER_MODEL_SERVER_WORKERS",
+        "12",
+        "smneuron-plan-me-5xx",
+        "$7.790/hour",
+        "/month at 1",
+        "/month at 3",
+    ]:
+        assert needle in out, needle
+    assert leftovers(session)["endpoints"] == 0
+    code, out, _ = run_cli("deploy", str(tarball), "--instance", "ml.inf2.xlarge", "--dry-run", "--json")
+    data = json.loads(out)
+    assert data["monthly_usd_at_min"] == round(0.99 * 730, 2)
+
+
+def test_cli_deploy_status_invoke_scale_delete(cpu_artifact, tmp_path, session, role):
+    code, out, err = run_cli("deploy", str(cpu_artifact), "--instance", "ml.c6i.xlarge", "--name", "cli-ep")
+    assert code == 0, err
+    assert "created" in out
+    code, out, _ = run_cli("status", "cli-ep", "--json")
+    assert json.loads(out)["endpoint"]["EndpointStatus"] == "InService"
+    code, out, _ = run_cli(
+        "scale", "cli-ep", "--min", "1", "--max", "5", "--schedule", "cron(0 20 * * ? *)=1-1"
+    )
+    assert code == 0
+    code, out, _ = run_cli("invoke", "cli-ep", "i loved it")
+    assert code == 0  # moto's runtime answers with its canned body
+    code, out, _ = run_cli("delete", "cli-ep", "--yes")
+    assert code == 0 and "removed endpoint cli-ep" in out
+    assert leftovers(session)["targets"] == 0
+
+
+def test_waiter_backs_off_and_times_out():
+    from smneuron.waiters import poll_intervals
+
+    gen = poll_intervals()
+    seq = [next(gen) for _ in range(10)]
+    assert seq[0] == 1.0 and seq == sorted(seq) and seq[-1] == 20.0
