@@ -89,9 +89,11 @@ class LoadedArtifact(object):
         self.with_token_types = "token_type_ids" in manifest["input_names"]
         self.labels = manifest.get("labels") or {}
         self.torch = torch
-        self.buckets = []
-        for b in sorted(manifest["buckets"], key=lambda b: b["seq_len"]):
-            self.buckets.append((int(b["seq_len"]), torch.jit.load(os.path.join(model_dir, b["file"]))))
+        by_seq = {}  # seq_len -> {batch_size: module}
+        for b in manifest["buckets"]:
+            module = torch.jit.load(os.path.join(model_dir, b["file"]))
+            by_seq.setdefault(int(b["seq_len"]), {})[int(b.get("batch_size", self.batch_size))] = module
+        self.buckets = sorted(by_seq.items())
         self.max_len = self.buckets[-1][0]
         self.tokenizer = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
         self.tokenizer.no_padding()
@@ -108,9 +110,10 @@ class LoadedArtifact(object):
                                % (self.max_len, e))
 
     def bucket_for(self, length):
-        for seq_len, module in self.buckets:
+        """(seq_len, {batch_size: module}) of the smallest bucket that fits ``length`` tokens."""
+        for seq_len, modules in self.buckets:
             if length <= seq_len:
-                return seq_len, module
+                return seq_len, modules
         return self.buckets[-1]
 
     def forward(self, encodings):
@@ -121,13 +124,18 @@ class LoadedArtifact(object):
         groups = {}
         for i, enc in enumerate(encodings):
             groups.setdefault(self.bucket_for(len(enc.ids))[0], []).append(i)
-        for seq_len, module in self.buckets:
+        for seq_len, modules in self.buckets:
             members = groups.get(seq_len, [])
-            for start in range(0, len(members), self.batch_size):
-                chunk = members[start:start + self.batch_size]
-                ids = torch.full((self.batch_size, seq_len), self.pad_id, dtype=torch.long)
-                mask = torch.zeros((self.batch_size, seq_len), dtype=torch.long)
-                types = torch.zeros((self.batch_size, seq_len), dtype=torch.long)
+            sizes = sorted(modules)
+            start = 0
+            while start < len(members):
+                chunk = members[start:start + sizes[-1]]
+                start += len(chunk)
+                batch = next(b for b in sizes if b >= len(chunk))  # the smallest compiled batch that fits
+                module = modules[batch]
+                ids = torch.full((batch, seq_len), self.pad_id, dtype=torch.long)
+                mask = torch.zeros((batch, seq_len), dtype=torch.long)
+                types = torch.zeros((batch, seq_len), dtype=torch.long)
                 for row, i in enumerate(chunk):
                     enc = encodings[i]
                     n = len(enc.ids)
@@ -139,7 +147,7 @@ class LoadedArtifact(object):
                     result = module(*args).float()
                 self.stats["forward_passes"] += 1
                 self.stats["rows"] += len(chunk)
-                self.stats["padded_rows"] += self.batch_size - len(chunk)
+                self.stats["padded_rows"] += batch - len(chunk)
                 for row, i in enumerate(chunk):
                     out[i] = result[row]
         return out
@@ -147,10 +155,11 @@ class LoadedArtifact(object):
     def warm_up(self):
         """One forward pass per bucket, so the first real request pays no load cost."""
         torch = self.torch
-        for seq_len, module in self.buckets:
-            ids = torch.full((self.batch_size, seq_len), self.pad_id, dtype=torch.long)
-            mask = torch.ones((self.batch_size, seq_len), dtype=torch.long)
-            args = (ids, mask, torch.zeros_like(ids)) if self.with_token_types else (ids, mask)
-            with torch.no_grad():
-                module(*args)
+        for seq_len, modules in self.buckets:
+            for batch, module in modules.items():
+                ids = torch.full((batch, seq_len), self.pad_id, dtype=torch.long)
+                mask = torch.ones((batch, seq_len), dtype=torch.long)
+                args = (ids, mask, torch.zeros_like(ids)) if self.with_token_types else (ids, mask)
+                with torch.no_grad():
+                    module(*args)
         self.warm = True

@@ -33,6 +33,7 @@ class CompileEvent:
     kind: str
     seq_len: int | None = None
     seconds: float | None = None
+    batch_size: int | None = None
 
 
 @dataclass
@@ -139,23 +140,24 @@ def _build(model_dir: Path, build: Path, spec: CompileSpec, args: list[str], ver
         else (1 if spec.target == "cpu" else min(len(spec.buckets), os.cpu_count() or 1))
     )
     buckets: list[Bucket] = []
-    if parallel > 1 and len(spec.buckets) > 1:
+    shapes = [(bs, seq) for seq in spec.buckets for bs in spec.all_batch_sizes]
+    if parallel > 1 and len(shapes) > 1:
         del loaded  # each worker process loads its own copy
         with ProcessPoolExecutor(max_workers=parallel, mp_context=_spawn()) as pool:
             futures = {}
-            for seq in spec.buckets:
-                notify(CompileEvent("bucket_started", seq))
-                futures[seq] = pool.submit(_bucket_in_subprocess, str(model_dir), spec.model_dump(mode="json"),
-                                           seq, args, str(build))  # fmt: skip
-            for seq, fut in futures.items():
+            for bs, seq in shapes:
+                notify(CompileEvent("bucket_started", seq, batch_size=bs))
+                futures[bs, seq] = pool.submit(_bucket_in_subprocess, str(model_dir), spec.model_dump(mode="json"),
+                                               bs, seq, args, str(build))  # fmt: skip
+            for (bs, seq), fut in futures.items():
                 buckets.append(Bucket.model_validate(fut.result()))
-                notify(CompileEvent("bucket_done", seq, buckets[-1].compile_seconds))
+                notify(CompileEvent("bucket_done", seq, buckets[-1].compile_seconds, batch_size=bs))
         loaded = tasks.load(model_dir, spec.task, pooling=spec.pooling, normalize=spec.normalize)
     else:
-        for seq in spec.buckets:
-            notify(CompileEvent("bucket_started", seq))
-            buckets.append(_compile_bucket(loaded, spec, seq, args, build))
-            notify(CompileEvent("bucket_done", seq, buckets[-1].compile_seconds))
+        for bs, seq in shapes:
+            notify(CompileEvent("bucket_started", seq, batch_size=bs))
+            buckets.append(_compile_bucket(loaded, spec, bs, seq, args, build))
+            notify(CompileEvent("bucket_done", seq, buckets[-1].compile_seconds, batch_size=bs))
 
     manifest = Manifest(
         smneuron_version=__version__,
@@ -168,7 +170,7 @@ def _build(model_dir: Path, build: Path, spec: CompileSpec, args: list[str], ver
         input_names=loaded.input_names,
         output=tasks.OUTPUTS[spec.task],
         batch_size=spec.batch_size,
-        buckets=sorted(buckets, key=lambda b: b.seq_len),
+        buckets=sorted(buckets, key=lambda b: (b.seq_len, b.batch_size)),
         tokenizer_files={n: sha256_file(build / n) for n in tokenizer_files},
         pad_token_id=loaded.pad_token_id,
         max_position_embeddings=max_pos,
@@ -192,21 +194,21 @@ def _build(model_dir: Path, build: Path, spec: CompileSpec, args: list[str], ver
 
 
 def _compile_bucket(
-    loaded: tasks.LoadedModel, spec: CompileSpec, seq: int, args: list[str], build: Path
+    loaded: tasks.LoadedModel, spec: CompileSpec, bs: int, seq: int, args: list[str], build: Path
 ) -> Bucket:
     import torch
 
-    example = tasks.sample_batch(build / "tokenizer.json", spec.task, spec.batch_size, seq,
+    example = tasks.sample_batch(build / "tokenizer.json", spec.task, bs, seq,
                                  loaded.pad_token_id, loaded.input_names)  # fmt: skip
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"neuron-s{seq}-") as workdir:
         result = targets.trace(spec.target, loaded.module, example, args, workdir)
     seconds = time.perf_counter() - t0
-    name = bucket_file(spec.batch_size, seq)
+    name = bucket_file(bs, seq)
     torch.jit.save(result.module, str(build / name))
 
-    check = tasks.sample_batch(build / "tokenizer.json", spec.task, spec.batch_size, seq,
-                               loaded.pad_token_id, loaded.input_names, offset=spec.batch_size + 3)  # fmt: skip
+    check = tasks.sample_batch(build / "tokenizer.json", spec.task, bs, seq,
+                               loaded.pad_token_id, loaded.input_names, offset=bs + 3)  # fmt: skip
     with torch.no_grad():
         eager = loaded.module(*check).float()
         traced = result.module(*check).float()
@@ -218,7 +220,7 @@ def _compile_bucket(
     )
     if limit is not None and validation.max_abs_diff > limit:
         raise CompileError(
-            f"Bucket {seq}: traced outputs differ from the eager model by {validation.max_abs_diff:.3g} "
+            f"Bucket {seq} (batch {bs}): traced outputs differ from the eager model by {validation.max_abs_diff:.3g} "
             f"(limit {limit:g}; cosine min {validation.cosine_min:.6f}).",
             hint="The model may have data-dependent control flow that tracing cannot capture."
             if spec.target == "cpu"
@@ -226,6 +228,7 @@ def _compile_bucket(
         )
     return Bucket(
         seq_len=seq,
+        batch_size=bs,
         file=name,
         sha256=sha256_file(build / name),
         size_bytes=(build / name).stat().st_size,
@@ -245,10 +248,12 @@ def compare(reference: Any, candidate: Any) -> Validation:
     return Validation(max_abs_diff=float((a - b).abs().max()), cosine_min=float(cos.min()))
 
 
-def _bucket_in_subprocess(model_dir: str, spec_data: dict, seq: int, args: list[str], build: str) -> dict:
+def _bucket_in_subprocess(
+    model_dir: str, spec_data: dict, bs: int, seq: int, args: list[str], build: str
+) -> dict:
     spec = CompileSpec.model_validate(spec_data)
     loaded = tasks.load(Path(model_dir), spec.task, pooling=spec.pooling, normalize=spec.normalize)
-    return _compile_bucket(loaded, spec, seq, args, Path(build)).model_dump()
+    return _compile_bucket(loaded, spec, bs, seq, args, Path(build)).model_dump()
 
 
 def _spawn() -> Any:

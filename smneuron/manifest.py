@@ -30,6 +30,7 @@ class Validation(_Model):
 
 class Bucket(_Model):
     seq_len: int = Field(description="Static sequence length of this traced file.")
+    batch_size: int = Field(description="Static batch size of this traced file.")
     file: str = Field(description="TorchScript file name at the artifact root.")
     sha256: str = Field(description="sha256 of the file.")
     size_bytes: int = Field(description="File size.")
@@ -60,8 +61,10 @@ class Manifest(_Model):
     normalize: bool = Field(False, description="feature-extraction: L2-normalise by default.")
     input_names: list[str] = Field(description="Positional inputs of every traced file.")
     output: str = Field(description="What the traced module returns (shape convention).")
-    batch_size: int
-    buckets: list[Bucket]
+    batch_size: int = Field(
+        description="Largest compiled batch size (requests are split into batches of it)."
+    )
+    buckets: list[Bucket] = Field(description="One entry per traced (batch size, sequence length) file.")
     tokenizer_files: dict[str, str] = Field(description="Tokenizer/config file -> sha256.")
     pad_token_id: int
     max_position_embeddings: int | None = None

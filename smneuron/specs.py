@@ -40,6 +40,11 @@ class CompileSpec(StrictModel):
         "inf2", description="inf1 (torch-neuron), inf2 (torch-neuronx) or cpu (TorchScript, runs anywhere)."
     )
     batch_size: int = Field(1, ge=1, le=1024, description="Static batch dimension of every traced file.")
+    batch_sizes: list[int] | None = Field(
+        None,
+        description="Smaller static batch sizes compiled too (each below batch_size): a partial batch then "
+        "runs on the smallest that fits instead of padding rows to batch_size.",
+    )
     buckets: list[int] = Field(
         default_factory=lambda: [128],
         description="Sequence lengths to compile; each request goes to the smallest that fits.",
@@ -74,15 +79,28 @@ class CompileSpec(StrictModel):
         description="Fail the compile when traced vs eager outputs differ by more (default 1e-4 for cpu).",
     )
 
-    @field_validator("buckets", mode="before")
+    @field_validator("buckets", "batch_sizes", mode="before")
     @classmethod
     def _parse_buckets(cls, v: Any) -> Any:
         if isinstance(v, str):
             try:
                 return [int(x) for x in v.replace(" ", "").split(",") if x]
             except ValueError as e:
-                raise ValueError(f"buckets must be integers separated by commas, got {v!r}") from e
+                raise ValueError(f"expected integers separated by commas, got {v!r}") from e
         return v
+
+    @property
+    def all_batch_sizes(self) -> list[int]:
+        """Every batch size compiled per bucket, ascending (always includes batch_size)."""
+        return sorted({*(self.batch_sizes or []), self.batch_size})
+
+    @model_validator(mode="after")
+    def _check_batch_sizes(self) -> CompileSpec:
+        if self.batch_sizes and any(b < 1 or b > self.batch_size for b in self.batch_sizes):
+            raise ValueError(
+                f"batch_sizes {self.batch_sizes} must lie between 1 and batch_size ({self.batch_size})"
+            )
+        return self
 
     @field_validator("buckets")
     @classmethod

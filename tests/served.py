@@ -11,14 +11,26 @@ CODE_MODULES = ("inference", "serving_codec", "serving_model", "serving_tasks", 
 
 
 def build_served(
-    model_dir: Path, work: Path, task: str, *, batch_size: int = 4, buckets: str = "16,32,64"
+    model_dir: Path,
+    work: Path,
+    task: str,
+    *,
+    batch_size: int = 4,
+    buckets: str = "16,32,64",
+    batch_sizes: str | None = None,
 ) -> Path:
     from smneuron.archive import extract_package
     from smneuron.compile import compile_model
     from smneuron.packaging import package
 
     compile_model(
-        model_dir, work / "artifact", target="cpu", task=task, batch_size=batch_size, buckets=buckets
+        model_dir,
+        work / "artifact",
+        target="cpu",
+        task=task,
+        batch_size=batch_size,
+        buckets=buckets,
+        batch_sizes=batch_sizes,
     )
     tarball = package(work / "artifact", work / "model.tar.gz").path
     return extract_package(tarball, work / "opt" / "ml" / "model")

@@ -313,3 +313,34 @@ def test_shipped_code_parses_as_python_3_8_and_uses_no_post_1_13_torch_api():
         ast.parse(src, filename=str(path), feature_version=(3, 8))
         assert not newer.search(src), path.name
         assert not re.search(r"^\s*(import|from)\s+smneuron(\s|\.|$)", src, re.M), path.name
+
+
+def test_partial_batches_run_on_the_smallest_compiled_batch(tiny_classifier, tmp_path):
+    d = build_served(tiny_classifier, tmp_path, "text-classification", batch_size=4, buckets="16",
+                     batch_sizes="1,2")  # fmt: skip
+    assert sorted(p.name for p in d.glob("model_*.pt")) == [
+        "model_b1_s16.pt",
+        "model_b2_s16.pt",
+        "model_b4_s16.pt",
+    ]
+    with code_on_path(d) as mods:
+        inf = mods["inference"]
+        model = inf.model_fn(str(d))
+        out = inf.predict_fn(
+            inf.input_fn(json.dumps({"inputs": TEXTS + TEXTS[:3]}), "application/json"), model
+        )
+        # 7 inputs: 4 rows at batch 4, then the 3 left run on the smallest compiled batch >= 3 (4, one pad row)
+        assert model.stats["forward_passes"] == 2 and model.stats["padded_rows"] == 1
+        assert len(out[0]) == 7
+        inf.predict_fn(inf.input_fn(json.dumps({"inputs": TEXTS[:2]}), "application/json"), model)
+        assert model.stats["forward_passes"] == 3 and model.stats["padded_rows"] == 1  # batch 2, no padding
+        expected_labels = [r["label"] for r in out[0][:4]]
+    single = build_served(
+        tiny_classifier, tmp_path / "single", "text-classification", batch_size=4, buckets="16"
+    )
+    with code_on_path(single) as mods:
+        inf = mods["inference"]
+        ref = inf.predict_fn(
+            inf.input_fn(json.dumps({"inputs": TEXTS}), "application/json"), inf.model_fn(str(single))
+        )
+        assert [r["label"] for r in ref[0]] == expected_labels

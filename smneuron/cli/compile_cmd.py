@@ -20,6 +20,9 @@ def compile_cmd(
         help="text-classification, feature-extraction, token-classification or question-answering.",
     ),
     batch_size: int = typer.Option(None, "--batch-size", help="Static batch size."),
+    batch_sizes: str = typer.Option(
+        None, "--batch-sizes", help="Smaller batch sizes to compile too, e.g. 1,2,4."
+    ),
     buckets: str = typer.Option(None, "--buckets", help="Sequence lengths, e.g. 32,64,128."),
     auto_cast: str = typer.Option(None, "--auto-cast", help="none, matmult or all."),
     auto_cast_type: str = typer.Option(None, "--auto-cast-type", help="bf16, fp16 or tf32 (inf2)."),
@@ -47,7 +50,7 @@ def compile_cmd(
             "No model directory given.", hint="Pass MODEL_DIR or set `model:` in smneuron.yaml."
         )
     spec = override(
-        project.compile, target=target, task=task, batch_size=batch_size, buckets=buckets,
+        project.compile, target=target, task=task, batch_size=batch_size, batch_sizes=batch_sizes, buckets=buckets,
         auto_cast=auto_cast, auto_cast_type=auto_cast_type, optlevel=optlevel,
         fast_math=fast_math.split(",") if fast_math else None, neuroncore_pipeline_cores=pipeline_cores,
         compiler_args=compiler_arg or None, pooling=pooling, normalize=normalize, max_abs_diff=max_abs_diff,
@@ -66,7 +69,7 @@ def compile_cmd(
     source = "cache hit" if result.cache_hit else "compiled"
     console().print(f"[bold]{m.task}[/bold] for [bold]{m.compiler.target}[/bold] -> {result.out_dir} "
                     f"({source}, {result.seconds:.2f} s)")  # fmt: skip
-    table(None, ["bucket", "file", "MiB", "compile s", "max |diff|", "cosine min", "on Neuron"], [
+    table(None, ["seq", "file", "MiB", "compile s", "max |diff|", "cosine min", "on Neuron"], [
         [b.seq_len, b.file, f"{b.size_bytes / 2**20:.1f}", f"{b.compile_seconds:.2f}",
          f"{b.validation.max_abs_diff:.2e}", f"{b.validation.cosine_min:.6f}",
          f"{b.neuron_ops_percent:.1f}%" if b.neuron_ops_percent is not None else "-"]
