@@ -27,7 +27,7 @@ _EXPORTS = {
     "upload": "smneuron.storage",
     "download": "smneuron.storage",
     "package_and_upload": "smneuron.storage",
-    "deploy": "smneuron.deploy",
+    "deploy_model": "smneuron.deploy",  # not "deploy": that name is the submodule
     "Endpoint": "smneuron.invoke",
     "LocalEndpoint": "smneuron.local.server",
 }
@@ -35,8 +35,11 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 
+_ALIASES = {"deploy_model": "deploy"}
+
+
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'smneuron' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return getattr(importlib.import_module(module), _ALIASES.get(name, name))

@@ -250,6 +250,14 @@ class DeployResult:
     model_data: str
     unchanged: bool
     plan: DeployPlan
+    session: Session | None = None
+
+    @property
+    def endpoint(self):  # type: ignore[no-untyped-def]
+        """An ``Endpoint`` for notebooks: ``.predict([...])``, ``.describe()``, ``.delete()``."""
+        from smneuron.invoke import Endpoint
+
+        return Endpoint(self.endpoint_name, session=self.session)
 
 
 def deploy(
@@ -346,7 +354,9 @@ def deploy(
         if left:
             error.message += " Cleanup left: " + ", ".join(left) + " (remove with `smneuron delete`)."
         raise error from e
-    return DeployResult(p.endpoint_name, status, p.model_name, p.endpoint_config_name, model_data, False, p)
+    return DeployResult(
+        p.endpoint_name, status, p.model_name, p.endpoint_config_name, model_data, False, p, sess
+    )
 
 
 def _deployment_config(spec: EndpointSpec, alarms: list[dict]) -> dict:

@@ -226,3 +226,15 @@ def test_waiter_backs_off_and_times_out():
     gen = poll_intervals()
     seq = [next(gen) for _ in range(10)]
     assert seq[0] == 1.0 and seq == sorted(seq) and seq[-1] == 20.0
+
+
+def test_notebook_sdk_returns_an_endpoint_object(cpu_artifact, session, role):
+    import smneuron
+
+    ep = smneuron.deploy_model(cpu_artifact, EndpointSpec(name="nb", instance_type="ml.c6i.xlarge"),
+                               session=session).endpoint  # fmt: skip
+    assert repr(ep) == "Endpoint('nb')"
+    assert ep.describe()["endpoint"]["EndpointStatus"] == "InService"
+    assert ep.invoke('{"inputs": ["i loved it"]}').status == 200  # moto's runtime answers with a canned body
+    assert "endpoint nb" in ep.delete()
+    assert leftovers(session)["endpoints"] == 0
