@@ -10,38 +10,13 @@ from conftest import run_cli
 
 def test_compile_package_inspect_upload(tiny_classifier, tmp_path, session):
     out = tmp_path / "out"
-    code, stdout, err = run_cli(
-        "compile",
-        str(tiny_classifier),
-        "-o",
-        str(out),
-        "--target",
-        "cpu",
-        "--task",
-        "text-classification",
-        "--batch-size",
-        "2",
-        "--buckets",
-        "16,32",
-        "--json",
-    )
+    args = ["compile", str(tiny_classifier), "-o", str(out), "--target", "cpu", "--task", "text-classification",
+            "--batch-size", "2", "--buckets", "16,32"]  # fmt: skip
+    code, stdout, err = run_cli(*args, "--json")
     assert code == 0, err
     report = json.loads(stdout)
     assert report["cache_hit"] is False and [b["seq_len"] for b in report["manifest"]["buckets"]] == [16, 32]
-    code, stdout, _ = run_cli(
-        "compile",
-        str(tiny_classifier),
-        "-o",
-        str(out),
-        "--target",
-        "cpu",
-        "--task",
-        "text-classification",
-        "--batch-size",
-        "2",
-        "--buckets",
-        "16,32",
-    )
+    code, stdout, _ = run_cli(*args)
     assert code == 0 and "cache hit" in stdout
 
     tarball = tmp_path / "model.tar.gz"
