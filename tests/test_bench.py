@@ -48,7 +48,7 @@ def test_synchronous_latency_statistics_match_the_server_delay(slow_server):
                   cooldown_s=0.0)  # fmt: skip
     (run,) = r.runs
     assert 15 <= run.requests_ok <= 23  # ~1.1 s / 50 ms
-    assert 50 <= run.latency_ms["p50"] < 70 and run.latency_ms["p99"] < 120
+    assert 50 <= run.latency_ms["p50"] < 90 and run.latency_ms["p99"] < 250
     assert run.latency_ms["p50"] <= run.latency_ms["p90"] <= run.latency_ms["p95"] <= run.latency_ms["p99"] \
         <= run.latency_ms["max"]  # fmt: skip
     assert run.throughput_rps == pytest.approx(1000 / run.latency_ms["mean"], rel=0.25)
@@ -60,7 +60,7 @@ def test_constant_rate_is_open_loop(slow_server):
                   warmup_s=0.0, cooldown_s=0.0)  # fmt: skip
     (run,) = r.runs
     assert run.requests_ok == 20
-    assert run.send_lag_ms["p99"] < 50  # each request left on schedule, not after the previous returned
+    assert run.send_lag_ms["p99"] < 100  # each request left on schedule, not after the previous returned
     assert run.throughput_rps > 12
 
 
