@@ -89,11 +89,17 @@ class LoadedArtifact(object):
         self.with_token_types = "token_type_ids" in manifest["input_names"]
         self.labels = manifest.get("labels") or {}
         self.torch = torch
-        by_seq = {}  # seq_len -> {batch_size: module}
-        for b in manifest["buckets"]:
-            module = torch.jit.load(os.path.join(model_dir, b["file"]))
-            by_seq.setdefault(int(b["seq_len"]), {})[int(b.get("batch_size", self.batch_size))] = module
-        self.buckets = sorted(by_seq.items())
+        # several copies per worker (SMNEURON_MODELS_PER_WORKER) let forward passes overlap, as in the
+        # FastAPI-on-Inferentia design; deploy bounds the count by accelerator and host memory
+        self.copies = []  # one {seq_len: {batch_size: module}} per copy
+        for _ in range(max(1, int(os.environ.get("SMNEURON_MODELS_PER_WORKER", "1") or 1))):
+            by_seq = {}
+            for b in manifest["buckets"]:
+                module = torch.jit.load(os.path.join(model_dir, b["file"]))
+                by_seq.setdefault(int(b["seq_len"]), {})[int(b.get("batch_size", self.batch_size))] = module
+            self.copies.append(by_seq)
+        self._executor = None
+        self.buckets = sorted(self.copies[0].items())
         self.max_len = self.buckets[-1][0]
         self.tokenizer = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
         self.tokenizer.no_padding()
@@ -117,13 +123,15 @@ class LoadedArtifact(object):
         return self.buckets[-1]
 
     def forward(self, encodings):
-        """One output row per encoding: group by smallest fitting bucket, pad rows to the batch size,
-        run as few forward passes as possible, cut the padding rows off."""
+        """One output row per encoding: group by smallest fitting bucket, pad rows to the smallest
+        compiled batch that fits, run as few forward passes as possible, cut the padding rows off.
+        With several model copies per worker, the passes run concurrently, one per copy."""
         torch = self.torch
         out = [None] * len(encodings)
         groups = {}
         for i, enc in enumerate(encodings):
             groups.setdefault(self.bucket_for(len(enc.ids))[0], []).append(i)
+        jobs = []  # (seq_len, batch, chunk)
         for seq_len, modules in self.buckets:
             members = groups.get(seq_len, [])
             sizes = sorted(modules)
@@ -131,35 +139,52 @@ class LoadedArtifact(object):
             while start < len(members):
                 chunk = members[start:start + sizes[-1]]
                 start += len(chunk)
-                batch = next(b for b in sizes if b >= len(chunk))  # the smallest compiled batch that fits
-                module = modules[batch]
-                ids = torch.full((batch, seq_len), self.pad_id, dtype=torch.long)
-                mask = torch.zeros((batch, seq_len), dtype=torch.long)
-                types = torch.zeros((batch, seq_len), dtype=torch.long)
-                for row, i in enumerate(chunk):
-                    enc = encodings[i]
-                    n = len(enc.ids)
-                    ids[row, :n] = torch.tensor(enc.ids, dtype=torch.long)
-                    mask[row, :n] = 1
-                    types[row, :n] = torch.tensor(enc.type_ids, dtype=torch.long)
-                args = (ids, mask, types) if self.with_token_types else (ids, mask)
-                with torch.no_grad():
-                    result = module(*args).float()
-                self.stats["forward_passes"] += 1
-                self.stats["rows"] += len(chunk)
-                self.stats["padded_rows"] += batch - len(chunk)
-                for row, i in enumerate(chunk):
-                    out[i] = result[row]
+                jobs.append((seq_len, next(b for b in sizes if b >= len(chunk)), chunk))
+
+        def run(job_index):
+            seq_len, batch, chunk = jobs[job_index]
+            module = self.copies[job_index % len(self.copies)][seq_len][batch]
+            ids = torch.full((batch, seq_len), self.pad_id, dtype=torch.long)
+            mask = torch.zeros((batch, seq_len), dtype=torch.long)
+            types = torch.zeros((batch, seq_len), dtype=torch.long)
+            for row, i in enumerate(chunk):
+                enc = encodings[i]
+                n = len(enc.ids)
+                ids[row, :n] = torch.tensor(enc.ids, dtype=torch.long)
+                mask[row, :n] = 1
+                types[row, :n] = torch.tensor(enc.type_ids, dtype=torch.long)
+            args = (ids, mask, types) if self.with_token_types else (ids, mask)
+            with torch.no_grad():
+                return module(*args).float()
+
+        if len(self.copies) > 1 and len(jobs) > 1:
+            results = list(self._pool().map(run, range(len(jobs))))
+        else:
+            results = [run(j) for j in range(len(jobs))]
+        for (_, batch, chunk), result in zip(jobs, results):
+            self.stats["forward_passes"] += 1
+            self.stats["rows"] += len(chunk)
+            self.stats["padded_rows"] += batch - len(chunk)
+            for row, i in enumerate(chunk):
+                out[i] = result[row]
         return out
 
+    def _pool(self):
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(max_workers=len(self.copies))
+        return self._executor
+
     def warm_up(self):
-        """One forward pass per bucket, so the first real request pays no load cost."""
+        """One forward pass per (copy, bucket, batch size), so no request pays a first-call cost."""
         torch = self.torch
-        for seq_len, modules in self.buckets:
-            for batch, module in modules.items():
-                ids = torch.full((batch, seq_len), self.pad_id, dtype=torch.long)
-                mask = torch.ones((batch, seq_len), dtype=torch.long)
-                args = (ids, mask, torch.zeros_like(ids)) if self.with_token_types else (ids, mask)
-                with torch.no_grad():
-                    module(*args)
+        for copy in self.copies:
+            for seq_len, modules in sorted(copy.items()):
+                for batch, module in modules.items():
+                    ids = torch.full((batch, seq_len), self.pad_id, dtype=torch.long)
+                    mask = torch.ones((batch, seq_len), dtype=torch.long)
+                    args = (ids, mask, torch.zeros_like(ids)) if self.with_token_types else (ids, mask)
+                    with torch.no_grad():
+                        module(*args)
         self.warm = True

@@ -41,6 +41,25 @@ def target_from_bench(sustainable_rps_per_instance: float, headroom: float = 0.7
     return round(sustainable_rps_per_instance * 60 * headroom, 1)
 
 
+def target_from_report(report: dict, latency_p99_ms: float, headroom: float = 0.7) -> float:
+    """Invocations per instance per minute for target tracking, from a ``smneuron bench`` report.
+
+    Takes the highest throughput among the report's runs whose p99 meets the SLO, per instance,
+    times ``headroom`` (so scale-out starts before the SLO is at risk).
+
+    Raises:
+        ConfigError: no run of the report meets the SLO.
+    """
+    count = max(1, int(report.get("instance_count", 1)))
+    ok = [r for r in report.get("runs", []) if r["requests_ok"] and r["latency_ms"]["p99"] <= latency_p99_ms]
+    if not ok:
+        best = min((r["latency_ms"]["p99"] for r in report.get("runs", [])), default=float("nan"))
+        raise ConfigError(f"No run in the bench report meets p99 <= {latency_p99_ms} ms (best p99 {best:.1f} ms).",
+                          hint="Benchmark lower rates (`smneuron bench --profile sweep`) or relax the SLO.")  # fmt: skip
+    sustainable = max(r["throughput_rps"] for r in ok) / count
+    return target_from_bench(sustainable, headroom)
+
+
 _CAPACITY = re.compile(r"^(?P<expr>(cron|rate|at)\(.+\))=(?P<min>\d+)-(?P<max>\d+)$")
 
 

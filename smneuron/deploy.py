@@ -128,6 +128,24 @@ def check_target(info: ArtifactInfo, instance: InstanceType) -> None:
         )
 
 
+def check_memory(instance: InstanceType, info: ArtifactInfo, copies: int) -> None:
+    """Refuse more model copies than accelerator (Neuron) and host memory hold.
+
+    Every traced file carries its own weights, so one loaded copy needs about the artifact's size.
+    """
+    if not info.size_bytes:
+        return
+    need = info.size_bytes * copies
+    for what, gib in (("accelerator", instance.accelerator_memory_gib if instance.is_neuron else 0),
+                      ("host", instance.memory_gib)):  # fmt: skip
+        if gib and need > gib * 2**30 * 0.9:
+            raise ConfigError(
+                f"{copies} model copies of {info.size_bytes / 2**30:.2f} GiB need {need / 2**30:.1f} GiB of {what} "
+                f"memory; {instance.name} has {gib} GiB.",
+                hint="Lower models_per_worker, compile fewer buckets or batch sizes, or pick a larger instance.",
+            )
+
+
 def _timeouts(size_bytes: int | None, neuron: bool) -> tuple[int, int]:
     gib = (size_bytes or 0) / 2**30
     download = int(min(3600, max(300, 120 + 60 * gib)))
@@ -180,6 +198,7 @@ def plan(
                           uri=spec.image_uri)  # fmt: skip
     env = container_environment(instance, spec, cores_per_model=info.cores_per_model, region=sess.region,
                                 workers=workers)  # fmt: skip
+    check_memory(instance, info, int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]) * spec.models_per_worker)
     startup, download = _timeouts(info.size_bytes, instance.is_neuron)
     startup = spec.container_startup_health_check_timeout_in_seconds or startup
     download = spec.model_data_download_timeout_in_seconds or download

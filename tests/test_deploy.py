@@ -238,3 +238,67 @@ def test_notebook_sdk_returns_an_endpoint_object(cpu_artifact, session, role):
     assert ep.invoke('{"inputs": ["i loved it"]}').status == 200  # moto's runtime answers with a canned body
     assert "endpoint nb" in ep.delete()
     assert leftovers(session)["endpoints"] == 0
+
+
+def test_an_update_that_sagemaker_rolled_back_is_reported_not_claimed(cpu_artifact, tmp_path, session, role):
+    tarball = retarget(cpu_artifact, tmp_path, "inf2")
+    spec = EndpointSpec(name="rb", instance_type="ml.inf2.xlarge")
+    first = dp.deploy(tarball, spec, session=session)
+
+    def rolled_back(parsed, **_):
+        parsed["EndpointConfigName"] = first.endpoint_config_name  # SageMaker kept the old fleet
+
+    session.client("sagemaker").meta.events.register("after-call.sagemaker.DescribeEndpoint", rolled_back)
+    with pytest.raises(dp.DeploymentRolledBackError, match="rolled back"):
+        dp.deploy(tarball, spec.model_copy(update={"batch_size": 32}), session=session)
+
+
+def test_failure_reports_the_last_cloudwatch_log_lines(cpu_artifact, tmp_path, session, role):
+    logs = session.client("logs")
+    group = "/aws/sagemaker/Endpoints/logs-ep"
+    logs.create_log_group(logGroupName=group)
+    logs.create_log_stream(logGroupName=group, logStreamName="AllTraffic/i-123")
+    now = int(__import__("time").time() * 1000)  # CloudWatch refuses events older than 14 days
+    logs.put_log_events(logGroupName=group, logStreamName="AllTraffic/i-123", logEvents=[
+        {"timestamp": now + i, "message": f"line {i}"} for i in range(3)] + [
+        {"timestamp": now + 100, "message": "RuntimeError: Unknown builtin op: neuron::forward_1"}])  # fmt: skip
+
+    def failed(parsed, **_):
+        parsed.update(
+            EndpointStatus="Failed", FailureReason="The primary container did not pass the ping check."
+        )
+
+    session.client("sagemaker").meta.events.register("after-call.sagemaker.DescribeEndpoint", failed)
+    with pytest.raises(EndpointFailedError) as e:
+        dp.deploy(retarget(cpu_artifact, tmp_path, "inf2"), EndpointSpec(name="logs-ep"), session=session)
+    assert e.value.log_lines[-1].endswith("neuron::forward_1") and "ping check" in str(e.value)
+
+
+def test_model_copies_are_bounded_by_memory(cpu_artifact, tmp_path, session):
+    info = dp.ArtifactInfo("inf2", "text-classification", 1, "x" * 64, 3 * 2**30, "s3://b/k")
+    inst = INSTANCE_TYPES["ml.inf2.xlarge"]  # 32 GiB accelerator, 16 GiB host
+    dp.check_memory(inst, info, 4)
+    with pytest.raises(ConfigError, match="host memory"):
+        dp.check_memory(inst, info, 5)
+    big = dp.ArtifactInfo("inf1", "text-classification", 1, None, 4 * 2**30, "s3://b/k")
+    with pytest.raises(ConfigError, match="accelerator memory.*ml.inf1.xlarge has 8 GiB"):
+        dp.check_memory(INSTANCE_TYPES["ml.inf1.xlarge"], big, 2)
+
+
+def test_scaling_target_from_a_bench_report(cpu_artifact, tmp_path, session, role):
+    from smneuron.autoscaling import target_from_report
+
+    report = {"instance_count": 2, "runs": [
+        {"requests_ok": 100, "throughput_rps": 40.0, "latency_ms": {"p99": 20.0}},
+        {"requests_ok": 100, "throughput_rps": 90.0, "latency_ms": {"p99": 45.0}},
+        {"requests_ok": 100, "throughput_rps": 120.0, "latency_ms": {"p99": 300.0}}]}  # fmt: skip
+    assert target_from_report(report, 50, headroom=0.5) == pytest.approx(90 / 2 * 60 * 0.5)
+    with pytest.raises(ConfigError, match="best p99 20.0"):
+        target_from_report(report, 10)
+    f = tmp_path / "bench.json"
+    f.write_text(json.dumps(report))
+    code, out, err = run_cli("deploy", str(cpu_artifact), "--instance", "ml.c6i.xlarge", "--name", "b", "--min", "1",
+                             "--max", "3", "--bench-report", str(f), "--slo-p99-ms", "50", "--dry-run", "--json")  # fmt: skip
+    assert code == 0, err
+    cfg = json.loads(out)["autoscaling"]["policy"]["TargetTrackingScalingPolicyConfiguration"]
+    assert cfg["TargetValue"] == pytest.approx(90 / 2 * 60 * 0.7)

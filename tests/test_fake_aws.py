@@ -98,3 +98,20 @@ def test_tls_only_bucket_policy_is_evaluated_as_for_https_callers(session):
     )
     with pytest.raises(ClientError, match="Forbidden|AccessDenied"):
         s3.get_object(Bucket="tls", Key="k")  # other statements are still enforced by moto
+
+
+def test_endpoint_delay_makes_endpoints_transition_like_real_ones(session):
+    import time
+
+    from smneuron.local.fake_aws import set_endpoint_delay
+
+    sm = session.client("sagemaker")
+    make_config(sm, "c-delay", "ml.inf2.xlarge")
+    set_endpoint_delay(0.5)
+    try:
+        sm.create_endpoint(EndpointName="slow", EndpointConfigName="c-delay")
+        assert sm.describe_endpoint(EndpointName="slow")["EndpointStatus"] == "Creating"
+        time.sleep(0.6)
+        assert sm.describe_endpoint(EndpointName="slow")["EndpointStatus"] == "InService"
+    finally:
+        set_endpoint_delay(0)

@@ -344,3 +344,17 @@ def test_partial_batches_run_on_the_smallest_compiled_batch(tiny_classifier, tmp
             inf.input_fn(json.dumps({"inputs": TEXTS}), "application/json"), inf.model_fn(str(single))
         )
         assert [r["label"] for r in ref[0]] == expected_labels
+
+
+def test_several_model_copies_per_worker_give_the_same_answers(code, classifier_dir, monkeypatch):
+    inf = code["inference"]
+    single = inf.model_fn(str(classifier_dir))
+    monkeypatch.setenv("SMNEURON_MODELS_PER_WORKER", "2")
+    double = inf.model_fn(str(classifier_dir))
+    inf.model_warmup_fn(str(classifier_dir), double)
+    assert len(double.copies) == 2
+    texts = TEXTS * 3 + [" ".join(["good"] * 40)] * 5  # several passes in two buckets
+    request = inf.input_fn(json.dumps({"inputs": texts}), "application/json")
+    a, _ = inf.predict_fn(request, single)
+    b, _ = inf.predict_fn(request, double)
+    assert [(x["label"], round(x["score"], 6)) for x in a] == [(x["label"], round(x["score"], 6)) for x in b]

@@ -42,6 +42,13 @@ def deploy_cmd(
     schedule: list[str] = typer.Option(
         None, "--schedule", help='Scheduled capacity, "cron(0 8 * * ? *)=2-6".'
     ),
+    bench_report: Path = typer.Option(
+        None, "--bench-report", help="Derive the scaling target from a bench JSON."
+    ),
+    slo_p99_ms: float = typer.Option(None, "--slo-p99-ms", help="With --bench-report: the latency SLO."),
+    headroom: float = typer.Option(
+        0.7, "--headroom", help="With --bench-report: fraction of sustainable rate."
+    ),
     role: str = typer.Option(None, "--role", help="Execution role ARN or name."),
     bucket: str = typer.Option(None, "--bucket", help="Artifact bucket."),
     batch_size: int = typer.Option(None, "--batch-size", help="TorchServe batch size."),
@@ -65,6 +72,14 @@ def deploy_cmd(
     spec = _endpoint_spec(ctx, instance_type=instance, name=name, initial_instance_count=count,
                           batch_size=batch_size, max_batch_delay_ms=max_batch_delay_ms, image_uri=image_uri,
                           latency_p99_alarm_ms=latency_alarm_ms)  # fmt: skip
+    if bench_report:
+        from smneuron.autoscaling import target_from_report
+        from smneuron.errors import ConfigError
+
+        if slo_p99_ms is None:
+            raise ConfigError("--bench-report needs --slo-p99-ms (the p99 latency the endpoint must meet).")
+        target = target_from_report(json.loads(bench_report.read_text()), slo_p99_ms, headroom)
+        metric = "invocations_per_instance"
     scaling = _scaling_spec(ctx, min_, max_, target, metric, schedule)
     if local:
         from smneuron.cli.serve_cmd import describe_layout

@@ -7,6 +7,8 @@ place, by teaching moto what the real service does (checked against botocore's s
   against botocore's ``ProductionVariantInstanceType`` enum instead, exactly as the real API does;
 - it does not implement ``UpdateEndpoint``: we add it (switch the endpoint to the new config,
   keep the deployment config it was given so tests can read it back);
+- its endpoints are InService the instant they are created; ``set_endpoint_delay`` makes them
+  stay Creating / Updating for a while, as real ones do for minutes (benchmarks of waiting);
 - its S3 bucket-policy enforcement ignores Conditions, so the standard "deny unless
   aws:SecureTransport" statement smneuron puts on artifact buckets denies everything: we evaluate
   that statement as real S3 does for HTTPS callers (the embedded AWS stands in for AWS's TLS
@@ -18,11 +20,19 @@ The product never works around moto; only this module changes moto.
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 _PATCHED = False
+_ENDPOINT_DELAY_S = 0.0
+
+
+def set_endpoint_delay(seconds: float) -> None:
+    """Endpoints created or updated from now on report Creating/Updating for ``seconds``."""
+    global _ENDPOINT_DELAY_S
+    _ENDPOINT_DELAY_S = seconds
 
 
 def _variant_instance_types() -> list[str]:
@@ -64,6 +74,7 @@ def patch_moto() -> None:
         endpoint.production_variants = endpoint._process_production_variants(config["ProductionVariants"])
         endpoint.last_deployment_config = deployment_config
         endpoint.last_modified_time = models.utcnow()
+        endpoint._smneuron_busy = ("Updating", time.monotonic() + _ENDPOINT_DELAY_S)
         return endpoint
 
     def response_update_endpoint(self: Any) -> Any:
@@ -74,6 +85,23 @@ def patch_moto() -> None:
         )
         return ActionResult({"EndpointArn": endpoint.arn})
 
+    original_create = models.SageMakerModelBackend.create_endpoint
+    original_describe = models.SageMakerModelBackend.describe_endpoint
+
+    def create_endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
+        endpoint = original_create(self, *args, **kwargs)
+        endpoint._smneuron_busy = ("Creating", time.monotonic() + _ENDPOINT_DELAY_S)
+        return endpoint
+
+    def describe_endpoint(self: Any, endpoint_name: str) -> dict:
+        response = original_describe(self, endpoint_name)
+        busy = getattr(self.endpoints.get(endpoint_name), "_smneuron_busy", None)
+        if busy and time.monotonic() < busy[1] and response.get("EndpointStatus") == "InService":
+            response = dict(response, EndpointStatus=busy[0])
+        return response
+
+    models.SageMakerModelBackend.create_endpoint = create_endpoint
+    models.SageMakerModelBackend.describe_endpoint = describe_endpoint
     models.SageMakerModelBackend.update_endpoint = backend_update_endpoint
     responses.SageMakerResponse.update_endpoint = response_update_endpoint
     _patch_s3_tls_condition()
