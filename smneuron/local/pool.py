@@ -149,8 +149,15 @@ class WorkerPool:
             await self._wakeup.wait()
         first = self.queue[0]
         deadline = first.arrived + self.max_delay
-        while len(self.queue) < self.batch_size and time.perf_counter() < deadline:
-            await asyncio.sleep(min(0.001, max(0.0, deadline - time.perf_counter())))
+        while len(self.queue) < self.batch_size:  # wait for more, woken by each arrival, not polling
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                break
+            self._wakeup.clear()
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), remaining)
+            except asyncio.TimeoutError:
+                break
         batch = []
         while self.queue and len(batch) < self.batch_size:
             p = self.queue.popleft()

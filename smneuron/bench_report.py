@@ -1,0 +1,115 @@
+"""What to do with bench reports: plot them, compare two, and pick the cheapest instance for an SLO."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smneuron.errors import ConfigError
+
+
+def load(path: str | Path) -> dict:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"Cannot read bench report {path}: {e}") from e
+    if "runs" not in data:
+        raise ConfigError(f"{path} is not a smneuron bench report (no 'runs').")
+    return data
+
+
+def plot(report: dict, latencies_ms: list[float] | None, out: str | Path) -> Path:
+    """PNG: p50/p99 latency against throughput across the runs, and a latency histogram."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = sorted(report["runs"], key=lambda r: r["throughput_rps"])
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for q, style in (("p50", "o-"), ("p99", "s--")):
+        ax1.plot([r["throughput_rps"] for r in runs], [r["latency_ms"][q] for r in runs], style, label=q)
+    ax1.set_xlabel("throughput (requests/s)")
+    ax1.set_ylabel("latency (ms)")
+    ax1.set_title("latency vs throughput")
+    ax1.legend()
+    ax1.grid(alpha=0.3)
+    if latencies_ms:
+        ax2.hist(latencies_ms, bins=40, color="#4a7ebb")
+    ax2.set_xlabel("latency (ms)")
+    ax2.set_ylabel("requests")
+    ax2.set_title("latency histogram (highest-throughput run)")
+    fig.suptitle(f"{report['target']} ({report.get('instance_type') or 'instance ?'})")
+    fig.tight_layout()
+    out = Path(out)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def compare(a: dict, b: dict) -> list[dict[str, Any]]:
+    """Runs of two reports side by side (matched by profile and order), with b / a ratios."""
+    rows = []
+    for i, (ra, rb) in enumerate(zip(a["runs"], b["runs"], strict=False)):
+        row = {
+            "run": i,
+            "profile": ra["profile"]
+            if ra["profile"] == rb["profile"]
+            else f"{ra['profile']}/{rb['profile']}",
+        }
+        for key, get in (("throughput_rps", lambda r: r["throughput_rps"]), ("p50_ms", lambda r: r["latency_ms"]["p50"]),
+                         ("p99_ms", lambda r: r["latency_ms"]["p99"]),
+                         ("cost_per_million_usd", lambda r: r.get("cost_per_million_usd"))):  # fmt: skip
+            va, vb = get(ra), get(rb)
+            row[key] = (va, vb, (vb / va) if va and vb else None)
+        rows.append(row)
+    return rows
+
+
+@dataclass
+class Option:
+    instance_type: str
+    sustainable_rps_per_instance: float
+    instances: int
+    hourly_usd: float | None
+    cost_per_hour: float | None
+    source: str
+    arithmetic: str
+
+
+def recommend(reports: list[dict], latency_p99_ms: float, rate: float, prices: dict[str, float] | None = None,
+              headroom: float = 1.0) -> list[Option]:  # fmt: skip
+    """The cheapest instance type and count that serves ``rate`` req/s at p99 <= the SLO.
+
+    For each report: sustainable req/s per instance = the highest throughput among its runs whose
+    p99 meets the SLO, divided by the instances it ran on, times ``headroom``; instances needed =
+    ceil(rate / that); cost = instances x hourly price. Options come back cheapest first (types
+    without a price last); types that never meet the SLO are left out.
+    """
+    from smneuron.catalog import load_prices
+
+    table = load_prices(prices)
+    options = []
+    for rep in reports:
+        itype = rep.get("instance_type")
+        if not itype:
+            raise ConfigError(
+                f"The report for {rep.get('target')} has no instance_type; rerun bench with --instance."
+            )
+        count = max(1, int(rep.get("instance_count", 1)))
+        ok = [r for r in rep["runs"] if r["requests_ok"] and r["latency_ms"]["p99"] <= latency_p99_ms]
+        if not ok:
+            continue
+        best = max(ok, key=lambda r: r["throughput_rps"])
+        per_instance = best["throughput_rps"] / count * headroom
+        n = max(1, math.ceil(rate / per_instance))
+        hourly = rep.get("hourly_usd") or table.hourly(itype)
+        cost = n * hourly if hourly else None
+        arithmetic = (f"{best['profile']} run: {best['throughput_rps']:.1f} req/s at p99 {best['latency_ms']['p99']:.1f} ms "
+                      f"on {count} instance(s) -> {per_instance:.1f} req/s each; ceil({rate:g} / {per_instance:.1f}) = {n}"
+                      + (f"; {n} x ${hourly:.3f}/h = ${cost:.2f}/h" if cost else "; no price"))  # fmt: skip
+        options.append(Option(itype, per_instance, n, hourly, cost, rep.get("target", ""), arithmetic))
+    return sorted(options, key=lambda o: (o.cost_per_hour is None, o.cost_per_hour or 0))
