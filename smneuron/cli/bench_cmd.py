@@ -68,9 +68,11 @@ def _compare(paths: list[Path], as_json: bool) -> None:
         print_json({"a": str(paths[0]), "b": str(paths[1]), "runs": rows})
         return
 
+    def fmt(x: float | None) -> str:
+        return "-" if x is None else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
     def cell(v):  # type: ignore[no-untyped-def]
         va, vb, ratio = v
-        fmt = lambda x: "-" if x is None else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
         return f"{fmt(va)} -> {fmt(vb)}" + (f" ({ratio:.2f}x)" if ratio else "")
 
     table(f"A = {paths[0]} ({a.get('instance_type')}), B = {paths[1]} ({b.get('instance_type')})",
