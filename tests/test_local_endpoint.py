@@ -218,3 +218,19 @@ def test_workers_are_capped_by_this_machine_and_said_out_loud(tarball):
             assert "instance would run 12, capped" in describe_layout(layout)
     finally:
         ep.cleanup()
+
+
+@pytest.mark.integration
+def test_a_request_past_the_model_server_timeout_gets_504_and_the_worker_recovers(minilm_dir, tmp_path):
+    compile_model(minilm_dir, tmp_path / "a", target="cpu", task="feature-extraction", batch_size=8, buckets="128")
+    pkg = package(tmp_path / "a", tmp_path / "m.tar.gz").path
+    long_text = " ".join(["inference on neuron cores is fast"] * 20)  # ~128 tokens
+    with LocalEndpoint(pkg, instance_type="ml.c6i.xlarge", workers=1, model_server_timeout_s=1) as ep:
+        with httpx.Client(timeout=60) as c:
+            slow = c.post(ep.url + "/invocations", json={"inputs": [long_text] * 1000})  # seconds of CPU work
+            assert slow.status_code == 504 and slow.json()["code"] == "model_timeout"
+            deadline = time.monotonic() + 60
+            while c.get(ep.url + "/ping").status_code != 200:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            assert c.post(ep.url + "/invocations", json={"inputs": "short"}).status_code == 200
