@@ -1,4 +1,4 @@
-"""Where the code that ships to AWS lives: ``inference_code/`` and ``pipelines/``.
+"""Where the code that ships to AWS lives: ``inference_code/``, ``pipelines/`` and ``infra/``.
 
 In a wheel they are package data (``smneuron/_bundled/...``); in a git checkout they sit at the top of
 the repository. Standard library only, so an installed smneuron finds them before anything else loads.
@@ -28,3 +28,8 @@ def inference_code_dir() -> Path:
 def pipelines_dir() -> Path:
     """The SageMaker Pipeline step scripts."""
     return _bundled("pipelines")
+
+
+def infra_dir() -> Path:
+    """The CloudFormation templates."""
+    return _bundled("infra")

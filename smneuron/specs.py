@@ -210,6 +210,8 @@ class PipelineSpec(StrictModel):
         "Approved", description="Status of registered packages."
     )
     schedule: str | None = Field(None, description='"cron(...)", "rate(...)" or "at(...)".')
+    role: str | None = Field(None, description="Pipeline execution role ARN (infra/smneuron-pipeline.yaml).")
+    scheduler_role: str | None = Field(None, description="Role EventBridge Scheduler assumes to start runs.")
 
     @field_validator("compile_instance_type")
     @classmethod

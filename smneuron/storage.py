@@ -97,7 +97,8 @@ def upload(
     """Upload a model.tar.gz (or an uncompressed package directory) to its content-addressed key.
 
     Skips the upload (one HEAD request) when the key already holds the same sha256. Encrypts with
-    the session's KMS key (SSE-KMS) or SSE-S3; S3 verifies a SHA-256 checksum of every part.
+    the session's KMS key (SSE-KMS), else the bucket's default encryption (SSE-S3 when smneuron
+    created the bucket); S3 verifies a SHA-256 checksum of every part.
 
     Args:
         path: the tarball, or the directory from ``package(..., compression="none")``.
@@ -151,8 +152,8 @@ def upload(
     extra = {"Metadata": metadata, "ChecksumAlgorithm": "SHA256"}
     if sess.kms_key_id:
         extra.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=sess.kms_key_id)
-    else:
-        extra["ServerSideEncryption"] = "AES256"
+    # else no header: the bucket's default encryption applies (SSE-S3 on buckets smneuron creates,
+    # SSE-KMS on the infra/ bucket, whose policy refuses puts that ask for anything weaker)
     config = TransferConfig(multipart_threshold=part_size, multipart_chunksize=max(part_size, 5 << 20),
                             max_concurrency=concurrency, use_threads=True)  # fmt: skip
     files = [(path, key)] if compression == "gzip" else [

@@ -69,7 +69,7 @@ def test_embedded_server_serves_the_extended_api():
         assert sm.list_endpoint_configs()["EndpointConfigs"][0]["EndpointConfigName"] == "c-srv"
 
 
-def test_tls_only_bucket_policy_is_evaluated_as_for_https_callers(session):
+def test_conditional_denies_are_left_to_real_s3_unconditional_ones_enforced(session):
     import json
 
     s3 = session.client("s3")

@@ -222,7 +222,9 @@ def test_workers_are_capped_by_this_machine_and_said_out_loud(tarball):
 
 @pytest.mark.integration
 def test_a_request_past_the_model_server_timeout_gets_504_and_the_worker_recovers(minilm_dir, tmp_path):
-    compile_model(minilm_dir, tmp_path / "a", target="cpu", task="feature-extraction", batch_size=8, buckets="128")
+    compile_model(
+        minilm_dir, tmp_path / "a", target="cpu", task="feature-extraction", batch_size=8, buckets="128"
+    )
     pkg = package(tmp_path / "a", tmp_path / "m.tar.gz").path
     long_text = " ".join(["inference on neuron cores is fast"] * 20)  # ~128 tokens
     with LocalEndpoint(pkg, instance_type="ml.c6i.xlarge", workers=1, model_server_timeout_s=1) as ep:

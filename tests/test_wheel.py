@@ -38,13 +38,14 @@ def test_wheel_ships_inference_code_and_pipelines(tmp_path):
         capture_output=True,
     )
     probe = (
-        "from smneuron.resources import inference_code_dir, pipelines_dir\n"
+        "from smneuron.resources import inference_code_dir, infra_dir, pipelines_dir\n"
         "d = inference_code_dir(); print(d); print((d / 'inference.py').is_file(), "
-        "(d / 'smneuron_handler.py').is_file(), (d / 'requirements.txt').is_file(), pipelines_dir().is_dir())"
+        "(d / 'smneuron_handler.py').is_file(), (d / 'requirements.txt').is_file(), pipelines_dir().is_dir(), "
+        "(infra_dir() / 'smneuron-base.yaml').is_file())"
     )
     out = subprocess.run(
         [str(py), "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path
     ).stdout
     where, flags = out.strip().splitlines()
     assert "site-packages/smneuron/_bundled/inference_code" in where
-    assert flags == "True True True True"
+    assert flags == "True True True True True"

@@ -21,6 +21,7 @@ from smneuron.cli import (
     compile_cmd,
     demo_cmd,
     endpoint_cmds,
+    infra_cmds,
     serve_cmd,
 )
 from smneuron.cli._common import CliState
@@ -75,6 +76,7 @@ app.command("delete")(endpoint_cmds.delete_cmd)
 app.command("bench")(bench_cmd.bench_cmd)
 app.command("recommend")(bench_cmd.recommend_cmd)
 app.command("demo")(demo_cmd.demo_cmd)
+app.add_typer(infra_cmds.app, name="infra")
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -9,10 +9,14 @@ place, by teaching moto what the real service does (checked against botocore's s
   keep the deployment config it was given so tests can read it back);
 - its endpoints are InService the instant they are created; ``set_endpoint_delay`` makes them
   stay Creating / Updating for a while, as real ones do for minutes (benchmarks of waiting);
-- its S3 bucket-policy enforcement ignores Conditions, so the standard "deny unless
-  aws:SecureTransport" statement smneuron puts on artifact buckets denies everything: we evaluate
-  that statement as real S3 does for HTTPS callers (the embedded AWS stands in for AWS's TLS
-  endpoints) and leave every other statement to moto.
+- its S3 bucket-policy enforcement ignores Conditions, so a conditional Deny (smneuron's "deny
+  unless aws:SecureTransport", infra/'s "deny puts that name an encryption other than SSE-KMS")
+  denies every request: the fake cannot see the request context those conditions test, so it
+  leaves conditional Denies unenforced (real S3 enforces them; tests check the policies' text)
+  and keeps enforcing every unconditional statement;
+- its CloudFormation lacks ``AWS::S3::BucketPolicy``, keeps ``AWS::NoValue`` as a null inside lists
+  (real CloudFormation drops the element) and does not recompute a stack's outputs when a change
+  set is executed: we add the resource type, drop the nulls and refresh the outputs.
 
 The product never works around moto; only this module changes moto.
 """
@@ -104,16 +108,84 @@ def patch_moto() -> None:
     models.SageMakerModelBackend.describe_endpoint = describe_endpoint
     models.SageMakerModelBackend.update_endpoint = backend_update_endpoint
     responses.SageMakerResponse.update_endpoint = response_update_endpoint
-    _patch_s3_tls_condition()
+    _patch_s3_conditional_denies()
+    _patch_cloudformation()
     _PATCHED = True
 
 
-def _tls_only(statement: dict) -> bool:
-    cond = statement.get("Condition") or {}
-    return statement.get("Effect") == "Deny" and cond == {"Bool": {"aws:SecureTransport": "false"}}
+def _patch_cloudformation() -> None:
+    import json
+
+    from moto.cloudformation import parsing
+    from moto.core.common_models import CloudFormationModel
+    from moto.s3.models import s3_backends
+
+    original_clean = parsing.clean_json
+
+    def clean_json(resource_json: Any, resources_map: Any) -> Any:
+        if isinstance(resource_json, list):  # Fn::If ... AWS::NoValue removes the element
+            cleaned = (clean_json(v, resources_map) for v in resource_json)
+            return [v for v in cleaned if v is not None]
+        return original_clean(resource_json, resources_map)
+
+    parsing.clean_json = clean_json
+
+    class BucketPolicy(CloudFormationModel):
+        def __init__(self, bucket: str) -> None:
+            self.bucket = bucket
+
+        @staticmethod
+        def cloudformation_type() -> str:
+            return "AWS::S3::BucketPolicy"
+
+        @staticmethod
+        def cloudformation_name_type() -> str:
+            return ""
+
+        @property
+        def physical_resource_id(self) -> str:
+            return self.bucket
+
+        @classmethod
+        def create_from_cloudformation_json(cls, resource_name: str, cloudformation_json: Any, account_id: str,
+                                            region_name: str, **kwargs: Any) -> BucketPolicy:  # fmt: skip
+            props = cloudformation_json["Properties"]
+            backend = s3_backends[account_id]["aws"]
+            backend.put_bucket_policy(props["Bucket"], json.dumps(props["PolicyDocument"]).encode())
+            return cls(props["Bucket"])
+
+        @classmethod
+        def update_from_cloudformation_json(cls, original_resource: Any, new_resource_name: str,
+                                            cloudformation_json: Any, account_id: str,
+                                            region_name: str) -> BucketPolicy:  # fmt: skip
+            return cls.create_from_cloudformation_json(new_resource_name, cloudformation_json, account_id,
+                                                       region_name)  # fmt: skip
+
+        @classmethod
+        def delete_from_cloudformation_json(cls, resource_name: str, cloudformation_json: Any, account_id: str,
+                                            region_name: str) -> None:  # fmt: skip
+            s3_backends[account_id]["aws"].delete_bucket_policy(cloudformation_json["Properties"]["Bucket"])
+
+    from moto.cloudformation import models as cfn_models
+
+    original_apply = cfn_models.ChangeSet.apply
+
+    def apply(self: Any) -> None:
+        original_apply(self)
+        self.stack.template = self.template
+        self.stack._parse_template()
+        self.stack.output_map = self.stack._create_output_map()
+
+    cfn_models.ChangeSet.apply = apply
+    parsing.get_model_map.cache_clear()
+    parsing.get_name_type_map.cache_clear()
 
 
-def _patch_s3_tls_condition() -> None:
+def _conditional_deny(statement: dict) -> bool:
+    return statement.get("Effect") == "Deny" and bool(statement.get("Condition"))
+
+
+def _patch_s3_conditional_denies() -> None:
     import json
 
     from moto.iam.access_control import IAMPolicy, PermissionResult
@@ -125,7 +197,7 @@ def _patch_s3_tls_condition() -> None:
         doc = json.loads(self.policy.decode() if isinstance(self.policy, bytes) else self.policy)
         statements = doc.get("Statement") or []
         statements = [statements] if isinstance(statements, dict) else statements
-        doc["Statement"] = [st for st in statements if not _tls_only(st)]
+        doc["Statement"] = [st for st in statements if not _conditional_deny(st)]
         if not doc["Statement"]:
             return PermissionResult.NEUTRAL
         return IAMPolicy(json.dumps(doc)).is_action_permitted(action, resource)

@@ -1,0 +1,71 @@
+"""`smneuron infra render | deploy | outputs`: the CloudFormation templates in infra/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from smneuron.cli._common import JsonOpt, console, print_json, state
+
+app = typer.Typer(help="CloudFormation for the execution role, artifact bucket and pipeline roles.",
+                  no_args_is_help=True)  # fmt: skip
+
+
+@app.command("render")
+def render_cmd(stack: str = typer.Argument("base", help="base or pipeline.")) -> None:
+    """Print a template (review it, or deploy it with your own tooling)."""
+    from smneuron.infra import render
+
+    typer.echo(render(stack), nl=False)
+
+
+@app.command("deploy")
+def deploy_cmd(
+    ctx: typer.Context,
+    pipeline: bool = typer.Option(False, "--pipeline", help="Also deploy the pipeline roles."),
+    kms_key_arn: str = typer.Option(None, "--kms-key-arn", help="Customer managed key for the bucket."),
+    pipeline_name: str = typer.Option(None, "--pipeline-name", help="Pipeline the scheduler may start."),
+    project: Path = typer.Option(Path("smneuron.yaml"), "--project-file", help="Where to write the outputs."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Create or update the stacks (change sets) and write their outputs into smneuron.yaml."""
+    from smneuron.infra import deploy_stack, write_project_outputs
+
+    st = state(ctx)
+    session = st.session()
+    results = [
+        deploy_stack("base", session=session, parameters={"KmsKeyArn": kms_key_arn} if kms_key_arn else None)
+    ]
+    if pipeline:
+        base = results[0].outputs
+        results.append(deploy_stack("pipeline", session=session, parameters={
+            "ExecutionRoleArn": base["ExecutionRoleArn"], "ArtifactBucketName": base["ArtifactBucketName"],
+            "ArtifactPrefix": base.get("ArtifactPrefix", "smneuron"),
+            "PipelineName": pipeline_name or st.project().pipeline.name}))  # fmt: skip
+    merged = {k: v for r in results for k, v in r.outputs.items()}
+    written = write_project_outputs(st.config or project, merged)
+    if as_json:
+        print_json({"stacks": [r.__dict__ for r in results], "written": written})
+        return
+    for r in results:
+        console().print(f"{r.name}: {r.status}" + ("" if r.changed else " (no changes)"))
+    for k, v in written.items():
+        console().print(f"  {k} = {v}")
+
+
+@app.command("outputs")
+def outputs_cmd(
+    ctx: typer.Context,
+    stack: str = typer.Argument("base", help="base or pipeline."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Show a stack's outputs."""
+    from smneuron.infra import outputs
+
+    out = outputs(session=state(ctx).session(), stack_name=f"smneuron-{stack}")
+    if as_json:
+        print_json(out)
+        return
+    for k, v in out.items():
+        console().print(f"{k} = {v}")

@@ -1,0 +1,166 @@
+"""infra/: cfn-lint clean, least-privilege rules checked on the parsed policies, and `smneuron infra`
+against moto (change sets; outputs land in smneuron.yaml)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from cfnlint.decode import cfn_yaml
+from conftest import run_cli
+
+from smneuron import catalog
+from smneuron.resources import infra_dir
+from smneuron.session import DEFAULT_ROLE_NAME
+
+BASE = infra_dir() / "smneuron-base.yaml"
+PIPELINE = infra_dir() / "smneuron-pipeline.yaml"
+# actions AWS offers no resource-level permissions for; "*" is required there and nowhere else
+STAR_RESOURCE_OK = {"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"}
+
+
+def statements(template: dict) -> list[dict]:
+    out = []
+    for res in template["Resources"].values():
+        props = res.get("Properties", {})
+        for pol in props.get("Policies", []):
+            if "Fn::If" in pol:
+                pol = pol["Fn::If"][1]
+            out += pol["PolicyDocument"]["Statement"]
+        if "PolicyDocument" in props:
+            out += props["PolicyDocument"]["Statement"]
+    return out
+
+
+def as_list(x) -> list:
+    return x if isinstance(x, list) else [x]
+
+
+@pytest.mark.parametrize("path", [BASE, PIPELINE], ids=["base", "pipeline"])
+def test_cfn_lint_reports_nothing(path):
+    cfn_lint = Path(sys.executable).with_name("cfn-lint")
+    proc = subprocess.run([str(cfn_lint), str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("path", [BASE, PIPELINE], ids=["base", "pipeline"])
+def test_least_privilege(path):
+    template = cfn_yaml.load(str(path))
+    text = path.read_text().splitlines()
+    for st in statements(template):
+        if st["Effect"] != "Allow":
+            continue
+        actions = as_list(st["Action"])
+        assert "*" not in actions and not any(a.endswith(":*") for a in actions), st
+        if st.get("Resource") == "*":
+            assert set(actions) <= STAR_RESOURCE_OK or all(
+                a.startswith("application-autoscaling:") for a in actions
+            ), st
+            # and the template says why, right above the line
+            sid_line = next(i for i, line in enumerate(text) if f"Sid: {st['Sid']}" in line)
+            assert text[sid_line + 1].strip().startswith("#"), f"{st['Sid']}: Resource '*' without a comment"
+
+
+def test_base_role_bucket_and_policies():
+    t = cfn_yaml.load(str(BASE))
+    role = t["Resources"]["ExecutionRole"]["Properties"]
+    assert role["RoleName"] == DEFAULT_ROLE_NAME  # what session.py looks for by default
+    trust = role["AssumeRolePolicyDocument"]["Statement"][0]
+    assert trust["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    by_sid = {s["Sid"]: s for s in statements(t)}
+    assert by_sid["ReadWriteArtifacts"]["Resource"] == {
+        "Fn::Sub": "${ArtifactBucket.Arn}/${ArtifactPrefix}/*"
+    }
+    assert by_sid["ListArtifactPrefix"]["Condition"]["StringLike"]["s3:prefix"] == {
+        "Fn::Sub": "${ArtifactPrefix}/*"
+    }
+    pulls = by_sid["PullPyTorchInferenceImages"]["Resource"]
+    assert [p["Fn::Sub"][0].rsplit("/", 1)[1] for p in pulls] == [
+        "pytorch-inference-neuron",
+        "pytorch-inference-neuronx",
+        "pytorch-inference",
+    ]
+    bucket = t["Resources"]["ArtifactBucket"]["Properties"]
+    assert bucket["BucketName"] == {
+        "Fn::Sub": "smneuron-${AWS::AccountId}-${AWS::Region}"
+    }  # session's default
+    enc = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert (
+        enc["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms" and enc["BucketKeyEnabled"] is True
+    )
+    assert all(bucket["PublicAccessBlockConfiguration"].values())
+    assert bucket["VersioningConfiguration"]["Status"] == "Enabled"
+    assert bucket["LifecycleConfiguration"]["Rules"][0]["NoncurrentVersionExpiration"]
+    assert by_sid["DenyInsecureTransport"]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert by_sid["DenyPutsWithoutKmsEncryption"]["Condition"]["StringNotEquals"] == {
+        "s3:x-amz-server-side-encryption": "aws:kms"
+    }
+
+
+def test_registry_mapping_matches_the_catalog():
+    mapping = cfn_yaml.load(str(BASE))["Mappings"]["DlcRegistry"]
+    assert set(mapping) == set(catalog.KNOWN_REGIONS)
+    for region, entry in mapping.items():
+        assert entry["Account"] == catalog.REGISTRY_ACCOUNTS.get(region, catalog.DEFAULT_REGISTRY)
+
+
+def test_pipeline_roles_are_scoped():
+    t = cfn_yaml.load(str(PIPELINE))
+    by_sid = {s["Sid"]: s for s in statements(t)}
+    start = by_sid["StartThisPipelineOnly"]
+    assert start["Action"] == "sagemaker:StartPipelineExecution"
+    assert start["Resource"]["Fn::Sub"].endswith(":pipeline/${PipelineName}")
+    pass_role = by_sid["PassOnlyTheExecutionRoleToSageMaker"]
+    assert pass_role["Resource"] == {"Ref": "ExecutionRoleArn"}
+    assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
+    assert by_sid["CreateTaggedResources"]["Condition"] == {
+        "Null": {"aws:RequestTag/smneuron:endpoint": "false"}
+    }
+    assert by_sid["ChangeSmneuronEndpoints"]["Condition"] == {
+        "Null": {"aws:ResourceTag/smneuron:endpoint": "false"}
+    }
+    sched = t["Resources"]["SchedulerRole"]["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
+    assert sched["Principal"] == {"Service": "scheduler.amazonaws.com"}
+
+
+def test_infra_deploy_against_moto_writes_the_project_file(session, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "smneuron.yaml").write_text("compile:\n  target: inf2\n")
+    code, out, err = run_cli("infra", "deploy", "--pipeline", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert [s["status"] for s in result["stacks"]] == ["CREATE_COMPLETE", "CREATE_COMPLETE"]
+    project = yaml.safe_load((tmp_path / "smneuron.yaml").read_text())
+    assert project["compile"] == {"target": "inf2"}  # kept
+    assert project["aws"]["role"] == "arn:aws:iam::123456789012:role/smneuron-execution-role"
+    assert project["aws"]["bucket"] == session.bucket_name
+    assert project["pipeline"]["scheduler_role"].endswith("role/smneuron-scheduler-role")
+    s3 = session.client("s3")
+    assert "aws:SecureTransport" in s3.get_bucket_policy(Bucket=session.bucket_name)["Policy"]
+    iam = session.client("iam")
+    names = {p for p in iam.list_role_policies(RoleName="smneuron-execution-role")["PolicyNames"]}
+    assert names == {"artifacts", "pull-neuron-dlc", "logs-and-metrics"}  # no key policy without a key
+
+    code, out, _ = run_cli("infra", "deploy", "--pipeline")
+    assert code == 0 and out.count("(no changes)") == 2
+    code, out, _ = run_cli("infra", "outputs", "--json")
+    assert json.loads(out)["ExecutionRoleArn"] == project["aws"]["role"]
+    # an upload through the new bucket works under its policy (SSE-KMS default, TLS only)
+    from smneuron.session import Session
+    from smneuron.storage import upload
+
+    f = tmp_path / "m.tar.gz"
+    f.write_bytes(b"x" * 100)
+    assert upload(f, model_name="m", session=Session.from_env(bucket=project["aws"]["bucket"])).uri
+
+
+def test_render_prints_the_template():
+    code, out, _ = run_cli("infra", "render", "pipeline")
+    assert code == 0 and out == PIPELINE.read_text()
+    assert re.search(r"^Resources:", out, re.M) and Path(BASE).is_file()
