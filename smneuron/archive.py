@@ -73,7 +73,7 @@ def inspect_package(path: str | Path) -> InspectReport:
         problems.append(f"{MANIFEST_NAME} is missing")
     else:
         manifest = json.loads(manifest_bytes)
-        expected = Manifest.model_validate(manifest).files()
+        expected = Manifest.parse(manifest, f"{path}:{MANIFEST_NAME}").files()
         for name, digest in expected.items():
             got = entries.get(name)
             if got is None:
@@ -106,7 +106,9 @@ def read_manifest(path: str | Path) -> dict:
             for member in tar:
                 if member.name == MANIFEST_NAME:
                     f = tar.extractfile(member)
-                    return Manifest.model_validate(json.loads(f.read())).model_dump(mode="json")
+                    return Manifest.parse(json.loads(f.read()), f"{path}:{MANIFEST_NAME}").model_dump(
+                        mode="json"
+                    )
     except (tarfile.TarError, OSError, EOFError, ValueError) as e:
         raise ArtifactError(f"Cannot read the manifest of {path}: {e}") from e
     raise ArtifactError(f"{path} has no {MANIFEST_NAME}: package it with `smneuron package`.")

@@ -102,12 +102,27 @@ class Manifest(_Model):
             ) from None
         except (OSError, ValueError) as e:
             raise ArtifactError(f"Cannot read {path}: {e}") from e
+        return cls.parse(data, str(path))
+
+    @classmethod
+    def parse(cls, data: dict, source: str) -> Manifest:
+        """Validate manifest data, with an ArtifactError that says what to do when it does not fit."""
+        from pydantic import ValidationError
+
         if data.get("schema_version") != SCHEMA_VERSION:
             raise ArtifactError(
-                f"{path} has schema version {data.get('schema_version')}, this smneuron reads {SCHEMA_VERSION}.",
+                f"{source} has schema version {data.get('schema_version')}, this smneuron reads {SCHEMA_VERSION}.",
                 hint="Recompile the model with this version of smneuron.",
             )
-        return cls.model_validate(data)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ArtifactError(
+                f"{source} is not a manifest this smneuron understands ({where}: {first['msg']}).",
+                hint="Recompile the model with this version of smneuron.",
+            ) from None
 
 
 def sha256_file(path: Path, chunk: int = 4 << 20) -> str:

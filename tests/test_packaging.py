@@ -206,3 +206,16 @@ def test_not_an_artifact(tmp_path):
     bad.write_bytes(gzip.compress(b"not a tar"))
     with pytest.raises(ArtifactError, match="not a readable tar"):
         inspect_package(bad)
+
+
+def test_a_manifest_from_another_smneuron_is_explained(artifact, tmp_path):
+    import json as _json
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(artifact, old)
+    m = _json.loads((old / "smneuron.json").read_text())
+    del m["buckets"][0]["batch_size"]
+    (old / "smneuron.json").write_text(_json.dumps(m))
+    with pytest.raises(ArtifactError, match="not a manifest this smneuron understands.*Recompile"):
+        package(old, tmp_path / "m.tar.gz")

@@ -84,12 +84,13 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
-def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
+def table(title: str | None, columns: list[str], rows: list[list[Any]], *, numeric: bool = True) -> None:
+    """A rich table; ``numeric`` right-aligns every column but the first (use False for text)."""
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
     for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right")
+        t.add_column(c, justify="right" if numeric and i else "left")
     for r in rows:
         t.add_row(*["" if v is None else str(v) for v in r])
     console().print(t)

@@ -150,8 +150,9 @@ def _render_plan(p, scaling, as_json: bool) -> None:  # type: ignore[no-untyped-
         *[["  schedule", f"{s['Schedule']} -> {s['ScalableTargetAction']['MinCapacity']}-"
            f"{s['ScalableTargetAction']['MaxCapacity']}"] for s in p.scaling.scheduled],
         ["CloudWatch alarms", ", ".join(a["AlarmName"] for a in p.alarms)],
-    ])  # fmt: skip
-    table("Container environment", ["variable", "value"], [[k, v] for k, v in sorted(p.environment.items())])
+    ], numeric=False)  # fmt: skip
+    table("Container environment", ["variable", "value"], [[k, v] for k, v in sorted(p.environment.items())],
+          numeric=False)  # fmt: skip
     if p.hourly_usd is not None:
         c.print(f"Cost: ${p.hourly_usd:.3f}/hour per instance -> ${data['monthly_usd_at_min']:,.2f}/month at "
                 f"{p.scaling.min_capacity}, ${data['monthly_usd_at_max']:,.2f}/month at {p.scaling.max_capacity} "
