@@ -64,24 +64,19 @@ def instant_server() -> tuple[str, subprocess.Popen]:
     raise RuntimeError("the instant server did not start")
 
 
+def max_rate(url: str, payloads: list[bytes]) -> float:
+    """Requests per second with 64 requests in flight for 4 s."""
+    run = bench.run(url=url, payloads=payloads, profile="throughput", concurrency=64, duration_s=4, warmup_s=0.5,
+                    cooldown_s=0.2)  # fmt: skip
+    return run.runs[0].throughput_rps
+
+
 def main() -> None:
     payloads = [json.dumps({"inputs": "i loved this movie"}).encode()]
     scheduling = bench.generator_overhead(20000)["max_rps"]
     url, server = instant_server()
     try:
-        http = (
-            bench.run(
-                url=url,
-                payloads=payloads,
-                profile="throughput",
-                concurrency=64,
-                duration_s=4,
-                warmup_s=0.5,
-                cooldown_s=0.2,
-            )
-            .runs[0]
-            .throughput_rps
-        )
+        http = max_rate(url, payloads)
     finally:
         server.terminate()
     models = {"tiny BERT": lambda work: (build_tiny_bert(work / "m"), "text-classification")}
@@ -106,19 +101,7 @@ def main() -> None:
                 batch_size=8,
                 max_batch_delay_ms=5,
             ) as ep:
-                served[name] = (
-                    bench.run(
-                        url=ep.url,
-                        payloads=payloads,
-                        profile="throughput",
-                        concurrency=64,
-                        duration_s=4,
-                        warmup_s=0.5,
-                        cooldown_s=0.2,
-                    )
-                    .runs[0]
-                    .throughput_rps
-                )
+                served[name] = max_rate(ep.url, payloads)
     print(f"{'generator scheduling alone (no-op sender)':<52}{scheduling:>10.0f} req/s")
     print(f"{'generator + HTTP client vs instant server':<52}{http:>10.0f} req/s")
     for name, rps in served.items():
