@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from smneuron.errors import ArtifactError
-from smneuron.manifest import MANIFEST_NAME, Manifest, verify_files
+from smneuron.manifest import MANIFEST_NAME, Manifest
 
 DEFAULT_MAX_MEMBER_BYTES = 64 << 30  # far above any NeuronCore's memory
 
@@ -173,8 +173,3 @@ def extract_package(
     except (tarfile.TarError, EOFError) as e:
         raise ArtifactError(f"{path} is not a readable tar archive: {e}") from e
     return dest
-
-
-def verify_extracted(model_dir: Path) -> list[str]:
-    """Problems with an extracted model dir (missing / tampered files)."""
-    return verify_files(model_dir, Manifest.read(model_dir))

@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from smneuron import autoscaling
@@ -59,7 +59,6 @@ class DeployPlan:
     tags: dict[str, str]
     hourly_usd: float | None
     is_update: bool = False
-    notes: list[str] = field(default_factory=list)
 
     def monthly_cost(self, count: int) -> float | None:
         return None if self.hourly_usd is None else round(self.hourly_usd * HOURS_PER_MONTH * count, 2)
@@ -392,33 +391,27 @@ def _deployment_config(spec: EndpointSpec, alarms: list[dict]) -> dict:
     }  # fmt: skip
 
 
-def _describe(sm, name: str) -> dict | None:  # type: ignore[no-untyped-def]
+def _describe_or_none(fn, **kw) -> dict | None:  # type: ignore[no-untyped-def]
+    """A SageMaker Describe* call, or None when the resource does not exist."""
     from botocore.exceptions import ClientError
 
     try:
-        return sm.describe_endpoint(EndpointName=name)
+        return fn(**kw)
     except ClientError as e:
         if "Could not find" in str(e) or e.response["Error"]["Code"] in (
             "ValidationException",
             "ResourceNotFound",
         ):
             return None
-        raise from_client_error(e, operation="DescribeEndpoint") from e
+        raise from_client_error(e) from e
+
+
+def _describe(sm, name: str) -> dict | None:  # type: ignore[no-untyped-def]
+    return _describe_or_none(sm.describe_endpoint, EndpointName=name)
 
 
 def _exists(fn, **kw) -> bool:  # type: ignore[no-untyped-def]
-    from botocore.exceptions import ClientError
-
-    try:
-        fn(**kw)
-        return True
-    except ClientError as e:
-        if "Could not find" in str(e) or e.response["Error"]["Code"] in (
-            "ValidationException",
-            "ResourceNotFound",
-        ):
-            return False
-        raise from_client_error(e) from e
+    return _describe_or_none(fn, **kw) is not None
 
 
 def _cleanup(session: Session, created: list[tuple[str, str]]) -> list[str]:

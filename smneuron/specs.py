@@ -17,7 +17,6 @@ from smneuron.catalog import InstanceType, Use
 from smneuron.errors import ConfigError
 
 Task = Literal["text-classification", "feature-extraction", "token-classification", "question-answering"]
-TASKS: tuple[str, ...] = Task.__args__  # type: ignore[attr-defined]
 CompileTarget = Literal["inf1", "inf2", "cpu"]
 
 
@@ -253,7 +252,7 @@ class ProjectFile(StrictModel):
 
         path = Path(path)
         try:
-            data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader) or {}
+            data = yaml.load(path.read_text(), Loader=_make_loader()) or {}
         except OSError as e:
             raise ConfigError(f"Cannot read {path}: {e.strerror}.") from e
         except yaml.YAMLError as e:
@@ -325,20 +324,6 @@ def _make_loader() -> type:
             return super().construct_mapping(node, deep=deep)
 
     return UniqueKeyLoader
-
-
-class _LazyLoader:
-    """Defer importing PyYAML until a project file is read."""
-
-    _cls: type | None = None
-
-    def __call__(self, stream: Any) -> Any:
-        if self._cls is None:
-            type(self)._cls = _make_loader()
-        return self._cls(stream)  # type: ignore[misc]
-
-
-_UniqueKeyLoader = _LazyLoader()
 
 
 def find_project_file(start: Path | None = None) -> Path | None:

@@ -74,12 +74,6 @@ def console() -> Console:
     return _console
 
 
-def err_console() -> Console:
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
-
-
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import tempfile
@@ -21,8 +20,6 @@ from smneuron.catalog import InstanceType
 from smneuron.errors import ArtifactError, ConfigError
 from smneuron.local.pool import WorkerPool, WorkerStartError
 from smneuron.specs import EndpointSpec
-
-log = logging.getLogger("smneuron.local")
 
 
 @dataclass
