@@ -235,27 +235,57 @@ def _framework(image_uri: str) -> tuple[str | None, str | None]:
     return (m[1], m[2]) if m else (None, None)
 
 
-def _create_model(p: DeployPlan, model_data: str, session: Session) -> None:
-    """Create the SageMaker Model through the SDK v2 PyTorchModel (no entry point: no repack)."""
+def sagemaker_session(session: Session, *, pipeline: bool = False):  # type: ignore[no-untyped-def]
+    """A SageMaker SDK v2 session (or PipelineSession) on smneuron's boto3 clients and bucket."""
     import logging
     import os
+    import warnings
 
     os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
     logging.getLogger("sagemaker.config").setLevel(logging.WARNING)  # "Not applying SDK defaults" noise
     import sagemaker
+    from sagemaker.workflow.pipeline_context import PipelineSession
+
+    warnings.filterwarnings("ignore", message="Running within a PipelineSession")
+    logging.getLogger("sagemaker.workflow").setLevel(logging.ERROR)  # "Popping out 'ProcessingJobName'" notes
+    logging.getLogger("sagemaker.telemetry").setLevel(logging.WARNING)  # its opt-out notice; we opt out below
+    from sagemaker.config import load_sagemaker_config
+
+    # the user's SDK defaults still apply; the SDK's usage telemetry (an HTTPS call to an AWS-owned
+    # bucket on every create) does not: smneuron makes no network calls its user did not ask for
+    config = load_sagemaker_config()
+    config.setdefault("SchemaVersion", "1.0")
+    config.setdefault("SageMaker", {}).setdefault("PythonSDK", {}).setdefault("Modules", {})["TelemetryOptOut"] = True
+    cls = PipelineSession if pipeline else sagemaker.Session
+    return cls(boto_session=session.boto_session, sagemaker_client=session.client("sagemaker"),
+               default_bucket=session.bucket_name, sagemaker_config=config,
+               **({} if pipeline else {"sagemaker_runtime_client": session.client("sagemaker-runtime")}))  # fmt: skip
+
+
+def sagemaker_model(*, image_uri: str, model_data, environment: dict[str, str], role: str,  # type: ignore[no-untyped-def]
+                    sm_session, neuron: bool, bucket: str, name: str | None = None):  # fmt: skip
+    """The SDK v2 ``PyTorchModel`` for a packaged artifact: catalog image, no entry point (so no repack).
+
+    Used by ``deploy`` (created at once) and by the pipeline's CreateModel step (``model_data`` is
+    then a pipeline expression).
+    """
     from sagemaker.pytorch import PyTorchModel
 
-    sm_session = sagemaker.Session(boto_session=session.boto_session, sagemaker_client=session.client("sagemaker"),
-                                   sagemaker_runtime_client=session.client("sagemaker-runtime"),
-                                   default_bucket=session.bucket_name)  # fmt: skip
-    framework, py = _framework(p.image_uri)
-    model = PyTorchModel(model_data=model_data, image_uri=p.image_uri, role=session.role_arn, env=p.environment,
+    framework, py = _framework(image_uri)
+    model = PyTorchModel(model_data=model_data, image_uri=image_uri, role=role, env=environment,
                          framework_version=framework or "2.1.2", py_version=py or "py310",
-                         sagemaker_session=sm_session, name=p.model_name,
+                         sagemaker_session=sm_session, name=name,
                          # a code_location keeps the SDK from probing (and creating) its own default bucket
-                         code_location=f"s3://{session.bucket_name}/smneuron/code")  # fmt: skip
-    if p.instance.is_neuron:
+                         code_location=f"s3://{bucket}/smneuron/code")  # fmt: skip
+    if neuron:
         model._is_compiled_model = True  # the artifact IS compiled; silences "Your model is not compiled"
+    return model
+
+
+def _create_model(p: DeployPlan, model_data: str, session: Session) -> None:
+    model = sagemaker_model(image_uri=p.image_uri, model_data=model_data, environment=p.environment,
+                            role=session.role_arn, sm_session=sagemaker_session(session),
+                            neuron=p.instance.is_neuron, bucket=session.bucket_name, name=p.model_name)  # fmt: skip
     model.create(instance_type=p.instance.name, tags=_tag_list(p.tags))
 
 

@@ -1,0 +1,56 @@
+"""Compile step: compile + package + upload the candidate, and the reference outputs on CPU.
+
+Outputs: ``result/compile.json`` (model_data, sha256, target, versions: the CompileResult property
+file), ``reference/`` (the evaluation records and the uncompiled model's outputs for them) and
+``requests/requests.jsonl`` (one request per record, the Batch Transform input).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import step_common
+
+from smneuron import evaluation
+from smneuron.compile import compile_model
+from smneuron.specs import CompileSpec, validate
+from smneuron.storage import package_and_upload
+
+
+def main() -> None:
+    ap = step_common.parser(__doc__)
+    ap.add_argument("--model-dir", required=True)
+    ap.add_argument("--data-dir", required=True)
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--buckets", required=True)
+    ap.add_argument("--batch-size", type=int, required=True)
+    ap.add_argument("--auto-cast", required=True)
+    ap.add_argument("--auto-cast-type", required=True)
+    args = ap.parse_args()
+    config = step_common.load_config(args.config)
+    spec = validate(CompileSpec, {**config["compile"], "buckets": args.buckets, "batch_size": args.batch_size,
+                                  "auto_cast": args.auto_cast, "auto_cast_type": args.auto_cast_type},
+                    source="pipeline parameters")  # fmt: skip
+    out = Path(args.out_dir)
+    records = evaluation.read_records(step_common.one_file(args.data_dir, "*.jsonl"))
+    with tempfile.TemporaryDirectory(prefix="smneuron-compile-") as tmp:
+        compiled = compile_model(args.model_dir, Path(tmp) / "artifact", spec, cache=False,
+                                 progress=lambda e: print(f"[compile] {e}", flush=True))  # fmt: skip
+        uploaded = package_and_upload(compiled.out_dir, model_name=config["model_name"], prefix=config["prefix"])
+        reference = evaluation.reference_outputs(args.model_dir, records, spec, Path(tmp) / "reference")
+    (out / "reference").mkdir(parents=True, exist_ok=True)
+    (out / "requests").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(step_common.one_file(args.data_dir, "*.jsonl"), out / "reference" / "records.jsonl")
+    evaluation.write_outputs(out / "reference" / "reference.jsonl", reference)
+    (out / "requests" / "requests.jsonl").write_text("\n".join(evaluation.request_lines(records, spec.task)) + "\n")
+    step_common.write_json(out / "result" / "compile.json", {
+        "model_data": uploaded.uri, "sha256": uploaded.sha256, "skipped_upload": uploaded.skipped,
+        "target": spec.target, "task": spec.task, "buckets": spec.buckets, "batch_size": spec.batch_size,
+        "compiler": compiled.manifest.compiler.model_dump(), "records": len(records),
+    })  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
