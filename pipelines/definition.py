@@ -178,7 +178,9 @@ def build(plan: Any) -> Pipeline:
             name="Register",
             step_args=model.register(
                 content_types=["application/json"], response_types=["application/json"],
-                inference_instances=[P["InstanceType"]], transform_instances=[P["InstanceType"]],
+                inference_instances=[P["InstanceType"]],
+                # Batch Transform accepts no ml.inf1.*: only list transform instances where it can run
+                transform_instances=[P["InstanceType"]] if p.evaluation == "transform" else None,
                 model_package_group_name=p.model_package_group, approval_status=P["ModelApprovalStatus"],
                 description=f"smneuron {p.task} model for {p.target}",
                 customer_metadata_properties={"smneuron:target": p.target},

@@ -256,10 +256,30 @@ def sagemaker_session(session: Session, *, pipeline: bool = False):  # type: ign
     config = load_sagemaker_config()
     config.setdefault("SchemaVersion", "1.0")
     config.setdefault("SageMaker", {}).setdefault("PythonSDK", {}).setdefault("Modules", {})["TelemetryOptOut"] = True
+    _validate_sdk_config_once()
     cls = PipelineSession if pipeline else sagemaker.Session
     return cls(boto_session=session.boto_session, sagemaker_client=session.client("sagemaker"),
                default_bucket=session.bucket_name, sagemaker_config=config,
                **({} if pipeline else {"sagemaker_runtime_client": session.client("sagemaker-runtime")}))  # fmt: skip
+
+
+def _validate_sdk_config_once() -> None:
+    """The SDK re-validates its whole config against its JSON schema on every config lookup (~0.3 s,
+    dozens per pipeline definition) once the config is non-empty: validate each distinct config once."""
+    import sagemaker.utils as sm_utils
+
+    if getattr(sm_utils.validate_sagemaker_config, "smneuron_memoized", False):
+        return
+    original, seen = sm_utils.validate_sagemaker_config, set()
+
+    def validate_once(config=None):  # type: ignore[no-untyped-def]
+        key = json.dumps(config, sort_keys=True, default=str)
+        if key not in seen:
+            original(config)
+            seen.add(key)
+
+    validate_once.smneuron_memoized = True  # type: ignore[attr-defined]
+    sm_utils.validate_sagemaker_config = validate_once
 
 
 def sagemaker_model(*, image_uri: str, model_data, environment: dict[str, str], role: str,  # type: ignore[no-untyped-def]

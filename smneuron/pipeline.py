@@ -106,8 +106,8 @@ def plan(project: ProjectFile | PipelineSpec | None = None, *, session: Session 
                "SMNEURON_ROLE": sess.role_arn, "SMNEURON_PREFIX": proj.aws.prefix}  # fmt: skip
     if sdk:
         job_env["SMNEURON_NEURON_SDK"] = sdk
-    if proj.aws.kms_key_id:
-        job_env["SMNEURON_KMS_KEY_ID"] = proj.aws.kms_key_id
+    if proj.aws.kms_key_id or sess.kms_key_id:
+        job_env["SMNEURON_KMS_KEY_ID"] = proj.aws.kms_key_id or sess.kms_key_id  # type: ignore[assignment]
     return PipelinePlan(
         name=spec.name,
         target=target,
@@ -168,9 +168,11 @@ def publish_code(p: PipelinePlan, *, session: Session | None = None) -> Pipeline
     """Upload the job entry script, the smneuron wheel and the pipeline config (content addressed)."""
     from smneuron.code_bundle import build_wheel
     from smneuron.resources import pipelines_dir
+    from smneuron.storage import ensure_bucket
 
     sess = session or Session.from_env()
     s3 = sess.client("s3")
+    ensure_bucket(sess, p.bucket, p.job_environment.get("SMNEURON_KMS_KEY_ID"))
     prefix = p.config["prefix"]
     with tempfile.TemporaryDirectory(prefix="smneuron-code-") as tmp:
         wheel = build_wheel(tmp)
@@ -334,7 +336,7 @@ def status(name: str, execution_arn: str | None = None, *, session: Session | No
         "pipeline": name,
         "execution": execution_arn,
         "status": d["PipelineExecutionStatus"],
-        "failure_reason": d.get("FailureReason"),
+        "failure_reason": d.get("FailureReason") or None,
         "started": str(d.get("CreationTime", "")),
         "steps": [{"name": s["StepName"], "status": s["StepStatus"], "failure_reason": s.get("FailureReason")}
                   for s in steps.get("PipelineExecutionSteps", [])],

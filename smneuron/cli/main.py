@@ -21,7 +21,9 @@ from smneuron.cli import (
     compile_cmd,
     demo_cmd,
     endpoint_cmds,
+    evaluate_cmd,
     infra_cmds,
+    pipeline_cmds,
     serve_cmd,
 )
 from smneuron.cli._common import CliState
@@ -76,7 +78,9 @@ app.command("delete")(endpoint_cmds.delete_cmd)
 app.command("bench")(bench_cmd.bench_cmd)
 app.command("recommend")(bench_cmd.recommend_cmd)
 app.command("demo")(demo_cmd.demo_cmd)
+app.command("evaluate")(evaluate_cmd.evaluate_cmd)
 app.add_typer(infra_cmds.app, name="infra")
+app.add_typer(pipeline_cmds.app, name="pipeline")
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -14,6 +14,8 @@ place, by teaching moto what the real service does (checked against botocore's s
   denies every request: the fake cannot see the request context those conditions test, so it
   leaves conditional Denies unenforced (real S3 enforces them; tests check the policies' text)
   and keeps enforcing every unconditional statement;
+- it does not implement ``ListPipelineExecutionSteps``: we add it, reporting the execution's
+  top-level steps with the status moto gives the execution (moto runs no step);
 - its CloudFormation lacks ``AWS::S3::BucketPolicy``, keeps ``AWS::NoValue`` as a null inside lists
   (real CloudFormation drops the element) and does not recompute a stack's outputs when a change
   set is executed: we add the resource type, drop the nulls and refresh the outputs.
@@ -108,9 +110,30 @@ def patch_moto() -> None:
     models.SageMakerModelBackend.describe_endpoint = describe_endpoint
     models.SageMakerModelBackend.update_endpoint = backend_update_endpoint
     responses.SageMakerResponse.update_endpoint = response_update_endpoint
+    _patch_pipeline_steps(models, responses, ActionResult)
     _patch_s3_conditional_denies()
     _patch_cloudformation()
     _PATCHED = True
+
+
+def _patch_pipeline_steps(models: Any, responses: Any, ActionResult: Any) -> None:
+    """ListPipelineExecutionSteps. moto marks every execution Succeeded the moment it starts
+    without running anything; the steps it reports are the execution's top-level definition steps,
+    each with the execution's status (the same fiction, stated step by step)."""
+    import json
+
+    def response_list_pipeline_execution_steps(self: Any) -> Any:
+        backend = self.sagemaker_backend
+        arn = self._get_param("PipelineExecutionArn")
+        execution = models.get_pipeline_execution_from_arn(backend.pipelines, arn)  # raises for unknown ARNs
+        steps = json.loads(execution.pipeline_definition_for_execution).get("Steps", [])
+        if self._get_param("SortOrder", "Descending") == "Descending":
+            steps = steps[::-1]
+        return ActionResult({"PipelineExecutionSteps": [
+            {"StepName": st["Name"], "StepStatus": execution.pipeline_execution_status,
+             "StartTime": execution.start_time, "EndTime": execution.last_modified_time} for st in steps]})  # fmt: skip
+
+    responses.SageMakerResponse.list_pipeline_execution_steps = response_list_pipeline_execution_steps
 
 
 def _patch_cloudformation() -> None:
@@ -223,7 +246,17 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
     port = port or free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
+    url = f"http://127.0.0.1:{port}"
+    # moto keeps its state per process: each embedded AWS starts empty and leaves nothing behind
+    _reset(url)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield url
     finally:
+        _reset(url)
         server.stop()
+
+
+def _reset(url: str) -> None:
+    import urllib.request
+
+    urllib.request.urlopen(urllib.request.Request(url + "/moto-api/reset", method="POST"), timeout=10).read()

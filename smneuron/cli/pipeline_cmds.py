@@ -1,0 +1,196 @@
+"""`smneuron pipeline upsert | start | status | list | schedule | unschedule | definition | run --local`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from smneuron.cli._common import JsonOpt, console, print_json, state, table
+
+app = typer.Typer(help="The SageMaker Pipeline: compile -> evaluate accuracy on Neuron -> deploy, on a schedule.",
+                  no_args_is_help=True)  # fmt: skip
+
+ParamOpt = typer.Option(None, "--param", "-p", help="Pipeline parameter override Name=Value (repeatable).")
+
+
+def _params(values: list[str] | None) -> dict[str, str]:
+    from smneuron.errors import ConfigError
+
+    out = {}
+    for v in values or []:
+        name, sep, value = v.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"--param {v!r}: expected Name=Value, e.g. --param MinCosine=0.995.")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _name(ctx: typer.Context, name: str | None) -> str:
+    return name or state(ctx).project().pipeline.name
+
+
+@app.command("definition")
+def definition_cmd(ctx: typer.Context) -> None:
+    """Print the pipeline definition JSON (nothing is uploaded or created)."""
+    from smneuron.pipeline import definition
+
+    st = state(ctx)
+    print_json(definition(st.project(), session=st.session(), publish=False))
+
+
+@app.command("upsert")
+def upsert_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
+    """Upload the step code and smneuron wheel, then create or update the pipeline."""
+    from smneuron.pipeline import upsert
+
+    st = state(ctx)
+    r = upsert(st.project(), session=st.session())
+    if as_json:
+        print_json(r.__dict__)
+        return
+    console().print(f"pipeline {r.name}: {r.arn}\n  role {r.role}\n  steps {' -> '.join(r.steps)}\n"
+                    f"  code {r.code['wheel']}")  # fmt: skip
+
+
+@app.command("start")
+def start_cmd(ctx: typer.Context, name: str = typer.Option(None, "--name", help="Pipeline name."),
+              param: list[str] = ParamOpt, as_json: bool = JsonOpt) -> None:  # fmt: skip
+    """Start an execution (parameters default to those set at upsert)."""
+    from smneuron.pipeline import start
+
+    st = state(ctx)
+    arn = start(_name(ctx, name), _params(param), session=st.session())
+    if as_json:
+        print_json({"execution": arn})
+        return
+    console().print(f"started {arn}\n  follow it with `smneuron pipeline status`")
+
+
+@app.command("status")
+def status_cmd(ctx: typer.Context, name: str = typer.Option(None, "--name", help="Pipeline name."),
+               execution: str = typer.Option(None, "--execution", help="Execution ARN (default: newest)."),
+               as_json: bool = JsonOpt) -> None:  # fmt: skip
+    """The newest (or given) execution and its steps."""
+    from smneuron.pipeline import status
+
+    s = status(_name(ctx, name), execution, session=state(ctx).session())
+    if as_json:
+        print_json(s)
+        return
+    console().print(f"{s['pipeline']}: {s['status']}" + (f" ({s['failure_reason']})" if s.get("failure_reason") else ""))
+    if s["execution"]:
+        console().print(f"  {s['execution']}")
+    if s["steps"]:
+        table(None, ["step", "status", "failure"], [[x["name"], x["status"], x["failure_reason"] or ""]
+                                                     for x in s["steps"]], numeric=False)  # fmt: skip
+
+
+@app.command("list")
+def list_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
+    """Pipelines with their newest execution status and schedule."""
+    from smneuron.pipeline import list_pipelines
+
+    rows = list_pipelines(session=state(ctx).session())
+    if as_json:
+        print_json(rows)
+        return
+    table(None, ["pipeline", "last run", "schedule", "state"],
+          [[r["name"], r["last_status"] or "-", r["schedule"] or "-", r["schedule_state"] or "-"] for r in rows],
+          numeric=False)  # fmt: skip
+
+
+@app.command("schedule")
+def schedule_cmd(
+    ctx: typer.Context,
+    expression: str = typer.Argument(None, help='"cron(0 3 ? * MON *)", "rate(1 day)" or "at(2026-12-01T03:00:00)".'),
+    name: str = typer.Option(None, "--name", help="Pipeline name."),
+    role: str = typer.Option(None, "--role", help="Role EventBridge Scheduler assumes (SchedulerRoleArn)."),
+    disabled: bool = typer.Option(False, "--disabled", help="Create the schedule switched off."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Start the pipeline on a schedule (EventBridge Scheduler via PipelineSchedule)."""
+    from smneuron.errors import ConfigError
+    from smneuron.pipeline import schedule
+
+    st = state(ctx)
+    spec = st.project().pipeline
+    expression = expression or spec.schedule
+    if not expression:
+        raise ConfigError("No schedule given.", hint='Pass one ("rate(1 day)") or set pipeline.schedule.')
+    arn = schedule(_name(ctx, name), expression, role=role or spec.scheduler_role, session=st.session(),
+                   enabled=not disabled)  # fmt: skip
+    if as_json:
+        print_json({"schedule": arn, "expression": expression})
+        return
+    console().print(f"scheduled {_name(ctx, name)}: {expression}\n  {arn}")
+
+
+@app.command("unschedule")
+def unschedule_cmd(ctx: typer.Context, name: str = typer.Option(None, "--name", help="Pipeline name."),
+                   as_json: bool = JsonOpt) -> None:  # fmt: skip
+    """Remove the pipeline's schedule."""
+    from smneuron.pipeline import unschedule
+
+    removed = unschedule(_name(ctx, name), session=state(ctx).session())
+    if as_json:
+        print_json({"removed": removed})
+        return
+    console().print("schedule removed" if removed else "no schedule to remove")
+
+
+@app.command("run")
+def run_cmd(
+    ctx: typer.Context,
+    local: bool = typer.Option(False, "--local", help="Run every step on this machine (required for now)."),
+    model: Path = typer.Option(None, "--model", help="Model dir (default: project model, else the demo model)."),
+    data: Path = typer.Option(None, "--data", help="Evaluation JSONL (default: a few sample texts)."),
+    param: list[str] = ParamOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Run the pipeline's definition locally: cpu target, local endpoint for the hardware, embedded AWS."""
+    import tempfile
+
+    from smneuron.errors import ConfigError
+    from smneuron.pipeline_local import run_local
+
+    if not local:
+        raise ConfigError("Only --local runs are started from here.",
+                          hint="On AWS: `smneuron pipeline upsert` then `smneuron pipeline start`.")  # fmt: skip
+    st = state(ctx)
+    project = st.project()
+    with tempfile.TemporaryDirectory(prefix="smneuron-run-") as tmp:
+        if model is None and project.model:
+            model = Path(project.model)
+        if model is None:
+            from smneuron.demo import pick_model
+
+            model, task, _ = pick_model(Path(tmp))
+            project = project.model_copy(update={"compile": project.compile.model_copy(update={"task": task})})
+        if data is None:
+            data = _sample_data(Path(tmp), project.compile.task)
+
+        def show(step) -> None:  # type: ignore[no-untyped-def]
+            if not as_json:
+                console().print(f"{step.name:26s} {step.status:10s} {step.seconds:6.1f} s  {step.detail}")
+
+        run = run_local(project, model, data, parameters=_params(param), on_step=show)
+    if as_json:
+        print_json({"status": run.status, "failure_reason": run.failure_reason, "evaluation": run.evaluation,
+                    "deployment": run.deployment, "steps": [s.__dict__ for s in run.steps]})  # fmt: skip
+    else:
+        if run.evaluation:
+            console().print("metrics " + json.dumps(run.evaluation["metrics"]))
+        console().print(f"pipeline {run.status}" + (f": {run.failure_reason}" if run.failure_reason else ""))
+    if run.status != "Succeeded":
+        raise typer.Exit(1)
+
+
+def _sample_data(work: Path, task: str) -> Path:
+    from smneuron.tasks import SAMPLE_TEXTS
+
+    path = work / "evaluation.jsonl"
+    rows = [{"inputs": [SAMPLE_TEXTS[0], t] if task == "question-answering" else t} for t in SAMPLE_TEXTS]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path

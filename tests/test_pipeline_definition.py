@@ -1,0 +1,141 @@
+"""The pipeline definition: snapshots for inf1 and inf2, and every step valid against botocore."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from botocore_check import all_steps, validate_step
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def _definition(session, instance: str, **pipeline) -> dict:
+    from smneuron.pipeline import definition
+    from smneuron.specs import ProjectFile
+
+    project = ProjectFile.model_validate({
+        "model_name": "minilm", "endpoint": {"instance_type": instance, "name": "minilm-prod"},
+        "compile": {"buckets": [64, 128], "batch_size": 4},
+        "pipeline": {"model_source_s3_uri": "s3://models/minilm/", "evaluation_data_s3_uri": "s3://data/eval.jsonl",
+                     "model_package_group": "minilm", **pipeline},
+    })  # fmt: skip
+    return definition(project, session=session, publish=False)
+
+
+def _normalised(d: dict) -> str:
+    from smneuron._version import __version__
+
+    return json.dumps(d, indent=1, sort_keys=True).replace(__version__, "<version>")
+
+
+@pytest.mark.parametrize("instance,variant", [("ml.inf2.xlarge", "inf2"), ("ml.inf1.xlarge", "inf1")])
+def test_definition_matches_snapshot(session, role, instance, variant):
+    text = _normalised(_definition(session, instance))
+    path = SNAPSHOTS / f"pipeline-{variant}.json"
+    if os.environ.get("SMNEURON_UPDATE_SNAPSHOTS") == "1" or not path.exists():
+        path.write_text(text + "\n")
+    assert text + "\n" == path.read_text(), f"definition changed: SMNEURON_UPDATE_SNAPSHOTS=1 pytest {__file__}"
+
+
+@pytest.mark.parametrize("instance", ["ml.inf2.xlarge", "ml.inf2.48xlarge", "ml.inf1.xlarge", "ml.inf1.6xlarge"])
+def test_every_step_is_a_valid_request_for_every_instance_choice(session, role, instance):
+    d = _definition(session, instance)
+    params = {p["Name"]: p.get("DefaultValue") for p in d["Parameters"]}
+    choices = next(p for p in d["Parameters"] if p["Name"] == "InstanceType")["EnumValues"]
+    steps = [s for s in all_steps(d["Steps"]) if s["Type"] not in ("Condition", "Fail")]
+    assert {s["Type"] for s in steps} >= {"Processing", "Model", "RegisterModel"}
+    for choice in choices:
+        for step in steps:
+            assert validate_step(step, {**params, "InstanceType": choice}) == [], step["Name"]
+
+
+def test_validator_catches_what_the_api_rejects(session, role):
+    d = _definition(session, "ml.inf2.xlarge")
+    params = {p["Name"]: p.get("DefaultValue") for p in d["Parameters"]}
+    transform = next(s for s in d["Steps"] if s["Type"] == "Transform")
+    # Batch Transform rejects ml.inf1.*: the check must say so
+    assert any("TransformInstanceType" in p for p in validate_step(transform, {**params, "InstanceType": "ml.inf1.xlarge"}))
+    compile_step = next(s for s in d["Steps"] if s["Name"] == "Compile")
+    compile_step["Arguments"]["AppSpecification"]["ContainerArguments"].append("x" * 300)
+    assert any("length 300" in p for p in validate_step(compile_step, params))
+    del compile_step["Arguments"]["RoleArn"]
+    assert any("RoleArn" in p for p in validate_step(compile_step, params))
+
+
+def test_inf2_evaluates_with_batch_transform_on_the_instance_parameter(session, role):
+    d = _definition(session, "ml.inf2.xlarge")
+    names = [s["Name"] for s in d["Steps"]]
+    assert names == ["Compile", "CreateModel-CreateModel", "EvaluateTransform", "Score", "CheckAccuracy"]
+    transform = d["Steps"][2]["Arguments"]
+    assert transform["TransformResources"]["InstanceType"] == {"Get": "Parameters.InstanceType"}
+    assert transform["TransformInput"]["SplitType"] == "Line" and transform["BatchStrategy"] == "SingleRecord"
+    choices = next(p for p in d["Parameters"] if p["Name"] == "InstanceType")["EnumValues"]
+    assert choices == ["ml.inf2.8xlarge", "ml.inf2.xlarge"]  # same NeuronCore count: the worker layout holds
+
+
+def test_inf1_evaluates_on_a_staging_endpoint_and_never_on_transform(session, role):
+    d = _definition(session, "ml.inf1.xlarge")
+    steps = all_steps(d["Steps"])
+    assert "Transform" not in {s["Type"] for s in steps}
+    staging = next(s for s in steps if s["Name"] == "StagingEvaluate")["Arguments"]
+    assert staging["AppSpecification"]["ContainerArguments"][0] == "staging"
+    register = next(s for s in steps if s["Type"] == "RegisterModel")["Arguments"]
+    assert "SupportedTransformInstanceTypes" not in register["InferenceSpecification"]
+
+
+def test_compile_runs_on_cpu_in_the_target_dlc_and_nothing_repacks(session, role):
+    d = _definition(session, "ml.inf2.xlarge", compile_instance_type="ml.c6i.xlarge", volume_size_in_gb=80)
+    steps = all_steps(d["Steps"])
+    compile_step = steps[0]["Arguments"]
+    assert compile_step["ProcessingResources"]["ClusterConfig"] == {
+        "InstanceType": "ml.c6i.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 80}
+    image = compile_step["AppSpecification"]["ImageUri"]
+    assert "pytorch-inference-neuronx" in image
+    model = next(s for s in steps if s["Type"] == "Model")["Arguments"]["PrimaryContainer"]
+    assert model["Image"] == image  # compile and runtime Neuron versions match by construction
+    sdk = re.search(r"sdk([\d.]+)", image)[1]
+    assert compile_step["Environment"]["SMNEURON_NEURON_SDK"] == sdk
+    assert model["ModelDataUrl"]["Std:JsonGet"]["Path"] == "model_data"
+    assert not [s for s in steps if s["Type"] == "Training" or "Repack" in s["Name"]]
+    assert model["Environment"]["SAGEMAKER_MODEL_SERVER_WORKERS"] == "2"
+
+
+def test_gate_caching_retries_and_tags(session, role):
+    d = _definition(session, "ml.inf2.xlarge")
+    compile_step, gate = d["Steps"][0], d["Steps"][-1]
+    assert compile_step["CacheConfig"] == {"Enabled": True, "ExpireAfter": "P30D"}
+    kinds = {e for p in compile_step["RetryPolicies"] for e in p["ExceptionType"]}
+    assert {"SageMaker.CAPACITY_ERROR", "SageMaker.RESOURCE_LIMIT", "Step.THROTTLING"} <= kinds
+    assert {"Key": "smneuron:endpoint", "Value": "minilm-prod"} in compile_step["Arguments"]["Tags"]
+    paths = [c["LeftValue"]["Std:JsonGet"]["Path"] for c in gate["Arguments"]["Conditions"]]
+    assert paths == ["metrics.cosine_min", "passed"]  # feature-extraction: cosine is the headline gate
+    assert [s["Name"] for s in gate["Arguments"]["IfSteps"]] == ["Register-RegisterModel", "Deploy"]
+    fail = gate["Arguments"]["ElseSteps"][0]
+    assert fail["Type"] == "Fail" and "summary" in json.dumps(fail["Arguments"]["ErrorMessage"])
+
+
+def test_classification_gates_on_top1_agreement(session, role):
+    from smneuron.pipeline import definition
+    from smneuron.specs import ProjectFile
+
+    d = definition(ProjectFile.model_validate({"compile": {"task": "text-classification"}}), session=session)
+    gate = d["Steps"][-1]["Arguments"]
+    assert gate["Conditions"][0]["LeftValue"]["Std:JsonGet"]["Path"] == "metrics.top1_agreement"
+    assert [s["Name"] for s in gate["IfSteps"]] == ["Deploy"]  # no registry group configured
+
+
+def test_cpu_instance_for_the_compile_step_only(session, role):
+    from smneuron.errors import ConfigError
+    from smneuron.specs import PipelineSpec
+
+    with pytest.raises(Exception, match="ml.inf2.xlarge"):
+        PipelineSpec(compile_instance_type="ml.inf2.xlarge")  # Processing accepts no ml.inf*
+    from smneuron.pipeline import plan
+
+    with pytest.raises(ConfigError, match="letters, digits and hyphens"):
+        plan(PipelineSpec(name="my_pipeline"), session=session)
