@@ -20,7 +20,7 @@ def _install(step):
     wheel_dir = os.environ.get("SMNEURON_WHEEL_DIR", "/opt/ml/processing/input/smneuron")
     wheels = sorted(glob.glob(os.path.join(wheel_dir, "smneuron-*.whl")))
     if not wheels:
-        sys.exit("smneuron is not installed and no wheel was found in %s" % wheel_dir)
+        sys.exit(f"smneuron is not installed and no wheel was found in {wheel_dir}")
     # no-cache: the wheel is the job's input, pip's cache would only fill the volume
     subprocess.check_call([sys.executable, "-m", "pip", "install", "--no-cache-dir", "--quiet",
                            "--disable-pip-version-check", wheels[-1] + EXTRAS.get(step, "")])
@@ -28,7 +28,7 @@ def _install(step):
 
 def main(argv):
     if not argv or argv[0] not in STEPS:
-        sys.exit("usage: entry.py {%s} [args...]" % "|".join(STEPS))
+        sys.exit("usage: entry.py {" + "|".join(STEPS) + "} [args...]")
     step = argv[0]
     try:
         import smneuron  # noqa: F401

@@ -269,6 +269,11 @@ def image_versions(family: Family) -> list[ImageVersion]:
     return [v for v in IMAGES if v.family == family]
 
 
+def registry_account(region: str) -> str:
+    """The AWS account of the Deep Learning Containers registry in ``region``."""
+    return REGISTRY_ACCOUNTS.get(region, DEFAULT_REGISTRY)
+
+
 def resolve_image(
     instance: InstanceType | str,
     region: str,
@@ -313,6 +318,6 @@ def resolve_image(
             hint="Pass --image-uri to use an image from another registry.",
         )
     version = candidates[-1]
-    account = REGISTRY_ACCOUNTS.get(region, DEFAULT_REGISTRY)
+    account = registry_account(region)
     domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
     return Image(f"{account}.dkr.ecr.{region}.{domain}/{version.repository}:{version.tag}", version)

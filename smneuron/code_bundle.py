@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 from smneuron._version import __version__
-from smneuron.resources import infra_dir, inference_code_dir, pipelines_dir
+from smneuron.resources import inference_code_dir, infra_dir, pipelines_dir
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".ruff_cache"}

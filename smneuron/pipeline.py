@@ -186,7 +186,7 @@ def publish_code(p: PipelinePlan, *, session: Session | None = None) -> Pipeline
                 if "SMNEURON_KMS_KEY_ID" in p.job_environment else {}  # fmt: skip
             try:
                 s3.put_object(Bucket=p.bucket, Key=key, Body=data, **extra)
-            except Exception as e:  # noqa: BLE001 - ClientError, translated
+            except Exception as e:
                 raise _translate(e, "PutObject") from e
             uris.append(f"s3://{p.bucket}/{key}")
     p.entry_uri, p.wheel_uri = uris[0], uris[1]
@@ -262,7 +262,7 @@ def upsert(project: ProjectFile | PipelineSpec | None = None, *, session: Sessio
         _ensure_package_group(sess, p.model_package_group, p.tags)
     try:
         response = pipeline.upsert(role_arn=p.pipeline_role, tags=[{"Key": k, "Value": v} for k, v in p.tags.items()])
-    except Exception as e:  # noqa: BLE001 - ClientError, translated
+    except Exception as e:
         raise _translate(e, "CreatePipeline") from e
     steps = [s["Name"] for s in json.loads(pipeline.definition())["Steps"]]
     return UpsertResult(p.name, response["PipelineArn"], p.pipeline_role, steps,
@@ -416,7 +416,7 @@ def schedule(name: str, expression: str, *, role: str | None = None, session: Se
     try:
         arns = pipeline.put_triggers([PipelineSchedule(name=name, enabled=enabled, **kwargs)],
                                      role_arn=_role_arn(role, sess))  # fmt: skip
-    except Exception as e:  # noqa: BLE001 - ClientError, translated
+    except Exception as e:
         raise _translate(e, "CreateSchedule") from e
     return arns[0]
 

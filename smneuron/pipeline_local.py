@@ -200,8 +200,11 @@ class _Runner:
     def _processing(self, step: dict) -> str:
         args = self.resolve(step["Arguments"])
         root = self.work / step["Name"]
-        local = lambda p: str(root / p.removeprefix("/").removeprefix("opt/ml/processing/")) \
-            if isinstance(p, str) and p.startswith(_PROCESSING_ROOT) else p  # fmt: skip
+
+        def local(p: Any) -> Any:  # the job's /opt/ml/processing/... paths, mapped into this step's work dir
+            if isinstance(p, str) and p.startswith(_PROCESSING_ROOT):
+                return str(root / p.removeprefix(_PROCESSING_ROOT).lstrip("/"))
+            return p
         for inp in args.get("ProcessingInputs", []):
             self._download(inp["S3Input"]["S3Uri"], Path(local(inp["S3Input"]["LocalPath"])))
         outputs = args.get("ProcessingOutputConfig", {}).get("Outputs", [])

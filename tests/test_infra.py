@@ -125,6 +125,10 @@ def test_pipeline_roles_are_scoped():
     assert by_sid["ChangeSmneuronEndpoints"]["Condition"] == {
         "Null": {"aws:ResourceTag/smneuron:endpoint": "false"}
     }
+    # step jobs that call SageMaker run as this role: it may pass itself, pull the DLCs and write logs
+    assert by_sid["PassThisRoleToItsStepJobs"]["Resource"]["Fn::Sub"].endswith(":role/smneuron-pipeline-role")
+    assert all("${DlcRegistryAccount}:repository/pytorch-inference" in r["Fn::Sub"]
+               for r in by_sid["PullPyTorchInferenceImages"]["Resource"])
     sched = t["Resources"]["SchedulerRole"]["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
     assert sched["Principal"] == {"Service": "scheduler.amazonaws.com"}
 

@@ -108,9 +108,8 @@ def test_parse_schedule_refuses_with_the_forms(text):
 
 
 def test_cli_pipeline_commands(session, role, tmp_path, monkeypatch):
-    from conftest import run_cli
-
     import yaml
+    from conftest import run_cli
 
     (tmp_path / "smneuron.yaml").write_text(yaml.safe_dump({**PROJECT, "pipeline": {
         **PROJECT["pipeline"], "name": "nightly", "scheduler_role": "smneuron-scheduler", "schedule": "rate(1 day)"}}))

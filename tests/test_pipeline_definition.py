@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from botocore_check import all_steps, validate_step
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

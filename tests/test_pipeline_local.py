@@ -102,8 +102,9 @@ def test_wheel_for_jobs_is_deterministic_and_installable(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", "--target",
                     str(target), str(a)], check=True)  # fmt: skip
     probe = ("import smneuron.resources as r; print(r.pipelines_dir(), r.inference_code_dir())")
-    # -S: no site-packages, so the editable checkout cannot answer instead of the installed wheel
-    out = subprocess.run([sys.executable, "-S", "-c", probe], env={"PYTHONPATH": str(target)}, capture_output=True,
+    # -S and another cwd: neither the editable install nor the checkout can answer for the wheel
+    out = subprocess.run([sys.executable, "-S", "-c", probe], env={"PYTHONPATH": str(target)}, cwd=tmp_path,
+                         capture_output=True,
                          text=True, check=True).stdout  # fmt: skip
     assert f"{target}/smneuron/_bundled/pipelines" in out and "_bundled/inference_code" in out
     assert (target / "smneuron" / "_bundled" / "pipelines" / "steps" / "score.py").is_file()

@@ -49,7 +49,7 @@ def main() -> None:
                            (sm.delete_endpoint_config, {"EndpointConfigName": name})):  # fmt: skip
             try:
                 delete(**kw)
-            except Exception as e:  # noqa: BLE001 - report and go on deleting
+            except Exception as e:
                 print(f"could not delete staging resource {json.dumps(kw)}: {e}", flush=True)
     result = evaluation.score(task, evaluation.read_outputs(ref_dir / "reference.jsonl"), candidate, records,
                               step_common.thresholds(args))  # fmt: skip

@@ -30,6 +30,7 @@ def deploy_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Create or update the stacks (change sets) and write their outputs into smneuron.yaml."""
+    from smneuron.catalog import registry_account
     from smneuron.infra import deploy_stack, write_project_outputs
 
     st = state(ctx)
@@ -42,7 +43,8 @@ def deploy_cmd(
         results.append(deploy_stack("pipeline", session=session, parameters={
             "ExecutionRoleArn": base["ExecutionRoleArn"], "ArtifactBucketName": base["ArtifactBucketName"],
             "ArtifactPrefix": base.get("ArtifactPrefix", "smneuron"),
-            "PipelineName": pipeline_name or st.project().pipeline.name}))  # fmt: skip
+            "PipelineName": pipeline_name or st.project().pipeline.name,
+            "DlcRegistryAccount": registry_account(session.region)}))  # fmt: skip
     merged = {k: v for r in results for k, v in r.outputs.items()}
     written = write_project_outputs(st.config or project, merged)
     if as_json:
