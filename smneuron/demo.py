@@ -7,7 +7,6 @@ benchmark -> tear everything down. Each stage calls the same function the CLI an
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -49,7 +48,7 @@ def run_demo(
     from smneuron.compile import compile_model
     from smneuron.deploy import delete, deploy
     from smneuron.invoke import Endpoint
-    from smneuron.local.fake_aws import embedded_aws
+    from smneuron.local.fake_aws import embedded_aws, local_credentials
     from smneuron.local.server import LocalEndpoint
     from smneuron.packaging import package
     from smneuron.session import Session
@@ -70,19 +69,13 @@ def run_demo(
 
     model_dir, task, label = pick_model(work)
     result = DemoResult(model=label, task=task)
-    saved = {
-        k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
-    }
     try:
         compiled = compile_model(model_dir, work / "artifact", target="cpu", task=task, batch_size=8,
                                  buckets="32,64,128", cache_dir=work / "cache")  # fmt: skip
         stage("compile", f"{label} for cpu, buckets 32/64/128, batch 8")
         pkg = package(compiled.out_dir, work / "model.tar.gz")
         stage("package", f"model.tar.gz {pkg.size_bytes / 2**20:.1f} MiB, sha256 {pkg.sha256[:12]}")
-        with embedded_aws() as aws_url:
-            # the embedded AWS accepts any credentials; these never leave this machine
-            os.environ.update(AWS_ACCESS_KEY_ID="demo", AWS_SECRET_ACCESS_KEY="demo")
-            os.environ.pop("AWS_SESSION_TOKEN", None)
+        with embedded_aws() as aws_url, local_credentials():
             session = Session.from_env(region="us-east-1", endpoint_url=aws_url)
             iam = session.client("iam")
             iam.create_role(RoleName="smneuron-execution-role", AssumeRolePolicyDocument=(
@@ -128,11 +121,6 @@ def run_demo(
             }
             stage("teardown", f"removed {len(removed)} resources; left: {sum(result.leftovers.values())}")
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         if tmp is not None:
             tmp.cleanup()
     return result

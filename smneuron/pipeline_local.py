@@ -64,7 +64,7 @@ def run_local(project: ProjectFile | None, model_dir: str | Path, data: str | Pa
         ConfigError: the model dir or data file is missing.
     """
     from smneuron import pipeline
-    from smneuron.local.fake_aws import embedded_aws
+    from smneuron.local.fake_aws import embedded_aws, local_credentials
 
     model_dir, data = Path(model_dir), Path(data)
     if not (model_dir / "config.json").is_file():
@@ -76,12 +76,8 @@ def run_local(project: ProjectFile | None, model_dir: str | Path, data: str | Pa
     proj.compile.target = "cpu"
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-pipeline-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
-    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")}
     try:
-        with embedded_aws() as url:
-            # the embedded AWS accepts any credentials; these never leave this machine
-            os.environ.update(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local")
-            os.environ.pop("AWS_SESSION_TOKEN", None)
+        with embedded_aws() as url, local_credentials():
             session = Session.from_env(region="us-east-1", endpoint_url=url)
             _create_roles(session, proj)
             from smneuron.storage import ensure_bucket
@@ -103,11 +99,6 @@ def run_local(project: ProjectFile | None, model_dir: str | Path, data: str | Pa
                 run.status, run.failure_reason = "Failed", e.message
             return run
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         if tmp is not None:
             tmp.cleanup()
 

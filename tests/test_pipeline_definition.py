@@ -36,8 +36,9 @@ def _normalised(d: dict) -> str:
 def test_definition_matches_snapshot(session, role, instance, variant):
     text = _normalised(_definition(session, instance))
     path = SNAPSHOTS / f"pipeline-{variant}.json"
-    if os.environ.get("SMNEURON_UPDATE_SNAPSHOTS") == "1" or not path.exists():
+    if os.environ.get("SMNEURON_UPDATE_SNAPSHOTS") == "1":
         path.write_text(text + "\n")
+    assert path.exists(), f"no snapshot yet: SMNEURON_UPDATE_SNAPSHOTS=1 pytest {__file__}"
     assert text + "\n" == path.read_text(), f"definition changed: SMNEURON_UPDATE_SNAPSHOTS=1 pytest {__file__}"
 
 

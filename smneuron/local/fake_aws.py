@@ -256,6 +256,25 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
         server.stop()
 
 
+@contextmanager
+def local_credentials() -> Iterator[None]:
+    """Credentials the embedded AWS accepts (they never leave this machine); the caller's come back after."""
+    import os
+
+    names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+    saved = {k: os.environ.get(k) for k in names}
+    os.environ.update(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local")
+    os.environ.pop("AWS_SESSION_TOKEN", None)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _reset(url: str) -> None:
     import urllib.request
 
