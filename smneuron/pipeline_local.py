@@ -223,7 +223,7 @@ class _Runner:
             out = next(o for o in outputs if o["OutputName"] == pf["OutputName"])
             files[pf["PropertyFileName"]] = json.loads((Path(local(out["S3Output"]["LocalPath"])) / pf["FilePath"]).read_text())
         self.property_files[step["Name"]] = files
-        return f"log {log}"
+        return ", ".join(f"{o['OutputName']} -> {o['S3Output']['S3Uri']}" for o in outputs)
 
     def _model(self, step: dict) -> str:
         args = self.resolve(step["Arguments"])
