@@ -48,7 +48,7 @@ def run_demo(
     from smneuron.compile import compile_model
     from smneuron.deploy import delete, deploy
     from smneuron.invoke import Endpoint
-    from smneuron.local.fake_aws import embedded_aws, local_credentials
+    from smneuron.local.fake_aws import create_sagemaker_role, embedded_aws, local_credentials
     from smneuron.local.server import LocalEndpoint
     from smneuron.packaging import package
     from smneuron.session import Session
@@ -77,10 +77,7 @@ def run_demo(
         stage("package", f"model.tar.gz {pkg.size_bytes / 2**20:.1f} MiB, sha256 {pkg.sha256[:12]}")
         with embedded_aws() as aws_url, local_credentials():
             session = Session.from_env(region="us-east-1", endpoint_url=aws_url)
-            iam = session.client("iam")
-            iam.create_role(RoleName="smneuron-execution-role", AssumeRolePolicyDocument=(
-                '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":'
-                '{"Service":"sagemaker.amazonaws.com"},"Action":"sts:AssumeRole"}]}'))  # fmt: skip
+            create_sagemaker_role(session)
             stage("embedded AWS", f"moto server at {aws_url}")
             up = upload(pkg.path, model_name="demo", session=session, sha256=pkg.sha256)
             stage("upload", up.uri)

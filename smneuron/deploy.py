@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -235,6 +236,22 @@ def _framework(image_uri: str) -> tuple[str | None, str | None]:
     return (m[1], m[2]) if m else (None, None)
 
 
+@contextmanager
+def root_logger_kept() -> Iterator[None]:
+    """Import SageMaker SDK modules inside this: some (sagemaker.experiments) call
+    ``logging.basicConfig(level=INFO)`` on import, turning on every library's INFO lines in the
+    caller's process (httpx then logs each request); the root logger is put back afterwards."""
+    import logging
+
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+        root.handlers[:] = handlers
+
+
 def sagemaker_session(session: Session, *, pipeline: bool = False):  # type: ignore[no-untyped-def]
     """A SageMaker SDK v2 session (or PipelineSession) on smneuron's boto3 clients and bucket."""
     import logging
@@ -243,8 +260,9 @@ def sagemaker_session(session: Session, *, pipeline: bool = False):  # type: ign
 
     os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
     logging.getLogger("sagemaker.config").setLevel(logging.WARNING)  # "Not applying SDK defaults" noise
-    import sagemaker
-    from sagemaker.workflow.pipeline_context import PipelineSession
+    with root_logger_kept():
+        import sagemaker
+        from sagemaker.workflow.pipeline_context import PipelineSession
 
     warnings.filterwarnings("ignore", message="Running within a PipelineSession")
     logging.getLogger("sagemaker.workflow").setLevel(logging.ERROR)  # "Popping out 'ProcessingJobName'" notes

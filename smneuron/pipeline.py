@@ -32,14 +32,10 @@ TAG_PIPELINE = "smneuron:pipeline"
 @dataclass
 class PipelinePlan:
     name: str
-    target: str
     task: str
-    neuron: bool
     image_uri: str
-    neuron_sdk: str | None
     instance: InstanceType
     instance_choices: list[str]
-    evaluation: str  # "transform" or "endpoint"
     execution_role: str
     pipeline_role: str
     bucket: str
@@ -63,6 +59,19 @@ class PipelinePlan:
     transform_concurrency: int = 1
     max_runtime_in_seconds: int = 4 * 3600
     sm_session: Any = field(default=None, repr=False)
+
+    @property
+    def target(self) -> str:
+        return self.instance.target
+
+    @property
+    def neuron(self) -> bool:
+        return self.instance.is_neuron
+
+    @property
+    def evaluation(self) -> str:
+        """``transform`` (Batch Transform) or ``endpoint`` (staging endpoint: Transform takes no ml.inf1)."""
+        return "endpoint" if self.instance.family == "inf1" else "transform"
 
 
 def _project(project: ProjectFile | PipelineSpec | None) -> ProjectFile:
@@ -94,7 +103,6 @@ def plan(project: ProjectFile | PipelineSpec | None = None, *, session: Session 
         raise ConfigError(f"Pipeline name {spec.name!r} may hold only letters, digits and hyphens.")
     image = resolve_image(instance, sess.region, torch_version=ep.torch_version, neuron_sdk=ep.neuron_sdk,
                           uri=ep.image_uri)  # fmt: skip
-    evaluation = "endpoint" if instance.family == "inf1" else "transform"
     choices = _instance_choices(instance)
     env = container_environment(instance, ep, cores_per_model=comp.neuroncore_pipeline_cores or 1,
                                 region=sess.region)  # fmt: skip
@@ -110,14 +118,10 @@ def plan(project: ProjectFile | PipelineSpec | None = None, *, session: Session 
         job_env["SMNEURON_KMS_KEY_ID"] = proj.aws.kms_key_id or sess.kms_key_id  # type: ignore[assignment]
     return PipelinePlan(
         name=spec.name,
-        target=target,
         task=comp.task,
-        neuron=instance.is_neuron,
         image_uri=image.uri,
-        neuron_sdk=sdk,
         instance=instance,
         instance_choices=choices,
-        evaluation=evaluation,
         execution_role=sess.role_arn,
         pipeline_role=_role_arn(spec.role, sess) if spec.role else sess.role_arn,
         bucket=sess.bucket_name,
@@ -166,6 +170,8 @@ def _instance_choices(instance: InstanceType) -> list[str]:
 
 def publish_code(p: PipelinePlan, *, session: Session | None = None) -> PipelinePlan:
     """Upload the job entry script, the smneuron wheel and the pipeline config (content addressed)."""
+    from botocore.exceptions import ClientError
+
     from smneuron.code_bundle import build_wheel
     from smneuron.resources import pipelines_dir
     from smneuron.storage import ensure_bucket
@@ -186,18 +192,12 @@ def publish_code(p: PipelinePlan, *, session: Session | None = None) -> Pipeline
                 if "SMNEURON_KMS_KEY_ID" in p.job_environment else {}  # fmt: skip
             try:
                 s3.put_object(Bucket=p.bucket, Key=key, Body=data, **extra)
-            except Exception as e:
-                raise _translate(e, "PutObject") from e
+            except ClientError as e:
+                raise from_client_error(e, operation="PutObject") from e
             uris.append(f"s3://{p.bucket}/{key}")
     p.entry_uri, p.wheel_uri = uris[0], uris[1]
     p.config_uri = uris[2].rsplit("/", 1)[0]
     return p
-
-
-def _translate(e: Exception, operation: str) -> Exception:
-    from botocore.exceptions import ClientError
-
-    return from_client_error(e, operation=operation) if isinstance(e, ClientError) else e
 
 
 def _definition_module() -> Any:
@@ -205,8 +205,11 @@ def _definition_module() -> Any:
 
     spec = importlib.util.spec_from_file_location("smneuron_pipeline_definition", pipelines_dir() / "definition.py")
     assert spec and spec.loader
+    from smneuron.deploy import root_logger_kept
+
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with root_logger_kept():
+        spec.loader.exec_module(module)
     return module
 
 
@@ -260,10 +263,12 @@ def upsert(project: ProjectFile | PipelineSpec | None = None, *, session: Sessio
     pipeline = build(project, session=sess, plan_=p)
     if p.model_package_group:
         _ensure_package_group(sess, p.model_package_group, p.tags)
+    from botocore.exceptions import ClientError
+
     try:
         response = pipeline.upsert(role_arn=p.pipeline_role, tags=[{"Key": k, "Value": v} for k, v in p.tags.items()])
-    except Exception as e:
-        raise _translate(e, "CreatePipeline") from e
+    except ClientError as e:
+        raise from_client_error(e, operation="CreatePipeline") from e
     steps = [s["Name"] for s in json.loads(pipeline.definition())["Steps"]]
     return UpsertResult(p.name, response["PipelineArn"], p.pipeline_role, steps,
                         {"entry": p.entry_uri, "wheel": p.wheel_uri, "config": p.config_uri})  # fmt: skip
@@ -291,11 +296,7 @@ def start(name: str, parameters: dict[str, Any] | None = None, *, session: Sessi
 
     sess = session or Session.from_env()
     sm = sess.client("sagemaker")
-    try:
-        described = sm.describe_pipeline(PipelineName=name)
-    except ClientError as e:
-        raise from_client_error(e, operation="DescribePipeline") from e
-    declared = {x["Name"]: x.get("DefaultValue") for x in json.loads(described["PipelineDefinition"])["Parameters"]}
+    declared = _parameter_defaults(sm, name)
     unknown = set(parameters or {}) - set(declared)
     if unknown:
         raise ConfigError(f"Pipeline {name} has no parameter(s) {', '.join(sorted(unknown))}.",
@@ -323,11 +324,10 @@ def status(name: str, execution_arn: str | None = None, *, session: Session | No
     sm = sess.client("sagemaker")
     try:
         if execution_arn is None:
-            runs = sm.list_pipeline_executions(PipelineName=name, SortBy="CreationTime", SortOrder="Descending",
-                                               MaxResults=1)["PipelineExecutionSummaries"]  # fmt: skip
-            if not runs:
+            newest = _newest_execution(sm, name)
+            if newest is None:
                 return {"pipeline": name, "execution": None, "status": "NeverRun", "steps": []}
-            execution_arn = runs[0]["PipelineExecutionArn"]
+            execution_arn = newest["PipelineExecutionArn"]
         d = sm.describe_pipeline_execution(PipelineExecutionArn=execution_arn)
         steps = sm.list_pipeline_execution_steps(PipelineExecutionArn=execution_arn, SortOrder="Ascending")
     except ClientError as e:
@@ -343,6 +343,12 @@ def status(name: str, execution_arn: str | None = None, *, session: Session | No
     }  # fmt: skip
 
 
+def _newest_execution(sm: Any, name: str) -> dict | None:
+    runs = sm.list_pipeline_executions(PipelineName=name, SortBy="CreationTime", SortOrder="Descending",
+                                       MaxResults=1).get("PipelineExecutionSummaries", [])  # fmt: skip
+    return runs[0] if runs else None
+
+
 def list_pipelines(*, session: Session | None = None) -> list[dict]:
     """Every pipeline in the region with its newest execution and its schedule (if any)."""
     sess = session or Session.from_env()
@@ -350,10 +356,9 @@ def list_pipelines(*, session: Session | None = None) -> list[dict]:
     out = []
     for summary in sm.list_pipelines(SortBy="Name", SortOrder="Ascending").get("PipelineSummaries", []):
         name = summary["PipelineName"]
-        runs = sm.list_pipeline_executions(PipelineName=name, SortBy="CreationTime", SortOrder="Descending",
-                                           MaxResults=1).get("PipelineExecutionSummaries", [])  # fmt: skip
+        newest = _newest_execution(sm, name)
         schedule = describe_schedule(name, session=sess)
-        out.append({"name": name, "last_status": runs[0]["PipelineExecutionStatus"] if runs else None,
+        out.append({"name": name, "last_status": newest["PipelineExecutionStatus"] if newest else None,
                     "schedule": schedule["expression"] if schedule else None,
                     "schedule_state": schedule["state"] if schedule else None})  # fmt: skip
     return out
@@ -395,10 +400,13 @@ def schedule(name: str, expression: str, *, role: str | None = None, session: Se
         ConfigError: bad expression, no role, or a pipeline parameter without a default (a scheduled
             run has nobody to supply it).
     """
-    from sagemaker.workflow.pipeline import Pipeline
-    from sagemaker.workflow.triggers import PipelineSchedule
+    from botocore.exceptions import ClientError
 
-    from smneuron.deploy import sagemaker_session
+    from smneuron.deploy import root_logger_kept, sagemaker_session
+
+    with root_logger_kept():
+        from sagemaker.workflow.pipeline import Pipeline
+        from sagemaker.workflow.triggers import PipelineSchedule
 
     kwargs = parse_schedule(expression)
     sess = session or Session.from_env()
@@ -416,8 +424,8 @@ def schedule(name: str, expression: str, *, role: str | None = None, session: Se
     try:
         arns = pipeline.put_triggers([PipelineSchedule(name=name, enabled=enabled, **kwargs)],
                                      role_arn=_role_arn(role, sess))  # fmt: skip
-    except Exception as e:
-        raise _translate(e, "CreateSchedule") from e
+    except ClientError as e:
+        raise from_client_error(e, operation="CreateSchedule") from e
     return arns[0]
 
 

@@ -64,7 +64,7 @@ def run_local(project: ProjectFile | None, model_dir: str | Path, data: str | Pa
         ConfigError: the model dir or data file is missing.
     """
     from smneuron import pipeline
-    from smneuron.local.fake_aws import embedded_aws, local_credentials
+    from smneuron.local.fake_aws import create_sagemaker_role, embedded_aws, local_credentials
 
     model_dir, data = Path(model_dir), Path(data)
     if not (model_dir / "config.json").is_file():
@@ -79,7 +79,8 @@ def run_local(project: ProjectFile | None, model_dir: str | Path, data: str | Pa
     try:
         with embedded_aws() as url, local_credentials():
             session = Session.from_env(region="us-east-1", endpoint_url=url)
-            _create_roles(session, proj)
+            for role in {session.role_arn, proj.pipeline.role or session.role_arn}:
+                create_sagemaker_role(session, role.rsplit("/", 1)[-1])
             from smneuron.storage import ensure_bucket
 
             ensure_bucket(session, session.bucket_name)
@@ -101,14 +102,6 @@ def run_local(project: ProjectFile | None, model_dir: str | Path, data: str | Pa
     finally:
         if tmp is not None:
             tmp.cleanup()
-
-
-def _create_roles(session: Session, proj: ProjectFile) -> None:
-    trust = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                        "Principal": {"Service": "sagemaker.amazonaws.com"}}]})  # fmt: skip
-    iam = session.client("iam")
-    for name in {session.role_arn.rsplit("/", 1)[-1], (proj.pipeline.role or "").rsplit("/", 1)[-1]} - {""}:
-        iam.create_role(RoleName=name, AssumeRolePolicyDocument=trust)
 
 
 def _upload_dir(session: Session, path: Path, prefix: str) -> str:
@@ -134,6 +127,8 @@ class _Runner:
         self.property_files: dict[str, dict[str, Any]] = {}
         self.on_step = on_step or (lambda _: None)
         self._branch: list[dict] = []
+        self._handlers = {"Processing": self._processing, "Model": self._model, "Transform": self._transform,
+                          "RegisterModel": self._register, "Condition": self._condition, "Fail": self._fail}  # fmt: skip
 
     # --- expressions -------------------------------------------------------------------------
     def resolve(self, value: Any) -> Any:
@@ -169,13 +164,11 @@ class _Runner:
     # --- steps -------------------------------------------------------------------------------
     def run(self, steps: list[dict]) -> None:
         for step in _ordered(steps):
-            handler = {"Processing": self._processing, "Model": self._model, "Transform": self._transform,
-                       "RegisterModel": self._register, "Condition": self._condition, "Fail": self._fail}  # fmt: skip
-            if step["Type"] not in handler:
+            if step["Type"] not in self._handlers:
                 raise PipelineFailedError(f"Step {step['Name']}: type {step['Type']} cannot run locally.")
             start = time.perf_counter()
             try:
-                detail = handler[step["Type"]](step)
+                detail = self._handlers[step["Type"]](step)
             except PipelineFailedError as e:
                 self._record(step, "Failed", start, e.message)
                 raise
@@ -241,13 +234,8 @@ class _Runner:
 
     def _transform(self, step: dict) -> str:
         """Batch Transform (SplitType Line, SingleRecord, AssembleWith Line) on the local endpoint."""
-        import logging
-
-        import httpx
-
+        from smneuron.invoke import Endpoint, InvocationError
         from smneuron.local.server import LocalEndpoint
-
-        logging.getLogger("httpx").setLevel(logging.WARNING)
 
         args = self.resolve(step["Arguments"])
         model = self.sm.describe_model(ModelName=args["ModelName"])["PrimaryContainer"]
@@ -258,20 +246,19 @@ class _Runner:
         out_dir = root / "output"
         out_dir.mkdir(parents=True, exist_ok=True)
         content_type = args["TransformInput"].get("ContentType", "application/json")
+        accept = args["TransformOutput"]["Accept"]
         count = 0
-        with LocalEndpoint(tarball, instance_type=args["TransformResources"]["InstanceType"]) as ep, \
-                httpx.Client(timeout=120) as http:  # fmt: skip
+        with LocalEndpoint(tarball, instance_type=args["TransformResources"]["InstanceType"]) as local:
+            endpoint = Endpoint(url=local.url)
             for f in sorted(p for p in inputs.rglob("*") if p.is_file()):
                 answers = []
                 for line in f.read_text().splitlines():
                     if not line.strip():
                         continue
-                    r = http.post(ep.url + "/invocations", content=line.encode(),
-                                  headers={"Content-Type": content_type, "Accept": args["TransformOutput"]["Accept"]})  # fmt: skip
-                    if r.status_code != 200:
-                        raise PipelineFailedError(f"Step {step['Name']}: a record failed with {r.status_code}: "
-                                                  f"{r.text[:300]}")  # fmt: skip
-                    answers.append(r.text.strip())
+                    try:
+                        answers.append(endpoint.invoke(line, content_type, accept).body.decode().strip())
+                    except InvocationError as e:
+                        raise PipelineFailedError(f"Step {step['Name']}: a record failed. {e.message}") from e
                     count += 1
                 target = out_dir / (f.relative_to(inputs).as_posix() + ".out")
                 target.parent.mkdir(parents=True, exist_ok=True)

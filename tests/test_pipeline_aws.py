@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 
@@ -34,7 +35,7 @@ def test_upsert_uploads_code_once_and_updates_in_place(session, role, project):
     assert definition["Steps"][0]["Arguments"]["ProcessingInputs"][0]["S3Input"]["S3Uri"] == first.code["wheel"]
     bucket, key = first.code["wheel"].removeprefix("s3://").split("/", 1)
     wheel = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-    names = zipfile.ZipFile(__import__("io").BytesIO(wheel)).namelist()
+    names = zipfile.ZipFile(io.BytesIO(wheel)).namelist()
     assert "smneuron/_bundled/pipelines/steps/compile.py" in names and "smneuron/evaluation.py" in names
     assert sm.describe_model_package_group(ModelPackageGroupName="minilm")["ModelPackageGroupName"] == "minilm"
     second = pipeline.upsert(project, session=session)

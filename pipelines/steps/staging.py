@@ -8,7 +8,6 @@ happened. Writes ``evaluation.json``.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import step_common
 
@@ -29,8 +28,7 @@ def main() -> None:
     args = ap.parse_args()
     config = step_common.load_config(args.config)
     task = config["compile"]["task"]
-    ref_dir = Path(args.reference_dir)
-    records = evaluation.read_records(ref_dir / "records.jsonl")
+    records = step_common.reference_records(args)
     session = Session.from_env()
     sm = session.client("sagemaker")
     name = sanitize(f"smneuron-staging-{args.model_name}")
@@ -51,9 +49,7 @@ def main() -> None:
                 delete(**kw)
             except Exception as e:
                 print(f"could not delete staging resource {json.dumps(kw)}: {e}", flush=True)
-    result = evaluation.score(task, evaluation.read_outputs(ref_dir / "reference.jsonl"), candidate, records,
-                              step_common.thresholds(args))  # fmt: skip
-    step_common.write_json(Path(args.out_dir) / evaluation.EVALUATION_FILE, result.to_json())
+    step_common.score_and_write(args, task, candidate, records)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from smneuron import evaluation
 from smneuron.specs import Thresholds
 
 
@@ -29,6 +30,19 @@ def thresholds(args: argparse.Namespace) -> Thresholds:
 
     return Thresholds(min_top1_agreement=args.min_top1_agreement, min_cosine=args.min_cosine,
                       min_accuracy=optional(args.min_accuracy), max_abs_diff=optional(args.max_abs_diff))  # fmt: skip
+
+
+def reference_records(args: argparse.Namespace) -> list[evaluation.Record]:
+    """The evaluation records the compile step passed on (``--reference-dir``)."""
+    return evaluation.read_records(Path(args.reference_dir) / "records.jsonl")
+
+
+def score_and_write(args: argparse.Namespace, task: str, candidate: list[Any],
+                    records: list[evaluation.Record]) -> Path:  # fmt: skip
+    """Score ``candidate`` against the compile step's reference; write ``evaluation.json`` to ``--out-dir``."""
+    reference = evaluation.read_outputs(Path(args.reference_dir) / "reference.jsonl")
+    result = evaluation.score(task, reference, candidate, records, thresholds(args))
+    return write_json(Path(args.out_dir) / evaluation.EVALUATION_FILE, result.to_json())
 
 
 def load_config(path: str) -> dict[str, Any]:

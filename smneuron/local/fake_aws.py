@@ -275,6 +275,15 @@ def local_credentials() -> Iterator[None]:
                 os.environ[k] = v
 
 
+def create_sagemaker_role(session: Any, name: str = "smneuron-execution-role") -> str:
+    """A role SageMaker may assume, in the embedded AWS (the demo's and local runs' execution role)."""
+    import json
+
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                     "Principal": {"Service": "sagemaker.amazonaws.com"}}]}  # fmt: skip
+    return session.client("iam").create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+
+
 def _reset(url: str) -> None:
     import urllib.request
 
