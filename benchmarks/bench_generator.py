@@ -66,8 +66,15 @@ def instant_server() -> tuple[str, subprocess.Popen]:
 
 def max_rate(url: str, payloads: list[bytes]) -> float:
     """Requests per second with 64 requests in flight for 4 s."""
-    run = bench.run(url=url, payloads=payloads, profile="throughput", concurrency=64, duration_s=4, warmup_s=0.5,
-                    cooldown_s=0.2)  # fmt: skip
+    run = bench.run(
+        url=url,
+        payloads=payloads,
+        profile="throughput",
+        concurrency=64,
+        duration_s=4,
+        warmup_s=0.5,
+        cooldown_s=0.2,
+    )
     return run.runs[0].throughput_rps
 
 

@@ -81,8 +81,21 @@ def served(
 
     payloads = [json.dumps({"inputs": t}).encode() for t in short_texts(200, 7)]
     port = free_port()
-    cmd = [sys.executable, "-m", "smneuron.cli.main", "serve", str(model_dir), "--instance", instance,
-           "--port", str(port), "--batch-size", str(batch), "--max-batch-delay-ms", "5"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "smneuron.cli.main",
+        "serve",
+        str(model_dir),
+        "--instance",
+        instance,
+        "--port",
+        str(port),
+        "--batch-size",
+        str(batch),
+        "--max-batch-delay-ms",
+        "5",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -92,8 +105,15 @@ def served(
                     break
             except OSError:
                 time.sleep(0.1)
-        report = bench.run(url=url, payloads=payloads, profile="throughput", concurrency=concurrency,
-                           duration_s=seconds, warmup_s=1.0, cooldown_s=0.5)  # fmt: skip
+        report = bench.run(
+            url=url,
+            payloads=payloads,
+            profile="throughput",
+            concurrency=concurrency,
+            duration_s=seconds,
+            warmup_s=1.0,
+            cooldown_s=0.5,
+        )
     finally:
         proc.terminate()
         out = proc.communicate(timeout=60)[0]

@@ -75,9 +75,11 @@ def predict_many(requests, model):
             too_long = any(encodings[i].overflowing for i in idx)
             if requests[r].parameters.get("truncation", True) is False and too_long:
                 outcomes[r] = RequestError(
-                    422, "input_too_long",
+                    422,
+                    "input_too_long",
                     "An input is longer than the largest compiled bucket (%d tokens) and truncation is false. "
-                    "Send shorter inputs, allow truncation, or compile a larger bucket." % model.max_len)
+                    "Send shorter inputs, allow truncation, or compile a larger bucket." % model.max_len,
+                )
         keep = [i for i, (r, _) in enumerate(flat) if outcomes[r] is None]
         rows = model.forward([encodings[i] for i in keep])
         row_of = dict(zip(keep, rows))
@@ -86,8 +88,12 @@ def predict_many(requests, model):
                 continue
             request = requests[r]
             try:
-                outcomes[r] = (serving_tasks.postprocess(model, request, [encodings[i] for i in idx],
-                                                         [row_of[i] for i in idx]), model.task)
+                outcomes[r] = (
+                    serving_tasks.postprocess(
+                        model, request, [encodings[i] for i in idx], [row_of[i] for i in idx]
+                    ),
+                    model.task,
+                )
             except RequestError as e:
                 outcomes[r] = e
     model.stats["requests"] += len(requests)

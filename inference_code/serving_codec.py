@@ -73,8 +73,11 @@ def decode(body, content_type, max_inputs):
     """
     ctype = media_type(content_type) or JSON
     if ctype not in CONTENT_TYPES:
-        raise RequestError(415, "unsupported_content_type",
-                           "Content type %r is not supported; use one of %s." % (ctype, ", ".join(CONTENT_TYPES)))
+        raise RequestError(
+            415,
+            "unsupported_content_type",
+            "Content type %r is not supported; use one of %s." % (ctype, ", ".join(CONTENT_TYPES)),
+        )
     if isinstance(body, (bytes, bytearray)):
         try:
             body = bytes(body).decode("utf-8")
@@ -97,9 +100,12 @@ def decode(body, content_type, max_inputs):
     if not inputs:
         raise RequestError(400, "empty_inputs", "The request has no inputs.")
     if len(inputs) > max_inputs:
-        raise RequestError(413, "too_many_inputs",
-                           "The request has %d inputs; the limit is %d (split it, or raise SMNEURON_MAX_INPUTS)."
-                           % (len(inputs), max_inputs))
+        raise RequestError(
+            413,
+            "too_many_inputs",
+            "The request has %d inputs; the limit is %d (split it, or raise SMNEURON_MAX_INPUTS)."
+            % (len(inputs), max_inputs),
+        )
     return Request(inputs, _check_parameters(parameters))
 
 
@@ -115,17 +121,23 @@ def _from_document(doc):
     if isinstance(doc, dict) and ("inputs" in doc or "parameters" in doc):
         unknown = sorted(set(doc) - {"inputs", "parameters"})
         if unknown:
-            raise RequestError(400, "unknown_field", "Unknown field(s) %s; send {\"inputs\": ..., \"parameters\": {...}}."
-                               % ", ".join(unknown))
+            raise RequestError(
+                400,
+                "unknown_field",
+                'Unknown field(s) %s; send {"inputs": ..., "parameters": {...}}.' % ", ".join(unknown),
+            )
         parameters = doc.get("parameters") or {}
         if not isinstance(parameters, dict):
-            raise RequestError(400, "bad_parameters", "\"parameters\" must be an object.")
+            raise RequestError(400, "bad_parameters", '"parameters" must be an object.')
         doc = doc.get("inputs")
     if isinstance(doc, (str, dict)):
         doc = [doc]
     if not isinstance(doc, list):
-        raise RequestError(400, "bad_inputs", "\"inputs\" must be a string, a list of strings, or a list of "
-                           "[text, text_pair] pairs.")
+        raise RequestError(
+            400,
+            "bad_inputs",
+            '"inputs" must be a string, a list of strings, or a list of [text, text_pair] pairs.',
+        )
     return [_one_input(x) for x in doc], parameters
 
 
@@ -138,8 +150,11 @@ def _one_input(x):
         x = [x["text"], x["text_pair"]]
     if isinstance(x, list) and len(x) == 2 and all(isinstance(s, str) for s in x):
         return (x[0], x[1])
-    raise RequestError(400, "bad_inputs", "Each input must be a string or a [text, text_pair] pair of strings, got %s."
-                       % _describe(x))
+    raise RequestError(
+        400,
+        "bad_inputs",
+        "Each input must be a string or a [text, text_pair] pair of strings, got %s." % _describe(x),
+    )
 
 
 def _describe(x):
@@ -151,10 +166,15 @@ def _check_parameters(parameters):
     for key, value in parameters.items():
         types = PARAMETERS.get(key)
         if types is None:
-            raise RequestError(400, "unknown_parameter", "Unknown parameter %r; known: %s."
-                               % (key, ", ".join(sorted(PARAMETERS))))
+            raise RequestError(
+                400,
+                "unknown_parameter",
+                "Unknown parameter %r; known: %s." % (key, ", ".join(sorted(PARAMETERS))),
+            )
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
-            raise RequestError(400, "bad_parameter", "Parameter %r has the wrong type (%s)." % (key, _describe(value)))
+            raise RequestError(
+                400, "bad_parameter", "Parameter %r has the wrong type (%s)." % (key, _describe(value))
+            )
     return parameters
 
 
@@ -173,11 +193,14 @@ def encode(results, accept, task):
         return "".join(json.dumps(r) + "\n" for r in results), JSONLINES
     if kind == NPY:
         if task != "feature-extraction":
-            raise RequestError(406, "unsupported_accept", "application/x-npy is only available for embeddings.")
+            raise RequestError(
+                406, "unsupported_accept", "application/x-npy is only available for embeddings."
+            )
         import numpy as np
 
         buf = io.BytesIO()
         np.save(buf, np.asarray(results, dtype=np.float32))
         return buf.getvalue(), NPY
-    raise RequestError(406, "unsupported_accept", "Accept %r is not supported; use one of %s."
-                       % (kind, ", ".join(ACCEPTS)))
+    raise RequestError(
+        406, "unsupported_accept", "Accept %r is not supported; use one of %s." % (kind, ", ".join(ACCEPTS))
+    )

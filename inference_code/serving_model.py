@@ -50,12 +50,45 @@ def check_runtime(manifest):
         raise ArtifactLoadError(
             "This artifact was compiled for %s and needs %s, which is not installed here. Serve it on an ml.%s "
             "instance with the Neuron DLC image, or recompile with --target cpu to run it locally."
-            % (target, dist, target))
+            % (target, dist, target)
+        )
     if compiled and _version_tuple(running) < _version_tuple(compiled):
         raise ArtifactLoadError(
             "The artifact was compiled with %s %s but this runtime has %s %s, which is older. Deploy with a DLC "
             "image whose Neuron SDK is at least as new as the compiler's (see `smneuron images`), or recompile "
-            "in this image." % (dist, compiled, dist, running))
+            "in this image." % (dist, compiled, dist, running)
+        )
+
+
+def load_weights(model_dir, spec, torch):
+    """The shared parameters (name -> tensor) of an artifact that stores them once, else None."""
+    if not spec:
+        return None
+    path = os.path.join(model_dir, spec["file"])
+    try:
+        return torch.load(path, map_location="cpu")
+    except (IOError, OSError, RuntimeError) as e:
+        raise ArtifactLoadError("Cannot load the shared weights %s: %s. Recompile the model." % (path, e))
+
+
+def attach_weights(module, weights, how, torch):
+    """Put the shared weights into one bucket's graph (saved without them)."""
+    if how == "torch_neuronx.replace_weights":  # traced with inline_weights_to_neff=False
+        import torch_neuronx
+
+        torch_neuronx.replace_weights(module, weights)
+        return
+    for name, value in weights.items():
+        target = module
+        path = name.split(".")
+        try:
+            for part in path[:-1]:
+                target = getattr(target, part)
+            setattr(target, path[-1], torch.nn.Parameter(value, requires_grad=False))
+        except (AttributeError, RuntimeError) as e:
+            raise ArtifactLoadError(
+                "The shared weight %s does not fit the traced graph (%s). Recompile the model." % (name, e)
+            )
 
 
 class LoadedArtifact(object):
@@ -72,9 +105,11 @@ class LoadedArtifact(object):
         except (IOError, OSError, ValueError) as e:
             raise ArtifactLoadError("Cannot read %s: %s. Is this a smneuron artifact?" % (path, e))
         if manifest.get("schema_version") != SCHEMA_VERSION:
-            raise ArtifactLoadError("smneuron.json has schema version %r; this inference code reads %d. Repackage "
-                                    "the artifact with the smneuron that compiled it."
-                                    % (manifest.get("schema_version"), SCHEMA_VERSION))
+            raise ArtifactLoadError(
+                "smneuron.json has schema version %r; this inference code reads %d. Repackage "
+                "the artifact with the smneuron that compiled it."
+                % (manifest.get("schema_version"), SCHEMA_VERSION)
+            )
         check_runtime(manifest)
         target = manifest["compiler"]["target"]
         if target in RUNTIME_PACKAGES and not os.environ.get("NEURON_RT_VISIBLE_CORES"):
@@ -91,11 +126,15 @@ class LoadedArtifact(object):
         self.torch = torch
         # several copies per worker (SMNEURON_MODELS_PER_WORKER) let forward passes overlap, as in the
         # FastAPI-on-Inferentia design; deploy bounds the count by accelerator and host memory
+        # the weights are stored once (weights.pt) and shared by every bucket's graph and every copy
+        weights = load_weights(model_dir, manifest.get("weights"), torch)
         self.copies = []  # one {seq_len: {batch_size: module}} per copy
         for _ in range(max(1, int(os.environ.get("SMNEURON_MODELS_PER_WORKER", "1") or 1))):
             by_seq = {}
             for b in manifest["buckets"]:
                 module = torch.jit.load(os.path.join(model_dir, b["file"]))
+                if weights is not None:
+                    attach_weights(module, weights, manifest["weights"]["attach"], torch)
                 by_seq.setdefault(int(b["seq_len"]), {})[int(b.get("batch_size", self.batch_size))] = module
             self.copies.append(by_seq)
         self._executor = None
@@ -108,12 +147,17 @@ class LoadedArtifact(object):
 
     def tokenize(self, inputs, truncate_second):
         """Encodings truncated to the largest bucket (``enc.overflowing`` tells what was cut)."""
-        self.tokenizer.enable_truncation(self.max_len, strategy="only_second" if truncate_second else "longest_first")
+        self.tokenizer.enable_truncation(
+            self.max_len, strategy="only_second" if truncate_second else "longest_first"
+        )
         try:
             return self.tokenizer.encode_batch(inputs)
         except Exception as e:  # e.g. a QA question longer than the largest bucket
-            raise RequestError(422, "cannot_tokenize", "The input cannot fit the largest bucket (%d tokens): %s"
-                               % (self.max_len, e))
+            raise RequestError(
+                422,
+                "cannot_tokenize",
+                "The input cannot fit the largest bucket (%d tokens): %s" % (self.max_len, e),
+            )
 
     def bucket_for(self, length):
         """(seq_len, {batch_size: module}) of the smallest bucket that fits ``length`` tokens."""
@@ -137,7 +181,7 @@ class LoadedArtifact(object):
             sizes = sorted(modules)
             start = 0
             while start < len(members):
-                chunk = members[start:start + sizes[-1]]
+                chunk = members[start : start + sizes[-1]]
                 start += len(chunk)
                 jobs.append((seq_len, next(b for b in sizes if b >= len(chunk)), chunk))
 

@@ -16,8 +16,12 @@ def check_inputs(task, request):
     params = request.parameters
     if task == "question-answering":
         if any(not isinstance(x, tuple) for x in request.inputs):
-            raise RequestError(400, "bad_inputs", "Question answering needs [question, context] pairs "
-                               "(or {\"question\": ..., \"context\": ...}) as inputs.")
+            raise RequestError(
+                400,
+                "bad_inputs",
+                "Question answering needs [question, context] pairs "
+                '(or {"question": ..., "context": ...}) as inputs.',
+            )
     if "aggregation_strategy" in params and params["aggregation_strategy"] not in ("none", "simple"):
         raise RequestError(400, "bad_parameter", "aggregation_strategy must be 'none' or 'simple'.")
     if "function_to_apply" in params and params["function_to_apply"] not in ("softmax", "sigmoid", "none"):
@@ -37,9 +41,13 @@ def postprocess(model, request, encodings, rows):
         normalize = request.parameters.get("normalize", bool(model.manifest.get("normalize")))
         return [_embed(row, normalize) for row in rows]
     if task == "token-classification":
-        return [_entities(model, request.parameters, text, enc, row)
-                for text, enc, row in zip(request.inputs, encodings, rows)]
-    return [_answer(request.parameters, pair, enc, row) for pair, enc, row in zip(request.inputs, encodings, rows)]
+        return [
+            _entities(model, request.parameters, text, enc, row)
+            for text, enc, row in zip(request.inputs, encodings, rows)
+        ]
+    return [
+        _answer(request.parameters, pair, enc, row) for pair, enc, row in zip(request.inputs, encodings, rows)
+    ]
 
 
 def _scores(row, function):
@@ -83,8 +91,16 @@ def _entities(model, params, text, enc, row):
         label = model.labels.get(str(int(label_id)), "LABEL_%d" % int(label_id))
         if label == "O":
             continue
-        entities.append({"entity": label, "score": float(score), "index": index,
-                         "word": enc.tokens[index], "start": start, "end": end})
+        entities.append(
+            {
+                "entity": label,
+                "score": float(score),
+                "index": index,
+                "word": enc.tokens[index],
+                "start": start,
+                "end": end,
+            }
+        )
     if params.get("aggregation_strategy", "none") == "simple":
         return _group(entities, text)
     return entities
@@ -94,17 +110,36 @@ def _group(entities, text):
     groups = []
     for e in entities:
         kind = e["entity"].split("-", 1)[-1]
-        continues = (groups and e["entity"].startswith("I-") and groups[-1]["entity_group"] == kind
-                     and e["index"] == groups[-1]["_last"] + 1)
+        continues = (
+            groups
+            and e["entity"].startswith("I-")
+            and groups[-1]["entity_group"] == kind
+            and e["index"] == groups[-1]["_last"] + 1
+        )
         if continues:
             g = groups[-1]
             g["_scores"].append(e["score"])
             g["end"], g["_last"] = e["end"], e["index"]
         else:
-            groups.append({"entity_group": kind, "_scores": [e["score"]], "start": e["start"], "end": e["end"],
-                           "_last": e["index"]})
-    return [{"entity_group": g["entity_group"], "score": sum(g["_scores"]) / len(g["_scores"]),
-             "word": text[g["start"]:g["end"]], "start": g["start"], "end": g["end"]} for g in groups]
+            groups.append(
+                {
+                    "entity_group": kind,
+                    "_scores": [e["score"]],
+                    "start": e["start"],
+                    "end": e["end"],
+                    "_last": e["index"],
+                }
+            )
+    return [
+        {
+            "entity_group": g["entity_group"],
+            "score": sum(g["_scores"]) / len(g["_scores"]),
+            "word": text[g["start"] : g["end"]],
+            "start": g["start"],
+            "end": g["end"],
+        }
+        for g in groups
+    ]
 
 
 def _answer(params, pair, enc, row):

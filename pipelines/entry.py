@@ -22,8 +22,18 @@ def _install(step):
     if not wheels:
         sys.exit(f"smneuron is not installed and no wheel was found in {wheel_dir}")
     # no-cache: the wheel is the job's input, pip's cache would only fill the volume
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "--no-cache-dir", "--quiet",
-                           "--disable-pip-version-check", wheels[-1] + EXTRAS.get(step, "")])
+    subprocess.check_call(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-cache-dir",
+            "--quiet",
+            "--disable-pip-version-check",
+            wheels[-1] + EXTRAS.get(step, ""),
+        ]
+    )
 
 
 def main(argv):

@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 . .venv/bin/activate
 ruff check smneuron inference_code pipelines tests benchmarks scripts
+ruff format --check --quiet smneuron inference_code pipelines tests benchmarks scripts  # ruff owns the layout
 python -m pytest "$@"

@@ -24,18 +24,21 @@ _EXPORTS = {
     "package": "smneuron.packaging",
     "inspect_package": "smneuron.archive",
     "extract_package": "smneuron.archive",
-    "upload": "smneuron.storage",
+    "stage": "smneuron.model_data",
+    "ModelData": "smneuron.model_data",
     "download": "smneuron.storage",
-    "package_and_upload": "smneuron.storage",
     "deploy_model": "smneuron.deploy",  # not "deploy": that name is the submodule
-    "Endpoint": "smneuron.invoke",
+    "deploy_model_name": "smneuron.deploy",
+    "preview_deploy": "smneuron.deploy",
+    "Endpoint": "smneuron.endpoints",
+    "list_endpoints": "smneuron.endpoints",
     "LocalEndpoint": "smneuron.local.server",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 
-_ALIASES = {"deploy_model": "deploy"}
+_ALIASES = {"deploy_model": "deploy", "preview_deploy": "preview"}
 
 
 def __getattr__(name: str) -> Any:

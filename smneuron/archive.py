@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from smneuron.errors import ArtifactError
+from smneuron.hashing import sha256_file
 from smneuron.manifest import MANIFEST_NAME, Manifest
 
 DEFAULT_MAX_MEMBER_BYTES = 64 << 30  # far above any NeuronCore's memory
@@ -49,7 +50,7 @@ def inspect_package(path: str | Path) -> InspectReport:
         for p in sorted(path.rglob("*")):
             if p.is_file():
                 name = p.relative_to(path).as_posix()
-                entries[name] = Entry(name, p.stat().st_size, _hash(p))
+                entries[name] = Entry(name, p.stat().st_size, sha256_file(p))
         if (path / MANIFEST_NAME).is_file():
             manifest_bytes = (path / MANIFEST_NAME).read_bytes()
     else:
@@ -114,14 +115,6 @@ def read_manifest(path: str | Path) -> dict:
     raise ArtifactError(f"{path} has no {MANIFEST_NAME}: package it with `smneuron package`.")
 
 
-def _hash(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _check_member(member: tarfile.TarInfo, dest: Path, max_member_bytes: int) -> None:
     name = member.name
     pure = PurePosixPath(name)
@@ -137,8 +130,10 @@ def _check_member(member: tarfile.TarInfo, dest: Path, max_member_bytes: int) ->
         if target.is_absolute() or not os.path.abspath(resolved).startswith(os.path.abspath(dest) + os.sep):
             raise ArtifactError(f"Refusing to extract {name!r}: link to {member.linkname!r} points outside.")
     if member.size > max_member_bytes:
-        raise ArtifactError(f"Refusing to extract {name!r}: {member.size} bytes exceeds the "
-                            f"{max_member_bytes}-byte limit per member.")  # fmt: skip
+        raise ArtifactError(
+            f"Refusing to extract {name!r}: {member.size} bytes exceeds the "
+            f"{max_member_bytes}-byte limit per member."
+        )
 
 
 def extract_package(

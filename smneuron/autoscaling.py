@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from smneuron import schedules
 from smneuron.catalog import InstanceType
 from smneuron.errors import ConfigError, from_client_error
 from smneuron.session import Session
@@ -36,40 +37,23 @@ def default_target(instance: InstanceType, metric: str, workers: int) -> float:
     return float(cores * PER_CORE_INVOCATIONS_PER_MINUTE)
 
 
-def target_from_bench(sustainable_rps_per_instance: float, headroom: float = 0.7) -> float:
-    """Invocations per instance per minute from a bench result at the SLO, times a headroom factor."""
-    return round(sustainable_rps_per_instance * 60 * headroom, 1)
-
-
-def target_from_report(report: dict, latency_p99_ms: float, headroom: float = 0.7) -> float:
-    """Invocations per instance per minute for target tracking, from a ``smneuron bench`` report.
-
-    Takes the highest throughput among the report's runs whose p99 meets the SLO, per instance,
-    times ``headroom`` (so scale-out starts before the SLO is at risk).
-
-    Raises:
-        ConfigError: no run of the report meets the SLO.
-    """
-    count = max(1, int(report.get("instance_count", 1)))
-    ok = [r for r in report.get("runs", []) if r["requests_ok"] and r["latency_ms"]["p99"] <= latency_p99_ms]
-    if not ok:
-        best = min((r["latency_ms"]["p99"] for r in report.get("runs", [])), default=float("nan"))
-        raise ConfigError(f"No run in the bench report meets p99 <= {latency_p99_ms} ms (best p99 {best:.1f} ms).",
-                          hint="Benchmark lower rates (`smneuron bench --profile sweep`) or relax the SLO.")  # fmt: skip
-    sustainable = max(r["throughput_rps"] for r in ok) / count
-    return target_from_bench(sustainable, headroom)
-
-
-_CAPACITY = re.compile(r"^(?P<expr>(cron|rate|at)\(.+\))=(?P<min>\d+)-(?P<max>\d+)$")
+_CAPACITY = re.compile(r"^(?P<expr>.+\))=(?P<min>\d+)-(?P<max>\d+)$")
 
 
 def parse_schedule(text: str) -> ScheduledScaling:
-    """``"cron(0 8 * * ? *)=2-6"`` -> a scheduled capacity change to min 2, max 6."""
+    """``"cron(0 8 * * ? *)=2-6"`` -> a scheduled capacity change to min 2, max 6.
+
+    Raises:
+        ConfigError: not ``expression=min-max``, or an expression outside the schedule grammar.
+    """
     m = _CAPACITY.match(text.strip())
     if not m:
-        raise ConfigError(f"Cannot read schedule {text!r}.",
-                          hint='Write it as "cron(0 8 * * ? *)=2-6" (expression=min-max).')  # fmt: skip
-    return ScheduledScaling(schedule=m["expr"], min_capacity=int(m["min"]), max_capacity=int(m["max"]))
+        raise ConfigError(
+            f"Cannot read the scheduled capacity {text!r}.",
+            hint='Write it as "cron(0 8 * * ? *)=2-6" (schedule expression=min-max).',
+        )
+    expr = schedules.parse(m["expr"]).text
+    return ScheduledScaling(schedule=expr, min_capacity=int(m["min"]), max_capacity=int(m["max"]))
 
 
 @dataclass
@@ -121,9 +105,13 @@ def apply(session: Session, p: ScalingPlan) -> None:
         return
     aas = session.client("application-autoscaling")
     try:
-        aas.register_scalable_target(ServiceNamespace=NAMESPACE, ResourceId=p.resource_id,
-                                     ScalableDimension=DIMENSION, MinCapacity=p.min_capacity,
-                                     MaxCapacity=p.max_capacity)  # fmt: skip
+        aas.register_scalable_target(
+            ServiceNamespace=NAMESPACE,
+            ResourceId=p.resource_id,
+            ScalableDimension=DIMENSION,
+            MinCapacity=p.min_capacity,
+            MaxCapacity=p.max_capacity,
+        )
         if p.policy:
             aas.put_scaling_policy(**p.policy)
         for action in p.scheduled:
@@ -152,12 +140,20 @@ def remove(session: Session, endpoint: str, variant: str) -> list[str]:
     current = describe(session, endpoint, variant)
     try:
         for a in current["scheduled_actions"]:
-            aas.delete_scheduled_action(ServiceNamespace=NAMESPACE, ScheduledActionName=a["ScheduledActionName"],
-                                        ResourceId=rid, ScalableDimension=DIMENSION)  # fmt: skip
+            aas.delete_scheduled_action(
+                ServiceNamespace=NAMESPACE,
+                ScheduledActionName=a["ScheduledActionName"],
+                ResourceId=rid,
+                ScalableDimension=DIMENSION,
+            )
             removed.append(f"scheduled action {a['ScheduledActionName']}")
         for pol in current["policies"]:
-            aas.delete_scaling_policy(PolicyName=pol["PolicyName"], ServiceNamespace=NAMESPACE, ResourceId=rid,
-                                      ScalableDimension=DIMENSION)  # fmt: skip
+            aas.delete_scaling_policy(
+                PolicyName=pol["PolicyName"],
+                ServiceNamespace=NAMESPACE,
+                ResourceId=rid,
+                ScalableDimension=DIMENSION,
+            )
             removed.append(f"scaling policy {pol['PolicyName']}")
         if current["targets"]:
             aas.deregister_scalable_target(

@@ -15,14 +15,12 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smneuron.bench_targets import Send, endpoint_latency_metrics, sagemaker_sender, url_sender
 from smneuron.errors import ConfigError
-
-Send = Callable[[bytes], Awaitable[int]]
 
 
 @dataclass
@@ -84,9 +82,14 @@ def percentiles(values: list[float]) -> dict[str, float]:
     if not values:
         return {k: float("nan") for k in ("p50", "p90", "p95", "p99", "max", "mean")}
     a = np.asarray(values) * 1000
-    return {"p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)),
-            "p95": float(np.percentile(a, 95)), "p99": float(np.percentile(a, 99)),
-            "max": float(a.max()), "mean": float(a.mean())}  # fmt: skip
+    return {
+        "p50": float(np.percentile(a, 50)),
+        "p90": float(np.percentile(a, 90)),
+        "p95": float(np.percentile(a, 95)),
+        "p99": float(np.percentile(a, 99)),
+        "max": float(a.max()),
+        "mean": float(a.mean()),
+    }
 
 
 def cost_per_million(
@@ -98,24 +101,45 @@ def cost_per_million(
     return 1e6 / throughput_rps * hourly_usd / 3600 * instance_count
 
 
-def summarize(samples: list[Sample], profile: str, *, warmup_s: float, cooldown_s: float, total_s: float,
-              rate: float | None = None, concurrency: int | None = None) -> RunStats:  # fmt: skip
+def summarize(
+    samples: list[Sample],
+    profile: str,
+    *,
+    warmup_s: float,
+    cooldown_s: float,
+    total_s: float,
+    rate: float | None = None,
+    concurrency: int | None = None,
+) -> RunStats:
     end = total_s - cooldown_s
     kept = [s for s in samples if warmup_s <= s.start < end]
     ok = [s for s in kept if 200 <= s.status < 300]
     window = max(1e-9, min(end, max((s.start + s.latency for s in kept), default=end)) - warmup_s)
     lags = [max(0.0, s.start - s.scheduled) for s in kept if s.scheduled is not None]
     return RunStats(
-        profile=profile, rate=rate, concurrency=concurrency, requests_ok=len(ok), requests_failed=len(kept) - len(ok),
+        profile=profile,
+        rate=rate,
+        concurrency=concurrency,
+        requests_ok=len(ok),
+        requests_failed=len(kept) - len(ok),
         by_status={str(k): v for k, v in sorted(Counter(s.status for s in kept).items())},
-        duration_s=round(window, 3), throughput_rps=len(ok) / window, latency_ms=percentiles([s.latency for s in ok]),
+        duration_s=round(window, 3),
+        throughput_rps=len(ok) / window,
+        latency_ms=percentiles([s.latency for s in ok]),
         send_lag_ms=percentiles(lags) if lags else {},
         latencies=[s.latency * 1000 for s in ok],
-    )  # fmt: skip
+    )
 
 
-async def run_closed_loop(send: Send, payloads: list[bytes], concurrency: int, *, duration_s: float,
-                          max_requests: int | None = None, max_errors: int | None = None) -> list[Sample]:  # fmt: skip
+async def run_closed_loop(
+    send: Send,
+    payloads: list[bytes],
+    concurrency: int,
+    *,
+    duration_s: float,
+    max_requests: int | None = None,
+    max_errors: int | None = None,
+) -> list[Sample]:
     """``concurrency`` workers, each sending the next request as soon as its previous one returns."""
     samples: list[Sample] = []
     t0 = time.perf_counter()
@@ -140,8 +164,9 @@ async def run_closed_loop(send: Send, payloads: list[bytes], concurrency: int, *
     return samples
 
 
-async def run_open_loop(send: Send, payloads: list[bytes], rate: float, *, duration_s: float,
-                        max_requests: int | None = None) -> list[Sample]:  # fmt: skip
+async def run_open_loop(
+    send: Send, payloads: list[bytes], rate: float, *, duration_s: float, max_requests: int | None = None
+) -> list[Sample]:
     """Send request i at t0 + i / rate, whether or not earlier requests have returned."""
     samples: list[Sample] = []
     t0 = time.perf_counter()
@@ -163,68 +188,16 @@ async def run_open_loop(send: Send, payloads: list[bytes], rate: float, *, durat
     return samples
 
 
-def url_sender(url: str, concurrency: int) -> tuple[Send, Callable[[], Awaitable[None]]]:
-    """An async sender to a local endpoint URL (aiohttp; connection pool sized to the concurrency).
-
-    aiohttp rather than httpx: httpx's async pool degrades several-fold at high concurrency, which
-    would make the generator the bottleneck.
-    """
-    import aiohttp
-
-    session: aiohttp.ClientSession | None = None
-    target = url.rstrip("/") + "/invocations"
-    headers = {"Content-Type": "application/json"}
-
-    async def send(body: bytes) -> int:
-        nonlocal session
-        if session is None:
-            session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency + 8),
-                                            timeout=aiohttp.ClientTimeout(total=120))  # fmt: skip
-        try:
-            async with session.post(target, data=body, headers=headers) as r:
-                await r.read()
-                return r.status
-        except (aiohttp.ClientError, asyncio.TimeoutError):
-            return 599
-
-    async def close() -> None:
-        if session is not None:
-            await session.close()
-
-    return send, close
-
-
-def sagemaker_sender(name: str, session: Any, concurrency: int) -> tuple[Send, Callable[[], Awaitable[None]]]:
-    """An async sender to InvokeEndpoint (boto3 in a thread pool sized to the concurrency)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from botocore.exceptions import ClientError
-
-    runtime = session.client("sagemaker-runtime")
-    pool = ThreadPoolExecutor(max_workers=concurrency)
-
-    def call(body: bytes) -> int:
-        try:
-            runtime.invoke_endpoint(EndpointName=name, Body=body, ContentType="application/json")[
-                "Body"
-            ].read()
-            return 200
-        except ClientError as e:
-            return int(
-                e.response.get("OriginalStatusCode") or e.response["ResponseMetadata"]["HTTPStatusCode"]
-            )
-
-    async def send(body: bytes) -> int:
-        return await asyncio.get_running_loop().run_in_executor(pool, call, body)
-
-    async def close() -> None:
-        pool.shutdown(wait=False)
-
-    return send, close
-
-
-def load_payloads(data: str | Path | None = None, *, tokenizer: str | Path | None = None, count: int = 200,
-                  mean_tokens: int = 24, spread: int = 8, batch: int = 1, seed: int = 0) -> list[bytes]:  # fmt: skip
+def load_payloads(
+    data: str | Path | None = None,
+    *,
+    tokenizer: str | Path | None = None,
+    count: int = 200,
+    mean_tokens: int = 24,
+    spread: int = 8,
+    batch: int = 1,
+    seed: int = 0,
+) -> list[bytes]:
     """Request bodies from a JSONL file (one input, or a full request object, per line) or generated.
 
     Generated texts draw words from the tokenizer's vocabulary until each reaches a token length
@@ -260,21 +233,35 @@ def load_payloads(data: str | Path | None = None, *, tokenizer: str | Path | Non
     return bodies
 
 
-async def _run(profile: str, send: Send, payloads: list[bytes], *, duration_s: float, concurrency: int,
-               rate: float | None, rates: int, warmup_s: float, cooldown_s: float, max_requests: int | None,
-               max_errors: int | None) -> list[RunStats]:  # fmt: skip
+async def _run(
+    profile: str,
+    send: Send,
+    payloads: list[bytes],
+    *,
+    duration_s: float,
+    concurrency: int,
+    rate: float | None,
+    rates: int,
+    warmup_s: float,
+    cooldown_s: float,
+    max_requests: int | None,
+    max_errors: int | None,
+) -> list[RunStats]:
     async def closed(c: int, name: str) -> RunStats:
         t = time.perf_counter()
-        s = await run_closed_loop(send, payloads, c, duration_s=duration_s, max_requests=max_requests,
-                                  max_errors=max_errors)  # fmt: skip
-        return summarize(s, name, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=time.perf_counter() - t,
-                         concurrency=c)  # fmt: skip
+        s = await run_closed_loop(
+            send, payloads, c, duration_s=duration_s, max_requests=max_requests, max_errors=max_errors
+        )
+        return summarize(
+            s, name, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=time.perf_counter() - t, concurrency=c
+        )
 
     async def opened(r: float) -> RunStats:
         t = time.perf_counter()
         s = await run_open_loop(send, payloads, r, duration_s=duration_s, max_requests=max_requests)
-        return summarize(s, "constant", warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=time.perf_counter() - t,
-                         rate=r)  # fmt: skip
+        return summarize(
+            s, "constant", warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=time.perf_counter() - t, rate=r
+        )
 
     if profile == "synchronous":
         return [await closed(1, "synchronous")]
@@ -328,9 +315,19 @@ def run(
         else:
             send, close = sagemaker_sender(endpoint, session, conc)  # type: ignore[arg-type]
         try:
-            return await _run(profile, send, payloads, duration_s=duration_s, concurrency=conc, rate=rate,
-                              rates=rates, warmup_s=warmup_s, cooldown_s=cooldown_s, max_requests=max_requests,
-                              max_errors=max_errors)  # fmt: skip
+            return await _run(
+                profile,
+                send,
+                payloads,
+                duration_s=duration_s,
+                concurrency=conc,
+                rate=rate,
+                rates=rates,
+                warmup_s=warmup_s,
+                cooldown_s=cooldown_s,
+                max_requests=max_requests,
+                max_errors=max_errors,
+            )
         finally:
             await close()
 
@@ -338,43 +335,21 @@ def run(
     runs = asyncio.run(main())
     for r in runs:
         r.cost_per_million_usd = cost_per_million(r.throughput_rps, hourly, instance_count)
-    report = Report(target=url or f"sagemaker:{endpoint}", instance_type=instance_type,
-                    instance_count=instance_count, hourly_usd=hourly, payloads=len(payloads), runs=runs,
-                    generator=generator_overhead(), created_at=started.isoformat(timespec="seconds"))  # fmt: skip
+    report = Report(
+        target=url or f"sagemaker:{endpoint}",
+        instance_type=instance_type,
+        instance_count=instance_count,
+        hourly_usd=hourly,
+        payloads=len(payloads),
+        runs=runs,
+        generator=generator_overhead(),
+        created_at=started.isoformat(timespec="seconds"),
+    )
     if endpoint and session is not None:
         report.cloudwatch = endpoint_latency_metrics(
             session, endpoint, started, dt.datetime.now(dt.timezone.utc)
         )
     return report
-
-
-def endpoint_latency_metrics(session: Any, endpoint: str, start: Any, end: Any,
-                             variant: str = "AllTraffic") -> dict[str, dict[str, float]]:  # fmt: skip
-    """SageMaker's own ModelLatency and OverheadLatency (ms) over the run, from CloudWatch.
-
-    They split the client-side latency into time in the container and SageMaker's overhead.
-    CloudWatch publishes them with a delay of a minute or more; missing data yields an empty dict.
-    """
-    import datetime as dt
-
-    from botocore.exceptions import ClientError
-
-    cw = session.client("cloudwatch")
-    out = {}
-    for metric in ("ModelLatency", "OverheadLatency"):
-        try:
-            points = cw.get_metric_statistics(
-                Namespace="AWS/SageMaker", MetricName=metric, StartTime=start - dt.timedelta(minutes=1),
-                EndTime=end + dt.timedelta(minutes=1), Period=60, Statistics=["Average", "Maximum", "SampleCount"],
-                Dimensions=[{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": variant}],
-            )["Datapoints"]  # fmt: skip
-        except ClientError:
-            continue
-        if points:
-            count = sum(p["SampleCount"] for p in points) or 1
-            out[metric] = {"average_ms": sum(p["Average"] * p["SampleCount"] for p in points) / count / 1000,
-                           "max_ms": max(p["Maximum"] for p in points) / 1000, "samples": count}  # fmt: skip
-    return out
 
 
 def generator_overhead(n: int = 2000) -> dict[str, float]:

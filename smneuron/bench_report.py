@@ -60,9 +60,12 @@ def compare(a: dict, b: dict) -> list[dict[str, Any]]:
             if ra["profile"] == rb["profile"]
             else f"{ra['profile']}/{rb['profile']}",
         }
-        for key, get in (("throughput_rps", lambda r: r["throughput_rps"]), ("p50_ms", lambda r: r["latency_ms"]["p50"]),
-                         ("p99_ms", lambda r: r["latency_ms"]["p99"]),
-                         ("cost_per_million_usd", lambda r: r.get("cost_per_million_usd"))):  # fmt: skip
+        for key, get in (
+            ("throughput_rps", lambda r: r["throughput_rps"]),
+            ("p50_ms", lambda r: r["latency_ms"]["p50"]),
+            ("p99_ms", lambda r: r["latency_ms"]["p99"]),
+            ("cost_per_million_usd", lambda r: r.get("cost_per_million_usd")),
+        ):
             va, vb = get(ra), get(rb)
             row[key] = (va, vb, (vb / va) if va and vb else None)
         rows.append(row)
@@ -80,8 +83,13 @@ class Option:
     arithmetic: str
 
 
-def recommend(reports: list[dict], latency_p99_ms: float, rate: float, prices: dict[str, float] | None = None,
-              headroom: float = 1.0) -> list[Option]:  # fmt: skip
+def recommend(
+    reports: list[dict],
+    latency_p99_ms: float,
+    rate: float,
+    prices: dict[str, float] | None = None,
+    headroom: float = 1.0,
+) -> list[Option]:
     """The cheapest instance type and count that serves ``rate`` req/s at p99 <= the SLO.
 
     For each report: sustainable req/s per instance = the highest throughput among its runs whose
@@ -108,8 +116,10 @@ def recommend(reports: list[dict], latency_p99_ms: float, rate: float, prices: d
         n = max(1, math.ceil(rate / per_instance))
         hourly = rep.get("hourly_usd") or table.hourly(itype)
         cost = n * hourly if hourly else None
-        arithmetic = (f"{best['profile']} run: {best['throughput_rps']:.1f} req/s at p99 {best['latency_ms']['p99']:.1f} ms "
-                      f"on {count} instance(s) -> {per_instance:.1f} req/s each; ceil({rate:g} / {per_instance:.1f}) = {n}"
-                      + (f"; {n} x ${hourly:.3f}/h = ${cost:.2f}/h" if cost else "; no price"))  # fmt: skip
+        arithmetic = (
+            f"{best['profile']} run: {best['throughput_rps']:.1f} req/s at p99 {best['latency_ms']['p99']:.1f} ms "
+            f"on {count} instance(s) -> {per_instance:.1f} req/s each; ceil({rate:g} / {per_instance:.1f}) = {n}"
+            + (f"; {n} x ${hourly:.3f}/h = ${cost:.2f}/h" if cost else "; no price")
+        )
         options.append(Option(itype, per_instance, n, hourly, cost, rep.get("target", ""), arithmetic))
     return sorted(options, key=lambda o: (o.cost_per_hour is None, o.cost_per_hour or 0))

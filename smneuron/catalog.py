@@ -249,7 +249,7 @@ KNOWN_REGIONS: tuple[str, ...] = tuple(
             "us-east-2",
             "us-west-1",
             "us-west-2",
-        }  # fmt: skip
+        }
     )
 )
 

@@ -41,8 +41,11 @@ def build_wheel(dest_dir: str | Path) -> Path:
     """Write ``smneuron-<version>-py3-none-any.whl`` into ``dest_dir`` and return its path."""
     pkg = Path(__file__).resolve().parent
     files = {k: v for k, v in _files(pkg, "smneuron").items() if not k.startswith("smneuron/_bundled/")}
-    for name, where in (("inference_code", inference_code_dir()), ("pipelines", pipelines_dir()),
-                        ("infra", infra_dir())):  # fmt: skip
+    for name, where in (
+        ("inference_code", inference_code_dir()),
+        ("pipelines", pipelines_dir()),
+        ("infra", infra_dir()),
+    ):
         files.update(_files(where, f"smneuron/_bundled/{name}"))
     info = f"smneuron-{__version__}.dist-info"
     meta = {

@@ -1,7 +1,9 @@
-"""Compile a Hugging Face model into an artifact directory: one traced file per sequence bucket.
+"""Compile a Hugging Face model into an artifact directory: one traced graph per sequence bucket.
 
 ``compile_model`` is the one implementation used by the CLI, the SDK and the pipeline's compile step.
-The artifact: ``model_b{batch}_s{seq}.pt`` per bucket, tokenizer files, ``smneuron.json``.
+The artifact: ``model_b{batch}_s{seq}.pt`` per bucket (graphs without their weights on cpu and inf2),
+``weights.pt`` (the parameters, once), tokenizer files, ``smneuron.json``. Before, every bucket file
+carried its own copy of the weights: MiniLM with 3 buckets packed to 2.7x its weights.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from typing import Any
 from smneuron import compile_cache, targets, tasks
 from smneuron._version import __version__
 from smneuron.errors import CompileError, ConfigError
-from smneuron.manifest import MANIFEST_NAME, Bucket, Compiler, Manifest, Validation, sha256_file
+from smneuron.hashing import sha256_file
+from smneuron.manifest import MANIFEST_NAME, Bucket, Compiler, Manifest, Validation, Weights
 from smneuron.specs import CompileSpec
 
 CPU_TOLERANCE = 1e-4
@@ -124,8 +127,17 @@ def compile_model(
     return CompileResult(out_dir, manifest, False, time.perf_counter() - started)
 
 
-def _build(model_dir: Path, build: Path, spec: CompileSpec, args: list[str], vers: dict[str, str],
-           model_hash: str, key: str, jobs: int | None, notify: Callable[[CompileEvent], None]) -> Manifest:  # fmt: skip
+def _build(
+    model_dir: Path,
+    build: Path,
+    spec: CompileSpec,
+    args: list[str],
+    vers: dict[str, str],
+    model_hash: str,
+    key: str,
+    jobs: int | None,
+    notify: Callable[[CompileEvent], None],
+) -> Manifest:
     tokenizer_files = tasks.copy_tokenizer(model_dir, build)
     loaded = tasks.load(model_dir, spec.task, pooling=spec.pooling, normalize=spec.normalize)
     max_pos = getattr(loaded.config, "max_position_embeddings", None)
@@ -147,8 +159,15 @@ def _build(model_dir: Path, build: Path, spec: CompileSpec, args: list[str], ver
             futures = {}
             for bs, seq in shapes:
                 notify(CompileEvent("bucket_started", seq, batch_size=bs))
-                futures[bs, seq] = pool.submit(_bucket_in_subprocess, str(model_dir), spec.model_dump(mode="json"),
-                                               bs, seq, args, str(build))  # fmt: skip
+                futures[bs, seq] = pool.submit(
+                    _bucket_in_subprocess,
+                    str(model_dir),
+                    spec.model_dump(mode="json"),
+                    bs,
+                    seq,
+                    args,
+                    str(build),
+                )
             for (bs, seq), fut in futures.items():
                 buckets.append(Bucket.model_validate(fut.result()))
                 notify(CompileEvent("bucket_done", seq, buckets[-1].compile_seconds, batch_size=bs))
@@ -159,6 +178,7 @@ def _build(model_dir: Path, build: Path, spec: CompileSpec, args: list[str], ver
             buckets.append(_compile_bucket(loaded, spec, bs, seq, args, build))
             notify(CompileEvent("bucket_done", seq, buckets[-1].compile_seconds, batch_size=bs))
 
+    weights = _write_weights(loaded, spec.target, build)
     manifest = Manifest(
         smneuron_version=__version__,
         task=spec.task,
@@ -171,6 +191,7 @@ def _build(model_dir: Path, build: Path, spec: CompileSpec, args: list[str], ver
         output=tasks.OUTPUTS[spec.task],
         batch_size=spec.batch_size,
         buckets=sorted(buckets, key=lambda b: (b.seq_len, b.batch_size)),
+        weights=weights,
         tokenizer_files={n: sha256_file(build / n) for n in tokenizer_files},
         pad_token_id=loaded.pad_token_id,
         max_position_embeddings=max_pos,
@@ -198,17 +219,18 @@ def _compile_bucket(
 ) -> Bucket:
     import torch
 
-    example = tasks.sample_batch(build / "tokenizer.json", spec.task, bs, seq,
-                                 loaded.pad_token_id, loaded.input_names)  # fmt: skip
+    example = tasks.sample_batch(
+        build / "tokenizer.json", spec.task, bs, seq, loaded.pad_token_id, loaded.input_names
+    )
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"neuron-s{seq}-") as workdir:
         result = targets.trace(spec.target, loaded.module, example, args, workdir)
     seconds = time.perf_counter() - t0
     name = bucket_file(bs, seq)
-    torch.jit.save(result.module, str(build / name))
 
-    check = tasks.sample_batch(build / "tokenizer.json", spec.task, bs, seq,
-                               loaded.pad_token_id, loaded.input_names, offset=bs + 3)  # fmt: skip
+    check = tasks.sample_batch(
+        build / "tokenizer.json", spec.task, bs, seq, loaded.pad_token_id, loaded.input_names, offset=bs + 3
+    )
     with torch.no_grad():
         eager = loaded.module(*check).float()
         traced = result.module(*check).float()
@@ -226,6 +248,9 @@ def _compile_bucket(
             if spec.target == "cpu"
             else "Try --auto-cast none, or raise --max-abs-diff if the drift is acceptable.",
         )
+    if targets.SHARED_WEIGHTS[spec.target]:  # the weights live once, in weights.pt
+        targets.strip_weights(result.module)
+    torch.jit.save(result.module, str(build / name))
     return Bucket(
         seq_len=seq,
         batch_size=bs,
@@ -236,6 +261,18 @@ def _compile_bucket(
         validation=validation,
         neuron_ops_percent=result.neuron_ops_percent,
     )
+
+
+def _write_weights(loaded: tasks.LoadedModel, target: str, build: Path) -> Weights | None:
+    """Store the model's parameters once (every bucket's graph was saved without them)."""
+    import torch
+
+    attach = targets.SHARED_WEIGHTS[target]
+    if not attach:
+        return None
+    path = build / targets.WEIGHTS_FILE
+    torch.save({n: p.detach().contiguous() for n, p in loaded.module.named_parameters()}, str(path))
+    return Weights(file=path.name, sha256=sha256_file(path), size_bytes=path.stat().st_size, attach=attach)
 
 
 def compare(reference: Any, candidate: Any) -> Validation:

@@ -12,7 +12,8 @@ import os
 import shutil
 from pathlib import Path
 
-from smneuron.manifest import MANIFEST_NAME, Manifest, sha256_file, verify_files
+from smneuron.hashing import tree_hash
+from smneuron.manifest import MANIFEST_NAME, Manifest, verify_files
 
 SKIP_MODEL_FILES = {"README.md", ".gitattributes"}
 
@@ -30,17 +31,10 @@ def cache_root(override: str | Path | None = None) -> Path:
 
 def model_files_hash(model_dir: Path) -> str:
     """One sha256 over the relative paths and contents of every file of the source model."""
-    h = hashlib.sha256()
-    for p in sorted(model_dir.rglob("*")):
-        rel = p.relative_to(model_dir).as_posix()
-        if (
-            not p.is_file()
-            or p.name in SKIP_MODEL_FILES
-            or any(part.startswith(".") for part in p.parts[-2:])
-        ):
-            continue
-        h.update(rel.encode() + b"\0" + sha256_file(p).encode() + b"\n")
-    return h.hexdigest()
+    return tree_hash(
+        model_dir,
+        include=lambda p: p.name not in SKIP_MODEL_FILES and not any(x.startswith(".") for x in p.parts[-2:]),
+    )
 
 
 def cache_key(model_hash: str, spec_fields: dict, compiler_args: list[str], versions: dict[str, str]) -> str:

@@ -46,14 +46,14 @@ def run_demo(
     """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes."""
     from smneuron import autoscaling, bench
     from smneuron.compile import compile_model
-    from smneuron.deploy import delete, deploy
-    from smneuron.invoke import Endpoint
+    from smneuron.deploy import deploy
+    from smneuron.endpoints import Endpoint, delete
     from smneuron.local.fake_aws import create_sagemaker_role, embedded_aws, local_credentials
     from smneuron.local.server import LocalEndpoint
+    from smneuron.model_data import stage as stage_model_data
     from smneuron.packaging import package
     from smneuron.session import Session
     from smneuron.specs import EndpointSpec, ScalingSpec
-    from smneuron.storage import upload
 
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-demo-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
@@ -70,8 +70,15 @@ def run_demo(
     model_dir, task, label = pick_model(work)
     result = DemoResult(model=label, task=task)
     try:
-        compiled = compile_model(model_dir, work / "artifact", target="cpu", task=task, batch_size=8,
-                                 buckets="32,64,128", cache_dir=work / "cache")  # fmt: skip
+        compiled = compile_model(
+            model_dir,
+            work / "artifact",
+            target="cpu",
+            task=task,
+            batch_size=8,
+            buckets="32,64,128",
+            cache_dir=work / "cache",
+        )
         stage("compile", f"{label} for cpu, buckets 32/64/128, batch 8")
         pkg = package(compiled.out_dir, work / "model.tar.gz")
         stage("package", f"model.tar.gz {pkg.size_bytes / 2**20:.1f} MiB, sha256 {pkg.sha256[:12]}")
@@ -79,13 +86,16 @@ def run_demo(
             session = Session.from_env(region="us-east-1", endpoint_url=aws_url)
             create_sagemaker_role(session)
             stage("embedded AWS", f"moto server at {aws_url}")
-            up = upload(pkg.path, model_name="demo", session=session, sha256=pkg.sha256)
+            up = stage_model_data(pkg.path, name="demo", session=session)
             stage("upload", up.uri)
             spec = EndpointSpec(
                 name="smneuron-demo", instance_type=instance_type, batch_size=8, max_batch_delay_ms=5
             )
-            scaling = ScalingSpec(min_capacity=1, max_capacity=4,
-                                  scheduled=[autoscaling.parse_schedule("cron(0 8 * * ? *)=2-4")])  # fmt: skip
+            scaling = ScalingSpec(
+                min_capacity=1,
+                max_capacity=4,
+                scheduled=[autoscaling.parse_schedule("cron(0 8 * * ? *)=2-4")],
+            )
             dep = deploy(up.uri, spec, scaling, session=session)
             stage(
                 "deploy",
@@ -97,14 +107,23 @@ def run_demo(
                 texts = ["smneuron serves models on Inferentia", "The weather is sunny today"]
                 result.answer = Endpoint(url=local.url).predict(texts)
                 stage("invoke", f"{len(texts)} inputs answered")
-                payloads = bench.load_payloads(tokenizer=compiled.out_dir / "tokenizer.json", count=100,
-                                               mean_tokens=20, spread=10)  # fmt: skip
-                result.report = bench.run(url=local.url, payloads=payloads, profile="sweep", rates=1,
-                                          duration_s=bench_seconds / 3, concurrency=16, warmup_s=0.2,
-                                          cooldown_s=0.1, instance_type=instance_type)  # fmt: skip
+                payloads = bench.load_payloads(
+                    tokenizer=compiled.out_dir / "tokenizer.json", count=100, mean_tokens=20, spread=10
+                )
+                result.report = bench.run(
+                    url=local.url,
+                    payloads=payloads,
+                    profile="sweep",
+                    rates=1,
+                    duration_s=bench_seconds / 3,
+                    concurrency=16,
+                    warmup_s=0.2,
+                    cooldown_s=0.1,
+                    instance_type=instance_type,
+                )
                 peak = max(r.throughput_rps for r in result.report.runs)
                 stage("bench", f"peak {peak:.0f} req/s")
-            removed = delete(dep.endpoint_name, session=session).removed
+            removed = delete(dep.endpoint_name, session=session)
             sm = session.client("sagemaker")
             aas = session.client("application-autoscaling")
             result.leftovers = {

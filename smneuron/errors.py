@@ -10,7 +10,9 @@ from typing import Any
 
 
 class SmneuronError(Exception):
-    """Base class: ``str(err)`` is a complete, actionable paragraph."""
+    """Base class: ``str(err)`` is a complete, actionable paragraph; the CLI exits with ``exit_code``."""
+
+    exit_code = 1
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         self.message = message
@@ -125,6 +127,35 @@ class EndpointFailedError(SmneuronError):
         )
 
 
+class Interrupted(SmneuronError):
+    """Ctrl-C stopped an operation; the message says what was cleaned up and what remains."""
+
+    exit_code = 130
+
+
+class DeploymentRolledBackError(SmneuronError):
+    """SageMaker rolled a blue/green update back: the endpoint still serves its previous config."""
+
+
+class InvocationError(SmneuronError):
+    """The endpoint (or the model behind it) answered with an error status."""
+
+    def __init__(self, status: int, body: str) -> None:
+        import json
+
+        self.status = status
+        self.body = body
+        try:
+            detail = json.loads(body).get("error", body)
+        except (ValueError, AttributeError):
+            detail = body
+        super().__init__(f"The endpoint answered {status}: {str(detail)[:500]}")
+
+
+class PipelineFailedError(SmneuronError):
+    """A pipeline run (or one of its steps) failed."""
+
+
 _HINTS: dict[type[AwsError], str] = {
     AccessDeniedError: "The identity in use lacks this permission. Deploy infra/smneuron-base.yaml "
     "(`smneuron infra deploy`) or ask your administrator to grant it; "
@@ -159,6 +190,30 @@ def _classify(code: str) -> type[AwsError]:
     if code in {"ValidationException", "ValidationError", "InvalidParameterValue"}:
         return ValidationError
     return AwsError
+
+
+# SageMaker says "not found" as a ValidationException whose message reads "Could not find ..." (or
+# "does not exist"); S3 as 404/NoSuchKey/NoSuchBucket; newer services as ResourceNotFound(Exception).
+_NOT_FOUND_CODES = {
+    "ResourceNotFound",
+    "ResourceNotFoundException",
+    "NoSuchKey",
+    "NoSuchBucket",
+    "NotFound",
+    "404",
+}
+
+
+def is_not_found(err: Any) -> bool:
+    """True when a botocore ``ClientError`` says the resource does not exist (any AWS service's way)."""
+    error = (getattr(err, "response", {}) or {}).get("Error", {})
+    code = str(error.get("Code", ""))
+    if code in _NOT_FOUND_CODES:
+        return True
+    message = str(error.get("Message", ""))
+    return code in {"ValidationException", "ValidationError"} and (
+        "Could not find" in message or "does not exist" in message
+    )
 
 
 def from_client_error(err: Any, *, operation: str | None = None) -> AwsError:

@@ -89,8 +89,9 @@ def request_lines(records: Sequence[Record], task: str) -> list[str]:
     return [json.dumps({"inputs": [r.inputs], "parameters": params}) for r in records]
 
 
-def collect(send: Callable[[bytes], bytes], records: Sequence[Record], task: str, *,
-            chunk: int = 8) -> list[Any]:  # fmt: skip
+def collect(
+    send: Callable[[bytes], bytes], records: Sequence[Record], task: str, *, chunk: int = 8
+) -> list[Any]:
     """Ask an endpoint (``send(body) -> response body``) for every record; one output per record."""
     params = REQUEST_PARAMETERS[task]
     outputs: list[Any] = []
@@ -149,8 +150,14 @@ class Evaluation:
     summary: str = ""
 
     def to_json(self) -> dict:
-        return {"task": self.task, "count": self.count, "metrics": self.metrics,
-                "gates": [asdict(g) for g in self.gates], "passed": self.passed, "summary": self.summary}  # fmt: skip
+        return {
+            "task": self.task,
+            "count": self.count,
+            "metrics": self.metrics,
+            "gates": [asdict(g) for g in self.gates],
+            "passed": self.passed,
+            "summary": self.summary,
+        }
 
     def write(self, path: str | Path) -> Path:
         path = Path(path)
@@ -158,8 +165,13 @@ class Evaluation:
         return path
 
 
-def score(task: str, reference: Sequence[Any], candidate: Sequence[Any], records: Sequence[Record],
-          thresholds: Thresholds) -> Evaluation:  # fmt: skip
+def score(
+    task: str,
+    reference: Sequence[Any],
+    candidate: Sequence[Any],
+    records: Sequence[Record],
+    thresholds: Thresholds,
+) -> Evaluation:
     """Compare candidate outputs with reference outputs (and labels) and apply the thresholds.
 
     Raises:
@@ -194,8 +206,10 @@ def _gates(metrics: dict[str, float | None], t: Thresholds, *, has_labels: bool)
         gate("cosine_min", "min_cosine", t.min_cosine, ">=")
     if t.min_accuracy is not None:
         if not has_labels:
-            raise EvaluationError("min_accuracy is set but the evaluation data has no labels.",
-                                  hint='Add a "label" to each JSONL line, or unset min_accuracy.')  # fmt: skip
+            raise EvaluationError(
+                "min_accuracy is set but the evaluation data has no labels.",
+                hint='Add a "label" to each JSONL line, or unset min_accuracy.',
+            )
         gate("accuracy", "min_accuracy", t.min_accuracy, ">=")
     if t.max_abs_diff is not None:
         gate("max_abs_diff", "max_abs_diff", t.max_abs_diff, "<=")
@@ -217,8 +231,11 @@ def _classification(ref: Sequence[Any], cand: Sequence[Any], records: Sequence[R
         if rec.label is not None:
             labelled += 1
             correct += top_c == rec.label
-    return {"top1_agreement": agree / len(ref), "accuracy": correct / labelled if labelled else None,
-            "max_abs_diff": diff}  # fmt: skip
+    return {
+        "top1_agreement": agree / len(ref),
+        "accuracy": correct / labelled if labelled else None,
+        "max_abs_diff": diff,
+    }
 
 
 def _embeddings(ref: Sequence[Any], cand: Sequence[Any], records: Sequence[Record]) -> dict:
@@ -256,8 +273,11 @@ def _answers(ref: Sequence[Any], cand: Sequence[Any], records: Sequence[Record])
         if rec.label is not None:
             labelled += 1
             correct += c["answer"].strip() == rec.label.strip()
-    return {"top1_agreement": agree / len(ref), "accuracy": correct / labelled if labelled else None,
-            "max_abs_diff": diff}  # fmt: skip
+    return {
+        "top1_agreement": agree / len(ref),
+        "accuracy": correct / labelled if labelled else None,
+        "max_abs_diff": diff,
+    }
 
 
 _METRICS: dict[str, Callable[..., dict]] = {
@@ -273,8 +293,9 @@ def reference_spec(spec: CompileSpec) -> CompileSpec:
     return spec.model_copy(update={"target": "cpu", "max_abs_diff": None})
 
 
-def reference_outputs(model_dir: str | Path, records: Sequence[Record], spec: CompileSpec,
-                      work: str | Path) -> list[Any]:  # fmt: skip
+def reference_outputs(
+    model_dir: str | Path, records: Sequence[Record], spec: CompileSpec, work: str | Path
+) -> list[Any]:
     """Outputs of the uncompiled model in fp32 on CPU for ``records``, through the same inference code."""
     from smneuron.compile import compile_model
     from smneuron.packaging import package
@@ -287,7 +308,7 @@ def reference_outputs(model_dir: str | Path, records: Sequence[Record], spec: Co
 
 def local_outputs(package: str | Path, records: Sequence[Record], task: str) -> list[Any]:
     """Serve a cpu package on the local endpoint and collect its outputs for ``records``."""
-    from smneuron.invoke import Endpoint
+    from smneuron.endpoints import Endpoint
     from smneuron.local.server import LocalEndpoint
 
     with LocalEndpoint(package, instance_type="ml.c6i.xlarge", workers=1) as local:
@@ -332,12 +353,16 @@ def evaluate(
     """
     import tempfile
 
-    from smneuron.invoke import Endpoint
+    from smneuron.endpoints import Endpoint
 
     if sum(x is not None for x in (package, endpoint, url, outputs)) != 1:
-        raise ConfigError("Give exactly one candidate: a package, an endpoint name, a url or an outputs file.")
+        raise ConfigError(
+            "Give exactly one candidate: a package, an endpoint name, a url or an outputs file."
+        )
     if (reference_model is None) == (reference is None):
-        raise ConfigError("Give exactly one reference: the uncompiled model directory or a reference outputs file.")
+        raise ConfigError(
+            "Give exactly one reference: the uncompiled model directory or a reference outputs file."
+        )
     records = read_records(data)
     with tempfile.TemporaryDirectory(prefix="smneuron-eval-") as tmp:
         if reference is not None:

@@ -37,8 +37,14 @@ class StackResult:
     changed: bool
 
 
-def deploy_stack(stack: str, *, session: Session, parameters: dict[str, str] | None = None,
-                 stack_name: str | None = None, timeout: float = 1800) -> StackResult:  # fmt: skip
+def deploy_stack(
+    stack: str,
+    *,
+    session: Session,
+    parameters: dict[str, str] | None = None,
+    stack_name: str | None = None,
+    timeout: float = 1800,
+) -> StackResult:
     """Create or update a stack through a change set; a no-op update is reported, not an error."""
     from botocore.exceptions import ClientError
 
@@ -55,15 +61,25 @@ def deploy_stack(stack: str, *, session: Session, parameters: dict[str, str] | N
     params = [{"ParameterKey": k, "ParameterValue": v} for k, v in (parameters or {}).items()]
     try:
         try:
-            cfn.create_change_set(StackName=name, ChangeSetName=change_set, ChangeSetType=change_type,
-                                  TemplateBody=render(stack), Parameters=params, Capabilities=CAPABILITIES,
-                                  Tags=[{"Key": "smneuron:managed", "Value": "true"}])  # fmt: skip
+            cfn.create_change_set(
+                StackName=name,
+                ChangeSetName=change_set,
+                ChangeSetType=change_type,
+                TemplateBody=render(stack),
+                Parameters=params,
+                Capabilities=CAPABILITIES,
+                Tags=[{"Key": "smneuron:managed", "Value": "true"}],
+            )
         except ClientError as e:  # some endpoints refuse an empty change set up front
             if "No updates are to be performed" not in str(e):
                 raise
             return StackResult(name, existing["StackStatus"], _outputs(existing), False)
-        cs = _wait(lambda: cfn.describe_change_set(StackName=name, ChangeSetName=change_set), "Status",
-                   {"CREATE_PENDING", "CREATE_IN_PROGRESS"}, timeout)  # fmt: skip
+        cs = _wait(
+            lambda: cfn.describe_change_set(StackName=name, ChangeSetName=change_set),
+            "Status",
+            {"CREATE_PENDING", "CREATE_IN_PROGRESS"},
+            timeout,
+        )
         if cs["Status"] == "FAILED":
             reason = cs.get("StatusReason", "")
             if "didn't contain changes" in reason or "No updates" in reason:
@@ -73,20 +89,30 @@ def deploy_stack(stack: str, *, session: Session, parameters: dict[str, str] | N
                 )
             raise AwsError(f"Change set for {name} failed: {reason}", code="ChangeSetFailed")
         cfn.execute_change_set(StackName=name, ChangeSetName=change_set)
-        final = _wait(lambda: cfn.describe_stacks(StackName=name)["Stacks"][0], "StackStatus",
-                      {"CREATE_IN_PROGRESS", "UPDATE_IN_PROGRESS", "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS",
-                       "REVIEW_IN_PROGRESS"}, timeout)  # fmt: skip
+        final = _wait(
+            lambda: cfn.describe_stacks(StackName=name)["Stacks"][0],
+            "StackStatus",
+            {
+                "CREATE_IN_PROGRESS",
+                "UPDATE_IN_PROGRESS",
+                "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS",
+                "REVIEW_IN_PROGRESS",
+            },
+            timeout,
+        )
     except ClientError as e:
         raise from_client_error(e) from e
     if final["StackStatus"] not in ("CREATE_COMPLETE", "UPDATE_COMPLETE"):
-        raise AwsError(f"Stack {name} ended {final['StackStatus']}: {final.get('StackStatusReason', '')}",
-                       code=final["StackStatus"],
-                       hint=f"See the stack events: aws cloudformation describe-stack-events --stack-name {name}")  # fmt: skip
+        raise AwsError(
+            f"Stack {name} ended {final['StackStatus']}: {final.get('StackStatusReason', '')}",
+            code=final["StackStatus"],
+            hint=f"See the stack events: aws cloudformation describe-stack-events --stack-name {name}",
+        )
     return StackResult(name, final["StackStatus"], _outputs(final), True)
 
 
 def _wait(get, key: str, pending: set[str], timeout: float) -> dict:  # type: ignore[no-untyped-def]
-    from smneuron.waiters import poll_intervals
+    from smneuron.endpoints import poll_intervals
 
     start = time.monotonic()
     for delay in poll_intervals(first=0.5, cap=10):

@@ -1,8 +1,7 @@
-"""``Endpoint``: one object for a SageMaker endpoint or a local one, usable from notebooks.
+"""The data plane: send one request to a SageMaker endpoint (InvokeEndpoint) or a local URL.
 
-ep = smneuron.Endpoint("my-endpoint")           # SageMaker (InvokeEndpoint)
-ep = smneuron.Endpoint(url="http://127.0.0.1:8080")  # the local endpoint
-ep.predict(["some text"]); ep.describe(); ep.delete()
+The one place that calls InvokeEndpoint. The ``Endpoint`` handle (smneuron.endpoints), bench,
+evaluation and the pipeline's staging step all send through here.
 """
 
 from __future__ import annotations
@@ -11,21 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from smneuron.errors import SmneuronError, from_client_error
+from smneuron.errors import InvocationError, SmneuronError, from_client_error
 from smneuron.session import Session
-
-
-class InvocationError(SmneuronError):
-    """The endpoint answered with an error status."""
-
-    def __init__(self, status: int, body: str) -> None:
-        self.status = status
-        self.body = body
-        try:
-            detail = json.loads(body).get("error", body)
-        except (ValueError, AttributeError):
-            detail = body
-        super().__init__(f"The endpoint answered {status}: {str(detail)[:500]}")
 
 
 @dataclass
@@ -38,83 +24,58 @@ class Response:
         return json.loads(self.body)
 
 
-class Endpoint:
-    """A deployed (or local) endpoint.
+class HttpTarget:
+    """A local endpoint's base URL (``smneuron serve``), with one pooled HTTP client."""
 
-    Args:
-        name: SageMaker endpoint name.
-        url: base URL of a local endpoint (``smneuron serve``) instead of a SageMaker one.
-        session: AWS session for SageMaker endpoints (default ``Session.from_env()``).
-    """
+    def __init__(self, url: str, timeout: float = 120) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self._client: Any = None
 
-    def __init__(
-        self, name: str | None = None, *, url: str | None = None, session: Session | None = None
-    ) -> None:
-        if not name and not url:
-            raise SmneuronError("Give an endpoint name or a local endpoint url.")
-        self.name = name
-        self.url = url.rstrip("/") if url else None
-        self._session = session
-        self._http: Any = None
+    def invoke(self, body: bytes, content_type: str, accept: str) -> Response:
+        import httpx
 
-    @property
-    def session(self) -> Session:
-        if self._session is None:
-            self._session = Session.from_env()
-        return self._session
-
-    def invoke(self, body: bytes | str, content_type: str = "application/json", accept: str = "application/json"
-               ) -> Response:  # fmt: skip
-        """Send one raw request; returns the raw response (errors raise ``InvocationError``)."""
-        data = body.encode() if isinstance(body, str) else body
-        if self.url:
-            import httpx
-
-            if self._http is None:
-                self._http = httpx.Client(timeout=120)
-            r = self._http.post(self.url + "/invocations", content=data,
-                                headers={"Content-Type": content_type, "Accept": accept})  # fmt: skip
-            if r.status_code >= 400:
-                raise InvocationError(r.status_code, r.text)
-            return Response(r.status_code, r.headers.get("content-type", ""), r.content)
-        from botocore.exceptions import ClientError
-
-        runtime = self.session.client("sagemaker-runtime")
+        if self._client is None:
+            self._client = httpx.Client(timeout=self.timeout)
         try:
-            out = runtime.invoke_endpoint(
-                EndpointName=self.name, Body=data, ContentType=content_type, Accept=accept
+            r = self._client.post(
+                self.url + "/invocations",
+                content=body,
+                headers={"Content-Type": content_type, "Accept": accept},
             )
-        except ClientError as e:
-            err = e.response.get("Error", {})
-            if e.response.get("OriginalStatusCode"):
-                raise InvocationError(int(e.response["OriginalStatusCode"]), err.get("Message", "")) from e
-            raise from_client_error(e, operation="InvokeEndpoint") from e
-        return Response(200, out.get("ContentType", ""), out["Body"].read())
+        except httpx.TransportError as e:
+            raise SmneuronError(
+                f"Cannot reach {self.url}: {type(e).__name__}: {e}",
+                hint="Check that the endpoint is running (`smneuron serve ...`) and the URL and port are right.",
+            ) from None
+        if r.status_code >= 400:
+            raise InvocationError(r.status_code, r.text)
+        return Response(r.status_code, r.headers.get("content-type", ""), r.content)
 
-    def predict(self, inputs: Any, parameters: dict | None = None) -> Any:
-        """Predict a text, a list of texts, or [text, pair] pairs; returns the decoded JSON."""
-        payload: dict[str, Any] = {"inputs": inputs}
-        if parameters:
-            payload["parameters"] = parameters
-        return self.invoke(json.dumps(payload)).json()
+    def ping(self) -> int:
+        import httpx
 
-    def describe(self) -> dict:
-        """Status, config, model environment, autoscaling and alarms (SageMaker endpoints)."""
-        if self.url:
-            import httpx
+        try:
+            return httpx.get(self.url + "/ping", timeout=self.timeout).status_code
+        except httpx.TransportError as e:
+            raise SmneuronError(f"Cannot reach {self.url}: {e}", hint="Is the endpoint running?") from None
 
-            return {"url": self.url, "ping": httpx.get(self.url + "/ping").status_code}
-        from smneuron.deploy import status
 
-        return status(self.name, session=self.session)  # type: ignore[arg-type]
+def invoke_endpoint(session: Session, name: str, body: bytes, content_type: str, accept: str) -> Response:
+    """InvokeEndpoint; a model's 4xx/5xx becomes ``InvocationError`` with the container's status and body.
 
-    def delete(self) -> list[str]:
-        """Tear down the endpoint and everything smneuron created for it."""
-        if self.url:
-            raise SmneuronError("A local endpoint stops when its `smneuron serve` process ends.")
-        from smneuron.deploy import delete
+    Raises:
+        InvocationError: the model answered with an error.
+        AwsError subclasses: the endpoint does not exist, access denied, throttling.
+    """
+    from botocore.exceptions import ClientError
 
-        return delete(self.name, session=self.session).removed  # type: ignore[arg-type]
-
-    def __repr__(self) -> str:
-        return f"Endpoint({self.name or self.url!r})"
+    runtime = session.client("sagemaker-runtime")
+    try:
+        out = runtime.invoke_endpoint(EndpointName=name, Body=body, ContentType=content_type, Accept=accept)
+    except ClientError as e:
+        err = e.response.get("Error", {})
+        if e.response.get("OriginalStatusCode"):
+            raise InvocationError(int(e.response["OriginalStatusCode"]), err.get("Message", "")) from e
+        raise from_client_error(e, operation="InvokeEndpoint") from e
+    return Response(200, out.get("ContentType", ""), out["Body"].read())

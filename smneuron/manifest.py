@@ -6,7 +6,6 @@ JSON and checks ``schema_version``; bump it whenever a field's meaning changes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Literal
@@ -14,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from smneuron.errors import ArtifactError
+from smneuron.hashing import sha256_file
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "smneuron.json"
@@ -41,6 +41,18 @@ class Bucket(_Model):
     )
 
 
+class Weights(_Model):
+    """The model's parameters, stored once and shared by every bucket's graph."""
+
+    file: str = Field(description="torch.save'd dict name -> tensor at the artifact root.")
+    sha256: str = Field(description="sha256 of the file.")
+    size_bytes: int = Field(description="File size.")
+    attach: Literal["parameters", "torch_neuronx.replace_weights"] = Field(
+        description="How the serving code puts the weights into each bucket's graph: set the traced module's "
+        "parameters (cpu), or torch_neuronx.replace_weights on a graph traced with inline_weights_to_neff=False."
+    )
+
+
 class Compiler(_Model):
     target: Literal["inf1", "inf2", "cpu"]
     function: str = Field(description="The trace call used, e.g. torch_neuronx.trace.")
@@ -65,6 +77,9 @@ class Manifest(_Model):
         description="Largest compiled batch size (requests are split into batches of it)."
     )
     buckets: list[Bucket] = Field(description="One entry per traced (batch size, sequence length) file.")
+    weights: Weights | None = Field(
+        None, description="Shared weights; None when every bucket file carries its own (inf1)."
+    )
     tokenizer_files: dict[str, str] = Field(description="Tokenizer/config file -> sha256.")
     pad_token_id: int
     max_position_embeddings: int | None = None
@@ -77,6 +92,8 @@ class Manifest(_Model):
     def files(self) -> dict[str, str]:
         """Every file the artifact must contain (besides the manifest), with its sha256."""
         out = {b.file: b.sha256 for b in self.buckets}
+        if self.weights:
+            out[self.weights.file] = self.weights.sha256
         out.update(self.tokenizer_files)
         return out
 
@@ -123,14 +140,6 @@ class Manifest(_Model):
                 f"{source} is not a manifest this smneuron understands ({where}: {first['msg']}).",
                 hint="Recompile the model with this version of smneuron.",
             ) from None
-
-
-def sha256_file(path: Path, chunk: int = 4 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def verify_files(directory: Path, manifest: Manifest) -> list[str]:

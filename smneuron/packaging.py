@@ -20,12 +20,24 @@ from pathlib import Path
 from typing import Literal
 
 from smneuron.errors import ArtifactError, ConfigError
+from smneuron.hashing import size_of, tree_hash
 from smneuron.manifest import MANIFEST_NAME, Manifest
 from smneuron.resources import inference_code_dir
 
 Compression = Literal["gzip", "none"]
-IGNORED_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".ipynb_checkpoints", ".mypy_cache", ".pytest_cache",
-                ".ruff_cache", ".idea", ".vscode", "node_modules"}  # fmt: skip
+IGNORED_DIRS = {
+    "__pycache__",
+    ".git",
+    ".hg",
+    ".svn",
+    ".ipynb_checkpoints",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".idea",
+    ".vscode",
+    "node_modules",
+}
 IGNORED_SUFFIXES = (".pyc", ".pyo", ".swp", ".swo", "~", ".DS_Store")
 CHUNK = 1 << 20
 
@@ -39,8 +51,12 @@ class PackageResult:
     entries: list[str] = field(default_factory=list)
 
 
-def plan(artifact_dir: Path, extra_code: Path | None = None, requirements: Path | None = None,
-         wheels: list[Path] | None = None) -> tuple[dict[str, Path], bytes]:  # fmt: skip
+def plan(
+    artifact_dir: Path,
+    extra_code: Path | None = None,
+    requirements: Path | None = None,
+    wheels: list[Path] | None = None,
+) -> tuple[dict[str, Path], bytes]:
     """Archive name -> source file for every member, plus the generated code/requirements.txt.
 
     Raises:
@@ -51,8 +67,10 @@ def plan(artifact_dir: Path, extra_code: Path | None = None, requirements: Path 
     files: dict[str, Path] = {MANIFEST_NAME: artifact_dir / MANIFEST_NAME}
     for name in manifest.files():
         if not (artifact_dir / name).is_file():
-            raise ArtifactError(f"{artifact_dir} is incomplete: {name} is listed in the manifest but missing.",
-                                hint="Recompile the model.")  # fmt: skip
+            raise ArtifactError(
+                f"{artifact_dir} is incomplete: {name} is listed in the manifest but missing.",
+                hint="Recompile the model.",
+            )
         files[name] = artifact_dir / name
     for src in _walk(inference_code_dir()):
         rel = src.relative_to(inference_code_dir()).as_posix()
@@ -62,8 +80,10 @@ def plan(artifact_dir: Path, extra_code: Path | None = None, requirements: Path 
         for src in _walk(Path(extra_code)):
             rel = f"code/{src.relative_to(extra_code).as_posix()}"
             if rel in files:
-                raise ConfigError(f"Your code file {src} would replace smneuron's {rel}.",
-                                  hint="Rename it; smneuron's inference.py and serving_*.py must stay.")  # fmt: skip
+                raise ConfigError(
+                    f"Your code file {src} would replace smneuron's {rel}.",
+                    hint="Rename it; smneuron's inference.py and serving_*.py must stay.",
+                )
             if rel != "code/requirements.txt":
                 files[rel] = src
     req = (inference_code_dir() / "requirements.txt").read_text()
@@ -146,8 +166,12 @@ def package(
         ``PackageResult`` with the sha256 (of the tarball, or of the tree for "none").
     """
     artifact_dir, output = Path(artifact_dir), Path(output)
-    files, req = plan(artifact_dir, Path(extra_code) if extra_code else None,
-                      Path(requirements) if requirements else None, [Path(w) for w in wheels or []])  # fmt: skip
+    files, req = plan(
+        artifact_dir,
+        Path(extra_code) if extra_code else None,
+        Path(requirements) if requirements else None,
+        [Path(w) for w in wheels or []],
+    )
     # the manifest leads, so readers (deploy, inspect) find it without decompressing the weights
     names = [MANIFEST_NAME, *sorted(n for n in [*files, "code/requirements.txt"] if n != MANIFEST_NAME)]
     if compression == "none":
@@ -195,7 +219,6 @@ def _write_tree(files: dict[str, Path], req: bytes, names: list[str], output: Pa
         if not (output / MANIFEST_NAME).exists():
             raise ConfigError(f"{output} exists and is not a smneuron package directory.")
         shutil.rmtree(output)
-    tree = hashlib.sha256()
     for name in names:
         dest = output / name
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -203,8 +226,4 @@ def _write_tree(files: dict[str, Path], req: bytes, names: list[str], output: Pa
             dest.write_bytes(req)
         else:
             shutil.copyfile(files[name], dest)
-        from smneuron.manifest import sha256_file
-
-        tree.update(f"{name}\0{sha256_file(dest)}\n".encode())
-    size = sum((output / n).stat().st_size for n in names)
-    return PackageResult(output, tree.hexdigest(), size, "none", names)
+    return PackageResult(output, tree_hash(output), size_of(output), "none", names)

@@ -94,8 +94,9 @@ class Session:
         if boto_session.get_credentials() is None:
             raise MissingCredentialsError(profile)
         if boto_session.region_name != resolved_region:  # so libraries reading it (the SageMaker SDK) agree
-            boto_session = boto3.Session(profile_name=boto_session.profile_name if profile else None,
-                                         region_name=resolved_region)  # fmt: skip
+            boto_session = boto3.Session(
+                profile_name=boto_session.profile_name if profile else None, region_name=resolved_region
+            )
         return cls(
             boto_session=boto_session,
             region=resolved_region,

@@ -178,6 +178,43 @@ class ScalingSpec(StrictModel):
     scale_out_cooldown_in_seconds: int = Field(300, ge=0, description="Wait between scale-outs.")
     scheduled: list[ScheduledScaling] = Field(default_factory=list, description="Scheduled capacity changes.")
 
+    @classmethod
+    def from_bench_report(
+        cls,
+        report: dict | str | Path,
+        latency_p99_ms: float,
+        *,
+        headroom: float = 0.7,
+        base: ScalingSpec | None = None,
+        **values: Any,
+    ) -> ScalingSpec:
+        """Scaling whose target (invocations per instance per minute) comes from a ``smneuron bench``
+        report: the highest throughput per instance whose p99 meets ``latency_p99_ms``, times ``headroom``.
+
+        Args:
+            report: the report dict, or the path of its JSON file.
+            base: the spec to start from (min/max capacity, schedules); defaults otherwise.
+            values: other fields to set (e.g. ``min_capacity``).
+
+        Raises:
+            ConfigError: no run of the report meets the SLO, or the file cannot be read.
+        """
+        if not isinstance(report, dict):
+            import json
+
+            try:
+                report = json.loads(Path(report).read_text())
+            except (OSError, ValueError) as e:
+                raise ConfigError(f"Cannot read the bench report {report}: {e}") from None
+        target = target_from_report(report, latency_p99_ms, headroom)  # type: ignore[arg-type]
+        data = {
+            **(base or cls()).model_dump(),
+            **values,
+            "target_value": target,
+            "metric": "invocations_per_instance",
+        }
+        return validate(cls, data, source="bench report")
+
     @model_validator(mode="after")
     def _order(self) -> ScalingSpec:
         if self.max_capacity < self.min_capacity:
@@ -185,6 +222,32 @@ class ScalingSpec(StrictModel):
                 f"max_capacity ({self.max_capacity}) is below min_capacity ({self.min_capacity})"
             )
         return self
+
+
+def target_from_bench(sustainable_rps_per_instance: float, headroom: float = 0.7) -> float:
+    """Invocations per instance per minute from a bench result at the SLO, times a headroom factor."""
+    return round(sustainable_rps_per_instance * 60 * headroom, 1)
+
+
+def target_from_report(report: dict, latency_p99_ms: float, headroom: float = 0.7) -> float:
+    """Invocations per instance per minute for target tracking, from a ``smneuron bench`` report.
+
+    Takes the highest throughput among the report's runs whose p99 meets the SLO, per instance,
+    times ``headroom`` (so scale-out starts before the SLO is at risk).
+
+    Raises:
+        ConfigError: no run of the report meets the SLO.
+    """
+    count = max(1, int(report.get("instance_count", 1)))
+    ok = [r for r in report.get("runs", []) if r["requests_ok"] and r["latency_ms"]["p99"] <= latency_p99_ms]
+    if not ok:
+        best = min((r["latency_ms"]["p99"] for r in report.get("runs", [])), default=float("nan"))
+        raise ConfigError(
+            f"No run in the bench report meets p99 <= {latency_p99_ms} ms (best p99 {best:.1f} ms).",
+            hint="Benchmark lower rates (`smneuron bench --profile sweep`) or relax the SLO.",
+        )
+    sustainable = max(r["throughput_rps"] for r in ok) / count
+    return target_from_bench(sustainable, headroom)
 
 
 class Thresholds(StrictModel):

@@ -22,6 +22,11 @@ from typing import Any
 from smneuron.errors import CompileError, MissingDependencyError
 from smneuron.specs import CompileSpec
 
+WEIGHTS_FILE = "weights.pt"
+# How each target keeps the weights once (None: every traced file inlines its own copy; torch-neuron
+# for inf1 has no weight separation). inf2 traces with inline_weights_to_neff=False so the NEFFs
+# hold no weights and the serving code attaches the shared ones with torch_neuronx.replace_weights.
+SHARED_WEIGHTS = {"cpu": "parameters", "inf2": "torch_neuronx.replace_weights", "inf1": None}
 FUNCTIONS = {"inf2": "torch_neuronx.trace", "inf1": "torch.neuron.trace", "cpu": "torch.jit.trace"}
 NEURON_PACKAGES = {
     "inf1": ("torch-neuron", "neuron-cc"),
@@ -92,6 +97,27 @@ def require_backend(target: str) -> Any:
         ) from e
 
 
+def strip_weights(traced: Any) -> int:
+    """Replace every parameter of a traced module by an empty tensor (the artifact keeps one shared
+    copy in weights.pt, attached again at load). Returns how many parameters were stripped."""
+    import torch
+
+    names = [name for name, _ in traced.named_parameters()]
+    for name in names:
+        set_parameter(traced, name, torch.empty(0))
+    return len(names)
+
+
+def set_parameter(module: Any, name: str, value: Any) -> None:
+    """Set a (dotted) parameter of a TorchScript module; the serving code has the same few lines."""
+    import torch
+
+    *path, leaf = name.split(".")
+    for part in path:
+        module = getattr(module, part)
+    setattr(module, leaf, torch.nn.Parameter(value, requires_grad=False))
+
+
 @dataclass
 class TraceResult:
     module: Any
@@ -126,7 +152,7 @@ def trace(
             warnings.simplefilter("ignore", torch.jit.TracerWarning)
             warnings.simplefilter("ignore", FutureWarning)
             if target == "inf2":
-                kwargs: dict[str, Any] = {"compiler_args": args}
+                kwargs: dict[str, Any] = {"compiler_args": args, "inline_weights_to_neff": False}
                 if workdir:
                     kwargs["compiler_workdir"] = workdir
                 traced = backend.trace(module, example_inputs, **kwargs)

@@ -27,9 +27,16 @@ OUTPUTS = {
     "question-answering": "start_end_logits[batch, seq_len, 2]",
 }
 TOKENIZER_FILES = (
-    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
-    "merges.txt", "sentencepiece.bpe.model", "spiece.model", "config.json",
-)  # fmt: skip
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "sentencepiece.bpe.model",
+    "spiece.model",
+    "config.json",
+)
 SAMPLE_TEXTS = [
     "The movie was great and I loved it.",
     "Paris is the capital of France.",
@@ -48,10 +55,11 @@ def require_torch(purpose: str = "Compiling") -> Any:
         import transformers  # noqa: F401
     except ImportError as e:
         raise MissingDependencyError(
-            e.name or "torch", purpose,
+            e.name or "torch",
+            purpose,
             "Install the compile extra: `pip install torch==2.13.0` (CPU build) then "
             "`pip install 'smneuron[compile]'`.",
-        ) from e  # fmt: skip
+        ) from e
     return torch
 
 
@@ -174,8 +182,15 @@ def _make_wrapper_class() -> type:
     return Wrapper
 
 
-def sample_batch(tokenizer_path: Path, task: str, batch_size: int, seq_len: int, pad_id: int,
-                 input_names: list[str], offset: int = 0) -> tuple:  # fmt: skip
+def sample_batch(
+    tokenizer_path: Path,
+    task: str,
+    batch_size: int,
+    seq_len: int,
+    pad_id: int,
+    input_names: list[str],
+    offset: int = 0,
+) -> tuple:
     """Realistic example inputs ``[batch_size, seq_len]`` with mixed lengths.
 
     ``offset`` picks other texts: validation uses a different batch than tracing, so a mask or

@@ -23,7 +23,11 @@ OPERATIONS = {
 
 def substitute(value: Any, params: dict[str, Any], shape: Any) -> Any:
     """Replace pipeline expressions by concrete values fitting ``shape``."""
-    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in ("Get", "Std:Join", "Std:JsonGet"):
+    if (
+        isinstance(value, dict)
+        and len(value) == 1
+        and next(iter(value)) in ("Get", "Std:Join", "Std:JsonGet")
+    ):
         key, body = next(iter(value.items()))
         if key == "Get" and body.startswith("Parameters."):
             return params[body.removeprefix("Parameters.")]

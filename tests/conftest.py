@@ -139,3 +139,27 @@ def run_cli(*args: str, env: dict[str, str] | None = None):
         os.environ.clear()
         os.environ.update(old)
     return code, out.getvalue(), err.getvalue()
+
+
+def load_bucket(artifact_dir: Path, file: str):
+    """One bucket's graph with the artifact's shared weights attached, exactly as the serving code does."""
+    import importlib.util
+    import json
+    import sys
+
+    import torch
+
+    code = REPO / "inference_code"
+    sys.path.insert(0, str(code))
+    try:
+        spec = importlib.util.spec_from_file_location("serving_model_for_tests", code / "serving_model.py")
+        serving_model = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(serving_model)
+    finally:
+        sys.path.remove(str(code))
+    manifest = json.loads((Path(artifact_dir) / "smneuron.json").read_text())
+    module = torch.jit.load(str(Path(artifact_dir) / file))
+    weights = serving_model.load_weights(str(artifact_dir), manifest.get("weights"), torch)
+    if weights is not None:
+        serving_model.attach_weights(module, weights, manifest["weights"]["attach"], torch)
+    return module

@@ -28,8 +28,14 @@ def slow_server():
         return Response(b"[]", status_code=body.get("status", 200), media_type="application/json")
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/invocations", invocations, methods=["POST"])]),
-                                           host="127.0.0.1", port=port, log_level="error"))  # fmt: skip
+    server = uvicorn.Server(
+        uvicorn.Config(
+            Starlette(routes=[Route("/invocations", invocations, methods=["POST"])]),
+            host="127.0.0.1",
+            port=port,
+            log_level="error",
+        )
+    )
     t = threading.Thread(target=server.run, daemon=True)
     t.start()
     while not server.started:
@@ -44,20 +50,38 @@ def payload(delay: float, status: int = 200) -> list[bytes]:
 
 
 def test_synchronous_latency_statistics_match_the_server_delay(slow_server):
-    r = bench.run(url=slow_server, payloads=payload(0.05), profile="synchronous", duration_s=1.2, warmup_s=0.1,
-                  cooldown_s=0.0)  # fmt: skip
+    r = bench.run(
+        url=slow_server,
+        payloads=payload(0.05),
+        profile="synchronous",
+        duration_s=1.2,
+        warmup_s=0.1,
+        cooldown_s=0.0,
+    )
     (run,) = r.runs
     assert 15 <= run.requests_ok <= 23  # ~1.1 s / 50 ms
     assert 50 <= run.latency_ms["p50"] < 90 and run.latency_ms["p99"] < 250
-    assert run.latency_ms["p50"] <= run.latency_ms["p90"] <= run.latency_ms["p95"] <= run.latency_ms["p99"] \
-        <= run.latency_ms["max"]  # fmt: skip
+    assert (
+        run.latency_ms["p50"]
+        <= run.latency_ms["p90"]
+        <= run.latency_ms["p95"]
+        <= run.latency_ms["p99"]
+        <= run.latency_ms["max"]
+    )
     assert run.throughput_rps == pytest.approx(1000 / run.latency_ms["mean"], rel=0.25)
 
 
 def test_constant_rate_is_open_loop(slow_server):
     # every response takes 300 ms; at 20 req/s a closed loop would manage ~3 req/s
-    r = bench.run(url=slow_server, payloads=payload(0.3), profile="constant", rate=20, duration_s=1.0,
-                  warmup_s=0.0, cooldown_s=0.0)  # fmt: skip
+    r = bench.run(
+        url=slow_server,
+        payloads=payload(0.3),
+        profile="constant",
+        rate=20,
+        duration_s=1.0,
+        warmup_s=0.0,
+        cooldown_s=0.0,
+    )
     (run,) = r.runs
     assert run.requests_ok == 20
     assert run.send_lag_ms["p99"] < 100  # each request left on schedule, not after the previous returned
@@ -66,24 +90,50 @@ def test_constant_rate_is_open_loop(slow_server):
 
 def test_throughput_and_failures_by_status(slow_server):
     mixed = payload(0.01) + payload(0.01, status=503)
-    r = bench.run(url=slow_server, payloads=mixed, profile="throughput", concurrency=8, duration_s=0.6,
-                  warmup_s=0.0, cooldown_s=0.0, max_requests=100)  # fmt: skip
+    r = bench.run(
+        url=slow_server,
+        payloads=mixed,
+        profile="throughput",
+        concurrency=8,
+        duration_s=0.6,
+        warmup_s=0.0,
+        cooldown_s=0.0,
+        max_requests=100,
+    )
     (run,) = r.runs
     assert run.requests_ok + run.requests_failed == 100
     assert set(run.by_status) == {"200", "503"} and run.by_status["503"] == 50
 
 
 def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
-    r = bench.run(url=slow_server, payloads=payload(0.02), profile="sweep", rates=2, concurrency=8, duration_s=0.5,
-                  warmup_s=0.0, cooldown_s=0.0, instance_type="ml.inf2.xlarge")  # fmt: skip
+    r = bench.run(
+        url=slow_server,
+        payloads=payload(0.02),
+        profile="sweep",
+        rates=2,
+        concurrency=8,
+        duration_s=0.5,
+        warmup_s=0.0,
+        cooldown_s=0.0,
+        instance_type="ml.inf2.xlarge",
+    )
     kinds = [x.profile for x in r.runs]
     assert kinds == ["synchronous", "throughput", "constant", "constant"]
     lo, hi = r.runs[0].throughput_rps, r.runs[1].throughput_rps
     assert lo < r.runs[2].rate < r.runs[3].rate < hi
     assert r.hourly_usd == 0.99 and all(x.cost_per_million_usd for x in r.runs)
     data = json.loads(r.to_json())
-    assert set(data) == {"target", "instance_type", "instance_count", "hourly_usd", "payloads", "runs", "generator",
-                         "cloudwatch", "created_at"}  # fmt: skip
+    assert set(data) == {
+        "target",
+        "instance_type",
+        "instance_count",
+        "hourly_usd",
+        "payloads",
+        "runs",
+        "generator",
+        "cloudwatch",
+        "created_at",
+    }
     assert set(data["runs"][0]["latency_ms"]) == {"p50", "p90", "p95", "p99", "max", "mean"}
 
 
@@ -112,19 +162,61 @@ def test_jsonl_data_file(tmp_path):
     assert bodies == [{"inputs": "hello"}, {"inputs": ["a", "b"], "parameters": {"top_k": 2}}]
 
 
-def test_sagemaker_endpoint_target_against_moto(session):
-    r = bench.run(endpoint="any-endpoint", session=session, payloads=payload(0), profile="throughput",
-                  concurrency=4, duration_s=5, max_requests=20, warmup_s=0, cooldown_s=0)  # fmt: skip
-    assert r.runs[0].requests_ok == 20 and r.target == "sagemaker:any-endpoint"
+def test_sagemaker_endpoint_target_against_moto(session, role):
+    from smneuron.errors import NotFoundError
+
+    with pytest.raises(NotFoundError, match="'missing' does not exist"):  # never a benchmark of nothing
+        bench.run(
+            endpoint="missing",
+            session=session,
+            payloads=payload(0),
+            profile="throughput",
+            concurrency=4,
+            duration_s=5,
+            max_requests=20,
+            warmup_s=0,
+            cooldown_s=0,
+        )
+    _moto_endpoint(session, role, "ep")
+    r = bench.run(
+        endpoint="ep",
+        session=session,
+        payloads=payload(0),
+        profile="throughput",
+        concurrency=4,
+        duration_s=5,
+        max_requests=20,
+        warmup_s=0,
+        cooldown_s=0,
+    )
+    assert r.runs[0].requests_ok == 20 and r.target == "sagemaker:ep"
 
 
 def test_plot_compare_and_recommend(slow_server, tmp_path):
     from conftest import run_cli
 
-    a = bench.run(url=slow_server, payloads=payload(0.02), profile="sweep", rates=1, concurrency=8,
-                  duration_s=0.5, warmup_s=0, cooldown_s=0, instance_type="ml.inf2.xlarge")  # fmt: skip
-    b = bench.run(url=slow_server, payloads=payload(0.04), profile="sweep", rates=1, concurrency=8,
-                  duration_s=0.5, warmup_s=0, cooldown_s=0, instance_type="ml.inf1.xlarge")  # fmt: skip
+    a = bench.run(
+        url=slow_server,
+        payloads=payload(0.02),
+        profile="sweep",
+        rates=1,
+        concurrency=8,
+        duration_s=0.5,
+        warmup_s=0,
+        cooldown_s=0,
+        instance_type="ml.inf2.xlarge",
+    )
+    b = bench.run(
+        url=slow_server,
+        payloads=payload(0.04),
+        profile="sweep",
+        rates=1,
+        concurrency=8,
+        duration_s=0.5,
+        warmup_s=0,
+        cooldown_s=0,
+        instance_type="ml.inf1.xlarge",
+    )
     png = a.plot(tmp_path / "a.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     (tmp_path / "a.json").write_text(a.to_json())
@@ -134,8 +226,16 @@ def test_plot_compare_and_recommend(slow_server, tmp_path):
     rows = json.loads(out)["runs"]
     assert [r["profile"] for r in rows] == ["synchronous", "throughput", "constant"]
     assert rows[0]["p50_ms"][2] == pytest.approx(2.0, rel=0.35)  # 40 ms vs 20 ms server delay
-    code, out, err = run_cli("recommend", str(tmp_path / "a.json"), str(tmp_path / "b.json"),
-                             "--latency-p99-ms", "1000", "--rate", "2000", "--json")  # fmt: skip
+    code, out, err = run_cli(
+        "recommend",
+        str(tmp_path / "a.json"),
+        str(tmp_path / "b.json"),
+        "--latency-p99-ms",
+        "1000",
+        "--rate",
+        "2000",
+        "--json",
+    )
     assert code == 0, err
     options = json.loads(out)
     for o in options:
@@ -146,9 +246,27 @@ def test_plot_compare_and_recommend(slow_server, tmp_path):
     assert code == 1 and "No report" in err
 
 
-def test_cloudwatch_model_and_overhead_latency_for_endpoints(session):
+def _moto_endpoint(session, role, name: str) -> None:
+    sm = session.client("sagemaker")
+    sm.create_model(ModelName=name, ExecutionRoleArn=role, PrimaryContainer={"Image": "x"})
+    sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": name,
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.c6i.xlarge",
+            }
+        ],
+    )
+    sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+
+
+def test_cloudwatch_model_and_overhead_latency_for_endpoints(session, role):
     import datetime as dt
 
+    _moto_endpoint(session, role, "ep-cw")
     cw = session.client("cloudwatch")
     dims = [{"Name": "EndpointName", "Value": "ep-cw"}, {"Name": "VariantName", "Value": "AllTraffic"}]
     now = dt.datetime.now(dt.timezone.utc)
@@ -165,7 +283,15 @@ def test_cloudwatch_model_and_overhead_latency_for_endpoints(session):
                 }
             ],
         )
-    r = bench.run(endpoint="ep-cw", session=session, payloads=payload(0), profile="synchronous", duration_s=5,
-                  max_requests=3, warmup_s=0, cooldown_s=0)  # fmt: skip
+    r = bench.run(
+        endpoint="ep-cw",
+        session=session,
+        payloads=payload(0),
+        profile="synchronous",
+        duration_s=5,
+        max_requests=3,
+        warmup_s=0,
+        cooldown_s=0,
+    )
     assert r.cloudwatch["ModelLatency"]["average_ms"] == pytest.approx(12.0)
     assert r.cloudwatch["OverheadLatency"]["max_ms"] == pytest.approx(3.0)

@@ -10,8 +10,20 @@ from conftest import run_cli
 
 def test_compile_package_inspect_upload(tiny_classifier, tmp_path, session):
     out = tmp_path / "out"
-    args = ["compile", str(tiny_classifier), "-o", str(out), "--target", "cpu", "--task", "text-classification",
-            "--batch-size", "2", "--buckets", "16,32"]  # fmt: skip
+    args = [
+        "compile",
+        str(tiny_classifier),
+        "-o",
+        str(out),
+        "--target",
+        "cpu",
+        "--task",
+        "text-classification",
+        "--batch-size",
+        "2",
+        "--buckets",
+        "16,32",
+    ]
     code, stdout, err = run_cli(*args, "--json")
     assert code == 0, err
     report = json.loads(stdout)

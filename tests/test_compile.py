@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import load_bucket
 
 from smneuron import targets
 from smneuron.compile import compile_model
@@ -83,8 +84,12 @@ def test_every_task_compiles_for_cpu_and_matches_transformers(request, tmp_path,
     assert [b.seq_len for b in m.buckets] == [16, 32]
     assert all(b.validation.max_abs_diff <= 1e-4 for b in m.buckets)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
-        ["model_b2_s16.pt", "model_b2_s32.pt", "smneuron.json", *m.tokenizer_files]
+        ["model_b2_s16.pt", "model_b2_s32.pt", "weights.pt", "smneuron.json", *m.tokenizer_files]
     )
+    # the weights are stored once: the bucket graphs carry none of them
+    assert m.weights and m.weights.attach == "parameters"
+    for b in m.buckets:
+        assert all(p.numel() == 0 for p in torch.jit.load(str(tmp_path / "out" / b.file)).parameters())
     assert not verify_files(tmp_path / "out", m)
     texts = (
         [("Where does Mary live?", "Mary lives in Paris.")] * 2
@@ -92,7 +97,7 @@ def test_every_task_compiles_for_cpu_and_matches_transformers(request, tmp_path,
         else ["the movie was great", "John works at Google in London ."]
     )
     expected, enc = hf_reference(model_dir, task, texts, 32)
-    traced = torch.jit.load(str(tmp_path / "out" / "model_b2_s32.pt"))
+    traced = load_bucket(tmp_path / "out", "model_b2_s32.pt")
     got = traced(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"])
     assert got.shape == expected.shape
     assert torch.allclose(got, expected, atol=1e-4)
@@ -120,7 +125,7 @@ def test_minilm_embeddings_match_sentence_transformers_reference(minilm_dir, tmp
     mask = enc["attention_mask"].unsqueeze(-1).float()
     reference = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1)
     padded = tok(texts, padding="max_length", max_length=128, return_tensors="pt")
-    traced = torch.jit.load(str(tmp_path / "out" / "model_b4_s128.pt"))
+    traced = load_bucket(tmp_path / "out", "model_b4_s128.pt")
     got = torch.nn.functional.normalize(
         traced(padded["input_ids"], padded["attention_mask"], padded["token_type_ids"]), dim=1
     )
@@ -162,6 +167,15 @@ def test_inf2_calls_torch_neuronx_trace_with_exact_arguments(neuron_standins, ti
     assert m.compiler.function == "torch_neuronx.trace" and m.compiler.target == "inf2"
     assert m.versions["torch-neuronx"] == "2.5.1.2.4.0"
     assert m.compiler.auto_cast_type == "fp16"
+    # weights once: the NEFFs hold none (inline_weights_to_neff=False); the serving code attaches
+    # the shared weights.pt with torch_neuronx.replace_weights, the documented API for such graphs
+    assert all(c["inline_weights_to_neff"] is False for c in made)
+    assert m.weights.attach == "torch_neuronx.replace_weights"
+    module = load_bucket(tmp_path / "out", "model_b4_s32.pt")
+    (replace,) = [c for c in calls(neuron_standins) if c["function"] == "torch_neuronx.replace_weights"]
+    assert "classifier.weight" in " ".join(replace["names"])
+    ids = torch.ones((4, 32), dtype=torch.long)
+    assert module(ids, ids, torch.zeros_like(ids)).shape == (4, 2)
 
 
 def test_inf1_calls_torch_neuron_trace_and_records_operator_placement(

@@ -21,5 +21,10 @@ def test_demo_runs_every_stage_and_tears_down(tmp_path):
     ]
     assert len(result.answer) == 2
     assert all(r.requests_ok > 0 and r.requests_failed == 0 for r in result.report.runs)
-    assert result.leftovers == {"endpoints": 0, "endpoint_configs": 0, "models": 0, "scalable_targets": 0,
-                                "alarms": 0}  # fmt: skip
+    assert result.leftovers == {
+        "endpoints": 0,
+        "endpoint_configs": 0,
+        "models": 0,
+        "scalable_targets": 0,
+        "alarms": 0,
+    }

@@ -11,15 +11,18 @@ from botocore.exceptions import ClientError
 from conftest import run_cli
 
 from smneuron import deploy as dp
+from smneuron import deploy_plan
 from smneuron.autoscaling import parse_schedule
 from smneuron.catalog import INSTANCE_TYPES
 from smneuron.compile import compile_model
+from smneuron.endpoints import delete
 from smneuron.errors import (
     AccessDeniedError,
     ConfigError,
+    DeploymentRolledBackError,
     EndpointFailedError,
     QuotaExceededError,
-    ThrottledError,  # fmt: skip
+    ThrottledError,
 )
 from smneuron.packaging import package
 from smneuron.specs import EndpointSpec, ScalingSpec
@@ -46,12 +49,17 @@ def retarget(artifact: Path, tmp: Path, target: str, cores: int = 1) -> Path:
 
 def leftovers(session) -> dict[str, int]:
     sm = session.client("sagemaker")
-    return {"endpoints": len(sm.list_endpoints()["Endpoints"]),
-            "configs": len(sm.list_endpoint_configs()["EndpointConfigs"]),
-            "models": len(sm.list_models()["Models"]),
-            "targets": len(session.client("application-autoscaling").describe_scalable_targets(
-                ServiceNamespace="sagemaker")["ScalableTargets"]),
-            "alarms": len(session.client("cloudwatch").describe_alarms()["MetricAlarms"])}  # fmt: skip
+    return {
+        "endpoints": len(sm.list_endpoints()["Endpoints"]),
+        "configs": len(sm.list_endpoint_configs()["EndpointConfigs"]),
+        "models": len(sm.list_models()["Models"]),
+        "targets": len(
+            session.client("application-autoscaling").describe_scalable_targets(ServiceNamespace="sagemaker")[
+                "ScalableTargets"
+            ]
+        ),
+        "alarms": len(session.client("cloudwatch").describe_alarms()["MetricAlarms"]),
+    }
 
 
 @pytest.mark.parametrize("instance", [n for n, t in INSTANCE_TYPES.items() if t.is_neuron])
@@ -60,8 +68,11 @@ def test_every_inferentia_size_gets_the_right_image_and_environment(
 ):
     t = INSTANCE_TYPES[instance]
     tarball = retarget(cpu_artifact, tmp_path, t.family)
-    r = dp.deploy(tarball, EndpointSpec(name="ep", instance_type=instance, batch_size=8, max_batch_delay_ms=3),
-                  session=session)  # fmt: skip
+    r = dp.deploy(
+        tarball,
+        EndpointSpec(name="ep", instance_type=instance, batch_size=8, max_batch_delay_ms=3),
+        session=session,
+    )
     sm = session.client("sagemaker")
     model = sm.describe_model(ModelName=r.model_name)
     c = model["PrimaryContainer"]
@@ -81,8 +92,10 @@ def test_every_inferentia_size_gets_the_right_image_and_environment(
     assert model["ExecutionRoleArn"] == role
     v = sm.describe_endpoint_config(EndpointConfigName=r.endpoint_config_name)["ProductionVariants"][0]
     assert v["InstanceType"] == instance and v["ContainerStartupHealthCheckTimeoutInSeconds"] >= 600
-    tags = {x["Key"]: x["Value"] for x in sm.list_tags(ResourceArn=sm.describe_endpoint(EndpointName="ep")[
-        "EndpointArn"])["Tags"]}  # fmt: skip
+    tags = {
+        x["Key"]: x["Value"]
+        for x in sm.list_tags(ResourceArn=sm.describe_endpoint(EndpointName="ep")["EndpointArn"])["Tags"]
+    }
     assert tags["smneuron:endpoint"] == "ep" and tags["smneuron:artifact"] == r.model_data
 
 
@@ -125,10 +138,14 @@ def test_update_is_blue_green_idempotent_and_scaling_applies(cpu_artifact, tmp_p
         "MaxCapacity": 6,
     }
 
-    canary = spec.model_copy(update={"batch_size": 16, "traffic_routing": spec.traffic_routing.model_copy(
-        update={"type": "canary", "step_percent": 20})})  # fmt: skip
+    canary = spec.model_copy(
+        update={
+            "batch_size": 16,
+            "traffic_routing": spec.traffic_routing.model_copy(update={"type": "canary", "step_percent": 20}),
+        }
+    )
     updated = dp.deploy(tarball, canary, scaling, session=session)
-    assert updated.plan.is_update and updated.endpoint_config_name != first.endpoint_config_name
+    assert updated.is_update and updated.endpoint_config_name != first.endpoint_config_name
     sm = session.client("sagemaker")
     assert sm.describe_endpoint(EndpointName="ep")["EndpointConfigName"] == updated.endpoint_config_name
     backend = sagemaker_backends["123456789012"]["us-east-1"]
@@ -140,10 +157,10 @@ def test_update_is_blue_green_idempotent_and_scaling_applies(cpu_artifact, tmp_p
         "smneuron-ep-latency-p99",
     }
 
-    removed = dp.delete("ep", session=session).removed
+    removed = delete("ep", session=session)
     assert any(r.startswith("endpoint config") for r in removed)
     assert leftovers(session) == {"endpoints": 0, "configs": 0, "models": 0, "targets": 0, "alarms": 0}
-    assert dp.delete("ep", session=session).removed == []  # idempotent
+    assert delete("ep", session=session) == []  # idempotent
 
 
 def test_a_failed_endpoint_raises_with_its_reason_and_leaves_nothing(cpu_artifact, tmp_path, session, role):
@@ -153,8 +170,11 @@ def test_a_failed_endpoint_raises_with_its_reason_and_leaves_nothing(cpu_artifac
 
     session.client("sagemaker").meta.events.register("after-call.sagemaker.DescribeEndpoint", failed)
     with pytest.raises(EndpointFailedError, match="CapacityError") as e:
-        dp.deploy(retarget(cpu_artifact, tmp_path, "inf1"), EndpointSpec(name="ep", instance_type="ml.inf1.xlarge"),
-                  session=session)  # fmt: skip
+        dp.deploy(
+            retarget(cpu_artifact, tmp_path, "inf1"),
+            EndpointSpec(name="ep", instance_type="ml.inf1.xlarge"),
+            session=session,
+        )
     assert e.value.failure_reason.startswith("CapacityError")
     assert leftovers(session) == {"endpoints": 0, "configs": 0, "models": 0, "targets": 0, "alarms": 1}
 
@@ -167,8 +187,9 @@ def test_a_failed_endpoint_raises_with_its_reason_and_leaves_nothing(cpu_artifac
         ("ResourceLimitExceeded", QuotaExceededError),
     ],
 )
-def test_injected_errors_are_typed_and_leave_no_orphans(code, err, cpu_artifact, tmp_path, session, role,
-                                                        monkeypatch):  # fmt: skip
+def test_injected_errors_are_typed_and_leave_no_orphans(
+    code, err, cpu_artifact, tmp_path, session, role, monkeypatch
+):
     sm = session.client("sagemaker")
 
     def boom(**_):
@@ -183,8 +204,19 @@ def test_injected_errors_are_typed_and_leave_no_orphans(code, err, cpu_artifact,
 
 def test_dry_run_prints_every_resource_setting_and_cost(cpu_artifact, tmp_path, session):
     tarball = retarget(cpu_artifact, tmp_path, "inf2")
-    code, out, err = run_cli("deploy", str(tarball), "--instance", "ml.inf2.24xlarge", "--name", "plan-me",
-                             "--min", "1", "--max", "3", "--dry-run")  # fmt: skip
+    code, out, err = run_cli(
+        "deploy",
+        str(tarball),
+        "--instance",
+        "ml.inf2.24xlarge",
+        "--name",
+        "plan-me",
+        "--min",
+        "1",
+        "--max",
+        "3",
+        "--dry-run",
+    )
     assert code == 0, err
     for needle in [
         "nothing is created",
@@ -221,7 +253,7 @@ def test_cli_deploy_status_invoke_scale_delete(cpu_artifact, tmp_path, session, 
 
 
 def test_waiter_backs_off_and_times_out():
-    from smneuron.waiters import poll_intervals
+    from smneuron.endpoints import poll_intervals
 
     gen = poll_intervals()
     seq = [next(gen) for _ in range(10)]
@@ -231,8 +263,9 @@ def test_waiter_backs_off_and_times_out():
 def test_notebook_sdk_returns_an_endpoint_object(cpu_artifact, session, role):
     import smneuron
 
-    ep = smneuron.deploy_model(cpu_artifact, EndpointSpec(name="nb", instance_type="ml.c6i.xlarge"),
-                               session=session).endpoint  # fmt: skip
+    ep = smneuron.deploy_model(
+        cpu_artifact, EndpointSpec(name="nb", instance_type="ml.c6i.xlarge"), session=session
+    ).endpoint
     assert repr(ep) == "Endpoint('nb')"
     assert ep.describe()["endpoint"]["EndpointStatus"] == "InService"
     assert ep.invoke('{"inputs": ["i loved it"]}').status == 200  # moto's runtime answers with a canned body
@@ -249,7 +282,7 @@ def test_an_update_that_sagemaker_rolled_back_is_reported_not_claimed(cpu_artifa
         parsed["EndpointConfigName"] = first.endpoint_config_name  # SageMaker kept the old fleet
 
     session.client("sagemaker").meta.events.register("after-call.sagemaker.DescribeEndpoint", rolled_back)
-    with pytest.raises(dp.DeploymentRolledBackError, match="rolled back"):
+    with pytest.raises(DeploymentRolledBackError, match="rolled back"):
         dp.deploy(tarball, spec.model_copy(update={"batch_size": 32}), session=session)
 
 
@@ -259,9 +292,12 @@ def test_failure_reports_the_last_cloudwatch_log_lines(cpu_artifact, tmp_path, s
     logs.create_log_group(logGroupName=group)
     logs.create_log_stream(logGroupName=group, logStreamName="AllTraffic/i-123")
     now = int(__import__("time").time() * 1000)  # CloudWatch refuses events older than 14 days
-    logs.put_log_events(logGroupName=group, logStreamName="AllTraffic/i-123", logEvents=[
-        {"timestamp": now + i, "message": f"line {i}"} for i in range(3)] + [
-        {"timestamp": now + 100, "message": "RuntimeError: Unknown builtin op: neuron::forward_1"}])  # fmt: skip
+    logs.put_log_events(
+        logGroupName=group,
+        logStreamName="AllTraffic/i-123",
+        logEvents=[{"timestamp": now + i, "message": f"line {i}"} for i in range(3)]
+        + [{"timestamp": now + 100, "message": "RuntimeError: Unknown builtin op: neuron::forward_1"}],
+    )
 
     def failed(parsed, **_):
         parsed.update(
@@ -275,30 +311,48 @@ def test_failure_reports_the_last_cloudwatch_log_lines(cpu_artifact, tmp_path, s
 
 
 def test_model_copies_are_bounded_by_memory(cpu_artifact, tmp_path, session):
-    info = dp.ArtifactInfo("inf2", "text-classification", 1, "x" * 64, 3 * 2**30, "s3://b/k")
     inst = INSTANCE_TYPES["ml.inf2.xlarge"]  # 32 GiB accelerator, 16 GiB host
-    dp.check_memory(inst, info, 4)
+    deploy_plan.check_memory(inst, 3 * 2**30, 4)
     with pytest.raises(ConfigError, match="host memory"):
-        dp.check_memory(inst, info, 5)
-    big = dp.ArtifactInfo("inf1", "text-classification", 1, None, 4 * 2**30, "s3://b/k")
+        deploy_plan.check_memory(inst, 3 * 2**30, 5)
     with pytest.raises(ConfigError, match="accelerator memory.*ml.inf1.xlarge has 8 GiB"):
-        dp.check_memory(INSTANCE_TYPES["ml.inf1.xlarge"], big, 2)
+        deploy_plan.check_memory(INSTANCE_TYPES["ml.inf1.xlarge"], 4 * 2**30, 2)
 
 
 def test_scaling_target_from_a_bench_report(cpu_artifact, tmp_path, session, role):
-    from smneuron.autoscaling import target_from_report
+    from smneuron.specs import target_from_report
 
-    report = {"instance_count": 2, "runs": [
-        {"requests_ok": 100, "throughput_rps": 40.0, "latency_ms": {"p99": 20.0}},
-        {"requests_ok": 100, "throughput_rps": 90.0, "latency_ms": {"p99": 45.0}},
-        {"requests_ok": 100, "throughput_rps": 120.0, "latency_ms": {"p99": 300.0}}]}  # fmt: skip
+    report = {
+        "instance_count": 2,
+        "runs": [
+            {"requests_ok": 100, "throughput_rps": 40.0, "latency_ms": {"p99": 20.0}},
+            {"requests_ok": 100, "throughput_rps": 90.0, "latency_ms": {"p99": 45.0}},
+            {"requests_ok": 100, "throughput_rps": 120.0, "latency_ms": {"p99": 300.0}},
+        ],
+    }
     assert target_from_report(report, 50, headroom=0.5) == pytest.approx(90 / 2 * 60 * 0.5)
     with pytest.raises(ConfigError, match="best p99 20.0"):
         target_from_report(report, 10)
     f = tmp_path / "bench.json"
     f.write_text(json.dumps(report))
-    code, out, err = run_cli("deploy", str(cpu_artifact), "--instance", "ml.c6i.xlarge", "--name", "b", "--min", "1",
-                             "--max", "3", "--bench-report", str(f), "--slo-p99-ms", "50", "--dry-run", "--json")  # fmt: skip
+    code, out, err = run_cli(
+        "deploy",
+        str(cpu_artifact),
+        "--instance",
+        "ml.c6i.xlarge",
+        "--name",
+        "b",
+        "--min",
+        "1",
+        "--max",
+        "3",
+        "--bench-report",
+        str(f),
+        "--slo-p99-ms",
+        "50",
+        "--dry-run",
+        "--json",
+    )
     assert code == 0, err
     cfg = json.loads(out)["autoscaling"]["policy"]["TargetTrackingScalingPolicyConfiguration"]
     assert cfg["TargetValue"] == pytest.approx(90 / 2 * 60 * 0.7)

@@ -316,8 +316,9 @@ def test_shipped_code_parses_as_python_3_8_and_uses_no_post_1_13_torch_api():
 
 
 def test_partial_batches_run_on_the_smallest_compiled_batch(tiny_classifier, tmp_path):
-    d = build_served(tiny_classifier, tmp_path, "text-classification", batch_size=4, buckets="16",
-                     batch_sizes="1,2")  # fmt: skip
+    d = build_served(
+        tiny_classifier, tmp_path, "text-classification", batch_size=4, buckets="16", batch_sizes="1,2"
+    )
     assert sorted(p.name for p in d.glob("model_*.pt")) == [
         "model_b1_s16.pt",
         "model_b2_s16.pt",

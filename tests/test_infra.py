@@ -127,8 +127,10 @@ def test_pipeline_roles_are_scoped():
     }
     # step jobs that call SageMaker run as this role: it may pass itself, pull the DLCs and write logs
     assert by_sid["PassThisRoleToItsStepJobs"]["Resource"]["Fn::Sub"].endswith(":role/smneuron-pipeline-role")
-    assert all("${DlcRegistryAccount}:repository/pytorch-inference" in r["Fn::Sub"]
-               for r in by_sid["PullPyTorchInferenceImages"]["Resource"])
+    assert all(
+        "${DlcRegistryAccount}:repository/pytorch-inference" in r["Fn::Sub"]
+        for r in by_sid["PullPyTorchInferenceImages"]["Resource"]
+    )
     sched = t["Resources"]["SchedulerRole"]["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
     assert sched["Principal"] == {"Service": "scheduler.amazonaws.com"}
 
@@ -157,11 +159,14 @@ def test_infra_deploy_against_moto_writes_the_project_file(session, tmp_path, mo
     assert json.loads(out)["ExecutionRoleArn"] == project["aws"]["role"]
     # an upload through the new bucket works under its policy (SSE-KMS default, TLS only)
     from smneuron.session import Session
-    from smneuron.storage import upload
+    from smneuron.storage import put_content_addressed
 
     f = tmp_path / "m.tar.gz"
     f.write_bytes(b"x" * 100)
-    assert upload(f, model_name="m", session=Session.from_env(bucket=project["aws"]["bucket"])).uri
+    sess = Session.from_env(bucket=project["aws"]["bucket"])
+    assert not put_content_addressed(
+        sess, f, bucket=sess.bucket_name, key="m/model.tar.gz", sha256="0" * 64, metadata={}
+    )
 
 
 def test_render_prints_the_template():

@@ -54,6 +54,7 @@ def test_layout_is_what_the_dlc_expects(artifact, tmp_path):
                 "smneuron.json",
                 "tokenizer.json",
                 "tokenizer_config.json",
+                "weights.pt",  # the parameters, once; the bucket graphs carry none
             ]
         ),
     ]

@@ -8,14 +8,18 @@ import zipfile
 
 import pytest
 
+from smneuron import pipeline_schedule
 from smneuron.errors import ConfigError
 from smneuron.specs import ProjectFile
 
 PROJECT = {
     "endpoint": {"instance_type": "ml.inf2.xlarge", "name": "minilm-prod"},
-    "pipeline": {"model_source_s3_uri": "s3://models/minilm/", "evaluation_data_s3_uri": "s3://data/eval.jsonl",
-                 "model_package_group": "minilm"},
-}  # fmt: skip
+    "pipeline": {
+        "model_source_s3_uri": "s3://models/minilm/",
+        "evaluation_data_s3_uri": "s3://data/eval.jsonl",
+        "model_package_group": "minilm",
+    },
+}
 
 
 @pytest.fixture
@@ -27,17 +31,27 @@ def test_upsert_uploads_code_once_and_updates_in_place(session, role, project):
     from smneuron import pipeline
 
     first = pipeline.upsert(project, session=session)
-    assert first.steps == ["Compile", "CreateModel-CreateModel", "EvaluateTransform", "Score", "CheckAccuracy"]
+    assert first.steps == [
+        "Compile",
+        "CreateModel-CreateModel",
+        "EvaluateTransform",
+        "Score",
+        "CheckAccuracy",
+    ]
     sm, s3 = session.client("sagemaker"), session.client("s3")
     described = sm.describe_pipeline(PipelineName=first.name)
     assert described["RoleArn"] == role
     definition = json.loads(described["PipelineDefinition"])
-    assert definition["Steps"][0]["Arguments"]["ProcessingInputs"][0]["S3Input"]["S3Uri"] == first.code["wheel"]
+    assert (
+        definition["Steps"][0]["Arguments"]["ProcessingInputs"][0]["S3Input"]["S3Uri"] == first.code["wheel"]
+    )
     bucket, key = first.code["wheel"].removeprefix("s3://").split("/", 1)
     wheel = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     names = zipfile.ZipFile(io.BytesIO(wheel)).namelist()
     assert "smneuron/_bundled/pipelines/steps/compile.py" in names and "smneuron/evaluation.py" in names
-    assert sm.describe_model_package_group(ModelPackageGroupName="minilm")["ModelPackageGroupName"] == "minilm"
+    assert (
+        sm.describe_model_package_group(ModelPackageGroupName="minilm")["ModelPackageGroupName"] == "minilm"
+    )
     second = pipeline.upsert(project, session=session)
     assert second.arn == first.arn and second.code == first.code  # same code: same content-addressed keys
     assert len(sm.list_pipelines()["PipelineSummaries"]) == 1
@@ -68,7 +82,9 @@ def test_start_refuses_a_pipeline_with_nothing_to_compile(session, role):
     with pytest.raises(ConfigError, match="ModelSourceS3Uri is empty"):
         pipeline.start(name, session=session)
     with pytest.raises(ConfigError, match="would have no ModelSourceS3Uri"):
-        pipeline.schedule(name, "rate(1 day)", role="arn:aws:iam::123456789012:role/s", session=session)
+        pipeline_schedule.schedule(
+            name, "rate(1 day)", role="arn:aws:iam::123456789012:role/s", session=session
+        )
 
 
 def test_schedule_list_unschedule(session, role, project):
@@ -76,44 +92,65 @@ def test_schedule_list_unschedule(session, role, project):
 
     name = pipeline.upsert(project, session=session).name
     with pytest.raises(ConfigError, match="role EventBridge Scheduler assumes"):
-        pipeline.schedule(name, "rate(1 day)", session=session)
-    arn = pipeline.schedule(name, "cron(0 3 ? * MON *)", role="smneuron-scheduler", session=session)
+        pipeline_schedule.schedule(name, "rate(1 day)", session=session)
+    arn = pipeline_schedule.schedule(name, "cron(0 3 ? * MON *)", role="smneuron-scheduler", session=session)
     assert arn.endswith(f"schedule/default/{name}")
-    got = pipeline.describe_schedule(name, session=session)
+    got = pipeline_schedule.describe_schedule(name, session=session)
     assert got["expression"] == "cron(0 3 ? * MON *)" and got["role"].endswith(":role/smneuron-scheduler")
     target = session.client("scheduler").get_schedule(Name=name)["Target"]
     assert target["Arn"].endswith(f":pipeline/{name}")
-    pipeline.schedule(name, "rate(12 hours)", role="smneuron-scheduler", session=session)  # update in place
-    assert pipeline.list_pipelines(session=session) == [
-        {"name": name, "last_status": None, "schedule": "rate(12 hours)", "schedule_state": "ENABLED"}]
-    assert pipeline.unschedule(name, session=session) is True
-    assert pipeline.unschedule(name, session=session) is False
-    assert pipeline.describe_schedule(name, session=session) is None
+    pipeline_schedule.schedule(
+        name, "rate(12 hours)", role="smneuron-scheduler", session=session
+    )  # update in place
+    assert pipeline_schedule.list_pipelines(session=session) == [
+        {"name": name, "last_status": None, "schedule": "rate(12 hours)", "schedule_state": "ENABLED"}
+    ]
+    assert pipeline_schedule.unschedule(name, session=session) is True
+    assert pipeline_schedule.unschedule(name, session=session) is False
+    assert pipeline_schedule.describe_schedule(name, session=session) is None
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("rate(1 day)", {"rate": (1, "day")}), ("cron(0 3 ? * MON *)", {"cron": "0 3 ? * MON *"}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("rate(1 day)", {"rate": (1, "day")}),
+        ("cron(0 3 ? * MON *)", {"cron": "0 3 ? * MON *"}),
+    ],
+)
 def test_parse_schedule(text, expected):
-    from smneuron.pipeline import parse_schedule
+    from smneuron.schedules import parse
 
-    assert parse_schedule(text) == expected
+    assert parse(text).pipeline_kwargs() == expected
 
 
 @pytest.mark.parametrize("text", ["daily", "rate(0 days)", "cron(0 3 * *)", "at(tomorrow)"])
 def test_parse_schedule_refuses_with_the_forms(text):
-    from smneuron.pipeline import parse_schedule
+    from smneuron.autoscaling import parse_schedule as parse_capacity
+    from smneuron.schedules import parse
 
     with pytest.raises(ConfigError, match="Cannot read the schedule"):
-        parse_schedule(text)
+        parse(text)
+    with pytest.raises(ConfigError, match="Cannot read the schedule"):  # one grammar for autoscaling too
+        parse_capacity(f"{text}=1-2")
 
 
 def test_cli_pipeline_commands(session, role, tmp_path, monkeypatch):
     import yaml
     from conftest import run_cli
 
-    (tmp_path / "smneuron.yaml").write_text(yaml.safe_dump({**PROJECT, "pipeline": {
-        **PROJECT["pipeline"], "name": "nightly", "scheduler_role": "smneuron-scheduler", "schedule": "rate(1 day)"}}))
+    (tmp_path / "smneuron.yaml").write_text(
+        yaml.safe_dump(
+            {
+                **PROJECT,
+                "pipeline": {
+                    **PROJECT["pipeline"],
+                    "name": "nightly",
+                    "scheduler_role": "smneuron-scheduler",
+                    "schedule": "rate(1 day)",
+                },
+            }
+        )
+    )
     monkeypatch.chdir(tmp_path)
     code, out, err = run_cli("pipeline", "upsert", "--json")
     assert code == 0, err

@@ -17,12 +17,19 @@ def _definition(session, instance: str, **pipeline) -> dict:
     from smneuron.pipeline import definition
     from smneuron.specs import ProjectFile
 
-    project = ProjectFile.model_validate({
-        "model_name": "minilm", "endpoint": {"instance_type": instance, "name": "minilm-prod"},
-        "compile": {"buckets": [64, 128], "batch_size": 4},
-        "pipeline": {"model_source_s3_uri": "s3://models/minilm/", "evaluation_data_s3_uri": "s3://data/eval.jsonl",
-                     "model_package_group": "minilm", **pipeline},
-    })  # fmt: skip
+    project = ProjectFile.model_validate(
+        {
+            "model_name": "minilm",
+            "endpoint": {"instance_type": instance, "name": "minilm-prod"},
+            "compile": {"buckets": [64, 128], "batch_size": 4},
+            "pipeline": {
+                "model_source_s3_uri": "s3://models/minilm/",
+                "evaluation_data_s3_uri": "s3://data/eval.jsonl",
+                "model_package_group": "minilm",
+                **pipeline,
+            },
+        }
+    )
     return definition(project, session=session, publish=False)
 
 
@@ -39,10 +46,14 @@ def test_definition_matches_snapshot(session, role, instance, variant):
     if os.environ.get("SMNEURON_UPDATE_SNAPSHOTS") == "1":
         path.write_text(text + "\n")
     assert path.exists(), f"no snapshot yet: SMNEURON_UPDATE_SNAPSHOTS=1 pytest {__file__}"
-    assert text + "\n" == path.read_text(), f"definition changed: SMNEURON_UPDATE_SNAPSHOTS=1 pytest {__file__}"
+    assert text + "\n" == path.read_text(), (
+        f"definition changed: SMNEURON_UPDATE_SNAPSHOTS=1 pytest {__file__}"
+    )
 
 
-@pytest.mark.parametrize("instance", ["ml.inf2.xlarge", "ml.inf2.48xlarge", "ml.inf1.xlarge", "ml.inf1.6xlarge"])
+@pytest.mark.parametrize(
+    "instance", ["ml.inf2.xlarge", "ml.inf2.48xlarge", "ml.inf1.xlarge", "ml.inf1.6xlarge"]
+)
 def test_every_step_is_a_valid_request_for_every_instance_choice(session, role, instance):
     d = _definition(session, instance)
     params = {p["Name"]: p.get("DefaultValue") for p in d["Parameters"]}
@@ -59,7 +70,10 @@ def test_validator_catches_what_the_api_rejects(session, role):
     params = {p["Name"]: p.get("DefaultValue") for p in d["Parameters"]}
     transform = next(s for s in d["Steps"] if s["Type"] == "Transform")
     # Batch Transform rejects ml.inf1.*: the check must say so
-    assert any("TransformInstanceType" in p for p in validate_step(transform, {**params, "InstanceType": "ml.inf1.xlarge"}))
+    assert any(
+        "TransformInstanceType" in p
+        for p in validate_step(transform, {**params, "InstanceType": "ml.inf1.xlarge"})
+    )
     compile_step = next(s for s in d["Steps"] if s["Name"] == "Compile")
     compile_step["Arguments"]["AppSpecification"]["ContainerArguments"].append("x" * 300)
     assert any("length 300" in p for p in validate_step(compile_step, params))
@@ -93,7 +107,10 @@ def test_compile_runs_on_cpu_in_the_target_dlc_and_nothing_repacks(session, role
     steps = all_steps(d["Steps"])
     compile_step = steps[0]["Arguments"]
     assert compile_step["ProcessingResources"]["ClusterConfig"] == {
-        "InstanceType": "ml.c6i.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 80}
+        "InstanceType": "ml.c6i.xlarge",
+        "InstanceCount": 1,
+        "VolumeSizeInGB": 80,
+    }
     image = compile_step["AppSpecification"]["ImageUri"]
     assert "pytorch-inference-neuronx" in image
     model = next(s for s in steps if s["Type"] == "Model")["Arguments"]["PrimaryContainer"]
@@ -139,3 +156,27 @@ def test_cpu_instance_for_the_compile_step_only(session, role):
 
     with pytest.raises(ConfigError, match="letters, digits and hyphens"):
         plan(PipelineSpec(name="my_pipeline"), session=session)
+
+
+@pytest.mark.parametrize("instance", ["ml.inf2.xlarge", "ml.inf1.xlarge"])
+def test_the_create_model_step_makes_the_model_smneuron_deploy_makes(session, role, instance):
+    """One Model, two ways in: the pipeline's CreateModel step and `smneuron deploy` send the same
+    container (image, environment) and role; and Deploy serves that step's Model by name."""
+    from smneuron.deploy_plan import plan
+    from smneuron.model_data import ModelData
+    from smneuron.specs import EndpointSpec
+
+    d = _definition(session, instance)
+    step = next(s for s in d["Steps"] if s["Type"] == "Model")
+    target = instance.split(".")[1]
+    data = ModelData("s3://b/k/model.tar.gz", "0" * 64, 1, "gzip", target, "feature-extraction", 1, "k")
+    expected = plan(data, EndpointSpec(instance_type=instance, name="minilm-prod"), region=session.region)
+    request = expected.create_model_request(role)
+    got = step["Arguments"]
+    assert got["PrimaryContainer"]["Image"] == request["PrimaryContainer"]["Image"]
+    assert got["PrimaryContainer"]["Environment"] == request["PrimaryContainer"]["Environment"]
+    assert got["ExecutionRoleArn"] == request["ExecutionRoleArn"]
+    deploy = next(s for s in all_steps(d["Steps"]) if s["Name"] == "Deploy")
+    args = deploy["Arguments"]["AppSpecification"]["ContainerArguments"]
+    assert args[args.index("--model-name") + 1] == {"Get": f"Steps.{step['Name']}.ModelName"}
+    assert "--model-data" not in args

@@ -8,57 +8,95 @@ import pytest
 
 from smneuron.specs import ProjectFile
 
-TEXTS = ["the cat sat on the mat", "hello world", "a quick brown fox jumps", "models on inferentia",
-         "good morning to you", "the weather is bad today", "compile once, serve everywhere", "short"]  # fmt: skip
+TEXTS = [
+    "the cat sat on the mat",
+    "hello world",
+    "a quick brown fox jumps",
+    "models on inferentia",
+    "good morning to you",
+    "the weather is bad today",
+    "compile once, serve everywhere",
+    "short",
+]
 
 
 def _data(tmp_path, label=None):
     path = tmp_path / "eval.jsonl"
-    path.write_text("".join(json.dumps({"inputs": t, **({"label": label} if label else {})}) + "\n" for t in TEXTS))
+    path.write_text(
+        "".join(json.dumps({"inputs": t, **({"label": label} if label else {})}) + "\n" for t in TEXTS)
+    )
     return path
 
 
 def _project(task, **pipeline):
-    return ProjectFile.model_validate({"model_name": "tiny", "endpoint": {"name": "tiny-prod"},
-                                       "compile": {"task": task, "buckets": [16, 32], "batch_size": 4},
-                                       "pipeline": {"model_package_group": "tiny-models", **pipeline}})  # fmt: skip
+    return ProjectFile.model_validate(
+        {
+            "model_name": "tiny",
+            "endpoint": {"name": "tiny-prod"},
+            "compile": {"task": task, "buckets": [16, 32], "batch_size": 4},
+            "pipeline": {"model_package_group": "tiny-models", **pipeline},
+        }
+    )
 
 
 def test_tiny_classifier_passes_the_gate_registers_and_deploys(tiny_classifier, tmp_path):
-    from smneuron.pipeline_local import run_local
+    from smneuron.local.pipeline_runner import run_local
 
     seen = []
-    run = run_local(_project("text-classification"), tiny_classifier, _data(tmp_path), work_dir=tmp_path / "w",
-                    on_step=lambda s: seen.append(s.name))  # fmt: skip
+    run = run_local(
+        _project("text-classification"),
+        tiny_classifier,
+        _data(tmp_path),
+        work_dir=tmp_path / "w",
+        on_step=lambda s: seen.append(s.name),
+    )
     assert run.status == "Succeeded", run.failure_reason
-    assert seen == ["Compile", "CreateModel-CreateModel", "EvaluateTransform", "Score", "CheckAccuracy",
-                    "Register-RegisterModel", "Deploy"]  # fmt: skip
+    assert seen == [
+        "Compile",
+        "CreateModel-CreateModel",
+        "EvaluateTransform",
+        "Score",
+        "CheckAccuracy",
+        "Register-RegisterModel",
+        "Deploy",
+    ]
     assert run.evaluation["passed"] and run.evaluation["count"] == len(TEXTS)
     assert run.evaluation["metrics"]["top1_agreement"] == 1.0  # cpu candidate vs cpu reference
     assert run.deployment["endpoint_name"] == "tiny-prod" and run.deployment["status"] == "InService"
     # the transform answered every request line through the production handler
     out = next((tmp_path / "w" / "EvaluateTransform" / "output").rglob("*.out")).read_text().splitlines()
     assert len(out) == len(TEXTS) and all(isinstance(json.loads(line)[0], list) for line in out)
-    assert json.loads((tmp_path / "w" / "Compile" / "output" / "result" / "compile.json").read_text())[
-        "model_data"] == run.deployment["model_data"]  # fmt: skip
+    assert (
+        json.loads((tmp_path / "w" / "Compile" / "output" / "result" / "compile.json").read_text())[
+            "model_data"
+        ]
+        == run.deployment["model_data"]
+    )
 
 
 def test_gate_fails_with_the_metrics_when_the_threshold_is_out_of_reach(tiny_classifier, tmp_path):
-    from smneuron.pipeline_local import run_local
+    from smneuron.local.pipeline_runner import run_local
 
-    run = run_local(_project("text-classification"), tiny_classifier, _data(tmp_path, label="LABEL_0"),
-                    parameters={"MinAccuracy": "0.99"}, work_dir=tmp_path / "w")  # fmt: skip
+    run = run_local(
+        _project("text-classification"),
+        tiny_classifier,
+        _data(tmp_path, label="LABEL_0"),
+        parameters={"MinAccuracy": "0.99"},
+        work_dir=tmp_path / "w",
+    )
     accuracy = run.evaluation["metrics"]["accuracy"]
     assert accuracy < 0.99  # a random tiny model cannot label 8 texts right
     assert run.status == "Failed"
-    assert run.failure_reason == ("The candidate missed the accuracy gate, so the endpoint was not updated: "
-                                  f"FAILED: accuracy {accuracy:.6g} < 0.99 (min_accuracy)")  # fmt: skip
+    assert run.failure_reason == (
+        "The candidate missed the accuracy gate, so the endpoint was not updated: "
+        f"FAILED: accuracy {accuracy:.6g} < 0.99 (min_accuracy)"
+    )
     assert [s.name for s in run.steps][-2:] == ["CheckAccuracy", "AccuracyGateFailed"]
     assert run.deployment is None
 
 
 def test_a_failing_job_names_its_step_and_log(tiny_classifier, tmp_path):
-    from smneuron.pipeline_local import run_local
+    from smneuron.local.pipeline_runner import run_local
 
     data = tmp_path / "eval.jsonl"
     data.write_text('{"text": "no inputs field"}\n')
@@ -71,15 +109,26 @@ def test_a_failing_job_names_its_step_and_log(tiny_classifier, tmp_path):
 def test_minilm_pipeline_from_the_cli(minilm_dir, tmp_path):
     from conftest import run_cli
 
-    code, out, err = run_cli("pipeline", "run", "--local", "--model", str(minilm_dir), "--data",
-                             str(_data(tmp_path)), "--json")  # fmt: skip
+    code, out, err = run_cli(
+        "pipeline", "run", "--local", "--model", str(minilm_dir), "--data", str(_data(tmp_path)), "--json"
+    )
     result = json.loads(out)
     assert code == 0, (result.get("failure_reason"), err)
     assert result["evaluation"]["task"] == "feature-extraction"
     assert result["evaluation"]["metrics"]["cosine_min"] >= 0.9999
     assert result["deployment"]["status"] == "InService"
-    code, out, _ = run_cli("pipeline", "run", "--local", "--model", str(minilm_dir), "--data",
-                           str(_data(tmp_path)), "--param", "MaxAbsDiff=-1", "--json")  # fmt: skip
+    code, out, _ = run_cli(
+        "pipeline",
+        "run",
+        "--local",
+        "--model",
+        str(minilm_dir),
+        "--data",
+        str(_data(tmp_path)),
+        "--param",
+        "MaxAbsDiff=-1",
+        "--json",
+    )
     assert code == 1 and "max_abs_diff" in json.loads(out)["failure_reason"]
 
 
@@ -99,12 +148,30 @@ def test_wheel_for_jobs_is_deterministic_and_installable(tmp_path):
     a, b = build_wheel(tmp_path / "a"), build_wheel(tmp_path / "b")
     assert a.read_bytes() == b.read_bytes()
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", "--target",
-                    str(target), str(a)], check=True)  # fmt: skip
-    probe = ("import smneuron.resources as r; print(r.pipelines_dir(), r.inference_code_dir())")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--quiet",
+            "--target",
+            str(target),
+            str(a),
+        ],
+        check=True,
+    )
+    probe = "import smneuron.resources as r; print(r.pipelines_dir(), r.inference_code_dir())"
     # -S and another cwd: neither the editable install nor the checkout can answer for the wheel
-    out = subprocess.run([sys.executable, "-S", "-c", probe], env={"PYTHONPATH": str(target)}, cwd=tmp_path,
-                         capture_output=True,
-                         text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", probe],
+        env={"PYTHONPATH": str(target)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert f"{target}/smneuron/_bundled/pipelines" in out and "_bundled/inference_code" in out
     assert (target / "smneuron" / "_bundled" / "pipelines" / "steps" / "score.py").is_file()

@@ -1,4 +1,4 @@
-"""Content-addressed upload against moto: skip, multipart, encryption, bucket set-up, download."""
+"""Staging against moto: content-addressed keys, skip, multipart, encryption, bucket set-up, download."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from smneuron.errors import AccessDeniedError, ArtifactError
+from smneuron.model_data import stage
 from smneuron.session import Session
-from smneuron.storage import download, package_and_upload, upload
+from smneuron.storage import download, put_content_addressed
 
 
 @pytest.fixture
@@ -20,15 +21,24 @@ def calls(session):
     return made
 
 
+@pytest.fixture(scope="module")
+def artifact(tiny_classifier, tmp_path_factory) -> Path:
+    from smneuron.compile import compile_model
+
+    out = tmp_path_factory.mktemp("storage") / "a"
+    compile_model(tiny_classifier, out, target="cpu", task="text-classification", buckets="16")
+    return out
+
+
 @pytest.fixture
-def tarball(tmp_path) -> Path:
-    p = tmp_path / "model.tar.gz"
-    p.write_bytes(os.urandom(256 * 1024))
-    return p
+def tarball(artifact, tmp_path) -> Path:
+    from smneuron.packaging import package
+
+    return package(artifact, tmp_path / "model.tar.gz").path
 
 
-def test_first_upload_creates_a_locked_down_bucket_and_second_is_skipped(session, calls, tarball):
-    first = upload(tarball, model_name="m", session=session)
+def test_first_stage_creates_a_locked_down_bucket_and_second_is_skipped(session, calls, tarball):
+    first = stage(tarball, name="m", session=session)
     assert not first.skipped and first.uri.startswith("s3://smneuron-123456789012-us-east-1/smneuron/m/")
     s3 = session.client("s3")
     pab = s3.get_public_access_block(Bucket=first.bucket)["PublicAccessBlockConfiguration"]
@@ -38,17 +48,37 @@ def test_first_upload_creates_a_locked_down_bucket_and_second_is_skipped(session
     assert "aws:SecureTransport" in s3.get_bucket_policy(Bucket=first.bucket)["Policy"]
     head = s3.head_object(Bucket=first.bucket, Key=first.key)
     assert head["Metadata"]["sha256"] == first.sha256 and head["ServerSideEncryption"] == "AES256"
+    assert (
+        head["Metadata"]["smneuron-target"] == "cpu"
+        and head["Metadata"]["smneuron-task"] == "text-classification"
+    )
     calls.clear()
-    second = upload(tarball, model_name="m", session=session)
+    second = stage(tarball, name="m", session=session)
     assert second.skipped and second.key == first.key
     assert not {"PutObject", "CreateMultipartUpload", "UploadPart"} & set(calls)
     assert calls == ["HeadBucket", "HeadObject"]
+    # an s3:// URI stages to the same model data with one HEAD, no download
+    calls.clear()
+    again = stage(first.uri, session=session)
+    assert (again.sha256, again.target, again.compression) == (first.sha256, "cpu", "gzip") and calls == [
+        "HeadObject"
+    ]
 
 
-def test_large_files_go_multipart(session, calls, tmp_path):
-    big = tmp_path / "big.tar.gz"
+def test_a_foreign_or_missing_s3_object_is_refused_with_what_to_do(session, bucket):
+    session.client("s3").put_object(Bucket=bucket, Key="x/model.tar.gz", Body=b"not ours")
+    with pytest.raises(ArtifactError, match="not uploaded by smneuron"):
+        stage(f"s3://{bucket}/x/model.tar.gz", session=session)
+    with pytest.raises(ArtifactError, match="does not exist"):
+        stage(f"s3://{bucket}/nothing/model.tar.gz", session=session)
+
+
+def test_large_files_go_multipart(session, calls, tmp_path, bucket):
+    big = tmp_path / "big.bin"
     big.write_bytes(os.urandom(11 * 1024 * 1024))
-    upload(big, model_name="m", session=session, part_size=5 * 1024 * 1024)
+    put_content_addressed(
+        session, big, bucket=bucket, key="k/big.bin", sha256="0" * 64, metadata={}, part_size=5 * 1024 * 1024
+    )
     assert calls.count("UploadPart") == 3 and "CompleteMultipartUpload" in calls
 
 
@@ -57,7 +87,7 @@ def test_kms_key_is_used_for_objects_and_new_buckets(aws, tarball):
 
     key_id = boto3.client("kms", region_name="us-east-1").create_key()["KeyMetadata"]["KeyId"]
     session = Session.from_env(kms_key_id=key_id, bucket="kms-bucket")
-    result = upload(tarball, model_name="m", session=session)
+    result = stage(tarball, name="m", session=session)
     s3 = session.client("s3")
     head = s3.head_object(Bucket="kms-bucket", Key=result.key)
     assert head["ServerSideEncryption"] == "aws:kms" and key_id in head["SSEKMSKeyId"]
@@ -66,7 +96,7 @@ def test_kms_key_is_used_for_objects_and_new_buckets(aws, tarball):
 
 
 def test_download_round_trip_and_tamper_detection(session, tarball, tmp_path):
-    result = upload(tarball, model_name="m", session=session)
+    result = stage(tarball, name="m", session=session)
     got = download(result.uri, tmp_path / "back.tar.gz", session=session)
     assert got.read_bytes() == tarball.read_bytes()
     session.client("s3").put_object(
@@ -77,21 +107,30 @@ def test_download_round_trip_and_tamper_detection(session, tarball, tmp_path):
     assert not (tmp_path / "again.tar.gz").exists()
 
 
-def test_package_and_upload_both_compressions(session, tiny_classifier, tmp_path):
-    from smneuron.compile import compile_model
+def test_stage_an_artifact_dir_both_compressions(session, artifact, tmp_path):
+    from smneuron.model_data import fetch
 
-    compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
-    gz = package_and_upload(tmp_path / "a", model_name="tiny", session=session)
-    assert gz.key.endswith("/model.tar.gz") and not gz.skipped
-    assert package_and_upload(tmp_path / "a", model_name="tiny", session=session).skipped
-    tree = package_and_upload(tmp_path / "a", model_name="tiny", session=session, compression="none")
+    gz = stage(artifact, name="tiny", session=session)
+    assert gz.key.endswith("/model.tar.gz") and not gz.skipped and gz.container() == {"ModelDataUrl": gz.uri}
+    assert stage(artifact, name="tiny", session=session).skipped
+    tree = stage(artifact, name="tiny", session=session, compression="none")
     assert tree.key.endswith("/model/")
+    assert tree.container()["ModelDataSource"]["S3DataSource"]["CompressionType"] == "None"
     keys = [
         o["Key"]
         for o in session.client("s3").list_objects_v2(Bucket=tree.bucket, Prefix=tree.key)["Contents"]
     ]
     assert tree.key + "code/inference.py" in keys and tree.key + "smneuron.json" in keys
-    assert package_and_upload(tmp_path / "a", model_name="tiny", session=session, compression="none").skipped
+    assert stage(artifact, name="tiny", session=session, compression="none").skipped
+    assert stage(tree.uri, session=session).sha256 == tree.sha256
+    local = fetch(tree, tmp_path / "fetched", session=session)  # verified against the tree hash
+    assert (local / "code" / "inference.py").is_file()
+
+
+def test_dry_run_staging_makes_no_aws_call(session, calls, artifact):
+    local = stage(artifact, session=session, upload=False)
+    assert calls == [] and local.skipped is None and local.uri == str(artifact)
+    assert local.sha256 == stage(artifact, session=session).sha256  # the same content hash as the upload
 
 
 def test_access_denied_is_typed(session, tarball, monkeypatch):
@@ -102,4 +141,4 @@ def test_access_denied_is_typed(session, tarball, monkeypatch):
 
     monkeypatch.setattr(session.client("s3"), "head_bucket", deny)
     with pytest.raises(AccessDeniedError, match="smneuron infra deploy"):
-        upload(tarball, model_name="m", session=session)
+        stage(tarball, name="m", session=session)

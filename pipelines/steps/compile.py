@@ -15,8 +15,8 @@ import step_common
 
 from smneuron import evaluation
 from smneuron.compile import compile_model
+from smneuron.model_data import stage
 from smneuron.specs import CompileSpec, validate
-from smneuron.storage import package_and_upload
 
 
 def main() -> None:
@@ -30,26 +30,50 @@ def main() -> None:
     ap.add_argument("--auto-cast-type", required=True)
     args = ap.parse_args()
     config = step_common.load_config(args.config)
-    spec = validate(CompileSpec, {**config["compile"], "buckets": args.buckets, "batch_size": args.batch_size,
-                                  "auto_cast": args.auto_cast, "auto_cast_type": args.auto_cast_type},
-                    source="pipeline parameters")  # fmt: skip
+    spec = validate(
+        CompileSpec,
+        {
+            **config["compile"],
+            "buckets": args.buckets,
+            "batch_size": args.batch_size,
+            "auto_cast": args.auto_cast,
+            "auto_cast_type": args.auto_cast_type,
+        },
+        source="pipeline parameters",
+    )
     out = Path(args.out_dir)
     records = evaluation.read_records(step_common.one_file(args.data_dir, "*.jsonl"))
     with tempfile.TemporaryDirectory(prefix="smneuron-compile-") as tmp:
-        compiled = compile_model(args.model_dir, Path(tmp) / "artifact", spec, cache=False,
-                                 progress=lambda e: print(f"[compile] {e}", flush=True))  # fmt: skip
-        uploaded = package_and_upload(compiled.out_dir, model_name=config["model_name"], prefix=config["prefix"])
+        compiled = compile_model(
+            args.model_dir,
+            Path(tmp) / "artifact",
+            spec,
+            cache=False,
+            progress=lambda e: print(f"[compile] {e}", flush=True),
+        )
+        uploaded = stage(compiled.out_dir, name=config["model_name"], prefix=config["prefix"])
         reference = evaluation.reference_outputs(args.model_dir, records, spec, Path(tmp) / "reference")
     (out / "reference").mkdir(parents=True, exist_ok=True)
     (out / "requests").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(step_common.one_file(args.data_dir, "*.jsonl"), out / "reference" / "records.jsonl")
     evaluation.write_outputs(out / "reference" / "reference.jsonl", reference)
-    (out / "requests" / "requests.jsonl").write_text("\n".join(evaluation.request_lines(records, spec.task)) + "\n")
-    step_common.write_json(out / "result" / "compile.json", {
-        "model_data": uploaded.uri, "sha256": uploaded.sha256, "skipped_upload": uploaded.skipped,
-        "target": spec.target, "task": spec.task, "buckets": spec.buckets, "batch_size": spec.batch_size,
-        "compiler": compiled.manifest.compiler.model_dump(), "records": len(records),
-    })  # fmt: skip
+    (out / "requests" / "requests.jsonl").write_text(
+        "\n".join(evaluation.request_lines(records, spec.task)) + "\n"
+    )
+    step_common.write_json(
+        out / "result" / "compile.json",
+        {
+            "model_data": uploaded.uri,
+            "sha256": uploaded.sha256,
+            "skipped_upload": uploaded.skipped,
+            "target": spec.target,
+            "task": spec.task,
+            "buckets": spec.buckets,
+            "batch_size": spec.batch_size,
+            "compiler": compiled.manifest.compiler.model_dump(),
+            "records": len(records),
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
-"""Deploy step (after the accuracy gate passed): smneuron's own deploy of the candidate artifact.
+"""Deploy step (after the accuracy gate passed): serve the Model that CreateModel made, by name.
 
-Blue/green update with auto-rollback alarms, autoscaling and tags exactly as `smneuron deploy`
-does them. Writes ``deployment.json``.
+That Model is the one the Transform (or staging endpoint) evaluated and the Register step
+registered, so what was evaluated and approved is exactly what serves: no second Model is created.
+Blue/green update with auto-rollback alarms, autoscaling and tags exactly as `smneuron deploy` does
+them. Writes ``deployment.json``.
 """
 
 from __future__ import annotations
@@ -10,28 +12,46 @@ from pathlib import Path
 
 import step_common
 
-from smneuron.deploy import deploy
+from smneuron.deploy import deploy_model_name
+from smneuron.session import Session
 from smneuron.specs import EndpointSpec, ScalingSpec, validate
 
 
 def main() -> None:
     ap = step_common.parser(__doc__)
-    ap.add_argument("--model-data", required=True)
+    ap.add_argument("--model-name", required=True)
     ap.add_argument("--endpoint-name", required=True)
     ap.add_argument("--instance-type", required=True)
     ap.add_argument("--out-dir", required=True)
     args = ap.parse_args()
     config = step_common.load_config(args.config)
-    spec = validate(EndpointSpec, {**config["endpoint"], "name": args.endpoint_name,
-                                   "instance_type": args.instance_type}, source="pipeline parameters")  # fmt: skip
+    spec = validate(
+        EndpointSpec,
+        {**config["endpoint"], "name": args.endpoint_name, "instance_type": args.instance_type},
+        source="pipeline parameters",
+    )
     scaling = validate(ScalingSpec, config["scaling"], source="pipeline config")
-    result = deploy(args.model_data, spec, scaling, model_name=config["model_name"],
-                    on_status=lambda s, t: print(f"[deploy] {s} after {t:.0f} s", flush=True))  # fmt: skip
-    step_common.write_json(Path(args.out_dir) / "deployment.json", {
-        "endpoint_name": result.endpoint_name, "status": result.status, "model_name": result.model_name,
-        "endpoint_config_name": result.endpoint_config_name, "model_data": result.model_data,
-        "unchanged": result.unchanged, "update": result.plan.is_update,
-    })  # fmt: skip
+    session = Session.from_env()
+    result = deploy_model_name(
+        args.model_name,
+        spec,
+        scaling,
+        session=session,
+        on_status=lambda s, t: print(f"[deploy] {s} after {t:.0f} s", flush=True),
+    )
+    sm = session.client("sagemaker")
+    config_name = sm.describe_endpoint(EndpointName=result.endpoint_name)["EndpointConfigName"]
+    served = sm.describe_endpoint_config(EndpointConfigName=config_name)["ProductionVariants"][0]["ModelName"]
+    container = sm.describe_model(ModelName=served)["PrimaryContainer"]
+    step_common.write_json(
+        Path(args.out_dir) / "deployment.json",
+        {
+            **result.to_dict(),
+            "served_model_name": served,
+            "model_data": container.get("ModelDataUrl"),
+            "models_created": [c for c in result.created if c.startswith("model ")],
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ def main() -> None:
     args = ap.parse_args()
     config = step_common.load_config(args.config)
     candidate = evaluation.read_transform_output(step_common.one_file(args.candidate_dir, "*.out"))
-    step_common.score_and_write(args, config["compile"]["task"], candidate, step_common.reference_records(args))
+    step_common.score_and_write(
+        args, config["compile"]["task"], candidate, step_common.reference_records(args)
+    )
 
 
 if __name__ == "__main__":

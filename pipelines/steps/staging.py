@@ -12,10 +12,9 @@ import json
 import step_common
 
 from smneuron import evaluation
-from smneuron.deploy import sanitize
-from smneuron.invoke import Endpoint
+from smneuron.deploy_plan import sanitize
+from smneuron.endpoints import Endpoint, wait_for_endpoint
 from smneuron.session import Session
-from smneuron.waiters import wait_for_endpoint
 
 
 def main() -> None:
@@ -33,18 +32,30 @@ def main() -> None:
     sm = session.client("sagemaker")
     name = sanitize(f"smneuron-staging-{args.model_name}")
     tags = [{"Key": "smneuron:endpoint", "Value": name}, {"Key": "smneuron:staging", "Value": "true"}]
-    sm.create_endpoint_config(EndpointConfigName=name, Tags=tags, ProductionVariants=[{
-        "VariantName": "AllTraffic", "ModelName": args.model_name, "InitialInstanceCount": 1,
-        "InstanceType": args.instance_type, "ContainerStartupHealthCheckTimeoutInSeconds": 1800,
-        "ModelDataDownloadTimeoutInSeconds": 1800}])  # fmt: skip
+    sm.create_endpoint_config(
+        EndpointConfigName=name,
+        Tags=tags,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": args.model_name,
+                "InitialInstanceCount": 1,
+                "InstanceType": args.instance_type,
+                "ContainerStartupHealthCheckTimeoutInSeconds": 1800,
+                "ModelDataDownloadTimeoutInSeconds": 1800,
+            }
+        ],
+    )
     try:
         sm.create_endpoint(EndpointName=name, EndpointConfigName=name, Tags=tags)
         wait_for_endpoint(name, session=session, timeout=3600)
         endpoint = Endpoint(name, session=session)
         candidate = evaluation.collect(lambda body: endpoint.invoke(body).body, records, task)
     finally:
-        for delete, kw in ((sm.delete_endpoint, {"EndpointName": name}),
-                           (sm.delete_endpoint_config, {"EndpointConfigName": name})):  # fmt: skip
+        for delete, kw in (
+            (sm.delete_endpoint, {"EndpointName": name}),
+            (sm.delete_endpoint_config, {"EndpointConfigName": name}),
+        ):
             try:
                 delete(**kw)
             except Exception as e:

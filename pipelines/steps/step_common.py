@@ -28,8 +28,12 @@ def thresholds(args: argparse.Namespace) -> Thresholds:
     def optional(text: str) -> float | None:
         return None if str(text).strip().lower() in ("", "none") else float(text)
 
-    return Thresholds(min_top1_agreement=args.min_top1_agreement, min_cosine=args.min_cosine,
-                      min_accuracy=optional(args.min_accuracy), max_abs_diff=optional(args.max_abs_diff))  # fmt: skip
+    return Thresholds(
+        min_top1_agreement=args.min_top1_agreement,
+        min_cosine=args.min_cosine,
+        min_accuracy=optional(args.min_accuracy),
+        max_abs_diff=optional(args.max_abs_diff),
+    )
 
 
 def reference_records(args: argparse.Namespace) -> list[evaluation.Record]:
@@ -37,8 +41,9 @@ def reference_records(args: argparse.Namespace) -> list[evaluation.Record]:
     return evaluation.read_records(Path(args.reference_dir) / "records.jsonl")
 
 
-def score_and_write(args: argparse.Namespace, task: str, candidate: list[Any],
-                    records: list[evaluation.Record]) -> Path:  # fmt: skip
+def score_and_write(
+    args: argparse.Namespace, task: str, candidate: list[Any], records: list[evaluation.Record]
+) -> Path:
     """Score ``candidate`` against the compile step's reference; write ``evaluation.json`` to ``--out-dir``."""
     reference = evaluation.read_outputs(Path(args.reference_dir) / "reference.jsonl")
     result = evaluation.score(task, reference, candidate, records, thresholds(args))

@@ -34,12 +34,26 @@ def package_cmd(
     if compression not in ("gzip", "none"):
         raise ConfigError(f"--compression must be gzip or none, not {compression!r}.")
     t0 = time.perf_counter()
-    r = package(artifact_dir, out, extra_code=code, requirements=requirements, wheels=wheel or None,
-                compression=compression)  # type: ignore[arg-type]  # fmt: skip
+    r = package(
+        artifact_dir,
+        out,
+        extra_code=code,
+        requirements=requirements,
+        wheels=wheel or None,
+        compression=compression,
+    )  # type: ignore[arg-type]
     seconds = time.perf_counter() - t0
     if as_json:
-        print_json({"path": str(r.path), "sha256": r.sha256, "size_bytes": r.size_bytes,
-                    "compression": r.compression, "seconds": round(seconds, 3), "entries": r.entries})  # fmt: skip
+        print_json(
+            {
+                "path": str(r.path),
+                "sha256": r.sha256,
+                "size_bytes": r.size_bytes,
+                "compression": r.compression,
+                "seconds": round(seconds, 3),
+                "entries": r.entries,
+            }
+        )
         return
     console().print(f"{r.path}  {r.size_bytes / 2**20:.1f} MiB  sha256 {r.sha256}  ({seconds:.2f} s)")
 
@@ -69,8 +83,10 @@ def inspect_cmd(
         table(None, ["entry", "bytes", "sha256"], [[e.name, e.size_bytes, e.sha256[:16]] for e in r.entries])
         if r.manifest:
             m = r.manifest
-            console().print(f"task {m['task']}  target {m['compiler']['target']}  batch {m['batch_size']}  buckets "
-                            f"{[b['seq_len'] for b in m['buckets']]}  smneuron {m['smneuron_version']}")  # fmt: skip
+            console().print(
+                f"task {m['task']}  target {m['compiler']['target']}  batch {m['batch_size']}  buckets "
+                f"{[b['seq_len'] for b in m['buckets']]}  smneuron {m['smneuron_version']}"
+            )
         for p in r.problems:
             console().print(f"[red]problem:[/red] {p}")
         if r.ok:
@@ -93,7 +109,7 @@ def upload_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Upload to S3 under a content-addressed key; a second upload of the same bytes is skipped."""
-    from smneuron.storage import upload
+    from smneuron.model_data import stage
 
     st = state(ctx)
     project = st.project()
@@ -109,13 +125,18 @@ def upload_cmd(
         bar.start()
         task = bar.add_task("upload", total=size)
     try:
-        r = upload(package_path, model_name=name, session=session, prefix=prefix or project.aws.prefix,
-                   progress=(lambda n: bar.update(task, advance=n)) if bar else None)  # fmt: skip
+        r = stage(
+            package_path,
+            name=name,
+            session=session,
+            prefix=prefix or project.aws.prefix,
+            progress=(lambda n: bar.update(task, advance=n)) if bar else None,
+        )
     finally:
         if bar:
             bar.stop()
     if as_json:
-        print_json(r.__dict__)
+        print_json(r.to_dict())
         return
     verb = "already there, skipped (same sha256)" if r.skipped else "uploaded"
     console().print(f"{r.uri}  {verb}")

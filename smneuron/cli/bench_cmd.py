@@ -42,10 +42,22 @@ def bench_cmd(
         return
 
     payloads = bench.load_payloads(data, tokenizer=tokenizer, mean_tokens=mean_tokens, spread=spread)
-    report = bench.run(url=url, endpoint=endpoint, session=None if url else state(ctx).session(),
-                       payloads=payloads, profile=profile, duration_s=duration, concurrency=concurrency, rate=rate,
-                       rates=rates, instance_type=instance, instance_count=count, price=price,
-                       max_requests=max_requests, max_errors=max_errors)  # fmt: skip
+    report = bench.run(
+        url=url,
+        endpoint=endpoint,
+        session=None if url else state(ctx).session(),
+        payloads=payloads,
+        profile=profile,
+        duration_s=duration,
+        concurrency=concurrency,
+        rate=rate,
+        rates=rates,
+        instance_type=instance,
+        instance_count=count,
+        price=price,
+        max_requests=max_requests,
+        max_errors=max_errors,
+    )
     if out:
         out.write_text(report.to_json())
     if plot:
@@ -75,10 +87,21 @@ def _compare(paths: list[Path], as_json: bool) -> None:
         va, vb, ratio = v
         return f"{fmt(va)} -> {fmt(vb)}" + (f" ({ratio:.2f}x)" if ratio else "")
 
-    table(f"A = {paths[0]} ({a.get('instance_type')}), B = {paths[1]} ({b.get('instance_type')})",
-          ["run", "profile", "req/s A -> B", "p50 ms", "p99 ms", "$ / 1M"],
-          [[r["run"], r["profile"], cell(r["throughput_rps"]), cell(r["p50_ms"]), cell(r["p99_ms"]),
-            cell(r["cost_per_million_usd"])] for r in rows])  # fmt: skip
+    table(
+        f"A = {paths[0]} ({a.get('instance_type')}), B = {paths[1]} ({b.get('instance_type')})",
+        ["run", "profile", "req/s A -> B", "p50 ms", "p99 ms", "$ / 1M"],
+        [
+            [
+                r["run"],
+                r["profile"],
+                cell(r["throughput_rps"]),
+                cell(r["p50_ms"]),
+                cell(r["p99_ms"]),
+                cell(r["cost_per_million_usd"]),
+            ]
+            for r in rows
+        ],
+    )
 
 
 def recommend_cmd(
@@ -99,22 +122,52 @@ def recommend_cmd(
         print_json([o.__dict__ for o in options])
         return
     if not options:
-        raise ConfigError(f"No report has a run with p99 <= {latency_p99_ms} ms.",
-                          hint="Benchmark lower rates or bigger instances, or relax the SLO.")  # fmt: skip
+        raise ConfigError(
+            f"No report has a run with p99 <= {latency_p99_ms} ms.",
+            hint="Benchmark lower rates or bigger instances, or relax the SLO.",
+        )
     best = options[0]
-    console().print(f"[bold]Cheapest:[/bold] {best.instances} x {best.instance_type}"
-                    + (f" = ${best.cost_per_hour:.2f}/hour" if best.cost_per_hour else ""))  # fmt: skip
+    console().print(
+        f"[bold]Cheapest:[/bold] {best.instances} x {best.instance_type}"
+        + (f" = ${best.cost_per_hour:.2f}/hour" if best.cost_per_hour else "")
+    )
     for o in options:
         console().print(f"  {o.instance_type}: {o.arithmetic}")
 
 
 def render(report) -> None:  # type: ignore[no-untyped-def]
-    table(f"{report.target} ({report.payloads} distinct payloads)",
-          ["profile", "rate", "conc", "ok", "failed", "req/s", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms",
-           "$ / 1M"],
-          [[r.profile, f"{r.rate:.1f}" if r.rate else "-", r.concurrency or "-", r.requests_ok, r.requests_failed,
-            f"{r.throughput_rps:.1f}", *[f"{r.latency_ms[k]:.1f}" for k in ("p50", "p90", "p95", "p99", "max")],
-            f"{r.cost_per_million_usd:.2f}" if r.cost_per_million_usd else "-"] for r in report.runs])  # fmt: skip
+    table(
+        f"{report.target} ({report.payloads} distinct payloads)",
+        [
+            "profile",
+            "rate",
+            "conc",
+            "ok",
+            "failed",
+            "req/s",
+            "p50 ms",
+            "p90 ms",
+            "p95 ms",
+            "p99 ms",
+            "max ms",
+            "$ / 1M",
+        ],
+        [
+            [
+                r.profile,
+                f"{r.rate:.1f}" if r.rate else "-",
+                r.concurrency or "-",
+                r.requests_ok,
+                r.requests_failed,
+                f"{r.throughput_rps:.1f}",
+                *[f"{r.latency_ms[k]:.1f}" for k in ("p50", "p90", "p95", "p99", "max")],
+                f"{r.cost_per_million_usd:.2f}" if r.cost_per_million_usd else "-",
+            ]
+            for r in report.runs
+        ],
+    )
     g = report.generator
-    console().print(f"[dim]generator alone: {g['max_rps']:.0f} req/s ({g['us_per_request']:.1f} us per request); "
-                    "latency quantiles: numpy linear interpolation over measured requests[/dim]")  # fmt: skip
+    console().print(
+        f"[dim]generator alone: {g['max_rps']:.0f} req/s ({g['us_per_request']:.1f} us per request); "
+        "latency quantiles: numpy linear interpolation over measured requests[/dim]"
+    )

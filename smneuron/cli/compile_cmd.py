@@ -50,33 +50,65 @@ def compile_cmd(
             "No model directory given.", hint="Pass MODEL_DIR or set `model:` in smneuron.yaml."
         )
     spec = override(
-        project.compile, target=target, task=task, batch_size=batch_size, batch_sizes=batch_sizes, buckets=buckets,
-        auto_cast=auto_cast, auto_cast_type=auto_cast_type, optlevel=optlevel,
-        fast_math=fast_math.split(",") if fast_math else None, neuroncore_pipeline_cores=pipeline_cores,
-        compiler_args=compiler_arg or None, pooling=pooling, normalize=normalize, max_abs_diff=max_abs_diff,
-    )  # fmt: skip
+        project.compile,
+        target=target,
+        task=task,
+        batch_size=batch_size,
+        batch_sizes=batch_sizes,
+        buckets=buckets,
+        auto_cast=auto_cast,
+        auto_cast_type=auto_cast_type,
+        optlevel=optlevel,
+        fast_math=fast_math.split(",") if fast_math else None,
+        neuroncore_pipeline_cores=pipeline_cores,
+        compiler_args=compiler_arg or None,
+        pooling=pooling,
+        normalize=normalize,
+        max_abs_diff=max_abs_diff,
+    )
     progress_cb, finish = _progress(spec.buckets, quiet=as_json)
     try:
-        result = compile_model(model_dir, out, spec, cache=not no_cache, cache_dir=cache_dir, jobs=jobs,
-                               progress=progress_cb)  # fmt: skip
+        result = compile_model(
+            model_dir, out, spec, cache=not no_cache, cache_dir=cache_dir, jobs=jobs, progress=progress_cb
+        )
     finally:
         finish()
     m = result.manifest
     if as_json:
-        print_json({"out_dir": str(result.out_dir), "cache_hit": result.cache_hit,
-                    "seconds": round(result.seconds, 3), "manifest": m.model_dump(mode="json")})  # fmt: skip
+        print_json(
+            {
+                "out_dir": str(result.out_dir),
+                "cache_hit": result.cache_hit,
+                "seconds": round(result.seconds, 3),
+                "manifest": m.model_dump(mode="json"),
+            }
+        )
         return
     source = "cache hit" if result.cache_hit else "compiled"
-    console().print(f"[bold]{m.task}[/bold] for [bold]{m.compiler.target}[/bold] -> {result.out_dir} "
-                    f"({source}, {result.seconds:.2f} s)")  # fmt: skip
-    table(None, ["seq", "file", "MiB", "compile s", "max |diff|", "cosine min", "on Neuron"], [
-        [b.seq_len, b.file, f"{b.size_bytes / 2**20:.1f}", f"{b.compile_seconds:.2f}",
-         f"{b.validation.max_abs_diff:.2e}", f"{b.validation.cosine_min:.6f}",
-         f"{b.neuron_ops_percent:.1f}%" if b.neuron_ops_percent is not None else "-"]
-        for b in m.buckets
-    ])  # fmt: skip
-    console().print(f"[dim]batch {m.batch_size}; inputs {', '.join(m.input_names)}; compiler "
-                    f"{m.compiler.function} {' '.join(m.compiler.args)}[/dim]")  # fmt: skip
+    console().print(
+        f"[bold]{m.task}[/bold] for [bold]{m.compiler.target}[/bold] -> {result.out_dir} "
+        f"({source}, {result.seconds:.2f} s)"
+    )
+    table(
+        None,
+        ["seq", "file", "MiB", "compile s", "max |diff|", "cosine min", "on Neuron"],
+        [
+            [
+                b.seq_len,
+                b.file,
+                f"{b.size_bytes / 2**20:.1f}",
+                f"{b.compile_seconds:.2f}",
+                f"{b.validation.max_abs_diff:.2e}",
+                f"{b.validation.cosine_min:.6f}",
+                f"{b.neuron_ops_percent:.1f}%" if b.neuron_ops_percent is not None else "-",
+            ]
+            for b in m.buckets
+        ],
+    )
+    console().print(
+        f"[dim]batch {m.batch_size}; inputs {', '.join(m.input_names)}; compiler "
+        f"{m.compiler.function} {' '.join(m.compiler.args)}[/dim]"
+    )
 
 
 def _progress(buckets: list[int], quiet: bool):  # type: ignore[no-untyped-def]
@@ -87,8 +119,13 @@ def _progress(buckets: list[int], quiet: bool):  # type: ignore[no-untyped-def]
 
     from smneuron.compile import CompileEvent
 
-    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                   console=console(), transient=False)  # fmt: skip
+    bar = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console(),
+        transient=False,
+    )
     rows = {}
     bar.start()
 

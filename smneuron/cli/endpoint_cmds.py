@@ -1,4 +1,4 @@
-"""`smneuron deploy | status | invoke | scale | delete`: endpoints on SageMaker (or local)."""
+"""`smneuron deploy | status | invoke | scale | delete | list | logs | wait`: endpoints on SageMaker."""
 
 from __future__ import annotations
 
@@ -16,20 +16,31 @@ def _endpoint_spec(ctx: typer.Context, **flags):  # type: ignore[no-untyped-def]
     return override(state(ctx).project().endpoint, **flags)
 
 
-def _scaling_spec(ctx: typer.Context, min_: int | None, max_: int | None, target: float | None,
-                  metric: str | None, schedule: list[str] | None):  # type: ignore[no-untyped-def]  # fmt: skip
+def _scaling_spec(
+    ctx: typer.Context,
+    min_: int | None,
+    max_: int | None,
+    target: float | None,
+    metric: str | None,
+    schedule: list[str] | None,
+):  # type: ignore[no-untyped-def]
     from smneuron.autoscaling import parse_schedule
     from smneuron.specs import override
 
     base = state(ctx).project().scaling
-    return override(base, min_capacity=min_, max_capacity=max_ if max_ is not None else (
-        max(min_, base.max_capacity) if min_ else None), target_value=target, metric=metric,
-        scheduled=[parse_schedule(s).model_dump() for s in schedule] if schedule else None)  # fmt: skip
+    if min_ is not None and max_ is None:
+        max_ = max(min_, base.max_capacity)
+    scheduled = [parse_schedule(s).model_dump() for s in schedule] if schedule else None
+    return override(
+        base, min_capacity=min_, max_capacity=max_, target_value=target, metric=metric, scheduled=scheduled
+    )
 
 
 def deploy_cmd(
     ctx: typer.Context,
-    artifact: str = typer.Argument(..., help="Compiled artifact dir, model.tar.gz, or s3:// URI."),
+    artifact: str = typer.Argument(
+        ..., help="Compiled artifact dir, model.tar.gz, package dir, or s3:// URI."
+    ),
     instance: str = typer.Option(None, "--instance", "-i", help="Instance type, e.g. ml.inf2.xlarge."),
     name: str = typer.Option(None, "--name", help="Endpoint name (default: from the artifact)."),
     count: int = typer.Option(None, "--count", help="Initial instance count."),
@@ -69,18 +80,25 @@ def deploy_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Deploy (or blue/green update) an endpoint with one worker per NeuronCore and autoscaling."""
-    spec = _endpoint_spec(ctx, instance_type=instance, name=name, initial_instance_count=count,
-                          batch_size=batch_size, max_batch_delay_ms=max_batch_delay_ms, image_uri=image_uri,
-                          latency_p99_alarm_ms=latency_alarm_ms)  # fmt: skip
-    if bench_report:
-        from smneuron.autoscaling import target_from_report
-        from smneuron.errors import ConfigError
+    from smneuron import deploy
+    from smneuron.errors import ConfigError
+    from smneuron.specs import ScalingSpec
 
+    spec = _endpoint_spec(
+        ctx,
+        instance_type=instance,
+        name=name,
+        initial_instance_count=count,
+        batch_size=batch_size,
+        max_batch_delay_ms=max_batch_delay_ms,
+        image_uri=image_uri,
+        latency_p99_alarm_ms=latency_alarm_ms,
+    )
+    scaling = _scaling_spec(ctx, min_, max_, target, metric, schedule)
+    if bench_report:
         if slo_p99_ms is None:
             raise ConfigError("--bench-report needs --slo-p99-ms (the p99 latency the endpoint must meet).")
-        target = target_from_report(json.loads(bench_report.read_text()), slo_p99_ms, headroom)
-        metric = "invocations_per_instance"
-    scaling = _scaling_spec(ctx, min_, max_, target, metric, schedule)
+        scaling = ScalingSpec.from_bench_report(bench_report, slo_p99_ms, headroom=headroom, base=scaling)
     if local:
         from smneuron.cli.serve_cmd import describe_layout
         from smneuron.local.server import LocalEndpoint
@@ -90,92 +108,135 @@ def deploy_cmd(
         console().print(f"Serving on {ep.url}; `smneuron invoke --url {ep.url} ...` to call it.")
         ep.serve_forever()
         return
-    from smneuron import deploy
-
     session = state(ctx).session(role=role, bucket=bucket)
+    prices = state(ctx).project().prices or None
     if dry_run:
-        p = deploy.plan(artifact, spec, scaling, session=session, workers=workers,
-                        prices=state(ctx).project().prices or None)  # fmt: skip
-        _render_plan(p, scaling, as_json)
+        _render_plan(
+            deploy.preview(artifact, spec, scaling, session=session, workers=workers, prices=prices), as_json
+        )
         return
     status_line = None if as_json else console().status("deploying")
     if status_line:
         status_line.start()
     try:
-        r = deploy.deploy(artifact, spec, scaling, session=session, wait=not no_wait, workers=workers,
-                          on_status=(lambda s, t: status_line.update(f"{spec.name or 'endpoint'}: {s} ({t:.0f} s)"))
-                          if status_line else None)  # fmt: skip
+        r = deploy.deploy(
+            artifact,
+            spec,
+            scaling,
+            session=session,
+            wait=not no_wait,
+            workers=workers,
+            prices=prices,
+            on_status=(lambda s, t: status_line.update(f"{spec.name or 'endpoint'}: {s} ({t:.0f} s)"))
+            if status_line
+            else None,
+        )
+    except KeyboardInterrupt as e:  # typer would swallow the cleanup report; say it and exit 130
+        from smneuron.errors import Interrupted
+
+        raise Interrupted(str(e) or "Interrupted.") from None
     finally:
         if status_line:
             status_line.stop()
     if as_json:
-        print_json({"endpoint_name": r.endpoint_name, "status": r.status, "model_name": r.model_name,
-                    "endpoint_config_name": r.endpoint_config_name, "model_data": r.model_data,
-                    "unchanged": r.unchanged})  # fmt: skip
+        print_json(r.to_dict())
         return
-    verb = "already up to date" if r.unchanged else ("updated" if r.plan.is_update else "created")
-    console().print(f"Endpoint [bold]{r.endpoint_name}[/bold] {verb}: {r.status}. "
-                    f"Invoke it with `smneuron invoke {r.endpoint_name} \"some text\"`.")  # fmt: skip
+    for note in r.plan.notes:
+        console().print(f"note: {note}")
+    verb = "already up to date" if r.unchanged else ("updated" if r.is_update else "created")
+    console().print(
+        f"Endpoint [bold]{r.endpoint_name}[/bold] {verb}: {r.status}. "
+        f'Invoke it with `smneuron invoke {r.endpoint_name} "some text"`.'
+    )
 
 
-def _render_plan(p, scaling, as_json: bool) -> None:  # type: ignore[no-untyped-def]
-    data = {
-        "endpoint": p.endpoint_name, "model": p.model_name, "endpoint_config": p.endpoint_config_name,
-        "instance_type": p.instance.name, "initial_instance_count": p.initial_instance_count,
-        "image_uri": p.image_uri, "artifact": p.artifact.location, "artifact_target": p.artifact.target,
-        "container_startup_health_check_timeout_in_seconds": p.startup_timeout,
-        "model_data_download_timeout_in_seconds": p.download_timeout, "environment": p.environment,
-        "autoscaling": {"min": p.scaling.min_capacity, "max": p.scaling.max_capacity, "policy": p.scaling.policy,
-                        "scheduled": p.scaling.scheduled},
-        "alarms": [a["AlarmName"] for a in p.alarms], "tags": p.tags, "hourly_usd": p.hourly_usd,
-        "monthly_usd_at_min": p.monthly_cost(p.scaling.min_capacity),
-        "monthly_usd_at_max": p.monthly_cost(p.scaling.max_capacity),
-    }  # fmt: skip
+def _render_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    data = p.to_dict()
     if as_json:
         print_json(data)
         return
     c = console()
-    c.print(f"[bold]Plan[/bold] (nothing is created): endpoint [bold]{p.endpoint_name}[/bold] on "
-            f"{p.initial_instance_count} x {p.instance.name}")  # fmt: skip
-    table(None, ["resource", "name / value"], [
-        ["Model (PyTorchModel, no repack)", p.model_name], ["  image", p.image_uri],
-        ["  model data", f"{p.artifact.location} ({p.artifact.target} artifact)"],
+    c.print(
+        f"[bold]Plan[/bold] (nothing is created): endpoint [bold]{p.endpoint_name}[/bold] on "
+        f"{p.initial_instance_count} x {p.instance.name}"
+    )
+    for note in p.notes:
+        c.print(f"note: {note}")
+    policy = p.scaling.policy
+    scaling = f"{p.scaling.min_capacity}-{p.scaling.max_capacity} instances"
+    if policy:
+        cfg = policy["TargetTrackingScalingPolicyConfiguration"]
+        scaling += (
+            f", target {cfg['TargetValue']:g} {cfg['PredefinedMetricSpecification']['PredefinedMetricType']}"
+        )
+    else:
+        scaling += " (fixed)"
+    md = p.model_data
+    rows = [
+        ["Model (boto3 CreateModel, PyTorch DLC, no repack)", p.model_name],
+        ["  image", p.image_uri],
+        [
+            "  model data",
+            f"{md.source} ({md.target} artifact, sha256 {md.sha256[:12]})" if md else "existing Model",
+        ],
         ["EndpointConfig", p.endpoint_config_name],
         ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],
         ["Endpoint", p.endpoint_name],
-        ["Autoscaling", f"{p.scaling.min_capacity}-{p.scaling.max_capacity} instances" + (
-            f", target {p.scaling.policy['TargetTrackingScalingPolicyConfiguration']['TargetValue']:g} "
-            f"{p.scaling.policy['TargetTrackingScalingPolicyConfiguration']['PredefinedMetricSpecification']['PredefinedMetricType']}"
-            if p.scaling.policy else " (fixed)")],
-        *[["  schedule", f"{s['Schedule']} -> {s['ScalableTargetAction']['MinCapacity']}-"
-           f"{s['ScalableTargetAction']['MaxCapacity']}"] for s in p.scaling.scheduled],
+        ["Autoscaling", scaling],
+        *[
+            [
+                "  schedule",
+                f"{s['Schedule']} -> {s['ScalableTargetAction']['MinCapacity']}-"
+                f"{s['ScalableTargetAction']['MaxCapacity']}",
+            ]
+            for s in p.scaling.scheduled
+        ],
         ["CloudWatch alarms", ", ".join(a["AlarmName"] for a in p.alarms)],
-    ], numeric=False)  # fmt: skip
-    table("Container environment", ["variable", "value"], [[k, v] for k, v in sorted(p.environment.items())],
-          numeric=False)  # fmt: skip
+    ]
+    table(None, ["resource", "name / value"], rows, numeric=False)
+    table(
+        "Container environment",
+        ["variable", "value"],
+        [[k, v] for k, v in sorted(p.environment.items())],
+        numeric=False,
+    )
     if p.hourly_usd is not None:
-        c.print(f"Cost: ${p.hourly_usd:.3f}/hour per instance -> ${data['monthly_usd_at_min']:,.2f}/month at "
-                f"{p.scaling.min_capacity}, ${data['monthly_usd_at_max']:,.2f}/month at {p.scaling.max_capacity} "
-                "instance(s) (730 h/month; see `smneuron instances` for the price source).")  # fmt: skip
+        c.print(
+            f"Cost: ${p.hourly_usd:.3f}/hour per instance -> ${data['monthly_usd_at_min']:,.2f}/month at "
+            f"{p.scaling.min_capacity}, ${data['monthly_usd_at_max']:,.2f}/month at {p.scaling.max_capacity} "
+            "instance(s) (730 h/month; see `smneuron instances` for the price source)."
+        )
 
 
 def status_cmd(
     ctx: typer.Context, name: str = typer.Argument(..., help="Endpoint name."), as_json: bool = JsonOpt
 ) -> None:
     """Show an endpoint: status, instances, environment, autoscaling policies, alarms."""
-    from smneuron.deploy import status
+    from smneuron.endpoints import status
 
     s = status(name, session=state(ctx).session())
     if as_json:
         print_json(s)
         return
     e = s["endpoint"]
-    console().print(f"[bold]{e['EndpointName']}[/bold]: {e['EndpointStatus']}"
-                    + (f" ({e['FailureReason']})" if e.get("FailureReason") else ""))  # fmt: skip
+    console().print(
+        f"[bold]{e['EndpointName']}[/bold]: {e['EndpointStatus']}"
+        + (f" ({e['FailureReason']})" if e.get("FailureReason") else "")
+    )
     cfg = s["config"]
-    table(None, ["", ""], [["config", e["EndpointConfigName"]], ["instance", f"{cfg['InitialInstanceCount']} x "
-          f"{cfg['InstanceType']}"], ["image", s["model"]["Image"]], ["model data", s["model"]["ModelDataUrl"]],
-          ["workers", s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", "?")]])  # fmt: skip
+    table(
+        None,
+        ["", ""],
+        [
+            ["config", e["EndpointConfigName"]],
+            ["instance", f"{cfg['InitialInstanceCount']} x {cfg['InstanceType']}"],
+            ["model", s["model"]["ModelName"]],
+            ["image", s["model"]["Image"]],
+            ["model data", s["model"]["ModelDataUrl"]],
+            ["workers", s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", "?")],
+        ],
+        numeric=False,
+    )
     for pol in s["autoscaling"]["policies"]:
         tt = pol.get("TargetTrackingScalingPolicyConfiguration", {})
         console().print(f"scaling policy {pol['PolicyName']}: target {tt.get('TargetValue')}")
@@ -195,12 +256,16 @@ def invoke_cmd(
     accept: str = typer.Option("application/json", "--accept", help="Response type."),
 ) -> None:
     """Invoke an endpoint with texts (or a raw body) and print the answer."""
+    from smneuron.endpoints import Endpoint
     from smneuron.errors import ConfigError
-    from smneuron.invoke import Endpoint
 
     if url and name:
         text = [name, *(text or [])]
         name = None
+    if not url and not name:
+        raise ConfigError(
+            "No endpoint given.", hint='Pass its name (`smneuron invoke NAME "hello"`) or --url URL.'
+        )
     ep = Endpoint(name, url=url, session=None if url else state(ctx).session())
     if data:
         r = ep.invoke(data.read_bytes(), content_type, accept)
@@ -227,18 +292,24 @@ def scale_cmd(
         None, "--metric", help="invocations_per_instance or concurrent_requests_per_model."
     ),
     schedule: list[str] = typer.Option(None, "--schedule", help='"cron(0 8 * * ? *)=2-6" (repeat).'),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Set an endpoint's autoscaling (target tracking and scheduled capacity)."""
-    from smneuron import autoscaling
-    from smneuron.catalog import InstanceType
-    from smneuron.deploy import status
+    from smneuron.endpoints import scale
 
-    session = state(ctx).session()
-    s = status(name, session=session)
-    instance = InstanceType.parse(s["config"]["InstanceType"])
-    workers = int(s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
     spec = _scaling_spec(ctx, min_, max_, target, metric, schedule)
-    autoscaling.apply(session, autoscaling.plan(name, s["config"]["VariantName"], spec, instance, workers))
+    p = scale(name, spec, session=state(ctx).session())
+    if as_json:
+        print_json(
+            {
+                "endpoint": name,
+                "min": p.min_capacity,
+                "max": p.max_capacity,
+                "policy": p.policy,
+                "scheduled": p.scheduled,
+            }
+        )
+        return
     console().print(f"{name}: autoscaling {spec.min_capacity}-{spec.max_capacity} instances.")
 
 
@@ -246,14 +317,66 @@ def delete_cmd(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Endpoint name."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Delete an endpoint and its configs, models, scaling policies and alarms (idempotent)."""
-    from smneuron.deploy import delete
+    from smneuron.endpoints import delete
 
     if not yes and not typer.confirm(f"Delete endpoint {name} and everything smneuron created for it?"):
         raise typer.Abort()
-    removed = delete(name, session=state(ctx).session()).removed
+    removed = delete(name, session=state(ctx).session())
+    if as_json:
+        print_json({"endpoint": name, "removed": removed})
+        return
     for r in removed:
         console().print(f"removed {r}")
     if not removed:
         console().print(f"Nothing to remove for {name}.")
+
+
+def list_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
+    """List the endpoints smneuron manages: instance, count, status, hourly cost, creation time."""
+    from smneuron.endpoints import list_endpoints
+
+    rows = list_endpoints(session=state(ctx).session())
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        console().print("No endpoints managed by smneuron in this region.")
+        return
+    table(
+        None,
+        ["endpoint", "status", "instance", "count", "$/hour", "created"],
+        [
+            [r["name"], r["status"], r["instance_type"], r["instance_count"], r["hourly_usd"], r["created"]]
+            for r in rows
+        ],
+        numeric=False,
+    )
+
+
+def logs_cmd(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Endpoint name."),
+    lines: int = typer.Option(50, "--lines", "-n", help="How many of the newest lines."),
+) -> None:
+    """Print the newest lines of the endpoint's CloudWatch logs."""
+    from smneuron.endpoints import log_tail, require
+
+    session = state(ctx).session()
+    require(session, name)
+    out = log_tail(session, name, lines)
+    typer.echo("\n".join(out) if out else f"No log lines for {name} yet.")
+
+
+def wait_cmd(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Endpoint name."),
+    timeout: float = typer.Option(3600, "--timeout", help="Seconds to wait at most."),
+) -> None:
+    """Wait until the endpoint is InService (exit 1 with the reason if it fails)."""
+    from smneuron.endpoints import wait_for_endpoint
+
+    d = wait_for_endpoint(name, session=state(ctx).session(), timeout=timeout)
+    console().print(f"{name}: {d['EndpointStatus']}")

@@ -12,7 +12,9 @@ from smneuron.cli._common import JsonOpt, console, print_json, state, table
 def evaluate_cmd(
     ctx: typer.Context,
     data: Path = typer.Argument(..., help='Evaluation JSONL: {"inputs": ..., "label": ...} per line.'),
-    model: Path = typer.Option(None, "--model", help="Uncompiled model dir: the reference is computed on CPU."),
+    model: Path = typer.Option(
+        None, "--model", help="Uncompiled model dir: the reference is computed on CPU."
+    ),
     reference: Path = typer.Option(None, "--reference", help="Reference outputs JSONL computed before."),
     package: Path = typer.Option(None, "--package", help="Candidate: a cpu model.tar.gz, served locally."),
     endpoint: str = typer.Option(None, "--endpoint", help="Candidate: a SageMaker endpoint."),
@@ -32,18 +34,36 @@ def evaluate_cmd(
 
     st = state(ctx)
     project = st.project()
-    thresholds = override(project.pipeline.thresholds, min_top1_agreement=min_top1_agreement,
-                          min_cosine=min_cosine, min_accuracy=min_accuracy, max_abs_diff=max_abs_diff)  # fmt: skip
-    result = evaluate(data, task=task or project.compile.task, thresholds=thresholds, reference_model=model,
-                      reference=reference, compile_spec=project.compile, package=package, endpoint=endpoint,
-                      url=url, outputs=outputs, session=st.session() if endpoint else None)  # fmt: skip
+    thresholds = override(
+        project.pipeline.thresholds,
+        min_top1_agreement=min_top1_agreement,
+        min_cosine=min_cosine,
+        min_accuracy=min_accuracy,
+        max_abs_diff=max_abs_diff,
+    )
+    result = evaluate(
+        data,
+        task=task or project.compile.task,
+        thresholds=thresholds,
+        reference_model=model,
+        reference=reference,
+        compile_spec=project.compile,
+        package=package,
+        endpoint=endpoint,
+        url=url,
+        outputs=outputs,
+        session=st.session() if endpoint else None,
+    )
     if out:
         result.write(out)
     if as_json:
         print_json(result.to_json())
     else:
-        table(f"{result.task}, {result.count} records", ["metric", "value"],
-              [[k, "n/a" if v is None else f"{v:.6g}"] for k, v in result.metrics.items()])  # fmt: skip
+        table(
+            f"{result.task}, {result.count} records",
+            ["metric", "value"],
+            [[k, "n/a" if v is None else f"{v:.6g}"] for k, v in result.metrics.items()],
+        )
         console().print(result.summary)
     if not result.passed:
         raise typer.Exit(1)

@@ -8,8 +8,9 @@ import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state
 
-app = typer.Typer(help="CloudFormation for the execution role, artifact bucket and pipeline roles.",
-                  no_args_is_help=True)  # fmt: skip
+app = typer.Typer(
+    help="CloudFormation for the execution role, artifact bucket and pipeline roles.", no_args_is_help=True
+)
 
 
 @app.command("render")
@@ -40,11 +41,19 @@ def deploy_cmd(
     ]
     if pipeline:
         base = results[0].outputs
-        results.append(deploy_stack("pipeline", session=session, parameters={
-            "ExecutionRoleArn": base["ExecutionRoleArn"], "ArtifactBucketName": base["ArtifactBucketName"],
-            "ArtifactPrefix": base.get("ArtifactPrefix", "smneuron"),
-            "PipelineName": pipeline_name or st.project().pipeline.name,
-            "DlcRegistryAccount": registry_account(session.region)}))  # fmt: skip
+        results.append(
+            deploy_stack(
+                "pipeline",
+                session=session,
+                parameters={
+                    "ExecutionRoleArn": base["ExecutionRoleArn"],
+                    "ArtifactBucketName": base["ArtifactBucketName"],
+                    "ArtifactPrefix": base.get("ArtifactPrefix", "smneuron"),
+                    "PipelineName": pipeline_name or st.project().pipeline.name,
+                    "DlcRegistryAccount": registry_account(session.region),
+                },
+            )
+        )
     merged = {k: v for r in results for k, v in r.outputs.items()}
     written = write_project_outputs(st.config or project, merged)
     if as_json:

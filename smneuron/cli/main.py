@@ -75,6 +75,9 @@ app.command("status")(endpoint_cmds.status_cmd)
 app.command("invoke")(endpoint_cmds.invoke_cmd)
 app.command("scale")(endpoint_cmds.scale_cmd)
 app.command("delete")(endpoint_cmds.delete_cmd)
+app.command("list")(endpoint_cmds.list_cmd)
+app.command("logs")(endpoint_cmds.logs_cmd)
+app.command("wait")(endpoint_cmds.wait_cmd)
 app.command("bench")(bench_cmd.bench_cmd)
 app.command("recommend")(bench_cmd.recommend_cmd)
 app.command("demo")(demo_cmd.demo_cmd)
@@ -83,31 +86,46 @@ app.add_typer(infra_cmds.app, name="infra")
 app.add_typer(pipeline_cmds.app, name="pipeline")
 
 
-def run(argv: list[str] | None = None) -> None:
-    """Console-script entry point: run the app under the error policy."""
-    import click
+def _usage_exceptions() -> tuple[type, type, type]:
+    """(Exit, Abort, ClickException) as this typer raises them: typer 0.29 bundles its own click
+    (``typer._click``), whose classes are not click's, so ``except click.ClickException`` never matched."""
+    try:
+        from typer._click.exceptions import ClickException
+    except ImportError:  # typer that uses the click package
+        from click import ClickException
+    return typer.Exit, typer.Abort, ClickException
 
+
+def run(argv: list[str] | None = None) -> None:
+    """Console-script entry point: run the app under the error policy.
+
+    Usage errors (unknown option, missing argument, bad choice, no command) print the usage and the
+    problem and exit 2; an aborted prompt exits 1 with "Aborted."; smneuron errors exit 1.
+    """
     from smneuron.errors import SmneuronError
 
+    exit_, abort, click_exception = _usage_exceptions()
     command = typer.main.get_command(app)
     try:
         rv = command.main(args=argv, prog_name="smneuron", standalone_mode=False)
+        if rv == 130:  # typer turns an uncaught Ctrl-C into exit code 130 silently
+            typer.echo("Interrupted.", err=True)
         sys.exit(rv if isinstance(rv, int) else 0)
-    except click.exceptions.Exit as e:
+    except exit_ as e:
         sys.exit(e.exit_code)
-    except click.exceptions.Abort:
+    except abort:
         typer.echo("Aborted.", err=True)
-        sys.exit(130)
-    except click.ClickException as e:
+        sys.exit(1)
+    except click_exception as e:
         e.show()
         sys.exit(e.exit_code)
     except SmneuronError as e:
         if os.environ.get("SMNEURON_DEBUG") == "1":
             raise
-        typer.echo(f"Error: {e}", err=True)
-        sys.exit(1)
-    except KeyboardInterrupt:
-        typer.echo("Interrupted.", err=True)
+        typer.echo(f"Error: {e}" if e.exit_code != 130 else str(e), err=True)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt as e:
+        typer.echo(str(e) or "Interrupted.", err=True)
         sys.exit(130)
     except Exception as e:
         if os.environ.get("SMNEURON_DEBUG") == "1":

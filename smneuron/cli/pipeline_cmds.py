@@ -9,8 +9,10 @@ import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 
-app = typer.Typer(help="The SageMaker Pipeline: compile -> evaluate accuracy on Neuron -> deploy, on a schedule.",
-                  no_args_is_help=True)  # fmt: skip
+app = typer.Typer(
+    help="The SageMaker Pipeline: compile -> evaluate accuracy on Neuron -> deploy, on a schedule.",
+    no_args_is_help=True,
+)
 
 ParamOpt = typer.Option(None, "--param", "-p", help="Pipeline parameter override Name=Value (repeatable).")
 
@@ -50,13 +52,19 @@ def upsert_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     if as_json:
         print_json(r.__dict__)
         return
-    console().print(f"pipeline {r.name}: {r.arn}\n  role {r.role}\n  steps {' -> '.join(r.steps)}\n"
-                    f"  code {r.code['wheel']}")  # fmt: skip
+    console().print(
+        f"pipeline {r.name}: {r.arn}\n  role {r.role}\n  steps {' -> '.join(r.steps)}\n"
+        f"  code {r.code['wheel']}"
+    )
 
 
 @app.command("start")
-def start_cmd(ctx: typer.Context, name: str = typer.Option(None, "--name", help="Pipeline name."),
-              param: list[str] = ParamOpt, as_json: bool = JsonOpt) -> None:  # fmt: skip
+def start_cmd(
+    ctx: typer.Context,
+    name: str = typer.Option(None, "--name", help="Pipeline name."),
+    param: list[str] = ParamOpt,
+    as_json: bool = JsonOpt,
+) -> None:
     """Start an execution (parameters default to those set at upsert)."""
     from smneuron.pipeline import start
 
@@ -69,9 +77,12 @@ def start_cmd(ctx: typer.Context, name: str = typer.Option(None, "--name", help=
 
 
 @app.command("status")
-def status_cmd(ctx: typer.Context, name: str = typer.Option(None, "--name", help="Pipeline name."),
-               execution: str = typer.Option(None, "--execution", help="Execution ARN (default: newest)."),
-               as_json: bool = JsonOpt) -> None:  # fmt: skip
+def status_cmd(
+    ctx: typer.Context,
+    name: str = typer.Option(None, "--name", help="Pipeline name."),
+    execution: str = typer.Option(None, "--execution", help="Execution ARN (default: newest)."),
+    as_json: bool = JsonOpt,
+) -> None:
     """The newest (or given) execution and its steps."""
     from smneuron.pipeline import status
 
@@ -79,32 +90,46 @@ def status_cmd(ctx: typer.Context, name: str = typer.Option(None, "--name", help
     if as_json:
         print_json(s)
         return
-    console().print(f"{s['pipeline']}: {s['status']}" + (f" ({s['failure_reason']})" if s.get("failure_reason") else ""))
+    console().print(
+        f"{s['pipeline']}: {s['status']}" + (f" ({s['failure_reason']})" if s.get("failure_reason") else "")
+    )
     if s["execution"]:
         console().print(f"  {s['execution']}")
     if s["steps"]:
-        table(None, ["step", "status", "failure"], [[x["name"], x["status"], x["failure_reason"] or ""]
-                                                     for x in s["steps"]], numeric=False)  # fmt: skip
+        table(
+            None,
+            ["step", "status", "failure"],
+            [[x["name"], x["status"], x["failure_reason"] or ""] for x in s["steps"]],
+            numeric=False,
+        )
 
 
 @app.command("list")
 def list_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Pipelines with their newest execution status and schedule."""
-    from smneuron.pipeline import list_pipelines
+    from smneuron.pipeline_schedule import list_pipelines
 
     rows = list_pipelines(session=state(ctx).session())
     if as_json:
         print_json(rows)
         return
-    table(None, ["pipeline", "last run", "schedule", "state"],
-          [[r["name"], r["last_status"] or "-", r["schedule"] or "-", r["schedule_state"] or "-"] for r in rows],
-          numeric=False)  # fmt: skip
+    table(
+        None,
+        ["pipeline", "last run", "schedule", "state"],
+        [
+            [r["name"], r["last_status"] or "-", r["schedule"] or "-", r["schedule_state"] or "-"]
+            for r in rows
+        ],
+        numeric=False,
+    )
 
 
 @app.command("schedule")
 def schedule_cmd(
     ctx: typer.Context,
-    expression: str = typer.Argument(None, help='"cron(0 3 ? * MON *)", "rate(1 day)" or "at(2026-12-01T03:00:00)".'),
+    expression: str = typer.Argument(
+        None, help='"cron(0 3 ? * MON *)", "rate(1 day)" or "at(2026-12-01T03:00:00)".'
+    ),
     name: str = typer.Option(None, "--name", help="Pipeline name."),
     role: str = typer.Option(None, "--role", help="Role EventBridge Scheduler assumes (SchedulerRoleArn)."),
     disabled: bool = typer.Option(False, "--disabled", help="Create the schedule switched off."),
@@ -112,15 +137,20 @@ def schedule_cmd(
 ) -> None:
     """Start the pipeline on a schedule (EventBridge Scheduler via PipelineSchedule)."""
     from smneuron.errors import ConfigError
-    from smneuron.pipeline import schedule
+    from smneuron.pipeline_schedule import schedule
 
     st = state(ctx)
     spec = st.project().pipeline
     expression = expression or spec.schedule
     if not expression:
         raise ConfigError("No schedule given.", hint='Pass one ("rate(1 day)") or set pipeline.schedule.')
-    arn = schedule(_name(ctx, name), expression, role=role or spec.scheduler_role, session=st.session(),
-                   enabled=not disabled)  # fmt: skip
+    arn = schedule(
+        _name(ctx, name),
+        expression,
+        role=role or spec.scheduler_role,
+        session=st.session(),
+        enabled=not disabled,
+    )
     if as_json:
         print_json({"schedule": arn, "expression": expression})
         return
@@ -128,10 +158,13 @@ def schedule_cmd(
 
 
 @app.command("unschedule")
-def unschedule_cmd(ctx: typer.Context, name: str = typer.Option(None, "--name", help="Pipeline name."),
-                   as_json: bool = JsonOpt) -> None:  # fmt: skip
+def unschedule_cmd(
+    ctx: typer.Context,
+    name: str = typer.Option(None, "--name", help="Pipeline name."),
+    as_json: bool = JsonOpt,
+) -> None:
     """Remove the pipeline's schedule."""
-    from smneuron.pipeline import unschedule
+    from smneuron.pipeline_schedule import unschedule
 
     removed = unschedule(_name(ctx, name), session=state(ctx).session())
     if as_json:
@@ -144,7 +177,9 @@ def unschedule_cmd(ctx: typer.Context, name: str = typer.Option(None, "--name", 
 def run_cmd(
     ctx: typer.Context,
     local: bool = typer.Option(False, "--local", help="Run every step on this machine (required for now)."),
-    model: Path = typer.Option(None, "--model", help="Model dir (default: project model, else the demo model)."),
+    model: Path = typer.Option(
+        None, "--model", help="Model dir (default: project model, else the demo model)."
+    ),
     data: Path = typer.Option(None, "--data", help="Evaluation JSONL (default: a few sample texts)."),
     param: list[str] = ParamOpt,
     as_json: bool = JsonOpt,
@@ -153,11 +188,13 @@ def run_cmd(
     import tempfile
 
     from smneuron.errors import ConfigError
-    from smneuron.pipeline_local import run_local
+    from smneuron.local.pipeline_runner import run_local
 
     if not local:
-        raise ConfigError("Only --local runs are started from here.",
-                          hint="On AWS: `smneuron pipeline upsert` then `smneuron pipeline start`.")  # fmt: skip
+        raise ConfigError(
+            "Only --local runs are started from here.",
+            hint="On AWS: `smneuron pipeline upsert` then `smneuron pipeline start`.",
+        )
     st = state(ctx)
     project = st.project()
     with tempfile.TemporaryDirectory(prefix="smneuron-run-") as tmp:
@@ -167,7 +204,9 @@ def run_cmd(
             from smneuron.demo import pick_model
 
             model, task, _ = pick_model(Path(tmp))
-            project = project.model_copy(update={"compile": project.compile.model_copy(update={"task": task})})
+            project = project.model_copy(
+                update={"compile": project.compile.model_copy(update={"task": task})}
+            )
         if data is None:
             data = _sample_data(Path(tmp), project.compile.task)
 
@@ -177,8 +216,15 @@ def run_cmd(
 
         run = run_local(project, model, data, parameters=_params(param), on_step=show)
     if as_json:
-        print_json({"status": run.status, "failure_reason": run.failure_reason, "evaluation": run.evaluation,
-                    "deployment": run.deployment, "steps": [s.__dict__ for s in run.steps]})  # fmt: skip
+        print_json(
+            {
+                "status": run.status,
+                "failure_reason": run.failure_reason,
+                "evaluation": run.evaluation,
+                "deployment": run.deployment,
+                "steps": [s.__dict__ for s in run.steps],
+            }
+        )
     else:
         if run.evaluation:
             console().print("metrics " + json.dumps(run.evaluation["metrics"]))

@@ -34,11 +34,20 @@ def serve_cmd(
     """Serve a model.tar.gz locally: GET /ping, POST /invocations, GET /metrics."""
     from smneuron.local.server import LocalEndpoint
 
-    ep = LocalEndpoint(package, instance_type=instance, host=host, port=port, workers=workers,
-                       batch_size=batch_size, max_batch_delay_ms=max_batch_delay_ms,
-                       model_server_timeout_s=timeout)  # fmt: skip
+    ep = LocalEndpoint(
+        package,
+        instance_type=instance,
+        host=host,
+        port=port,
+        workers=workers,
+        batch_size=batch_size,
+        max_batch_delay_ms=max_batch_delay_ms,
+        model_server_timeout_s=timeout,
+    )
     layout = ep.prepare()
     console().print(describe_layout(layout))
-    console().print(f"Serving on {ep.url} (batch {ep.spec.batch_size}, max delay {ep.spec.max_batch_delay_ms} ms). "
-                    "Ctrl-C or SIGTERM drains in-flight requests and stops.")  # fmt: skip
+    console().print(
+        f"Serving on {ep.url} (batch {ep.spec.batch_size}, max delay {ep.spec.max_batch_delay_ms} ms). "
+        "Ctrl-C or SIGTERM drains in-flight requests and stops."
+    )
     ep.serve_forever()

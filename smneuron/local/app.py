@@ -47,8 +47,10 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
             body.extend(chunk)
             if len(body) > MAX_PAYLOAD:
                 return _error(413, "payload_too_large", f"The request body exceeds {MAX_PAYLOAD} bytes.")
-        headers = {"Content-Type": request.headers.get("content-type", ""),
-                   "Accept": request.headers.get("accept", "")}  # fmt: skip
+        headers = {
+            "Content-Type": request.headers.get("content-type", ""),
+            "Accept": request.headers.get("accept", ""),
+        }
         future = pool.submit(headers, bytes(body))
         try:
             status, ctype, data = await asyncio.wait_for(
@@ -67,12 +69,16 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
         for name, help_, kind, attr in [
             ("smneuron_worker_requests_total", "Requests served by the worker.", "counter", "requests"),
             ("smneuron_worker_batches_total", "Batches handled by the worker.", "counter", "batches"),
-            ("smneuron_worker_forward_passes_total", "Model forward passes run by the worker process.", "counter",
-             "forward_passes"),
+            (
+                "smneuron_worker_forward_passes_total",
+                "Model forward passes run by the worker process.",
+                "counter",
+                "forward_passes",
+            ),
             ("smneuron_worker_restarts_total", "Times the worker was restarted.", "counter", "restarts"),
             ("smneuron_worker_busy", "1 while the worker runs a batch.", "gauge", "busy"),
             ("smneuron_worker_ready", "1 when the worker has loaded and warmed the model.", "gauge", "ready"),
-        ]:  # fmt: skip
+        ]:
             lines += [f"# HELP {name} {help_}", f"# TYPE {name} {kind}"]
             lines += [f'{name}{{worker="{i}"}} {int(getattr(s, attr))}' for i, s in enumerate(pool.stats)]
         return PlainTextResponse("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")

@@ -129,9 +129,19 @@ def _patch_pipeline_steps(models: Any, responses: Any, ActionResult: Any) -> Non
         steps = json.loads(execution.pipeline_definition_for_execution).get("Steps", [])
         if self._get_param("SortOrder", "Descending") == "Descending":
             steps = steps[::-1]
-        return ActionResult({"PipelineExecutionSteps": [
-            {"StepName": st["Name"], "StepStatus": execution.pipeline_execution_status,
-             "StartTime": execution.start_time, "EndTime": execution.last_modified_time} for st in steps]})  # fmt: skip
+        return ActionResult(
+            {
+                "PipelineExecutionSteps": [
+                    {
+                        "StepName": st["Name"],
+                        "StepStatus": execution.pipeline_execution_status,
+                        "StartTime": execution.start_time,
+                        "EndTime": execution.last_modified_time,
+                    }
+                    for st in steps
+                ]
+            }
+        )
 
     responses.SageMakerResponse.list_pipeline_execution_steps = response_list_pipeline_execution_steps
 
@@ -170,23 +180,36 @@ def _patch_cloudformation() -> None:
             return self.bucket
 
         @classmethod
-        def create_from_cloudformation_json(cls, resource_name: str, cloudformation_json: Any, account_id: str,
-                                            region_name: str, **kwargs: Any) -> BucketPolicy:  # fmt: skip
+        def create_from_cloudformation_json(
+            cls,
+            resource_name: str,
+            cloudformation_json: Any,
+            account_id: str,
+            region_name: str,
+            **kwargs: Any,
+        ) -> BucketPolicy:
             props = cloudformation_json["Properties"]
             backend = s3_backends[account_id]["aws"]
             backend.put_bucket_policy(props["Bucket"], json.dumps(props["PolicyDocument"]).encode())
             return cls(props["Bucket"])
 
         @classmethod
-        def update_from_cloudformation_json(cls, original_resource: Any, new_resource_name: str,
-                                            cloudformation_json: Any, account_id: str,
-                                            region_name: str) -> BucketPolicy:  # fmt: skip
-            return cls.create_from_cloudformation_json(new_resource_name, cloudformation_json, account_id,
-                                                       region_name)  # fmt: skip
+        def update_from_cloudformation_json(
+            cls,
+            original_resource: Any,
+            new_resource_name: str,
+            cloudformation_json: Any,
+            account_id: str,
+            region_name: str,
+        ) -> BucketPolicy:
+            return cls.create_from_cloudformation_json(
+                new_resource_name, cloudformation_json, account_id, region_name
+            )
 
         @classmethod
-        def delete_from_cloudformation_json(cls, resource_name: str, cloudformation_json: Any, account_id: str,
-                                            region_name: str) -> None:  # fmt: skip
+        def delete_from_cloudformation_json(
+            cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+        ) -> None:
             s3_backends[account_id]["aws"].delete_bucket_policy(cloudformation_json["Properties"]["Bucket"])
 
     from moto.cloudformation import models as cfn_models
@@ -239,8 +262,16 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
     """Run moto's server (with the extensions) on loopback; yields its endpoint URL."""
     import logging
 
-    from moto.server import ThreadedMotoServer
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError as e:
+        from smneuron.errors import MissingDependencyError
 
+        raise MissingDependencyError(
+            "moto",
+            "The embedded AWS (smneuron demo, pipeline run --local)",
+            "Install it with `pip install 'smneuron[local]'` (moto's server runs on 127.0.0.1 only).",
+        ) from e
     patch_moto()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log on the user's terminal
     port = port or free_port()
@@ -279,9 +310,19 @@ def create_sagemaker_role(session: Any, name: str = "smneuron-execution-role") -
     """A role SageMaker may assume, in the embedded AWS (the demo's and local runs' execution role)."""
     import json
 
-    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                                                     "Principal": {"Service": "sagemaker.amazonaws.com"}}]}  # fmt: skip
-    return session.client("iam").create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": "sts:AssumeRole",
+                "Principal": {"Service": "sagemaker.amazonaws.com"},
+            }
+        ],
+    }
+    return session.client("iam").create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))[
+        "Role"
+    ]["Arn"]
 
 
 def _reset(url: str) -> None:

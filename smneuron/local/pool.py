@@ -49,8 +49,17 @@ class WorkerStartError(RuntimeError):
 class WorkerPool:
     """``n`` worker processes fed by one batching queue."""
 
-    def __init__(self, model_dir: str, n: int, env: dict[str, str], *, batch_size: int, max_batch_delay_ms: int,
-                 timeout_s: float, start_timeout_s: float = 300) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model_dir: str,
+        n: int,
+        env: dict[str, str],
+        *,
+        batch_size: int,
+        max_batch_delay_ms: int,
+        timeout_s: float,
+        start_timeout_s: float = 300,
+    ) -> None:
         self.model_dir = model_dir
         self.n = n
         self.env = env
@@ -71,8 +80,9 @@ class WorkerPool:
     def _spawn(self, i: int) -> None:
         parent, child = self._ctx.Pipe()
         env = dict(self.env, NEURON_RT_VISIBLE_CORES=str(i), SMNEURON_WORKER_ID=str(i))
-        proc = self._ctx.Process(target=worker_main, args=(self.model_dir, env, child), daemon=True,
-                                 name=f"smneuron-worker-{i}")  # fmt: skip
+        proc = self._ctx.Process(
+            target=worker_main, args=(self.model_dir, env, child), daemon=True, name=f"smneuron-worker-{i}"
+        )
         proc.start()
         child.close()
         self._procs[i], self._conns[i] = proc, parent

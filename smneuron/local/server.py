@@ -19,6 +19,8 @@ from typing import Any
 from smneuron.catalog import InstanceType
 from smneuron.errors import ArtifactError, ConfigError
 from smneuron.local.pool import WorkerPool, WorkerStartError
+from smneuron.model_data import ModelData
+from smneuron.session import Session
 from smneuron.specs import EndpointSpec
 
 
@@ -63,24 +65,43 @@ class LocalEndpoint:
     """A running local endpoint; use as a context manager or call ``start``/``stop``.
 
     Args:
-        package: model.tar.gz, an uncompressed package directory, or an extracted model dir.
+        package: model.tar.gz, an uncompressed package directory, an extracted model dir, or staged
+            ``ModelData`` (an s3:// location is downloaded and verified with ``session``).
         instance_type: the instance to simulate (worker layout, environment).
         port: 0 picks a free port.
         workers: override the worker count (refused above NeuronCores / cores per model).
         batch_size / max_batch_delay_ms / model_server_timeout_s: TorchServe's knobs.
     """
 
-    def __init__(self, package: str | Path, *, instance_type: str = "ml.inf2.xlarge", host: str = "127.0.0.1",
-                 port: int = 0, workers: int | None = None, batch_size: int | None = None,
-                 max_batch_delay_ms: int | None = None, model_server_timeout_s: int | None = None,
-                 spec: EndpointSpec | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        package: str | Path | ModelData,
+        *,
+        instance_type: str = "ml.inf2.xlarge",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        workers: int | None = None,
+        batch_size: int | None = None,
+        max_batch_delay_ms: int | None = None,
+        model_server_timeout_s: int | None = None,
+        spec: EndpointSpec | None = None,
+        session: Session | None = None,
+    ) -> None:
         from smneuron.specs import override
 
         base = spec or EndpointSpec(instance_type=instance_type)
-        self.spec = override(base, instance_type=instance_type, batch_size=batch_size,
-                             max_batch_delay_ms=max_batch_delay_ms,
-                             model_server_timeout_in_seconds=model_server_timeout_s)  # fmt: skip
-        self.package = Path(package)
+        self.spec = override(
+            base,
+            instance_type=instance_type,
+            batch_size=batch_size,
+            max_batch_delay_ms=max_batch_delay_ms,
+            model_server_timeout_in_seconds=model_server_timeout_s,
+        )
+        self.model_data = package if isinstance(package, ModelData) else None
+        self.package: Path | None = (
+            None if self.model_data and self.model_data.is_s3 else Path(str(getattr(package, "uri", package)))
+        )
+        self.session = session
         self.host = host
         self.port = port
         self.requested_workers = workers
@@ -101,10 +122,15 @@ class LocalEndpoint:
 
         from smneuron.archive import extract_package
 
+        if self.package is None:  # staged in S3: download (verified) first
+            from smneuron.model_data import fetch
+
+            self._tmp = tempfile.mkdtemp(prefix="smneuron-serve-")
+            self.package = fetch(self.model_data, self._tmp, session=self.session)  # type: ignore[arg-type]
         if (self.package / "smneuron.json").is_file() and (self.package / "code").is_dir():
             self.model_dir = self.package
         else:
-            self._tmp = tempfile.mkdtemp(prefix="smneuron-serve-")
+            self._tmp = self._tmp or tempfile.mkdtemp(prefix="smneuron-serve-")
             self.model_dir = extract_package(self.package, Path(self._tmp) / "model")
         try:
             manifest = json.loads((self.model_dir / "smneuron.json").read_text())
@@ -117,11 +143,17 @@ class LocalEndpoint:
             from smneuron.local.fake_aws import free_port
 
             self.port = free_port()
-        self.layout = plan_layout(manifest, InstanceType.parse(self.spec.instance_type), self.spec,
-                                  self.requested_workers)  # fmt: skip
-        self.pool = WorkerPool(str(self.model_dir), self.layout.workers, self.layout.env,
-                               batch_size=self.spec.batch_size, max_batch_delay_ms=self.spec.max_batch_delay_ms,
-                               timeout_s=self.spec.model_server_timeout_in_seconds)  # fmt: skip
+        self.layout = plan_layout(
+            manifest, InstanceType.parse(self.spec.instance_type), self.spec, self.requested_workers
+        )
+        self.pool = WorkerPool(
+            str(self.model_dir),
+            self.layout.workers,
+            self.layout.env,
+            batch_size=self.spec.batch_size,
+            max_batch_delay_ms=self.spec.max_batch_delay_ms,
+            timeout_s=self.spec.model_server_timeout_in_seconds,
+        )
         try:
             self.pool.start()
         except WorkerStartError as e:
@@ -135,9 +167,14 @@ class LocalEndpoint:
         from smneuron.local.app import build_app
 
         assert self.pool is not None
-        return uvicorn.Config(build_app(self.pool, self.spec), host=self.host, port=self.port, log_level="warning",
-                              timeout_graceful_shutdown=self.spec.model_server_timeout_in_seconds,
-                              lifespan="on")  # fmt: skip
+        return uvicorn.Config(
+            build_app(self.pool, self.spec),
+            host=self.host,
+            port=self.port,
+            log_level="warning",
+            timeout_graceful_shutdown=self.spec.model_server_timeout_in_seconds,
+            lifespan="on",
+        )
 
     def start(self) -> LocalEndpoint:
         """Serve in a background thread (for the SDK, the demo and tests); returns when /ping is 200."""

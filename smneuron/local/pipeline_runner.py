@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import operator
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -25,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smneuron.errors import ConfigError
-from smneuron.pipeline import PipelineFailedError
+from smneuron.errors import ConfigError, PipelineFailedError
+from smneuron.local.pipeline_graph import ordered_steps, path_get
 from smneuron.session import Session
 from smneuron.specs import ProjectFile
 
@@ -54,9 +53,15 @@ class LocalRun:
     failure_reason: str | None = None
 
 
-def run_local(project: ProjectFile | None, model_dir: str | Path, data: str | Path, *,
-              parameters: dict[str, Any] | None = None, work_dir: str | Path | None = None,
-              on_step: Callable[[StepRun], None] | None = None) -> LocalRun:  # fmt: skip
+def run_local(
+    project: ProjectFile | None,
+    model_dir: str | Path,
+    data: str | Path,
+    *,
+    parameters: dict[str, Any] | None = None,
+    work_dir: str | Path | None = None,
+    on_step: Callable[[StepRun], None] | None = None,
+) -> LocalRun:
     """Run the whole pipeline locally with ``model_dir`` as the model source and ``data`` as the
     evaluation JSONL; returns the run (``status`` Succeeded or Failed with ``failure_reason``).
 
@@ -116,8 +121,17 @@ def _upload_dir(session: Session, path: Path, prefix: str) -> str:
 class _Runner:
     """Carries out definition steps: resolves expressions, runs jobs, records properties."""
 
-    def __init__(self, session: Session, definition: dict, execution_arn: str, overrides: dict[str, Any],
-                 work: Path, aws_url: str, run: LocalRun, on_step: Callable[[StepRun], None] | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        session: Session,
+        definition: dict,
+        execution_arn: str,
+        overrides: dict[str, Any],
+        work: Path,
+        aws_url: str,
+        run: LocalRun,
+        on_step: Callable[[StepRun], None] | None,
+    ) -> None:
         self.session, self.work, self.aws_url, self.run_record = session, work, aws_url, run
         self.s3, self.sm = session.client("s3"), session.client("sagemaker")
         self.params = {p["Name"]: p.get("DefaultValue") for p in definition.get("Parameters", [])}
@@ -127,8 +141,14 @@ class _Runner:
         self.property_files: dict[str, dict[str, Any]] = {}
         self.on_step = on_step or (lambda _: None)
         self._branch: list[dict] = []
-        self._handlers = {"Processing": self._processing, "Model": self._model, "Transform": self._transform,
-                          "RegisterModel": self._register, "Condition": self._condition, "Fail": self._fail}  # fmt: skip
+        self._handlers = {
+            "Processing": self._processing,
+            "Model": self._model,
+            "Transform": self._transform,
+            "RegisterModel": self._register,
+            "Condition": self._condition,
+            "Fail": self._fail,
+        }
 
     # --- expressions -------------------------------------------------------------------------
     def resolve(self, value: Any) -> Any:
@@ -145,7 +165,7 @@ class _Runner:
             j = value["Std:JsonGet"]
             step, _, name = j["PropertyFile"]["Get"].removeprefix("Steps.").partition(".PropertyFiles.")
             try:
-                return _path_get(self.property_files[step][name], j["Path"])
+                return path_get(self.property_files[step][name], j["Path"])
             except (KeyError, IndexError) as e:
                 raise PipelineFailedError(f"{j['Path']} is missing from {name} of step {step}.") from e
         return {k: self.resolve(v) for k, v in value.items()}
@@ -156,14 +176,16 @@ class _Runner:
         if path == "Execution.PipelineExecutionId":
             return self.execution_id
         if path.startswith("Execution."):
-            return {"PipelineName": self.run_record.pipeline,
-                    "PipelineExecutionArn": self.run_record.execution_arn}[path.removeprefix("Execution.")]  # fmt: skip
+            return {
+                "PipelineName": self.run_record.pipeline,
+                "PipelineExecutionArn": self.run_record.execution_arn,
+            }[path.removeprefix("Execution.")]
         step, _, rest = path.removeprefix("Steps.").partition(".")
-        return _path_get(self.properties[step], rest)
+        return path_get(self.properties[step], rest)
 
     # --- steps -------------------------------------------------------------------------------
     def run(self, steps: list[dict]) -> None:
-        for step in _ordered(steps):
+        for step in ordered_steps(steps):
             if step["Type"] not in self._handlers:
                 raise PipelineFailedError(f"Step {step['Name']}: type {step['Type']} cannot run locally.")
             start = time.perf_counter()
@@ -189,23 +211,35 @@ class _Runner:
             if isinstance(p, str) and p.startswith(_PROCESSING_ROOT):
                 return str(root / p.removeprefix(_PROCESSING_ROOT).lstrip("/"))
             return p
+
         for inp in args.get("ProcessingInputs", []):
             self._download(inp["S3Input"]["S3Uri"], Path(local(inp["S3Input"]["LocalPath"])))
         outputs = args.get("ProcessingOutputConfig", {}).get("Outputs", [])
         for out in outputs:
             Path(local(out["S3Output"]["LocalPath"])).mkdir(parents=True, exist_ok=True)
         app = args["AppSpecification"]
-        command = [sys.executable if c in ("python3", "python") else local(c) for c in app["ContainerEntrypoint"]]
+        command = [
+            sys.executable if c in ("python3", "python") else local(c) for c in app["ContainerEntrypoint"]
+        ]
         command += [local(a) for a in app.get("ContainerArguments", [])]
-        env = {**os.environ, **args.get("Environment", {}), "SMNEURON_ENDPOINT_URL": self.aws_url,
-               "PYTHONUNBUFFERED": "1"}  # fmt: skip
+        env = {
+            **os.environ,
+            **args.get("Environment", {}),
+            "SMNEURON_ENDPOINT_URL": self.aws_url,
+            "PYTHONUNBUFFERED": "1",
+        }
         log = root / "job.log"
         with log.open("w") as fh:
             code = subprocess.call(command, env=env, stdout=fh, stderr=subprocess.STDOUT, cwd=root)
         if code != 0:
             tail = "\n".join(log.read_text().splitlines()[-15:])
-            raise PipelineFailedError(f"Step {step['Name']}: the job exited with {code}. Last log lines:\n{tail}")
-        props: dict[str, Any] = {"ProcessingOutputConfig": {"Outputs": {}}, "ProcessingJobStatus": "Completed"}
+            raise PipelineFailedError(
+                f"Step {step['Name']}: the job exited with {code}. Last log lines:\n{tail}"
+            )
+        props: dict[str, Any] = {
+            "ProcessingOutputConfig": {"Outputs": {}},
+            "ProcessingJobStatus": "Completed",
+        }
         for out in outputs:
             uri = out["S3Output"]["S3Uri"]
             self._upload(Path(local(out["S3Output"]["LocalPath"])), uri)
@@ -214,7 +248,9 @@ class _Runner:
         files = {}
         for pf in step.get("PropertyFiles", []):
             out = next(o for o in outputs if o["OutputName"] == pf["OutputName"])
-            files[pf["PropertyFileName"]] = json.loads((Path(local(out["S3Output"]["LocalPath"])) / pf["FilePath"]).read_text())
+            files[pf["PropertyFileName"]] = json.loads(
+                (Path(local(out["S3Output"]["LocalPath"])) / pf["FilePath"]).read_text()
+            )
         self.property_files[step["Name"]] = files
         return ", ".join(f"{o['OutputName']} -> {o['S3Output']['S3Uri']}" for o in outputs)
 
@@ -234,7 +270,8 @@ class _Runner:
 
     def _transform(self, step: dict) -> str:
         """Batch Transform (SplitType Line, SingleRecord, AssembleWith Line) on the local endpoint."""
-        from smneuron.invoke import Endpoint, InvocationError
+        from smneuron.endpoints import Endpoint
+        from smneuron.errors import InvocationError
         from smneuron.local.server import LocalEndpoint
 
         args = self.resolve(step["Arguments"])
@@ -264,8 +301,10 @@ class _Runner:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text("\n".join(answers) + "\n")
         self._upload(out_dir, args["TransformOutput"]["S3OutputPath"])
-        self.properties[step["Name"]] = {"TransformOutput": {"S3OutputPath": args["TransformOutput"]["S3OutputPath"]},
-                                         "TransformJobStatus": "Completed"}  # fmt: skip
+        self.properties[step["Name"]] = {
+            "TransformOutput": {"S3OutputPath": args["TransformOutput"]["S3OutputPath"]},
+            "TransformJobStatus": "Completed",
+        }
         return f"{count} records on the local endpoint ({args['TransformResources']['InstanceType']} layout)"
 
     def _condition(self, step: dict) -> str:
@@ -288,12 +327,19 @@ class _Runner:
         right = self.resolve(cond["RightValue"])
         if kind != "Equals" or isinstance(right, (int, float)) and not isinstance(right, bool):
             left, right = float(left), float(right)
-        ops = {"Equals": operator.eq, "GreaterThan": operator.gt, "GreaterThanOrEqualTo": operator.ge,
-               "LessThan": operator.lt, "LessThanOrEqualTo": operator.le}  # fmt: skip
+        ops = {
+            "Equals": operator.eq,
+            "GreaterThan": operator.gt,
+            "GreaterThanOrEqualTo": operator.ge,
+            "LessThan": operator.lt,
+            "LessThanOrEqualTo": operator.le,
+        }
         return bool(ops[kind](left, right))
 
     def _fail(self, step: dict) -> str:
-        raise PipelineFailedError(str(self.resolve(step["Arguments"].get("ErrorMessage", "Fail step reached."))))
+        raise PipelineFailedError(
+            str(self.resolve(step["Arguments"].get("ErrorMessage", "Fail step reached.")))
+        )
 
     # --- S3 ----------------------------------------------------------------------------------
     def _download(self, uri: str, dest: Path, *, as_prefix: bool = False) -> Path:
@@ -309,7 +355,7 @@ class _Runner:
             self.s3.download_file(bucket, key, str(target))
             return target
         for obj in listed:
-            rel = obj["Key"][len(key):].lstrip("/")
+            rel = obj["Key"][len(key) :].lstrip("/")
             if rel and not obj["Key"].endswith("/"):
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
                 self.s3.download_file(bucket, obj["Key"], str(dest / rel))
@@ -325,26 +371,3 @@ class _Runner:
                 self.run_record.evaluation = json.loads(f.read_text())
             if f.name == "deployment.json":
                 self.run_record.deployment = json.loads(f.read_text())
-
-
-def _path_get(obj: Any, path: str) -> Any:
-    """``a.b['c'][0]`` style lookups (step properties and JsonGet paths)."""
-    for name, key, index in re.findall(r"([A-Za-z_][\w-]*)|\['([^']+)'\]|\[(\d+)\]", path):
-        obj = obj[int(index)] if index else obj[name or key]
-    return obj
-
-
-def _ordered(steps: list[dict]) -> list[dict]:
-    """Steps in an order that respects their references and DependsOn (SageMaker runs a DAG)."""
-    names = {s["Name"] for s in steps}
-    needs = {s["Name"]: ({*re.findall(r'"Steps\.([\w-]+)', json.dumps(s["Arguments"])), *s.get("DependsOn", [])}
-                         & names) - {s["Name"]} for s in steps}  # fmt: skip
-    done: list[dict] = []
-    pending = list(steps)
-    while pending:
-        ready = [s for s in pending if needs[s["Name"]] <= {d["Name"] for d in done}]
-        if not ready:
-            raise PipelineFailedError("The pipeline's steps depend on each other in a cycle.")
-        done.append(ready[0])
-        pending.remove(ready[0])
-    return done
