@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")  # the SDK comparison below needs no nag
 
 
 def cli_deploy(tree: Path, url: str, artifact: Path, name: str, env: dict[str, str]) -> float:

@@ -18,7 +18,7 @@ from typing import Literal
 
 from smneuron.errors import ConfigError, UnknownInstanceTypeError
 
-Family = Literal["inf1", "inf2", "cpu", "gpu"]
+Family = Literal["inf1", "inf2", "cpu", "gpu", "trn"]
 Use = Literal["endpoint", "transform", "processing"]
 Target = Literal["inf1", "inf2", "cpu"]
 
@@ -37,6 +37,8 @@ class InstanceType:
     neuron_core_version: str = ""
     gpus: int = 0
     uses: tuple[Use, ...] = ("endpoint",)
+    accelerator: str = ""
+    note: str = ""
 
     @classmethod
     def parse(cls, name: str, *, use: Use | None = None) -> InstanceType:
@@ -65,8 +67,12 @@ class InstanceType:
 
     @property
     def target(self) -> Target:
-        """The compile target whose artifacts run on this type."""
+        """The compile target whose artifacts run on this type (Trainium: none smneuron deploys yet)."""
         return "inf1" if self.family == "inf1" else "inf2" if self.family == "inf2" else "cpu"
+
+    @property
+    def is_trainium(self) -> bool:
+        return self.family == "trn"
 
     @property
     def is_neuron(self) -> bool:
@@ -78,7 +84,7 @@ class InstanceType:
         Neuron: one worker per ``cores_per_model`` NeuronCores (processes cannot share a core).
         GPU: one per GPU. CPU: one per two vCPUs (each worker's torch gets two intra-op threads).
         """
-        if self.is_neuron:
+        if self.is_neuron or self.is_trainium:
             return max(1, self.neuron_cores // max(1, cores_per_model))
         if self.gpus:
             return self.gpus
@@ -95,6 +101,28 @@ def _inf2(name: str, cores: int, vcpus: int, mem: int, accel: int, chips: int) -
 
 _ALL_USES: tuple[Use, ...] = ("endpoint", "transform", "processing")
 
+
+def _hosting_types() -> list[InstanceType]:
+    """Every other SageMaker hosting type botocore knows (data/instances.json, scripts/write_instances.py)."""
+    data = json.loads(resources.files("smneuron.data").joinpath("instances.json").read_text())["instances"]
+    return [
+        InstanceType(
+            name,
+            d["family"],
+            d["vcpus"],
+            d["memory_gib"],
+            neuron_cores=d.get("neuron_cores", 0),
+            chips=d.get("chips", 0),
+            accelerator_memory_gib=d.get("accelerator_memory_gib", 0),
+            gpus=d.get("gpus", 0),
+            uses=tuple(d["uses"]),
+            accelerator=d.get("accelerator", ""),
+            note=d.get("note", ""),
+        )
+        for name, d in data.items()
+    ]
+
+
 INSTANCE_TYPES: dict[str, InstanceType] = {
     t.name: t
     for t in [
@@ -106,10 +134,7 @@ INSTANCE_TYPES: dict[str, InstanceType] = {
         _inf2("ml.inf2.8xlarge", 2, 32, 128, 32, 1),
         _inf2("ml.inf2.24xlarge", 12, 96, 384, 192, 6),
         _inf2("ml.inf2.48xlarge", 24, 192, 768, 384, 12),
-        # reference types users compare against, and the CPU type that compiles in pipelines
-        InstanceType("ml.g5.xlarge", "gpu", 4, 16, gpus=1, accelerator_memory_gib=24, uses=_ALL_USES),
-        InstanceType("ml.c6i.xlarge", "cpu", 4, 8, uses=_ALL_USES),
-        InstanceType("ml.c5.4xlarge", "cpu", 16, 32, uses=_ALL_USES),
+        *_hosting_types(),
     ]
 }
 
@@ -123,9 +148,19 @@ class PriceTable:
     as_of: str
     region: str
     overridden: tuple[str, ...] = field(default=())
+    estimated: tuple[str, ...] = field(default=())
+    estimate_source: str = ""
 
     def hourly(self, instance: str) -> float | None:
         return self.hourly_usd.get(instance)
+
+    def source_of(self, instance: str) -> str:
+        """Where the figure for ``instance`` comes from (user override, list price, or estimate)."""
+        if instance in self.overridden:
+            return "user override"
+        if instance in self.estimated:
+            return self.estimate_source
+        return self.source if instance in self.hourly_usd else "no price known"
 
 
 @lru_cache(maxsize=8)
@@ -139,7 +174,8 @@ def load_prices(overrides: dict[str, float] | None = None, file: str | Path | No
     The file is JSON or YAML mapping instance type -> hourly USD (optionally under ``hourly_usd``).
     """
     data = _builtin_prices()
-    prices = dict(data["hourly_usd"])
+    estimated = data.get("estimated", {})
+    prices = {**estimated.get("hourly_usd", {}), **data["hourly_usd"]}
     changed: list[str] = []
     file = file or os.environ.get("SMNEURON_PRICES_FILE")
     if file:
@@ -156,7 +192,10 @@ def load_prices(overrides: dict[str, float] | None = None, file: str | Path | No
         prices.update(overrides)
         changed += list(overrides)
     source = data["source"] if not changed else data["source"] + " + user overrides"
-    return PriceTable(prices, source, data["as_of"], data["region"], tuple(changed))
+    guesses = tuple(n for n in estimated.get("hourly_usd", {}) if n not in changed)
+    return PriceTable(
+        prices, source, data["as_of"], data["region"], tuple(changed), guesses, estimated.get("source", "")
+    )
 
 
 # ---------------------------------------------------------------------------------------------- images

@@ -152,6 +152,11 @@ def endpoint_name(spec: EndpointSpec, fallback: str) -> tuple[str, str | None]:
 
 def check_target(target: str, instance: InstanceType) -> None:
     """Refuse an artifact that cannot run on the instance family, before any AWS call."""
+    if instance.is_trainium:
+        raise ConfigError(
+            f"smneuron does not deploy to Trainium ({instance.name}) yet.",
+            hint="Deploy inf2 artifacts to ml.inf2.* (NeuronCore-v2, like trn1), or cpu artifacts to a CPU type.",
+        )
     if target != instance.target:
         raise ConfigError(
             f"This artifact was compiled for {target} and cannot run on {instance.name} ({instance.family}).",

@@ -35,7 +35,12 @@ class UnknownInstanceTypeError(ConfigError):
         msg = f"Unknown instance type {name!r}{where}."
         if suggestion:
             msg += f" Did you mean {suggestion!r}?"
-        super().__init__(msg, hint="Valid types: " + ", ".join(valid) + ".")
+        if len(valid) > 24:  # hundreds of hosting types: name the Inferentia ones, point at the full list
+            shown = [v for v in valid if v.startswith(("ml.inf", "ml.trn"))]
+            hint = f"Inferentia/Trainium types: {', '.join(shown)}; `smneuron instances --all` lists all {len(valid)}."
+        else:
+            hint = "Valid types: " + ", ".join(valid) + "."
+        super().__init__(msg, hint=hint)
 
 
 class MissingRegionError(ConfigError):
@@ -235,3 +240,75 @@ def from_client_error(err: Any, *, operation: str | None = None) -> AwsError:
     return cls(
         f"{op or 'AWS call'} failed ({code}): {message}", code=code, operation=op, hint=_HINTS.get(cls)
     )
+
+
+# the optional extra that brings each third-party module smneuron imports lazily
+EXTRAS = {
+    "torch": "compile",
+    "transformers": "compile",
+    "tokenizers": "compile",
+    "safetensors": "compile",
+    "numpy": "compile",
+    "uvicorn": "serve",
+    "starlette": "serve",
+    "httpx": "serve",
+    "isal": "serve",
+    "aiohttp": "bench",
+    "matplotlib": "bench",
+    "moto": "local",
+    "sagemaker": "pipeline",
+}
+
+
+def from_exception(err: BaseException) -> SmneuronError | None:
+    """A clear smneuron error for third-party failures a user can cause or fix (no network, a dead
+    URL, missing credentials, a missing optional package); None when ``err`` is not one of those."""
+    if isinstance(err, SmneuronError):
+        return err
+    if isinstance(err, ModuleNotFoundError) and err.name:
+        top = err.name.split(".")[0]
+        if top in EXTRAS:
+            extra = EXTRAS[top]
+            torch = (
+                " (install torch first: `pip install torch==2.13.0`, the CPU wheel)" if top == "torch" else ""
+            )
+            return MissingDependencyError(
+                top, "This command", f"Install it with `pip install 'smneuron[{extra}]'`{torch}."
+            )
+        return None
+    try:
+        import botocore.exceptions as bex
+    except ImportError:  # pragma: no cover - boto3 is a dependency
+        bex = None
+    if bex is not None:
+        if isinstance(err, bex.ClientError):
+            return from_client_error(err)
+        if isinstance(err, (bex.EndpointConnectionError, bex.ConnectTimeoutError, bex.ConnectionClosedError)):
+            url = getattr(err, "kwargs", {}).get("endpoint_url", "") or str(err)
+            return AwsError(
+                f"Cannot reach AWS at {url}.",
+                code="EndpointConnectionError",
+                hint="Check your network connection, the region (--region) and, if you set one, --endpoint-url "
+                "or AWS_ENDPOINT_URL (is the embedded AWS running?). Commands that create nothing, like "
+                "`deploy --dry-run` and `pipeline definition`, work offline.",
+            )
+        if isinstance(err, bex.ReadTimeoutError):
+            return AwsError(
+                f"AWS did not answer in time: {err}.", code="ReadTimeout", hint="Try again in a minute."
+            )
+        if isinstance(err, (bex.NoCredentialsError, bex.PartialCredentialsError)):
+            return MissingCredentialsError()
+        if isinstance(err, bex.NoRegionError):
+            return MissingRegionError()
+    return _http_connection_error(err)
+
+
+def _http_connection_error(err: BaseException) -> SmneuronError | None:
+    name = type(err).__name__
+    module = type(err).__module__.split(".")[0]
+    if module in ("httpx", "httpcore", "aiohttp") and ("Connect" in name or "Timeout" in name):
+        return SmneuronError(
+            f"Cannot connect: {name}: {err}.",
+            hint="Check that the endpoint is running and the URL and port are right (`smneuron serve` prints its URL).",
+        )
+    return None

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from smneuron.errors import AwsError, from_client_error
+from smneuron.errors import AwsError, ConfigError, from_client_error
 from smneuron.resources import infra_dir
 from smneuron.session import Session
 
@@ -24,9 +24,26 @@ PROJECT_KEYS = {
 }
 
 
+def template_file(stack: str) -> str:
+    """The template file of ``base`` or ``pipeline``.
+
+    Raises:
+        ConfigError: another name, with the valid ones (and the nearest).
+    """
+    if stack not in STACKS:
+        import difflib
+
+        near = difflib.get_close_matches(stack, list(STACKS), n=1)
+        raise ConfigError(
+            f"Unknown stack {stack!r}." + (f" Did you mean {near[0]!r}?" if near else ""),
+            hint=f"Valid stacks: {', '.join(STACKS)}.",
+        )
+    return STACKS[stack]
+
+
 def render(stack: str) -> str:
     """The template text of ``base`` or ``pipeline``."""
-    return (infra_dir() / STACKS[stack]).read_text()
+    return (infra_dir() / template_file(stack)).read_text()
 
 
 @dataclass

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import boto3
 
 DEFAULT_ROLE_NAME = "smneuron-execution-role"
+ACCOUNT_PLACEHOLDER = "<account-id>"  # shown by commands that create nothing when no AWS account answers
 
 
 def resolve_region(explicit: str | None = None, boto_session: Any = None) -> str | None:
@@ -50,6 +51,8 @@ class Session:
     role: str | None = None
     bucket: str | None = None
     kms_key_id: str | None = None
+    account: str | None = None  # known without asking STS (--account, SMNEURON_ACCOUNT)
+    offline: bool = False  # no AWS calls are expected: the account is a placeholder unless given
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
     _account: str | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -64,6 +67,8 @@ class Session:
         role: str | None = None,
         bucket: str | None = None,
         kms_key_id: str | None = None,
+        account: str | None = None,
+        offline: bool = False,
     ) -> Session:
         """Resolve settings: explicit argument > SMNEURON_* variable > AWS configuration.
 
@@ -76,6 +81,9 @@ class Session:
             role: execution role ARN or name; else SMNEURON_ROLE; else ``smneuron-execution-role``.
             bucket: artifact bucket; else SMNEURON_BUCKET; else ``smneuron-{account}-{region}``.
             kms_key_id: KMS key for artifacts; else SMNEURON_KMS_KEY_ID; else SSE-S3.
+            account: the AWS account id, if known (else SMNEURON_ACCOUNT, else one STS call when needed).
+            offline: for commands that create nothing (``--dry-run``, ``pipeline definition``): missing
+                credentials are fine and an unknown account is shown as ``<account-id>``.
 
         Raises:
             MissingRegionError: no region anywhere.
@@ -91,7 +99,7 @@ class Session:
         resolved_region = resolve_region(region, boto_session)
         if not resolved_region:
             raise MissingRegionError()
-        if boto_session.get_credentials() is None:
+        if boto_session.get_credentials() is None and not offline:
             raise MissingCredentialsError(profile)
         if boto_session.region_name != resolved_region:  # so libraries reading it (the SageMaker SDK) agree
             boto_session = boto3.Session(
@@ -107,6 +115,8 @@ class Session:
             role=role or os.environ.get("SMNEURON_ROLE") or None,
             bucket=bucket or os.environ.get("SMNEURON_BUCKET") or None,
             kms_key_id=kms_key_id or os.environ.get("SMNEURON_KMS_KEY_ID") or None,
+            account=account or os.environ.get("SMNEURON_ACCOUNT") or None,
+            offline=offline,
         )
 
     def client(self, service: str) -> Any:
@@ -128,6 +138,8 @@ class Session:
     @property
     def account_id(self) -> str:
         """The AWS account of the credentials in use (one STS call, cached)."""
+        if self._account is None and (self.account or self.offline):
+            self._account = self.account or ACCOUNT_PLACEHOLDER
         if self._account is None:
             import botocore.exceptions
 

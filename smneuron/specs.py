@@ -7,6 +7,7 @@ Field names follow SageMaker's own (``initial_instance_count``, ``variant_name``
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -219,7 +220,8 @@ class ScalingSpec(StrictModel):
     def _order(self) -> ScalingSpec:
         if self.max_capacity < self.min_capacity:
             raise ValueError(
-                f"max_capacity ({self.max_capacity}) is below min_capacity ({self.min_capacity})"
+                f"max_capacity is {self.max_capacity}, below min_capacity {self.min_capacity}: raise max_capacity or "
+                "lower min_capacity"
             )
         return self
 
@@ -344,20 +346,88 @@ def override(spec: M, **values: Any) -> M:
     return validate(type(spec), data, source="command-line flags")
 
 
+# the flag that sets each field, so a bad value is reported in the words the user typed
+FLAGS = {
+    "instance_type": "--instance",
+    "initial_instance_count": "--count",
+    "name": "--name",
+    "min_capacity": "--min",
+    "max_capacity": "--max",
+    "target_value": "--target-value",
+    "metric": "--metric",
+    "batch_size": "--batch-size",
+    "batch_sizes": "--batch-sizes",
+    "max_batch_delay_ms": "--max-batch-delay-ms",
+    "buckets": "--buckets",
+    "task": "--task",
+    "target": "--target",
+    "auto_cast": "--auto-cast",
+    "auto_cast_type": "--auto-cast-type",
+    "latency_p99_alarm_ms": "--latency-p99-alarm-ms",
+}
+SECTIONS = {
+    "CompileSpec": "compile",
+    "EndpointSpec": "endpoint",
+    "ScalingSpec": "scaling",
+    "PipelineSpec": "pipeline",
+    "AwsSpec": "aws",
+    "Thresholds": "pipeline.thresholds",
+}
+
+
+def _problem(e: Any) -> str:
+    """A pydantic error in plain words (no "Input should be", no "Value error,")."""
+    ctx, kind, value = e.get("ctx") or {}, e["type"], e.get("input")
+    got = f", got {value!r}" if not isinstance(value, dict | list) and kind != "missing" else ""
+    words = {
+        "greater_than_equal": f"must be at least {ctx.get('ge')}",
+        "less_than_equal": f"must be at most {ctx.get('le')}",
+        "greater_than": f"must be more than {ctx.get('gt')}",
+        "less_than": f"must be less than {ctx.get('lt')}",
+        "literal_error": f"must be one of {ctx.get('expected')}",
+        "int_parsing": "must be a whole number",
+        "int_type": "must be a whole number",
+        "int_from_float": "must be a whole number",
+        "float_parsing": "must be a number",
+        "float_type": "must be a number",
+        "bool_parsing": "must be true or false",
+        "bool_type": "must be true or false",
+        "string_type": "must be text",
+        "missing": "is required",
+        "list_type": "must be a list",
+        "dict_type": "must be a mapping",
+    }
+    if kind in ("value_error", "assertion_error"):
+        return str(e["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return words.get(kind, str(e["msg"]).lower()) + got
+
+
 def _explain(model: type[BaseModel], err: PydanticValidationError, source: str) -> str:
     lines = []
+    section = SECTIONS.get(model.__name__, "")
     for e in err.errors():
         loc = [str(p) for p in e["loc"]]
-        where = ".".join(loc) or "(top level)"
+        key = ".".join([section, *loc] if section else loc) or "the project file"
         if e["type"] == "extra_forbidden":
             known = _fields_at(model, loc[:-1])
             near = difflib.get_close_matches(loc[-1], known, n=1)
             hint = f" Did you mean {near[0]!r}?" if near else f" Known keys: {', '.join(known)}."
-            lines.append(f"unknown key {where!r}.{hint}")
+            lines.append(f"unknown key {key!r}.{hint}")
+            continue
+        cli = source == "command-line flags"
+        flag = FLAGS.get(loc[-1]) if loc and cli else None
+        what = f"{flag} ({key})" if flag else (key if loc else section or "the settings")
+        problem = _problem(e).rstrip(".")
+        if e["type"] in ("value_error", "assertion_error"):
+            if cli:  # name the flags the user typed
+                problem = re.sub(
+                    r"\b([a-z_]+)\b", lambda m: f"{FLAGS[m[1]]} ({m[1]})" if m[1] in FLAGS else m[1], problem
+                )
+            lines.append(f"{what}: {problem}")
         else:
-            lines.append(f"{where}: {e['msg']}")
-    prefix = f"{source}: " if source else ""
-    return prefix + "; ".join(lines)
+            lines.append(f"{what} {problem}")
+    prefix = f"{source}: " if source and source != "command-line flags" else ""
+    return prefix + "; ".join(lines) + "."
 
 
 def _fields_at(model: type[BaseModel], path: list[str]) -> list[str]:

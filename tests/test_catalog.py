@@ -17,6 +17,17 @@ def enum(shape: str) -> set[str]:
     return set(SM.shape_for(shape).enum)
 
 
+def test_the_catalog_knows_every_sagemaker_hosting_type():
+    hosting = enum("ProductionVariantInstanceType")
+    assert set(catalog.INSTANCE_TYPES) == hosting
+    m5 = catalog.InstanceType.parse("ml.m5.xlarge")
+    assert (m5.family, m5.vcpus, m5.memory_gib) == ("cpu", 4, 16)
+    g6e = catalog.InstanceType.parse("ml.g6e.12xlarge")
+    assert (g6e.gpus, g6e.accelerator_memory_gib, g6e.accelerator) == (4, 192, "NVIDIA L40S")
+    trn = catalog.InstanceType.parse("ml.trn1.32xlarge")
+    assert (trn.family, trn.neuron_cores, trn.recommended_workers()) == ("trn", 32, 32)
+
+
 @pytest.mark.parametrize(
     ("use", "shape"),
     [
@@ -97,7 +108,11 @@ def test_registry_map_agrees_with_the_sagemaker_sdk():
 def test_prices_have_source_and_can_be_overridden(tmp_path, monkeypatch):
     table = catalog.load_prices()
     assert table.source.startswith("https://") and table.as_of
-    assert all(table.hourly(n) for n in catalog.INSTANCE_TYPES)
+    compared = ("inf1", "inf2", "m5", "m6i", "m7i", "c5", "c6i", "c7i", "g4dn", "g5", "g6", "g6e", "trn1")
+    priced = [n for n in catalog.INSTANCE_TYPES if n.split(".")[1] in compared]
+    assert len(priced) > 80 and all(table.hourly(n) for n in priced)
+    assert table.source_of("ml.inf2.xlarge") == table.source  # a transcribed list price
+    assert table.source_of("ml.m5.xlarge").startswith("estimate") and "ml.m5.xlarge" in table.estimated
     f = tmp_path / "prices.yaml"
     f.write_text("ml.inf2.xlarge: 0.5\n")
     monkeypatch.setenv("SMNEURON_PRICES_FILE", str(f))

@@ -65,8 +65,13 @@ def test_flags_override_file_values():
     spec = CompileSpec(target="inf2", batch_size=2)
     new = override(spec, batch_size=8, target=None, buckets="64,32")
     assert (new.batch_size, new.target, new.buckets) == (8, "inf2", [32, 64])
-    with pytest.raises(ConfigError, match="command-line flags"):
+    with pytest.raises(ConfigError) as e:  # in the user's words: the flag, the key, the limit, the value
         override(spec, batch_size=-1)
+    assert str(e.value) == "--batch-size (compile.batch_size) must be at least 1, got -1."
+    with pytest.raises(ConfigError) as e:
+        override(ScalingSpec(), min_capacity=5, max_capacity=2)
+    assert "Input should" not in str(e.value) and "Value error" not in str(e.value)
+    assert "--max (max_capacity) is 2, below --min (min_capacity) 5" in str(e.value)
 
 
 def test_spec_invariants():

@@ -37,9 +37,13 @@ class CliState:
             self._project = ProjectFile.load(path) if path else ProjectFile()
         return self._project
 
-    def session(self, **overrides: Any) -> Session:
-        """The AWS session: flags > project file > environment."""
-        if self._session is None or overrides:
+    def session(self, *, offline: bool = False, **overrides: Any) -> Session:
+        """The AWS session: flags > project file > environment.
+
+        ``offline``: for commands that create nothing; missing credentials are fine and an unknown
+        account shows as ``<account-id>`` (set SMNEURON_ACCOUNT to fill it in).
+        """
+        if self._session is None or overrides or offline:
             from smneuron.session import Session
 
             aws = self.project().aws
@@ -50,6 +54,7 @@ class CliState:
                 role=overrides.get("role") or aws.role,
                 bucket=overrides.get("bucket") or aws.bucket,
                 kms_key_id=overrides.get("kms_key_id") or aws.kms_key_id,
+                offline=offline,
             )
         return self._session
 

@@ -9,7 +9,10 @@ from smneuron.cli._common import JsonOpt, console, print_json, state, table
 
 def instances(
     ctx: typer.Context,
-    family: str = typer.Option(None, "--family", help="Only inf1, inf2, cpu or gpu."),
+    family: str = typer.Option(None, "--family", help="Only inf1, inf2, trn, cpu or gpu."),
+    show_all: bool = typer.Option(
+        False, "--all", help="Every SageMaker hosting type (default: Inferentia, Trainium and priced types)."
+    ),
     cores_per_model: int = typer.Option(1, "--cores-per-model", help="NeuronCores one model copy spans."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -21,6 +24,10 @@ def instances(
     for t in INSTANCE_TYPES.values():
         if family and t.family != family:
             continue
+        if not (show_all or family) and not (
+            t.is_neuron or t.is_trainium or prices.hourly(t.name) is not None
+        ):
+            continue
         rows.append(
             {
                 "instance_type": t.name,
@@ -31,7 +38,11 @@ def instances(
                 "vcpus": t.vcpus,
                 "memory_gib": t.memory_gib,
                 "accelerator_memory_gib": t.accelerator_memory_gib,
+                "accelerator": t.accelerator or None,
+                "gpus": t.gpus,
                 "hourly_usd": prices.hourly(t.name),
+                "price_source": prices.source_of(t.name),
+                "note": t.note or None,
                 "recommended_workers": t.recommended_workers(cores_per_model),
                 "uses": list(t.uses),
             }
@@ -55,7 +66,13 @@ def instances(
                 r["vcpus"],
                 r["memory_gib"],
                 r["accelerator_memory_gib"] or "-",
-                f"{r['hourly_usd']:.3f}" if r["hourly_usd"] is not None else "?",
+                (
+                    f"~{r['hourly_usd']:.3f}"
+                    if r["instance_type"] in prices.estimated
+                    else f"{r['hourly_usd']:.3f}"
+                )
+                if r["hourly_usd"] is not None
+                else "?",
                 r["recommended_workers"],
                 ",".join(r["uses"]),
             ]
@@ -66,6 +83,10 @@ def instances(
         f"[dim]Prices: {prices.source}, {prices.region}, as of {prices.as_of}. "
         "Override with `prices:` in smneuron.yaml or SMNEURON_PRICES_FILE.[/dim]"
     )
+    if any(r["instance_type"] in prices.estimated for r in rows):
+        console().print(f"[dim]~ estimate ({prices.estimate_source}): not a SageMaker list price.[/dim]")
+    if not (show_all or family):
+        console().print("[dim]`smneuron instances --all` lists every SageMaker hosting type.[/dim]")
 
 
 def images(

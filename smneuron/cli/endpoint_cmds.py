@@ -108,7 +108,7 @@ def deploy_cmd(
         console().print(f"Serving on {ep.url}; `smneuron invoke --url {ep.url} ...` to call it.")
         ep.serve_forever()
         return
-    session = state(ctx).session(role=role, bucket=bucket)
+    session = state(ctx).session(role=role, bucket=bucket, offline=dry_run)
     prices = state(ctx).project().prices or None
     if dry_run:
         _render_plan(

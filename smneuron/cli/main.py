@@ -102,7 +102,7 @@ def run(argv: list[str] | None = None) -> None:
     Usage errors (unknown option, missing argument, bad choice, no command) print the usage and the
     problem and exit 2; an aborted prompt exits 1 with "Aborted."; smneuron errors exit 1.
     """
-    from smneuron.errors import SmneuronError
+    from smneuron.errors import SmneuronError, from_exception
 
     exit_, abort, click_exception = _usage_exceptions()
     command = typer.main.get_command(app)
@@ -130,6 +130,10 @@ def run(argv: list[str] | None = None) -> None:
     except Exception as e:
         if os.environ.get("SMNEURON_DEBUG") == "1":
             raise
+        known = from_exception(e)
+        if known is not None:
+            typer.echo(f"Error: {known}", err=True)
+            sys.exit(known.exit_code)
         typer.echo(
             f"Unexpected error: {type(e).__name__}: {e}\nRe-run with SMNEURON_DEBUG=1 for the traceback, "
             "and report it at the project's issue tracker.",

@@ -35,11 +35,12 @@ def _name(ctx: typer.Context, name: str | None) -> str:
 
 @app.command("definition")
 def definition_cmd(ctx: typer.Context) -> None:
-    """Print the pipeline definition JSON (nothing is uploaded or created)."""
+    """Print the pipeline definition JSON (nothing is uploaded or created; works offline: an unknown
+    account shows as <account-id>, set SMNEURON_ACCOUNT or pipeline.role to fill it in)."""
     from smneuron.pipeline import definition
 
     st = state(ctx)
-    print_json(definition(st.project(), session=st.session(), publish=False))
+    print_json(definition(st.project(), session=st.session(offline=True), publish=False))
 
 
 @app.command("upsert")
