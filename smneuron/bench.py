@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smneuron.bench_targets import Send, endpoint_latency_metrics, sagemaker_sender, url_sender
-from smneuron.errors import ConfigError
+from smneuron.bench_targets import ErrorLog, Send, endpoint_latency_metrics, sagemaker_sender, url_sender
+from smneuron.errors import BenchFailedError, ConfigError
 
 
 @dataclass
@@ -306,14 +306,21 @@ def run(
 
     if not (url or endpoint):
         raise ConfigError("Benchmark a --url (local endpoint) or an --endpoint name.")
+    if duration_s <= warmup_s + cooldown_s:
+        raise ConfigError(
+            f"A {duration_s:g} s run leaves nothing to measure after {warmup_s:g} s of warm-up and {cooldown_s:g} s "
+            "of cool-down.",
+            hint=f"Run longer (--duration above {warmup_s + cooldown_s:g}) or shorten --warmup / --cooldown.",
+        )
+    errors = ErrorLog()
     hourly = price if price is not None else (load_prices().hourly(instance_type) if instance_type else None)
 
     async def main() -> list[RunStats]:
         conc = max(1, concurrency)
         if url:
-            send, close = url_sender(url, conc)
+            send, close = url_sender(url, conc, errors)
         else:
-            send, close = sagemaker_sender(endpoint, session, conc)  # type: ignore[arg-type]
+            send, close = sagemaker_sender(endpoint, session, conc, errors)  # type: ignore[arg-type]
         try:
             return await _run(
                 profile,
@@ -333,6 +340,12 @@ def run(
 
     started = dt.datetime.now(dt.timezone.utc)
     runs = asyncio.run(main())
+    failed = sum(r.requests_failed for r in runs)
+    if failed and not sum(r.requests_ok for r in runs):
+        raise BenchFailedError(
+            f"Every request failed ({failed} of {failed}) against {url or endpoint}: {errors.summary()}.",
+            hint="Check the target answers one request (`smneuron invoke ...`) and that the payloads fit the model.",
+        )
     for r in runs:
         r.cost_per_million_usd = cost_per_million(r.throughput_rps, hourly, instance_count)
     report = Report(

@@ -12,7 +12,25 @@ from smneuron.errors import from_client_error
 Send = Callable[[bytes], Awaitable[int]]
 
 
-def url_sender(url: str, concurrency: int) -> tuple[Send, Callable[[], Awaitable[None]]]:
+class ErrorLog:
+    """The first distinct errors of a run (status and body, or the exception), with counts."""
+
+    def __init__(self, keep: int = 5) -> None:
+        self.keep = keep
+        self.counts: dict[str, int] = {}
+
+    def record(self, what: str) -> None:
+        what = " ".join(what.split())[:300]
+        if what in self.counts or len(self.counts) < self.keep:
+            self.counts[what] = self.counts.get(what, 0) + 1
+
+    def summary(self) -> str:
+        return "; ".join(f"{what} (x{n})" for what, n in self.counts.items())
+
+
+def url_sender(
+    url: str, concurrency: int, errors: ErrorLog | None = None
+) -> tuple[Send, Callable[[], Awaitable[None]]]:
     """An async sender to a local endpoint URL (aiohttp; connection pool sized to the concurrency).
 
     aiohttp rather than httpx: httpx's async pool degrades several-fold at high concurrency, which
@@ -33,9 +51,13 @@ def url_sender(url: str, concurrency: int) -> tuple[Send, Callable[[], Awaitable
             )
         try:
             async with session.post(target, data=body, headers=headers) as r:
-                await r.read()
+                answer = await r.read()
+                if r.status >= 400 and errors is not None:
+                    errors.record(f"HTTP {r.status}: {answer[:200].decode(errors='replace')}")
                 return r.status
-        except (aiohttp.ClientError, asyncio.TimeoutError):
+        except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+            if errors is not None:
+                errors.record(f"{type(e).__name__}: {e or 'timed out'}")
             return 599
 
     async def close() -> None:
@@ -45,7 +67,9 @@ def url_sender(url: str, concurrency: int) -> tuple[Send, Callable[[], Awaitable
     return send, close
 
 
-def sagemaker_sender(name: str, session: Any, concurrency: int) -> tuple[Send, Callable[[], Awaitable[None]]]:
+def sagemaker_sender(
+    name: str, session: Any, concurrency: int, errors: ErrorLog | None = None
+) -> tuple[Send, Callable[[], Awaitable[None]]]:
     """An async sender to InvokeEndpoint (boto3 in a thread pool sized to the concurrency).
 
     Raises:
@@ -65,8 +89,12 @@ def sagemaker_sender(name: str, session: Any, concurrency: int) -> tuple[Send, C
             invoke_endpoint(session, name, body, "application/json", "application/json")
             return 200
         except InvocationError as e:
+            if errors is not None:
+                errors.record(f"HTTP {e.status}: {e.body[:200]}")
             return e.status
         except AwsError as e:
+            if errors is not None:
+                errors.record(e.message)
             return 429 if e.code in ("ThrottlingException", "Throttling") else 503
 
     async def send(body: bytes) -> int:

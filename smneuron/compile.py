@@ -15,7 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ class CompileResult:
     manifest: Manifest
     cache_hit: bool
     seconds: float
+    notes: list[str] = field(default_factory=list)  # what smneuron decided for the user (e.g. the task)
 
 
 def bucket_file(batch_size: int, seq_len: int) -> str:
@@ -96,6 +97,12 @@ def compile_model(
             hint="Save the model with model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR).",
         )
     _check_out_dir(out_dir)
+    tasks.check_tokenizer(model_dir)
+    notes = []
+    if spec.task is None:
+        task, why = tasks.infer_task(model_dir)
+        spec = spec.model_copy(update={"task": task})
+        notes.append(f"task {task} inferred from {why} (choose another with --task)")
     targets.require_backend(spec.target)  # fail before hashing gigabytes
 
     args = targets.compiler_args(spec)
@@ -112,7 +119,7 @@ def compile_model(
             _clear(out_dir)
             compile_cache.materialise(entry, out_dir)
             notify(CompileEvent("cache_hit"))
-            return CompileResult(out_dir, Manifest.read(out_dir), True, time.perf_counter() - started)
+            return CompileResult(out_dir, Manifest.read(out_dir), True, time.perf_counter() - started, notes)
 
     with tempfile.TemporaryDirectory(prefix="smneuron-compile-") as tmp:
         build = Path(tmp) / "artifact"
@@ -124,7 +131,7 @@ def compile_model(
         out_dir.mkdir(parents=True, exist_ok=True)
         for p in build.iterdir():
             shutil.move(str(p), out_dir / p.name)
-    return CompileResult(out_dir, manifest, False, time.perf_counter() - started)
+    return CompileResult(out_dir, manifest, False, time.perf_counter() - started, notes)
 
 
 def _build(

@@ -157,6 +157,10 @@ class InvocationError(SmneuronError):
         super().__init__(f"The endpoint answered {status}: {str(detail)[:500]}")
 
 
+class BenchFailedError(SmneuronError):
+    """No request of a benchmark succeeded: the numbers would mean nothing."""
+
+
 class PipelineFailedError(SmneuronError):
     """A pipeline run (or one of its steps) failed."""
 

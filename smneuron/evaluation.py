@@ -319,7 +319,7 @@ def local_outputs(package: str | Path, records: Sequence[Record], task: str) -> 
 def evaluate(
     data: str | Path,
     *,
-    task: str,
+    task: str | None,
     thresholds: Thresholds | None = None,
     reference_model: str | Path | None = None,
     reference: str | Path | None = None,
@@ -335,7 +335,7 @@ def evaluate(
 
     Args:
         data: evaluation JSONL (``{"inputs": ..., "label": ...}`` per line).
-        task: the model's task.
+        task: the model's task (None: inferred from ``reference_model``'s config.json).
         thresholds: the gates (default ``Thresholds()``).
         reference_model: HF model dir: the reference is computed from it on CPU; or
         reference: a JSONL of reference outputs computed before (the pipeline's compile step writes one).
@@ -363,6 +363,16 @@ def evaluate(
         raise ConfigError(
             "Give exactly one reference: the uncompiled model directory or a reference outputs file."
         )
+    if task is None:  # the reference model says what it is for; a reference file does not
+        if reference_model is None:
+            from smneuron.tasks import TASKS
+
+            raise ConfigError(
+                "Which task? A reference outputs file does not say.", hint=f"Pass --task: {', '.join(TASKS)}."
+            )
+        from smneuron.tasks import infer_task
+
+        task = infer_task(Path(reference_model))[0]
     records = read_records(data)
     with tempfile.TemporaryDirectory(prefix="smneuron-eval-") as tmp:
         if reference is not None:

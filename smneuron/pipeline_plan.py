@@ -91,6 +91,14 @@ def plan(
     sess = session or Session.from_env()
     instance = InstanceType.parse(ep.instance_type, use="endpoint")
     target = instance.target
+    if comp.task is None:
+        from smneuron.tasks import TASKS
+
+        raise ConfigError(
+            "The pipeline needs compile.task: its accuracy gate depends on it, and the model is only read when "
+            "the pipeline runs.",
+            hint=f"Set compile.task in smneuron.yaml (or --task) to one of: {', '.join(TASKS)}.",
+        )
     if comp.target != target:
         comp = comp.model_copy(update={"target": target})
     if not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}", spec.name):

@@ -6,16 +6,16 @@ Field names follow SageMaker's own (``initial_instance_count``, ``variant_name``
 
 from __future__ import annotations
 
-import difflib
-import re
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic import ValidationError as PydanticValidationError
 
 from smneuron.catalog import InstanceType, Use
 from smneuron.errors import ConfigError
+from smneuron.spec_validation import make_loader, override, validate
+
+__all__ = ["override", "validate"]  # part of the specs API, re-exported
 
 Task = Literal["text-classification", "feature-extraction", "token-classification", "question-answering"]
 CompileTarget = Literal["inf1", "inf2", "cpu"]
@@ -35,7 +35,11 @@ def _check_instance(value: str, use: Use | None = None) -> str:
 class CompileSpec(StrictModel):
     """How to compile one model: task, target, static shapes and compiler options."""
 
-    task: Task = Field("feature-extraction", description="What the model does; picks the traced outputs.")
+    task: Task | None = Field(
+        None,
+        description="What the model does; picks the traced outputs. Unset: inferred from config.json "
+        "architectures (refused when it cannot be).",
+    )
     target: CompileTarget = Field(
         "inf2", description="inf1 (torch-neuron), inf2 (torch-neuronx) or cpu (TorchScript, runs anywhere)."
     )
@@ -317,7 +321,7 @@ class ProjectFile(StrictModel):
 
         path = Path(path)
         try:
-            data = yaml.load(path.read_text(), Loader=_make_loader()) or {}
+            data = yaml.load(path.read_text(), Loader=make_loader()) or {}
         except OSError as e:
             raise ConfigError(f"Cannot read {path}: {e.strerror}.") from e
         except yaml.YAMLError as e:
@@ -325,138 +329,6 @@ class ProjectFile(StrictModel):
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of sections.")
         return validate(cls, data, source=str(path))
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def validate(model: type[M], data: dict[str, Any], *, source: str = "") -> M:
-    """Build ``model`` from ``data``, turning pydantic errors into one readable ConfigError."""
-    try:
-        return model.model_validate(data)
-    except PydanticValidationError as e:
-        raise ConfigError(_explain(model, e, source)) from None
-
-
-def override(spec: M, **values: Any) -> M:
-    """A copy of ``spec`` with the non-None ``values`` (CLI flags) applied and validated."""
-    changes = {k: v for k, v in values.items() if v is not None}
-    data = spec.model_dump()
-    data.update(changes)
-    return validate(type(spec), data, source="command-line flags")
-
-
-# the flag that sets each field, so a bad value is reported in the words the user typed
-FLAGS = {
-    "instance_type": "--instance",
-    "initial_instance_count": "--count",
-    "name": "--name",
-    "min_capacity": "--min",
-    "max_capacity": "--max",
-    "target_value": "--target-value",
-    "metric": "--metric",
-    "batch_size": "--batch-size",
-    "batch_sizes": "--batch-sizes",
-    "max_batch_delay_ms": "--max-batch-delay-ms",
-    "buckets": "--buckets",
-    "task": "--task",
-    "target": "--target",
-    "auto_cast": "--auto-cast",
-    "auto_cast_type": "--auto-cast-type",
-    "latency_p99_alarm_ms": "--latency-p99-alarm-ms",
-}
-SECTIONS = {
-    "CompileSpec": "compile",
-    "EndpointSpec": "endpoint",
-    "ScalingSpec": "scaling",
-    "PipelineSpec": "pipeline",
-    "AwsSpec": "aws",
-    "Thresholds": "pipeline.thresholds",
-}
-
-
-def _problem(e: Any) -> str:
-    """A pydantic error in plain words (no "Input should be", no "Value error,")."""
-    ctx, kind, value = e.get("ctx") or {}, e["type"], e.get("input")
-    got = f", got {value!r}" if not isinstance(value, dict | list) and kind != "missing" else ""
-    words = {
-        "greater_than_equal": f"must be at least {ctx.get('ge')}",
-        "less_than_equal": f"must be at most {ctx.get('le')}",
-        "greater_than": f"must be more than {ctx.get('gt')}",
-        "less_than": f"must be less than {ctx.get('lt')}",
-        "literal_error": f"must be one of {ctx.get('expected')}",
-        "int_parsing": "must be a whole number",
-        "int_type": "must be a whole number",
-        "int_from_float": "must be a whole number",
-        "float_parsing": "must be a number",
-        "float_type": "must be a number",
-        "bool_parsing": "must be true or false",
-        "bool_type": "must be true or false",
-        "string_type": "must be text",
-        "missing": "is required",
-        "list_type": "must be a list",
-        "dict_type": "must be a mapping",
-    }
-    if kind in ("value_error", "assertion_error"):
-        return str(e["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    return words.get(kind, str(e["msg"]).lower()) + got
-
-
-def _explain(model: type[BaseModel], err: PydanticValidationError, source: str) -> str:
-    lines = []
-    section = SECTIONS.get(model.__name__, "")
-    for e in err.errors():
-        loc = [str(p) for p in e["loc"]]
-        key = ".".join([section, *loc] if section else loc) or "the project file"
-        if e["type"] == "extra_forbidden":
-            known = _fields_at(model, loc[:-1])
-            near = difflib.get_close_matches(loc[-1], known, n=1)
-            hint = f" Did you mean {near[0]!r}?" if near else f" Known keys: {', '.join(known)}."
-            lines.append(f"unknown key {key!r}.{hint}")
-            continue
-        cli = source == "command-line flags"
-        flag = FLAGS.get(loc[-1]) if loc and cli else None
-        what = f"{flag} ({key})" if flag else (key if loc else section or "the settings")
-        problem = _problem(e).rstrip(".")
-        if e["type"] in ("value_error", "assertion_error"):
-            if cli:  # name the flags the user typed
-                problem = re.sub(
-                    r"\b([a-z_]+)\b", lambda m: f"{FLAGS[m[1]]} ({m[1]})" if m[1] in FLAGS else m[1], problem
-                )
-            lines.append(f"{what}: {problem}")
-        else:
-            lines.append(f"{what} {problem}")
-    prefix = f"{source}: " if source and source != "command-line flags" else ""
-    return prefix + "; ".join(lines) + "."
-
-
-def _fields_at(model: type[BaseModel], path: list[str]) -> list[str]:
-    current: Any = model
-    for part in path:
-        field = getattr(current, "model_fields", {}).get(part)
-        if field is None or not isinstance(field.annotation, type):
-            return []
-        current = field.annotation
-    return list(getattr(current, "model_fields", {}))
-
-
-def _make_loader() -> type:
-    import yaml
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if key in seen:
-                    raise ConfigError(
-                        f"duplicate key {key!r} at line {key_node.start_mark.line + 1}: "
-                        "each key may appear once per section."
-                    )
-                seen.add(key)
-            return super().construct_mapping(node, deep=deep)
-
-    return UniqueKeyLoader
 
 
 def find_project_file(start: Path | None = None) -> Path | None:

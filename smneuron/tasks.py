@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smneuron.errors import CompileError, MissingDependencyError
+from smneuron.errors import CompileError, ConfigError, MissingDependencyError
 
 OUTPUTS = {
     "text-classification": "logits[batch, num_labels]",
@@ -220,6 +220,77 @@ def sample_batch(
     return (ids, mask, types) if len(input_names) == 3 else (ids, mask)
 
 
+TASKS = ("text-classification", "feature-extraction", "token-classification", "question-answering")
+_HEADS = {
+    "ForSequenceClassification": "text-classification",
+    "ForTokenClassification": "token-classification",
+    "ForQuestionAnswering": "question-answering",
+}
+
+
+def infer_task(model_dir: Path) -> tuple[str, str]:
+    """The task a model directory was saved for, and why: from ``config.json`` ``architectures``
+    (``BertForSequenceClassification`` -> text-classification, ...), a base model (``BertModel``) or a
+    sentence-transformers layout -> feature-extraction.
+
+    Raises:
+        ConfigError: no architecture to go by, or a head smneuron does not serve (masked LM, ...),
+            listing the tasks to choose from with ``--task``.
+    """
+    import json
+
+    try:
+        config = json.loads((model_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        config = {}
+    archs = [str(a) for a in config.get("architectures") or []]
+    for arch in archs:
+        for suffix, task in _HEADS.items():
+            if arch.endswith(suffix):
+                return task, f"config.json architectures: {arch}"
+    if (model_dir / "modules.json").is_file():
+        return "feature-extraction", "a sentence-transformers model (modules.json)"
+    base = [a for a in archs if a.endswith("Model") and "For" not in a]
+    if base:
+        return "feature-extraction", f"config.json architectures: {base[0]} (a base model, no task head)"
+    what = f"its architectures are {', '.join(archs)}" if archs else "config.json names no architectures"
+    raise ConfigError(
+        f"Cannot tell which task {model_dir} is for: {what}.",
+        hint=f"Pass --task with one of: {', '.join(TASKS)} (or set compile.task in smneuron.yaml).",
+    )
+
+
+# a vocabulary this small is a placeholder, not a tokenizer (every word would become [UNK])
+MIN_VOCAB = 100
+TOKENIZER_SOURCES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json + merges.txt",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+)
+
+
+def check_tokenizer(model_dir: Path) -> None:
+    """Refuse a model directory without tokenizer files, before anything is loaded or traced.
+
+    Raises:
+        CompileError: none of the files a fast tokenizer is built from.
+    """
+    has = [
+        n
+        for n in ("tokenizer.json", "vocab.txt", "spiece.model", "sentencepiece.bpe.model")
+        if (model_dir / n).is_file()
+    ]
+    if (model_dir / "vocab.json").is_file() and (model_dir / "merges.txt").is_file():
+        has.append("vocab.json + merges.txt")
+    if not has:
+        raise CompileError(
+            f"{model_dir} has no tokenizer: none of {', '.join(TOKENIZER_SOURCES)} is there.",
+            hint="Save the tokenizer next to the model: tokenizer.save_pretrained(DIR) (it writes tokenizer.json).",
+        )
+
+
 def copy_tokenizer(model_dir: Path, out_dir: Path) -> list[str]:
     """Copy tokenizer (and config) files next to the traced files; create tokenizer.json if missing.
 
@@ -243,6 +314,15 @@ def copy_tokenizer(model_dir: Path, out_dir: Path) -> list[str]:
                 hint="Save a fast tokenizer with tokenizer.save_pretrained(DIR).",
             ) from e
         copied.append("tokenizer.json")
+    from tokenizers import Tokenizer
+
+    size = Tokenizer.from_file(str(out_dir / "tokenizer.json")).get_vocab_size()
+    if size < MIN_VOCAB:
+        raise CompileError(
+            f"The tokenizer of {model_dir} has a vocabulary of {size} tokens: every word would become [UNK], and "
+            "validation would pass because the reference shares the broken tokenizer.",
+            hint="Save the model's real tokenizer next to it: tokenizer.save_pretrained(DIR).",
+        )
     return sorted(copied)
 
 

@@ -230,7 +230,7 @@ def test_plot_compare_and_recommend(slow_server, tmp_path):
         "recommend",
         str(tmp_path / "a.json"),
         str(tmp_path / "b.json"),
-        "--latency-p99-ms",
+        "--slo-p99-ms",
         "1000",
         "--rate",
         "2000",
@@ -242,7 +242,7 @@ def test_plot_compare_and_recommend(slow_server, tmp_path):
         assert o["instances"] == -(-2000 // o["sustainable_rps_per_instance"])
         assert o["cost_per_hour"] == pytest.approx(o["instances"] * o["hourly_usd"])
     assert options == sorted(options, key=lambda o: o["cost_per_hour"])
-    code, _, err = run_cli("recommend", str(tmp_path / "a.json"), "--latency-p99-ms", "1", "--rate", "10")
+    code, _, err = run_cli("recommend", str(tmp_path / "a.json"), "--slo-p99-ms", "1", "--rate", "10")
     assert code == 1 and "No report" in err
 
 

@@ -14,6 +14,7 @@ from smneuron.specs import ProjectFile
 
 PROJECT = {
     "endpoint": {"instance_type": "ml.inf2.xlarge", "name": "minilm-prod"},
+    "compile": {"task": "feature-extraction"},
     "pipeline": {
         "model_source_s3_uri": "s3://models/minilm/",
         "evaluation_data_s3_uri": "s3://data/eval.jsonl",
@@ -78,7 +79,9 @@ def test_start_checks_parameters_and_status_lists_steps(session, role, project):
 def test_start_refuses_a_pipeline_with_nothing_to_compile(session, role):
     from smneuron import pipeline
 
-    name = pipeline.upsert(ProjectFile(), session=session).name
+    with pytest.raises(ConfigError, match="needs compile.task"):  # it cannot read the model before it runs
+        pipeline.upsert(ProjectFile(), session=session)
+    name = pipeline.upsert(ProjectFile(compile={"task": "feature-extraction"}), session=session).name
     with pytest.raises(ConfigError, match="ModelSourceS3Uri is empty"):
         pipeline.start(name, session=session)
     with pytest.raises(ConfigError, match="would have no ModelSourceS3Uri"):

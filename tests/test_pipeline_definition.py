@@ -21,7 +21,7 @@ def _definition(session, instance: str, **pipeline) -> dict:
         {
             "model_name": "minilm",
             "endpoint": {"instance_type": instance, "name": "minilm-prod"},
-            "compile": {"buckets": [64, 128], "batch_size": 4},
+            "compile": {"task": "feature-extraction", "buckets": [64, 128], "batch_size": 4},
             "pipeline": {
                 "model_source_s3_uri": "s3://models/minilm/",
                 "evaluation_data_s3_uri": "s3://data/eval.jsonl",
@@ -153,9 +153,11 @@ def test_cpu_instance_for_the_compile_step_only(session, role):
     with pytest.raises(Exception, match="ml.inf2.xlarge"):
         PipelineSpec(compile_instance_type="ml.inf2.xlarge")  # Processing accepts no ml.inf*
     from smneuron.pipeline import plan
+    from smneuron.specs import ProjectFile
 
+    project = ProjectFile(compile={"task": "feature-extraction"}, pipeline=PipelineSpec(name="my_pipeline"))
     with pytest.raises(ConfigError, match="letters, digits and hyphens"):
-        plan(PipelineSpec(name="my_pipeline"), session=session)
+        plan(project, session=session)
 
 
 @pytest.mark.parametrize("instance", ["ml.inf2.xlarge", "ml.inf1.xlarge"])

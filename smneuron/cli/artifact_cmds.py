@@ -13,7 +13,7 @@ from smneuron.cli._common import JsonOpt, console, print_json, state, table
 def package_cmd(
     artifact_dir: Path = typer.Argument(..., help="Compiled artifact directory (from `smneuron compile`)."),
     out: Path = typer.Option(
-        Path("model.tar.gz"), "--out", "-o", help="Tarball (or directory with --compression none)."
+        Path("model.tar.gz"), "--output", "-o", help="Tarball (or directory with --compression none)."
     ),
     code: Path = typer.Option(None, "--code", help="Your own modules to ship in code/."),
     requirements: Path = typer.Option(

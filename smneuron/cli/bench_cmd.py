@@ -16,7 +16,11 @@ def bench_cmd(
     ),
     reports: list[Path] = typer.Argument(None, help="With `compare`: the two reports."),
     url: str = typer.Option(None, "--url", help="Local endpoint URL."),
-    profile: str = typer.Option("sweep", "--profile", help="synchronous, throughput, constant or sweep."),
+    profile: str = typer.Option(
+        "sweep",
+        "--rate-type",
+        help="Load shape: synchronous, throughput, constant or sweep (--profile is the AWS profile).",
+    ),
     duration: float = typer.Option(10, "--duration", help="Seconds per run."),
     concurrency: int = typer.Option(16, "--concurrency", help="Requests in flight (throughput)."),
     rate: float = typer.Option(None, "--rate", help="Requests per second (constant)."),
@@ -30,7 +34,7 @@ def bench_cmd(
     price: float = typer.Option(None, "--price", help="Hourly USD per instance (else the catalog)."),
     max_requests: int = typer.Option(None, "--max-requests", help="Stop a run after this many requests."),
     max_errors: int = typer.Option(None, "--max-errors", help="Stop a run after this many errors."),
-    out: Path = typer.Option(None, "--out", "-o", help="Write the JSON report here."),
+    out: Path = typer.Option(None, "--output", "-o", help="Write the JSON report here."),
     plot: Path = typer.Option(None, "--plot", help="Write a PNG (latency vs throughput, histogram)."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -106,7 +110,7 @@ def _compare(paths: list[Path], as_json: bool) -> None:
 
 def recommend_cmd(
     reports: list[Path] = typer.Argument(..., help="Bench reports (one per instance type)."),
-    latency_p99_ms: float = typer.Option(..., "--latency-p99-ms", help="The p99 latency SLO."),
+    latency_p99_ms: float = typer.Option(..., "--slo-p99-ms", help="The p99 latency SLO (ms)."),
     rate: float = typer.Option(..., "--rate", help="Requests per second to serve."),
     headroom: float = typer.Option(
         1.0, "--headroom", help="Use only this fraction of the measured capacity."

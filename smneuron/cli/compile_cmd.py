@@ -12,7 +12,7 @@ from smneuron.cli._common import JsonOpt, console, print_json, state, table
 def compile_cmd(
     ctx: typer.Context,
     model_dir: Path = typer.Argument(None, help="HF model directory (default: `model` in smneuron.yaml)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Artifact directory to write."),
+    out: Path = typer.Option(..., "--output", "-o", help="Artifact directory to write."),
     target: str = typer.Option(None, "--target", help="inf1, inf2 or cpu."),
     task: str = typer.Option(
         None,
@@ -80,11 +80,14 @@ def compile_cmd(
                 "out_dir": str(result.out_dir),
                 "cache_hit": result.cache_hit,
                 "seconds": round(result.seconds, 3),
+                "notes": result.notes,
                 "manifest": m.model_dump(mode="json"),
             }
         )
         return
     source = "cache hit" if result.cache_hit else "compiled"
+    for note in result.notes:
+        console().print(f"note: {note}")
     console().print(
         f"[bold]{m.task}[/bold] for [bold]{m.compiler.target}[/bold] -> {result.out_dir} "
         f"({source}, {result.seconds:.2f} s)"

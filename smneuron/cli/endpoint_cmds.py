@@ -360,14 +360,26 @@ def logs_cmd(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Endpoint name."),
     lines: int = typer.Option(50, "--lines", "-n", help="How many of the newest lines."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines until Ctrl-C."),
 ) -> None:
-    """Print the newest lines of the endpoint's CloudWatch logs."""
-    from smneuron.endpoints import log_tail, require
+    """Print the newest lines of the endpoint's CloudWatch logs (and follow them with --follow)."""
+    import time
+
+    from smneuron.endpoints import log_events, require
 
     session = state(ctx).session()
     require(session, name)
-    out = log_tail(session, name, lines)
-    typer.echo("\n".join(out) if out else f"No log lines for {name} yet.")
+    events = log_events(session, name, lines)
+    for _, message in events:
+        typer.echo(message)
+    if not events:
+        typer.echo(f"No log lines for {name} yet." + (" Waiting for some (Ctrl-C stops)." if follow else ""))
+    last = events[-1][0] if events else int(time.time() * 1000)
+    while follow:
+        time.sleep(2)
+        for stamp, message in log_events(session, name, 1000, start_ms=last):
+            typer.echo(message)
+            last = stamp
 
 
 def wait_cmd(

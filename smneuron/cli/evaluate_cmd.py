@@ -25,7 +25,7 @@ def evaluate_cmd(
     min_cosine: float = typer.Option(None, "--min-cosine", help="Gate (embeddings)."),
     min_accuracy: float = typer.Option(None, "--min-accuracy", help="Gate against labels."),
     max_abs_diff: float = typer.Option(None, "--max-abs-diff", help="Gate on the largest output difference."),
-    out: Path = typer.Option(None, "-o", "--output", help="Write evaluation.json here."),
+    out: Path = typer.Option(None, "--output", "-o", help="Write evaluation.json here."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Score a candidate against the reference; exit 1 when a gate fails."""

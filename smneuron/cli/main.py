@@ -33,7 +33,7 @@ app = typer.Typer(
     help="Compile, package, deploy and benchmark Hugging Face / PyTorch models on AWS Inferentia.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # `smneuron --install-completion` for bash/zsh/fish
     # plain click help: rendering it with rich costs ~0.15 s of imports on every --help
     rich_markup_mode=None,
 )

@@ -182,6 +182,9 @@ def run_cmd(
         None, "--model", help="Model dir (default: project model, else the demo model)."
     ),
     data: Path = typer.Option(None, "--data", help="Evaluation JSONL (default: a few sample texts)."),
+    task: str = typer.Option(
+        None, "--task", help="Model task (default: compile.task, else inferred from the model)."
+    ),
     param: list[str] = ParamOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -198,16 +201,31 @@ def run_cmd(
         )
     st = state(ctx)
     project = st.project()
+    if task:
+        from smneuron.specs import override
+
+        project = project.model_copy(update={"compile": override(project.compile, task=task)})
     with tempfile.TemporaryDirectory(prefix="smneuron-run-") as tmp:
         if model is None and project.model:
             model = Path(project.model)
         if model is None:
             from smneuron.demo import pick_model
 
-            model, task, _ = pick_model(Path(tmp))
+            model, picked, _ = pick_model(Path(tmp))
             project = project.model_copy(
-                update={"compile": project.compile.model_copy(update={"task": task})}
+                update={
+                    "compile": project.compile.model_copy(update={"task": project.compile.task or picked})
+                }
             )
+        if project.compile.task is None:
+            from smneuron.tasks import infer_task
+
+            inferred, why = infer_task(Path(model))
+            project = project.model_copy(
+                update={"compile": project.compile.model_copy(update={"task": inferred})}
+            )
+            if not as_json:
+                console().print(f"note: task {inferred} inferred from {why} (choose another with --task)")
         if data is None:
             data = _sample_data(Path(tmp), project.compile.task)
 

@@ -77,6 +77,11 @@ def run_local(
     if not data.is_file():
         raise ConfigError(f"Evaluation data {data} does not exist.")
     proj = (project or ProjectFile()).model_copy(deep=True)
+    if proj.compile.task is None:
+        from smneuron.tasks import infer_task
+
+        proj.compile.task = infer_task(model_dir)[0]
+    _check_gates_have_data(proj, data, parameters or {})
     proj.endpoint.instance_type = LOCAL_INSTANCE  # cpu target: the artifacts must run on this machine
     proj.compile.target = "cpu"
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-pipeline-") if work_dir is None else None
@@ -107,6 +112,27 @@ def run_local(
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def _check_gates_have_data(project: ProjectFile, data: Path, parameters: dict[str, Any]) -> None:
+    """Refuse an accuracy gate over evaluation data without labels, before any step runs.
+
+    Raises:
+        ConfigError: MinAccuracy is set (parameter or pipeline.thresholds.min_accuracy) but no record
+            of ``data`` has a ``label``.
+    """
+    gate = parameters.get("MinAccuracy", project.pipeline.thresholds.min_accuracy)
+    if gate in (None, "none", ""):
+        return
+    try:
+        labelled = any("label" in json.loads(line) for line in data.read_text().splitlines() if line.strip())
+    except ValueError as e:
+        raise ConfigError(f"Evaluation data {data} is not JSON lines: {e}.") from None
+    if not labelled:
+        raise ConfigError(
+            f'MinAccuracy={gate} needs labels, but no record of {data} has a "label" field.',
+            hint='Add {"inputs": ..., "label": ...} records, or drop the accuracy gate (-p MinAccuracy=none).',
+        )
 
 
 def _upload_dir(session: Session, path: Path, prefix: str) -> str:

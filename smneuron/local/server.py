@@ -61,6 +61,28 @@ def check_runnable(manifest: dict) -> None:
         )
 
 
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port something already listens on, naming it and the fix.
+
+    Raises:
+        ConfigError: the address is in use (or not ours to bind).
+    """
+    import errno
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is fine
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            why = "is already in use" if e.errno == errno.EADDRINUSE else f"cannot be bound ({e.strerror})"
+            raise ConfigError(
+                f"Port {port} on {host} {why}.",
+                hint="Pick another with --port (or --port 0 for any free port), or stop the process using it "
+                f"(`ss -ltnp 'sport = :{port}'` shows which).",
+            ) from None
+
+
 class LocalEndpoint:
     """A running local endpoint; use as a context manager or call ``start``/``stop``.
 
@@ -122,6 +144,8 @@ class LocalEndpoint:
 
         from smneuron.archive import extract_package
 
+        if self.port:  # a busy port fails now, not after every worker has loaded the model
+            check_port_free(self.host, self.port)
         if self.package is None:  # staged in S3: download (verified) first
             from smneuron.model_data import fetch
 

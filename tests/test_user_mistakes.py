@@ -1,0 +1,379 @@
+"""The mistakes a new user makes, run through the CLI as a subprocess (as a person runs it).
+
+Every case must exit 1 (a user error) or 2 (a usage error) with a message that names the problem and
+the fix, never a traceback or "Unexpected error", and leave nothing behind in the embedded AWS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import pytest
+
+CLI = [sys.executable, "-m", "smneuron.cli.main"]
+
+
+@pytest.fixture(scope="module")
+def world(tiny_classifier, tmp_path_factory):
+    """Files a user might point smneuron at, and an embedded AWS to point it to."""
+    from smneuron.compile import compile_model
+    from smneuron.local.fake_aws import embedded_aws
+
+    root = tmp_path_factory.mktemp("mistakes")
+    compile_model(tiny_classifier, root / "artifact", target="cpu", task="text-classification", buckets="16")
+    no_tok = root / "no-tokenizer"
+    no_tok.mkdir()
+    for f in tiny_classifier.iterdir():
+        if f.is_file() and not f.name.startswith(("tokenizer", "vocab", "special_tokens")):
+            shutil.copy(f, no_tok / f.name)
+    masked = root / "masked-lm"
+    shutil.copytree(tiny_classifier, masked)
+    config = json.loads((masked / "config.json").read_text())
+    (masked / "config.json").write_text(json.dumps({**config, "architectures": ["BertForMaskedLM"]}))
+    (root / "foreign").mkdir()
+    (root / "foreign" / "notes.txt").write_text("mine")
+    (root / "not-a-model").mkdir()
+    (root / "data.jsonl").write_text('{"inputs": "hello world"}\n{"inputs": "good morning"}\n')
+    (root / "bad.yaml").write_text("endpoint:\n  instnce_type: ml.inf2.xlarge\n")
+    (root / "no-task.yaml").write_text("model_name: m\n")
+    fake = root / "no-aiohttp" / "aiohttp"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'aiohttp'\", name='aiohttp')\n"
+    )
+    with embedded_aws() as url:
+        yield {"root": root, "url": url, "model": tiny_classifier}
+
+
+def _env(world, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
+    env.update(
+        AWS_ACCESS_KEY_ID="local",
+        AWS_SECRET_ACCESS_KEY="local",
+        AWS_REGION="us-east-1",
+        AWS_CONFIG_FILE=str(world["root"] / "no-config"),
+        AWS_SHARED_CREDENTIALS_FILE=str(world["root"] / "no-credentials"),
+        SMNEURON_ENDPOINT_URL=world["url"],
+        SMNEURON_CACHE_DIR=str(world["root"] / "cache"),
+        HF_HUB_OFFLINE="1",
+    )
+    env.update(extra)
+    return {k: v for k, v in env.items() if v != ""}
+
+
+def busy_port() -> socket.socket:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    return s
+
+
+# (id, arguments with {placeholders}, exit code, what the message must say, extra environment, stdin)
+CASES = [
+    # usage errors: exit 2 with the usage and the problem
+    ("no-arguments", "", 2, ["Usage: smneuron"], {}, None),
+    ("unknown-command", "deploi x", 2, ["No such command", "deploy"], {}, None),
+    (
+        "unknown-option",
+        "deploy {artifact} --instnace ml.inf2.xlarge",
+        2,
+        ["No such option: --instnace", "--instance"],
+        {},
+        None,
+    ),
+    ("missing-argument", "deploy", 2, ["Missing argument"], {}, None),
+    ("missing-option", "compile {model}", 2, ["Missing option", "--output"], {}, None),
+    ("not-a-number", "deploy {artifact} --count many", 2, ["Invalid value for '--count'"], {}, None),
+    ("group-without-command", "pipeline", 2, ["Usage: smneuron pipeline"], {}, None),
+    (
+        "old-load-flag",
+        "bench --url http://127.0.0.1:9 --profile sweep",
+        2,
+        ["No such option: --profile"],
+        {},
+        None,
+    ),
+    # a prompt answered no
+    ("prompt-declined", "delete some-endpoint", 1, ["Aborted."], {}, "n\n"),
+    # specs, in the user's words
+    ("count-zero", "deploy {artifact} --count 0 --dry-run", 1, ["--count", "at least 1", "got 0"], {}, None),
+    ("min-above-max", "deploy {artifact} --min 5 --max 2 --dry-run", 1, ["--max", "below --min"], {}, None),
+    (
+        "instance-typo",
+        "deploy {artifact} --instance ml.m5.xlrge --dry-run",
+        1,
+        ["Did you mean 'ml.m5.xlarge'"],
+        {},
+        None,
+    ),
+    (
+        "cpu-artifact-on-inf2",
+        "deploy {artifact} --instance ml.inf2.xlarge --dry-run",
+        1,
+        ["compiled for cpu", "--target inf2"],
+        {},
+        None,
+    ),
+    (
+        "bad-endpoint-name",
+        "deploy {artifact} --instance ml.c6i.xlarge --name bad_name! --dry-run",
+        1,
+        ["not valid", "--name bad-name"],
+        {},
+        None,
+    ),
+    (
+        "trainium",
+        "deploy {artifact} --instance ml.trn1.2xlarge --dry-run",
+        1,
+        ["Trainium", "ml.inf2"],
+        {},
+        None,
+    ),
+    (
+        "bad-schedule",
+        "deploy {artifact} --instance ml.c6i.xlarge --schedule daily=1-2 --dry-run",
+        1,
+        ["Cannot read the schedule", "cron("],
+        {},
+        None,
+    ),
+    (
+        "bench-report-without-slo",
+        "deploy {artifact} --instance ml.c6i.xlarge --bench-report {root}/data.jsonl --dry-run",
+        1,
+        ["--slo-p99-ms"],
+        {},
+        None,
+    ),
+    ("artifact-missing", "deploy {root}/nope --instance ml.c6i.xlarge", 1, ["does not exist"], {}, None),
+    (
+        "not-an-artifact",
+        "deploy {root}/not-a-model --instance ml.c6i.xlarge",
+        1,
+        ["not a compiled artifact", "smneuron compile"],
+        {},
+        None,
+    ),
+    (
+        "project-file-typo",
+        "--config {root}/bad.yaml deploy {artifact} --dry-run",
+        1,
+        ["instnce_type", "Did you mean 'instance_type'"],
+        {},
+        None,
+    ),
+    (
+        "project-file-missing",
+        "--config {root}/missing.yaml deploy {artifact} --dry-run",
+        1,
+        ["Cannot read", "missing.yaml"],
+        {},
+        None,
+    ),
+    ("infra-stack-typo", "infra render basee", 1, ["Unknown stack 'basee'", "Did you mean 'base'"], {}, None),
+    # compile: silently wrong before, refused now
+    (
+        "no-tokenizer",
+        "compile {root}/no-tokenizer -o {root}/out1 --target cpu",
+        1,
+        ["has no tokenizer", "save_pretrained"],
+        {},
+        None,
+    ),
+    (
+        "task-unknowable",
+        "compile {root}/masked-lm -o {root}/out2 --target cpu",
+        1,
+        ["BertForMaskedLM", "--task", "text-classification"],
+        {},
+        None,
+    ),
+    ("model-missing", "compile {root}/nope -o {root}/out3 --target cpu", 1, ["does not exist"], {}, None),
+    (
+        "not-a-model-dir",
+        "compile {root}/not-a-model -o {root}/out4 --target cpu",
+        1,
+        ["no config.json", "save_pretrained"],
+        {},
+        None,
+    ),
+    (
+        "no-neuron-sdk",
+        "compile {model} -o {root}/out5 --target inf2 --task text-classification",
+        1,
+        ["torch-neuronx", "--target cpu"],
+        {},
+        None,
+    ),
+    (
+        "bucket-too-small",
+        "compile {model} -o {root}/out6 --target cpu --buckets 4",
+        1,
+        ["--buckets", "between 8 and 8192"],
+        {},
+        None,
+    ),
+    (
+        "task-typo",
+        "compile {model} -o {root}/out7 --target cpu --task sentiment",
+        1,
+        ["--task", "must be one of"],
+        {},
+        None,
+    ),
+    (
+        "foreign-output-dir",
+        "compile {model} -o {root}/foreign --target cpu --task text-classification",
+        1,
+        ["not empty", "new or empty directory"],
+        {},
+        None,
+    ),
+    # endpoints that are not there, URLs that are dead, AWS that does not answer
+    (
+        "invoke-dead-url",
+        "invoke --url http://127.0.0.1:9 hello",
+        1,
+        ["Cannot reach http://127.0.0.1:9", "running"],
+        {},
+        None,
+    ),
+    (
+        "invoke-missing-endpoint",
+        "invoke no-such-endpoint hello",
+        1,
+        ["'no-such-endpoint' does not exist", "smneuron list"],
+        {},
+        None,
+    ),
+    ("invoke-nothing", "invoke", 1, ["No endpoint given", "--url"], {}, None),
+    ("status-missing-endpoint", "status no-such-endpoint", 1, ["does not exist"], {}, None),
+    ("logs-missing-endpoint", "logs no-such-endpoint", 1, ["does not exist"], {}, None),
+    ("scale-missing-endpoint", "scale no-such-endpoint --min 1 --max 2", 1, ["does not exist"], {}, None),
+    (
+        "bench-dead-url",
+        "bench --url http://127.0.0.1:9 --data {root}/data.jsonl --duration 2 --rate-type synchronous",
+        1,
+        ["Every request failed", "Cannot connect"],
+        {},
+        None,
+    ),
+    (
+        "bench-too-short",
+        "bench --url http://127.0.0.1:9 --data {root}/data.jsonl --duration 1",
+        1,
+        ["nothing to measure", "--duration"],
+        {},
+        None,
+    ),
+    (
+        "bench-missing-endpoint",
+        "bench no-such-endpoint --data {root}/data.jsonl --duration 3",
+        1,
+        ["does not exist"],
+        {},
+        None,
+    ),
+    ("bench-no-target", "bench --data {root}/data.jsonl", 1, ["--url", "--endpoint"], {}, None),
+    ("bench-compare-one-file", "bench compare {root}/data.jsonl", 1, ["two report files"], {}, None),
+    (
+        "aws-unreachable",
+        "status some-endpoint",
+        1,
+        ["Cannot reach AWS", "--endpoint-url"],
+        {"SMNEURON_ENDPOINT_URL": "http://127.0.0.1:9"},
+        None,
+    ),
+    (
+        "no-credentials",
+        "status some-endpoint",
+        1,
+        ["No AWS credentials", "aws configure"],
+        {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""},
+        None,
+    ),
+    ("no-region", "status some-endpoint", 1, ["No AWS region", "--region"], {"AWS_REGION": ""}, None),
+    (
+        "serve-busy-port",
+        "serve {artifact} --instance ml.c6i.xlarge --port {busy}",
+        1,
+        ["already in use", "--port"],
+        {},
+        None,
+    ),
+    (
+        "missing-bench-extra",
+        "bench --url http://127.0.0.1:9 --data {root}/data.jsonl --duration 2",
+        1,
+        ["pip install 'smneuron[bench]'"],
+        {"PYTHONPATH": "{root}/no-aiohttp"},
+        None,
+    ),
+    # pipeline
+    (
+        "pipeline-gate-without-labels",
+        "pipeline run --local --model {model} --data {root}/data.jsonl -p MinAccuracy=0.9",
+        1,
+        ["needs labels", "MinAccuracy=none"],
+        {},
+        None,
+    ),
+    (
+        "pipeline-without-task",
+        "--config {root}/no-task.yaml pipeline upsert",
+        1,
+        ["compile.task", "text-classification"],
+        {},
+        None,
+    ),
+    ("pipeline-run-without-local", "pipeline run", 1, ["--local"], {}, None),
+    (
+        "evaluate-without-candidate",
+        "evaluate {root}/data.jsonl --model {model}",
+        1,
+        ["exactly one candidate"],
+        {},
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_a_user_mistake_gets_a_clear_answer(world, case):
+    name, args, code, needles, extra, stdin = case
+    sock = busy_port() if "{busy}" in args else None
+    fill = {"artifact": world["root"] / "artifact", "model": world["model"], "root": world["root"]}
+    if sock:
+        fill["busy"] = sock.getsockname()[1]
+    try:
+        env = _env(world, **{k: v.format(**fill) for k, v in extra.items()})
+        argv = [a.format(**fill) for a in args.split()]
+        out = subprocess.run([*CLI, *argv], env=env, input=stdin, capture_output=True, text=True, timeout=180)
+    finally:
+        if sock:
+            sock.close()
+    said = out.stdout + out.stderr
+    assert out.returncode == code, said[-2000:]
+    assert "Traceback" not in said and "Unexpected error" not in said, said[-2000:]
+    for needle in needles:
+        assert needle in said, f"{needle!r} not in: {said[-1500:]}"
+
+
+def test_at_least_forty_mistakes_are_covered_and_nothing_was_left_behind(world):
+    assert len(CASES) >= 40
+    from smneuron.session import Session
+
+    os.environ.update(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local")
+    sm = Session.from_env(region="us-east-1", endpoint_url=world["url"]).client("sagemaker")
+    left = [
+        sm.list_endpoints()["Endpoints"],
+        sm.list_endpoint_configs()["EndpointConfigs"],
+        sm.list_models()["Models"],
+    ]
+    assert left == [[], [], []]
