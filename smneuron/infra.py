@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from smneuron.errors import AwsError, ConfigError, from_client_error
 from smneuron.resources import infra_dir
@@ -104,7 +105,13 @@ def deploy_stack(
                 return StackResult(
                     name, existing["StackStatus"], outputs(stack_name=name, session=session), False
                 )
-            raise AwsError(f"Change set for {name} failed: {reason}", code="ChangeSetFailed")
+            _discard(cfn, name, change_set, change_type)
+            raise AwsError(
+                f"The change set for {name} failed: {reason}",
+                code="ChangeSetFailed",
+                hint="The failed change set was removed, so nothing is left half-made; fix the cause and run "
+                "`smneuron infra deploy` again.",
+            )
         cfn.execute_change_set(StackName=name, ChangeSetName=change_set)
         final = _wait(
             lambda: cfn.describe_stacks(StackName=name)["Stacks"][0],
@@ -126,6 +133,92 @@ def deploy_stack(
             hint=f"See the stack events: aws cloudformation describe-stack-events --stack-name {name}",
         )
     return StackResult(name, final["StackStatus"], _outputs(final), True)
+
+
+def _discard(cfn: Any, name: str, change_set: str, change_type: str) -> None:
+    """Remove a failed change set, and the empty stack a failed first change set leaves in
+    REVIEW_IN_PROGRESS (which would otherwise block every later create)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        cfn.delete_change_set(StackName=name, ChangeSetName=change_set)
+        if change_type == "CREATE":
+            cfn.delete_stack(StackName=name)
+    except ClientError:
+        pass  # best effort: the error the caller raises says what failed and what to do
+
+
+def stack_parameters(session: Session, stack_name: str) -> dict[str, str] | None:
+    """The parameters of an existing stack, or None when there is none."""
+    from botocore.exceptions import ClientError
+
+    try:
+        stack = session.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
+    except ClientError as e:
+        if "does not exist" in str(e):
+            return None
+        raise from_client_error(e, operation="DescribeStacks") from e
+    if stack["StackStatus"] == "REVIEW_IN_PROGRESS":
+        return None
+    return {p["ParameterKey"]: p.get("ParameterValue", "") for p in stack.get("Parameters", [])}
+
+
+@dataclass
+class InfraResult:
+    stacks: list[StackResult]
+    notes: list[str]
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        return {k: v for r in self.stacks for k, v in r.outputs.items()}
+
+
+def deploy_stacks(
+    *,
+    session: Session,
+    pipeline: bool = False,
+    kms_key_arn: str | None = None,
+    pipeline_name: str = "smneuron-pipeline",
+) -> InfraResult:
+    """Deploy the base stack (and, with ``pipeline``, the pipeline stack fed by its outputs).
+
+    An artifact bucket that exists before the base stack (an upload or deploy came first) is adopted:
+    the stack applies its policy to it instead of failing with BucketAlreadyExists.
+    """
+    from smneuron.catalog import registry_account
+    from smneuron.session import default_bucket_name
+    from smneuron.storage import head_bucket
+
+    notes = []
+    params: dict[str, str] = {"KmsKeyArn": kms_key_arn} if kms_key_arn else {}
+    previous = stack_parameters(session, "smneuron-base")
+    bucket = default_bucket_name(session.account_id, session.region)
+    if previous is not None:  # keep an adoption on updates (the default would try to create the bucket)
+        if previous.get("AdoptExistingBucket") == "true":
+            params["AdoptExistingBucket"] = "true"
+    elif head_bucket(session, bucket):
+        params["AdoptExistingBucket"] = "true"
+        notes.append(
+            f"bucket {bucket} already existed (smneuron created it on an earlier upload): the stack adopts it and "
+            "applies its TLS-only policy; its encryption (SSE-S3), versioning and lifecycle stay as they are"
+        )
+    results = [deploy_stack("base", session=session, parameters=params or None)]
+    if pipeline:
+        base = results[0].outputs
+        results.append(
+            deploy_stack(
+                "pipeline",
+                session=session,
+                parameters={
+                    "ExecutionRoleArn": base["ExecutionRoleArn"],
+                    "ArtifactBucketName": base["ArtifactBucketName"],
+                    "ArtifactPrefix": base.get("ArtifactPrefix", "smneuron"),
+                    "PipelineName": pipeline_name,
+                    "DlcRegistryAccount": registry_account(session.region),
+                },
+            )
+        )
+    return InfraResult(results, notes)
 
 
 def _wait(get, key: str, pending: set[str], timeout: float) -> dict:  # type: ignore[no-untyped-def]

@@ -32,12 +32,8 @@ def ensure_bucket(session: Session, bucket: str, kms_key_id: str | None = None) 
     from botocore.exceptions import ClientError
 
     s3 = session.client("s3")
-    try:
-        s3.head_bucket(Bucket=bucket)
+    if head_bucket(session, bucket):
         return False
-    except ClientError as e:
-        if not is_not_found(e):
-            raise from_client_error(e, operation="HeadBucket") from e
     try:
         kwargs = {"Bucket": bucket}
         if session.region != "us-east-1":
@@ -80,6 +76,23 @@ def ensure_bucket(session: Session, bucket: str, kms_key_id: str | None = None) 
     except ClientError as e:
         raise from_client_error(e) from e
     return True
+
+
+def head_bucket(session: Session, bucket: str) -> bool:
+    """Whether ``bucket`` exists (and is reachable by these credentials).
+
+    Raises:
+        AwsError subclasses for anything but "not found".
+    """
+    from botocore.exceptions import ClientError
+
+    try:
+        session.client("s3").head_bucket(Bucket=bucket)
+        return True
+    except ClientError as e:
+        if is_not_found(e):
+            return False
+        raise from_client_error(e, operation="HeadBucket") from e
 
 
 def head(session: Session, bucket: str, key: str) -> dict | None:

@@ -301,3 +301,36 @@ def test_recompiling_into_a_previous_artifact_replaces_it(tiny_classifier, tmp_p
     m = Manifest.read(tmp_path / "o")
     assert [b.seq_len for b in m.buckets] == [64]
     assert not (tmp_path / "o" / "model_b1_s16.pt").exists()
+
+
+def test_the_task_is_inferred_from_the_architecture_and_said(tiny_classifier, tiny_encoder, tmp_path):
+    """A sentiment classifier compiled without --task used to become an embedding model, silently."""
+    result = compile_model(tiny_classifier, tmp_path / "c", target="cpu", buckets="16")
+    assert result.manifest.task == "text-classification"
+    assert result.notes == [
+        "task text-classification inferred from config.json architectures: BertForSequenceClassification "
+        "(choose another with --task)"
+    ]
+    given = compile_model(
+        tiny_classifier, tmp_path / "d", target="cpu", buckets="16", task="feature-extraction"
+    )
+    assert given.manifest.task == "feature-extraction" and given.notes == []
+    assert (
+        compile_model(tiny_encoder, tmp_path / "e", target="cpu", buckets="16").manifest.task
+        == "feature-extraction"
+    )
+
+
+def test_a_placeholder_tokenizer_is_refused(tiny_classifier, tmp_path):
+    from tokenizers import Tokenizer, models
+
+    model = tmp_path / "m"
+    shutil.copytree(tiny_classifier, model)
+    for f in model.iterdir():
+        if f.name.startswith(("tokenizer", "vocab", "special_tokens")):
+            f.unlink()
+    Tokenizer(models.WordLevel({"[PAD]": 0, "[UNK]": 1, "a": 2, "b": 3, "c": 4}, unk_token="[UNK]")).save(
+        str(model / "tokenizer.json")
+    )
+    with pytest.raises(CompileError, match="vocabulary of 5 tokens"):
+        compile_model(model, tmp_path / "out", target="cpu", task="text-classification", buckets="16")

@@ -75,7 +75,7 @@ def test_base_role_bucket_and_policies():
     assert trust["Principal"] == {"Service": "sagemaker.amazonaws.com"}
     by_sid = {s["Sid"]: s for s in statements(t)}
     assert by_sid["ReadWriteArtifacts"]["Resource"] == {
-        "Fn::Sub": "${ArtifactBucket.Arn}/${ArtifactPrefix}/*"
+        "Fn::Sub": "arn:${AWS::Partition}:s3:::smneuron-${AWS::AccountId}-${AWS::Region}/${ArtifactPrefix}/*"
     }
     assert by_sid["ListArtifactPrefix"]["Condition"]["StringLike"]["s3:prefix"] == {
         "Fn::Sub": "${ArtifactPrefix}/*"
@@ -167,6 +167,28 @@ def test_infra_deploy_against_moto_writes_the_project_file(session, tmp_path, mo
     assert not put_content_addressed(
         sess, f, bucket=sess.bucket_name, key="m/model.tar.gz", sha256="0" * 64, metadata={}
     )
+
+
+def test_a_bucket_made_by_an_earlier_upload_is_adopted_not_a_dead_end(session, tmp_path, monkeypatch):
+    """Uploading before `infra deploy` used to end in BucketAlreadyExists and a stuck stack."""
+    from smneuron.storage import ensure_bucket
+
+    monkeypatch.chdir(tmp_path)
+    ensure_bucket(session, session.bucket_name)  # what the first `smneuron upload` / deploy does
+    code, out, err = run_cli("infra", "deploy", "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["stacks"][0]["status"] == "CREATE_COMPLETE"
+    assert "already existed" in result["notes"][0] and "adopts it" in result["notes"][0]
+    assert result["stacks"][0]["outputs"]["ArtifactBucketName"] == session.bucket_name
+    cfn = session.client("cloudformation")
+    params = {
+        p["ParameterKey"]: p["ParameterValue"]
+        for p in cfn.describe_stacks(StackName="smneuron-base")["Stacks"][0]["Parameters"]
+    }
+    assert params["AdoptExistingBucket"] == "true"
+    code, out, err = run_cli("infra", "deploy")  # updates keep the adoption, and change nothing
+    assert code == 0 and "(no changes)" in out, err
 
 
 def test_render_prints_the_template():

@@ -21,6 +21,7 @@ from smneuron.compile import compile_model
 from smneuron.errors import ArtifactError
 from smneuron.local.server import LocalEndpoint
 from smneuron.packaging import package
+from smneuron.specs import EndpointSpec
 
 TEXTS = [
     "the movie was great",
@@ -106,6 +107,11 @@ def test_bad_requests_get_4xx_and_the_server_stays_healthy(endpoint):
         assert r.status_code == 413
         r = c.post(endpoint.url + "/invocations", json={"inputs": "x"}, headers={"accept": "text/html"})
         assert r.status_code == 406
+        nested = b"[" * 20000 + b"]" * 20000  # a client's mistake, not a model fault
+        r = c.post(
+            endpoint.url + "/invocations", content=nested, headers={"content-type": "application/json"}
+        )
+        assert r.status_code == 400 and "nested too deeply" in r.json()["error"]
         assert c.get(endpoint.url + "/ping").status_code == 200
         assert (
             c.post(
@@ -227,9 +233,14 @@ def test_a_request_past_the_model_server_timeout_gets_504_and_the_worker_recover
     )
     pkg = package(tmp_path / "a", tmp_path / "m.tar.gz").path
     long_text = " ".join(["inference on neuron cores is fast"] * 20)  # ~128 tokens
-    with LocalEndpoint(pkg, instance_type="ml.c6i.xlarge", workers=1, model_server_timeout_s=1) as ep:
-        with httpx.Client(timeout=60) as c:
-            slow = c.post(ep.url + "/invocations", json={"inputs": [long_text] * 1000})  # seconds of CPU work
+    # margins that hold on a loaded 2-core machine: the slow request is ~20 s of CPU work against a 4 s
+    # timeout, and the short follow-up has the same 4 s (it once failed at 1 s while a second suite ran)
+    spec = EndpointSpec(instance_type="ml.c6i.xlarge", environment={"SMNEURON_MAX_INPUTS": "4096"})
+    with LocalEndpoint(
+        pkg, instance_type="ml.c6i.xlarge", workers=1, model_server_timeout_s=4, spec=spec
+    ) as ep:
+        with httpx.Client(timeout=120) as c:
+            slow = c.post(ep.url + "/invocations", json={"inputs": [long_text] * 4096})
             assert slow.status_code == 504 and slow.json()["code"] == "model_timeout"
             deadline = time.monotonic() + 60
             while c.get(ep.url + "/ping").status_code != 200:

@@ -88,8 +88,14 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]], *, numer
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
+    # the first column names the row (instance type, endpoint, variable): never cut; others fold
+    first = max([len(str(r[0])) for r in rows if r] + [len(columns[0]) if columns else 0])
     for i, c in enumerate(columns):
-        t.add_column(c, justify="right" if numeric and i else "left")
+        justify = "right" if numeric and i else "left"
+        if i == 0:
+            t.add_column(c, justify=justify, no_wrap=True, min_width=first)
+        else:
+            t.add_column(c, justify=justify, overflow="fold")
     for r in rows:
         t.add_row(*["" if v is None else str(v) for v in r])
     console().print(t)

@@ -254,6 +254,7 @@ def invoke_cmd(
     data: Path = typer.Option(None, "--data", help="Send this file's bytes as the body instead."),
     content_type: str = typer.Option("application/json", "--content-type", help="With --data."),
     accept: str = typer.Option("application/json", "--accept", help="Response type."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Invoke an endpoint with texts (or a raw body) and print the answer."""
     from smneuron.endpoints import Endpoint
@@ -277,8 +278,17 @@ def invoke_cmd(
             "Nothing to send.", hint='Pass text(s): `smneuron invoke NAME "hello"`, or --data FILE.'
         )
     try:
-        print_json(r.json())
+        answer = r.json()
     except ValueError:
+        answer = None
+    if as_json:  # the answer with where it came from
+        body = answer if answer is not None else r.body.decode(errors="replace")
+        print_json(
+            {"endpoint": name or url, "status": r.status, "content_type": r.content_type, "answer": body}
+        )
+    elif answer is not None:
+        print_json(answer)
+    else:
         typer.echo(r.body.decode(errors="replace"))
 
 
@@ -386,9 +396,13 @@ def wait_cmd(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Endpoint name."),
     timeout: float = typer.Option(3600, "--timeout", help="Seconds to wait at most."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Wait until the endpoint is InService (exit 1 with the reason if it fails)."""
     from smneuron.endpoints import wait_for_endpoint
 
     d = wait_for_endpoint(name, session=state(ctx).session(), timeout=timeout)
+    if as_json:
+        print_json({"endpoint": name, "status": d["EndpointStatus"]})
+        return
     console().print(f"{name}: {d['EndpointStatus']}")

@@ -31,35 +31,22 @@ def deploy_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Create or update the stacks (change sets) and write their outputs into smneuron.yaml."""
-    from smneuron.catalog import registry_account
-    from smneuron.infra import deploy_stack, write_project_outputs
+    from smneuron.infra import deploy_stacks, write_project_outputs
 
     st = state(ctx)
-    session = st.session()
-    results = [
-        deploy_stack("base", session=session, parameters={"KmsKeyArn": kms_key_arn} if kms_key_arn else None)
-    ]
-    if pipeline:
-        base = results[0].outputs
-        results.append(
-            deploy_stack(
-                "pipeline",
-                session=session,
-                parameters={
-                    "ExecutionRoleArn": base["ExecutionRoleArn"],
-                    "ArtifactBucketName": base["ArtifactBucketName"],
-                    "ArtifactPrefix": base.get("ArtifactPrefix", "smneuron"),
-                    "PipelineName": pipeline_name or st.project().pipeline.name,
-                    "DlcRegistryAccount": registry_account(session.region),
-                },
-            )
-        )
-    merged = {k: v for r in results for k, v in r.outputs.items()}
-    written = write_project_outputs(st.config or project, merged)
+    result = deploy_stacks(
+        session=st.session(),
+        pipeline=pipeline,
+        kms_key_arn=kms_key_arn,
+        pipeline_name=pipeline_name or st.project().pipeline.name,
+    )
+    written = write_project_outputs(st.config or project, result.outputs)
     if as_json:
-        print_json({"stacks": [r.__dict__ for r in results], "written": written})
+        print_json({"stacks": [r.__dict__ for r in result.stacks], "notes": result.notes, "written": written})
         return
-    for r in results:
+    for note in result.notes:
+        console().print(f"note: {note}")
+    for r in result.stacks:
         console().print(f"{r.name}: {r.status}" + ("" if r.changed else " (no changes)"))
     for k, v in written.items():
         console().print(f"  {k} = {v}")

@@ -227,7 +227,9 @@ def run_cmd(
             if not as_json:
                 console().print(f"note: task {inferred} inferred from {why} (choose another with --task)")
         if data is None:
-            data = _sample_data(Path(tmp), project.compile.task)
+            from smneuron.evaluation import write_sample_records
+
+            data = write_sample_records(Path(tmp) / "evaluation.jsonl", project.compile.task)
 
         def show(step) -> None:  # type: ignore[no-untyped-def]
             if not as_json:
@@ -250,12 +252,3 @@ def run_cmd(
         console().print(f"pipeline {run.status}" + (f": {run.failure_reason}" if run.failure_reason else ""))
     if run.status != "Succeeded":
         raise typer.Exit(1)
-
-
-def _sample_data(work: Path, task: str) -> Path:
-    from smneuron.tasks import SAMPLE_TEXTS
-
-    path = work / "evaluation.jsonl"
-    rows = [{"inputs": [SAMPLE_TEXTS[0], t] if task == "question-answering" else t} for t in SAMPLE_TEXTS]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
