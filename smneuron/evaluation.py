@@ -388,14 +388,3 @@ def evaluate(
             target = Endpoint(endpoint, url=url, session=session)
             cand = collect(lambda body: target.invoke(body).body, records, task)
     return score(task, ref, cand, records, thresholds or Thresholds())
-
-
-def write_sample_records(path: str | Path, task: str) -> Path:
-    """A small evaluation JSONL of sample texts shaped for ``task`` (pairs for question-answering),
-    for local pipeline runs without data of their own."""
-    from smneuron.tasks import SAMPLE_TEXTS
-
-    path = Path(path)
-    rows = [{"inputs": [SAMPLE_TEXTS[0], t] if task == "question-answering" else t} for t in SAMPLE_TEXTS]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path

@@ -335,3 +335,12 @@ def _wrapper_class() -> type:
     if _WRAPPER is None:
         _WRAPPER = _make_wrapper_class()
     return _WRAPPER
+
+
+def write_sample_records(path: str | Path, task: str) -> Path:
+    """A small evaluation JSONL of sample texts shaped for ``task`` (pairs for question-answering),
+    for local pipeline runs without data of their own."""
+    path = Path(path)
+    rows = [{"inputs": [SAMPLE_TEXTS[0], t] if task == "question-answering" else t} for t in SAMPLE_TEXTS]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path

@@ -227,7 +227,7 @@ def run_cmd(
             if not as_json:
                 console().print(f"note: task {inferred} inferred from {why} (choose another with --task)")
         if data is None:
-            from smneuron.evaluation import write_sample_records
+            from smneuron.tasks import write_sample_records
 
             data = write_sample_records(Path(tmp) / "evaluation.jsonl", project.compile.task)
 
