@@ -115,7 +115,9 @@ def _parse_json(text, where=""):
     except ValueError as e:
         raise RequestError(400, "bad_json", "%sthe body is not valid JSON: %s" % (where, e))
     except RecursionError:  # e.g. 20,000 nested brackets: the client's mistake, not the model's
-        raise RequestError(400, "bad_json", "%sthe JSON is nested too deeply; send inputs as a flat list" % where)
+        raise RequestError(
+            400, "bad_json", "%sthe JSON is nested too deeply; send inputs as a flat list" % where
+        )
 
 
 def _from_document(doc):

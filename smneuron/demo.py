@@ -1,8 +1,9 @@
 """`smneuron demo`: the whole product on this machine, no AWS account, no Inferentia.
 
-compile (cpu) -> package -> embedded AWS (moto server on loopback) -> upload -> deploy (model,
-endpoint config, endpoint, autoscaling, alarms) -> serve the same artifact locally -> invoke ->
-benchmark -> tear everything down. Each stage calls the same function the CLI and SDK use.
+compile (cpu) -> package -> embedded SageMaker (moto server on loopback whose endpoints really serve)
+-> upload -> deploy (model, endpoint config, endpoint backed by a local model server, autoscaling,
+alarms) -> invoke (InvokeEndpoint) -> benchmark (InvokeEndpoint) -> tear everything down. Each stage
+calls the same function the CLI and SDK use; no separate serve step.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ def run_demo(
     from smneuron.compile import compile_model
     from smneuron.deploy import deploy
     from smneuron.endpoints import Endpoint, delete
+    from smneuron.local.backing import Backer, activate
     from smneuron.local.fake_aws import create_sagemaker_role, embedded_aws, local_credentials
-    from smneuron.local.server import LocalEndpoint
     from smneuron.model_data import stage as stage_model_data
     from smneuron.packaging import package
     from smneuron.session import Session
@@ -85,7 +86,8 @@ def run_demo(
         with embedded_aws() as aws_url, local_credentials():
             session = Session.from_env(region="us-east-1", endpoint_url=aws_url)
             create_sagemaker_role(session)
-            stage("embedded AWS", f"moto server at {aws_url}")
+            activate(Backer(aws_url))
+            stage("embedded AWS", f"SageMaker, S3, CloudWatch, autoscaling at {aws_url}")
             up = stage_model_data(pkg.path, name="demo", session=session)
             stage("upload", up.uri)
             spec = EndpointSpec(
@@ -99,30 +101,29 @@ def run_demo(
             dep = deploy(up.uri, spec, scaling, session=session)
             stage(
                 "deploy",
-                f"endpoint {dep.endpoint_name} {dep.status} on {instance_type}; "
-                f"workers {dep.plan.environment['SAGEMAKER_MODEL_SERVER_WORKERS']}, autoscaling 1-4",
+                f"endpoint {dep.endpoint_name} {dep.status} on {instance_type}, served here by "
+                f"{dep.plan.environment['SAGEMAKER_MODEL_SERVER_WORKERS']} worker(s); autoscaling 1-4",
             )
-            with LocalEndpoint(pkg.path, spec=spec, instance_type=instance_type) as local:
-                stage("serve", f"{local.url} with {local.layout.workers} worker(s)")
-                texts = ["smneuron serves models on Inferentia", "The weather is sunny today"]
-                result.answer = Endpoint(url=local.url).predict(texts)
-                stage("invoke", f"{len(texts)} inputs answered")
-                payloads = bench.load_payloads(
-                    tokenizer=compiled.out_dir / "tokenizer.json", count=100, mean_tokens=20, spread=10
-                )
-                result.report = bench.run(
-                    url=local.url,
-                    payloads=payloads,
-                    profile="sweep",
-                    rates=1,
-                    duration_s=bench_seconds / 3,
-                    concurrency=16,
-                    warmup_s=0.2,
-                    cooldown_s=0.1,
-                    instance_type=instance_type,
-                )
-                peak = max(r.throughput_rps for r in result.report.runs)
-                stage("bench", f"peak {peak:.0f} req/s")
+            texts = ["smneuron serves models on Inferentia", "The weather is sunny today"]
+            result.answer = Endpoint(dep.endpoint_name, session=session).predict(texts)
+            stage("invoke", f"InvokeEndpoint: {len(texts)} inputs answered")
+            payloads = bench.load_payloads(
+                tokenizer=compiled.out_dir / "tokenizer.json", count=100, mean_tokens=20, spread=10
+            )
+            result.report = bench.run(
+                endpoint=dep.endpoint_name,
+                session=session,
+                payloads=payloads,
+                profile="sweep",
+                rates=1,
+                duration_s=bench_seconds / 3,
+                concurrency=16,
+                warmup_s=0.2,
+                cooldown_s=0.1,
+                instance_type=instance_type,
+            )
+            peak = max(r.throughput_rps for r in result.report.runs)
+            stage("bench", f"peak {peak:.0f} req/s through InvokeEndpoint")
             removed = delete(dep.endpoint_name, session=session)
             sm = session.client("sagemaker")
             aas = session.client("application-autoscaling")
@@ -135,8 +136,10 @@ def run_demo(
                 ),
                 "alarms": len(session.client("cloudwatch").describe_alarms()["MetricAlarms"]),
             }
+            activate(None)
             stage("teardown", f"removed {len(removed)} resources; left: {sum(result.leftovers.values())}")
     finally:
+        activate(None)  # stops any model server still behind an endpoint
         if tmp is not None:
             tmp.cleanup()
     return result

@@ -7,14 +7,13 @@ from smneuron.demo import run_demo
 
 def test_demo_runs_every_stage_and_tears_down(tmp_path):
     seen = []
-    result = run_demo(bench_seconds=1.5, on_stage=lambda name, s, d: seen.append(name), work_dir=tmp_path)
+    result = run_demo(bench_seconds=4.5, on_stage=lambda name, s, d: seen.append(name), work_dir=tmp_path)
     assert seen == [
         "compile",
         "package",
         "embedded AWS",
         "upload",
         "deploy",
-        "serve",
         "invoke",
         "bench",
         "teardown",

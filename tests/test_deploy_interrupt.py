@@ -26,8 +26,21 @@ def test_sigint_while_the_endpoint_is_creating_removes_what_the_deploy_created(t
         set_endpoint_delay(600)  # Creating for 10 minutes, like a real endpoint
         try:
             env = {**os.environ, "SMNEURON_CACHE_DIR": str(tmp_path / "cache")}
-            cmd = [sys.executable, "-m", "smneuron.cli.main", "--endpoint-url", url, "--region", "us-east-1",
-                   "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.xlarge", "--name", "slow"]  # fmt: skip
+            cmd = [
+                sys.executable,
+                "-m",
+                "smneuron.cli.main",
+                "--endpoint-url",
+                url,
+                "--region",
+                "us-east-1",
+                "deploy",
+                str(tmp_path / "a"),
+                "--instance",
+                "ml.c6i.xlarge",
+                "--name",
+                "slow",
+            ]
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             sm = session.client("sagemaker")
             deadline = time.monotonic() + 120  # generous: the machine may be loaded

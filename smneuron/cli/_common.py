@@ -25,6 +25,7 @@ class CliState:
     profile: str | None = None
     endpoint_url: str | None = None
     config: Path | None = None
+    local: bool = False
     _project: ProjectFile | None = field(default=None, repr=False)
     _session: Session | None = field(default=None, repr=False)
 
@@ -47,6 +48,17 @@ class CliState:
             from smneuron.session import Session
 
             aws = self.project().aws
+            if self.local:  # the embedded SageMaker: its URL, region and throwaway credentials
+                import os
+
+                from smneuron.local import service
+
+                env = service.environment(service.require())
+                os.environ.update(
+                    {k: v for k, v in env.items() if k.startswith("AWS_") and k != "AWS_REGION"}
+                )
+                self.endpoint_url = env["SMNEURON_ENDPOINT_URL"]
+                self.region = self.region or env["AWS_REGION"]
             self._session = Session.from_env(
                 region=self.region or aws.region,
                 profile=self.profile or aws.profile,

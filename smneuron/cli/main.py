@@ -21,8 +21,10 @@ from smneuron.cli import (
     compile_cmd,
     demo_cmd,
     endpoint_cmds,
+    endpoint_watch_cmds,
     evaluate_cmd,
     infra_cmds,
+    local_cmds,
     pipeline_cmds,
     serve_cmd,
 )
@@ -56,11 +58,20 @@ def main(
     config: Path = typer.Option(
         None, "--config", "-c", help="Project file (default: nearest smneuron.yaml)."
     ),
+    local: bool = typer.Option(
+        False, "--local", help="Use the embedded SageMaker of `smneuron local up` (or set SMNEURON_LOCAL=1)."
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
 ) -> None:
-    ctx.obj = CliState(region=region, profile=profile, endpoint_url=endpoint_url, config=config)
+    ctx.obj = CliState(
+        region=region,
+        profile=profile,
+        endpoint_url=endpoint_url,
+        config=config,
+        local=local or os.environ.get("SMNEURON_LOCAL") == "1",
+    )
 
 
 app.command("instances")(catalog_cmds.instances)
@@ -75,15 +86,16 @@ app.command("status")(endpoint_cmds.status_cmd)
 app.command("invoke")(endpoint_cmds.invoke_cmd)
 app.command("scale")(endpoint_cmds.scale_cmd)
 app.command("delete")(endpoint_cmds.delete_cmd)
-app.command("list")(endpoint_cmds.list_cmd)
-app.command("logs")(endpoint_cmds.logs_cmd)
-app.command("wait")(endpoint_cmds.wait_cmd)
+app.command("list")(endpoint_watch_cmds.list_cmd)
+app.command("logs")(endpoint_watch_cmds.logs_cmd)
+app.command("wait")(endpoint_watch_cmds.wait_cmd)
 app.command("bench")(bench_cmd.bench_cmd)
 app.command("recommend")(bench_cmd.recommend_cmd)
 app.command("demo")(demo_cmd.demo_cmd)
 app.command("evaluate")(evaluate_cmd.evaluate_cmd)
 app.add_typer(infra_cmds.app, name="infra")
 app.add_typer(pipeline_cmds.app, name="pipeline")
+app.add_typer(local_cmds.app, name="local")
 
 
 def _usage_exceptions() -> tuple[type, type, type]:

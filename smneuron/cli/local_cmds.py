@@ -1,0 +1,59 @@
+"""`smneuron local up | down | status`: the embedded SageMaker on this machine."""
+
+from __future__ import annotations
+
+import typer
+
+from smneuron.cli._common import JsonOpt, console, print_json
+
+app = typer.Typer(
+    help="The embedded SageMaker: deploy, invoke, bench, scale and delete without an AWS account.",
+    no_args_is_help=True,
+)
+
+
+@app.command("up")
+def up_cmd(
+    port: int = typer.Option(0, "--port", help="Loopback port (default: a free one)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Start the embedded SageMaker in the background (once); print the environment that points at it."""
+    from smneuron.local import service
+
+    state = service.up(port)
+    env = service.environment(state)
+    if as_json:
+        print_json({**state, "environment": env})
+        return
+    verb = "started" if state["started"] else "already running"
+    console().print(f"Embedded SageMaker {verb} at {state['url']} (pid {state['pid']}, log {state['log']}).")
+    console().print("Use it with `smneuron --local ...` or SMNEURON_LOCAL=1, or export:")
+    typer.echo("\n".join(f"export {k}={v}" for k, v in env.items()))
+
+
+@app.command("down")
+def down_cmd(as_json: bool = JsonOpt) -> None:
+    """Stop the embedded SageMaker and every model server behind its endpoints."""
+    from smneuron.local import service
+
+    stopped = service.down()
+    if as_json:
+        print_json({"stopped": stopped})
+        return
+    console().print("Embedded SageMaker stopped." if stopped else "The embedded SageMaker was not running.")
+
+
+@app.command("status")
+def status_cmd(as_json: bool = JsonOpt) -> None:
+    """Whether the embedded SageMaker runs, and where (exit 1 when it does not)."""
+    from smneuron.local import service
+
+    state = service.status()
+    if as_json:
+        print_json({"running": state is not None, **(state or {})})
+    elif state:
+        console().print(f"Embedded SageMaker running at {state['url']} (pid {state['pid']}).")
+    else:
+        console().print("The embedded SageMaker is not running: start it with `smneuron local up`.")
+    if state is None:
+        raise typer.Exit(1)

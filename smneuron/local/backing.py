@@ -1,0 +1,257 @@
+"""The embedded SageMaker really serves: each endpoint is backed by a local endpoint process.
+
+Installed into the embedded AWS (moto) by ``install``: CreateEndpoint starts a ``LocalEndpoint`` for
+the Model's data (downloaded from the embedded S3, verified, extracted safely) with the worker layout
+and container environment the Model carries; the endpoint reports Creating until that server answers
+/ping, then InService, or Failed with the reason (a Neuron artifact cannot serve on this machine, as a
+real endpoint would fail its health check). InvokeEndpoint is routed to it with SageMaker's semantics
+(6 MB limit; ModelError with the container's status and body for its 4xx/5xx; ValidationError for a
+missing endpoint). UpdateEndpoint swaps the backing server once the new one is healthy (blue/green);
+DeleteEndpoint stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_PAYLOAD = 6 * 1024 * 1024
+MANAGED_ENV = {"SAGEMAKER_TS_BATCH_SIZE", "SAGEMAKER_TS_MAX_BATCH_DELAY", "SAGEMAKER_MODEL_SERVER_TIMEOUT"}
+
+
+@dataclass
+class Backing:
+    """One endpoint's backing server and what it is doing."""
+
+    status: str = "Creating"  # Creating | InService | Failed
+    reason: str | None = None
+    updating: bool = False  # a blue/green update is bringing up the new server
+    server: Any = None  # LocalEndpoint
+    config_name: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Backer:
+    """Starts, swaps and stops the local servers behind the embedded SageMaker's endpoints."""
+
+    def __init__(self, aws_url: str) -> None:
+        import httpx
+
+        self.aws_url = aws_url
+        self.endpoints: dict[str, Backing] = {}
+        self.http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=256))
+
+    def _session(self) -> Any:
+        from smneuron.session import Session
+
+        return Session.from_env(region="us-east-1", endpoint_url=self.aws_url)
+
+    def start(self, name: str, config_name: str, *, revert: Any = None) -> None:
+        """Bring up a server for ``config_name`` in the background. With ``revert`` it is a blue/green
+        update: the old server serves until the new one is healthy, and a failed update calls
+        ``revert()`` (SageMaker rolls the endpoint back to its old config)."""
+        backing = self.endpoints.setdefault(name, Backing())
+        if revert is None:
+            backing.status, backing.reason = "Creating", None
+        else:
+            backing.updating = True
+        threading.Thread(target=self._bring_up, args=(name, config_name, revert), daemon=True).start()
+
+    def _bring_up(self, name: str, config_name: str, revert: Any) -> None:
+        update = revert is not None
+        backing = self.endpoints[name]
+        try:
+            server = self._server_for(config_name)
+            server.start()
+        except Exception as e:  # any failure is the endpoint's FailureReason, as SageMaker reports it
+            with backing.lock:
+                if update:  # the old fleet keeps serving; the update is what failed, and is rolled back
+                    backing.updating = False
+                    backing.reason = f"Update to {config_name} failed and was rolled back: {_reason(e)}"
+                    revert()
+                else:
+                    backing.status = "Failed"
+                    backing.reason = (
+                        "The primary container for production variant AllTraffic did not pass the ping health "
+                        f"check. {_reason(e)}"
+                    )
+            return
+        with backing.lock:
+            old, backing.server, backing.config_name = backing.server, server, config_name
+            backing.status, backing.reason, backing.updating = "InService", None, False
+        if old is not None:
+            old.stop()
+
+    def _server_for(self, config_name: str) -> Any:
+        from smneuron.local.server import LocalEndpoint
+        from smneuron.model_data import stage
+        from smneuron.specs import EndpointSpec
+
+        session = self._session()
+        sm = session.client("sagemaker")
+        variant = sm.describe_endpoint_config(EndpointConfigName=config_name)["ProductionVariants"][0]
+        container = sm.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]
+        uri = container.get("ModelDataUrl") or container["ModelDataSource"]["S3DataSource"]["S3Uri"]
+        data = stage(uri, session=session)
+        env = container.get("Environment", {})
+        spec = EndpointSpec(
+            instance_type=variant["InstanceType"],
+            batch_size=int(env.get("SAGEMAKER_TS_BATCH_SIZE", 8)),
+            max_batch_delay_ms=int(env.get("SAGEMAKER_TS_MAX_BATCH_DELAY", 5)),
+            model_server_timeout_in_seconds=int(env.get("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60)),
+            models_per_worker=int(env.get("SMNEURON_MODELS_PER_WORKER", 1)),
+            environment={k: v for k, v in env.items() if k.startswith("SMNEURON_MAX")},
+        )
+        workers = (
+            int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]) if "SAGEMAKER_MODEL_SERVER_WORKERS" in env else None
+        )
+        return LocalEndpoint(
+            data, instance_type=variant["InstanceType"], spec=spec, workers=workers, session=session
+        )
+
+    def stop(self, name: str) -> None:
+        backing = self.endpoints.pop(name, None)
+        if backing is not None and backing.server is not None:
+            backing.server.stop()
+
+    def stop_all(self) -> None:
+        for name in list(self.endpoints):
+            self.stop(name)
+
+    def status(self, name: str) -> tuple[str, str | None] | None:
+        backing = self.endpoints.get(name)
+        if backing is None:
+            return None
+        return (
+            ("Updating", None)
+            if backing.updating and backing.status == "InService"
+            else (backing.status, backing.reason)
+        )
+
+    def url(self, name: str) -> str | None:
+        backing = self.endpoints.get(name)
+        return backing.server.url if backing is not None and backing.server is not None else None
+
+
+def _reason(e: BaseException) -> str:
+    return getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+
+
+_ACTIVE: Backer | None = None
+_INSTALLED = False
+
+
+def activate(backer: Backer | None) -> None:
+    """Back the embedded AWS's endpoints with ``backer`` (None: plain moto again, for in-process tests)."""
+    global _ACTIVE
+    if backer is not None:
+        install()
+    elif _ACTIVE is not None:
+        _ACTIVE.stop_all()
+    _ACTIVE = backer
+
+
+def install() -> None:
+    """Teach moto to route endpoint lifecycle and InvokeEndpoint to the active backer (idempotent;
+    after ``fake_aws.patch_moto``). With no active backer, moto behaves as before."""
+    global _INSTALLED
+    if _INSTALLED:
+        return
+    from moto.sagemaker import models
+    from moto.sagemakerruntime import responses as runtime
+
+    create, update, delete = (
+        models.SageMakerModelBackend.create_endpoint,
+        models.SageMakerModelBackend.update_endpoint,
+        models.SageMakerModelBackend.delete_endpoint,
+    )
+    describe = models.SageMakerModelBackend.describe_endpoint
+    plain_invoke = runtime.SageMakerRuntimeResponse.invoke_endpoint
+
+    def create_endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
+        endpoint = create(self, *args, **kwargs)
+        if _ACTIVE is not None:
+            _ACTIVE.start(endpoint.endpoint_name, endpoint.endpoint_config_name)
+        return endpoint
+
+    def update_endpoint(
+        self: Any, endpoint_name: str, endpoint_config_name: str, deployment_config: Any
+    ) -> Any:
+        before = getattr(self.endpoints.get(endpoint_name), "endpoint_config_name", None)
+        endpoint = update(self, endpoint_name, endpoint_config_name, deployment_config)
+
+        def revert() -> None:
+            endpoint.endpoint_config_name = before
+
+        if _ACTIVE is not None:
+            _ACTIVE.start(endpoint_name, endpoint_config_name, revert=revert)
+        return endpoint
+
+    def delete_endpoint(self: Any, endpoint_name: str) -> None:
+        delete(self, endpoint_name)
+        if _ACTIVE is not None:
+            _ACTIVE.stop(endpoint_name)
+
+    def describe_endpoint(self: Any, endpoint_name: str) -> dict:
+        response = describe(self, endpoint_name)
+        state = _ACTIVE.status(endpoint_name) if _ACTIVE is not None else None
+        if state is not None and response.get("EndpointStatus") == "InService" and state[0] != "InService":
+            response = dict(response, EndpointStatus=state[0])
+            if state[1]:
+                response["FailureReason"] = state[1]
+        return response
+
+    def invoke_endpoint(self: Any) -> Any:
+        return plain_invoke(self) if _ACTIVE is None else _invoke(_ACTIVE, self)
+
+    models.SageMakerModelBackend.create_endpoint = create_endpoint
+    models.SageMakerModelBackend.update_endpoint = update_endpoint
+    models.SageMakerModelBackend.delete_endpoint = delete_endpoint
+    models.SageMakerModelBackend.describe_endpoint = describe_endpoint
+    runtime.SageMakerRuntimeResponse.invoke_endpoint = invoke_endpoint
+    _INSTALLED = True
+
+
+def _invoke(backer: Backer, self: Any) -> Any:
+    """InvokeEndpoint on the backing server, with SageMaker's errors."""
+    import httpx
+
+    name = self.path.rstrip("/").split("/")[-2]
+    url = backer.url(name)
+    if url is None:
+        state = backer.status(name)
+        why = f"Endpoint {name} of account {self.current_account} not found."
+        if state is not None:
+            why = f"Endpoint {name} is {state[0]}, not InService." + (f" {state[1]}" if state[1] else "")
+        return _error(400, "ValidationError", why)
+    body = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
+    if len(body) > MAX_PAYLOAD:
+        return _error(
+            413, "ValidationError", f"Request payload is {len(body)} bytes; the limit is {MAX_PAYLOAD}."
+        )
+    headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}
+    if self.headers.get("Accept"):
+        headers["Accept"] = self.headers["Accept"]
+    try:
+        r = backer.http.post(url + "/invocations", content=body, headers=headers)
+    except httpx.HTTPError as e:
+        return _error(424, "ModelError", f"The model did not answer: {e}", original=(502, str(e)))
+    if r.status_code >= 400:
+        message = f'Received client error ({r.status_code}) from primary with message "{r.text}".'
+        return _error(424, "ModelError", message, original=(r.status_code, r.text))
+    out = {
+        "Content-Type": r.headers.get("content-type", "application/json"),
+        "x-Amzn-Invoked-Production-Variant": "AllTraffic",
+    }
+    return 200, out, r.content
+
+
+def _error(status: int, code: str, message: str, *, original: tuple[int, str] | None = None) -> Any:
+    doc: dict[str, Any] = {"__type": code, "message": message}
+    if original:
+        doc.update(OriginalStatusCode=original[0], OriginalMessage=original[1][:2000])
+    # moto takes the status from the headers' "status" entry, not from the tuple
+    headers = {"Content-Type": "application/json", "x-amzn-ErrorType": code, "status": str(status)}
+    return status, headers, json.dumps(doc)

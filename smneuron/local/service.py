@@ -1,0 +1,172 @@
+"""`smneuron local up | down | status`: the embedded SageMaker as a background service on loopback.
+
+``up`` starts one detached process that runs the embedded AWS (moto with smneuron's extensions) and
+backs its endpoints with local model servers (smneuron.local.backing), records its URL and pid in a
+state file, and returns once the URL answers. Every smneuron command then uses it with ``--local``
+or ``SMNEURON_LOCAL=1`` (or the printed environment). ``down`` stops it and every backing server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from smneuron.errors import ConfigError, SmneuronError
+
+LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+LOCAL_REGION = "us-east-1"
+
+
+def state_path() -> Path:
+    """Where the running service is recorded (SMNEURON_STATE_DIR, else the user's state dir)."""
+    root = os.environ.get("SMNEURON_STATE_DIR")
+    if not root:
+        from platformdirs import user_state_dir
+
+        root = user_state_dir("smneuron")
+    return Path(root) / "local.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def _answers(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url + "/moto-api/", timeout=2).read()
+        return True
+    except OSError:
+        return False
+
+
+def status() -> dict | None:
+    """The running service (``url``, ``pid``, ``log``), or None."""
+    path = state_path()
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not _alive(int(state.get("pid", 0))) or not _answers(state["url"]):
+        return None
+    return state
+
+
+def environment(state: dict) -> dict[str, str]:
+    """The variables that point any smneuron (or AWS SDK) command at the service."""
+    return {"SMNEURON_ENDPOINT_URL": state["url"], "AWS_REGION": LOCAL_REGION, **LOCAL_CREDENTIALS}
+
+
+def up(port: int = 0, timeout: float = 60) -> dict:
+    """Start the service unless it runs; returns its state.
+
+    Raises:
+        SmneuronError: it did not come up (with the last lines of its log).
+    """
+    running = status()
+    if running:
+        return {**running, "started": False}
+    from smneuron.local.fake_aws import free_port
+
+    path = state_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    log = path.with_name("local.log")
+    port = port or free_port()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "smneuron.local.service", "--port", str(port), "--state", str(path)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # survives the shell that started it; `local down` stops it
+            env={**os.environ, **LOCAL_CREDENTIALS, "AWS_REGION": LOCAL_REGION},
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = status()
+        if running:
+            return {**running, "started": True}
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    tail = "\n".join(log.read_text().splitlines()[-10:]) if log.exists() else ""
+    raise SmneuronError(
+        f"The embedded SageMaker did not start (log {log}):\n{tail}", hint="Run `smneuron local up` again."
+    )
+
+
+def down(timeout: float = 30) -> bool:
+    """Stop the service and its backing servers; False when none was running."""
+    path = state_path()
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    pid = int(state.get("pid", 0))
+    if pid and _alive(pid):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    path.unlink(missing_ok=True)
+    return True
+
+
+def require() -> dict:
+    """The running service, for ``--local`` commands.
+
+    Raises:
+        ConfigError: it is not running.
+    """
+    state = status()
+    if state is None:
+        raise ConfigError("The embedded SageMaker is not running.", hint="Start it with `smneuron local up`.")
+    return state
+
+
+def serve(port: int, state_file: Path) -> None:
+    """The service process: embedded AWS + backed endpoints until SIGTERM."""
+    from smneuron.local.backing import Backer, activate
+    from smneuron.local.fake_aws import embedded_aws
+
+    stop = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
+    with embedded_aws(port) as url:
+        activate(Backer(url))
+        from smneuron.local.fake_aws import create_sagemaker_role
+        from smneuron.session import Session
+
+        create_sagemaker_role(Session.from_env(region=LOCAL_REGION, endpoint_url=url))
+        state_file.write_text(
+            json.dumps({"url": url, "pid": os.getpid(), "log": str(state_file.with_name("local.log"))})
+        )
+        print(f"embedded SageMaker at {url}", flush=True)
+        try:
+            while not stop["now"]:
+                time.sleep(0.2)
+        finally:
+            activate(None)
+    state_file.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--state", type=Path, required=True)
+    a = ap.parse_args()
+    serve(a.port, a.state)

@@ -1,0 +1,170 @@
+"""`smneuron local up`: deployed endpoints really serve on this machine, through the CLI as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "smneuron.cli.main"]
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+@pytest.fixture
+def smneuron_cli(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
+    env.update(
+        SMNEURON_STATE_DIR=str(tmp_path / "state"),
+        SMNEURON_CACHE_DIR=str(tmp_path / "cache"),
+        AWS_CONFIG_FILE=str(tmp_path / "none"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+    )
+
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+        out = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=300)
+        if check:
+            assert out.returncode == 0, (args, out.stdout[-1500:], out.stderr[-1500:])
+        return out
+
+    yield run
+    run("local", "down", check=False)
+
+
+def test_local_up_deploy_invoke_bench_scale_update_delete_down(smneuron_cli, tiny_classifier, tmp_path):
+    from smneuron.compile import compile_model
+
+    compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16,32")
+    (tmp_path / "d.jsonl").write_text('{"inputs": "hello world"}\n{"inputs": "what a great film"}\n')
+    up = json.loads(smneuron_cli("local", "up", "--json").stdout)
+    assert up["started"] and up["url"].startswith("http://127.0.0.1:")
+    assert json.loads(smneuron_cli("local", "up", "--json").stdout)["started"] is False  # once
+
+    out = smneuron_cli(
+        "--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.xlarge", "--name", "ep"
+    )
+    assert "created: InService" in out.stdout
+    answer = json.loads(smneuron_cli("--local", "invoke", "ep", "i loved it", "awful").stdout)
+    assert [set(a) for a in answer] == [{"label", "score"}] * 2  # the model's answer, not a placeholder
+    bad = smneuron_cli(
+        "--local",
+        "invoke",
+        "ep",
+        "--data",
+        str(tmp_path / "d.jsonl"),
+        "--content-type",
+        "image/png",
+        check=False,
+    )
+    assert bad.returncode == 1 and "answered 415" in bad.stderr and "unsupported_content_type" in bad.stderr
+
+    report = tmp_path / "bench.json"
+    smneuron_cli(
+        "--local",
+        "bench",
+        "ep",
+        "--data",
+        str(tmp_path / "d.jsonl"),
+        "--duration",
+        "3",
+        "--rate-type",
+        "throughput",
+        "--concurrency",
+        "4",
+        "-o",
+        str(report),
+    )
+    run = json.loads(report.read_text())["runs"][0]
+    assert run["requests_ok"] > 0 and run["requests_failed"] == 0
+    smneuron_cli("--local", "scale", "ep", "--min", "1", "--max", "3")
+    status = json.loads(smneuron_cli("--local", "status", "ep", "--json").stdout)
+    assert status["autoscaling"]["targets"][0]["MaxCapacity"] == 3
+
+    out = smneuron_cli(
+        "--local",
+        "deploy",
+        str(tmp_path / "a"),
+        "--instance",
+        "ml.c6i.xlarge",
+        "--name",
+        "ep",
+        "--batch-size",
+        "4",
+    )
+    assert "updated: InService" in out.stdout
+    env = json.loads(smneuron_cli("--local", "status", "ep", "--json").stdout)["model"]["Environment"]
+    assert env["SAGEMAKER_TS_BATCH_SIZE"] == "4"
+    assert json.loads(smneuron_cli("--local", "invoke", "ep", "again").stdout)[0][
+        "label"
+    ]  # the new server answers
+
+    service = up["pid"]
+    workers = _children(service)
+    assert workers  # the endpoint's model server workers run under the service
+    smneuron_cli("--local", "delete", "ep", "--yes")
+    assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []
+    smneuron_cli("local", "down")
+    deadline = time.monotonic() + 30
+    while (_alive(service) or any(_alive(w) for w in workers)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(service) and not any(_alive(w) for w in workers)
+    assert smneuron_cli("local", "status", check=False).returncode == 1
+
+
+def test_a_neuron_artifact_fails_its_health_check_with_the_reason(smneuron_cli, tiny_classifier, tmp_path):
+    from smneuron.compile import compile_model
+    from smneuron.packaging import package
+
+    compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
+    m = json.loads((tmp_path / "a" / "smneuron.json").read_text())
+    m["compiler"]["target"] = "inf2"
+    (tmp_path / "a" / "smneuron.json").write_text(json.dumps(m))
+    tarball = package(tmp_path / "a", tmp_path / "inf2.tar.gz").path
+    smneuron_cli("local", "up")
+    out = smneuron_cli(
+        "--local", "deploy", str(tarball), "--instance", "ml.inf2.xlarge", "--name", "neuron", check=False
+    )
+    assert out.returncode == 1
+    assert "did not pass the ping health check" in out.stderr and "torch-neuronx" in out.stderr
+    assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []  # the failed deploy cleaned up
+
+
+def test_the_sagemaker_sdk_predictor_gets_the_models_answer(smneuron_cli, tiny_classifier, tmp_path):
+    from smneuron.compile import compile_model
+
+    compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
+    url = json.loads(smneuron_cli("local", "up", "--json").stdout)["url"]
+    smneuron_cli("--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.xlarge", "--name", "sdk-ep")
+    script = f"""
+import boto3, sagemaker
+from sagemaker.predictor import Predictor
+from sagemaker.serializers import JSONSerializer
+from sagemaker.deserializers import JSONDeserializer
+b = boto3.Session(region_name="us-east-1", aws_access_key_id="local", aws_secret_access_key="local")
+s = sagemaker.Session(boto_session=b, sagemaker_client=b.client("sagemaker", endpoint_url="{url}"),
+                      sagemaker_runtime_client=b.client("sagemaker-runtime", endpoint_url="{url}"), default_bucket="x")
+p = Predictor("sdk-ep", sagemaker_session=s, serializer=JSONSerializer(), deserializer=JSONDeserializer())
+print(__import__("json").dumps(p.predict({{"inputs": "i loved it"}})))
+"""
+    env = {**os.environ, "SAGEMAKER_SUPPRESS_V2_WARNING": "1"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-1500:]
+    (answer,) = json.loads(out.stdout.strip().splitlines()[-1])
+    assert answer["label"] in ("NEGATIVE", "POSITIVE") and 0 <= answer["score"] <= 1
+    smneuron_cli("--local", "delete", "sdk-ep", "--yes")
