@@ -92,9 +92,15 @@ def test_local_up_deploy_invoke_bench_scale_update_delete_down(smneuron_cli, tin
     )
     run = json.loads(report.read_text())["runs"][0]
     assert run["requests_ok"] > 0 and run["requests_failed"] == 0
-    smneuron_cli("--local", "scale", "ep", "--min", "1", "--max", "3")
+    smneuron_cli("--local", "scale", "ep", "--min", "2", "--max", "3")
     status = json.loads(smneuron_cli("--local", "status", "ep", "--json").stdout)
     assert status["autoscaling"]["targets"][0]["MaxCapacity"] == 3
+    deadline = time.monotonic() + 120  # a second instance: a second model server starts here
+    while status["variants"][0].get("CurrentInstanceCount") != 2:
+        assert time.monotonic() < deadline, status["variants"]
+        time.sleep(0.5)
+        status = json.loads(smneuron_cli("--local", "status", "ep", "--json").stdout)
+    smneuron_cli("--local", "scale", "ep", "--min", "1", "--max", "1")
 
     out = smneuron_cli(
         "--local",

@@ -7,7 +7,9 @@ and container environment the Model carries; the endpoint reports Creating until
 real endpoint would fail its health check). InvokeEndpoint is routed to it with SageMaker's semantics
 (6 MB limit; ModelError with the container's status and body for its 4xx/5xx; ValidationError for a
 missing endpoint). UpdateEndpoint swaps the backing server once the new one is healthy (blue/green);
-DeleteEndpoint stops it.
+DeleteEndpoint stops it. The variant's instance count is observable: registering a scalable target
+(its min/max) or UpdateEndpointWeightsAndCapacities starts or stops servers (one per instance, up to
+MAX_LOCAL_INSTANCES), and InvokeEndpoint spreads requests over them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_PAYLOAD = 6 * 1024 * 1024
+MAX_LOCAL_INSTANCES = 4  # instances this machine runs at most per endpoint (each a full model server)
 MANAGED_ENV = {"SAGEMAKER_TS_BATCH_SIZE", "SAGEMAKER_TS_MAX_BATCH_DELAY", "SAGEMAKER_MODEL_SERVER_TIMEOUT"}
 
 
@@ -28,9 +31,13 @@ class Backing:
     status: str = "Creating"  # Creating | InService | Failed
     reason: str | None = None
     updating: bool = False  # a blue/green update is bringing up the new server
-    server: Any = None  # LocalEndpoint
+    server: Any = None  # LocalEndpoint of instance 0
+    extra: list = field(default_factory=list)  # LocalEndpoints of instances 1..n-1
+    turn: int = 0
+    desired: int = 1  # instances asked for (the servers follow in the background)
     config_name: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    scaling: threading.Lock = field(default_factory=threading.Lock)  # one scale change at a time
 
 
 class Backer:
@@ -79,10 +86,15 @@ class Backer:
                     )
             return
         with backing.lock:
-            old, backing.server, backing.config_name = backing.server, server, config_name
+            old = [backing.server, *backing.extra]
+            count = backing.desired
+            backing.server, backing.extra, backing.config_name = server, [], config_name
             backing.status, backing.reason, backing.updating = "InService", None, False
-        if old is not None:
-            old.stop()
+        for previous in old:
+            if previous is not None:
+                previous.stop()
+        if count > 1:  # an update keeps the instance count
+            self._scale(backing)
 
     def _server_for(self, config_name: str) -> Any:
         from smneuron.local.server import LocalEndpoint
@@ -111,10 +123,40 @@ class Backer:
             data, instance_type=variant["InstanceType"], spec=spec, workers=workers, session=session
         )
 
+    def scale(self, name: str, count: int) -> None:
+        """Run ``count`` instances (servers) behind the endpoint, in the background."""
+        backing = self.endpoints.get(name)
+        if backing is None:
+            return
+        backing.desired = max(1, min(count, MAX_LOCAL_INSTANCES))
+        threading.Thread(target=self._scale, args=(backing,), daemon=True).start()
+
+    def _scale(self, backing: Backing) -> None:
+        with backing.scaling:
+            with backing.lock:
+                config, extra, count = backing.config_name, list(backing.extra), backing.desired
+            while len(extra) + 1 > count:
+                extra.pop().stop()
+            while len(extra) + 1 < count and config:
+                try:
+                    server = self._server_for(config)
+                    server.start()
+                except Exception:  # a new instance that cannot start leaves the others serving
+                    break
+                extra.append(server)
+            with backing.lock:
+                backing.extra = extra
+
+    def instances(self, name: str) -> int:
+        backing = self.endpoints.get(name)
+        return 0 if backing is None or backing.server is None else 1 + len(backing.extra)
+
     def stop(self, name: str) -> None:
         backing = self.endpoints.pop(name, None)
-        if backing is not None and backing.server is not None:
-            backing.server.stop()
+        if backing is not None:
+            for server in [backing.server, *backing.extra]:
+                if server is not None:
+                    server.stop()
 
     def stop_all(self) -> None:
         for name in list(self.endpoints):
@@ -131,8 +173,13 @@ class Backer:
         )
 
     def url(self, name: str) -> str | None:
+        """The next instance's URL (round robin over the running instances)."""
         backing = self.endpoints.get(name)
-        return backing.server.url if backing is not None and backing.server is not None else None
+        if backing is None or backing.server is None:
+            return None
+        servers = [backing.server, *backing.extra]
+        backing.turn += 1
+        return servers[backing.turn % len(servers)].url
 
 
 def _reason(e: BaseException) -> str:
@@ -168,7 +215,11 @@ def install() -> None:
         models.SageMakerModelBackend.delete_endpoint,
     )
     describe = models.SageMakerModelBackend.describe_endpoint
+    update_weights = models.SageMakerModelBackend.update_endpoint_weights_and_capacities
     plain_invoke = runtime.SageMakerRuntimeResponse.invoke_endpoint
+    from moto.applicationautoscaling import models as aas
+
+    register = aas.ApplicationAutoscalingBackend.register_scalable_target
 
     def create_endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
         endpoint = create(self, *args, **kwargs)
@@ -201,16 +252,49 @@ def install() -> None:
             response = dict(response, EndpointStatus=state[0])
             if state[1]:
                 response["FailureReason"] = state[1]
+        running = _ACTIVE.instances(endpoint_name) if _ACTIVE is not None else 0
+        if running and response.get("ProductionVariants"):
+            variants = [dict(v) for v in response["ProductionVariants"]]
+            variants[0]["CurrentInstanceCount"] = running  # what really runs on this machine
+            response = dict(response, ProductionVariants=variants)
         return response
 
     def invoke_endpoint(self: Any) -> Any:
         return plain_invoke(self) if _ACTIVE is None else _invoke(_ACTIVE, self)
+
+    def update_capacities(self: Any, endpoint_name: str, desired: list[dict[str, Any]]) -> str:
+        arn = update_weights(self, endpoint_name, desired)
+        count = next((d.get("DesiredInstanceCount") for d in desired if d.get("DesiredInstanceCount")), None)
+        if _ACTIVE is not None and count:
+            _ACTIVE.scale(endpoint_name, int(count))
+        return arn
+
+    def register_scalable_target(
+        self: Any,
+        namespace: str,
+        r_id: str,
+        dimension: str,
+        min_capacity: Any,
+        max_capacity: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        target = register(self, namespace, r_id, dimension, min_capacity, max_capacity, *args, **kwargs)
+        parts = r_id.split("/")
+        if _ACTIVE is not None and namespace == "sagemaker" and len(parts) == 4 and parts[0] == "endpoint":
+            now = _ACTIVE.instances(parts[1]) or 1
+            wanted = min(max(now, min_capacity or now), max_capacity or now)
+            if wanted != now:  # as Application Auto Scaling moves the variant into [min, max]
+                _ACTIVE.scale(parts[1], wanted)
+        return target
 
     models.SageMakerModelBackend.create_endpoint = create_endpoint
     models.SageMakerModelBackend.update_endpoint = update_endpoint
     models.SageMakerModelBackend.delete_endpoint = delete_endpoint
     models.SageMakerModelBackend.describe_endpoint = describe_endpoint
     runtime.SageMakerRuntimeResponse.invoke_endpoint = invoke_endpoint
+    models.SageMakerModelBackend.update_endpoint_weights_and_capacities = update_capacities
+    aas.ApplicationAutoscalingBackend.register_scalable_target = register_scalable_target
     _INSTALLED = True
 
 
