@@ -54,7 +54,12 @@ def _body(row):
     return b""
 
 
-def _respond(context, idx, status, content_type):
+def _respond(context, idx, status, content_type, batch=None):
+    try:
+        if batch is not None:  # diagnostics: how many requests shared this forward pass
+            context.set_response_header(idx, "X-Smneuron-Batch-Size", str(batch))
+    except (AttributeError, TypeError, KeyError):
+        pass
     try:
         context.set_response_content_type(idx, content_type)
         if status != 200:
@@ -105,7 +110,7 @@ def handle(data, context):
         if not isinstance(outcome, RequestError):
             try:
                 body, content_type = inference.output_fn(outcome, accepts[idx])
-                _respond(context, idx, 200, content_type)
+                _respond(context, idx, 200, content_type, batch=len(data))
                 bodies.append(body)
                 continue
             except RequestError as e:

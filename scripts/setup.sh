@@ -13,7 +13,7 @@ want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
   python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
-  python -m pip install -q -e ".[compile,serve,bench,pipeline,local,dev]" 2>&1 | grep -v "^WARNING: Location" || true
+  python -m pip install -q -e ".[compile,serve,bench,pipeline,local,torchserve,dev]" 2>&1 | grep -v "^WARNING: Location" || true
   python -c "import torch, smneuron, transformers, moto" # fail here, not later, when an install broke
   echo "$want" > "$stamp"
 fi

@@ -30,9 +30,21 @@ def serve_cmd(
     batch_size: int = typer.Option(None, "--batch-size", help="Dynamic batch size."),
     max_batch_delay_ms: int = typer.Option(None, "--max-batch-delay-ms", help="Max wait to fill a batch."),
     timeout: int = typer.Option(None, "--timeout", help="Model server timeout in seconds."),
+    engine: str = typer.Option(
+        "smneuron",
+        "--engine",
+        help="smneuron (the local endpoint) or torchserve (the DLC's own TorchServe + toolkit).",
+    ),
 ) -> None:
     """Serve a model.tar.gz locally: GET /ping, POST /invocations, GET /metrics."""
+    from smneuron.errors import ConfigError
     from smneuron.local.server import LocalEndpoint
+
+    if engine not in ("smneuron", "torchserve"):
+        raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
+    if engine == "torchserve":
+        _serve_torchserve(package, instance, port, workers, batch_size, max_batch_delay_ms, timeout)
+        return
 
     ep = LocalEndpoint(
         package,
@@ -51,3 +63,50 @@ def serve_cmd(
         "Ctrl-C or SIGTERM drains in-flight requests and stops."
     )
     ep.serve_forever()
+
+
+def _serve_torchserve(
+    package: Path,
+    instance: str,
+    port: int,
+    workers: int | None,
+    batch_size: int | None,
+    max_batch_delay_ms: int | None,
+    timeout: int | None,
+) -> None:
+    """The PyTorch DLC's own stack in the foreground until Ctrl-C / SIGTERM."""
+    import signal
+    import time
+
+    from smneuron.archive import read_manifest
+    from smneuron.catalog import InstanceType
+    from smneuron.local.torchserve import TorchServeStack
+    from smneuron.serving_env import container_environment
+    from smneuron.specs import EndpointSpec, override
+
+    inst = InstanceType.parse(instance, use="endpoint")
+    spec = override(
+        EndpointSpec(instance_type=inst.name),
+        batch_size=batch_size,
+        max_batch_delay_ms=max_batch_delay_ms,
+        model_server_timeout_in_seconds=timeout,
+    )
+    cores = int(read_manifest(package)["compiler"].get("cores_per_model", 1))
+    env = container_environment(inst, spec, cores_per_model=cores, workers=workers)
+    stack = TorchServeStack(package, env, port=port)
+    with console().status("starting TorchServe (the DLC's model server) and loading every worker"):
+        stack.start()
+    console().print(
+        f"TorchServe + sagemaker-pytorch-inference on {stack.url}: {env['SAGEMAKER_MODEL_SERVER_WORKERS']} "
+        f"worker(s) for {inst.name}, batch {spec.batch_size}, max delay {spec.max_batch_delay_ms} ms; "
+        f"management API {stack.management_url}. Ctrl-C stops."
+    )
+    stop = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    try:
+        while not stop["now"]:
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()
