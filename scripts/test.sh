@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 . .venv/bin/activate
 ruff check smneuron inference_code pipelines tests benchmarks scripts
 ruff format --check --quiet smneuron inference_code pipelines tests benchmarks scripts  # ruff owns the layout
-python -m pytest "$@"
+python -m pytest -n 2 "$@"  # two processes: much of the suite waits on model servers and subprocesses

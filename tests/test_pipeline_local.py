@@ -117,12 +117,17 @@ def test_minilm_pipeline_from_the_cli(minilm_dir, tmp_path):
     assert result["evaluation"]["task"] == "feature-extraction"
     assert result["evaluation"]["metrics"]["cosine_min"] >= 0.9999
     assert result["deployment"]["status"] == "InService"
+
+
+def test_a_max_abs_diff_gate_fails_the_run_from_the_cli(tiny_encoder, tmp_path):
+    from conftest import run_cli
+
     code, out, _ = run_cli(
         "pipeline",
         "run",
         "--local",
         "--model",
-        str(minilm_dir),
+        str(tiny_encoder),
         "--data",
         str(_data(tmp_path)),
         "--param",

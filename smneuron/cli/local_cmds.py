@@ -15,18 +15,33 @@ app = typer.Typer(
 @app.command("up")
 def up_cmd(
     port: int = typer.Option(0, "--port", help="Loopback port (default: a free one)."),
+    engine: str = typer.Option(
+        "smneuron",
+        "--engine",
+        help="What serves the endpoints: smneuron (local endpoint) or torchserve (the DLC's stack).",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Start the embedded SageMaker in the background (once); print the environment that points at it."""
+    from smneuron.errors import ConfigError
     from smneuron.local import service
 
-    state = service.up(port)
+    if engine not in ("smneuron", "torchserve"):
+        raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
+    if engine == "torchserve":
+        from smneuron.local.torchserve import require
+
+        require()
+    state = service.up(port, engine=engine)
     env = service.environment(state)
     if as_json:
         print_json({**state, "environment": env})
         return
     verb = "started" if state["started"] else "already running"
-    console().print(f"Embedded SageMaker {verb} at {state['url']} (pid {state['pid']}, log {state['log']}).")
+    engine = state.get("engine", "smneuron")
+    console().print(
+        f"Embedded SageMaker {verb} at {state['url']} (pid {state['pid']}, engine {engine}, log {state['log']})."
+    )
     console().print("Use it with `smneuron --local ...` or SMNEURON_LOCAL=1, or export:")
     typer.echo("\n".join(f"export {k}={v}" for k, v in env.items()))
 

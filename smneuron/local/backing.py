@@ -43,10 +43,11 @@ class Backing:
 class Backer:
     """Starts, swaps and stops the local servers behind the embedded SageMaker's endpoints."""
 
-    def __init__(self, aws_url: str) -> None:
+    def __init__(self, aws_url: str, engine: str = "smneuron") -> None:
         import httpx
 
         self.aws_url = aws_url
+        self.engine = engine  # smneuron (the local endpoint) or torchserve (the DLC's own stack)
         self.endpoints: dict[str, Backing] = {}
         self.http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=256))
 
@@ -119,6 +120,14 @@ class Backer:
         workers = (
             int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]) if "SAGEMAKER_MODEL_SERVER_WORKERS" in env else None
         )
+        if self.engine == "torchserve":  # the container environment as the Model carries it, unchanged
+            import tempfile
+
+            from smneuron.local.torchserve import TorchServeStack
+            from smneuron.model_data import fetch
+
+            local = fetch(data, tempfile.mkdtemp(prefix="smneuron-backing-"), session=session)
+            return TorchServeStack(local, env)
         return LocalEndpoint(
             data, instance_type=variant["InstanceType"], spec=spec, workers=workers, session=session
         )

@@ -66,7 +66,7 @@ def environment(state: dict) -> dict[str, str]:
     return {"SMNEURON_ENDPOINT_URL": state["url"], "AWS_REGION": LOCAL_REGION, **LOCAL_CREDENTIALS}
 
 
-def up(port: int = 0, timeout: float = 60) -> dict:
+def up(port: int = 0, timeout: float = 60, engine: str = "smneuron") -> dict:
     """Start the service unless it runs; returns its state.
 
     Raises:
@@ -84,7 +84,17 @@ def up(port: int = 0, timeout: float = 60) -> dict:
     port = port or free_port()
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "smneuron.local.service", "--port", str(port), "--state", str(path)],
+            [
+                sys.executable,
+                "-m",
+                "smneuron.local.service",
+                "--port",
+                str(port),
+                "--state",
+                str(path),
+                "--engine",
+                engine,
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -136,7 +146,7 @@ def require() -> dict:
     return state
 
 
-def serve(port: int, state_file: Path) -> None:
+def serve(port: int, state_file: Path, engine: str = "smneuron") -> None:
     """The service process: embedded AWS + backed endpoints until SIGTERM."""
     from smneuron.local.backing import Backer, activate
     from smneuron.local.fake_aws import embedded_aws
@@ -145,14 +155,13 @@ def serve(port: int, state_file: Path) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
     with embedded_aws(port) as url:
-        activate(Backer(url))
+        activate(Backer(url, engine))
         from smneuron.local.fake_aws import create_sagemaker_role
         from smneuron.session import Session
 
         create_sagemaker_role(Session.from_env(region=LOCAL_REGION, endpoint_url=url))
-        state_file.write_text(
-            json.dumps({"url": url, "pid": os.getpid(), "log": str(state_file.with_name("local.log"))})
-        )
+        log = str(state_file.with_name("local.log"))
+        state_file.write_text(json.dumps({"url": url, "pid": os.getpid(), "log": log, "engine": engine}))
         print(f"embedded SageMaker at {url}", flush=True)
         try:
             while not stop["now"]:
@@ -168,5 +177,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--state", type=Path, required=True)
+    ap.add_argument("--engine", choices=["smneuron", "torchserve"], default="smneuron")
     a = ap.parse_args()
-    serve(a.port, a.state)
+    serve(a.port, a.state, a.engine)
