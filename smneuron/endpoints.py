@@ -14,7 +14,14 @@ from typing import Any
 
 from smneuron import autoscaling
 from smneuron.deploy_plan import TAG_ENDPOINT
-from smneuron.errors import EndpointFailedError, NotFoundError, SmneuronError, from_client_error, is_not_found
+from smneuron.errors import (
+    EndpointFailedError,
+    NotFoundError,
+    SmneuronError,
+    from_client_error,
+    is_not_found,
+    none_if_missing,
+)
 from smneuron.invoke import HttpTarget, Response, invoke_endpoint
 from smneuron.session import Session
 from smneuron.specs import ScalingSpec
@@ -32,14 +39,8 @@ def poll_intervals(first: float = 1.0, factor: float = 1.6, cap: float = 20.0) -
 
 def describe(session: Session, name: str) -> dict | None:
     """DescribeEndpoint, or None when there is no such endpoint."""
-    from botocore.exceptions import ClientError
-
-    try:
-        return session.client("sagemaker").describe_endpoint(EndpointName=name)
-    except ClientError as e:
-        if is_not_found(e):
-            return None
-        raise from_client_error(e, operation="DescribeEndpoint") from e
+    sm = session.client("sagemaker")
+    return none_if_missing(sm.describe_endpoint, operation="DescribeEndpoint", EndpointName=name)
 
 
 def require(session: Session, name: str) -> dict:
@@ -230,26 +231,13 @@ def delete(name: str, *, session: Session | None = None, variant: str = "AllTraf
 
 
 def _describe_config(session: Session, name: str) -> dict | None:
-    from botocore.exceptions import ClientError
-
-    try:
-        return session.client("sagemaker").describe_endpoint_config(EndpointConfigName=name)
-    except ClientError as e:
-        if is_not_found(e):
-            return None
-        raise
+    sm = session.client("sagemaker")
+    return none_if_missing(sm.describe_endpoint_config, EndpointConfigName=name)
 
 
 def _model_owned(session: Session, model: str, endpoint: str) -> bool:
-    from botocore.exceptions import ClientError
-
-    try:
-        arn = session.client("sagemaker").describe_model(ModelName=model)["ModelArn"]
-    except ClientError as e:
-        if is_not_found(e):
-            return False
-        raise
-    return _tags(session, arn).get(TAG_ENDPOINT) == endpoint
+    described = none_if_missing(session.client("sagemaker").describe_model, ModelName=model)
+    return described is not None and _tags(session, described["ModelArn"]).get(TAG_ENDPOINT) == endpoint
 
 
 def _tags(session: Session, arn: str) -> dict[str, str]:

@@ -225,6 +225,22 @@ def is_not_found(err: Any) -> bool:
     )
 
 
+def none_if_missing(call: Any, /, *, operation: str | None = None, **kwargs: Any) -> Any:
+    """``call(**kwargs)`` (a boto3 Describe/Head call), or None when the resource does not exist.
+
+    Raises:
+        AwsError subclasses for anything else: access denied or throttling is never "missing".
+    """
+    from botocore.exceptions import ClientError
+
+    try:
+        return call(**kwargs)
+    except ClientError as e:
+        if is_not_found(e):
+            return None
+        raise from_client_error(e, operation=operation) from e
+
+
 def from_client_error(err: Any, *, operation: str | None = None) -> AwsError:
     """Translate a botocore ``ClientError`` into the matching smneuron error.
 

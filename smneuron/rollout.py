@@ -15,7 +15,13 @@ from typing import Any
 from smneuron import autoscaling
 from smneuron.deploy_plan import DeployPlan
 from smneuron.endpoints import describe, wait_for_endpoint
-from smneuron.errors import DeploymentRolledBackError, SmneuronError, from_client_error, is_not_found
+from smneuron.errors import (
+    DeploymentRolledBackError,
+    SmneuronError,
+    from_client_error,
+    is_not_found,
+    none_if_missing,
+)
 from smneuron.session import Session
 
 
@@ -60,21 +66,10 @@ class _Interrupted(SmneuronError):
 
 
 def _exists(session: Session, kind: str, name: str) -> bool:
-    from botocore.exceptions import ClientError
-
     sm = session.client("sagemaker")
-    call = {
-        "model": (sm.describe_model, "ModelName"),
-        "config": (sm.describe_endpoint_config, "EndpointConfigName"),
-    }
-    fn, arg = call[kind]
-    try:
-        fn(**{arg: name})
-        return True
-    except ClientError as e:
-        if is_not_found(e):
-            return False
-        raise from_client_error(e) from e
+    if kind == "model":
+        return none_if_missing(sm.describe_model, ModelName=name) is not None
+    return none_if_missing(sm.describe_endpoint_config, EndpointConfigName=name) is not None
 
 
 def apply(

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from smneuron.errors import ArtifactError, from_client_error, is_not_found
+from smneuron.errors import ArtifactError, from_client_error, none_if_missing
 from smneuron.hashing import sha256_file
 from smneuron.session import Session
 
@@ -84,15 +84,8 @@ def head_bucket(session: Session, bucket: str) -> bool:
     Raises:
         AwsError subclasses for anything but "not found".
     """
-    from botocore.exceptions import ClientError
-
-    try:
-        session.client("s3").head_bucket(Bucket=bucket)
-        return True
-    except ClientError as e:
-        if is_not_found(e):
-            return False
-        raise from_client_error(e, operation="HeadBucket") from e
+    s3 = session.client("s3")
+    return none_if_missing(s3.head_bucket, operation="HeadBucket", Bucket=bucket) is not None
 
 
 def head(session: Session, bucket: str, key: str) -> dict | None:
@@ -101,14 +94,8 @@ def head(session: Session, bucket: str, key: str) -> dict | None:
     Raises:
         AwsError subclasses for anything but "not found" (access denied is not absence).
     """
-    from botocore.exceptions import ClientError
-
-    try:
-        return session.client("s3").head_object(Bucket=bucket, Key=key)
-    except ClientError as e:
-        if is_not_found(e):
-            return None
-        raise from_client_error(e, operation="HeadObject") from e
+    s3 = session.client("s3")
+    return none_if_missing(s3.head_object, operation="HeadObject", Bucket=bucket, Key=key)
 
 
 def put_content_addressed(
