@@ -93,3 +93,4 @@ def test_the_pipeline_deploys_the_model_it_evaluated(tiny_classifier, tmp_path):
     assert run.deployment["model_name"] == created
     assert run.deployment["served_model_name"] == created  # read back from the endpoint's config
     assert run.deployment["models_created"] == []
+    assert run.deployment["status"] == "InService"  # the embedded SageMaker's model server answered its ping

@@ -26,6 +26,7 @@ from typing import Any
 
 from smneuron.errors import ConfigError, PipelineFailedError
 from smneuron.local.pipeline_graph import ordered_steps, path_get
+from smneuron.local.pipeline_inputs import check_gates_have_data, upload_dir
 from smneuron.session import Session
 from smneuron.specs import ProjectFile
 
@@ -81,13 +82,16 @@ def run_local(
         from smneuron.tasks import infer_task
 
         proj.compile.task = infer_task(model_dir)[0]
-    _check_gates_have_data(proj, data, parameters or {})
+    check_gates_have_data(proj, data, parameters or {})
     proj.endpoint.instance_type = LOCAL_INSTANCE  # cpu target: the artifacts must run on this machine
     proj.compile.target = "cpu"
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-pipeline-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
     try:
         with embedded_aws() as url, local_credentials():
+            from smneuron.local.backing import Backer, activate
+
+            activate(Backer(url))  # the Deploy step's endpoint really serves, as in the embedded SageMaker
             session = Session.from_env(region="us-east-1", endpoint_url=url)
             for role in {session.role_arn, proj.pipeline.role or session.role_arn}:
                 create_sagemaker_role(session, role.rsplit("/", 1)[-1])
@@ -95,8 +99,8 @@ def run_local(
 
             ensure_bucket(session, session.bucket_name)
             base = f"{proj.aws.prefix}/pipeline-inputs"
-            proj.pipeline.model_source_s3_uri = _upload_dir(session, model_dir, f"{base}/model")
-            proj.pipeline.evaluation_data_s3_uri = _upload_dir(session, data, f"{base}/data")
+            proj.pipeline.model_source_s3_uri = upload_dir(session, model_dir, f"{base}/model")
+            proj.pipeline.evaluation_data_s3_uri = upload_dir(session, data, f"{base}/data")
             up = pipeline.upsert(proj, session=session)
             arn = pipeline.start(up.name, parameters, session=session)
             sm = session.client("sagemaker")
@@ -110,38 +114,11 @@ def run_local(
                 run.status, run.failure_reason = "Failed", e.message
             return run
     finally:
+        from smneuron.local.backing import activate
+
+        activate(None)
         if tmp is not None:
             tmp.cleanup()
-
-
-def _check_gates_have_data(project: ProjectFile, data: Path, parameters: dict[str, Any]) -> None:
-    """Refuse an accuracy gate over evaluation data without labels, before any step runs.
-
-    Raises:
-        ConfigError: MinAccuracy is set (parameter or pipeline.thresholds.min_accuracy) but no record
-            of ``data`` has a ``label``.
-    """
-    gate = parameters.get("MinAccuracy", project.pipeline.thresholds.min_accuracy)
-    if gate in (None, "none", ""):
-        return
-    try:
-        labelled = any("label" in json.loads(line) for line in data.read_text().splitlines() if line.strip())
-    except ValueError as e:
-        raise ConfigError(f"Evaluation data {data} is not JSON lines: {e}.") from None
-    if not labelled:
-        raise ConfigError(
-            f'MinAccuracy={gate} needs labels, but no record of {data} has a "label" field.',
-            hint='Add {"inputs": ..., "label": ...} records, or drop the accuracy gate (-p MinAccuracy=none).',
-        )
-
-
-def _upload_dir(session: Session, path: Path, prefix: str) -> str:
-    s3 = session.client("s3")
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for f in files:
-        key = f"{prefix}/{f.name if path.is_file() else f.relative_to(path).as_posix()}"
-        s3.upload_file(str(f), session.bucket_name, key)
-    return f"s3://{session.bucket_name}/{prefix}"
 
 
 class _Runner:
