@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import typer
 
-from smneuron.cli._common import console, table
+from smneuron.cli._common import JsonOpt, console, print_json, table
 
 
 def demo_cmd(
     instance: str = typer.Option("ml.c6i.xlarge", "--instance", help="Instance type the demo deploys to."),
     bench_seconds: float = typer.Option(4.0, "--bench-seconds", help="Length of the benchmark."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """compile -> package -> upload -> deploy -> serve -> invoke -> bench -> teardown, all local."""
     import json
@@ -18,6 +19,21 @@ def demo_cmd(
     from smneuron.cli.bench_cmd import render
     from smneuron.demo import run_demo
 
+    if as_json:
+        result = run_demo(instance_type=instance, bench_seconds=bench_seconds)
+        print_json(
+            {
+                "model": result.model,
+                "task": result.task,
+                "stages": [{"stage": n, "seconds": round(t, 3), "detail": d} for n, t, d in result.stages],
+                "answer": result.answer,
+                "bench": result.report.to_dict(),
+                "leftovers": result.leftovers,
+            }
+        )
+        if any(result.leftovers.values()):
+            raise typer.Exit(1)
+        return
     c = console()
     c.print(
         "[bold]smneuron demo[/bold]: the whole path on this machine (embedded AWS on loopback, cpu target)"
