@@ -95,22 +95,31 @@ def definition_module() -> Any:
     os.environ.setdefault(
         "SAGEMAKER_SUPPRESS_V2_WARNING", "1"
     )  # smneuron pins v2 on purpose (pipeline extra)
-    try:
-        import sagemaker  # noqa: F401  (only to tell a missing SDK from a broken definition)
-    except ImportError as e:
+    if importlib.util.find_spec("sagemaker") is None:  # a missing SDK, not a broken definition
         raise MissingDependencyError(
             "sagemaker",
             "The SageMaker Pipeline",
             "Install the SageMaker Python SDK v2 with `pip install 'smneuron[pipeline]'` (sagemaker>=2.250,<3). "
             "Everything else in smneuron works without it.",
-        ) from e
+        )
     spec = importlib.util.spec_from_file_location(
         "smneuron_pipeline_definition", pipelines_dir() / "definition.py"
     )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    with root_logger_kept():
-        spec.loader.exec_module(module)
+    try:
+        with root_logger_kept():
+            spec.loader.exec_module(module)
+    except ImportError as e:  # e.g. SDK v3, which has no sagemaker.workflow steps of the v2 kind
+        from importlib.metadata import version
+
+        raise MissingDependencyError(
+            "sagemaker<3",
+            "The SageMaker Pipeline",
+            f"This environment has sagemaker {version('sagemaker')}, whose API lacks what the pipeline is built "
+            f"from ({e}). Use an environment with `pip install 'smneuron[pipeline]'` (sagemaker>=2.250,<3); "
+            "deploy, invoke and everything else work with either SDK.",
+        ) from e
     _DEFINITION = module
     return module
 

@@ -96,14 +96,7 @@ def test_sagemaker_is_imported_only_by_the_pipeline_definition():
             )
             if any(n == "sagemaker" or n.startswith("sagemaker.") for n in names):
                 importers.append(str(path.relative_to(REPO)))
-    assert sorted(set(importers)) == ["pipelines/definition.py", "smneuron/pipeline.py"]
-    # smneuron/pipeline.py only probes for the SDK to name the missing extra; it builds nothing with it
-    probe = [
-        n
-        for n in ast.walk(ast.parse((PACKAGE / "pipeline.py").read_text()))
-        if isinstance(n, ast.Import) and any(a.name == "sagemaker" for a in n.names)
-    ]
-    assert len(probe) == 1
+    assert sorted(set(importers)) == ["pipelines/definition.py"]
 
 
 def test_the_sdk_is_an_extra_not_a_dependency():
