@@ -35,13 +35,8 @@ def preview(
     Raises:
         ConfigError: artifact target vs instance family, too many workers, bad names.
     """
-    text = str(artifact)
     sess = session or Session.from_env()
-    data = (
-        stage(artifact, session=sess, upload=False)
-        if not text.startswith("s3://")
-        else stage(text, session=sess)
-    )
+    data = stage(artifact, session=sess, upload=False)
     return plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices)
 
 

@@ -296,30 +296,27 @@ def from_exception(err: BaseException) -> SmneuronError | None:
                 top, "This command", f"Install it with `pip install 'smneuron[{extra}]'`{torch}."
             )
         return None
-    try:
-        import botocore.exceptions as bex
-    except ImportError:  # pragma: no cover - boto3 is a dependency
-        bex = None
-    if bex is not None:
-        if isinstance(err, bex.ClientError):
-            return from_client_error(err)
-        if isinstance(err, (bex.EndpointConnectionError, bex.ConnectTimeoutError, bex.ConnectionClosedError)):
-            url = getattr(err, "kwargs", {}).get("endpoint_url", "") or str(err)
-            return AwsError(
-                f"Cannot reach AWS at {url}.",
-                code="EndpointConnectionError",
-                hint="Check your network connection, the region (--region) and, if you set one, --endpoint-url "
-                "or AWS_ENDPOINT_URL (is the embedded AWS running?). Commands that create nothing, like "
-                "`deploy --dry-run` and `pipeline definition`, work offline.",
-            )
-        if isinstance(err, bex.ReadTimeoutError):
-            return AwsError(
-                f"AWS did not answer in time: {err}.", code="ReadTimeout", hint="Try again in a minute."
-            )
-        if isinstance(err, (bex.NoCredentialsError, bex.PartialCredentialsError)):
-            return MissingCredentialsError()
-        if isinstance(err, bex.NoRegionError):
-            return MissingRegionError()
+    import botocore.exceptions as bex
+
+    if isinstance(err, bex.ClientError):
+        return from_client_error(err)
+    if isinstance(err, (bex.EndpointConnectionError, bex.ConnectTimeoutError, bex.ConnectionClosedError)):
+        url = getattr(err, "kwargs", {}).get("endpoint_url", "") or str(err)
+        return AwsError(
+            f"Cannot reach AWS at {url}.",
+            code="EndpointConnectionError",
+            hint="Check your network connection, the region (--region) and, if you set one, --endpoint-url "
+            "or AWS_ENDPOINT_URL (is the embedded AWS running?). Commands that create nothing, like "
+            "`deploy --dry-run` and `pipeline definition`, work offline.",
+        )
+    if isinstance(err, bex.ReadTimeoutError):
+        return AwsError(
+            f"AWS did not answer in time: {err}.", code="ReadTimeout", hint="Try again in a minute."
+        )
+    if isinstance(err, (bex.NoCredentialsError, bex.PartialCredentialsError)):
+        return MissingCredentialsError()
+    if isinstance(err, bex.NoRegionError):
+        return MissingRegionError()
     return _http_connection_error(err)
 
 

@@ -105,12 +105,12 @@ def deploy_stack(
                 return StackResult(
                     name, existing["StackStatus"], outputs(stack_name=name, session=session), False
                 )
-            _discard(cfn, name, change_set, change_type)
+            left = _discard(cfn, name, change_set, change_type)
             raise AwsError(
-                f"The change set for {name} failed: {reason}",
+                f"The change set for {name} failed: {reason}.{left}",
                 code="ChangeSetFailed",
-                hint="The failed change set was removed, so nothing is left half-made; fix the cause and run "
-                "`smneuron infra deploy` again.",
+                hint="Fix the cause and run `smneuron infra deploy` again"
+                + ("." if left else "; the failed change set was removed, so nothing is left half-made."),
             )
         cfn.execute_change_set(StackName=name, ChangeSetName=change_set)
         final = _wait(
@@ -135,17 +135,18 @@ def deploy_stack(
     return StackResult(name, final["StackStatus"], _outputs(final), True)
 
 
-def _discard(cfn: Any, name: str, change_set: str, change_type: str) -> None:
+def _discard(cfn: Any, name: str, change_set: str, change_type: str) -> str:
     """Remove a failed change set, and the empty stack a failed first change set leaves in
-    REVIEW_IN_PROGRESS (which would otherwise block every later create)."""
+    REVIEW_IN_PROGRESS (which would otherwise block every later create). Returns what is left, if any."""
     from botocore.exceptions import ClientError
 
     try:
         cfn.delete_change_set(StackName=name, ChangeSetName=change_set)
         if change_type == "CREATE":
             cfn.delete_stack(StackName=name)
-    except ClientError:
-        pass  # best effort: the error the caller raises says what failed and what to do
+    except ClientError as e:
+        return f" Cleanup failed ({from_client_error(e).message}): delete change set {change_set} of {name} by hand."
+    return ""
 
 
 def stack_parameters(session: Session, stack_name: str) -> dict[str, str] | None:

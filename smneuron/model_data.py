@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -164,21 +164,8 @@ def _name_from(path: Path) -> str:
 def _stage_package(
     path: Path, name: str, prefix: str, session: Session | None, progress: Callable[[int], None] | None
 ) -> ModelData:
-    from smneuron.archive import read_manifest
-
-    manifest = read_manifest(path)
-    compression: Compression = "none" if path.is_dir() else "gzip"
-    sha = content_hash(path)
-    local = ModelData(
-        uri=str(path),
-        sha256=sha,
-        size_bytes=size_of(path),
-        compression=compression,
-        target=manifest["compiler"]["target"],
-        task=manifest["task"],
-        cores_per_model=int(manifest["compiler"].get("cores_per_model", 1)),
-        source=str(path),
-    )
+    local = replace(describe_local(path), sha256=content_hash(path))
+    sha, compression = local.sha256, local.compression
     if session is None:
         return local
     from smneuron.storage import ensure_bucket, put_content_addressed

@@ -13,9 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from smneuron.catalog import InstanceType, Use
 from smneuron.errors import ConfigError
-from smneuron.spec_validation import make_loader, override, validate
-
-__all__ = ["override", "validate"]  # part of the specs API, re-exported
+from smneuron.spec_validation import make_loader, validate
+from smneuron.spec_validation import override as override  # part of the specs API
 
 Task = Literal["text-classification", "feature-extraction", "token-classification", "question-answering"]
 CompileTarget = Literal["inf1", "inf2", "cpu"]

@@ -21,7 +21,6 @@ from typing import Any
 
 MAX_PAYLOAD = 6 * 1024 * 1024
 MAX_LOCAL_INSTANCES = 4  # instances this machine runs at most per endpoint (each a full model server)
-MANAGED_ENV = {"SAGEMAKER_TS_BATCH_SIZE", "SAGEMAKER_TS_MAX_BATCH_DELAY", "SAGEMAKER_MODEL_SERVER_TIMEOUT"}
 
 
 @dataclass
@@ -115,7 +114,7 @@ class Backer:
             max_batch_delay_ms=int(env.get("SAGEMAKER_TS_MAX_BATCH_DELAY", 5)),
             model_server_timeout_in_seconds=int(env.get("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60)),
             models_per_worker=int(env.get("SMNEURON_MODELS_PER_WORKER", 1)),
-            environment={k: v for k, v in env.items() if k.startswith("SMNEURON_MAX")},
+            environment=dict(env),  # the Model's container environment, as a real endpoint gets it
         )
         workers = (
             int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]) if "SAGEMAKER_MODEL_SERVER_WORKERS" in env else None

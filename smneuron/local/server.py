@@ -42,7 +42,8 @@ def plan_layout(manifest: dict, instance: InstanceType, spec: EndpointSpec, work
     here = os.cpu_count() or 1
     n = min(wanted, here)
     env = container_environment(instance, spec, cores_per_model=cores_per_model, workers=wanted)
-    env["OMP_NUM_THREADS"] = str(max(1, here // n))
+    # threads per worker follow THIS machine's cores (serving_env sized them for the instance's vCPUs)
+    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(max(1, here // n))
     env["SMNEURON_MODEL_SERVER_WORKERS_LOCAL"] = str(n)
     return Layout(instance, n, cores_per_model, wanted if n < wanted else None, env)
 
