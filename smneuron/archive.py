@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from smneuron.errors import ArtifactError
 from smneuron.hashing import sha256_file
-from smneuron.manifest import MANIFEST_NAME, Manifest
+from smneuron.manifest import MANIFEST_NAME, Manifest, parse_any
 
 DEFAULT_MAX_MEMBER_BYTES = 64 << 30  # far above any NeuronCore's memory
 
@@ -101,15 +101,17 @@ def read_manifest(path: str | Path) -> dict:
     """
     path = Path(path)
     if path.is_dir():
-        return Manifest.read(path).model_dump(mode="json")
+        try:
+            data = json.loads((path / MANIFEST_NAME).read_text())
+        except (OSError, ValueError):
+            return Manifest.read(path).model_dump(mode="json")  # its error says what is missing
+        return parse_any(data, str(path / MANIFEST_NAME)).model_dump(mode="json")
     try:
         with tarfile.open(path, "r:*") as tar:
             for member in tar:
                 if member.name == MANIFEST_NAME:
                     f = tar.extractfile(member)
-                    return Manifest.parse(json.loads(f.read()), f"{path}:{MANIFEST_NAME}").model_dump(
-                        mode="json"
-                    )
+                    return parse_any(json.loads(f.read()), f"{path}:{MANIFEST_NAME}").model_dump(mode="json")
     except (tarfile.TarError, OSError, EOFError, ValueError) as e:
         raise ArtifactError(f"Cannot read the manifest of {path}: {e}") from e
     raise ArtifactError(f"{path} has no {MANIFEST_NAME}: package it with `smneuron package`.")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from smneuron.deploy_plan import DeployPlan, plan, plan_for_model
 from smneuron.errors import from_client_error
-from smneuron.model_data import describe_local, stage
+from smneuron.model_data import ModelData, describe_local, stage
 from smneuron.rollout import DeployResult, apply
 from smneuron.session import Session
 from smneuron.specs import EndpointSpec, ScalingSpec
@@ -37,7 +38,16 @@ def preview(
     """
     sess = session or Session.from_env()
     data = stage(artifact, session=sess, upload=False)
-    return plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices)
+    return _plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices)
+
+
+def _plan(data: ModelData, spec: EndpointSpec, scaling: ScalingSpec | None, **kw: Any) -> Any:
+    """The encoder plan, or for a text-generation artifact the inference-component plan."""
+    if data.is_llm:
+        from smneuron.llm_plan import plan_llm
+
+        return plan_llm(data, spec, region=kw["region"], prices=kw.get("prices"))
+    return plan(data, spec, scaling, **kw)
 
 
 def deploy(
@@ -67,9 +77,13 @@ def deploy(
     """
     sess = session or Session.from_env()
     if not str(artifact).startswith("s3://"):  # refuse a wrong target or layout before uploading anything
-        plan(describe_local(artifact), spec, scaling, region=sess.region, workers=workers, prices=prices)
+        _plan(describe_local(artifact), spec, scaling, region=sess.region, workers=workers, prices=prices)
     data = stage(artifact, session=sess, name=spec.name)
-    p = plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices)
+    p = _plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices)
+    if data.is_llm:
+        from smneuron.llm_rollout import apply_llm
+
+        return apply_llm(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
     return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
 
 

@@ -207,6 +207,10 @@ def delete(name: str, *, session: Session | None = None, variant: str = "AllTraf
         current = describe(sess, name)
         configs = set(_owned(sess, "endpoint_configs", name))
         if current is not None:
+            from smneuron import components
+
+            for component in components.for_endpoint(sess, name):  # copies go before their endpoint
+                removed += components.delete(sess, component)
             configs.add(current["EndpointConfigName"])
             sm.delete_endpoint(EndpointName=name)
             wait_for_endpoint(name, session=sess, target="Deleted", timeout=1800)
@@ -218,7 +222,9 @@ def delete(name: str, *, session: Session | None = None, variant: str = "AllTraf
             if d is None or _tags(sess, d["EndpointConfigArn"]).get(TAG_ENDPOINT) != name:
                 continue
             models |= {
-                v["ModelName"] for v in d["ProductionVariants"] if _model_owned(sess, v["ModelName"], name)
+                v["ModelName"]
+                for v in d["ProductionVariants"]
+                if v.get("ModelName") and _model_owned(sess, v["ModelName"], name)
             }
             sm.delete_endpoint_config(EndpointConfigName=cfg)
             removed.append(f"endpoint config {cfg}")

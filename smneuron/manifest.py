@@ -142,7 +142,61 @@ class Manifest(_Model):
             ) from None
 
 
-def verify_files(directory: Path, manifest: Manifest) -> list[str]:
+class Generation(_Model):
+    """The compiled configuration of a text-generation artifact (what the vLLM server must be given)."""
+
+    batch_size: int = Field(description="Sequences decoded together (vLLM --max-num-seqs).")
+    sequence_length: int = Field(description="Prompt + output tokens per sequence (--max-model-len).")
+    tensor_parallel_size: int = Field(description="NeuronCores one copy is sharded over.")
+    dtype: Literal["bf16", "fp16", "fp32"]
+    num_parameters: int = Field(description="Parameters, counted from config.json shapes.")
+    source: str = Field(description="The model directory or hub id it was compiled from.")
+    hub_model_id: str | None = Field(
+        None, description="Served from the hub (the optimum-neuron cache) instead of shipped weights."
+    )
+
+
+class LlmManifest(_Model):
+    """``smneuron.json`` of a text-generation artifact: a model directory the vLLM container serves."""
+
+    schema_version: int = SCHEMA_VERSION
+    smneuron_version: str
+    task: Literal["text-generation"] = "text-generation"
+    model_type: str
+    generation: Generation
+    compiler: Compiler
+    versions: dict[str, str] = Field(description="optimum-neuron, Neuron SDK, transformers, torch versions.")
+    model_files: dict[str, str] = Field(description="Every file of the served model directory -> sha256.")
+    source_model_sha256: str
+    created_at: str
+
+    def files(self) -> dict[str, str]:
+        return dict(self.model_files)
+
+    def write(self, directory: Path) -> Path:
+        path = directory / MANIFEST_NAME
+        path.write_text(self.model_dump_json(indent=2) + "\n")
+        return path
+
+
+def parse_any(data: dict, source: str) -> Manifest | LlmManifest:
+    """The manifest of an encoder artifact or of a text-generation artifact."""
+    if data.get("task") == "text-generation" and data.get("schema_version") == SCHEMA_VERSION:
+        from pydantic import ValidationError
+
+        try:
+            return LlmManifest.model_validate(data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            raise ArtifactError(
+                f"{source} is not a manifest this smneuron understands "
+                f"({'.'.join(str(p) for p in first['loc'])}: {first['msg']}).",
+                hint="Recompile the model with this version of smneuron.",
+            ) from None
+    return Manifest.parse(data, source)
+
+
+def verify_files(directory: Path, manifest: Manifest | LlmManifest) -> list[str]:
     """Files that are missing or whose sha256 differs from the manifest (empty when intact)."""
     problems = []
     for name, digest in manifest.files().items():

@@ -31,6 +31,7 @@ META_VERSION = "smneuron-version"
 META_TARGET = "smneuron-target"
 META_TASK = "smneuron-task"
 META_CORES = "smneuron-cores-per-model"
+META_GENERATION = "smneuron-generation"  # text generation: compiled configuration + model shape (JSON)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,11 @@ class ModelData:
     cores_per_model: int
     source: str
     skipped: bool | None = None  # True: the bytes were already there; None: not uploaded
+    generation: dict | None = None  # text generation: smneuron.json "generation" + config.json "shape"
+
+    @property
+    def is_llm(self) -> bool:
+        return self.generation is not None
 
     @property
     def is_s3(self) -> bool:
@@ -118,7 +124,7 @@ def stage(
         )
     label = name or _name_from(path)
     sess = (session or Session.from_env()) if upload else None
-    if path.is_dir() and not (path / "code").is_dir():  # a compiled artifact: package it first
+    if path.is_dir() and not (path / "code").is_dir() and not _is_llm_dir(path):  # package it first
         from smneuron.packaging import package
 
         with tempfile.TemporaryDirectory(prefix="smneuron-pkg-") as tmp:
@@ -144,16 +150,56 @@ def describe_local(artifact: str | Path) -> ModelData:
     if not path.exists():
         raise ArtifactError(f"{path} does not exist.")
     m = read_manifest(path)
+    generation = None
+    if m["task"] == "text-generation":
+        generation = {**m["generation"], "shape": _shape(path)}
     return ModelData(
         uri=str(path),
         sha256="",
         size_bytes=size_of(path),
-        compression="none" if path.is_dir() and (path / "code").is_dir() else "gzip",
+        compression="none" if path.is_dir() and ((path / "code").is_dir() or generation) else "gzip",
         target=m["compiler"]["target"],
         task=m["task"],
         cores_per_model=int(m["compiler"].get("cores_per_model", 1)),
         source=str(path),
+        generation=generation,
     )
+
+
+def _is_llm_dir(path: Path) -> bool:
+    import json
+
+    try:
+        return json.loads((path / MANIFEST_NAME).read_text()).get("task") == "text-generation"
+    except (OSError, ValueError):
+        return False
+
+
+_SHAPE_KEYS = (
+    "model_type",
+    "hidden_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "num_hidden_layers",
+    "head_dim",
+    "vocab_size",
+    "intermediate_size",
+    "tie_word_embeddings",
+    "max_position_embeddings",
+)
+
+
+def _shape(path: Path) -> dict:
+    """The config.json fields the capacity arithmetic needs (carried in S3 metadata, under 2 KB)."""
+    import json
+    import tarfile
+
+    if path.is_dir():
+        config = json.loads((path / "config.json").read_text())
+    else:
+        with tarfile.open(path, "r:*") as tar:
+            config = json.loads(tar.extractfile("config.json").read())  # type: ignore[union-attr]
+    return {k: config[k] for k in _SHAPE_KEYS if config.get(k) is not None}
 
 
 def _name_from(path: Path) -> str:
@@ -186,15 +232,22 @@ def _stage_package(
 
 
 def _metadata(m: ModelData) -> dict[str, str]:
-    return {
+    import json
+
+    out = {
         META_VERSION: __version__,
         META_TARGET: m.target,
         META_TASK: m.task,
         META_CORES: str(m.cores_per_model),
     }
+    if m.generation:
+        out[META_GENERATION] = json.dumps(m.generation, separators=(",", ":"))
+    return out
 
 
 def _from_s3(uri: str, session: Session) -> ModelData:
+    import json
+
     from smneuron.storage import SHA_METADATA, head, parse_s3_uri
 
     bucket, key = parse_s3_uri(uri)
@@ -221,6 +274,7 @@ def _from_s3(uri: str, session: Session) -> ModelData:
         cores_per_model=int(meta.get(META_CORES, 1)),
         source=uri,
         skipped=True,
+        generation=json.loads(meta[META_GENERATION]) if META_GENERATION in meta else None,
     )
 
 

@@ -16,7 +16,13 @@ from smneuron.errors import ConfigError
 from smneuron.spec_validation import make_loader, validate
 from smneuron.spec_validation import override as override  # part of the specs API
 
-Task = Literal["text-classification", "feature-extraction", "token-classification", "question-answering"]
+Task = Literal[
+    "text-classification",
+    "feature-extraction",
+    "token-classification",
+    "question-answering",
+    "text-generation",
+]
 CompileTarget = Literal["inf1", "inf2", "cpu"]
 
 
@@ -81,6 +87,13 @@ class CompileSpec(StrictModel):
         None,
         description="Fail the compile when traced vs eager outputs differ by more (default 1e-4 for cpu).",
     )
+    sequence_length: int = Field(
+        4096, ge=16, le=131072, description="text-generation: prompt + output tokens per sequence."
+    )
+    tensor_parallel_size: int = Field(
+        1, ge=1, le=64, description="text-generation: NeuronCores one copy is sharded over."
+    )
+    dtype: Literal["bf16", "fp16", "fp32"] = Field("bf16", description="text-generation: weight dtype.")
 
     @field_validator("buckets", "batch_sizes", mode="before")
     @classmethod
@@ -124,6 +137,30 @@ class TrafficRouting(StrictModel):
     termination_wait_in_seconds: int = Field(0, ge=0, le=3600, description="Keep the old fleet this long.")
 
 
+class GenerationSpec(StrictModel):
+    """How a text-generation model is served: copies per instance as inference components."""
+
+    copies: int | None = Field(
+        None, ge=1, description="Copies (inference component CopyCount); max that fit."
+    )
+    min_copies: int | None = Field(None, ge=0, description="Copy autoscaling floor (0: scale to zero).")
+    max_copies: int | None = Field(None, ge=1, description="Copy autoscaling ceiling.")
+    max_instances: int = Field(1, ge=1, le=100, description="Managed instance scaling ceiling.")
+    concurrent_requests_per_copy: float = Field(
+        4.0, gt=0, description="Copy autoscaling target (ConcurrentRequestsPerCopy)."
+    )
+    batch_size: int | None = Field(None, ge=1, description="Served batch size (SM_ON_BATCH_SIZE); compiled.")
+    accelerators_per_copy: int | None = Field(
+        None, ge=1, description="NumberOfAcceleratorDevicesRequired; derived from tp (see llm_catalog)."
+    )
+    volume_size_in_gb: int | None = Field(None, ge=1, le=512, description="Sized from the model when unset.")
+    inference_ami_version: str = Field(
+        "al2-ami-sagemaker-inference-neuron-2", description="Variant InferenceAmiVersion (Neuron driver)."
+    )
+    hf_token_env: str = Field("HF_TOKEN", description="Local variable whose value becomes HF_TOKEN.")
+    image_version: str | None = Field(None, description="Pin the optimum-neuron vLLM image tag.")
+
+
 class EndpointSpec(StrictModel):
     """One real-time endpoint: where it runs and how its model server is laid out."""
 
@@ -156,6 +193,9 @@ class EndpointSpec(StrictModel):
     )
     environment: dict[str, str] = Field(default_factory=dict, description="Extra container variables.")
     tags: dict[str, str] = Field(default_factory=dict, description="Tags on every resource created.")
+    generation: GenerationSpec = Field(
+        default_factory=GenerationSpec, description="text-generation endpoints (inference components)."
+    )
 
     @field_validator("instance_type")
     @classmethod

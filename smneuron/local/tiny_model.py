@@ -88,3 +88,54 @@ def build_tiny_bert(out_dir: str | Path, task: str = "text-classification", *, s
     model = cls(config).eval()
     model.save_pretrained(out)
     return out
+
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}"
+)
+
+
+def build_tiny_llama(out_dir: str | Path, *, seed: int = 0) -> Path:
+    """Save a tiny random LlamaForCausalLM (head size 64, grouped K/V heads) with a word-level tokenizer
+    and a chat template: the text-generation path runs on it in seconds, nothing downloaded."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    special = ["<unk>", "<s>", "</s>", "<pad>"]
+    tokens = list(dict.fromkeys(special + WORDS + PUNCT + ["user", "assistant", "system", ":"]))
+    vocab = {t: i for i, t in enumerate(tokens)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        model_max_length=512,
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(out)
+    config = transformers.LlamaConfig(
+        vocab_size=len(vocab),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=64,
+        max_position_embeddings=512,
+        bos_token_id=vocab["<s>"],
+        eos_token_id=vocab["</s>"],
+        pad_token_id=vocab["<pad>"],
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(seed)
+    transformers.LlamaForCausalLM(config).eval().save_pretrained(out)
+    return out

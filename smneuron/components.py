@@ -1,0 +1,114 @@
+"""Inference components: the copies of a text-generation model on an endpoint (list, wait, scale, delete).
+
+The lifecycle verbs live together here; ``endpoints.delete`` removes an endpoint's components (and
+their copy autoscaling) before the endpoint itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from smneuron.errors import EndpointFailedError, from_client_error, is_not_found, none_if_missing
+from smneuron.session import Session
+
+COPY_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
+
+
+def for_endpoint(session: Session, endpoint: str) -> list[str]:
+    """Names of the inference components on ``endpoint``."""
+    sm = session.client("sagemaker")
+    out, token = [], None
+    while True:
+        page = sm.list_inference_components(
+            EndpointNameEquals=endpoint, **({"NextToken": token} if token else {})
+        )
+        out += [c["InferenceComponentName"] for c in page.get("InferenceComponents", [])]
+        token = page.get("NextToken")
+        if not token:
+            return out
+
+
+def describe(session: Session, name: str) -> dict | None:
+    return none_if_missing(
+        session.client("sagemaker").describe_inference_component, InferenceComponentName=name
+    )
+
+
+def wait(
+    session: Session,
+    name: str,
+    *,
+    timeout: float = 3600,
+    on_status: Callable[[str, float], None] | None = None,
+) -> dict:
+    """Wait until the component is InService (copies running), polling fast first, then backing off.
+
+    Raises:
+        EndpointFailedError: the component reached Failed (with its FailureReason).
+        TimeoutError: not InService within ``timeout``.
+    """
+    from smneuron.endpoints import poll_intervals
+
+    start = time.monotonic()
+    for delay in poll_intervals():
+        d = describe(session, name)
+        status = d["InferenceComponentStatus"] if d else "Deleted"
+        if on_status:
+            on_status(status, time.monotonic() - start)
+        if status == "InService":
+            return d  # type: ignore[return-value]
+        if status in ("Failed", "Deleted"):
+            raise EndpointFailedError(
+                name, status, (d or {}).get("FailureReason") or "the component was removed"
+            )
+        if time.monotonic() - start > timeout:
+            raise TimeoutError(f"inference component {name} not InService after {timeout:.0f} s")
+        time.sleep(min(delay, 5.0))
+    raise AssertionError("unreachable")
+
+
+def delete(session: Session, name: str) -> list[str]:
+    """Remove one component, its copy autoscaling and its scale-from-zero alarm; returns what was removed."""
+    from botocore.exceptions import ClientError
+
+    removed = []
+    aas = session.client("application-autoscaling")
+    resource = f"inference-component/{name}"
+    try:
+        aas.deregister_scalable_target(
+            ServiceNamespace="sagemaker", ResourceId=resource, ScalableDimension=COPY_DIMENSION
+        )
+        removed.append(f"copy autoscaling of {name}")
+    except ClientError as e:
+        if not (is_not_found(e) or e.response["Error"]["Code"] == "ObjectNotFoundException"):
+            raise from_client_error(e) from e
+    cw = session.client("cloudwatch")
+    alarms = [a["AlarmName"] for a in cw.describe_alarms(AlarmNamePrefix=f"smneuron-{name}-")["MetricAlarms"]]
+    if alarms:
+        cw.delete_alarms(AlarmNames=alarms)
+        removed += [f"alarm {a}" for a in alarms]
+    sm = session.client("sagemaker")
+    try:
+        sm.delete_inference_component(InferenceComponentName=name)
+    except ClientError as e:
+        if is_not_found(e):
+            return removed
+        raise from_client_error(e) from e
+    deadline = time.monotonic() + 1800
+    while describe(session, name) is not None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    removed.append(f"inference component {name}")
+    return removed
+
+
+def set_copies(session: Session, name: str, copies: int) -> None:
+    """Run ``copies`` copies (UpdateInferenceComponentRuntimeConfig)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        session.client("sagemaker").update_inference_component_runtime_config(
+            InferenceComponentName=name, DesiredRuntimeConfig={"CopyCount": copies}
+        )
+    except ClientError as e:
+        raise from_client_error(e) from e
