@@ -76,13 +76,18 @@ def delete(session: Session, name: str) -> list[str]:
     aas = session.client("application-autoscaling")
     resource = f"inference-component/{name}"
     try:
-        aas.deregister_scalable_target(
-            ServiceNamespace="sagemaker", ResourceId=resource, ScalableDimension=COPY_DIMENSION
-        )
-        removed.append(f"copy autoscaling of {name}")
+        found = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[resource])[
+            "ScalableTargets"
+        ]
+        for target in found:  # deregistering also deletes its scaling policies
+            aas.deregister_scalable_target(
+                ServiceNamespace="sagemaker",
+                ResourceId=resource,
+                ScalableDimension=target["ScalableDimension"],
+            )
+            removed.append(f"copy autoscaling of {name}")
     except ClientError as e:
-        if not (is_not_found(e) or e.response["Error"]["Code"] == "ObjectNotFoundException"):
-            raise from_client_error(e) from e
+        raise from_client_error(e) from e
     cw = session.client("cloudwatch")
     alarms = [a["AlarmName"] for a in cw.describe_alarms(AlarmNamePrefix=f"smneuron-{name}-")["MetricAlarms"]]
     if alarms:

@@ -14,12 +14,13 @@ from typing import Any
 
 from smneuron import autoscaling
 from smneuron.deploy_plan import TAG_ENDPOINT
+from smneuron.endpoint_logs import log_events as log_events  # part of this module's API
+from smneuron.endpoint_logs import log_tail
 from smneuron.errors import (
     EndpointFailedError,
     NotFoundError,
     SmneuronError,
     from_client_error,
-    is_not_found,
     none_if_missing,
 )
 from smneuron.invoke import HttpTarget, Response, invoke_endpoint
@@ -53,42 +54,6 @@ def require(session: Session, name: str) -> dict:
             hint="List endpoints with `smneuron list`, or check the name and --region.",
         )
     return d
-
-
-def log_events(
-    session: Session, name: str, lines: int = 20, start_ms: int | None = None
-) -> list[tuple[int, str]]:
-    """(timestamp ms, message) of the newest events of the endpoint's CloudWatch logs, oldest first;
-    only events after ``start_ms`` when given. Empty when there are no logs yet."""
-    from botocore.exceptions import ClientError
-
-    logs = session.client("logs")
-    group = f"/aws/sagemaker/Endpoints/{name}"
-    extra = {"startTime": start_ms + 1} if start_ms is not None else {}
-    try:
-        streams = logs.describe_log_streams(
-            logGroupName=group, orderBy="LastEventTime", descending=True, limit=2
-        ).get("logStreams", [])
-        events = []
-        for s in streams:
-            events += logs.get_log_events(
-                logGroupName=group,
-                logStreamName=s["logStreamName"],
-                limit=lines,
-                startFromHead=False,
-                **extra,
-            ).get("events", [])
-    except ClientError as e:
-        if is_not_found(e):  # no logs yet; anything else (access denied) is worth saying
-            return []
-        return [(0, f"(could not read the endpoint's logs: {from_client_error(e).message})")]
-    events.sort(key=lambda e: e.get("timestamp", 0))
-    return [(int(e.get("timestamp", 0)), e.get("message", "").rstrip()) for e in events[-lines:]]
-
-
-def log_tail(session: Session, name: str, lines: int = 20) -> list[str]:
-    """The last lines of the endpoint's CloudWatch log streams (empty when there are none)."""
-    return [message for _, message in log_events(session, name, lines)]
 
 
 def wait_for_endpoint(
@@ -324,6 +289,7 @@ class Endpoint:
         self._session = session
         self._http = HttpTarget(url) if url else None
         self._exists = False
+        self.component: str | None = None  # the inference component requests go to (text generation)
 
     @property
     def session(self) -> Session:
@@ -338,10 +304,35 @@ class Endpoint:
         data = body.encode() if isinstance(body, str) else body
         if self._http:
             return self._http.invoke(data, content_type, accept)
+        self._check()
+        return invoke_endpoint(self.session, self.name, data, content_type, accept, component=self.component)  # type: ignore[arg-type]
+
+    def _check(self) -> None:
         if not self._exists:  # a missing endpoint is an error, never a placeholder answer
+            from smneuron import components
+
             require(self.session, self.name)  # type: ignore[arg-type]
+            found = components.for_endpoint(self.session, self.name)  # type: ignore[arg-type]
+            self.component = self.component or (found[0] if found else None)
             self._exists = True
-        return invoke_endpoint(self.session, self.name, data, content_type, accept)  # type: ignore[arg-type]
+
+    def generate(self, prompt: str | None = None, *, messages: list | None = None, **params: Any) -> dict:
+        """One text-generation request (``prompt`` -> completions, ``messages`` -> chat); the JSON answer."""
+        from smneuron.streaming import request_body
+
+        return self.invoke(json.dumps(request_body(prompt, messages, stream=False, **params))).json()
+
+    def stream(
+        self, prompt: str | None = None, *, messages: list | None = None, **params: Any
+    ) -> Iterator[str]:
+        """Stream a generation: yields text pieces as the server sends them (InvokeEndpointWithResponseStream,
+        or SSE from a URL)."""
+        from smneuron.streaming import open_stream, request_body, text_pieces
+
+        body = json.dumps(request_body(prompt, messages, stream=True, **params)).encode()
+        if not self._http:
+            self._check()
+        yield from text_pieces(open_stream(self, body))
 
     def predict(self, inputs: Any, parameters: dict | None = None) -> Any:
         """Predict a text, a list of texts, or [text, pair] pairs; returns the decoded JSON."""

@@ -61,7 +61,9 @@ class HttpTarget:
             raise SmneuronError(f"Cannot reach {self.url}: {e}", hint="Is the endpoint running?") from None
 
 
-def invoke_endpoint(session: Session, name: str, body: bytes, content_type: str, accept: str) -> Response:
+def invoke_endpoint(
+    session: Session, name: str, body: bytes, content_type: str, accept: str, *, component: str | None = None
+) -> Response:
     """InvokeEndpoint; a model's 4xx/5xx becomes ``InvocationError`` with the container's status and body.
 
     Raises:
@@ -72,7 +74,10 @@ def invoke_endpoint(session: Session, name: str, body: bytes, content_type: str,
 
     runtime = session.client("sagemaker-runtime")
     try:
-        out = runtime.invoke_endpoint(EndpointName=name, Body=body, ContentType=content_type, Accept=accept)
+        extra = {"InferenceComponentName": component} if component else {}
+        out = runtime.invoke_endpoint(
+            EndpointName=name, Body=body, ContentType=content_type, Accept=accept, **extra
+        )
     except ClientError as e:
         err = e.response.get("Error", {})
         if e.response.get("OriginalStatusCode"):

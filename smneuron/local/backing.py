@@ -49,6 +49,9 @@ class Backer:
         self.engine = engine  # smneuron (the local endpoint) or torchserve (the DLC's own stack)
         self.endpoints: dict[str, Backing] = {}
         self.http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=256))
+        from smneuron.local.llm_backing import Components
+
+        self.components = Components(self._session)  # inference components: stand-in vLLM copies
 
     def _session(self) -> Any:
         from smneuron.session import Session
@@ -71,7 +74,8 @@ class Backer:
         backing = self.endpoints[name]
         try:
             server = self._server_for(config_name)
-            server.start()
+            if server is not None:  # None: an endpoint for inference components serves through them
+                server.start()
         except Exception as e:  # any failure is the endpoint's FailureReason, as SageMaker reports it
             with backing.lock:
                 if update:  # the old fleet keeps serving; the update is what failed, and is rolled back
@@ -104,6 +108,8 @@ class Backer:
         session = self._session()
         sm = session.client("sagemaker")
         variant = sm.describe_endpoint_config(EndpointConfigName=config_name)["ProductionVariants"][0]
+        if not variant.get("ModelName"):
+            return None
         container = sm.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]
         uri = container.get("ModelDataUrl") or container["ModelDataSource"]["S3DataSource"]["S3Uri"]
         data = stage(uri, session=session)
@@ -167,6 +173,7 @@ class Backer:
                     server.stop()
 
     def stop_all(self) -> None:
+        self.components.stop_all()
         for name in list(self.endpoints):
             self.stop(name)
 
@@ -201,11 +208,14 @@ _INSTALLED = False
 def activate(backer: Backer | None) -> None:
     """Back the embedded AWS's endpoints with ``backer`` (None: plain moto again, for in-process tests)."""
     global _ACTIVE
+    from smneuron.local import fake_components
+
     if backer is not None:
         install()
     elif _ACTIVE is not None:
         _ACTIVE.stop_all()
     _ACTIVE = backer
+    fake_components.listener = backer.components if backer is not None else None
 
 
 def install() -> None:
@@ -289,6 +299,12 @@ def install() -> None:
     ) -> Any:
         target = register(self, namespace, r_id, dimension, min_capacity, max_capacity, *args, **kwargs)
         parts = r_id.split("/")
+        if _ACTIVE is not None and namespace == "sagemaker" and parts[0] == "inference-component":
+            copies = _ACTIVE.components.component_state(parts[1])
+            now = copies[2] if copies else 0
+            wanted = min(max(now, min_capacity if min_capacity is not None else now), max_capacity or now)
+            if copies and wanted != now:
+                _ACTIVE.components.scale_component(parts[1], wanted)
         if _ACTIVE is not None and namespace == "sagemaker" and len(parts) == 4 and parts[0] == "endpoint":
             now = _ACTIVE.instances(parts[1]) or 1
             wanted = min(max(now, min_capacity or now), max_capacity or now)
@@ -311,18 +327,10 @@ def _invoke(backer: Backer, self: Any) -> Any:
     import httpx
 
     name = self.path.rstrip("/").split("/")[-2]
-    url = backer.url(name)
-    if url is None:
-        state = backer.status(name)
-        why = f"Endpoint {name} of account {self.current_account} not found."
-        if state is not None:
-            why = f"Endpoint {name} is {state[0]}, not InService." + (f" {state[1]}" if state[1] else "")
-        return _error(400, "ValidationError", why)
     body = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
-    if len(body) > MAX_PAYLOAD:
-        return _error(
-            413, "ValidationError", f"Request payload is {len(body)} bytes; the limit is {MAX_PAYLOAD}."
-        )
+    url = route(backer, name, self.headers.get("X-Amzn-SageMaker-Inference-Component"), len(body))
+    if isinstance(url, tuple):
+        return _error(*url)
     headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}
     if self.headers.get("Accept"):
         headers["Accept"] = self.headers["Accept"]
@@ -338,6 +346,45 @@ def _invoke(backer: Backer, self: Any) -> Any:
         "x-Amzn-Invoked-Production-Variant": "AllTraffic",
     }
     return 200, out, r.content
+
+
+def route(backer: Backer, endpoint: str, component: str | None, size: int) -> str | tuple[int, str, str]:
+    """The model server URL for an invocation, or SageMaker's (status, code, message) refusal."""
+    from smneuron.local.fake_components import components_of
+
+    if size > MAX_PAYLOAD:
+        return 413, "ValidationError", f"Request payload is {size} bytes; the limit is {MAX_PAYLOAD}."
+    on_endpoint = [c["InferenceComponentName"] for c in components_of(endpoint)]
+    if component or on_endpoint:
+        if not component:
+            return (
+                400,
+                "ValidationError",
+                (
+                    "Inference Component Name header is required for endpoints to which you plan to deploy "
+                    f"inference components ({', '.join(on_endpoint)} on {endpoint})."
+                ),
+            )
+        if component not in on_endpoint:
+            return (
+                400,
+                "ValidationError",
+                f"Inference component {component} not found on endpoint {endpoint}.",
+            )
+        url = backer.components.url(component)
+        if url is None:
+            state = backer.components.component_state(component)
+            why = f"{state[0]}" + (f": {state[1]}" if state and state[1] else "") if state else "not running"
+            return 400, "ValidationError", f"Inference component {component} is {why}, not InService."
+        return url
+    url = backer.url(endpoint)
+    if url is None:
+        state = backer.status(endpoint)
+        why = f"Endpoint {endpoint} not found."
+        if state is not None:
+            why = f"Endpoint {endpoint} is {state[0]}, not InService." + (f" {state[1]}" if state[1] else "")
+        return 400, "ValidationError", why
+    return url
 
 
 def _error(status: int, code: str, message: str, *, original: tuple[int, str] | None = None) -> Any:

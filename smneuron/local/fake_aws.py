@@ -111,6 +111,9 @@ def patch_moto() -> None:
     models.SageMakerModelBackend.update_endpoint = backend_update_endpoint
     responses.SageMakerResponse.update_endpoint = response_update_endpoint
     _patch_pipeline_steps(models, responses, ActionResult)
+    from smneuron.local.fake_components import patch_components
+
+    patch_components()
     _patch_s3_conditional_denies()
     _patch_cloudformation()
     _PATCHED = True
@@ -277,6 +280,9 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
     port = port or free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
+    from smneuron.local.stream_route import StreamRouter
+
+    server._server.app = StreamRouter(server._server.app)  # InvokeEndpointWithResponseStream (moto has none)
     url = f"http://127.0.0.1:{port}"
     # moto keeps its state per process: each embedded AWS starts empty and leaves nothing behind
     _reset(url)

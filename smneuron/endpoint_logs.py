@@ -1,0 +1,42 @@
+"""An endpoint's CloudWatch logs: the newest events, and a tail for error messages."""
+
+from __future__ import annotations
+
+from smneuron.errors import from_client_error, is_not_found
+from smneuron.session import Session
+
+
+def log_events(
+    session: Session, name: str, lines: int = 20, start_ms: int | None = None
+) -> list[tuple[int, str]]:
+    """(timestamp ms, message) of the newest events of the endpoint's CloudWatch logs, oldest first;
+    only events after ``start_ms`` when given. Empty when there are no logs yet."""
+    from botocore.exceptions import ClientError
+
+    logs = session.client("logs")
+    group = f"/aws/sagemaker/Endpoints/{name}"
+    extra = {"startTime": start_ms + 1} if start_ms is not None else {}
+    try:
+        streams = logs.describe_log_streams(
+            logGroupName=group, orderBy="LastEventTime", descending=True, limit=2
+        ).get("logStreams", [])
+        events = []
+        for s in streams:
+            events += logs.get_log_events(
+                logGroupName=group,
+                logStreamName=s["logStreamName"],
+                limit=lines,
+                startFromHead=False,
+                **extra,
+            ).get("events", [])
+    except ClientError as e:
+        if is_not_found(e):  # no logs yet; anything else (access denied) is worth saying
+            return []
+        return [(0, f"(could not read the endpoint's logs: {from_client_error(e).message})")]
+    events.sort(key=lambda e: e.get("timestamp", 0))
+    return [(int(e.get("timestamp", 0)), e.get("message", "").rstrip()) for e in events[-lines:]]
+
+
+def log_tail(session: Session, name: str, lines: int = 20) -> list[str]:
+    """The last lines of the endpoint's CloudWatch log streams (empty when there are none)."""
+    return [message for _, message in log_events(session, name, lines)]

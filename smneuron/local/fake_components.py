@@ -1,0 +1,200 @@
+"""moto extension: SageMaker inference components (moto 5.2 has none).
+
+Create / Describe / List / Update / UpdateRuntimeConfig / Delete with SageMaker's shapes and checks
+(the endpoint, its variant and the Model must exist; names are unique; an endpoint with components
+cannot be deleted). Status: InService at once, unless a ``listener`` (the embedded SageMaker's backer)
+runs the copies, in which case it reports Creating until they answer /ping, or Failed with the reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+listener: Any = None  # start_component(name, record) / stop_component(name) / component_state(name)
+
+
+def _store(backend: Any) -> dict[str, dict]:
+    if not hasattr(backend, "_smneuron_components"):
+        backend._smneuron_components = {}
+    return backend._smneuron_components
+
+
+def _arn(backend: Any, kind: str, name: str) -> str:
+    return f"arn:aws:sagemaker:{backend.region_name}:{backend.account_id}:{kind}/{name.lower()}"
+
+
+def _describe(backend: Any, record: dict) -> dict:
+    out = {k: v for k, v in record.items() if not k.startswith("_")}
+    copies = record["RuntimeConfig"]["DesiredCopyCount"]
+    state = listener.component_state(record["InferenceComponentName"]) if listener is not None else None
+    status, reason, current = ("InService", None, copies) if state is None else state
+    out.update(
+        InferenceComponentStatus=status,
+        RuntimeConfig={"DesiredCopyCount": copies, "CurrentCopyCount": current},
+    )
+    if reason:
+        out["FailureReason"] = reason
+    return out
+
+
+def patch_components() -> None:
+    from moto.core.responses import ActionResult
+    from moto.sagemaker import models, responses
+    from moto.sagemaker.exceptions import ValidationError
+
+    def find(backend: Any, name: str) -> dict:
+        record = _store(backend).get(name)
+        if record is None:
+            raise ValidationError(
+                message=f'Could not find inference component "{_arn(backend, "inference-component", name)}".'
+            )
+        return record
+
+    def create(self: Any) -> Any:
+        backend = self.sagemaker_backend
+        name = self._get_param("InferenceComponentName")
+        endpoint_name = self._get_param("EndpointName")
+        spec = self._get_param("Specification") or {}
+        if name in _store(backend):
+            raise ValidationError(
+                message=f'Cannot create already existing inference component "{_arn(backend, "inference-component", name)}".'
+            )
+        endpoint = backend.endpoints.get(endpoint_name)
+        if endpoint is None:
+            raise ValidationError(
+                message=f'Could not find endpoint "{_arn(backend, "endpoint", endpoint_name)}".'
+            )
+        variant = self._get_param("VariantName")
+        config = backend.describe_endpoint_config(endpoint.endpoint_config_name)
+        if variant not in [v["VariantName"] for v in config["ProductionVariants"]]:
+            raise ValidationError(message=f"Variant {variant} is not part of endpoint {endpoint_name}.")
+        backend.describe_model(spec.get("ModelName"))  # raises for an unknown Model
+        copies = int((self._get_param("RuntimeConfig") or {}).get("CopyCount", 1))
+        now = dt.datetime.now(dt.timezone.utc)
+        record = {
+            "InferenceComponentName": name,
+            "InferenceComponentArn": _arn(backend, "inference-component", name),
+            "EndpointName": endpoint_name,
+            "EndpointArn": _arn(backend, "endpoint", endpoint_name),
+            "VariantName": variant,
+            "Specification": spec,
+            "RuntimeConfig": {"DesiredCopyCount": copies},
+            "CreationTime": now,
+            "LastModifiedTime": now,
+        }
+        record["_tags"] = self._get_param("Tags") or []  # moto's tagging does not know this resource type
+        _store(backend)[name] = record
+        if listener is not None:
+            listener.start_component(name, record)
+        return ActionResult({"InferenceComponentArn": record["InferenceComponentArn"]})
+
+    def describe(self: Any) -> Any:
+        backend = self.sagemaker_backend
+        return ActionResult(_describe(backend, find(backend, self._get_param("InferenceComponentName"))))
+
+    def list_(self: Any) -> Any:
+        backend = self.sagemaker_backend
+        endpoint = self._get_param("EndpointNameEquals")
+        items = [
+            {
+                k: v
+                for k, v in _describe(backend, r).items()
+                if k not in ("Specification", "RuntimeConfig", "FailureReason")
+            }
+            for r in _store(backend).values()
+            if endpoint is None or r["EndpointName"] == endpoint
+        ]
+        return ActionResult({"InferenceComponents": items})
+
+    def update(self: Any) -> Any:
+        backend = self.sagemaker_backend
+        record = find(backend, self._get_param("InferenceComponentName"))
+        if self._get_param("Specification"):
+            backend.describe_model(self._get_param("Specification").get("ModelName"))
+            record["Specification"] = self._get_param("Specification")
+        if self._get_param("RuntimeConfig"):
+            record["RuntimeConfig"] = {"DesiredCopyCount": int(self._get_param("RuntimeConfig")["CopyCount"])}
+        record["LastModifiedTime"] = dt.datetime.now(dt.timezone.utc)
+        if listener is not None:
+            listener.start_component(record["InferenceComponentName"], record)
+        return ActionResult({"InferenceComponentArn": record["InferenceComponentArn"]})
+
+    def update_runtime(self: Any) -> Any:
+        backend = self.sagemaker_backend
+        record = find(backend, self._get_param("InferenceComponentName"))
+        record["RuntimeConfig"] = {
+            "DesiredCopyCount": int(self._get_param("DesiredRuntimeConfig")["CopyCount"])
+        }
+        if listener is not None:
+            listener.scale_component(
+                record["InferenceComponentName"], record["RuntimeConfig"]["DesiredCopyCount"]
+            )
+        return ActionResult({"InferenceComponentArn": record["InferenceComponentArn"]})
+
+    def delete(self: Any) -> Any:
+        backend = self.sagemaker_backend
+        name = self._get_param("InferenceComponentName")
+        find(backend, name)
+        del _store(backend)[name]
+        if listener is not None:
+            listener.stop_component(name)
+        return ActionResult({})
+
+    original_validate = models.SageMakerModelBackend.validate_production_variants
+
+    def validate_production_variants(self: Any, production_variants: list[dict[str, Any]]) -> None:
+        # a variant without ModelName hosts inference components (its config carries ExecutionRoleArn)
+        original_validate(self, [v for v in production_variants if v.get("ModelName")])
+
+    models.SageMakerModelBackend.validate_production_variants = validate_production_variants
+    _patch_copy_dimension()
+    original_delete_endpoint = models.SageMakerModelBackend.delete_endpoint
+
+    def delete_endpoint(self: Any, endpoint_name: str) -> None:
+        left = [n for n, r in _store(self).items() if r["EndpointName"] == endpoint_name]
+        if left:
+            raise ValidationError(
+                message=f"Endpoint {endpoint_name} has inference components ({', '.join(left)}); delete them first."
+            )
+        return original_delete_endpoint(self, endpoint_name)
+
+    responses.SageMakerResponse.create_inference_component = create
+    responses.SageMakerResponse.describe_inference_component = describe
+    responses.SageMakerResponse.list_inference_components = list_
+    responses.SageMakerResponse.update_inference_component = update
+    responses.SageMakerResponse.update_inference_component_runtime_config = update_runtime
+    responses.SageMakerResponse.delete_inference_component = delete
+    models.SageMakerModelBackend.delete_endpoint = delete_endpoint
+
+
+def _patch_copy_dimension() -> None:
+    """Application Auto Scaling's scalable dimensions as botocore knows them (moto's list lacks
+    ``sagemaker:inference-component:DesiredCopyCount``)."""
+    from enum import Enum
+
+    import botocore.session
+    from moto.applicationautoscaling import models as aas_models
+    from moto.applicationautoscaling import responses as aas_responses
+
+    known = botocore.session.get_session().get_service_model("application-autoscaling")
+    values = list(known.shape_for("ScalableDimension").enum)
+    values += [d.value for d in aas_models.ScalableDimensionValueSet if d.value not in values]
+    dimensions = Enum("ScalableDimensionValueSet", {f"D{i}": v for i, v in enumerate(values)})  # type: ignore[misc]
+    aas_models.ScalableDimensionValueSet = dimensions
+    aas_responses.ScalableDimensionValueSet = dimensions
+
+
+def components_of(endpoint: str) -> list[dict]:
+    """The components on an endpoint (for InvokeEndpoint routing in the embedded SageMaker)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sagemaker.models import sagemaker_backends
+
+    out = []
+    for region in sagemaker_backends[DEFAULT_ACCOUNT_ID]:
+        out += [
+            r
+            for r in _store(sagemaker_backends[DEFAULT_ACCOUNT_ID][region]).values()
+            if r["EndpointName"] == endpoint
+        ]
+    return out

@@ -1,0 +1,140 @@
+"""InvokeEndpointWithResponseStream in the embedded SageMaker (moto has none).
+
+A WSGI layer in front of moto's server takes ``POST /endpoints/{name}/invocations-response-stream``,
+forwards the body to the model server behind the endpoint (or the inference component named in
+``X-Amzn-SageMaker-Inference-Component``) and relays its bytes as they arrive, each as an AWS
+event-stream ``PayloadPart`` message, as SageMaker does; so boto3's ``EventStream`` and smneuron's
+streaming client read it as they read the real service. A model error before the first byte is a
+424 ModelError; a failure mid-stream is a ``ModelStreamError`` event.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import re
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+_PATH = re.compile(r"^/endpoints/([^/]+)/invocations-response-stream$")
+COMPONENT_HEADER = "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT"
+
+
+def _header(name: str, value: str) -> bytes:
+    n, v = name.encode(), value.encode()
+    return struct.pack("B", len(n)) + n + b"\x07" + struct.pack(">H", len(v)) + v
+
+
+def event_message(headers: dict[str, str], payload: bytes) -> bytes:
+    """One AWS event-stream message (prelude, CRCs, string headers, payload)."""
+    hdr = b"".join(_header(k, v) for k, v in headers.items())
+    total = 12 + len(hdr) + len(payload) + 4
+    prelude = struct.pack(">II", total, len(hdr))
+    prelude += struct.pack(">I", binascii.crc32(prelude) & 0xFFFFFFFF)
+    body = prelude + hdr + payload
+    return body + struct.pack(">I", binascii.crc32(body) & 0xFFFFFFFF)
+
+
+def payload_part(data: bytes) -> bytes:
+    return event_message(
+        {":event-type": "PayloadPart", ":content-type": "application/octet-stream", ":message-type": "event"},
+        data,
+    )
+
+
+def stream_error(message: str) -> bytes:
+    doc = json.dumps({"Message": message, "ErrorCode": "ModelStreamError"}).encode()
+    return event_message(
+        {
+            ":exception-type": "ModelStreamError",
+            ":content-type": "application/json",
+            ":message-type": "exception",
+        },
+        doc,
+    )
+
+
+class StreamRouter:
+    """WSGI middleware: the streaming invoke route, everything else to moto."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def __call__(self, environ: dict, start_response: Any) -> Any:
+        match = _PATH.match(environ.get("PATH_INFO", ""))
+        if environ.get("REQUEST_METHOD") != "POST" or match is None:
+            return self.app(environ, start_response)
+        from smneuron.local import backing
+
+        backer = backing._ACTIVE
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        if backer is None:
+            return _json_error(
+                start_response, 400, "ValidationError", "No model servers run behind this embedded SageMaker."
+            )
+        target = backing.route(backer, match.group(1), environ.get(COMPONENT_HEADER), len(body))
+        if isinstance(target, tuple):  # (status, code, message)
+            return _json_error(start_response, *target)
+        return self._relay(backer, target, body, environ, start_response)
+
+    def _relay(self, backer: Any, url: str, body: bytes, environ: dict, start_response: Any) -> Any:
+        import httpx
+
+        headers = {"Content-Type": environ.get("CONTENT_TYPE") or "application/json"}
+        try:
+            request = backer.http.build_request("POST", url + "/invocations", content=body, headers=headers)
+            response = backer.http.send(request, stream=True)
+        except httpx.HTTPError as e:
+            return _json_error(start_response, 424, "ModelError", f"The model did not answer: {e}")
+        if response.status_code >= 400:
+            text = response.read().decode(errors="replace")
+            response.close()
+            message = f'Received client error ({response.status_code}) from primary with message "{text}".'
+            return _json_error(
+                start_response, 424, "ModelError", message, original=(response.status_code, text)
+            )
+        start_response(
+            "200 OK",
+            [
+                ("Content-Type", "application/vnd.amazon.eventstream"),
+                ("x-Amzn-Invoked-Production-Variant", "AllTraffic"),
+                (
+                    "X-Amzn-SageMaker-Content-Type",
+                    response.headers.get("content-type", "application/octet-stream"),
+                ),
+            ],
+        )
+        return _frames(response)
+
+
+def _frames(response: Any) -> Iterator[bytes]:
+    import httpx
+
+    try:
+        for chunk in response.iter_raw():
+            if chunk:
+                yield payload_part(chunk)
+    except httpx.HTTPError as e:
+        yield stream_error(f"The model stream broke: {e}")
+    finally:
+        response.close()
+
+
+def _json_error(
+    start_response: Any, status: int, code: str, message: str, original: tuple | None = None
+) -> list[bytes]:
+    doc: dict[str, Any] = {"__type": code, "message": message}
+    if original:
+        doc.update(OriginalStatusCode=original[0], OriginalMessage=original[1][:2000])
+    body = json.dumps(doc).encode()
+    start_response(
+        f"{status} {'Failed Dependency' if status == 424 else 'Bad Request'}",
+        [
+            ("Content-Type", "application/json"),
+            ("x-amzn-ErrorType", code),
+            ("Content-Length", str(len(body))),
+        ],
+    )
+    return [body]

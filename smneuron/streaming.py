@@ -1,0 +1,153 @@
+"""Streaming text generation: the request body, the byte stream (SageMaker or a URL), SSE parsing.
+
+SageMaker: InvokeEndpointWithResponseStream returns an event stream whose ``PayloadPart`` bytes are the
+container's server-sent events, split wherever the network split them; ``sse_events`` reassembles the
+``data:`` lines. A URL (the stand-in server, vLLM, the local endpoint) streams the same SSE over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from smneuron.errors import ConfigError, InvocationError, SmneuronError, from_client_error
+
+
+def request_body(
+    prompt: str | None = None,
+    messages: list | None = None,
+    *,
+    stream: bool,
+    max_tokens: int = 128,
+    **params: Any,
+) -> dict:
+    """An OpenAI-style body: ``messages`` (chat completions) or ``prompt`` (completions).
+
+    Raises:
+        ConfigError: neither or both of prompt and messages.
+    """
+    if (prompt is None) == (messages is None):
+        raise ConfigError(
+            "Give a prompt or chat messages (one of them).", hint='e.g. stream("Tell me a story")'
+        )
+    body: dict[str, Any] = {"messages": messages} if messages is not None else {"prompt": prompt}
+    body.update(max_tokens=max_tokens, stream=stream, **params)
+    if stream:
+        body.setdefault("stream_options", {"include_usage": True})
+    return body
+
+
+def sse_events(chunks: Iterable[bytes]) -> Iterator[dict]:
+    """Parse server-sent events from byte chunks split anywhere; stops at ``data: [DONE]``.
+
+    Raises:
+        InvocationError: an error event from the server (``{"object": "error", ...}`` or ``{"error": ...}``).
+    """
+    buffer = b""
+    for chunk in chunks:
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                return
+            try:
+                event = json.loads(data)
+            except ValueError:
+                continue
+            if event.get("object") == "error" or "error" in event:
+                err = event.get("error", event)
+                raise InvocationError(int(err.get("code") or 500), str(err.get("message", err)))
+            yield event
+
+
+def text_of(event: dict) -> str:
+    """The text an event carries (chat delta or completion text); empty for role and usage chunks."""
+    choices = event.get("choices") or []
+    if not choices:
+        return ""
+    c = choices[0]
+    return (c.get("delta") or {}).get("content") or c.get("text") or ""
+
+
+def text_pieces(chunks: Iterable[bytes]) -> Iterator[str]:
+    for event in sse_events(chunks):
+        piece = text_of(event)
+        if piece:
+            yield piece
+
+
+def sagemaker_chunks(
+    session: Any, endpoint: str, body: bytes, component: str | None = None
+) -> Iterator[bytes]:
+    """The bytes of InvokeEndpointWithResponseStream as they arrive.
+
+    Raises:
+        InvocationError: the model answered with an error, or the stream broke (ModelStreamError).
+        AwsError subclasses: missing endpoint, access, throttling.
+    """
+    from botocore.exceptions import ClientError, EventStreamError
+
+    runtime = session.client("sagemaker-runtime")
+    extra = {"InferenceComponentName": component} if component else {}
+    try:
+        out = runtime.invoke_endpoint_with_response_stream(
+            EndpointName=endpoint,
+            Body=body,
+            ContentType="application/json",
+            Accept="text/event-stream",
+            **extra,
+        )
+        for event in out["Body"]:
+            part = event.get("PayloadPart")
+            if part:
+                yield part["Bytes"]
+            for failure in ("ModelStreamError", "InternalStreamFailure"):
+                if failure in event:
+                    raise InvocationError(500, event[failure].get("Message", failure))
+    except EventStreamError as e:
+        raise InvocationError(500, f"the response stream broke: {e}") from e
+    except ClientError as e:
+        if e.response.get("OriginalStatusCode"):
+            raise InvocationError(
+                int(e.response["OriginalStatusCode"]), e.response["Error"].get("Message", "")
+            ) from e
+        raise from_client_error(e, operation="InvokeEndpointWithResponseStream") from e
+
+
+def url_chunks(url: str, body: bytes, *, timeout: float = 300, path: str = "/invocations") -> Iterator[bytes]:
+    """The bytes of a streamed POST to a local or OpenAI-compatible server.
+
+    Raises:
+        InvocationError: the server answered 4xx/5xx.
+        SmneuronError: the server cannot be reached.
+    """
+    import httpx
+
+    try:
+        with httpx.stream(
+            "POST",
+            url.rstrip("/") + path,
+            content=body,
+            headers={"Content-Type": "application/json"},
+            timeout=timeout,
+        ) as r:
+            if r.status_code >= 400:
+                raise InvocationError(r.status_code, r.read().decode(errors="replace"))
+            yield from r.iter_raw()
+    except httpx.TransportError as e:
+        raise SmneuronError(
+            f"Cannot reach {url}: {type(e).__name__}: {e}",
+            hint="Check that the server runs and the URL is right.",
+        ) from None
+
+
+def open_stream(endpoint: Any, body: bytes) -> Iterator[bytes]:
+    """The byte stream of an ``Endpoint`` (SageMaker, or a URL)."""
+    if endpoint.url:
+        return url_chunks(endpoint.url, body)
+    return sagemaker_chunks(endpoint.session, endpoint.name, body, endpoint.component)
