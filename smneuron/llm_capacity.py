@@ -126,7 +126,7 @@ class Capacity:
             f"{self.head_strategy}) = {self.kv_cache_per_core_gib:.2f} GiB per NeuronCore",
             f"per NeuronCore {self.need_per_core_gib:.2f} GiB of {self.hbm_per_core_gib * HBM_USABLE:.1f} usable "
             f"({self.hbm_per_core_gib} GiB HBM x {HBM_USABLE})",
-            f"host memory {self.host_need_gib:.1f} GiB for {self.copies} copies of the weights, of "
+            f"host memory {self.host_need_gib:.1f} GiB for {self.copies} {'copy' if self.copies == 1 else 'copies'} of the weights, of "
             f"{self.host_gib * HOST_USABLE:.1f} usable ({self.host_gib} GiB x {HOST_USABLE})",
             f"copies = {self.copies} ({self.idle_cores} NeuronCores idle)",
         ]
@@ -188,7 +188,7 @@ def capacity(
         )
     if c.host_need_gib > instance.memory_gib * HOST_USABLE:
         c.problems.append(
-            f"loading {n} copies of {weights / GIB:.1f} GiB of weights needs {c.host_need_gib:.1f} GiB of host "
+            f"loading {n} {'copy' if n == 1 else 'copies'} of {weights / GIB:.1f} GiB of weights needs {c.host_need_gib:.1f} GiB of host "
             f"memory; {instance.name} has {instance.memory_gib} GiB."
         )
     if strategy == "convert-to-mha":
@@ -236,6 +236,13 @@ def check(c: Capacity, shape: ModelShape) -> None:
     """
     if c.fits:
         return
+    same = smallest_fit(
+        shape,
+        batch_size=c.batch_size,
+        sequence_length=c.sequence_length,
+        dtype=c.dtype,
+        tensor_parallel_size=c.tensor_parallel_size,
+    )
     best = smallest_fit(
         shape,
         batch_size=c.batch_size,
@@ -243,12 +250,21 @@ def check(c: Capacity, shape: ModelShape) -> None:
         dtype=c.dtype,
         tensor_parallel_size=None,
     )
-    where = (
-        f"The smallest that fits: {best.instance} with tp {best.tensor_parallel_size} "
-        f"({best.need_per_core_gib:.2f} GiB per NeuronCore)."
-        if best
-        else "No inf2 instance fits this model at this batch size and sequence length: lower them or use fp16/bf16."
-    )
+    where = []
+    if same:
+        where.append(
+            f"As compiled (tp {c.tensor_parallel_size}), the smallest instance that fits is {same.instance}."
+        )
+    if best and (same is None or best.instance != same.instance):
+        where.append(
+            f"Recompiled with --tensor-parallel-size {best.tensor_parallel_size}, {best.instance} fits "
+            f"({best.need_per_core_gib:.2f} GiB per NeuronCore)."
+        )
+    if not where:
+        where.append(
+            "No inf2 instance holds this model at this batch size and sequence length: recompile with a lower "
+            "--batch-size or --sequence-length."
+        )
     raise ConfigError(
         f"{shape.parameters / 1e9:.2f}B parameters at batch {c.batch_size} x sequence {c.sequence_length}, tp "
         f"{c.tensor_parallel_size}, {c.dtype} does not fit on {c.instance}: "
@@ -256,6 +272,5 @@ def check(c: Capacity, shape: ModelShape) -> None:
         + " Arithmetic: "
         + "; ".join(c.lines())
         + ".",
-        hint=where
-        + " Recompile with other --batch-size / --sequence-length / --tensor-parallel-size if needed.",
+        hint=" ".join(where),
     )

@@ -87,6 +87,27 @@ def check_causal_lm(model: Path, config: dict) -> None:
         )
 
 
+def text_generation_note(model: str | Path, task: str | None) -> str | None:
+    """Whether ``smneuron compile`` takes the text-generation path, and the note when it inferred that.
+
+    Returns:
+        None: not text generation. "": asked for with --task. Otherwise the inference, in words.
+    """
+    if task not in (None, "text-generation"):
+        return None
+    path = Path(model)
+    if not path.is_dir():
+        return "" if task == "text-generation" else None
+    try:
+        archs = [str(a) for a in json.loads((path / "config.json").read_text()).get("architectures") or []]
+    except (OSError, ValueError):
+        archs = []
+    if task == "text-generation":
+        return ""
+    causal = [a for a in archs if a.endswith("ForCausalLM")]
+    return f"task text-generation inferred from config.json architectures: {causal[0]}" if causal else None
+
+
 def compile_llm(model: str | Path, out_dir: str | Path, spec: CompileSpec) -> LlmCompileResult:
     """Compile (inf2) or prepare (cpu) a causal LM into an artifact directory the vLLM container serves.
 

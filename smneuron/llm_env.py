@@ -92,10 +92,12 @@ def container_environment(
     hub = generation.get("hub_model_id")
     env["SM_ON_MODEL"] = env.get("SM_ON_MODEL") or hub or MODEL_DIR
     token = os.environ.get(hf_token_env)
-    if token and "HF_TOKEN" not in env:
-        env["HF_TOKEN"] = token
-    elif hub and "HF_TOKEN" not in env:
-        notes.append(f"no {hf_token_env} in the environment: a gated hub model will fail to download")
+    if hub and "HF_TOKEN" not in env:  # only a hub model is downloaded; shipped weights need no token
+        if token:
+            env["HF_TOKEN"] = token
+            notes.append(f"HF_TOKEN taken from ${hf_token_env} (redacted in every printout)")
+        else:
+            notes.append(f"no ${hf_token_env} set: a gated hub model will fail to download")
     return env, notes
 
 

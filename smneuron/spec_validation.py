@@ -52,6 +52,13 @@ FLAGS = {
     "auto_cast": "--auto-cast",
     "auto_cast_type": "--auto-cast-type",
     "latency_p99_alarm_ms": "--latency-p99-alarm-ms",
+    "sequence_length": "--sequence-length",
+    "tensor_parallel_size": "--tensor-parallel-size",
+    "dtype": "--dtype",
+    "copies": "--copies",
+    "min_copies": "--min-copies",
+    "max_copies": "--max-copies",
+    "max_instances": "--max-instances",
 }
 SECTIONS = {
     "CompileSpec": "compile",
@@ -60,6 +67,7 @@ SECTIONS = {
     "PipelineSpec": "pipeline",
     "AwsSpec": "aws",
     "Thresholds": "pipeline.thresholds",
+    "GenerationSpec": "endpoint.generation",
 }
 
 

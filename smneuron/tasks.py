@@ -256,7 +256,8 @@ def infer_task(model_dir: Path) -> tuple[str, str]:
     what = f"its architectures are {', '.join(archs)}" if archs else "config.json names no architectures"
     raise ConfigError(
         f"Cannot tell which task {model_dir} is for: {what}.",
-        hint=f"Pass --task with one of: {', '.join(TASKS)} (or set compile.task in smneuron.yaml).",
+        hint=f"Pass --task with one of: {', '.join(TASKS)}, text-generation (causal LMs) "
+        "(or set compile.task in smneuron.yaml).",
     )
 
 

@@ -17,7 +17,18 @@ def compile_cmd(
     task: str = typer.Option(
         None,
         "--task",
-        help="text-classification, feature-extraction, token-classification or question-answering.",
+        help="text-classification, feature-extraction, token-classification, question-answering or "
+        "text-generation (causal LMs: optimum-neuron for inf2).",
+    ),
+    sequence_length: int = typer.Option(
+        None, "--sequence-length", help="text-generation: prompt + output tokens (vLLM max-model-len)."
+    ),
+    tensor_parallel_size: int = typer.Option(
+        None, "--tensor-parallel-size", "--num-cores", help="text-generation: NeuronCores per copy (inf2)."
+    ),
+    dtype: str = typer.Option(None, "--dtype", help="text-generation: bf16, fp16 or fp32."),
+    from_cache: bool = typer.Option(
+        False, "--from-cache", help="text-generation: MODEL is a hub id in the optimum-neuron cache."
     ),
     batch_size: int = typer.Option(None, "--batch-size", help="Static batch size."),
     batch_sizes: str = typer.Option(
@@ -65,7 +76,18 @@ def compile_cmd(
         pooling=pooling,
         normalize=normalize,
         max_abs_diff=max_abs_diff,
+        sequence_length=sequence_length,
+        tensor_parallel_size=tensor_parallel_size,
+        dtype=dtype,
     )
+    from smneuron.llm_compile import text_generation_note
+
+    note = "" if from_cache else text_generation_note(model_dir, spec.task)
+    if note is not None:
+        from smneuron.cli.generation_cmds import compile_text_generation
+
+        compile_text_generation(str(model_dir), out, spec, note=note, from_cache=from_cache, as_json=as_json)
+        return
     progress_cb, finish = _progress(spec.buckets, quiet=as_json)
     try:
         result = compile_model(

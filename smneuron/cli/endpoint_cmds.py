@@ -10,10 +10,13 @@ import typer
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 
 
-def _endpoint_spec(ctx: typer.Context, **flags):  # type: ignore[no-untyped-def]
+def _endpoint_spec(ctx: typer.Context, generation: dict | None = None, **flags):  # type: ignore[no-untyped-def]
     from smneuron.specs import override
 
-    return override(state(ctx).project().endpoint, **flags)
+    base = state(ctx).project().endpoint
+    if generation and any(v is not None for v in generation.values()):
+        flags["generation"] = override(base.generation, **generation).model_dump()
+    return override(base, **flags)
 
 
 def _scaling_spec(
@@ -74,6 +77,17 @@ def deploy_cmd(
     dry_run: bool = typer.Option(
         False, "--dry-run", "--plan", help="Print what would be created; create nothing."
     ),
+    copies: int = typer.Option(None, "--copies", help="Text generation: copies (default: as many as fit)."),
+    min_copies: int = typer.Option(
+        None, "--min-copies", help="Text generation: autoscaling floor (0: to zero)."
+    ),
+    max_copies: int = typer.Option(None, "--max-copies", help="Text generation: autoscaling ceiling."),
+    max_instances: int = typer.Option(
+        None, "--max-instances", help="Text generation: managed instance ceiling."
+    ),
+    env: list[str] = typer.Option(
+        None, "--env", help="Container variable KEY=VALUE (repeat; TGI names translated)."
+    ),
     local: bool = typer.Option(False, "--local", help="Serve locally instead (same flags)."),
     port: int = typer.Option(8080, "--port", help="--local: port."),
     no_wait: bool = typer.Option(False, "--no-wait", help="Return once creation has started."),
@@ -81,6 +95,7 @@ def deploy_cmd(
 ) -> None:
     """Deploy (or blue/green update) an endpoint with one worker per NeuronCore and autoscaling."""
     from smneuron import deploy
+    from smneuron.cli.generation_cmds import env_flags
     from smneuron.errors import ConfigError
     from smneuron.specs import ScalingSpec
 
@@ -93,6 +108,13 @@ def deploy_cmd(
         max_batch_delay_ms=max_batch_delay_ms,
         image_uri=image_uri,
         latency_p99_alarm_ms=latency_alarm_ms,
+        environment=env_flags(state(ctx).project().endpoint.environment, env),
+        generation={
+            "copies": copies,
+            "min_copies": min_copies,
+            "max_copies": max_copies,
+            "max_instances": max_instances,
+        },
     )
     scaling = _scaling_spec(ctx, min_, max_, target, metric, schedule)
     if bench_report:
@@ -144,13 +166,18 @@ def deploy_cmd(
     for note in r.plan.notes:
         console().print(f"note: {note}")
     verb = "already up to date" if r.unchanged else ("updated" if r.is_update else "created")
+    how = "--stream " if hasattr(r.plan, "component_name") else ""
     console().print(
         f"Endpoint [bold]{r.endpoint_name}[/bold] {verb}: {r.status}. "
-        f'Invoke it with `smneuron invoke {r.endpoint_name} "some text"`.'
+        f'Invoke it with `smneuron invoke {how}{r.endpoint_name} "some text"`.'
     )
 
 
 def _render_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    if hasattr(p, "component_name"):
+        from smneuron.cli.generation_cmds import render_llm_plan
+
+        return render_llm_plan(p, as_json)
     data = p.to_dict()
     if as_json:
         print_json(data)
@@ -254,9 +281,12 @@ def invoke_cmd(
     data: Path = typer.Option(None, "--data", help="Send this file's bytes as the body instead."),
     content_type: str = typer.Option("application/json", "--content-type", help="With --data."),
     accept: str = typer.Option("application/json", "--accept", help="Response type."),
+    stream: bool = typer.Option(False, "--stream", help="Text generation: print tokens as they arrive."),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="Text generation: tokens to generate (128)."),
+    prompt: bool = typer.Option(False, "--prompt", help="Text generation: a completion, not a chat message."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Invoke an endpoint with texts (or a raw body) and print the answer."""
+    """Invoke an endpoint with texts (or a raw body) and print the answer (--stream for text generation)."""
     from smneuron.endpoints import Endpoint
     from smneuron.errors import ConfigError
 
@@ -268,6 +298,17 @@ def invoke_cmd(
             "No endpoint given.", hint='Pass its name (`smneuron invoke NAME "hello"`) or --url URL.'
         )
     ep = Endpoint(name, url=url, session=None if url else state(ctx).session())
+    if stream or max_tokens or prompt:
+        from smneuron.cli.generation_cmds import generate
+
+        return generate(
+            ep,
+            " ".join(text or []),
+            stream=stream,
+            max_tokens=max_tokens or 128,
+            prompt=prompt,
+            as_json=as_json,
+        )
     if data:
         r = ep.invoke(data.read_bytes(), content_type, accept)
     elif text:

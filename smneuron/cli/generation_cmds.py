@@ -1,0 +1,165 @@
+"""Text generation in the CLI: compile rendering, the inference-component plan, streamed answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from smneuron.cli._common import console, print_json, table
+
+
+def compile_text_generation(
+    model: str, out: Path, spec, *, note: str, from_cache: bool, as_json: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """`smneuron compile` for a causal LM: optimum-neuron export (inf2), a served copy (cpu), or a cache entry."""
+    from smneuron.llm_compile import compile_from_cache, compile_llm
+
+    spec = spec.model_copy(update={"task": "text-generation"})
+    if from_cache:
+        result = compile_from_cache(model, out, spec)
+    else:
+        result = compile_llm(model, out, spec)
+    notes = ([note] if note else []) + result.notes
+    m = result.manifest
+    if as_json:
+        print_json(
+            {
+                "out_dir": str(result.out_dir),
+                "seconds": round(result.seconds, 3),
+                "command": result.command,
+                "notes": notes,
+                "manifest": m.model_dump(mode="json"),
+            }
+        )
+        return
+    for n in notes:
+        console().print(f"note: {n}")
+    g = m.generation
+    console().print(
+        f"[bold]text-generation[/bold] for [bold]{m.compiler.target}[/bold] -> {result.out_dir} "
+        f"({result.seconds:.2f} s): {g.num_parameters / 1e9:.3f}B parameters, batch {g.batch_size}, "
+        f"sequence {g.sequence_length}, tp {g.tensor_parallel_size}, {g.dtype}"
+    )
+    if result.command:
+        console().print("[dim]optimum-cli " + " ".join(result.command[3:]) + "[/dim]")
+
+
+def render_llm_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    """The text-generation deploy plan: resources, capacity arithmetic, environment (token redacted), cost."""
+    from smneuron.llm_env import redacted
+
+    data = p.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    c = console()
+    c.print(
+        f"[bold]Plan[/bold] (nothing is created): text-generation endpoint [bold]{p.endpoint_name}[/bold] on "
+        f"{p.instance.name}: {p.copies} copies x tp {p.capacity.tensor_parallel_size}"
+    )
+    for note in p.notes:
+        c.print(f"note: {note}")
+    scaling = (
+        f"copies {p.min_copies}-{p.max_copies}, target {p.concurrent_requests_per_copy:g} concurrent requests "
+        f"per copy" + (" (scale to zero)" if p.scale_to_zero else "")
+        if p.min_copies != p.max_copies
+        else f"{p.copies} copies (fixed)"
+    )
+    rows = [
+        ["Model (optimum-neuron vLLM DLC)", p.model_name],
+        ["  image", p.image_uri],
+        [
+            "  model data",
+            f"{p.model_data.source} (uncompressed S3 prefix, sha256 {p.model_data.sha256[:12]})",
+        ],
+        ["EndpointConfig", p.endpoint_config_name],
+        ["  instances", f"1-{p.max_instances} x {p.instance.name} (managed instance scaling)"],
+        [
+            "  volume / AMI",
+            f"{p.volume_size_in_gb} GB / {p.inference_ami_version if p.instance.is_neuron else '-'}",
+        ],
+        ["Endpoint", p.endpoint_name],
+        ["InferenceComponent", p.component_name],
+        ["  per copy", f"{p.accelerators_per_copy} accelerator(s), {p.memory_mb_per_copy} MB host memory"],
+        ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],
+        ["Copy autoscaling", scaling],
+    ]
+    table(None, ["resource", "name / value"], rows, numeric=False)
+    table(
+        "Capacity (per NeuronCore; fits)",
+        ["", ""],
+        [[line, ""] for line in p.capacity.lines()],
+        numeric=False,
+    )
+    table(
+        "Container environment",
+        ["variable", "value"],
+        [[k, v] for k, v in sorted(redacted(p.environment).items())],
+        numeric=False,
+    )
+    if p.hourly_usd is not None:
+        per_copy = p.hourly_usd / max(p.capacity.copies, 1)
+        c.print(
+            f"Cost: ${p.hourly_usd:.3f}/hour per instance, ${per_copy:.3f}/hour per copy "
+            f"({p.capacity.copies} copies fit one instance)."
+        )
+
+
+def print_stream(pieces, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    """Print text pieces as they arrive (or, with --json, collect them)."""
+    import time
+
+    start, first, text = time.perf_counter(), None, []
+    for piece in pieces:
+        if first is None:
+            first = time.perf_counter() - start
+        text.append(piece)
+        if not as_json:
+            typer.echo(piece, nl=False)
+    total = time.perf_counter() - start
+    if as_json:
+        print_json(
+            {
+                "text": "".join(text),
+                "pieces": len(text),
+                "ttft_s": round(first, 4) if first is not None else None,
+                "total_s": round(total, 4),
+            }
+        )
+    else:
+        typer.echo("")
+        console().print(
+            f"[dim]{len(text)} pieces; first after {first or 0:.3f} s; {total:.3f} s in all[/dim]",
+            highlight=False,
+        )
+
+
+def env_flags(base: dict[str, str], env: list[str] | None) -> dict[str, str] | None:
+    """``--env KEY=VALUE`` flags on top of the project's endpoint environment (None: no flags)."""
+    if not env:
+        return None
+    out = dict(base)
+    for item in env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(
+                f"{item!r} is not KEY=VALUE (e.g. --env MAX_BATCH_SIZE=8).", param_hint="--env"
+            )
+        out[key] = value
+    return out
+
+
+def generate(ep, text: str, *, stream: bool, max_tokens: int, prompt: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    from smneuron.errors import ConfigError
+
+    if not text:
+        raise ConfigError(
+            "Nothing to send.", hint='Pass the text: `smneuron invoke --stream NAME "Tell me a story"`.'
+        )
+    args = {"prompt": text} if prompt else {"messages": [{"role": "user", "content": text}]}
+    if stream:
+        from smneuron.cli.generation_cmds import print_stream
+
+        return print_stream(ep.stream(**args, max_tokens=max_tokens), as_json)
+    print_json(ep.generate(**args, max_tokens=max_tokens))
