@@ -38,31 +38,49 @@ def request_body(
     return body
 
 
-def sse_events(chunks: Iterable[bytes]) -> Iterator[dict]:
-    """Parse server-sent events from byte chunks split anywhere; stops at ``data: [DONE]``.
+class SseBuffer:
+    """Incremental server-sent-events parser: ``feed`` bytes split anywhere, get whole events back."""
 
-    Raises:
-        InvocationError: an error event from the server (``{"object": "error", ...}`` or ``{"error": ...}``).
-    """
-    buffer = b""
-    for chunk in chunks:
-        buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.done = False  # ``data: [DONE]`` seen
+
+    def feed(self, chunk: bytes) -> list[dict]:
+        """The events completed by ``chunk``.
+
+        Raises:
+            InvocationError: an error event (``{"object": "error", ...}`` or ``{"error": ...}``).
+        """
+        self.buffer += chunk
+        events = []
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
             line = line.strip()
             if not line.startswith(b"data:"):
                 continue
             data = line[5:].strip()
             if data == b"[DONE]":
-                return
+                self.done = True
+                continue
             try:
                 event = json.loads(data)
             except ValueError:
                 continue
             if event.get("object") == "error" or "error" in event:
                 err = event.get("error", event)
+                err = err if isinstance(err, dict) else {"message": str(err)}
                 raise InvocationError(int(err.get("code") or 500), str(err.get("message", err)))
-            yield event
+            events.append(event)
+        return events
+
+
+def sse_events(chunks: Iterable[bytes]) -> Iterator[dict]:
+    """Parse server-sent events from byte chunks split anywhere; stops at ``data: [DONE]``."""
+    parser = SseBuffer()
+    for chunk in chunks:
+        yield from parser.feed(chunk)
+        if parser.done:
+            return
 
 
 def text_of(event: dict) -> str:

@@ -1,0 +1,153 @@
+"""What a text-generation benchmark sends: synthetic prompts of exact token counts, or a dataset.
+
+Synthetic prompts are made with the model's own tokenizer: words are drawn from its vocabulary and
+the token ids cut to exactly the length asked for (lengths drawn from N(mean, stdev) within
+[min, max] when a spread is given). Requests go to completions with ``max_tokens`` and
+``ignore_eos`` (vLLM's extension, as GuideLLM sends), so output lengths are what was asked for.
+A dataset is JSONL: a string, ``{"prompt": ...}`` or ``{"messages": [...]}`` per line (optional
+``max_tokens``), or a JSON list of those.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from smneuron.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A token length distribution: N(mean, stdev) clipped to [min, max]; fixed when stdev is 0."""
+
+    mean: int
+    stdev: float = 0.0
+    min: int | None = None
+    max: int | None = None
+
+    def draw(self, rng: random.Random) -> int:
+        n = self.mean if not self.stdev else int(round(rng.gauss(self.mean, self.stdev)))
+        lo, hi = self.min if self.min is not None else 1, self.max if self.max is not None else 1 << 20
+        return max(lo, min(hi, max(1, n)))
+
+
+def load_tokenizer(path: str | Path):  # type: ignore[no-untyped-def]
+    """A fast tokenizer from a tokenizer.json, a model/artifact directory that holds one.
+
+    Raises:
+        ConfigError: no tokenizer there (synthetic prompts need the model's tokenizer to count tokens).
+    """
+    from tokenizers import Tokenizer
+
+    p = Path(path)
+    file = p / "tokenizer.json" if p.is_dir() else p
+    if not file.is_file():
+        raise ConfigError(
+            f"No tokenizer.json at {path}: synthetic prompts are counted with the model's own tokenizer.",
+            hint="Pass --tokenizer with the model or artifact directory (or its tokenizer.json), or --dataset FILE.",
+        )
+    return Tokenizer.from_file(str(file))
+
+
+def synthetic_prompts(tokenizer, prompt: Lengths, count: int, *, seed: int = 0) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    """``count`` (text, token count) prompts whose encoding (without special tokens) is exactly the length drawn."""
+    vocab = tokenizer.get_vocab()
+    words = sorted(w for w in vocab if w.isalpha() and w.isascii() and len(w) > 1) or sorted(vocab)
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        n = prompt.draw(rng)
+        text = ""
+        for _ in range(8):  # the cut may re-tokenize differently at its edge: adjust until exact
+            ids = tokenizer.encode(text, add_special_tokens=False).ids
+            while len(ids) < n:
+                text = (text + " " + " ".join(rng.choice(words) for _ in range(n - len(ids) + 2))).strip()
+                ids = tokenizer.encode(text, add_special_tokens=False).ids
+            text = tokenizer.decode(ids[:n])
+            if len(tokenizer.encode(text, add_special_tokens=False).ids) == n:
+                break
+        out.append((text, len(tokenizer.encode(text, add_special_tokens=False).ids)))
+    return out
+
+
+def completion_body(prompt: str, max_tokens: int, *, model: str | None = None, stream: bool = True) -> bytes:
+    body: dict = {
+        "prompt": prompt,
+        "max_tokens": max_tokens,
+        "ignore_eos": True,
+        "stream": stream,
+        "temperature": 0,
+    }
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    if model:
+        body["model"] = model
+    return json.dumps(body).encode()
+
+
+def requests_from(
+    *,
+    tokenizer_path: str | Path | None,
+    prompt_tokens: Lengths | None,
+    output_tokens: Lengths,
+    dataset: str | Path | None = None,
+    count: int = 256,
+    seed: int = 0,
+    model: str | None = None,
+) -> list[bytes]:
+    """The request bodies of a run (cycled through when the run needs more).
+
+    Raises:
+        ConfigError: neither a dataset nor prompt lengths with a tokenizer; an empty or unreadable dataset.
+    """
+    rng = random.Random(seed + 1)
+    if dataset:
+        items = _read_dataset(Path(dataset))
+        bodies = []
+        for item in items:
+            doc = {"prompt": item} if isinstance(item, str) else dict(item)
+            doc.setdefault("max_tokens", output_tokens.draw(rng))
+            doc.update(stream=True, stream_options={"include_usage": True})
+            if model:
+                doc.setdefault("model", model)
+            bodies.append(json.dumps(doc).encode())
+        return bodies
+    if prompt_tokens is None or tokenizer_path is None:
+        raise ConfigError(
+            "A text-generation benchmark needs prompts: --prompt-tokens N with --tokenizer (synthetic, exact to "
+            "the tokenizer), or --dataset FILE.",
+            hint="e.g. --prompt-tokens 256 --output-tokens 128 --tokenizer ./artifact",
+        )
+    tok = load_tokenizer(tokenizer_path)
+    return [
+        completion_body(text, output_tokens.draw(rng), model=model)
+        for text, _ in synthetic_prompts(tok, prompt_tokens, count, seed=seed)
+    ]
+
+
+def _read_dataset(path: Path) -> list:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"Cannot read the dataset {path}: {e}") from None
+    try:
+        items = (
+            json.loads(text)
+            if text.lstrip().startswith("[")
+            else [json.loads(line) for line in text.splitlines() if line.strip()]
+        )
+    except ValueError as e:
+        raise ConfigError(f"{path} is not JSONL (or a JSON list): {e}") from None
+    bad = [
+        i
+        for i in items
+        if not (isinstance(i, str) or (isinstance(i, dict) and ("prompt" in i or "messages" in i)))
+    ]
+    if not items or bad:
+        raise ConfigError(
+            f"{path} has {'no requests' if not items else f'{len(bad)} lines without prompt or messages'}.",
+            hint='Each line: "text", {"prompt": "..."} or {"messages": [{"role": "user", "content": "..."}]}.',
+        )
+    return items
