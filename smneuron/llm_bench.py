@@ -48,6 +48,7 @@ class LlmReport:
     instance_count: float
     tensor_parallel_size: int | None
     copies: int | None
+    copies_per_instance: int | None
     hourly_usd: float | None
     price_source: str | None
     load: dict
@@ -233,6 +234,7 @@ def run_llm(
     instance_count: float = 1,
     tensor_parallel_size: int | None = None,
     copies: int | None = None,
+    copies_per_instance: int | None = None,
     price: float | None = None,
     load: dict | None = None,
     progress: Callable[[Progress], None] | None = None,
@@ -316,6 +318,7 @@ def run_llm(
         instance_count=instance_count,
         tensor_parallel_size=tensor_parallel_size,
         copies=copies,
+        copies_per_instance=copies_per_instance,
         hourly_usd=hourly,
         price_source=source,
         load=load or {},

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 QUANTILES = {"p50": 50, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9}
+MAX_SAMPLES = 2000
 
 
 @dataclass
@@ -120,6 +121,9 @@ class LlmRun:
     def to_dict(self) -> dict:
         data = asdict(self)
         data.pop("timings")
+        ok = [t.latency for t in self.timings if t.status == "ok"]
+        step = max(1, len(ok) // MAX_SAMPLES)  # the histogram's input, thinned evenly on long runs
+        data["latency_samples_ms"] = [round(v * 1000, 2) for v in ok[::step]]
         return data
 
 

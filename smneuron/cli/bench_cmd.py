@@ -19,7 +19,8 @@ def bench_cmd(
     profile: str = typer.Option(
         "sweep",
         "--rate-type",
-        help="Load shape: synchronous, throughput, constant or sweep (--profile is the AWS profile).",
+        help="Load shape: synchronous, throughput, constant or sweep; text generation also concurrent and "
+        "poisson (--profile is the AWS profile).",
     ),
     duration: float = typer.Option(10, "--duration", help="Seconds per run."),
     concurrency: int = typer.Option(16, "--concurrency", help="Requests in flight (throughput)."),
@@ -36,14 +37,85 @@ def bench_cmd(
     max_errors: int = typer.Option(None, "--max-errors", help="Stop a run after this many errors."),
     out: Path = typer.Option(None, "--output", "-o", help="Write the JSON report here."),
     plot: Path = typer.Option(None, "--plot", help="Write a PNG (latency vs throughput, histogram)."),
+    prompt_tokens: str = typer.Option(
+        None,
+        "--prompt-tokens",
+        help="Text generation: prompt tokens, N or N,stdev,min,max (synthetic, exact).",
+    ),
+    output_tokens: str = typer.Option(
+        None,
+        "--output-tokens",
+        help="Text generation: output tokens (max_tokens + ignore_eos), N or N,stdev,min,max.",
+    ),
+    dataset: Path = typer.Option(
+        None, "--dataset", help="Text generation: JSONL of prompts or chat messages."
+    ),
+    concurrencies: str = typer.Option(
+        None, "--concurrencies", help="Text generation, concurrent: e.g. 1,4,8."
+    ),
+    warmup: float = typer.Option(None, "--warmup", help="Seconds not measured at the start of each run."),
+    cooldown: float = typer.Option(None, "--cooldown", help="Seconds not measured at the end of each run."),
+    slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="Goodput: time to first token target."),
+    slo_itl_ms: float = typer.Option(None, "--slo-itl-ms", help="Goodput: inter-token latency target."),
+    slo_latency_ms: float = typer.Option(None, "--slo-latency-ms", help="Goodput: request latency target."),
+    goodput_target: float = typer.Option(
+        0.99, "--goodput-target", help="Share of requests that must meet the SLOs."
+    ),
+    copies: int = typer.Option(
+        None, "--copies", help="Text generation: copies serving (cost share, recommend)."
+    ),
+    copies_per_instance: int = typer.Option(None, "--copies-per-instance", help="Copies one instance holds."),
+    tp: int = typer.Option(None, "--tensor-parallel-size", help="Recorded in the report (recommend)."),
+    csv_out: Path = typer.Option(None, "--csv", help="Text generation: write a CSV (one row per run)."),
+    html_out: Path = typer.Option(
+        None, "--html", help="Text generation: write a self-contained HTML report."
+    ),
+    png_dir: Path = typer.Option(None, "--png-dir", help="Text generation: write the plots as PNGs here."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Benchmark: throughput, latency p50/p90/p95/p99/max, cost per million inferences."""
+    """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
     from smneuron import bench
+    from smneuron.cli import llm_bench_cmd
 
     if endpoint == "compare":
+        if reports and len(reports) == 2 and llm_bench_cmd.is_llm_report(reports[0]):
+            return llm_bench_cmd.compare(reports, as_json)
         _compare(reports or [], as_json)
         return
+    llm_flags = prompt_tokens or output_tokens or dataset
+    if llm_flags or llm_bench_cmd.has_components(ctx, endpoint, url):
+        return llm_bench_cmd.run(
+            ctx,
+            endpoint=endpoint,
+            url=url,
+            profile=profile,
+            duration=duration,
+            concurrency=concurrency,
+            concurrencies=concurrencies,
+            rate=rate,
+            rates=rates,
+            prompt_tokens=prompt_tokens,
+            output_tokens=output_tokens,
+            dataset=dataset,
+            tokenizer=tokenizer,
+            warmup=warmup,
+            cooldown=cooldown,
+            max_requests=max_requests,
+            max_errors=max_errors,
+            slo=(slo_ttft_ms, slo_itl_ms, slo_latency_ms),
+            goodput_target=goodput_target,
+            instance=instance,
+            count=count,
+            price=price,
+            copies=copies,
+            copies_per_instance=copies_per_instance,
+            tp=tp,
+            out=out,
+            csv_out=csv_out,
+            html_out=html_out,
+            png_dir=png_dir,
+            as_json=as_json,
+        )
 
     payloads = bench.load_payloads(data, tokenizer=tokenizer, mean_tokens=mean_tokens, spread=spread)
     report = bench.run(
@@ -110,7 +182,9 @@ def _compare(paths: list[Path], as_json: bool) -> None:
 
 def recommend_cmd(
     reports: list[Path] = typer.Argument(..., help="Bench reports (one per instance type)."),
-    latency_p99_ms: float = typer.Option(..., "--slo-p99-ms", help="The p99 latency SLO (ms)."),
+    latency_p99_ms: float = typer.Option(None, "--slo-p99-ms", help="The p99 latency SLO (ms)."),
+    slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="Text generation: TTFT p95 SLO (ms)."),
+    slo_itl_ms: float = typer.Option(None, "--slo-itl-ms", help="Text generation: ITL p95 SLO (ms)."),
     rate: float = typer.Option(..., "--rate", help="Requests per second to serve."),
     headroom: float = typer.Option(
         1.0, "--headroom", help="Use only this fraction of the measured capacity."
@@ -119,8 +193,15 @@ def recommend_cmd(
 ) -> None:
     """The cheapest instance type and count meeting a p99 SLO at a rate, with the arithmetic."""
     from smneuron.bench_report import load, recommend
+    from smneuron.cli import llm_bench_cmd
     from smneuron.errors import ConfigError
 
+    if reports and llm_bench_cmd.is_llm_report(reports[0]):
+        return llm_bench_cmd.recommend(
+            reports, rate=rate, ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms, as_json=as_json
+        )
+    if latency_p99_ms is None:
+        raise ConfigError("Give the latency SLO: --slo-p99-ms MS.")
     options = recommend([load(p) for p in reports], latency_p99_ms, rate, headroom=headroom)
     if as_json:
         print_json([o.__dict__ for o in options])
