@@ -10,11 +10,18 @@ from smneuron.cli._common import JsonOpt, console, print_json, table
 def demo_cmd(
     instance: str = typer.Option("ml.c6i.xlarge", "--instance", help="Instance type the demo deploys to."),
     bench_seconds: float = typer.Option(4.0, "--bench-seconds", help="Length of the benchmark."),
+    llm: bool = typer.Option(False, "--llm", help="Text generation: a causal LM as an inference component."),
+    model: str = typer.Option(
+        None, "--model", help="--llm: a causal LM directory (default: a tiny random Llama)."
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """compile -> package -> upload -> deploy -> serve -> invoke -> bench -> teardown, all local."""
     import json
     import time
+
+    if llm or model:
+        return _llm_demo(instance, bench_seconds, model, as_json)
 
     from smneuron.cli.bench_cmd import render
     from smneuron.demo import run_demo
@@ -49,6 +56,49 @@ def demo_cmd(
     answer = json.dumps(result.answer)
     c.print(f"\nAnswer ({result.task}, {result.model}): {answer[:160]}{'...' if len(answer) > 160 else ''}")
     render(result.report)
+    table("Left behind after teardown", list(result.leftovers), [list(result.leftovers.values())])
+    c.print(f"[bold]Demo finished in {time.perf_counter() - started:.1f} s.[/bold]")
+    if any(result.leftovers.values()):
+        raise typer.Exit(1)
+
+
+def _llm_demo(instance: str, bench_seconds: float, model: str | None, as_json: bool) -> None:
+    import time
+
+    from smneuron.cli.llm_bench_cmd import render
+    from smneuron.llm_demo import run_llm_demo
+
+    if as_json:
+        result = run_llm_demo(model_dir=model, instance_type=instance, bench_seconds=bench_seconds)
+        print_json(
+            {
+                "model": result.model,
+                "stages": [{"stage": n, "seconds": round(t, 3), "detail": d} for n, t, d in result.stages],
+                "answer": result.answer,
+                "ttft_s": result.ttft_s,
+                "bench": result.report,
+                "leftovers": result.leftovers,
+            }
+        )
+        if any(result.leftovers.values()):
+            raise typer.Exit(1)
+        return
+    c = console()
+    c.print(
+        "[bold]smneuron demo --llm[/bold]: text generation on this machine (embedded SageMaker, stand-in vLLM)"
+    )
+    started = time.perf_counter()
+    with c.status("compiling") as status:
+
+        def on_stage(name: str, seconds: float, detail: str) -> None:
+            c.print(f"[green]done[/green] {name:<13} {seconds:6.2f} s  {detail}")
+            status.update(f"after {name}...")
+
+        result = run_llm_demo(
+            model_dir=model, instance_type=instance, bench_seconds=bench_seconds, on_stage=on_stage
+        )
+    c.print(f"\nStreamed answer ({result.model}): {result.answer!r}")
+    render(result.report)  # type: ignore[arg-type]
     table("Left behind after teardown", list(result.leftovers), [list(result.leftovers.values())])
     c.print(f"[bold]Demo finished in {time.perf_counter() - started:.1f} s.[/bold]")
     if any(result.leftovers.values()):

@@ -51,11 +51,8 @@ class Components:
         copies = self.items[name]
         try:
             model_dir, env = self._fetch(model)
-            new = []
-            for _ in range(min(max(copies.desired, 1), MAX_LOCAL_COPIES)):
-                server = LlmServer(model_dir, env)
-                new.append(server)
-                server.start()
+            new = [LlmServer(model_dir, env) for _ in range(min(max(copies.desired, 1), MAX_LOCAL_COPIES))]
+            _start_all(new)
         except Exception as e:  # the component's FailureReason, as SageMaker reports a failed copy
             for server in locals().get("new", []):
                 server.stop()
@@ -140,6 +137,15 @@ class Components:
         with copies.lock:
             copies.turn += 1
             return copies.servers[copies.turn % len(copies.servers)].url
+
+
+def _start_all(servers: list) -> None:
+    """Start the copies side by side (as SageMaker places them); the first failure is raised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(servers)) as pool:
+        for future in [pool.submit(server.start) for server in servers]:
+            future.result()
 
 
 def _reason(e: BaseException) -> str:
