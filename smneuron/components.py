@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from smneuron.errors import EndpointFailedError, from_client_error, is_not_found, none_if_missing
 from smneuron.session import Session
@@ -105,6 +106,62 @@ def delete(session: Session, name: str) -> list[str]:
         time.sleep(0.5)
     removed.append(f"inference component {name}")
     return removed
+
+
+def summary(session: Session, described: dict) -> dict:
+    """What `smneuron status` shows of a component: status, copies, the model, and its copy autoscaling."""
+    aas = session.client("application-autoscaling")
+    resource = f"inference-component/{described['InferenceComponentName']}"
+    targets = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[resource])[
+        "ScalableTargets"
+    ]
+    return {
+        "InferenceComponentName": described["InferenceComponentName"],
+        "InferenceComponentStatus": described.get("InferenceComponentStatus"),
+        "FailureReason": described.get("FailureReason"),
+        "ModelName": described["Specification"].get("ModelName"),
+        "CopyCount": described.get("RuntimeConfig", {}).get("DesiredCopyCount"),
+        "CurrentCopyCount": described.get("RuntimeConfig", {}).get("CurrentCopyCount"),
+        "copy_autoscaling": [
+            {"MinCapacity": t["MinCapacity"], "MaxCapacity": t["MaxCapacity"]} for t in targets
+        ],
+    }
+
+
+def scale(session: Session, name: str, spec) -> Any:  # type: ignore[no-untyped-def]
+    """Copy autoscaling from a ScalingSpec: min/max copies, target tracking on concurrent requests per copy.
+
+    ``min_capacity`` 0 is scale to zero (a step policy on NoCapacityInvocationFailures scales out from it).
+    """
+    from smneuron.autoscaling import ScalingPlan
+
+    resource = f"inference-component/{name}"
+    target = spec.target_value or 4.0
+    policy = {
+        "PolicyName": f"smneuron-{name}-concurrency"[:256],
+        "ServiceNamespace": "sagemaker",
+        "ResourceId": resource,
+        "ScalableDimension": COPY_DIMENSION,
+        "PolicyType": "TargetTrackingScaling",
+        "TargetTrackingScalingPolicyConfiguration": {
+            "PredefinedMetricSpecification": {
+                "PredefinedMetricType": "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
+            },
+            "TargetValue": target,
+            "ScaleInCooldown": spec.scale_in_cooldown_in_seconds,
+            "ScaleOutCooldown": spec.scale_out_cooldown_in_seconds,
+        },
+    }
+    aas = session.client("application-autoscaling")
+    aas.register_scalable_target(
+        ServiceNamespace="sagemaker",
+        ResourceId=resource,
+        ScalableDimension=COPY_DIMENSION,
+        MinCapacity=spec.min_capacity,
+        MaxCapacity=spec.max_capacity,
+    )
+    aas.put_scaling_policy(**policy)
+    return ScalingPlan(resource, spec.min_capacity, spec.max_capacity, policy, [])
 
 
 def set_copies(session: Session, name: str, copies: int) -> None:

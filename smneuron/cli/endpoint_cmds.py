@@ -264,6 +264,18 @@ def status_cmd(
         ],
         numeric=False,
     )
+    for comp in s["components"]:
+        scaling = comp["copy_autoscaling"]
+        console().print(
+            f"inference component {comp['InferenceComponentName']}: {comp['InferenceComponentStatus']}, "
+            f"{comp['CurrentCopyCount']}/{comp['CopyCount']} copies"
+            + (
+                f", copy autoscaling {scaling[0]['MinCapacity']}-{scaling[0]['MaxCapacity']}"
+                if scaling
+                else ""
+            )
+            + (f" ({comp['FailureReason']})" if comp.get("FailureReason") else "")
+        )
     for pol in s["autoscaling"]["policies"]:
         tt = pol.get("TargetTrackingScalingPolicyConfiguration", {})
         console().print(f"scaling policy {pol['PolicyName']}: target {tt.get('TargetValue')}")

@@ -1,0 +1,359 @@
+"""Text generation: compile (optimum-neuron export via the stand-in, cpu), capacity, environment, plan."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from botocore_check import validate_request
+
+from smneuron.errors import ConfigError, MissingDependencyError
+from smneuron.specs import CompileSpec, EndpointSpec, GenerationSpec
+
+STANDINS = Path(__file__).parent / "standins"
+LLAMA_8B = Path(__file__).parent / "data" / "llama-3.1-8b-config.json"
+
+
+@pytest.fixture
+def optimum_standin(monkeypatch, tmp_path):
+    """optimum-neuron's stand-in on the path (this test and its subprocesses); yields the call log."""
+    log = tmp_path / "standin-calls.jsonl"
+    monkeypatch.setenv("SMNEURON_STANDIN_LOG", str(log))
+    monkeypatch.syspath_prepend(str(STANDINS))
+    monkeypatch.setenv("PYTHONPATH", str(STANDINS))
+    yield log
+    for name in [m for m in sys.modules if m == "optimum" or m.startswith(("optimum.", "_record"))]:
+        sys.modules.pop(name, None)
+
+
+def calls(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+@pytest.fixture
+def llama_8b(tiny_llama, tmp_path) -> Path:
+    """Llama-3.1-8B's config.json with a tokenizer and no weights: what the export and the arithmetic read."""
+    d = tmp_path / "llama-3.1-8b"
+    d.mkdir()
+    shutil.copy(LLAMA_8B, d / "config.json")
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tiny_llama / f, d / f)
+    return d
+
+
+@pytest.mark.parametrize(
+    ("batch", "seq", "tp", "dtype", "torch_dtype"),
+    [(8, 16512, 8, "bf16", "bfloat16"), (4, 4096, 2, "fp16", "float16"), (1, 2048, 24, "bf16", "bfloat16")],
+)
+def test_inf2_export_gets_optimum_neurons_exact_arguments(
+    optimum_standin, llama_8b, tmp_path, batch, seq, tp, dtype, torch_dtype
+):
+    from smneuron.llm_compile import compile_llm
+
+    spec = CompileSpec(
+        task="text-generation",
+        target="inf2",
+        batch_size=batch,
+        sequence_length=seq,
+        tensor_parallel_size=tp,
+        dtype=dtype,
+    )
+    result = compile_llm(llama_8b, tmp_path / "out", spec)
+    (call,) = calls(optimum_standin)
+    assert call["argv"] == [
+        "export",
+        "neuron",
+        "--model",
+        str(llama_8b),
+        "--task",
+        "text-generation",
+        "--batch_size",
+        str(batch),
+        "--sequence_length",
+        str(seq),
+        "--tensor_parallel_size",
+        str(tp),
+        "--torch_dtype",
+        torch_dtype,
+        "--instance_type",
+        "inf2",
+        str(tmp_path / "out"),
+    ]
+    g = result.manifest.generation
+    assert (g.batch_size, g.sequence_length, g.tensor_parallel_size, g.dtype) == (batch, seq, tp, dtype)
+    assert round(g.num_parameters / 1e9, 2) == 8.03  # counted from config.json's shapes
+    assert result.manifest.versions["optimum-neuron"] == "0.4.5"
+    manifest = json.loads((tmp_path / "out" / "smneuron.json").read_text())
+    assert manifest["compiler"]["cores_per_model"] == tp and "neuron_config.json" in manifest["model_files"]
+
+
+def test_a_failed_export_shows_the_compilers_words(optimum_standin, llama_8b, tmp_path, monkeypatch):
+    from smneuron.errors import CompileError
+    from smneuron.llm_compile import compile_llm
+
+    monkeypatch.setenv("SMNEURON_STANDIN_FAIL", "1")
+    with pytest.raises(CompileError, match="neuronx-cc: ERROR: compilation failed"):
+        compile_llm(llama_8b, tmp_path / "out", CompileSpec(task="text-generation", tensor_parallel_size=8))
+
+
+def test_inf2_without_optimum_neuron_says_where_it_runs(llama_8b, tmp_path):
+    from smneuron.llm_compile import compile_llm
+
+    with pytest.raises(MissingDependencyError) as e:
+        compile_llm(llama_8b, tmp_path / "out", CompileSpec(task="text-generation", tensor_parallel_size=8))
+    assert (
+        "optimum-neuron" in e.value.message and "vLLM DLC" in e.value.hint and "--target cpu" in e.value.hint
+    )
+
+
+def test_cache_lookup_needs_an_exact_entry_and_lists_the_cached_ones(
+    optimum_standin, llama_8b, tmp_path, monkeypatch
+):
+    from smneuron.llm_compile import compile_from_cache
+
+    entries = [
+        {
+            "batch_size": 4,
+            "sequence_length": 4096,
+            "tp_degree": 8,
+            "torch_dtype": "bfloat16",
+            "target": "trn1",
+        }
+    ]
+    monkeypatch.setenv("SMNEURON_STANDIN_CACHE", json.dumps(entries))
+    spec = CompileSpec(task="text-generation", batch_size=8, sequence_length=4096, tensor_parallel_size=8)
+    with pytest.raises(ConfigError) as e:
+        compile_from_cache(str(llama_8b), tmp_path / "a", spec)
+    assert "--batch-size 4 --sequence-length 4096 --tensor-parallel-size 8 (bfloat16)" in e.value.hint
+    hit = compile_from_cache(str(llama_8b), tmp_path / "a", spec.model_copy(update={"batch_size": 4}))
+    assert hit.manifest.generation.hub_model_id == str(llama_8b)
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [
+        "config.json",
+        "smneuron.json",
+    ]  # no weights
+
+
+def test_cpu_compile_records_the_configuration_and_refuses_what_does_not_apply(
+    tiny_llama, tiny_classifier, tmp_path
+):
+    from smneuron.llm_compile import compile_llm
+
+    r = compile_llm(
+        tiny_llama,
+        tmp_path / "a",
+        CompileSpec(task="text-generation", target="cpu", batch_size=4, sequence_length=256),
+    )
+    assert r.manifest.compiler.target == "cpu" and (tmp_path / "a" / "model.safetensors").is_file()
+    with pytest.raises(ConfigError, match="applies to inf2"):
+        compile_llm(
+            tiny_llama,
+            tmp_path / "b",
+            CompileSpec(task="text-generation", target="cpu", tensor_parallel_size=2, sequence_length=256),
+        )
+    with pytest.raises(ConfigError, match="max_position_embeddings"):
+        compile_llm(
+            tiny_llama,
+            tmp_path / "c",
+            CompileSpec(task="text-generation", target="cpu", sequence_length=4096),
+        )
+    with pytest.raises(ConfigError, match="not a causal LM"):
+        compile_llm(
+            tiny_classifier,
+            tmp_path / "d",
+            CompileSpec(task="text-generation", target="cpu", sequence_length=256),
+        )
+
+
+def test_heads_shard_as_optimum_neuron_shards_them():
+    from smneuron.llm_capacity import sharded_heads
+
+    assert sharded_heads(8, 32, 8) == (32, 8, "shard")  # Llama-3.1-8B on tp 8
+    assert sharded_heads(32, 56, 8) == (64, 32, "replicate-to-tp-degree")  # gqa.py's own example
+    assert sharded_heads(12, 32, 8) == (36, 36, "convert-to-mha")  # 12 % 8 != 0: one K/V head per query head
+    assert sharded_heads(2, 14, 14) == (14, 14, "mha")
+
+
+def test_impossible_layouts_are_refused_with_the_arithmetic_and_what_fits():
+    from smneuron.catalog import InstanceType
+    from smneuron.llm_capacity import ModelShape, capacity, check
+
+    shape = ModelShape.from_config(json.loads(LLAMA_8B.read_text()))
+    c = capacity(
+        shape,
+        InstanceType.parse("ml.inf2.xlarge"),
+        batch_size=4,
+        sequence_length=4096,
+        tensor_parallel_size=2,
+        dtype="bf16",
+    )
+    with pytest.raises(ConfigError) as e:
+        check(c, shape)
+    assert "15.0 GiB of host memory; ml.inf2.xlarge has 16 GiB" in e.value.message
+    assert "weights 14.96 GiB (bf16) / tp 2 = 7.48 GiB per NeuronCore" in e.value.message
+    assert "the smallest instance that fits is ml.inf2.8xlarge" in e.value.hint
+    big = capacity(
+        shape,
+        InstanceType.parse("ml.inf2.24xlarge"),
+        batch_size=64,
+        sequence_length=32768,
+        tensor_parallel_size=2,
+        dtype="bf16",
+    )
+    assert any("per NeuronCore (weights + KV cache)" in p for p in big.problems)
+    over = capacity(
+        shape,
+        InstanceType.parse("ml.inf2.24xlarge"),
+        batch_size=8,
+        sequence_length=4096,
+        tensor_parallel_size=8,
+        dtype="bf16",
+        copies=2,
+    )
+    assert over.problems == ["2 copies of tp 8 need 16 NeuronCores; ml.inf2.24xlarge has 12."]
+
+
+def test_tgi_variables_are_translated_with_a_notice_and_conflicts_refused():
+    from smneuron.llm_env import translate_tgi
+
+    env, notes = translate_tgi(
+        {
+            "HF_MODEL_ID": "meta-llama/Llama-3.1-8B",
+            "HF_NUM_CORES": "8",
+            "MAX_BATCH_SIZE": "8",
+            "MAX_TOTAL_TOKENS": "4096",
+            "MAX_INPUT_TOKENS": "2048",
+            "HUGGING_FACE_HUB_TOKEN": "hf_x",
+        }
+    )
+    assert env == {
+        "SM_ON_MODEL": "meta-llama/Llama-3.1-8B",
+        "SM_ON_TENSOR_PARALLEL_SIZE": "8",
+        "SM_ON_BATCH_SIZE": "8",
+        "SM_ON_SEQUENCE_LENGTH": "4096",
+        "HF_TOKEN": "hf_x",
+    }
+    assert any("MAX_INPUT_TOKENS dropped" in n for n in notes) and any(
+        "HF_NUM_CORES=8 translated" in n for n in notes
+    )
+    with pytest.raises(ConfigError, match="MAX_BATCH_SIZE=8"):
+        translate_tgi({"HF_BATCH_SIZE": "4", "MAX_BATCH_SIZE": "8"})
+
+
+def _inf2_artifact(optimum_standin, llama_8b, tmp_path) -> Path:
+    from smneuron.llm_compile import compile_llm
+
+    spec = CompileSpec(
+        task="text-generation", target="inf2", batch_size=8, sequence_length=16512, tensor_parallel_size=8
+    )
+    return compile_llm(llama_8b, tmp_path / "llama-8b", spec).out_dir
+
+
+def test_the_seed_layout_plans_three_copies_with_requests_botocore_accepts(
+    optimum_standin, llama_8b, tmp_path, monkeypatch
+):
+    from smneuron.llm_plan import plan_llm
+    from smneuron.model_data import stage
+
+    art = _inf2_artifact(optimum_standin, llama_8b, tmp_path)
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+    data = stage(art, upload=False)
+    p = plan_llm(
+        data,
+        EndpointSpec(
+            instance_type="ml.inf2.48xlarge",
+            name="llama-8b",
+            generation=GenerationSpec(min_copies=0, max_copies=6, max_instances=2),
+        ),
+        region="us-east-1",
+    )
+    assert (p.copies, p.capacity.copies, p.accelerators_per_copy) == (3, 3, 4)
+    env = p.environment
+    assert env["SM_ON_MODEL"] == "/opt/ml/model" and env["SM_ON_TENSOR_PARALLEL_SIZE"] == "8"
+    assert (env["SM_ON_BATCH_SIZE"], env["SM_ON_SEQUENCE_LENGTH"]) == ("8", "16512")
+    assert "HF_TOKEN" not in env  # shipped weights need no token
+    role = "arn:aws:iam::123456789012:role/smneuron-execution-role"
+    model = p.create_model_request(role)
+    assert model["PrimaryContainer"]["ModelDataSource"]["S3DataSource"]["CompressionType"] == "None"
+    assert "huggingface-vllm-inference-neuronx:0.11.0-optimum0.4.5" in model["PrimaryContainer"]["Image"]
+    config = p.endpoint_config_request(role)
+    variant = config["ProductionVariants"][0]
+    assert (
+        variant["InferenceAmiVersion"] == "al2-ami-sagemaker-inference-neuron-2"
+        and "ModelName" not in variant
+    )
+    assert variant["ManagedInstanceScaling"] == {
+        "Status": "ENABLED",
+        "MinInstanceCount": 0,
+        "MaxInstanceCount": 2,
+    }
+    scaling = p.scaling_requests()
+    assert scaling["target"]["ScalableDimension"] == "sagemaker:inference-component:DesiredCopyCount"
+    assert [x["PolicyType"] for x in scaling["policies"]] == ["TargetTrackingScaling", "StepScaling"]
+    for service, operation, args in [
+        ("sagemaker", "CreateModel", model),
+        ("sagemaker", "CreateEndpointConfig", config),
+        ("sagemaker", "CreateInferenceComponent", p.component_request()),
+        ("application-autoscaling", "RegisterScalableTarget", scaling["target"]),
+        *[("application-autoscaling", "PutScalingPolicy", x) for x in scaling["policies"]],
+        ("cloudwatch", "PutMetricAlarm", {**scaling["alarm"], "AlarmActions": ["arn:aws:autoscaling:x"]}),
+    ]:
+        assert validate_request(service, operation, args) == [], operation
+
+
+def test_the_plan_refuses_a_served_batch_other_than_the_compiled_one(optimum_standin, llama_8b, tmp_path):
+    from smneuron.llm_plan import plan_llm
+    from smneuron.model_data import stage
+
+    data = stage(_inf2_artifact(optimum_standin, llama_8b, tmp_path), upload=False)
+    spec = EndpointSpec(instance_type="ml.inf2.48xlarge", environment={"MAX_BATCH_SIZE": "4"})
+    with pytest.raises(ConfigError) as e:
+        plan_llm(data, spec, region="us-east-1")
+    assert "SM_ON_BATCH_SIZE=4 differs from the compiled batch size 8" in e.value.message
+
+
+def test_dry_run_prints_the_plan_with_the_token_redacted(optimum_standin, llama_8b, tmp_path, monkeypatch):
+    from conftest import run_cli
+
+    from smneuron.llm_compile import compile_from_cache
+
+    entries = [
+        {
+            "batch_size": 8,
+            "sequence_length": 4096,
+            "tp_degree": 8,
+            "torch_dtype": "bfloat16",
+            "target": "trn1",
+        }
+    ]
+    monkeypatch.setenv("SMNEURON_STANDIN_CACHE", json.dumps(entries))
+    art = compile_from_cache(
+        str(llama_8b),
+        tmp_path / "hub",
+        CompileSpec(task="text-generation", batch_size=8, tensor_parallel_size=8),
+    ).out_dir
+    env = {"HF_TOKEN": "hf_secret_value", "AWS_REGION": "us-east-1"}
+    code, out, err = run_cli(
+        "deploy",
+        str(art),
+        "--instance",
+        "ml.inf2.48xlarge",
+        "--name",
+        "llama",
+        "--dry-run",
+        "--json",
+        env=env,
+    )
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["environment"]["HF_TOKEN"] == "<redacted>" and plan["environment"]["SM_ON_MODEL"] == str(
+        llama_8b
+    )
+    assert "hf_secret_value" not in out
+    assert (
+        "ModelDataSource" not in plan["requests"]["CreateModel"]["PrimaryContainer"]
+    )  # the hub model is fetched
+    code, out, err = run_cli("deploy", str(art), "--instance", "ml.inf2.xlarge", "--dry-run", env=env)
+    assert code == 1 and "does not fit on ml.inf2.xlarge" in err and "Unexpected" not in err
