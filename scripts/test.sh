@@ -3,6 +3,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+# headless Chromium checks the HTML bench report (a test opens it); Debian's package, installed once
+if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
+  (apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; }) \
+    || echo "warning: could not install chromium (the HTML report test will say so)" >&2
+fi
 . .venv/bin/activate
 ruff check smneuron inference_code pipelines tests benchmarks scripts
 ruff format --check --quiet smneuron inference_code pipelines tests benchmarks scripts  # ruff owns the layout

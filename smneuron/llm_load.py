@@ -48,7 +48,10 @@ def load_tokenizer(path: str | Path):  # type: ignore[no-untyped-def]
             f"No tokenizer.json at {path}: synthetic prompts are counted with the model's own tokenizer.",
             hint="Pass --tokenizer with the model or artifact directory (or its tokenizer.json), or --dataset FILE.",
         )
-    return Tokenizer.from_file(str(file))
+    tok = Tokenizer.from_file(str(file))
+    tok.no_padding()  # a tokenizer.json saved with padding/truncation (e.g. for an encoder) would miscount
+    tok.no_truncation()
+    return tok
 
 
 def synthetic_prompts(tokenizer, prompt: Lengths, count: int, *, seed: int = 0) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from _record import record  # noqa: E402
+from _record import record
 
 INSTANCE_VALUE_MAP = {"trn1": "trn1", "trn1n": "trn1", "inf2": "trn1", "trn2": "trn2"}
 
@@ -36,7 +36,13 @@ def main(argv=None):
     p.add_argument("--batch_size", type=int)
     p.add_argument("--sequence_length", type=int)
     args = p.parse_args(argv[2:])
-    record({"function": "optimum-cli export neuron", "argv": argv, "parsed": {k: str(v) for k, v in vars(args).items()}})
+    record(
+        {
+            "function": "optimum-cli export neuron",
+            "argv": argv,
+            "parsed": {k: str(v) for k, v in vars(args).items()},
+        }
+    )
     if os.environ.get("SMNEURON_STANDIN_FAIL"):
         print("neuronx-cc: ERROR: compilation failed (stand-in)", file=sys.stderr)
         return 1
