@@ -20,7 +20,7 @@ from pathlib import Path
 
 from smneuron import bench
 from smneuron.compile import compile_model
-from smneuron.local.fake_aws import free_port
+from smneuron.local.ports import free_port
 from smneuron.local.server import LocalEndpoint
 from smneuron.local.tiny_model import build_tiny_bert
 from smneuron.packaging import package

@@ -77,7 +77,7 @@ def served(
     import subprocess
     import urllib.request
 
-    from smneuron.local.fake_aws import free_port
+    from smneuron.local.ports import free_port
 
     payloads = [json.dumps({"inputs": t}).encode() for t in short_texts(200, 7)]
     port = free_port()

@@ -49,7 +49,7 @@ def wait(
         EndpointFailedError: the component reached Failed (with its FailureReason).
         TimeoutError: not InService within ``timeout``.
     """
-    from smneuron.endpoints import poll_intervals
+    from smneuron.polling import poll_intervals
 
     start = time.monotonic()
     for delay in poll_intervals():

@@ -24,18 +24,11 @@ from smneuron.errors import (
     none_if_missing,
 )
 from smneuron.invoke import HttpTarget, Response, invoke_endpoint
+from smneuron.polling import poll_intervals as poll_intervals  # part of this module's API
 from smneuron.session import Session
 from smneuron.specs import ScalingSpec
 
 TRANSITIONAL = {"Creating", "Updating", "SystemUpdating", "RollingBack", "Deleting"}
-
-
-def poll_intervals(first: float = 1.0, factor: float = 1.6, cap: float = 20.0) -> Iterator[float]:
-    """1, 1.6, 2.6, ... seconds, capped: quick for fast changes, gentle for 10-minute ones."""
-    delay = first
-    while True:
-        yield delay
-        delay = min(cap, delay * factor)
 
 
 def describe(session: Session, name: str) -> dict | None:

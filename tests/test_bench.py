@@ -10,7 +10,7 @@ import time
 import pytest
 
 from smneuron import bench
-from smneuron.local.fake_aws import free_port
+from smneuron.local.ports import free_port
 
 
 @pytest.fixture(scope="module")

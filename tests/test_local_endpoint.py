@@ -146,7 +146,7 @@ def test_a_worker_killed_mid_load_loses_no_request_silently_and_comes_back(endpo
 
 
 def test_sigterm_drains_in_flight_requests(tarball, tmp_path):
-    from smneuron.local.fake_aws import free_port
+    from smneuron.local.ports import free_port
 
     port = free_port()
     proc = subprocess.Popen(

@@ -187,6 +187,9 @@ class Backer:
             else (backing.status, backing.reason)
         )
 
+    def route(self, endpoint: str, component: str | None, size: int) -> str | tuple[int, str, str]:
+        return route(self, endpoint, component, size)
+
     def url(self, name: str) -> str | None:
         """The next instance's URL (round robin over the running instances)."""
         backing = self.endpoints.get(name)
@@ -208,7 +211,7 @@ _INSTALLED = False
 def activate(backer: Backer | None) -> None:
     """Back the embedded AWS's endpoints with ``backer`` (None: plain moto again, for in-process tests)."""
     global _ACTIVE
-    from smneuron.local import fake_components
+    from smneuron.local import fake_components, stream_route
 
     if backer is not None:
         install()
@@ -216,6 +219,7 @@ def activate(backer: Backer | None) -> None:
         _ACTIVE.stop_all()
     _ACTIVE = backer
     fake_components.listener = backer.components if backer is not None else None
+    stream_route.ACTIVE = backer
 
 
 def install() -> None:

@@ -25,7 +25,6 @@ The product never works around moto; only this module changes moto.
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -254,12 +253,6 @@ def _patch_s3_conditional_denies() -> None:
     s3_models.FakeBucket.get_permission = get_permission
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def embedded_aws(port: int | None = None) -> Iterator[str]:
     """Run moto's server (with the extensions) on loopback; yields its endpoint URL."""
@@ -277,6 +270,8 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
         ) from e
     patch_moto()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log on the user's terminal
+    from smneuron.local.ports import free_port
+
     port = port or free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

@@ -272,7 +272,7 @@ class LlmServer:
     def __init__(
         self, model_dir: str | Path, environment: dict[str, str], *, port: int | None = None
     ) -> None:
-        from smneuron.local.fake_aws import free_port
+        from smneuron.local.ports import free_port
 
         self.model_dir = Path(model_dir)
         self.environment = environment

@@ -27,12 +27,21 @@ class Script:
     tokens: int | None = None  # None: the request's max_tokens
     error_every: int = 0  # 0: never
     model: str = "scripted"
+    tokenizer: str | None = None  # tokenizer.json (or its directory) to count prompt tokens; else words
 
 
 def app(script: Script):  # type: ignore[no-untyped-def]
     from aiohttp import web
 
     counter = itertools.count(1)
+    tok = None
+    if script.tokenizer:
+        from smneuron.llm_load import load_tokenizer
+
+        tok = load_tokenizer(script.tokenizer)
+
+    def count(text: str) -> int:
+        return len(tok.encode(text, add_special_tokens=False).ids) if tok else len(text.split())
 
     async def generate(request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -44,7 +53,7 @@ def app(script: Script):  # type: ignore[no-untyped-def]
         chat = "messages" in body
         tokens = script.tokens or int(body.get("max_tokens") or 16)
         prompt = body.get("prompt") or " ".join(m.get("content", "") for m in body.get("messages", []))
-        usage = {"prompt_tokens": len(str(prompt).split()), "completion_tokens": tokens}
+        usage = {"prompt_tokens": count(str(prompt)), "completion_tokens": tokens}
         usage["total_tokens"] = usage["prompt_tokens"] + tokens
         base = {"id": f"cmpl-{n}", "created": int(time.time()), "model": script.model}
         kind = "chat.completion.chunk" if chat else "text_completion"
@@ -56,12 +65,17 @@ def app(script: Script):  # type: ignore[no-untyped-def]
             )
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
+        try:
+            await stream(resp, body, chat, tokens, usage, base, kind)
+        except (ConnectionError, asyncio.CancelledError):  # the client went away (a cut-off request)
+            pass
+        return resp
+
+    async def stream(resp, body: dict, chat: bool, tokens: int, usage: dict, base: dict, kind: str) -> None:  # type: ignore[no-untyped-def]
         start = time.perf_counter()
         for i in range(tokens):
             due = start + (script.ttft_ms + script.itl_ms * i) / 1000
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            await asyncio.sleep(max(due - time.perf_counter(), 0))  # 0: still yield, so streams interleave
             choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
             choice["finish_reason"] = "length" if i == tokens - 1 else None
             await resp.write(
@@ -75,7 +89,6 @@ def app(script: Script):  # type: ignore[no-untyped-def]
             )
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
-        return resp
 
     async def ok(_: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
@@ -98,7 +111,7 @@ class ScriptedServer:
     """The scripted server on a background thread (tests, benchmarks): ``with ScriptedServer(s) as url:``."""
 
     def __init__(self, script: Script, port: int | None = None) -> None:
-        from smneuron.local.fake_aws import free_port
+        from smneuron.local.ports import free_port
 
         self.script, self.port = script, port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -139,8 +152,11 @@ def main() -> None:
     p.add_argument("--tokens", type=int, default=None)
     p.add_argument("--error-every", type=int, default=0)
     p.add_argument("--model", default="scripted")
+    p.add_argument(
+        "--tokenizer", default=None, help="tokenizer.json or its directory, to count prompt tokens"
+    )
     a = p.parse_args()
-    script = Script(a.ttft_ms, a.itl_ms, a.tokens, a.error_every, a.model)
+    script = Script(a.ttft_ms, a.itl_ms, a.tokens, a.error_every, a.model, a.tokenizer)
     web.run_app(app(script), host="127.0.0.1", port=a.port, access_log=None, print=None)
 
 

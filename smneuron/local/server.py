@@ -165,7 +165,7 @@ class LocalEndpoint:
             ) from None
         check_runnable(manifest)
         if self.port == 0:
-            from smneuron.local.fake_aws import free_port
+            from smneuron.local.ports import free_port
 
             self.port = free_port()
         self.layout = plan_layout(

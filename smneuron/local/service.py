@@ -75,7 +75,7 @@ def up(port: int = 0, timeout: float = 60, engine: str = "smneuron") -> dict:
     running = status()
     if running:
         return {**running, "started": False}
-    from smneuron.local.fake_aws import free_port
+    from smneuron.local.ports import free_port
 
     path = state_path()
     path.parent.mkdir(parents=True, exist_ok=True)

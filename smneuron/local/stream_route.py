@@ -19,6 +19,7 @@ from typing import Any
 
 _PATH = re.compile(r"^/endpoints/([^/]+)/invocations-response-stream$")
 COMPONENT_HEADER = "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT"
+ACTIVE: Any = None  # the embedded SageMaker's Backer (set by backing.activate)
 
 
 def _header(name: str, value: str) -> bytes:
@@ -65,16 +66,14 @@ class StreamRouter:
         match = _PATH.match(environ.get("PATH_INFO", ""))
         if environ.get("REQUEST_METHOD") != "POST" or match is None:
             return self.app(environ, start_response)
-        from smneuron.local import backing
-
-        backer = backing._ACTIVE
+        backer = ACTIVE
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
         if backer is None:
             return _json_error(
                 start_response, 400, "ValidationError", "No model servers run behind this embedded SageMaker."
             )
-        target = backing.route(backer, match.group(1), environ.get(COMPONENT_HEADER), len(body))
+        target = backer.route(match.group(1), environ.get(COMPONENT_HEADER), len(body))
         if isinstance(target, tuple):  # (status, code, message)
             return _json_error(start_response, *target)
         return self._relay(backer, target, body, environ, start_response)

@@ -109,7 +109,7 @@ class TorchServeStack:
             SmneuronError: TorchServe exited or its workers did not come up (with its log's last lines).
         """
         from smneuron.archive import extract_package
-        from smneuron.local.fake_aws import free_port
+        from smneuron.local.ports import free_port
         from smneuron.local.server import check_port_free, check_runnable
         from smneuron.serving_env import MODEL_DIR
 
