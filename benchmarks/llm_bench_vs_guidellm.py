@@ -166,8 +166,15 @@ def main() -> None:
     try:
         for streams in (1, 4):
             url = f"http://127.0.0.1:{port}"
-            g = run_guidellm(url, streams, args.seconds, 64, 32, tok, work / f"g{streams}.json")
-            s = run_smneuron(url, streams, args.seconds, 64, 32, tok, work / f"s{streams}.json")
+            # one after the other, order alternating, with a pause: each client's processes stay out of the other's run
+            clients = {"g": run_guidellm, "s": run_smneuron}
+            done = {}
+            for who in ["s", "g"] if streams == 1 else ["g", "s"]:
+                time.sleep(3)
+                done[who] = clients[who](
+                    url, streams, args.seconds, 64, 32, tok, work / f"{who}{streams}.json"
+                )
+            g, s = done["g"], done["s"]
             for key in g:
                 ratio = s[key] / g[key] if g[key] else float("nan")
                 same = "same" if key in SAME_DEFINITION else "differ (see below)" if key != "requests" else ""
@@ -182,7 +189,9 @@ def main() -> None:
     proc = server(port, 0, 0, tok)
     try:
         url = f"http://127.0.0.1:{port}"
+        time.sleep(3)
         g = run_guidellm(url, 64, args.seconds, 16, 256, tok, work / "g-max.json")
+        time.sleep(3)
         s = run_smneuron(url, 64, args.seconds, 16, 256, tok, work / "s-max.json")
     finally:
         proc.terminate()
