@@ -27,3 +27,46 @@ def test_demo_runs_every_stage_and_tears_down(tmp_path):
         "scalable_targets": 0,
         "alarms": 0,
     }
+
+
+def test_llm_demo_streams_through_an_inference_component_and_tears_down(tiny_llama):
+    """`smneuron demo --llm` as a user runs it (a subprocess), on the tiny Llama the fixture saved."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "smneuron.cli.main",
+            "demo",
+            "--llm",
+            "--model",
+            str(tiny_llama),
+            "--bench-seconds",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout)
+    assert [s["stage"] for s in result["stages"]] == [
+        "compile",
+        "embedded AWS",
+        "upload",
+        "deploy",
+        "stream",
+        "bench",
+        "teardown",
+    ]
+    assert result["answer"].strip() and result["ttft_s"] > 0
+    assert "2 copies" in result["stages"][3]["detail"] and "uncompressed" in result["stages"][2]["detail"]
+    runs = result["bench"]["runs"]
+    assert all(r["successful"] > 0 and r["errored"] == 0 for r in runs)
+    assert result["leftovers"] == dict.fromkeys(
+        ["inference_components", "endpoints", "endpoint_configs", "models", "scalable_targets"], 0
+    )

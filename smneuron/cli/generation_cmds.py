@@ -38,11 +38,15 @@ def compile_text_generation(
     g = m.generation
     console().print(
         f"[bold]text-generation[/bold] for [bold]{m.compiler.target}[/bold] -> {result.out_dir} "
-        f"({result.seconds:.2f} s): {g.num_parameters / 1e9:.3f}B parameters, batch {g.batch_size}, "
+        f"({result.seconds:.2f} s): {_count(g.num_parameters)} parameters, batch {g.batch_size}, "
         f"sequence {g.sequence_length}, tp {g.tensor_parallel_size}, {g.dtype}"
     )
     if result.command:
         console().print("[dim]optimum-cli " + " ".join(result.command[3:]) + "[/dim]")
+
+
+def _count(n: int) -> str:
+    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M"
 
 
 def render_llm_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
@@ -86,12 +90,9 @@ def render_llm_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
         ["Copy autoscaling", scaling],
     ]
     table(None, ["resource", "name / value"], rows, numeric=False)
-    table(
-        "Capacity (per NeuronCore; fits)",
-        ["", ""],
-        [[line, ""] for line in p.capacity.lines()],
-        numeric=False,
-    )
+    c.print("[bold]Capacity[/bold] (fits):")
+    for line in p.capacity.lines():
+        c.print(f"  {line}", highlight=False)
     table(
         "Container environment",
         ["variable", "value"],
