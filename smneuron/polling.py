@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 
-def poll_intervals(first: float = 1.0, factor: float = 1.6, cap: float = 20.0) -> Iterator[float]:
-    """1, 1.6, 2.6, ... seconds, capped: quick for fast changes, gentle for 10-minute ones."""
+def poll_intervals(first: float = 0.25, factor: float = 1.5, cap: float = 20.0) -> Iterator[float]:
+    """0.25, 0.375, 0.56, ... seconds, capped at 20: a change that takes seconds (a local endpoint, a
+    copy starting) is seen within a fraction of its time; a 10-minute one costs about 40 describe calls."""
     delay = first
     while True:
         yield delay
