@@ -256,8 +256,9 @@ def test_waiter_backs_off_and_times_out():
     from smneuron.endpoints import poll_intervals
 
     gen = poll_intervals()
-    seq = [next(gen) for _ in range(10)]
-    assert seq[0] == 1.0 and seq == sorted(seq) and seq[-1] == 20.0
+    seq = [next(gen) for _ in range(15)]
+    assert seq[0] == 0.25 and seq == sorted(seq) and seq[-1] == 20.0
+    assert sum(seq[:6]) < 6  # a change that takes seconds is seen within seconds
 
 
 def test_notebook_sdk_returns_an_endpoint_object(cpu_artifact, session, role):

@@ -120,7 +120,9 @@ def test_metrics_against_a_server_with_known_timings():
     assert run.errored == n // 5 and run.incomplete == 0
     assert run.output_tokens["min"] == run.output_tokens["max"] == 20  # from the usage chunk
     assert 100 <= run.ttft_ms["p50"] < 200
-    assert 20 <= run.itl_ms["mean"] < 30
+    # the server sends token i at start + TTFT + i x ITL, so a late first token (a loaded machine) shortens
+    # the measured first-to-last span: ITL's lower bound carries a margin, the others are exact
+    assert 18 <= run.itl_ms["mean"] < 30
     assert 24 <= run.tpot_ms["mean"] < 36  # (100 + 19 x 20) / 20 = 24
     assert 0.48 * 1000 <= run.latency_ms["p50"] < 700
     assert run.concurrency_mean == pytest.approx(2, rel=0.25)
