@@ -74,7 +74,7 @@ def inspect_package(path: str | Path) -> InspectReport:
         problems.append(f"{MANIFEST_NAME} is missing")
     else:
         manifest = json.loads(manifest_bytes)
-        expected = Manifest.parse(manifest, f"{path}:{MANIFEST_NAME}").files()
+        expected = parse_any(manifest, f"{path}:{MANIFEST_NAME}").files()
         for name, digest in expected.items():
             got = entries.get(name)
             if got is None:
@@ -87,7 +87,10 @@ def inspect_package(path: str | Path) -> InspectReport:
             if name not in expected and name != MANIFEST_NAME and not name.startswith("code/"):
                 problems.append(f"{name}: not part of the artifact (unexpected file at the root)")
     code = sorted(n for n in entries if n.startswith("code/"))
-    if "code/inference.py" not in entries:
+    llm = (
+        manifest is not None and manifest.get("task") == "text-generation"
+    )  # the vLLM container has no code/
+    if "code/inference.py" not in entries and not llm:
         problems.append("code/inference.py is missing: the DLC would fall back to its default handlers")
     return InspectReport(path, list(entries.values()), manifest, code, problems)
 

@@ -63,6 +63,7 @@ def plan(
         ArtifactError: the directory is not a compiled artifact, or a manifest file is missing.
         ConfigError: user code collides with smneuron's inference code.
     """
+    _refuse_text_generation(artifact_dir)
     manifest = Manifest.read(artifact_dir)
     files: dict[str, Path] = {MANIFEST_NAME: artifact_dir / MANIFEST_NAME}
     for name in manifest.files():
@@ -100,6 +101,22 @@ def plan(
         for w in wheels:
             files[f"code/wheels/{Path(w).name}"] = Path(w)
     return files, req.encode()
+
+
+def _refuse_text_generation(artifact_dir: Path) -> None:
+    import json
+
+    try:
+        task = json.loads((artifact_dir / MANIFEST_NAME).read_text()).get("task")
+    except (OSError, ValueError):
+        return  # Manifest.read says what is wrong
+    if task == "text-generation":
+        raise ArtifactError(
+            f"{artifact_dir} is a text-generation artifact: the optimum-neuron vLLM container serves the model "
+            "directory itself (no model.tar.gz, no code/), uploaded uncompressed.",
+            hint=f"Deploy it as it is (`smneuron deploy {artifact_dir} --instance ml.inf2.48xlarge`) or stage it "
+            f"with `smneuron upload {artifact_dir}`; `smneuron inspect {artifact_dir}` verifies its files.",
+        )
 
 
 def _walk(root: Path) -> list[Path]:

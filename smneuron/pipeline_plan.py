@@ -99,6 +99,12 @@ def plan(
             "the pipeline runs.",
             hint=f"Set compile.task in smneuron.yaml (or --task) to one of: {', '.join(TASKS)}.",
         )
+    if comp.task == "text-generation":
+        raise ConfigError(
+            "The pipeline compiles, evaluates and deploys encoders; text generation is not part of it yet.",
+            hint="Compile with `smneuron compile MODEL --task text-generation --target inf2` and deploy with "
+            "`smneuron deploy` (inference components), or set compile.task to an encoder task.",
+        )
     if comp.target != target:
         comp = comp.model_copy(update={"target": target})
     if not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}", spec.name):

@@ -357,3 +357,30 @@ def test_dry_run_prints_the_plan_with_the_token_redacted(optimum_standin, llama_
     )  # the hub model is fetched
     code, out, err = run_cli("deploy", str(art), "--instance", "ml.inf2.xlarge", "--dry-run", env=env)
     assert code == 1 and "does not fit on ml.inf2.xlarge" in err and "Unexpected" not in err
+
+
+def test_a_text_generation_artifact_is_inspected_not_packaged_and_the_pipeline_says_it_is_not_for_it(
+    tiny_llama, tmp_path
+):
+    from conftest import run_cli
+
+    from smneuron.llm_compile import compile_llm
+
+    art = compile_llm(
+        tiny_llama, tmp_path / "a", CompileSpec(task="text-generation", target="cpu", sequence_length=256)
+    ).out_dir
+    code, out, err = run_cli("inspect", str(art))
+    assert code == 0 and "task text-generation" in out and "every file matches" in out
+    (art / "model.safetensors").write_bytes(b"tampered")
+    code, out, err = run_cli("inspect", str(art))
+    assert code == 1 and "model.safetensors: sha256" in out
+    code, out, err = run_cli("package", str(art), "-o", str(tmp_path / "m.tar.gz"))
+    assert code == 1 and "serves the model directory itself" in err and "smneuron deploy" in err
+    from smneuron.pipeline_plan import plan
+    from smneuron.specs import ProjectFile
+
+    project = ProjectFile(
+        compile={"task": "text-generation"}, pipeline={"role": "arn:aws:iam::123456789012:role/p"}
+    )
+    with pytest.raises(ConfigError, match="text generation is not part of it yet"):
+        plan(project)

@@ -81,7 +81,13 @@ def inspect_cmd(
         )
     else:
         table(None, ["entry", "bytes", "sha256"], [[e.name, e.size_bytes, e.sha256[:16]] for e in r.entries])
-        if r.manifest:
+        if r.manifest and r.manifest.get("task") == "text-generation":
+            g, m = r.manifest["generation"], r.manifest
+            console().print(
+                f"task text-generation  target {m['compiler']['target']}  batch {g['batch_size']}  sequence "
+                f"{g['sequence_length']}  tp {g['tensor_parallel_size']}  {g['dtype']}  smneuron {m['smneuron_version']}"
+            )
+        elif r.manifest:
             m = r.manifest
             console().print(
                 f"task {m['task']}  target {m['compiler']['target']}  batch {m['batch_size']}  buckets "

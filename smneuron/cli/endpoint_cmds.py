@@ -96,6 +96,7 @@ def deploy_cmd(
     """Deploy (or blue/green update) an endpoint with one worker per NeuronCore and autoscaling."""
     from smneuron import deploy
     from smneuron.cli.generation_cmds import env_flags
+    from smneuron.cli.plan_render import render_plan
     from smneuron.errors import ConfigError
     from smneuron.specs import ScalingSpec
 
@@ -122,8 +123,12 @@ def deploy_cmd(
             raise ConfigError("--bench-report needs --slo-p99-ms (the p99 latency the endpoint must meet).")
         scaling = ScalingSpec.from_bench_report(bench_report, slo_p99_ms, headroom=headroom, base=scaling)
     if local:
-        from smneuron.cli.serve_cmd import describe_layout
+        from smneuron.cli.serve_cmd import describe_layout, serve_text_generation
         from smneuron.local.server import LocalEndpoint
+        from smneuron.model_data import _is_llm_dir
+
+        if Path(artifact).is_dir() and _is_llm_dir(Path(artifact)):
+            return serve_text_generation(Path(artifact), "127.0.0.1", port)
 
         ep = LocalEndpoint(artifact, spec=spec, instance_type=spec.instance_type, port=port, workers=workers)
         console().print(describe_layout(ep.prepare()))
@@ -133,7 +138,7 @@ def deploy_cmd(
     session = state(ctx).session(role=role, bucket=bucket, offline=dry_run)
     prices = state(ctx).project().prices or None
     if dry_run:
-        _render_plan(
+        render_plan(
             deploy.preview(artifact, spec, scaling, session=session, workers=workers, prices=prices), as_json
         )
         return
@@ -171,68 +176,6 @@ def deploy_cmd(
         f"Endpoint [bold]{r.endpoint_name}[/bold] {verb}: {r.status}. "
         f'Invoke it with `smneuron invoke {how}{r.endpoint_name} "some text"`.'
     )
-
-
-def _render_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
-    if hasattr(p, "component_name"):
-        from smneuron.cli.generation_cmds import render_llm_plan
-
-        return render_llm_plan(p, as_json)
-    data = p.to_dict()
-    if as_json:
-        print_json(data)
-        return
-    c = console()
-    c.print(
-        f"[bold]Plan[/bold] (nothing is created): endpoint [bold]{p.endpoint_name}[/bold] on "
-        f"{p.initial_instance_count} x {p.instance.name}"
-    )
-    for note in p.notes:
-        c.print(f"note: {note}")
-    policy = p.scaling.policy
-    scaling = f"{p.scaling.min_capacity}-{p.scaling.max_capacity} instances"
-    if policy:
-        cfg = policy["TargetTrackingScalingPolicyConfiguration"]
-        scaling += (
-            f", target {cfg['TargetValue']:g} {cfg['PredefinedMetricSpecification']['PredefinedMetricType']}"
-        )
-    else:
-        scaling += " (fixed)"
-    md = p.model_data
-    rows = [
-        ["Model (boto3 CreateModel, PyTorch DLC, no repack)", p.model_name],
-        ["  image", p.image_uri],
-        [
-            "  model data",
-            f"{md.source} ({md.target} artifact, sha256 {md.sha256[:12]})" if md else "existing Model",
-        ],
-        ["EndpointConfig", p.endpoint_config_name],
-        ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],
-        ["Endpoint", p.endpoint_name],
-        ["Autoscaling", scaling],
-        *[
-            [
-                "  schedule",
-                f"{s['Schedule']} -> {s['ScalableTargetAction']['MinCapacity']}-"
-                f"{s['ScalableTargetAction']['MaxCapacity']}",
-            ]
-            for s in p.scaling.scheduled
-        ],
-        ["CloudWatch alarms", ", ".join(a["AlarmName"] for a in p.alarms)],
-    ]
-    table(None, ["resource", "name / value"], rows, numeric=False)
-    table(
-        "Container environment",
-        ["variable", "value"],
-        [[k, v] for k, v in sorted(p.environment.items())],
-        numeric=False,
-    )
-    if p.hourly_usd is not None:
-        c.print(
-            f"Cost: ${p.hourly_usd:.3f}/hour per instance -> ${data['monthly_usd_at_min']:,.2f}/month at "
-            f"{p.scaling.min_capacity}, ${data['monthly_usd_at_max']:,.2f}/month at {p.scaling.max_capacity} "
-            "instance(s) (730 h/month; see `smneuron instances` for the price source)."
-        )
 
 
 def status_cmd(

@@ -21,6 +21,30 @@ def describe_layout(layout) -> str:  # type: ignore[no-untyped-def]
     return text
 
 
+def serve_text_generation(model_dir: Path, host: str, port: int) -> None:
+    """A text-generation artifact: the stand-in of the optimum-neuron vLLM container, in the foreground."""
+    import json
+    import os
+
+    from smneuron.local.llm_server import main
+    from smneuron.local.server import check_port_free
+
+    gen = json.loads((model_dir / "smneuron.json").read_text())["generation"]
+    os.environ.update(
+        SM_ON_BATCH_SIZE=str(gen["batch_size"]),
+        SM_ON_SEQUENCE_LENGTH=str(gen["sequence_length"]),
+        SM_ON_TENSOR_PARALLEL_SIZE=str(gen["tensor_parallel_size"]),
+    )
+    check_port_free(host, port)
+    console().print(
+        f"Serving text generation (the local stand-in of the optimum-neuron vLLM container) on http://{host}:{port}: "
+        f'`smneuron invoke --url http://{host}:{port} --stream "hello"`. Ctrl-C stops it.'
+    )
+    code = main(["--model-dir", str(model_dir), "--port", str(port), "--host", host])
+    if code:
+        raise typer.Exit(code)
+
+
 def serve_cmd(
     package: Path = typer.Argument(..., help="model.tar.gz, a package directory or an extracted model dir."),
     instance: str = typer.Option("ml.inf2.xlarge", "--instance", "-i", help="Instance type to simulate."),
@@ -42,6 +66,10 @@ def serve_cmd(
 
     if engine not in ("smneuron", "torchserve"):
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
+    from smneuron.model_data import _is_llm_dir
+
+    if package.is_dir() and _is_llm_dir(package):
+        return serve_text_generation(package, host, port)
     if engine == "torchserve":
         _serve_torchserve(package, instance, port, workers, batch_size, max_batch_delay_ms, timeout)
         return

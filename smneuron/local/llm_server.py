@@ -67,6 +67,7 @@ class Generator:
         import transformers
 
         torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+        transformers.utils.logging.disable_progress_bar()
         self.torch = torch
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(model_dir))
         self.model = transformers.AutoModelForCausalLM.from_pretrained(
@@ -249,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", required=True, type=Path)
     parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--host", default="127.0.0.1")
     args = parser.parse_args(argv)
     try:
         served = configuration(args.model_dir, dict(os.environ))
@@ -256,9 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ValueError: {e}", file=sys.stderr)
         return 1
     gen = Generator(args.model_dir, served["batch_size"], served["sequence_length"])
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(gen, served))
+    server = ThreadingHTTPServer((args.host, args.port), handler_for(gen, served))
     server.daemon_threads = True
-    print(f"serving {served['model']} on 127.0.0.1:{args.port}", flush=True)
+    print(f"serving {served['model']} on {args.host}:{args.port}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -137,5 +137,6 @@ def build_tiny_llama(out_dir: str | Path, *, seed: int = 0) -> Path:
         tie_word_embeddings=True,
     )
     torch.manual_seed(seed)
+    transformers.utils.logging.disable_progress_bar()
     transformers.LlamaForCausalLM(config).eval().save_pretrained(out)
     return out

@@ -1,0 +1,67 @@
+"""The deploy plan as `smneuron deploy --dry-run` prints it (encoders; text generation in generation_cmds)."""
+
+from __future__ import annotations
+
+from smneuron.cli._common import console, print_json, table
+
+
+def render_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    if hasattr(p, "component_name"):
+        from smneuron.cli.generation_cmds import render_llm_plan
+
+        return render_llm_plan(p, as_json)
+    data = p.to_dict()
+    if as_json:
+        print_json(data)
+        return
+    c = console()
+    c.print(
+        f"[bold]Plan[/bold] (nothing is created): endpoint [bold]{p.endpoint_name}[/bold] on "
+        f"{p.initial_instance_count} x {p.instance.name}"
+    )
+    for note in p.notes:
+        c.print(f"note: {note}")
+    policy = p.scaling.policy
+    scaling = f"{p.scaling.min_capacity}-{p.scaling.max_capacity} instances"
+    if policy:
+        cfg = policy["TargetTrackingScalingPolicyConfiguration"]
+        scaling += (
+            f", target {cfg['TargetValue']:g} {cfg['PredefinedMetricSpecification']['PredefinedMetricType']}"
+        )
+    else:
+        scaling += " (fixed)"
+    md = p.model_data
+    rows = [
+        ["Model (boto3 CreateModel, PyTorch DLC, no repack)", p.model_name],
+        ["  image", p.image_uri],
+        [
+            "  model data",
+            f"{md.source} ({md.target} artifact, sha256 {md.sha256[:12]})" if md else "existing Model",
+        ],
+        ["EndpointConfig", p.endpoint_config_name],
+        ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],
+        ["Endpoint", p.endpoint_name],
+        ["Autoscaling", scaling],
+        *[
+            [
+                "  schedule",
+                f"{s['Schedule']} -> {s['ScalableTargetAction']['MinCapacity']}-"
+                f"{s['ScalableTargetAction']['MaxCapacity']}",
+            ]
+            for s in p.scaling.scheduled
+        ],
+        ["CloudWatch alarms", ", ".join(a["AlarmName"] for a in p.alarms)],
+    ]
+    table(None, ["resource", "name / value"], rows, numeric=False)
+    table(
+        "Container environment",
+        ["variable", "value"],
+        [[k, v] for k, v in sorted(p.environment.items())],
+        numeric=False,
+    )
+    if p.hourly_usd is not None:
+        c.print(
+            f"Cost: ${p.hourly_usd:.3f}/hour per instance -> ${data['monthly_usd_at_min']:,.2f}/month at "
+            f"{p.scaling.min_capacity}, ${data['monthly_usd_at_max']:,.2f}/month at {p.scaling.max_capacity} "
+            "instance(s) (730 h/month; see `smneuron instances` for the price source)."
+        )
