@@ -7,7 +7,7 @@ from smneuron.demo import run_demo
 
 def test_demo_runs_every_stage_and_tears_down(tmp_path):
     seen = []
-    result = run_demo(bench_seconds=4.5, on_stage=lambda name, s, d: seen.append(name), work_dir=tmp_path)
+    result = run_demo(bench_seconds=3, on_stage=lambda name, s, d: seen.append(name), work_dir=tmp_path)
     assert seen == [
         "compile",
         "package",
