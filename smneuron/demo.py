@@ -25,6 +25,23 @@ class DemoResult:
     leftovers: dict[str, int] = field(default_factory=dict)
 
 
+def stage_recorder(
+    stages: list[tuple[str, float, str]], on_stage: Callable[[str, float, str], None] | None
+) -> Callable[[str, str], None]:
+    """``stage(name, detail)``: records the time since the previous stage and reports it."""
+    clock = time.perf_counter()
+
+    def stage(name: str, detail: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        stages.append((name, now - clock, detail))
+        if on_stage:
+            on_stage(name, now - clock, detail)
+        clock = now
+
+    return stage
+
+
 def pick_model(work: Path) -> tuple[Path, str, str]:
     """all-MiniLM-L6-v2 when its package is installed, else the tiny BERT."""
     try:
@@ -58,18 +75,9 @@ def run_demo(
 
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-demo-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
-    notify = on_stage or (lambda *_: None)
-    clock = time.perf_counter()
-
-    def stage(name: str, detail: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        result.stages.append((name, now - clock, detail))
-        notify(name, now - clock, detail)
-        clock = now
-
     model_dir, task, label = pick_model(work)
     result = DemoResult(model=label, task=task)
+    stage = stage_recorder(result.stages, on_stage)
     try:
         compiled = compile_model(
             model_dir,

@@ -182,27 +182,15 @@ def compile_llm(model: str | Path, out_dir: str | Path, spec: CompileSpec) -> Ll
         _run_export(command)
         function = "optimum-cli export neuron"
     files = {p.relative_to(out).as_posix(): sha256_file(p) for p in sorted(out.rglob("*")) if p.is_file()}
-    manifest = LlmManifest(
-        smneuron_version=__version__,
-        model_type=shape.model_type,
-        generation=Generation(
-            batch_size=spec.batch_size,
-            sequence_length=spec.sequence_length,
-            tensor_parallel_size=spec.tensor_parallel_size,
-            dtype=spec.dtype,
-            num_parameters=shape.parameters,
-            source=str(model),
-        ),
-        compiler=Compiler(
-            target=spec.target,
-            function=function,
-            args=command[3:],
-            cores_per_model=spec.tensor_parallel_size,
-        ),
-        versions=_versions(),
-        model_files=files,
-        source_model_sha256=tree_hash(src),
-        created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    manifest = _manifest(
+        shape,
+        spec,
+        source=str(model),
+        target=spec.target,
+        function=function,
+        args=command[3:],
+        files=files,
+        source_sha=tree_hash(src),
     )
     manifest.write(out)
     return LlmCompileResult(out, manifest, time.monotonic() - started, command, notes)
@@ -251,7 +239,35 @@ def compile_from_cache(model_id: str, out_dir: str | Path, spec: CompileSpec) ->
         shutil.rmtree(out)
     out.mkdir(parents=True)
     (out / "config.json").write_text(json.dumps(config, indent=2, default=str))
-    manifest = LlmManifest(
+    manifest = _manifest(
+        shape,
+        spec,
+        source=model_id,
+        target="inf2",
+        function="optimum-neuron cache",
+        args=[],
+        files={"config.json": sha256_file(out / "config.json")},
+        source_sha=model_id,
+        hub_model_id=model_id,
+    )
+    manifest.write(out)
+    note = f"serving {model_id} from the optimum-neuron cache: the endpoint downloads it (set HF_TOKEN for gated models)"
+    return LlmCompileResult(out, manifest, time.monotonic() - started, [], [note])
+
+
+def _manifest(
+    shape: ModelShape,
+    spec: CompileSpec,
+    *,
+    source: str,
+    target: str,
+    function: str,
+    args: list[str],
+    files: dict[str, str],
+    source_sha: str,
+    hub_model_id: str | None = None,
+) -> LlmManifest:
+    return LlmManifest(
         smneuron_version=__version__,
         model_type=shape.model_type,
         generation=Generation(
@@ -260,20 +276,17 @@ def compile_from_cache(model_id: str, out_dir: str | Path, spec: CompileSpec) ->
             tensor_parallel_size=spec.tensor_parallel_size,
             dtype=spec.dtype,
             num_parameters=shape.parameters,
-            source=model_id,
-            hub_model_id=model_id,
+            source=source,
+            hub_model_id=hub_model_id,
         ),
         compiler=Compiler(
-            target="inf2", function="optimum-neuron cache", cores_per_model=spec.tensor_parallel_size
+            target=target, function=function, args=args, cores_per_model=spec.tensor_parallel_size
         ),
         versions=_versions(),
-        model_files={"config.json": sha256_file(out / "config.json")},
-        source_model_sha256=model_id,
+        model_files=files,
+        source_model_sha256=source_sha,
         created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     )
-    manifest.write(out)
-    note = f"serving {model_id} from the optimum-neuron cache: the endpoint downloads it (set HF_TOKEN for gated models)"
-    return LlmCompileResult(out, manifest, time.monotonic() - started, [], [note])
 
 
 def _require_optimum_neuron(purpose: str) -> None:

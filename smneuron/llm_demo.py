@@ -35,6 +35,7 @@ def run_llm_demo(
     work_dir: str | Path | None = None,
 ) -> LlmDemoResult:
     """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes."""
+    from smneuron.demo import stage_recorder
     from smneuron.deploy import deploy
     from smneuron.endpoints import Endpoint, delete
     from smneuron.llm_bench import run_llm
@@ -49,17 +50,9 @@ def run_llm_demo(
 
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-llm-demo-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
-    notify = on_stage or (lambda *_: None)
-    clock = time.perf_counter()
     label = Path(model_dir).name if model_dir else "tiny-llama (random weights)"
     result = LlmDemoResult(model=label)
-
-    def stage(name: str, detail: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        result.stages.append((name, now - clock, detail))
-        notify(name, now - clock, detail)
-        clock = now
+    stage = stage_recorder(result.stages, on_stage)
 
     try:
         source = Path(model_dir) if model_dir else build_tiny_llama(work / "tiny-llama")

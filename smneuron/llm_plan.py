@@ -243,28 +243,19 @@ def plan_llm(
     shape = ModelShape.from_config(gen.get("shape", {}), gen.get("num_parameters"))
     tp = int(gen["tensor_parallel_size"])
     notes: list[str] = []
+    cap = capacity(
+        shape,
+        instance,
+        batch_size=int(gen["batch_size"]),
+        sequence_length=int(gen["sequence_length"]),
+        tensor_parallel_size=tp,
+        dtype=gen["dtype"],
+        copies=g.copies if instance.is_neuron else g.copies or 1,
+    )
     if instance.is_neuron:
-        cap = capacity(
-            shape,
-            instance,
-            batch_size=int(gen["batch_size"]),
-            sequence_length=int(gen["sequence_length"]),
-            tensor_parallel_size=tp,
-            dtype=gen["dtype"],
-            copies=g.copies,
-        )
         check(cap, shape)
         fit = instance.neuron_cores // tp
     else:  # the cpu artifact: one copy per 2 vCPUs, as the local stand-in serves it
-        cap = capacity(
-            shape,
-            instance,
-            batch_size=int(gen["batch_size"]),
-            sequence_length=int(gen["sequence_length"]),
-            tensor_parallel_size=tp,
-            dtype=gen["dtype"],
-            copies=g.copies or 1,
-        )
         cap.problems.clear()
         fit = max(1, instance.vcpus // 2)
         notes.append("cpu artifact: served by the local stand-in of the vLLM container (transformers)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -171,3 +172,28 @@ def load_bucket(artifact_dir: Path, file: str):
     if weights is not None:
         serving_model.attach_weights(module, weights, manifest["weights"]["attach"], torch)
     return module
+
+
+@pytest.fixture
+def smneuron_cli(tmp_path):
+    """Run the CLI as a user does (a subprocess, no AWS environment, state under tmp_path); `local down` after."""
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-m", "smneuron.cli.main"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
+    env.update(
+        SMNEURON_STATE_DIR=str(tmp_path / "state"),
+        SMNEURON_CACHE_DIR=str(tmp_path / "cache"),
+        AWS_CONFIG_FILE=str(tmp_path / "none"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+    )
+
+    def run(*args: str, check: bool = True) -> Any:
+        out = subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=300)
+        if check:
+            assert out.returncode == 0, (args, out.stdout[-1500:], out.stderr[-1500:])
+        return out
+
+    yield run
+    run("local", "down", check=False)

@@ -10,30 +10,6 @@ import subprocess
 import sys
 import time
 
-import pytest
-
-CLI = [sys.executable, "-m", "smneuron.cli.main"]
-
-
-@pytest.fixture
-def cli(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
-    env.update(
-        SMNEURON_STATE_DIR=str(tmp_path / "state"),
-        SMNEURON_CACHE_DIR=str(tmp_path / "cache"),
-        AWS_CONFIG_FILE=str(tmp_path / "none"),
-        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
-    )
-
-    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-        out = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=300)
-        if check:
-            assert out.returncode == 0, (args, out.stdout[-1500:], out.stderr[-1500:])
-        return out
-
-    yield run
-    run("local", "down", check=False)
-
 
 def _wait_copies(cli, name: str, want: int) -> dict:
     deadline = time.monotonic() + 120
@@ -45,8 +21,8 @@ def _wait_copies(cli, name: str, want: int) -> dict:
         time.sleep(0.5)
 
 
-def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(cli, tiny_llama, tmp_path):
-    out = cli(
+def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron_cli, tiny_llama, tmp_path):
+    out = smneuron_cli(
         "compile",
         str(tiny_llama),
         "-o",
@@ -59,8 +35,8 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(cli, tin
         "256",
     )
     assert "task text-generation inferred from config.json architectures: LlamaForCausalLM" in out.stdout
-    cli("local", "up")
-    out = cli(
+    smneuron_cli("local", "up")
+    out = smneuron_cli(
         "--local",
         "deploy",
         str(tmp_path / "a"),
@@ -78,15 +54,19 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(cli, tin
     assert "created: InService" in out.stdout and "invoke --stream chat" in out.stdout
 
     streamed = json.loads(
-        cli("--local", "invoke", "--stream", "chat", "where is paris", "--max-tokens", "12", "--json").stdout
+        smneuron_cli(
+            "--local", "invoke", "--stream", "chat", "where is paris", "--max-tokens", "12", "--json"
+        ).stdout
     )
     assert streamed["pieces"] >= 1 and streamed["text"].strip() and streamed["ttft_s"] <= streamed["total_s"]
-    answer = json.loads(cli("--local", "invoke", "chat", "the movie", "--prompt", "--max-tokens", "5").stdout)
+    answer = json.loads(
+        smneuron_cli("--local", "invoke", "chat", "the movie", "--prompt", "--max-tokens", "5").stdout
+    )
     assert answer["object"] == "text_completion" and answer["usage"]["completion_tokens"] <= 5
     assert answer["model"] == "/opt/ml/model"  # what the vLLM container calls a model shipped as model data
 
     bench = json.loads(
-        cli(
+        smneuron_cli(
             "--local",
             "bench",
             "chat",
@@ -113,13 +93,13 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(cli, tin
     )  # ignore_eos: the lengths asked for
     assert run["prompt_tokens"]["min"] == 16 and run["ttft_ms"]["count"] == run["successful"]
 
-    cli("--local", "scale", "chat", "--min", "2", "--max", "2")
-    comp = _wait_copies(cli, "chat", 2)  # a second copy (a second stand-in server) runs
+    smneuron_cli("--local", "scale", "chat", "--min", "2", "--max", "2")
+    comp = _wait_copies(smneuron_cli, "chat", 2)  # a second copy (a second stand-in server) runs
     assert comp["copy_autoscaling"] == [{"MinCapacity": 2, "MaxCapacity": 2}]
 
-    removed = json.loads(cli("--local", "delete", "chat", "--yes", "--json").stdout)["removed"]
+    removed = json.loads(smneuron_cli("--local", "delete", "chat", "--yes", "--json").stdout)["removed"]
     assert any(r.startswith("inference component") for r in removed)
-    assert json.loads(cli("--local", "list", "--json").stdout) == []
+    assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []
     probe = """
 import boto3, json
 kw = dict(region_name="us-east-1", endpoint_url=__import__("os").environ["URL"], aws_access_key_id="l", aws_secret_access_key="l")
@@ -128,7 +108,7 @@ print(json.dumps([len(sm.list_inference_components()["InferenceComponents"]), le
     len(sm.list_endpoint_configs()["EndpointConfigs"]), len(sm.list_models()["Models"]),
     len(aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"])]))
 """
-    url = json.loads(cli("local", "status", "--json").stdout)["url"]
+    url = json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]
     left = subprocess.run(
         [sys.executable, "-c", probe], env={**os.environ, "URL": url}, capture_output=True, text=True
     )
@@ -138,7 +118,7 @@ print(json.dumps([len(sm.list_inference_components()["InferenceComponents"]), le
     m = json.loads((tmp_path / "a" / "smneuron.json").read_text())
     m["compiler"]["target"] = "inf2"  # as if exported for inf2: the stand-in (a CPU host) cannot run it
     (tmp_path / "a" / "smneuron.json").write_text(json.dumps(m))
-    out = cli(
+    out = smneuron_cli(
         "--local",
         "deploy",
         str(tmp_path / "a"),
@@ -151,10 +131,10 @@ print(json.dumps([len(sm.list_inference_components()["InferenceComponents"]), le
     assert out.returncode == 1, out.stdout
     assert "needs NeuronCores" in out.stderr and "Unexpected" not in out.stderr
     assert (
-        json.loads(cli("--local", "list", "--json").stdout) == []
+        json.loads(smneuron_cli("--local", "list", "--json").stdout) == []
     )  # the failed deploy removed what it created
 
 
-def test_streaming_from_a_missing_endpoint_is_a_clear_error(cli):
-    out = cli("--local", "invoke", "--stream", "nope", "hello", check=False)
+def test_streaming_from_a_missing_endpoint_is_a_clear_error(smneuron_cli):
+    out = smneuron_cli("--local", "invoke", "--stream", "nope", "hello", check=False)
     assert out.returncode == 1 and "Unexpected" not in out.stderr

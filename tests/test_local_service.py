@@ -9,10 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
-CLI = [sys.executable, "-m", "smneuron.cli.main"]
-
 
 def _children(pid: int) -> list[int]:
     out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
@@ -47,26 +43,6 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
-
-
-@pytest.fixture
-def smneuron_cli(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
-    env.update(
-        SMNEURON_STATE_DIR=str(tmp_path / "state"),
-        SMNEURON_CACHE_DIR=str(tmp_path / "cache"),
-        AWS_CONFIG_FILE=str(tmp_path / "none"),
-        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
-    )
-
-    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-        out = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=300)
-        if check:
-            assert out.returncode == 0, (args, out.stdout[-1500:], out.stderr[-1500:])
-        return out
-
-    yield run
-    run("local", "down", check=False)
 
 
 def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_classifier, tmp_path):

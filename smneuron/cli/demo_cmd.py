@@ -46,13 +46,9 @@ def demo_cmd(
         "[bold]smneuron demo[/bold]: the whole path on this machine (embedded AWS on loopback, cpu target)"
     )
     started = time.perf_counter()
-    with c.status("compiling") as status:
-
-        def on_stage(name: str, seconds: float, detail: str) -> None:
-            c.print(f"[green]done[/green] {name:<13} {seconds:6.2f} s  {detail}")
-            status.update(f"after {name}...")
-
-        result = run_demo(instance_type=instance, bench_seconds=bench_seconds, on_stage=on_stage)
+    result = _with_progress(
+        lambda on_stage: run_demo(instance_type=instance, bench_seconds=bench_seconds, on_stage=on_stage)
+    )
     answer = json.dumps(result.answer)
     c.print(f"\nAnswer ({result.task}, {result.model}): {answer[:160]}{'...' if len(answer) > 160 else ''}")
     render(result.report)
@@ -60,6 +56,18 @@ def demo_cmd(
     c.print(f"[bold]Demo finished in {time.perf_counter() - started:.1f} s.[/bold]")
     if any(result.leftovers.values()):
         raise typer.Exit(1)
+
+
+def _with_progress(run):  # type: ignore[no-untyped-def]
+    """Run a demo, printing each stage as it finishes under a spinner."""
+    c = console()
+    with c.status("compiling") as status:
+
+        def on_stage(name: str, seconds: float, detail: str) -> None:
+            c.print(f"[green]done[/green] {name:<13} {seconds:6.2f} s  {detail}")
+            status.update(f"after {name}...")
+
+        return run(on_stage)
 
 
 def _llm_demo(instance: str, bench_seconds: float, model: str | None, as_json: bool) -> None:
@@ -88,15 +96,11 @@ def _llm_demo(instance: str, bench_seconds: float, model: str | None, as_json: b
         "[bold]smneuron demo --llm[/bold]: text generation on this machine (embedded SageMaker, stand-in vLLM)"
     )
     started = time.perf_counter()
-    with c.status("compiling") as status:
-
-        def on_stage(name: str, seconds: float, detail: str) -> None:
-            c.print(f"[green]done[/green] {name:<13} {seconds:6.2f} s  {detail}")
-            status.update(f"after {name}...")
-
-        result = run_llm_demo(
+    result = _with_progress(
+        lambda on_stage: run_llm_demo(
             model_dir=model, instance_type=instance, bench_seconds=bench_seconds, on_stage=on_stage
         )
+    )
     c.print(f"\nStreamed answer ({result.model}): {result.answer!r}")
     render(result.report)  # type: ignore[arg-type]
     table("Left behind after teardown", list(result.leftovers), [list(result.leftovers.values())])
