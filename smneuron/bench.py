@@ -306,12 +306,7 @@ def run(
 
     if not (url or endpoint):
         raise ConfigError("Benchmark a --url (local endpoint) or an --endpoint name.")
-    if duration_s <= warmup_s + cooldown_s:
-        raise ConfigError(
-            f"A {duration_s:g} s run leaves nothing to measure after {warmup_s:g} s of warm-up and {cooldown_s:g} s "
-            "of cool-down.",
-            hint=f"Run longer (--duration above {warmup_s + cooldown_s:g}) or shorten --warmup / --cooldown.",
-        )
+    check_window(duration_s, warmup_s, cooldown_s)
     errors = ErrorLog()
     hourly = price if price is not None else (load_prices().hourly(instance_type) if instance_type else None)
 
@@ -363,6 +358,16 @@ def run(
             session, endpoint, started, dt.datetime.now(dt.timezone.utc)
         )
     return report
+
+
+def check_window(duration_s: float, warmup_s: float, cooldown_s: float) -> None:
+    """Refuse a run that would measure nothing after its warm-up and cool-down."""
+    if duration_s <= warmup_s + cooldown_s:
+        raise ConfigError(
+            f"A {duration_s:g} s run leaves nothing to measure after {warmup_s:g} s of warm-up and {cooldown_s:g} s "
+            "of cool-down.",
+            hint=f"Run longer (--duration above {warmup_s + cooldown_s:g}) or shorten --warmup / --cooldown.",
+        )
 
 
 def generator_overhead(n: int = 2000) -> dict[str, float]:

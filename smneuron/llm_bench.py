@@ -256,12 +256,9 @@ def run_llm(
         raise ConfigError(f"Unknown profile {profile!r}.", hint=f"Use one of: {', '.join(PROFILES)}.")
     if not (url or endpoint):
         raise ConfigError("Benchmark a --url or an endpoint name.")
-    if duration_s <= warmup_s + cooldown_s:
-        raise ConfigError(
-            f"A {duration_s:g} s run leaves nothing to measure after {warmup_s:g} s of warm-up and {cooldown_s:g} s "
-            "of cool-down.",
-            hint=f"Run longer (--duration above {warmup_s + cooldown_s:g}) or shorten --warmup / --cooldown.",
-        )
+    from smneuron.bench import check_window
+
+    check_window(duration_s, warmup_s, cooldown_s)
     slo = slo or Slo()
     prices = load_prices()
     hourly = price if price is not None else (prices.hourly(instance_type) if instance_type else None)

@@ -28,19 +28,7 @@ def demo_cmd(
 
     if as_json:
         result = run_demo(instance_type=instance, bench_seconds=bench_seconds)
-        print_json(
-            {
-                "model": result.model,
-                "task": result.task,
-                "stages": [{"stage": n, "seconds": round(t, 3), "detail": d} for n, t, d in result.stages],
-                "answer": result.answer,
-                "bench": result.report.to_dict(),
-                "leftovers": result.leftovers,
-            }
-        )
-        if any(result.leftovers.values()):
-            raise typer.Exit(1)
-        return
+        return _print_result(result, task=result.task, answer=result.answer, bench=result.report.to_dict())
     c = console()
     c.print(
         "[bold]smneuron demo[/bold]: the whole path on this machine (embedded AWS on loopback, cpu target)"
@@ -54,6 +42,14 @@ def demo_cmd(
     render(result.report)
     table("Left behind after teardown", list(result.leftovers), [list(result.leftovers.values())])
     c.print(f"[bold]Demo finished in {time.perf_counter() - started:.1f} s.[/bold]")
+    if any(result.leftovers.values()):
+        raise typer.Exit(1)
+
+
+def _print_result(result, **fields) -> None:  # type: ignore[no-untyped-def]
+    """`demo --json`: the stages, what the demo got, and what was left (exit 1 when anything was)."""
+    stages = [{"stage": n, "seconds": round(t, 3), "detail": d} for n, t, d in result.stages]
+    print_json({"model": result.model, **fields, "stages": stages, "leftovers": result.leftovers})
     if any(result.leftovers.values()):
         raise typer.Exit(1)
 
@@ -78,19 +74,7 @@ def _llm_demo(instance: str, bench_seconds: float, model: str | None, as_json: b
 
     if as_json:
         result = run_llm_demo(model_dir=model, instance_type=instance, bench_seconds=bench_seconds)
-        print_json(
-            {
-                "model": result.model,
-                "stages": [{"stage": n, "seconds": round(t, 3), "detail": d} for n, t, d in result.stages],
-                "answer": result.answer,
-                "ttft_s": result.ttft_s,
-                "bench": result.report,
-                "leftovers": result.leftovers,
-            }
-        )
-        if any(result.leftovers.values()):
-            raise typer.Exit(1)
-        return
+        return _print_result(result, answer=result.answer, ttft_s=result.ttft_s, bench=result.report)
     c = console()
     c.print(
         "[bold]smneuron demo --llm[/bold]: text generation on this machine (embedded SageMaker, stand-in vLLM)"
