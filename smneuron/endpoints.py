@@ -24,6 +24,7 @@ from smneuron.errors import (
     none_if_missing,
 )
 from smneuron.invoke import HttpTarget, Response, invoke_endpoint
+from smneuron.llm_env import redacted
 from smneuron.polling import poll_intervals as poll_intervals  # part of this module's API
 from smneuron.session import Session
 from smneuron.specs import ScalingSpec
@@ -127,7 +128,7 @@ def status(name: str, *, session: Session | None = None) -> dict:
             "ModelName": model["ModelName"],
             "Image": container.get("Image"),
             "ModelDataUrl": container.get("ModelDataUrl") or data_source,
-            "Environment": container.get("Environment", {}),
+            "Environment": redacted(container.get("Environment", {})),  # an HF_TOKEN is never printed
         },
         "autoscaling": autoscaling.describe(sess, name, variant_cfg["VariantName"]),
         "components": [components.summary(sess, c) for c in found],

@@ -384,3 +384,59 @@ def test_a_text_generation_artifact_is_inspected_not_packaged_and_the_pipeline_s
     )
     with pytest.raises(ConfigError, match="text generation is not part of it yet"):
         plan(project)
+
+
+def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(
+    optimum_standin, llama_8b, tmp_path, monkeypatch, session, role
+):
+    """Against moto in process: the whole apply (model, config, endpoint, component, copy autoscaling, scale
+    from zero), status with the token redacted, and a delete that leaves nothing."""
+    from smneuron.deploy import deploy
+    from smneuron.endpoints import delete, status
+    from smneuron.llm_compile import compile_from_cache
+
+    entries = [
+        {
+            "batch_size": 4,
+            "sequence_length": 4096,
+            "tp_degree": 8,
+            "torch_dtype": "bfloat16",
+            "target": "trn1",
+        }
+    ]
+    monkeypatch.setenv("SMNEURON_STANDIN_CACHE", json.dumps(entries))
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+    spec = CompileSpec(task="text-generation", batch_size=4, sequence_length=4096, tensor_parallel_size=8)
+    art = compile_from_cache(str(llama_8b), tmp_path / "hub", spec).out_dir
+    generation = GenerationSpec(copies=1, min_copies=0, max_copies=3)
+    r = deploy(
+        art,
+        EndpointSpec(name="llama", instance_type="ml.inf2.48xlarge", generation=generation),
+        session=session,
+    )
+    assert r.status == "InService" and any(c.startswith("inference component") for c in r.created)
+    s = status("llama", session=session)
+    assert s["model"]["Environment"]["HF_TOKEN"] == "<redacted>" and "hf_secret_value" not in json.dumps(
+        s, default=str
+    )
+    assert s["components"][0]["copy_autoscaling"] == [{"MinCapacity": 0, "MaxCapacity": 3}]
+    cw = session.client("cloudwatch").describe_alarms()["MetricAlarms"]
+    assert [a["MetricName"] for a in cw] == ["NoCapacityInvocationFailures"]  # scale out from zero copies
+    again = deploy(
+        art,
+        EndpointSpec(name="llama", instance_type="ml.inf2.48xlarge", generation=generation),
+        session=session,
+    )
+    assert again.unchanged
+    removed = delete("llama", session=session)
+    c = r.plan.component_name
+    assert {f"copy autoscaling of {c}", f"alarm smneuron-{c}-no-capacity", f"inference component {c}"} <= set(
+        removed
+    )
+    assert removed.index(f"inference component {c}") < removed.index("endpoint llama")  # copies first
+    sm, aas = session.client("sagemaker"), session.client("application-autoscaling")
+    assert (
+        sm.list_inference_components()["InferenceComponents"] == [] and sm.list_endpoints()["Endpoints"] == []
+    )
+    assert sm.list_models()["Models"] == [] and sm.list_endpoint_configs()["EndpointConfigs"] == []
+    assert aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"] == []
