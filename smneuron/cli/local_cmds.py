@@ -49,7 +49,8 @@ def up_cmd(
     verb = "started" if state["started"] else "already running"
     engine = state.get("engine", "smneuron")
     console().print(
-        f"Embedded SageMaker {verb} at {state['url']} (pid {state['pid']}, engine {engine}, log {state['log']})."
+        f"Embedded SageMaker {verb} at {state['url']} (pid {state['pid']}, engine {engine}, text generation "
+        f"{state.get('llm_engine', 'stand-in')}, log {state['log']})."
     )
     console().print("Use it with `smneuron --local ...` or SMNEURON_LOCAL=1, or export:")
     typer.echo("\n".join(f"export {k}={v}" for k, v in env.items()))

@@ -312,6 +312,7 @@ class LlmServer:
         self.process = subprocess.Popen(
             self._command(),
             env=env,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._log,
             text=True,
@@ -319,19 +320,28 @@ class LlmServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                self._log.seek(0)
-                err = [line for line in self._log.read().strip().splitlines() if line.strip()]
-                raise RuntimeError(
-                    err[-1] if err else f"the model server exited with {self.process.returncode}"
-                )
+                raise RuntimeError(self._last_words())
             try:
                 if httpx.get(self.url + "/ping", timeout=2).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
-            time.sleep(0.2)
+            time.sleep(0.2 if self.engine == "stand-in" else 1.0)  # vLLM takes a minute or two
         self.stop()
         raise RuntimeError(f"the model server did not answer /ping within {timeout:.0f} s")
+
+    def _last_words(self) -> str:
+        """The server's last error line, with an earlier, more specific error when there is one (vLLM ends
+        with "Engine core initialization failed. See root cause above")."""
+        import re
+
+        self._log.seek(0)
+        lines = [line.strip() for line in self._log.read().splitlines() if line.strip()]
+        if not lines:
+            return f"the model server exited with {self.process.returncode}"  # type: ignore[union-attr]
+        errors = [m.group(0) for line in lines if (m := re.search(r"\b\w*(Error|Exception): .*", line))]
+        cause = next((e for e in reversed(errors[:-1]) if e != errors[-1]), None) if errors else None
+        return lines[-1] + (f" (cause: {cause})" if cause and cause not in lines[-1] else "")
 
     def _command(self) -> list[str]:
         if self.engine == "stand-in":
@@ -376,6 +386,10 @@ class LlmServer:
             str(served["sequence_length"]),
             "--tensor-parallel-size",
             str(served["tensor_parallel_size"]),
+            # on the CPU backend this is the share of host memory vLLM reserves: its default, 0.92, is more than
+            # a machine shared with other copies and the embedded AWS has free, and the worker fails to start
+            "--gpu-memory-utilization",
+            os.environ.get("SMNEURON_VLLM_MEMORY", "0.25"),
         ]
 
     def stop(self) -> None:

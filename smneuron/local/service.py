@@ -163,7 +163,9 @@ def serve(port: int, state_file: Path, engine: str = "smneuron") -> None:
 
         create_sagemaker_role(Session.from_env(region=LOCAL_REGION, endpoint_url=url))
         log = str(state_file.with_name("local.log"))
-        state_file.write_text(json.dumps({"url": url, "pid": os.getpid(), "log": log, "engine": engine}))
+        llm_engine = os.environ.get("SMNEURON_LLM_ENGINE", "stand-in")
+        state = {"url": url, "pid": os.getpid(), "log": log, "engine": engine, "llm_engine": llm_engine}
+        state_file.write_text(json.dumps(state))
         print(f"embedded SageMaker at {url}", flush=True)
         try:
             while not stop["now"]:
