@@ -30,7 +30,7 @@ def main() -> None:
     from smneuron.llm_bench import run_llm
     from smneuron.llm_compile import compile_llm
     from smneuron.llm_load import Lengths, load_tokenizer, requests_from
-    from smneuron.local.llm_server import LlmServer
+    from smneuron.local.llm_copy import LlmServer
     from smneuron.local.tiny_model import build_tiny_llama
     from smneuron.specs import CompileSpec
 

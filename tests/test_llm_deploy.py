@@ -444,7 +444,7 @@ def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(
 
 def test_the_vllm_engine_gets_what_optimum_neurons_serve_passes_vllm(tiny_llama, tmp_path, monkeypatch):
     from smneuron.llm_compile import compile_llm
-    from smneuron.local.llm_server import LlmServer
+    from smneuron.local.llm_copy import LlmServer
 
     art = compile_llm(
         tiny_llama,

@@ -46,7 +46,7 @@ class Components:
         threading.Thread(target=self._bring_up, args=(name, model), daemon=True).start()
 
     def _bring_up(self, name: str, model: str) -> None:
-        from smneuron.local.llm_server import LlmServer
+        from smneuron.local.llm_copy import LlmServer
 
         copies = self.items[name]
         try:
@@ -98,7 +98,7 @@ class Components:
         threading.Thread(target=self._scale, args=(copies,), daemon=True).start()
 
     def _scale(self, copies: Copies) -> None:
-        from smneuron.local.llm_server import LlmServer
+        from smneuron.local.llm_copy import LlmServer
 
         want = min(copies.desired, MAX_LOCAL_COPIES)
         while len(copies.servers) > want:
