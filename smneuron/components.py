@@ -162,15 +162,3 @@ def scale(session: Session, name: str, spec) -> Any:  # type: ignore[no-untyped-
     )
     aas.put_scaling_policy(**policy)
     return ScalingPlan(resource, spec.min_capacity, spec.max_capacity, policy, [])
-
-
-def set_copies(session: Session, name: str, copies: int) -> None:
-    """Run ``copies`` copies (UpdateInferenceComponentRuntimeConfig)."""
-    from botocore.exceptions import ClientError
-
-    try:
-        session.client("sagemaker").update_inference_component_runtime_config(
-            InferenceComponentName=name, DesiredRuntimeConfig={"CopyCount": copies}
-        )
-    except ClientError as e:
-        raise from_client_error(e) from e

@@ -124,7 +124,7 @@ def stage(
         )
     label = name or _name_from(path)
     sess = (session or Session.from_env()) if upload else None
-    if path.is_dir() and not (path / "code").is_dir() and not _is_llm_dir(path):  # package it first
+    if path.is_dir() and not (path / "code").is_dir() and not is_llm_dir(path):  # package it first
         from smneuron.packaging import package
 
         with tempfile.TemporaryDirectory(prefix="smneuron-pkg-") as tmp:
@@ -166,7 +166,7 @@ def describe_local(artifact: str | Path) -> ModelData:
     )
 
 
-def _is_llm_dir(path: Path) -> bool:
+def is_llm_dir(path: Path) -> bool:
     import json
 
     try:

@@ -125,9 +125,9 @@ def deploy_cmd(
     if local:
         from smneuron.cli.serve_cmd import describe_layout, serve_text_generation
         from smneuron.local.server import LocalEndpoint
-        from smneuron.model_data import _is_llm_dir
+        from smneuron.model_data import is_llm_dir
 
-        if Path(artifact).is_dir() and _is_llm_dir(Path(artifact)):
+        if Path(artifact).is_dir() and is_llm_dir(Path(artifact)):
             return serve_text_generation(Path(artifact), "127.0.0.1", port)
 
         ep = LocalEndpoint(artifact, spec=spec, instance_type=spec.instance_type, port=port, workers=workers)

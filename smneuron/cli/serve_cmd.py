@@ -66,9 +66,9 @@ def serve_cmd(
 
     if engine not in ("smneuron", "torchserve"):
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
-    from smneuron.model_data import _is_llm_dir
+    from smneuron.model_data import is_llm_dir
 
-    if package.is_dir() and _is_llm_dir(package):
+    if package.is_dir() and is_llm_dir(package):
         return serve_text_generation(package, host, port)
     if engine == "torchserve":
         _serve_torchserve(package, instance, port, workers, batch_size, max_batch_delay_ms, timeout)

@@ -19,7 +19,6 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-MAX_PAYLOAD = 6 * 1024 * 1024
 MAX_LOCAL_INSTANCES = 4  # instances this machine runs at most per endpoint (each a full model server)
 
 
@@ -188,6 +187,9 @@ class Backer:
         )
 
     def route(self, endpoint: str, component: str | None, size: int) -> str | tuple[int, str, str]:
+        """The model server URL for an invocation, or SageMaker's (status, code, message) refusal."""
+        from smneuron.local.routing import route
+
         return route(self, endpoint, component, size)
 
     def url(self, name: str) -> str | None:
@@ -198,6 +200,11 @@ class Backer:
         servers = [backing.server, *backing.extra]
         backing.turn += 1
         return servers[backing.turn % len(servers)].url
+
+
+def _into(now: int, low: int | None, high: int | None) -> int:
+    """``now`` moved into [low, high], as Application Auto Scaling moves a target's capacity."""
+    return min(max(now, now if low is None else low), high or now)
 
 
 def _reason(e: BaseException) -> str:
@@ -306,12 +313,12 @@ def install() -> None:
         if _ACTIVE is not None and namespace == "sagemaker" and parts[0] == "inference-component":
             copies = _ACTIVE.components.component_state(parts[1])
             now = copies[2] if copies else 0
-            wanted = min(max(now, min_capacity if min_capacity is not None else now), max_capacity or now)
+            wanted = _into(now, min_capacity, max_capacity)
             if copies and wanted != now:
                 _ACTIVE.components.scale_component(parts[1], wanted)
         if _ACTIVE is not None and namespace == "sagemaker" and len(parts) == 4 and parts[0] == "endpoint":
             now = _ACTIVE.instances(parts[1]) or 1
-            wanted = min(max(now, min_capacity or now), max_capacity or now)
+            wanted = _into(now, min_capacity or now, max_capacity)
             if wanted != now:  # as Application Auto Scaling moves the variant into [min, max]
                 _ACTIVE.scale(parts[1], wanted)
         return target
@@ -332,7 +339,7 @@ def _invoke(backer: Backer, self: Any) -> Any:
 
     name = self.path.rstrip("/").split("/")[-2]
     body = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
-    url = route(backer, name, self.headers.get("X-Amzn-SageMaker-Inference-Component"), len(body))
+    url = backer.route(name, self.headers.get("X-Amzn-SageMaker-Inference-Component"), len(body))
     if isinstance(url, tuple):
         return _error(*url)
     headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}
@@ -350,45 +357,6 @@ def _invoke(backer: Backer, self: Any) -> Any:
         "x-Amzn-Invoked-Production-Variant": "AllTraffic",
     }
     return 200, out, r.content
-
-
-def route(backer: Backer, endpoint: str, component: str | None, size: int) -> str | tuple[int, str, str]:
-    """The model server URL for an invocation, or SageMaker's (status, code, message) refusal."""
-    from smneuron.local.fake_components import components_of
-
-    if size > MAX_PAYLOAD:
-        return 413, "ValidationError", f"Request payload is {size} bytes; the limit is {MAX_PAYLOAD}."
-    on_endpoint = [c["InferenceComponentName"] for c in components_of(endpoint)]
-    if component or on_endpoint:
-        if not component:
-            return (
-                400,
-                "ValidationError",
-                (
-                    "Inference Component Name header is required for endpoints to which you plan to deploy "
-                    f"inference components ({', '.join(on_endpoint)} on {endpoint})."
-                ),
-            )
-        if component not in on_endpoint:
-            return (
-                400,
-                "ValidationError",
-                f"Inference component {component} not found on endpoint {endpoint}.",
-            )
-        url = backer.components.url(component)
-        if url is None:
-            state = backer.components.component_state(component)
-            why = f"{state[0]}" + (f": {state[1]}" if state and state[1] else "") if state else "not running"
-            return 400, "ValidationError", f"Inference component {component} is {why}, not InService."
-        return url
-    url = backer.url(endpoint)
-    if url is None:
-        state = backer.status(endpoint)
-        why = f"Endpoint {endpoint} not found."
-        if state is not None:
-            why = f"Endpoint {endpoint} is {state[0]}, not InService." + (f" {state[1]}" if state[1] else "")
-        return 400, "ValidationError", why
-    return url
 
 
 def _error(status: int, code: str, message: str, *, original: tuple[int, str] | None = None) -> Any:
