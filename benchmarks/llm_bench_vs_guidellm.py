@@ -42,7 +42,7 @@ def server(port: int, ttft: float, itl: float, tokenizer: Path) -> subprocess.Po
         [
             sys.executable,
             "-m",
-            "smneuron.local.scripted_llm",
+            "smneuron.local.generation.scripted",
             "--port",
             str(port),
             "--ttft-ms",
@@ -154,8 +154,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=8.0)
     args = ap.parse_args()
     ensure_guidellm()
-    from smneuron.local.ports import free_port
     from smneuron.local.tiny_model import build_tiny_llama
+    from smneuron.serving.ports import free_port
 
     work = Path(tempfile.mkdtemp(prefix="smneuron-vs-guidellm-"))
     tok = build_tiny_llama(work / "tiny-llama")

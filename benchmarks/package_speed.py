@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from smneuron.packaging import package
+from smneuron.artifact.packaging import package
 
 
 def make_artifact(root: Path, mib: int) -> Path:
-    from smneuron.compile import compile_model
+    from smneuron.compile.encoder import compile_model
     from smneuron.local.tiny_model import build_tiny_bert
 
     art = root / "artifact"

@@ -109,7 +109,7 @@ def put_schedule(
 
 
 def build(plan: Any, session: Any) -> Pipeline:
-    """The ``Pipeline`` for a ``smneuron.pipeline.PipelinePlan`` on smneuron ``session``."""
+    """The ``Pipeline`` for a ``smneuron.pipeline.runs.PipelinePlan`` on smneuron ``session``."""
     p = plan
     p.sm_session = sdk_session(session, pipeline=True)
     params = _parameters(p)

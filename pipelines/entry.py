@@ -44,7 +44,7 @@ def main(argv):
         import smneuron  # noqa: F401
     except ImportError:
         _install(step)
-    from smneuron.resources import pipelines_dir
+    from smneuron.artifact.resources import pipelines_dir
 
     steps = pipelines_dir() / "steps"
     sys.path.insert(0, str(steps))  # for step_common

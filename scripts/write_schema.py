@@ -10,7 +10,7 @@ SCHEMA_PATH = Path(__file__).resolve().parents[1] / "docs" / "smneuron.schema.js
 
 
 def render() -> str:
-    from smneuron.specs import ProjectFile
+    from smneuron.specs.models import ProjectFile
 
     schema = ProjectFile.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

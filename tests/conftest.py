@@ -40,10 +40,10 @@ def _no_real_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.fixture
 def aws():
-    """moto in process, extended where it lags the real API (smneuron.local.fake_aws)."""
+    """moto in process, extended where it lags the real API (smneuron.local.aws.embedded)."""
     from moto import mock_aws
 
-    from smneuron.local.fake_aws import patch_moto
+    from smneuron.local.aws.embedded import patch_moto
 
     patch_moto()
     with mock_aws():

@@ -19,9 +19,9 @@ def build_served(
     buckets: str = "16,32,64",
     batch_sizes: str | None = None,
 ) -> Path:
-    from smneuron.archive import extract_package
-    from smneuron.compile import compile_model
-    from smneuron.packaging import package
+    from smneuron.artifact.archive import extract_package
+    from smneuron.artifact.packaging import package
+    from smneuron.compile.encoder import compile_model
 
     compile_model(
         model_dir,

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from smneuron import bench
-from smneuron.local.ports import free_port
+from smneuron.bench import encoder as bench
+from smneuron.serving.ports import free_port
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ import pytest
 import torch
 from conftest import load_bucket
 
-from smneuron import targets
-from smneuron.compile import compile_model
+from smneuron.artifact.manifest import Manifest, verify_files
+from smneuron.compile import targets
+from smneuron.compile.encoder import compile_model
 from smneuron.errors import CompileError, ConfigError, MissingDependencyError
-from smneuron.manifest import Manifest, verify_files
 
 STANDINS = Path(__file__).parent / "standins"
 

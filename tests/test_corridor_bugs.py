@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from smneuron.catalog import INSTANCE_TYPES
-from smneuron.compile import compile_model
-from smneuron.specs import EndpointSpec
+from smneuron.compile.encoder import compile_model
+from smneuron.specs.models import EndpointSpec
 
 
 def _endpoint_model(session, endpoint: str) -> dict:
@@ -20,7 +20,7 @@ def test_recompiling_into_the_same_directory_redeploys_the_new_model(
     tiny_classifier, tmp_path, session, role
 ):
     """Bug 1: names came from a hash of the path string, so a changed artifact was 'unchanged'."""
-    from smneuron.deploy import deploy
+    from smneuron.deploy.corridor import deploy
 
     artifact = tmp_path / "artifact"
     spec = EndpointSpec(name="same-dir", instance_type="ml.c6i.xlarge")
@@ -39,9 +39,9 @@ def test_recompiling_into_the_same_directory_redeploys_the_new_model(
 
 def test_an_uncompressed_package_has_one_hash_and_one_key(tiny_classifier, tmp_path, session, role):
     """Bug 2: packaging and upload hashed the same tree two ways, so the same bytes got two keys."""
-    from smneuron.hashing import tree_hash
-    from smneuron.model_data import stage
-    from smneuron.packaging import package
+    from smneuron.artifact.hashing import tree_hash
+    from smneuron.artifact.packaging import package
+    from smneuron.artifact.staging import stage
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
     pkg = package(tmp_path / "a", tmp_path / "pkg", compression="none")
@@ -53,7 +53,7 @@ def test_an_uncompressed_package_has_one_hash_and_one_key(tiny_classifier, tmp_p
 
 def test_every_instance_family_caps_host_threads_per_worker():
     """Bug 4: Neuron instances left torch's default thread count in every worker (oversubscription)."""
-    from smneuron.serving_env import container_environment
+    from smneuron.deploy.encoder_env import container_environment
 
     for name, instance in INSTANCE_TYPES.items():
         if "endpoint" not in instance.uses:
@@ -68,8 +68,8 @@ def test_every_instance_family_caps_host_threads_per_worker():
 
 def test_the_pipeline_deploys_the_model_it_evaluated(tiny_classifier, tmp_path):
     """Bug 3: the Deploy job created a second Model with a freshly computed environment."""
-    from smneuron.local.pipeline_runner import run_local
-    from smneuron.specs import ProjectFile
+    from smneuron.local.pipeline.runner import run_local
+    from smneuron.specs.models import ProjectFile
 
     data = tmp_path / "eval.jsonl"
     data.write_text("".join(json.dumps({"inputs": t}) + "\n" for t in ["a b c", "hello world", "short"]))

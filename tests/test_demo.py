@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from smneuron.demo import run_demo
+from smneuron.local.demo import run_demo
 
 
 def test_demo_runs_every_stage_and_tears_down(tmp_path):

@@ -10,12 +10,13 @@ import pytest
 from botocore.exceptions import ClientError
 from conftest import run_cli
 
-from smneuron import deploy as dp
-from smneuron import deploy_plan
-from smneuron.autoscaling import parse_schedule
+from smneuron.artifact.packaging import package
 from smneuron.catalog import INSTANCE_TYPES
-from smneuron.compile import compile_model
-from smneuron.endpoints import delete
+from smneuron.compile.encoder import compile_model
+from smneuron.deploy import corridor as dp
+from smneuron.deploy import encoder_plan as deploy_plan
+from smneuron.endpoints.autoscaling import parse_schedule
+from smneuron.endpoints.handle import delete
 from smneuron.errors import (
     AccessDeniedError,
     ConfigError,
@@ -24,8 +25,7 @@ from smneuron.errors import (
     QuotaExceededError,
     ThrottledError,
 )
-from smneuron.packaging import package
-from smneuron.specs import EndpointSpec, ScalingSpec
+from smneuron.specs.models import EndpointSpec, ScalingSpec
 
 
 @pytest.fixture(scope="module")
@@ -253,7 +253,7 @@ def test_cli_deploy_status_invoke_scale_delete(cpu_artifact, tmp_path, session, 
 
 
 def test_waiter_backs_off_and_times_out():
-    from smneuron.endpoints import poll_intervals
+    from smneuron.endpoints.handle import poll_intervals
 
     gen = poll_intervals()
     seq = [next(gen) for _ in range(15)]
@@ -321,7 +321,7 @@ def test_model_copies_are_bounded_by_memory(cpu_artifact, tmp_path, session):
 
 
 def test_scaling_target_from_a_bench_report(cpu_artifact, tmp_path, session, role):
-    from smneuron.specs import target_from_report
+    from smneuron.specs.models import target_from_report
 
     report = {
         "instance_count": 2,

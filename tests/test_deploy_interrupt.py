@@ -10,8 +10,8 @@ import time
 
 
 def test_sigint_while_the_endpoint_is_creating_removes_what_the_deploy_created(tiny_classifier, tmp_path):
-    from smneuron.compile import compile_model
-    from smneuron.local.fake_aws import (
+    from smneuron.compile.encoder import compile_model
+    from smneuron.local.aws.embedded import (
         create_sagemaker_role,
         embedded_aws,
         local_credentials,

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from smneuron.catalog import InstanceType
-from smneuron.serving_env import container_environment
-from smneuron.specs import EndpointSpec
+from smneuron.deploy.encoder_env import container_environment
+from smneuron.specs.models import EndpointSpec
 
 TEXTS = ["the cat sat on the mat", "hello world", "a quick brown fox", "models on inferentia", "good morning"]
 
@@ -30,8 +30,8 @@ def post(url: str, body: bytes, content_type: str = "application/json") -> tuple
 
 @pytest.fixture(scope="module")
 def encoder_package(tiny_encoder, tmp_path_factory):
-    from smneuron.compile import compile_model
-    from smneuron.packaging import package
+    from smneuron.artifact.packaging import package
+    from smneuron.compile.encoder import compile_model
 
     root = tmp_path_factory.mktemp("dlc")
     compile_model(
@@ -57,7 +57,7 @@ def reference(model_dir, texts: list[str]) -> torch.Tensor:
 def test_the_dlc_stack_runs_smneurons_handler_with_batches_and_the_right_workers(
     instance, encoder_package, tiny_encoder
 ):
-    from smneuron.local.torchserve import TorchServeStack
+    from smneuron.serving.torchserve import TorchServeStack
 
     env = container_environment(
         InstanceType.parse(instance),

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from smneuron import evaluation as ev
 from smneuron.errors import ConfigError
-from smneuron.specs import Thresholds
+from smneuron.evaluation import scoring as ev
+from smneuron.specs.models import Thresholds
 
 
 def _records(n, label=None):
@@ -108,8 +108,8 @@ def test_transform_lines_round_trip(tmp_path):
 def test_evaluate_cli_against_a_served_cpu_package(tiny_classifier, tmp_path):
     from conftest import run_cli
 
-    from smneuron.compile import compile_model
-    from smneuron.packaging import package
+    from smneuron.artifact.packaging import package
+    from smneuron.compile.encoder import compile_model
 
     compiled = compile_model(
         tiny_classifier,

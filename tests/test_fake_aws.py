@@ -1,4 +1,4 @@
-"""The moto extensions in smneuron.local.fake_aws behave like the real SageMaker API."""
+"""The moto extensions in smneuron.local.aws.embedded behave like the real SageMaker API."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_update_endpoint_switches_config_and_keeps_deployment_config(session):
 
 
 def test_embedded_server_serves_the_extended_api():
-    from smneuron.local.fake_aws import embedded_aws
+    from smneuron.local.aws.embedded import embedded_aws
 
     with embedded_aws() as url:
         sm = boto3.client("sagemaker", endpoint_url=url, region_name="us-east-1")
@@ -103,7 +103,7 @@ def test_conditional_denies_are_left_to_real_s3_unconditional_ones_enforced(sess
 def test_endpoint_delay_makes_endpoints_transition_like_real_ones(session):
     import time
 
-    from smneuron.local.fake_aws import set_endpoint_delay
+    from smneuron.local.aws.embedded import set_endpoint_delay
 
     sm = session.client("sagemaker")
     make_config(sm, "c-delay", "ml.inf2.xlarge")

@@ -13,8 +13,8 @@ import pytest
 import torch
 from served import build_served, code_on_path
 
-from smneuron.local.ts_context import TorchServeContext
-from smneuron.resources import inference_code_dir
+from smneuron.artifact.resources import inference_code_dir
+from smneuron.serving.ts_context import TorchServeContext
 
 TEXTS = ["the movie was great", "what a terrible , awful book", "i loved it", "this film"]
 

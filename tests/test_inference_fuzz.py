@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from served import build_served, code_on_path
 
-from smneuron.local.ts_context import TorchServeContext
+from smneuron.serving.ts_context import TorchServeContext
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),

@@ -15,7 +15,7 @@ from cfnlint.decode import cfn_yaml
 from conftest import run_cli
 
 from smneuron import catalog
-from smneuron.resources import infra_dir
+from smneuron.artifact.resources import infra_dir
 from smneuron.session import DEFAULT_ROLE_NAME
 
 BASE = infra_dir() / "smneuron-base.yaml"
@@ -158,8 +158,8 @@ def test_infra_deploy_against_moto_writes_the_project_file(session, tmp_path, mo
     code, out, _ = run_cli("infra", "outputs", "--json")
     assert json.loads(out)["ExecutionRoleArn"] == project["aws"]["role"]
     # an upload through the new bucket works under its policy (SSE-KMS default, TLS only)
+    from smneuron.artifact.storage import put_content_addressed
     from smneuron.session import Session
-    from smneuron.storage import put_content_addressed
 
     f = tmp_path / "m.tar.gz"
     f.write_bytes(b"x" * 100)
@@ -171,7 +171,7 @@ def test_infra_deploy_against_moto_writes_the_project_file(session, tmp_path, mo
 
 def test_a_bucket_made_by_an_earlier_upload_is_adopted_not_a_dead_end(session, tmp_path, monkeypatch):
     """Uploading before `infra deploy` used to end in BucketAlreadyExists and a stuck stack."""
-    from smneuron.storage import ensure_bucket
+    from smneuron.artifact.storage import ensure_bucket
 
     monkeypatch.chdir(tmp_path)
     ensure_bucket(session, session.bucket_name)  # what the first `smneuron upload` / deploy does

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from smneuron.llm_metrics import Slo, Timing, summarize
+from smneuron.bench.generation_metrics import Slo, Timing, summarize
 
 
 def test_per_request_metrics_follow_guidellms_definitions():
@@ -45,7 +45,7 @@ def test_run_aggregates_over_the_window_with_a_controlled_clock():
 
 
 def test_cost_per_million_tokens_from_the_price_share():
-    from smneuron.llm_metrics import add_cost
+    from smneuron.bench.generation_metrics import add_cost
 
     run = summarize([Timing(0, 1, 0.1, 0.9, 5, 100)], "synchronous")
     add_cost(run, 15.58 / 3)  # one copy of three on an ml.inf2.48xlarge
@@ -54,8 +54,8 @@ def test_cost_per_million_tokens_from_the_price_share():
 
 
 def test_sse_is_parsed_whatever_the_network_splits():
+    from smneuron.endpoints.streaming import SseBuffer, sse_events
     from smneuron.errors import InvocationError
-    from smneuron.streaming import SseBuffer, sse_events
 
     stream = b'data: {"choices":[{"text":"a"}]}\n\ndata: {"choices":[{"text":"b"}]}\n\ndata: [DONE]\n\n'
     for cut in range(1, len(stream)):
@@ -66,7 +66,7 @@ def test_sse_is_parsed_whatever_the_network_splits():
 
 @pytest.mark.parametrize("which", ["tiny_llama", "minilm_dir"])
 def test_synthetic_prompts_have_exactly_the_tokens_asked_for(which, request):
-    from smneuron.llm_load import Lengths, load_tokenizer, synthetic_prompts
+    from smneuron.bench.prompts import Lengths, load_tokenizer, synthetic_prompts
 
     tok = load_tokenizer(request.getfixturevalue(which))
     prompts = synthetic_prompts(tok, Lengths(40, 12, 20, 60), 40, seed=3)
@@ -76,8 +76,8 @@ def test_synthetic_prompts_have_exactly_the_tokens_asked_for(which, request):
 
 
 def test_requests_ask_for_exact_output_lengths(tiny_llama, tmp_path):
+    from smneuron.bench.prompts import Lengths, requests_from
     from smneuron.errors import ConfigError
-    from smneuron.llm_load import Lengths, requests_from
 
     bodies = [
         json.loads(b)
@@ -108,9 +108,9 @@ def test_requests_ask_for_exact_output_lengths(tiny_llama, tmp_path):
 def test_metrics_against_a_server_with_known_timings():
     """TTFT 100 ms, ITL 20 ms, 20 tokens, every 5th request a 500. Lower bounds are exact (the server cannot
     be faster than its script); upper bounds leave room for a loaded 2-core machine."""
-    from smneuron.llm_bench import run_llm
-    from smneuron.llm_load import completion_body
-    from smneuron.local.scripted_llm import Script, ScriptedServer
+    from smneuron.bench.generation import run_llm
+    from smneuron.bench.prompts import completion_body
+    from smneuron.local.generation.scripted import Script, ScriptedServer
 
     bodies = [completion_body("one two three", 20)]
     with ScriptedServer(Script(ttft_ms=100, itl_ms=20, error_every=5)) as url:
@@ -129,9 +129,9 @@ def test_metrics_against_a_server_with_known_timings():
 
 
 def test_open_loop_profiles_schedule_their_rates():
-    from smneuron.llm_bench import run_llm
-    from smneuron.llm_load import completion_body
-    from smneuron.local.scripted_llm import Script, ScriptedServer
+    from smneuron.bench.generation import run_llm
+    from smneuron.bench.prompts import completion_body
+    from smneuron.local.generation.scripted import Script, ScriptedServer
 
     with ScriptedServer(Script(ttft_ms=5, itl_ms=1)) as url:
         report = run_llm(
@@ -191,7 +191,7 @@ def _report(
 
 
 def test_recommend_picks_the_cheapest_layout_meeting_the_slos_and_shows_the_arithmetic():
-    from smneuron.llm_report import recommend
+    from smneuron.bench.generation_report import recommend
 
     a = _report(8, 3, 3, 15.58, [3.0, 6.0, 9.0], [200, 300, 900])  # meets TTFT p95 <= 500 ms up to 6 req/s
     b = _report(2, 1, 1, 0.99, [0.5, 1.0], [300, 600])  # meets it at 0.5 req/s per copy
@@ -216,10 +216,10 @@ def _chromium() -> str:
 def test_reports_json_csv_and_an_html_page_that_renders_in_chromium(tmp_path):
     from PIL import Image
 
-    from smneuron.llm_bench import run_llm
-    from smneuron.llm_load import completion_body
-    from smneuron.llm_metrics import Slo
-    from smneuron.llm_report import write_csv, write_html, write_pngs
+    from smneuron.bench.generation import run_llm
+    from smneuron.bench.generation_metrics import Slo
+    from smneuron.bench.generation_report import write_csv, write_html, write_pngs
+    from smneuron.bench.prompts import completion_body
 
     with ScriptedServerCtx() as url:
         report = run_llm(
@@ -280,7 +280,7 @@ def test_reports_json_csv_and_an_html_page_that_renders_in_chromium(tmp_path):
 
 class ScriptedServerCtx:
     def __enter__(self) -> str:
-        from smneuron.local.scripted_llm import Script, ScriptedServer
+        from smneuron.local.generation.scripted import Script, ScriptedServer
 
         self.server = ScriptedServer(Script(ttft_ms=20, itl_ms=5))
         return self.server.__enter__()

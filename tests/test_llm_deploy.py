@@ -11,7 +11,7 @@ import pytest
 from botocore_check import validate_request
 
 from smneuron.errors import ConfigError, MissingDependencyError
-from smneuron.specs import CompileSpec, EndpointSpec, GenerationSpec
+from smneuron.specs.models import CompileSpec, EndpointSpec, GenerationSpec
 
 STANDINS = Path(__file__).parent / "standins"
 LLAMA_8B = Path(__file__).parent / "data" / "llama-3.1-8b-config.json"
@@ -51,7 +51,7 @@ def llama_8b(tiny_llama, tmp_path) -> Path:
 def test_inf2_export_gets_optimum_neurons_exact_arguments(
     optimum_standin, llama_8b, tmp_path, batch, seq, tp, dtype, torch_dtype
 ):
-    from smneuron.llm_compile import compile_llm
+    from smneuron.compile.generation import compile_llm
 
     spec = CompileSpec(
         task="text-generation",
@@ -91,8 +91,8 @@ def test_inf2_export_gets_optimum_neurons_exact_arguments(
 
 
 def test_a_failed_export_shows_the_compilers_words(optimum_standin, llama_8b, tmp_path, monkeypatch):
+    from smneuron.compile.generation import compile_llm
     from smneuron.errors import CompileError
-    from smneuron.llm_compile import compile_llm
 
     monkeypatch.setenv("SMNEURON_STANDIN_FAIL", "1")
     with pytest.raises(CompileError, match="neuronx-cc: ERROR: compilation failed"):
@@ -100,7 +100,7 @@ def test_a_failed_export_shows_the_compilers_words(optimum_standin, llama_8b, tm
 
 
 def test_inf2_without_optimum_neuron_says_where_it_runs(llama_8b, tmp_path):
-    from smneuron.llm_compile import compile_llm
+    from smneuron.compile.generation import compile_llm
 
     with pytest.raises(MissingDependencyError) as e:
         compile_llm(llama_8b, tmp_path / "out", CompileSpec(task="text-generation", tensor_parallel_size=8))
@@ -112,7 +112,7 @@ def test_inf2_without_optimum_neuron_says_where_it_runs(llama_8b, tmp_path):
 def test_cache_lookup_needs_an_exact_entry_and_lists_the_cached_ones(
     optimum_standin, llama_8b, tmp_path, monkeypatch
 ):
-    from smneuron.llm_compile import compile_from_cache
+    from smneuron.compile.generation import compile_from_cache
 
     entries = [
         {
@@ -139,7 +139,7 @@ def test_cache_lookup_needs_an_exact_entry_and_lists_the_cached_ones(
 def test_cpu_compile_records_the_configuration_and_refuses_what_does_not_apply(
     tiny_llama, tiny_classifier, tmp_path
 ):
-    from smneuron.llm_compile import compile_llm
+    from smneuron.compile.generation import compile_llm
 
     r = compile_llm(
         tiny_llama,
@@ -168,7 +168,7 @@ def test_cpu_compile_records_the_configuration_and_refuses_what_does_not_apply(
 
 
 def test_heads_shard_as_optimum_neuron_shards_them():
-    from smneuron.llm_capacity import sharded_heads
+    from smneuron.catalog.capacity import sharded_heads
 
     assert sharded_heads(8, 32, 8) == (32, 8, "shard")  # Llama-3.1-8B on tp 8
     assert sharded_heads(32, 56, 8) == (64, 32, "replicate-to-tp-degree")  # gqa.py's own example
@@ -178,7 +178,7 @@ def test_heads_shard_as_optimum_neuron_shards_them():
 
 def test_impossible_layouts_are_refused_with_the_arithmetic_and_what_fits():
     from smneuron.catalog import InstanceType
-    from smneuron.llm_capacity import ModelShape, capacity, check
+    from smneuron.catalog.capacity import ModelShape, capacity, check
 
     shape = ModelShape.from_config(json.loads(LLAMA_8B.read_text()))
     c = capacity(
@@ -216,7 +216,7 @@ def test_impossible_layouts_are_refused_with_the_arithmetic_and_what_fits():
 
 
 def test_tgi_variables_are_translated_with_a_notice_and_conflicts_refused():
-    from smneuron.llm_env import translate_tgi
+    from smneuron.deploy.generation_env import translate_tgi
 
     env, notes = translate_tgi(
         {
@@ -243,7 +243,7 @@ def test_tgi_variables_are_translated_with_a_notice_and_conflicts_refused():
 
 
 def _inf2_artifact(optimum_standin, llama_8b, tmp_path) -> Path:
-    from smneuron.llm_compile import compile_llm
+    from smneuron.compile.generation import compile_llm
 
     spec = CompileSpec(
         task="text-generation", target="inf2", batch_size=8, sequence_length=16512, tensor_parallel_size=8
@@ -254,8 +254,8 @@ def _inf2_artifact(optimum_standin, llama_8b, tmp_path) -> Path:
 def test_the_seed_layout_plans_three_copies_with_requests_botocore_accepts(
     optimum_standin, llama_8b, tmp_path, monkeypatch
 ):
-    from smneuron.llm_plan import plan_llm
-    from smneuron.model_data import stage
+    from smneuron.artifact.staging import stage
+    from smneuron.deploy.generation_plan import plan_llm
 
     art = _inf2_artifact(optimum_standin, llama_8b, tmp_path)
     monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
@@ -304,8 +304,8 @@ def test_the_seed_layout_plans_three_copies_with_requests_botocore_accepts(
 
 
 def test_the_plan_refuses_a_served_batch_other_than_the_compiled_one(optimum_standin, llama_8b, tmp_path):
-    from smneuron.llm_plan import plan_llm
-    from smneuron.model_data import stage
+    from smneuron.artifact.staging import stage
+    from smneuron.deploy.generation_plan import plan_llm
 
     data = stage(_inf2_artifact(optimum_standin, llama_8b, tmp_path), upload=False)
     spec = EndpointSpec(instance_type="ml.inf2.48xlarge", environment={"MAX_BATCH_SIZE": "4"})
@@ -317,7 +317,7 @@ def test_the_plan_refuses_a_served_batch_other_than_the_compiled_one(optimum_sta
 def test_dry_run_prints_the_plan_with_the_token_redacted(optimum_standin, llama_8b, tmp_path, monkeypatch):
     from conftest import run_cli
 
-    from smneuron.llm_compile import compile_from_cache
+    from smneuron.compile.generation import compile_from_cache
 
     entries = [
         {
@@ -364,7 +364,7 @@ def test_a_text_generation_artifact_is_inspected_not_packaged_and_the_pipeline_s
 ):
     from conftest import run_cli
 
-    from smneuron.llm_compile import compile_llm
+    from smneuron.compile.generation import compile_llm
 
     art = compile_llm(
         tiny_llama, tmp_path / "a", CompileSpec(task="text-generation", target="cpu", sequence_length=256)
@@ -376,8 +376,8 @@ def test_a_text_generation_artifact_is_inspected_not_packaged_and_the_pipeline_s
     assert code == 1 and "model.safetensors: sha256" in out
     code, out, err = run_cli("package", str(art), "-o", str(tmp_path / "m.tar.gz"))
     assert code == 1 and "serves the model directory itself" in err and "smneuron deploy" in err
-    from smneuron.pipeline_plan import plan
-    from smneuron.specs import ProjectFile
+    from smneuron.pipeline.plan import plan
+    from smneuron.specs.models import ProjectFile
 
     project = ProjectFile(
         compile={"task": "text-generation"}, pipeline={"role": "arn:aws:iam::123456789012:role/p"}
@@ -391,9 +391,9 @@ def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(
 ):
     """Against moto in process: the whole apply (model, config, endpoint, component, copy autoscaling, scale
     from zero), status with the token redacted, and a delete that leaves nothing."""
-    from smneuron.deploy import deploy
-    from smneuron.endpoints import delete, status
-    from smneuron.llm_compile import compile_from_cache
+    from smneuron.compile.generation import compile_from_cache
+    from smneuron.deploy.corridor import deploy
+    from smneuron.endpoints.handle import delete, status
 
     entries = [
         {
@@ -443,8 +443,8 @@ def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(
 
 
 def test_the_vllm_engine_gets_what_optimum_neurons_serve_passes_vllm(tiny_llama, tmp_path, monkeypatch):
-    from smneuron.llm_compile import compile_llm
-    from smneuron.local.llm_copy import LlmServer
+    from smneuron.compile.generation import compile_llm
+    from smneuron.local.generation.copy import LlmServer
 
     art = compile_llm(
         tiny_llama,

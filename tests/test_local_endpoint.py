@@ -17,11 +17,11 @@ import httpx
 import pytest
 from served import code_on_path
 
-from smneuron.compile import compile_model
+from smneuron.artifact.packaging import package
+from smneuron.compile.encoder import compile_model
 from smneuron.errors import ArtifactError
-from smneuron.local.server import LocalEndpoint
-from smneuron.packaging import package
-from smneuron.specs import EndpointSpec
+from smneuron.serving.server import LocalEndpoint
+from smneuron.specs.models import EndpointSpec
 
 TEXTS = [
     "the movie was great",
@@ -146,7 +146,7 @@ def test_a_worker_killed_mid_load_loses_no_request_silently_and_comes_back(endpo
 
 
 def test_sigterm_drains_in_flight_requests(tarball, tmp_path):
-    from smneuron.local.ports import free_port
+    from smneuron.serving.ports import free_port
 
     port = free_port()
     proc = subprocess.Popen(

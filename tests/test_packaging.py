@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from smneuron.archive import extract_package, inspect_package
-from smneuron.compile import compile_model
+from smneuron.artifact.archive import extract_package, inspect_package
+from smneuron.artifact.packaging import package
+from smneuron.artifact.resources import inference_code_dir
+from smneuron.compile.encoder import compile_model
 from smneuron.errors import ArtifactError, ConfigError
-from smneuron.packaging import package
-from smneuron.resources import inference_code_dir
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_vendored_wheels_for_network_isolated_endpoints(artifact, tmp_path):
 
 
 def test_inspect_lists_and_verifies(artifact, tmp_path):
-    from smneuron.archive import read_manifest
+    from smneuron.artifact.archive import read_manifest
 
     result = package(artifact, tmp_path / "m.tar.gz")
     assert read_manifest(result.path)["task"] == read_manifest(artifact)["task"] == "text-classification"

@@ -8,9 +8,9 @@ import zipfile
 
 import pytest
 
-from smneuron import pipeline_schedule
 from smneuron.errors import ConfigError
-from smneuron.specs import ProjectFile
+from smneuron.pipeline import schedule as pipeline_schedule
+from smneuron.specs.models import ProjectFile
 
 PROJECT = {
     "endpoint": {"instance_type": "ml.inf2.xlarge", "name": "minilm-prod"},
@@ -29,7 +29,7 @@ def project():
 
 
 def test_upsert_uploads_code_once_and_updates_in_place(session, role, project):
-    from smneuron import pipeline
+    from smneuron.pipeline import runs as pipeline
 
     first = pipeline.upsert(project, session=session)
     assert first.steps == [
@@ -61,7 +61,7 @@ def test_upsert_uploads_code_once_and_updates_in_place(session, role, project):
 
 
 def test_start_checks_parameters_and_status_lists_steps(session, role, project):
-    from smneuron import pipeline
+    from smneuron.pipeline import runs as pipeline
 
     name = pipeline.upsert(project, session=session).name
     assert pipeline.status(name, session=session)["status"] == "NeverRun"
@@ -77,7 +77,7 @@ def test_start_checks_parameters_and_status_lists_steps(session, role, project):
 
 
 def test_start_refuses_a_pipeline_with_nothing_to_compile(session, role):
-    from smneuron import pipeline
+    from smneuron.pipeline import runs as pipeline
 
     with pytest.raises(ConfigError, match="needs compile.task"):  # it cannot read the model before it runs
         pipeline.upsert(ProjectFile(), session=session)
@@ -91,7 +91,7 @@ def test_start_refuses_a_pipeline_with_nothing_to_compile(session, role):
 
 
 def test_schedule_list_unschedule(session, role, project):
-    from smneuron import pipeline
+    from smneuron.pipeline import runs as pipeline
 
     name = pipeline.upsert(project, session=session).name
     with pytest.raises(ConfigError, match="role EventBridge Scheduler assumes"):
@@ -121,15 +121,15 @@ def test_schedule_list_unschedule(session, role, project):
     ],
 )
 def test_parse_schedule(text, expected):
-    from smneuron.schedules import parse
+    from smneuron.specs.schedules import parse
 
     assert parse(text).pipeline_kwargs() == expected
 
 
 @pytest.mark.parametrize("text", ["daily", "rate(0 days)", "cron(0 3 * *)", "at(tomorrow)"])
 def test_parse_schedule_refuses_with_the_forms(text):
-    from smneuron.autoscaling import parse_schedule as parse_capacity
-    from smneuron.schedules import parse
+    from smneuron.endpoints.autoscaling import parse_schedule as parse_capacity
+    from smneuron.specs.schedules import parse
 
     with pytest.raises(ConfigError, match="Cannot read the schedule"):
         parse(text)

@@ -14,8 +14,8 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
 def _definition(session, instance: str, **pipeline) -> dict:
-    from smneuron.pipeline import definition
-    from smneuron.specs import ProjectFile
+    from smneuron.pipeline.runs import definition
+    from smneuron.specs.models import ProjectFile
 
     project = ProjectFile.model_validate(
         {
@@ -137,8 +137,8 @@ def test_gate_caching_retries_and_tags(session, role):
 
 
 def test_classification_gates_on_top1_agreement(session, role):
-    from smneuron.pipeline import definition
-    from smneuron.specs import ProjectFile
+    from smneuron.pipeline.runs import definition
+    from smneuron.specs.models import ProjectFile
 
     d = definition(ProjectFile.model_validate({"compile": {"task": "text-classification"}}), session=session)
     gate = d["Steps"][-1]["Arguments"]
@@ -148,12 +148,12 @@ def test_classification_gates_on_top1_agreement(session, role):
 
 def test_cpu_instance_for_the_compile_step_only(session, role):
     from smneuron.errors import ConfigError
-    from smneuron.specs import PipelineSpec
+    from smneuron.specs.models import PipelineSpec
 
     with pytest.raises(Exception, match="ml.inf2.xlarge"):
         PipelineSpec(compile_instance_type="ml.inf2.xlarge")  # Processing accepts no ml.inf*
     from smneuron.pipeline import plan
-    from smneuron.specs import ProjectFile
+    from smneuron.specs.models import ProjectFile
 
     project = ProjectFile(compile={"task": "feature-extraction"}, pipeline=PipelineSpec(name="my_pipeline"))
     with pytest.raises(ConfigError, match="letters, digits and hyphens"):
@@ -164,9 +164,9 @@ def test_cpu_instance_for_the_compile_step_only(session, role):
 def test_the_create_model_step_makes_the_model_smneuron_deploy_makes(session, role, instance):
     """One Model, two ways in: the pipeline's CreateModel step and `smneuron deploy` send the same
     container (image, environment) and role; and Deploy serves that step's Model by name."""
-    from smneuron.deploy_plan import plan
-    from smneuron.model_data import ModelData
-    from smneuron.specs import EndpointSpec
+    from smneuron.artifact.staging import ModelData
+    from smneuron.deploy.encoder_plan import plan
+    from smneuron.specs.models import EndpointSpec
 
     d = _definition(session, instance)
     step = next(s for s in d["Steps"] if s["Type"] == "Model")

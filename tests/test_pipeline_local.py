@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from smneuron.specs import ProjectFile
+from smneuron.specs.models import ProjectFile
 
 TEXTS = [
     "the cat sat on the mat",
@@ -40,7 +40,7 @@ def _project(task, **pipeline):
 
 
 def test_tiny_classifier_passes_the_gate_registers_and_deploys(tiny_classifier, tmp_path):
-    from smneuron.local.pipeline_runner import run_local
+    from smneuron.local.pipeline.runner import run_local
 
     seen = []
     run = run_local(
@@ -75,7 +75,7 @@ def test_tiny_classifier_passes_the_gate_registers_and_deploys(tiny_classifier, 
 
 
 def test_gate_fails_with_the_metrics_when_the_threshold_is_out_of_reach(tiny_classifier, tmp_path):
-    from smneuron.local.pipeline_runner import run_local
+    from smneuron.local.pipeline.runner import run_local
 
     run = run_local(
         _project("text-classification"),
@@ -96,7 +96,7 @@ def test_gate_fails_with_the_metrics_when_the_threshold_is_out_of_reach(tiny_cla
 
 
 def test_a_failing_job_names_its_step_and_log(tiny_classifier, tmp_path):
-    from smneuron.local.pipeline_runner import run_local
+    from smneuron.local.pipeline.runner import run_local
 
     data = tmp_path / "eval.jsonl"
     data.write_text('{"text": "no inputs field"}\n')
@@ -148,7 +148,7 @@ def test_wheel_for_jobs_is_deterministic_and_installable(tmp_path):
     import subprocess
     import sys
 
-    from smneuron.code_bundle import build_wheel
+    from smneuron.pipeline.code_bundle import build_wheel
 
     a, b = build_wheel(tmp_path / "a"), build_wheel(tmp_path / "b")
     assert a.read_bytes() == b.read_bytes()
@@ -168,7 +168,7 @@ def test_wheel_for_jobs_is_deterministic_and_installable(tmp_path):
         ],
         check=True,
     )
-    probe = "import smneuron.resources as r; print(r.pipelines_dir(), r.inference_code_dir())"
+    probe = "import smneuron.artifact.resources as r; print(r.pipelines_dir(), r.inference_code_dir())"
     # -S and another cwd: neither the editable install nor the checkout can answer for the wheel
     out = subprocess.run(
         [sys.executable, "-S", "-c", probe],

@@ -7,9 +7,9 @@ import re
 import pytest
 
 from smneuron.catalog import INSTANCE_TYPES, InstanceType
+from smneuron.deploy.encoder_env import HANDLER, container_environment, workers_for
 from smneuron.errors import ConfigError
-from smneuron.serving_env import HANDLER, container_environment, workers_for
-from smneuron.specs import EndpointSpec
+from smneuron.specs.models import EndpointSpec
 
 
 def ts_config(monkeypatch, env: dict[str, str]) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from smneuron.errors import ConfigError
-from smneuron.specs import CompileSpec, EndpointSpec, ProjectFile, ScalingSpec, override
+from smneuron.specs.models import CompileSpec, EndpointSpec, ProjectFile, ScalingSpec, override
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from smneuron.artifact.staging import stage
+from smneuron.artifact.storage import download, put_content_addressed
 from smneuron.errors import AccessDeniedError, ArtifactError
-from smneuron.model_data import stage
 from smneuron.session import Session
-from smneuron.storage import download, put_content_addressed
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def calls(session):
 
 @pytest.fixture(scope="module")
 def artifact(tiny_classifier, tmp_path_factory) -> Path:
-    from smneuron.compile import compile_model
+    from smneuron.compile.encoder import compile_model
 
     out = tmp_path_factory.mktemp("storage") / "a"
     compile_model(tiny_classifier, out, target="cpu", task="text-classification", buckets="16")
@@ -32,7 +32,7 @@ def artifact(tiny_classifier, tmp_path_factory) -> Path:
 
 @pytest.fixture
 def tarball(artifact, tmp_path) -> Path:
-    from smneuron.packaging import package
+    from smneuron.artifact.packaging import package
 
     return package(artifact, tmp_path / "model.tar.gz").path
 
@@ -108,7 +108,7 @@ def test_download_round_trip_and_tamper_detection(session, tarball, tmp_path):
 
 
 def test_stage_an_artifact_dir_both_compressions(session, artifact, tmp_path):
-    from smneuron.model_data import fetch
+    from smneuron.artifact.staging import fetch
 
     gz = stage(artifact, name="tiny", session=session)
     assert gz.key.endswith("/model.tar.gz") and not gz.skipped and gz.container() == {"ModelDataUrl": gz.uri}

@@ -110,7 +110,7 @@ def test_the_sdk_is_an_extra_not_a_dependency():
 DEPLOY_WITHOUT_SDK = r"""
 import sys
 from moto import mock_aws
-from smneuron.local.fake_aws import patch_moto
+from smneuron.local.aws.embedded import patch_moto
 patch_moto()
 with mock_aws():
     import boto3, json
@@ -122,7 +122,7 @@ with mock_aws():
     except SystemExit as e:
         assert e.code == 0, e.code
     import smneuron
-    from smneuron.specs import EndpointSpec
+    from smneuron.specs.models import EndpointSpec
     r = smneuron.deploy_model(sys.argv[1], EndpointSpec(name="sdk-ep", instance_type="ml.c6i.xlarge"))
     assert r.status == "InService"
     print("SAGEMAKER_LOADED" if any(m == "sagemaker" or m.startswith("sagemaker.") for m in sys.modules) else "NO_SDK")
@@ -130,7 +130,7 @@ with mock_aws():
 
 
 def test_deploy_from_the_cli_and_the_sdk_never_loads_the_sagemaker_sdk(tiny_classifier, tmp_path):
-    from smneuron.compile import compile_model
+    from smneuron.compile.encoder import compile_model
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
     env = {

@@ -21,8 +21,8 @@ CLI = [sys.executable, "-m", "smneuron.cli.main"]
 @pytest.fixture(scope="module")
 def world(tiny_classifier, tmp_path_factory):
     """Files a user might point smneuron at, and an embedded AWS to point it to."""
-    from smneuron.compile import compile_model
-    from smneuron.local.fake_aws import embedded_aws
+    from smneuron.compile.encoder import compile_model
+    from smneuron.local.aws.embedded import embedded_aws
 
     root = tmp_path_factory.mktemp("mistakes")
     compile_model(tiny_classifier, root / "artifact", target="cpu", task="text-classification", buckets="16")

@@ -38,7 +38,7 @@ def test_wheel_ships_inference_code_and_pipelines(tmp_path):
         capture_output=True,
     )
     probe = (
-        "from smneuron.resources import inference_code_dir, infra_dir, pipelines_dir\n"
+        "from smneuron.artifact.resources import inference_code_dir, infra_dir, pipelines_dir\n"
         "d = inference_code_dir(); print(d); print((d / 'inference.py').is_file(), "
         "(d / 'smneuron_handler.py').is_file(), (d / 'requirements.txt').is_file(), pipelines_dir().is_dir(), "
         "(infra_dir() / 'smneuron-base.yaml').is_file())"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import step_common
 
-from smneuron import evaluation
-from smneuron.compile import compile_model
-from smneuron.model_data import stage
-from smneuron.specs import CompileSpec, validate
+from smneuron.artifact.staging import stage
+from smneuron.compile.encoder import compile_model
+from smneuron.evaluation import scoring as evaluation
+from smneuron.specs.models import CompileSpec, validate
 
 
 def main() -> None:

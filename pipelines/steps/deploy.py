@@ -12,9 +12,9 @@ from pathlib import Path
 
 import step_common
 
-from smneuron.deploy import deploy_model_name
+from smneuron.deploy.corridor import deploy_model_name
 from smneuron.session import Session
-from smneuron.specs import EndpointSpec, ScalingSpec, validate
+from smneuron.specs.models import EndpointSpec, ScalingSpec, validate
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import step_common
 
-from smneuron import evaluation
+from smneuron.evaluation import scoring as evaluation
 
 
 def main() -> None:

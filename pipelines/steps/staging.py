@@ -11,9 +11,9 @@ import json
 
 import step_common
 
-from smneuron import evaluation
-from smneuron.deploy_plan import sanitize
-from smneuron.endpoints import Endpoint, wait_for_endpoint
+from smneuron.deploy.encoder_plan import sanitize
+from smneuron.endpoints.handle import Endpoint, wait_for_endpoint
+from smneuron.evaluation import scoring as evaluation
 from smneuron.session import Session
 
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from smneuron import evaluation
-from smneuron.specs import Thresholds
+from smneuron.evaluation import scoring as evaluation
+from smneuron.specs.models import Thresholds
 
 
 def parser(description: str) -> argparse.ArgumentParser:

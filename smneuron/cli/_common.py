@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from smneuron.session import Session
-    from smneuron.specs import ProjectFile
+    from smneuron.specs.models import ProjectFile
 
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
 
@@ -32,7 +32,7 @@ class CliState:
     def project(self) -> ProjectFile:
         """The project file (``--config`` or the nearest ``smneuron.yaml``), or defaults."""
         if self._project is None:
-            from smneuron.specs import ProjectFile, find_project_file
+            from smneuron.specs.models import ProjectFile, find_project_file
 
             path = self.config or find_project_file()
             self._project = ProjectFile.load(path) if path else ProjectFile()

@@ -28,8 +28,8 @@ def package_cmd(
     """Build model.tar.gz in the layout the DLC expects; deterministic, multi-threaded."""
     import time
 
+    from smneuron.artifact.packaging import package
     from smneuron.errors import ConfigError
-    from smneuron.packaging import package
 
     if compression not in ("gzip", "none"):
         raise ConfigError(f"--compression must be gzip or none, not {compression!r}.")
@@ -63,7 +63,7 @@ def inspect_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """List a package's entries and verify them against its manifest (exit 1 on any mismatch)."""
-    from smneuron.archive import inspect_package
+    from smneuron.artifact.archive import inspect_package
 
     r = inspect_package(package_path)
     if as_json:
@@ -115,7 +115,7 @@ def upload_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Upload to S3 under a content-addressed key; a second upload of the same bytes is skipped."""
-    from smneuron.model_data import stage
+    from smneuron.artifact.staging import stage
 
     st = state(ctx)
     project = st.project()

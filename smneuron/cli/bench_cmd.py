@@ -74,7 +74,7 @@ def bench_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
-    from smneuron import bench
+    from smneuron.bench import encoder as bench
     from smneuron.cli import llm_bench_cmd
 
     if endpoint == "compare":
@@ -145,7 +145,7 @@ def bench_cmd(
 
 
 def _compare(paths: list[Path], as_json: bool) -> None:
-    from smneuron.bench_report import compare, load
+    from smneuron.bench.report import compare, load
     from smneuron.errors import ConfigError
 
     if len(paths) != 2:
@@ -192,7 +192,7 @@ def recommend_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """The cheapest instance type and count meeting a p99 SLO at a rate, with the arithmetic."""
-    from smneuron.bench_report import load, recommend
+    from smneuron.bench.report import load, recommend
     from smneuron.cli import llm_bench_cmd
     from smneuron.errors import ConfigError
 

@@ -50,9 +50,9 @@ def compile_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Compile a model: one traced file per sequence bucket, tokenizer, manifest; cached."""
-    from smneuron.compile import compile_model
+    from smneuron.compile.encoder import compile_model
     from smneuron.errors import ConfigError
-    from smneuron.specs import override
+    from smneuron.specs.models import override
 
     project = state(ctx).project()
     model_dir = model_dir or (Path(project.model) if project.model else None)
@@ -80,7 +80,7 @@ def compile_cmd(
         tensor_parallel_size=tensor_parallel_size,
         dtype=dtype,
     )
-    from smneuron.llm_compile import text_generation_note
+    from smneuron.compile.generation import text_generation_note
 
     note = "" if from_cache else text_generation_note(model_dir, spec.task)
     if note is not None:
@@ -142,7 +142,7 @@ def _progress(buckets: list[int], quiet: bool):  # type: ignore[no-untyped-def]
         return None, lambda: None
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from smneuron.compile import CompileEvent
+    from smneuron.compile.encoder import CompileEvent
 
     bar = Progress(
         SpinnerColumn(),

@@ -24,7 +24,7 @@ def demo_cmd(
         return _llm_demo(instance, bench_seconds, model, as_json)
 
     from smneuron.cli.bench_cmd import render
-    from smneuron.demo import run_demo
+    from smneuron.local.demo import run_demo
 
     if as_json:
         result = run_demo(instance_type=instance, bench_seconds=bench_seconds)
@@ -69,8 +69,8 @@ def _with_progress(run):  # type: ignore[no-untyped-def]
 def _llm_demo(instance: str, bench_seconds: float, model: str | None, as_json: bool) -> None:
     import time
 
-    from smneuron.cli.llm_bench_cmd import render
-    from smneuron.llm_demo import run_llm_demo
+    from smneuron.cli.generation_bench_cmd import render
+    from smneuron.local.demo_generation import run_llm_demo
 
     if as_json:
         result = run_llm_demo(model_dir=model, instance_type=instance, bench_seconds=bench_seconds)

@@ -9,7 +9,7 @@ from smneuron.cli._common import JsonOpt, console, print_json, state, table
 
 def list_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """List the endpoints smneuron manages: instance, count, status, hourly cost, creation time."""
-    from smneuron.endpoints import list_endpoints
+    from smneuron.endpoints.handle import list_endpoints
 
     rows = list_endpoints(session=state(ctx).session())
     if as_json:
@@ -38,7 +38,7 @@ def logs_cmd(
     """Print the newest lines of the endpoint's CloudWatch logs (and follow them with --follow)."""
     import time
 
-    from smneuron.endpoints import log_events, require
+    from smneuron.endpoints.handle import log_events, require
 
     session = state(ctx).session()
     require(session, name)
@@ -62,7 +62,7 @@ def wait_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Wait until the endpoint is InService (exit 1 with the reason if it fails)."""
-    from smneuron.endpoints import wait_for_endpoint
+    from smneuron.endpoints.handle import wait_for_endpoint
 
     d = wait_for_endpoint(name, session=state(ctx).session(), timeout=timeout)
     if as_json:

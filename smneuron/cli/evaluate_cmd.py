@@ -29,8 +29,8 @@ def evaluate_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Score a candidate against the reference; exit 1 when a gate fails."""
-    from smneuron.evaluation import evaluate
-    from smneuron.specs import override
+    from smneuron.evaluation.scoring import evaluate
+    from smneuron.specs.models import override
 
     st = state(ctx)
     project = st.project()

@@ -13,7 +13,7 @@ def compile_text_generation(
     model: str, out: Path, spec, *, note: str, from_cache: bool, as_json: bool
 ) -> None:  # type: ignore[no-untyped-def]
     """`smneuron compile` for a causal LM: optimum-neuron export (inf2), a served copy (cpu), or a cache entry."""
-    from smneuron.llm_compile import compile_from_cache, compile_llm
+    from smneuron.compile.generation import compile_from_cache, compile_llm
 
     spec = spec.model_copy(update={"task": "text-generation"})
     if from_cache:
@@ -51,7 +51,7 @@ def _count(n: int) -> str:
 
 def render_llm_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
     """The text-generation deploy plan: resources, capacity arithmetic, environment (token redacted), cost."""
-    from smneuron.llm_env import redacted
+    from smneuron.deploy.generation_env import redacted
 
     data = p.to_dict()
     if as_json:

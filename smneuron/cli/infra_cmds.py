@@ -16,7 +16,7 @@ app = typer.Typer(
 @app.command("render")
 def render_cmd(stack: str = typer.Argument("base", help="base or pipeline.")) -> None:
     """Print a template (review it, or deploy it with your own tooling)."""
-    from smneuron.infra import render
+    from smneuron.infra.stacks import render
 
     typer.echo(render(stack), nl=False)
 
@@ -31,7 +31,7 @@ def deploy_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Create or update the stacks (change sets) and write their outputs into smneuron.yaml."""
-    from smneuron.infra import deploy_stacks, write_project_outputs
+    from smneuron.infra.stacks import deploy_stacks, write_project_outputs
 
     st = state(ctx)
     result = deploy_stacks(
@@ -59,7 +59,7 @@ def outputs_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Show a stack's outputs."""
-    from smneuron.infra import outputs
+    from smneuron.infra.stacks import outputs
 
     out = outputs(session=state(ctx).session(), stack_name=f"smneuron-{stack}")
     if as_json:

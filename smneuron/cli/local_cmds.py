@@ -34,7 +34,7 @@ def up_cmd(
     if engine not in ("smneuron", "torchserve"):
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
     if engine == "torchserve":
-        from smneuron.local.torchserve import require
+        from smneuron.serving.torchserve import require
 
         require()
     if llm_engine not in ("stand-in", "vllm"):

@@ -37,7 +37,7 @@ def _name(ctx: typer.Context, name: str | None) -> str:
 def definition_cmd(ctx: typer.Context) -> None:
     """Print the pipeline definition JSON (nothing is uploaded or created; works offline: an unknown
     account shows as <account-id>, set SMNEURON_ACCOUNT or pipeline.role to fill it in)."""
-    from smneuron.pipeline import definition
+    from smneuron.pipeline.runs import definition
 
     st = state(ctx)
     print_json(definition(st.project(), session=st.session(offline=True), publish=False))
@@ -46,7 +46,7 @@ def definition_cmd(ctx: typer.Context) -> None:
 @app.command("upsert")
 def upsert_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Upload the step code and smneuron wheel, then create or update the pipeline."""
-    from smneuron.pipeline import upsert
+    from smneuron.pipeline.runs import upsert
 
     st = state(ctx)
     r = upsert(st.project(), session=st.session())
@@ -67,7 +67,7 @@ def start_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Start an execution (parameters default to those set at upsert)."""
-    from smneuron.pipeline import start
+    from smneuron.pipeline.runs import start
 
     st = state(ctx)
     arn = start(_name(ctx, name), _params(param), session=st.session())
@@ -85,7 +85,7 @@ def status_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """The newest (or given) execution and its steps."""
-    from smneuron.pipeline import status
+    from smneuron.pipeline.runs import status
 
     s = status(_name(ctx, name), execution, session=state(ctx).session())
     if as_json:
@@ -108,7 +108,7 @@ def status_cmd(
 @app.command("list")
 def list_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Pipelines with their newest execution status and schedule."""
-    from smneuron.pipeline_schedule import list_pipelines
+    from smneuron.pipeline.schedule import list_pipelines
 
     rows = list_pipelines(session=state(ctx).session())
     if as_json:
@@ -138,7 +138,7 @@ def schedule_cmd(
 ) -> None:
     """Start the pipeline on a schedule (EventBridge Scheduler via PipelineSchedule)."""
     from smneuron.errors import ConfigError
-    from smneuron.pipeline_schedule import schedule
+    from smneuron.pipeline.schedule import schedule
 
     st = state(ctx)
     spec = st.project().pipeline
@@ -165,7 +165,7 @@ def unschedule_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Remove the pipeline's schedule."""
-    from smneuron.pipeline_schedule import unschedule
+    from smneuron.pipeline.schedule import unschedule
 
     removed = unschedule(_name(ctx, name), session=state(ctx).session())
     if as_json:
@@ -192,7 +192,7 @@ def run_cmd(
     import tempfile
 
     from smneuron.errors import ConfigError
-    from smneuron.local.pipeline_runner import run_local
+    from smneuron.local.pipeline.runner import run_local
 
     if not local:
         raise ConfigError(
@@ -202,14 +202,14 @@ def run_cmd(
     st = state(ctx)
     project = st.project()
     if task:
-        from smneuron.specs import override
+        from smneuron.specs.models import override
 
         project = project.model_copy(update={"compile": override(project.compile, task=task)})
     with tempfile.TemporaryDirectory(prefix="smneuron-run-") as tmp:
         if model is None and project.model:
             model = Path(project.model)
         if model is None:
-            from smneuron.demo import pick_model
+            from smneuron.local.demo import pick_model
 
             model, picked, _ = pick_model(Path(tmp))
             project = project.model_copy(
@@ -218,7 +218,7 @@ def run_cmd(
                 }
             )
         if project.compile.task is None:
-            from smneuron.tasks import infer_task
+            from smneuron.compile.tasks import infer_task
 
             inferred, why = infer_task(Path(model))
             project = project.model_copy(
@@ -227,7 +227,7 @@ def run_cmd(
             if not as_json:
                 console().print(f"note: task {inferred} inferred from {why} (choose another with --task)")
         if data is None:
-            from smneuron.tasks import write_sample_records
+            from smneuron.compile.tasks import write_sample_records
 
             data = write_sample_records(Path(tmp) / "evaluation.jsonl", project.compile.task)
 

@@ -26,8 +26,8 @@ def serve_text_generation(model_dir: Path, host: str, port: int) -> None:
     import json
     import os
 
-    from smneuron.local.llm_server import main
-    from smneuron.local.server import check_port_free
+    from smneuron.local.generation.standin import main
+    from smneuron.serving.server import check_port_free
 
     gen = json.loads((model_dir / "smneuron.json").read_text())["generation"]
     os.environ.update(
@@ -62,11 +62,11 @@ def serve_cmd(
 ) -> None:
     """Serve a model.tar.gz locally: GET /ping, POST /invocations, GET /metrics."""
     from smneuron.errors import ConfigError
-    from smneuron.local.server import LocalEndpoint
+    from smneuron.serving.server import LocalEndpoint
 
     if engine not in ("smneuron", "torchserve"):
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
-    from smneuron.model_data import is_llm_dir
+    from smneuron.artifact.staging import is_llm_dir
 
     if package.is_dir() and is_llm_dir(package):
         return serve_text_generation(package, host, port)
@@ -106,11 +106,11 @@ def _serve_torchserve(
     import signal
     import time
 
-    from smneuron.archive import read_manifest
+    from smneuron.artifact.archive import read_manifest
     from smneuron.catalog import InstanceType
-    from smneuron.local.torchserve import TorchServeStack
-    from smneuron.serving_env import container_environment
-    from smneuron.specs import EndpointSpec, override
+    from smneuron.deploy.encoder_env import container_environment
+    from smneuron.serving.torchserve import TorchServeStack
+    from smneuron.specs.models import EndpointSpec, override
 
     inst = InstanceType.parse(instance, use="endpoint")
     spec = override(

@@ -1,7 +1,7 @@
 """`smneuron local up | down | status`: the embedded SageMaker as a background service on loopback.
 
 ``up`` starts one detached process that runs the embedded AWS (moto with smneuron's extensions) and
-backs its endpoints with local model servers (smneuron.local.backing), records its URL and pid in a
+backs its endpoints with local model servers (smneuron.local.aws.backing), records its URL and pid in a
 state file, and returns once the URL answers. Every smneuron command then uses it with ``--local``
 or ``SMNEURON_LOCAL=1`` (or the printed environment). ``down`` stops it and every backing server.
 """
@@ -75,7 +75,7 @@ def up(port: int = 0, timeout: float = 60, engine: str = "smneuron", llm_engine:
     running = status()
     if running:
         return {**running, "started": False}
-    from smneuron.local.ports import free_port
+    from smneuron.serving.ports import free_port
 
     path = state_path()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -150,15 +150,15 @@ def require() -> dict:
 
 def serve(port: int, state_file: Path, engine: str = "smneuron") -> None:
     """The service process: embedded AWS + backed endpoints until SIGTERM."""
-    from smneuron.local.backing import Backer, activate
-    from smneuron.local.fake_aws import embedded_aws
+    from smneuron.local.aws.backing import Backer, activate
+    from smneuron.local.aws.embedded import embedded_aws
 
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
     with embedded_aws(port) as url:
         activate(Backer(url, engine))
-        from smneuron.local.fake_aws import create_sagemaker_role
+        from smneuron.local.aws.embedded import create_sagemaker_role
         from smneuron.session import Session
 
         create_sagemaker_role(Session.from_env(region=LOCAL_REGION, endpoint_url=url))

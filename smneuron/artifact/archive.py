@@ -1,0 +1,175 @@
+"""Reading model.tar.gz: inspect (list + verify against the manifest) and safe extraction."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from smneuron.artifact.hashing import sha256_file
+from smneuron.artifact.manifest import MANIFEST_NAME, Manifest, parse_any
+from smneuron.errors import ArtifactError
+
+DEFAULT_MAX_MEMBER_BYTES = 64 << 30  # far above any NeuronCore's memory
+
+
+@dataclass
+class Entry:
+    name: str
+    size_bytes: int
+    sha256: str
+
+
+@dataclass
+class InspectReport:
+    path: Path
+    entries: list[Entry]
+    manifest: dict | None
+    code_files: list[str]
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def inspect_package(path: str | Path) -> InspectReport:
+    """List every member with its size and sha256 and check them against ``smneuron.json``.
+
+    Works on a model.tar.gz or on an uncompressed package directory. ``problems`` lists missing
+    files, hash mismatches, files the manifest does not know, and a missing code/inference.py.
+    """
+    path = Path(path)
+    entries: dict[str, Entry] = {}
+    manifest_bytes = None
+    if path.is_dir():
+        for p in sorted(path.rglob("*")):
+            if p.is_file():
+                name = p.relative_to(path).as_posix()
+                entries[name] = Entry(name, p.stat().st_size, sha256_file(p))
+        if (path / MANIFEST_NAME).is_file():
+            manifest_bytes = (path / MANIFEST_NAME).read_bytes()
+    else:
+        try:
+            with tarfile.open(path, "r:*") as tar:
+                for member in tar:
+                    if not member.isfile():
+                        continue
+                    f = tar.extractfile(member)
+                    h = hashlib.sha256()
+                    while f is not None and (block := f.read(1 << 20)):
+                        h.update(block)
+                        if member.name == MANIFEST_NAME:
+                            manifest_bytes = (manifest_bytes or b"") + block
+                    entries[member.name] = Entry(member.name, member.size, h.hexdigest())
+        except (tarfile.TarError, OSError, EOFError) as e:
+            raise ArtifactError(f"{path} is not a readable tar archive: {e}") from e
+    problems = []
+    manifest = None
+    if manifest_bytes is None:
+        problems.append(f"{MANIFEST_NAME} is missing")
+    else:
+        manifest = json.loads(manifest_bytes)
+        expected = parse_any(manifest, f"{path}:{MANIFEST_NAME}").files()
+        for name, digest in expected.items():
+            got = entries.get(name)
+            if got is None:
+                problems.append(f"{name}: listed in the manifest but missing")
+            elif got.sha256 != digest:
+                problems.append(
+                    f"{name}: sha256 {got.sha256[:12]}... does not match the manifest's {digest[:12]}..."
+                )
+        for name in entries:
+            if name not in expected and name != MANIFEST_NAME and not name.startswith("code/"):
+                problems.append(f"{name}: not part of the artifact (unexpected file at the root)")
+    code = sorted(n for n in entries if n.startswith("code/"))
+    llm = (
+        manifest is not None and manifest.get("task") == "text-generation"
+    )  # the vLLM container has no code/
+    if "code/inference.py" not in entries and not llm:
+        problems.append("code/inference.py is missing: the DLC would fall back to its default handlers")
+    return InspectReport(path, list(entries.values()), manifest, code, problems)
+
+
+def read_manifest(path: str | Path) -> dict:
+    """The manifest of an artifact dir, package dir or model.tar.gz (read without the weights: it is
+    the tarball's first member).
+
+    Raises:
+        ArtifactError: no manifest.
+    """
+    path = Path(path)
+    if path.is_dir():
+        try:
+            data = json.loads((path / MANIFEST_NAME).read_text())
+        except (OSError, ValueError):
+            return Manifest.read(path).model_dump(mode="json")  # its error says what is missing
+        return parse_any(data, str(path / MANIFEST_NAME)).model_dump(mode="json")
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            for member in tar:
+                if member.name == MANIFEST_NAME:
+                    f = tar.extractfile(member)
+                    return parse_any(json.loads(f.read()), f"{path}:{MANIFEST_NAME}").model_dump(mode="json")
+    except (tarfile.TarError, OSError, EOFError, ValueError) as e:
+        raise ArtifactError(f"Cannot read the manifest of {path}: {e}") from e
+    raise ArtifactError(f"{path} has no {MANIFEST_NAME}: package it with `smneuron package`.")
+
+
+def _check_member(member: tarfile.TarInfo, dest: Path, max_member_bytes: int) -> None:
+    name = member.name
+    pure = PurePosixPath(name)
+    if pure.is_absolute() or name.startswith(("/", "\\")) or (pure.parts and ":" in pure.parts[0]):
+        raise ArtifactError(f"Refusing to extract {name!r}: absolute path.")
+    if ".." in pure.parts:
+        raise ArtifactError(f"Refusing to extract {name!r}: it climbs out of the target directory.")
+    if member.isdev() or member.isfifo() or member.ischr() or member.isblk():
+        raise ArtifactError(f"Refusing to extract {name!r}: device or pipe.")
+    if member.issym() or member.islnk():
+        target = PurePosixPath(member.linkname)
+        resolved = (dest / pure.parent / target) if member.issym() else (dest / target)
+        if target.is_absolute() or not os.path.abspath(resolved).startswith(os.path.abspath(dest) + os.sep):
+            raise ArtifactError(f"Refusing to extract {name!r}: link to {member.linkname!r} points outside.")
+    if member.size > max_member_bytes:
+        raise ArtifactError(
+            f"Refusing to extract {name!r}: {member.size} bytes exceeds the "
+            f"{max_member_bytes}-byte limit per member."
+        )
+
+
+def extract_package(
+    path: str | Path, dest: str | Path, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES
+) -> Path:
+    """Extract model.tar.gz into ``dest`` as the container does, refusing unsafe members.
+
+    Every member is checked before anything is written: absolute paths, ``..``, links pointing
+    outside ``dest``, devices and members above ``max_member_bytes`` raise ``ArtifactError``.
+    """
+    path, dest = Path(path), Path(dest)
+    if path.is_dir():  # an uncompressed package is already laid out
+        shutil.copytree(path, dest, dirs_exist_ok=True)
+        return dest
+    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            members = tar.getmembers()
+            for m in members:
+                _check_member(m, dest, max_member_bytes)
+            for m in members:
+                target = dest / m.name
+                if m.isdir():
+                    target.mkdir(parents=True, exist_ok=True)
+                elif m.isfile():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    src = tar.extractfile(m)
+                    with open(target, "wb") as out:
+                        shutil.copyfileobj(src, out, 1 << 20)
+                else:  # links that stay inside dest
+                    tar.extract(m, dest, set_attrs=False)
+    except (tarfile.TarError, EOFError) as e:
+        raise ArtifactError(f"{path} is not a readable tar archive: {e}") from e
+    return dest

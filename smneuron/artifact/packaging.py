@@ -1,0 +1,246 @@
+"""model.tar.gz in the layout the SageMaker PyTorch DLCs expect, fast and byte-for-byte deterministic.
+
+Layout: the artifact's traced files, tokenizer files and ``smneuron.json`` at the root; ``code/`` with
+the inference code (from the installed smneuron), the user's extra code and one requirements.txt.
+Same inputs give identical bytes (sorted entries, fixed metadata, no gzip timestamp or name), so the
+sha256 names the content. Compression streams through a multi-threaded deflate (python-isal), never
+holding a file in memory. ``compression="none"`` lays the same tree out as a directory instead, for
+SageMaker's uncompressed S3-prefix model data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from smneuron.artifact.hashing import size_of, tree_hash
+from smneuron.artifact.manifest import MANIFEST_NAME, Manifest
+from smneuron.artifact.resources import inference_code_dir
+from smneuron.errors import ArtifactError, ConfigError
+
+Compression = Literal["gzip", "none"]
+IGNORED_DIRS = {
+    "__pycache__",
+    ".git",
+    ".hg",
+    ".svn",
+    ".ipynb_checkpoints",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".idea",
+    ".vscode",
+    "node_modules",
+}
+IGNORED_SUFFIXES = (".pyc", ".pyo", ".swp", ".swo", "~", ".DS_Store")
+CHUNK = 1 << 20
+
+
+@dataclass
+class PackageResult:
+    path: Path
+    sha256: str
+    size_bytes: int
+    compression: Compression
+    entries: list[str] = field(default_factory=list)
+
+
+def plan(
+    artifact_dir: Path,
+    extra_code: Path | None = None,
+    requirements: Path | None = None,
+    wheels: list[Path] | None = None,
+) -> tuple[dict[str, Path], bytes]:
+    """Archive name -> source file for every member, plus the generated code/requirements.txt.
+
+    Raises:
+        ArtifactError: the directory is not a compiled artifact, or a manifest file is missing.
+        ConfigError: user code collides with smneuron's inference code.
+    """
+    _refuse_text_generation(artifact_dir)
+    manifest = Manifest.read(artifact_dir)
+    files: dict[str, Path] = {MANIFEST_NAME: artifact_dir / MANIFEST_NAME}
+    for name in manifest.files():
+        if not (artifact_dir / name).is_file():
+            raise ArtifactError(
+                f"{artifact_dir} is incomplete: {name} is listed in the manifest but missing.",
+                hint="Recompile the model.",
+            )
+        files[name] = artifact_dir / name
+    for src in _walk(inference_code_dir()):
+        rel = src.relative_to(inference_code_dir()).as_posix()
+        if rel != "requirements.txt":
+            files[f"code/{rel}"] = src
+    if extra_code:
+        for src in _walk(Path(extra_code)):
+            rel = f"code/{src.relative_to(extra_code).as_posix()}"
+            if rel in files:
+                raise ConfigError(
+                    f"Your code file {src} would replace smneuron's {rel}.",
+                    hint="Rename it; smneuron's inference.py and serving_*.py must stay.",
+                )
+            if rel != "code/requirements.txt":
+                files[rel] = src
+    req = (inference_code_dir() / "requirements.txt").read_text()
+    user_req = (
+        Path(requirements)
+        if requirements
+        else (Path(extra_code) / "requirements.txt" if extra_code else None)
+    )
+    if user_req and user_req.is_file():
+        req += "\n# from " + user_req.name + "\n" + user_req.read_text()
+    if wheels:
+        # network-isolated endpoints: pip installs from the shipped wheels only
+        req = "--no-index\n--find-links /opt/ml/model/code/wheels\n" + req
+        for w in wheels:
+            files[f"code/wheels/{Path(w).name}"] = Path(w)
+    return files, req.encode()
+
+
+def _refuse_text_generation(artifact_dir: Path) -> None:
+    import json
+
+    try:
+        task = json.loads((artifact_dir / MANIFEST_NAME).read_text()).get("task")
+    except (OSError, ValueError):
+        return  # Manifest.read says what is wrong
+    if task == "text-generation":
+        raise ArtifactError(
+            f"{artifact_dir} is a text-generation artifact: the optimum-neuron vLLM container serves the model "
+            "directory itself (no model.tar.gz, no code/), uploaded uncompressed.",
+            hint=f"Deploy it as it is (`smneuron deploy {artifact_dir} --instance ml.inf2.48xlarge`) or stage it "
+            f"with `smneuron upload {artifact_dir}`; `smneuron inspect {artifact_dir}` verifies its files.",
+        )
+
+
+def _walk(root: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIRS and not d.startswith("."))
+        for f in sorted(filenames):
+            if f.endswith(IGNORED_SUFFIXES) or f.startswith("."):
+                continue
+            out.append(Path(dirpath) / f)
+    return out
+
+
+class _HashingWriter(io.RawIOBase):
+    def __init__(self, raw: io.BufferedWriter) -> None:
+        self.raw = raw
+        self.hash = hashlib.sha256()
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:  # type: ignore[override]
+        self.hash.update(b)
+        self.size += len(b)
+        return self.raw.write(b)
+
+
+def _tarinfo(name: str, size: int, is_dir: bool = False) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size = 0 if is_dir else size
+    info.type = tarfile.DIRTYPE if is_dir else tarfile.REGTYPE
+    info.mode = 0o755 if is_dir else 0o644
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def package(
+    artifact_dir: str | Path,
+    output: str | Path,
+    *,
+    extra_code: str | Path | None = None,
+    requirements: str | Path | None = None,
+    wheels: list[str | Path] | None = None,
+    compression: Compression = "gzip",
+    level: int = 2,
+    threads: int | None = None,
+) -> PackageResult:
+    """Build model.tar.gz (or, with ``compression="none"``, the same tree as a directory).
+
+    Args:
+        artifact_dir: a compiled artifact (has smneuron.json).
+        output: the tarball path, or the directory for ``compression="none"``.
+        extra_code: a directory of the user's own modules to ship in ``code/``.
+        requirements: extra pip requirements (else ``extra_code/requirements.txt`` if present).
+        wheels: wheel files to vendor into ``code/wheels`` for network-isolated endpoints.
+        compression: gzip (default) or none.
+        level: deflate level (0-3 for isal; 2 is within ~1% of gzip -6 at a fraction of the time).
+        threads: compression threads (default: all cores).
+
+    Returns:
+        ``PackageResult`` with the sha256 (of the tarball, or of the tree for "none").
+    """
+    artifact_dir, output = Path(artifact_dir), Path(output)
+    files, req = plan(
+        artifact_dir,
+        Path(extra_code) if extra_code else None,
+        Path(requirements) if requirements else None,
+        [Path(w) for w in wheels or []],
+    )
+    # the manifest leads, so readers (deploy, inspect) find it without decompressing the weights
+    names = [MANIFEST_NAME, *sorted(n for n in [*files, "code/requirements.txt"] if n != MANIFEST_NAME)]
+    if compression == "none":
+        return _write_tree(files, req, names, output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(output.name + ".partial")
+    try:
+        with open(tmp, "wb") as raw:
+            hashing = _HashingWriter(raw)
+            gz = _gzip_writer(hashing, level, threads)
+            with tarfile.open(fileobj=gz, mode="w|", format=tarfile.GNU_FORMAT) as tar:
+                code_dir_added = False
+                for name in names:
+                    if name.startswith("code/") and not code_dir_added:
+                        tar.addfile(_tarinfo("code", 0, is_dir=True))
+                        code_dir_added = True
+                    if name == "code/requirements.txt":
+                        tar.addfile(_tarinfo(name, len(req)), io.BytesIO(req))
+                        continue
+                    src = files[name]
+                    with open(src, "rb") as f:
+                        tar.addfile(_tarinfo(name, os.fstat(f.fileno()).st_size), f)
+            gz.close()
+        os.replace(tmp, output)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return PackageResult(output, hashing.hash.hexdigest(), hashing.size, "gzip", names)
+
+
+def _gzip_writer(raw: io.RawIOBase, level: int, threads: int | None):
+    try:
+        from isal import igzip_threaded
+
+        return igzip_threaded.open(
+            raw, "wb", compresslevel=min(max(level, 0), 3), threads=threads or os.cpu_count() or 1
+        )
+    except ImportError:  # plain zlib at a low level: slower, same format
+        import gzip
+
+        return gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=max(level, 1), mtime=0, filename="")
+
+
+def _write_tree(files: dict[str, Path], req: bytes, names: list[str], output: Path) -> PackageResult:
+    if output.exists():
+        if not (output / MANIFEST_NAME).exists():
+            raise ConfigError(f"{output} exists and is not a smneuron package directory.")
+        shutil.rmtree(output)
+    for name in names:
+        dest = output / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if name == "code/requirements.txt":
+            dest.write_bytes(req)
+        else:
+            shutil.copyfile(files[name], dest)
+    return PackageResult(output, tree_hash(output), size_of(output), "none", names)

@@ -1,0 +1,311 @@
+"""``stage``: the one entry from any artifact to a staged, content-addressed model data location.
+
+Every consumer starts from the ``ModelData`` this returns: deploy, the pipeline's compile step, the
+local endpoint and ``smneuron upload``. It accepts a compiled artifact directory (packaged first), a
+model.tar.gz, an uncompressed package directory, or an s3:// URI smneuron uploaded before, and it
+is the one place that knows the S3 key layout and the object metadata smneuron writes and reads.
+
+Key: ``{prefix}/{name}/{sha256[:16]}/model.tar.gz`` (or ``.../model/`` for an uncompressed package):
+the same bytes always land on the same key, and a second stage of them is one HEAD request.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from smneuron._version import __version__
+from smneuron.artifact.hashing import content_hash, size_of
+from smneuron.artifact.manifest import MANIFEST_NAME
+from smneuron.errors import ArtifactError
+from smneuron.session import Session
+
+Compression = Literal["gzip", "none"]
+
+# object metadata smneuron writes on every upload, so an s3:// URI can be deployed without a download
+META_VERSION = "smneuron-version"
+META_TARGET = "smneuron-target"
+META_TASK = "smneuron-task"
+META_CORES = "smneuron-cores-per-model"
+META_GENERATION = "smneuron-generation"  # text generation: compiled configuration + model shape (JSON)
+
+
+@dataclass(frozen=True)
+class ModelData:
+    """Model data for a SageMaker Model: where it is, what it holds, and its content hash.
+
+    ``uri`` is an s3:// URI once staged, or the local path when ``stage(..., upload=False)``.
+    """
+
+    uri: str
+    sha256: str
+    size_bytes: int
+    compression: Compression
+    target: str
+    task: str
+    cores_per_model: int
+    source: str
+    skipped: bool | None = None  # True: the bytes were already there; None: not uploaded
+    generation: dict | None = None  # text generation: smneuron.json "generation" + config.json "shape"
+
+    @property
+    def is_llm(self) -> bool:
+        return self.generation is not None
+
+    @property
+    def is_s3(self) -> bool:
+        return self.uri.startswith("s3://")
+
+    @property
+    def bucket(self) -> str:
+        return self.uri[5:].split("/", 1)[0] if self.is_s3 else ""
+
+    @property
+    def key(self) -> str:
+        return self.uri[5:].split("/", 1)[1] if self.is_s3 else ""
+
+    def container(self) -> dict:
+        """The model data part of a CreateModel container: a tarball URL or an uncompressed S3 prefix."""
+        if self.compression == "gzip":
+            return {"ModelDataUrl": self.uri}
+        source = {"S3Uri": self.uri, "S3DataType": "S3Prefix", "CompressionType": "None"}
+        return {"ModelDataSource": {"S3DataSource": source}}
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def artifact_key(name: str, sha256: str, prefix: str = "smneuron", compression: Compression = "gzip") -> str:
+    leaf = "model.tar.gz" if compression == "gzip" else "model/"
+    return f"{prefix.strip('/')}/{name}/{sha256[:16]}/{leaf}"
+
+
+def stage(
+    artifact: str | Path,
+    *,
+    session: Session | None = None,
+    name: str | None = None,
+    prefix: str = "smneuron",
+    compression: Compression = "gzip",
+    upload: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> ModelData:
+    """Turn an artifact into staged, content-addressed model data.
+
+    Args:
+        artifact: a compiled artifact dir (packaged here, ``compression`` decides how), a
+            model.tar.gz, an uncompressed package dir (has ``code/``), or an s3:// URI of either.
+        session: AWS session (default ``Session.from_env()``); its bucket and KMS key are used.
+        name: names the S3 key (default: the artifact's file or directory name).
+        prefix: key prefix.
+        compression: for an artifact dir: gzip (model.tar.gz) or none (uncompressed S3 prefix).
+        upload: False computes the hash, size and manifest without any AWS call (``--dry-run``).
+        progress: called with bytes transferred since the last call.
+
+    Returns:
+        ``ModelData`` (``skipped`` tells whether S3 already held the bytes).
+
+    Raises:
+        ArtifactError: missing path, no smneuron manifest, or an s3:// object smneuron did not upload.
+        AwsError subclasses: access denied, throttling, ...
+    """
+    text = str(artifact)
+    if text.startswith("s3://"):
+        return _from_s3(text, session or Session.from_env())
+    path = Path(artifact)
+    if not path.exists():
+        raise ArtifactError(
+            f"{path} does not exist.",
+            hint="Pass a compiled artifact directory, a model.tar.gz, a package directory or an s3:// URI.",
+        )
+    label = name or _name_from(path)
+    sess = (session or Session.from_env()) if upload else None
+    if path.is_dir() and not (path / "code").is_dir() and not is_llm_dir(path):  # package it first
+        from smneuron.artifact.packaging import package
+
+        with tempfile.TemporaryDirectory(prefix="smneuron-pkg-") as tmp:
+            out = Path(tmp) / ("model.tar.gz" if compression == "gzip" else "model")
+            package(path, out, compression=compression)
+            staged = stage(out, session=sess, name=label, prefix=prefix, upload=upload, progress=progress)
+        return ModelData(
+            **{**staged.to_dict(), "source": str(path), "uri": staged.uri if upload else str(path)}
+        )
+    return _stage_package(path, label, prefix, sess, progress)
+
+
+def describe_local(artifact: str | Path) -> ModelData:
+    """What a local artifact holds (target, task, cores, size) without hashing or packaging it:
+    enough to refuse a wrong instance before anything is packaged or uploaded. ``sha256`` is empty.
+
+    Raises:
+        ArtifactError: missing path or no smneuron manifest.
+    """
+    from smneuron.artifact.archive import read_manifest
+
+    path = Path(artifact)
+    if not path.exists():
+        raise ArtifactError(f"{path} does not exist.")
+    m = read_manifest(path)
+    generation = None
+    if m["task"] == "text-generation":
+        generation = {**m["generation"], "shape": _shape(path)}
+    return ModelData(
+        uri=str(path),
+        sha256="",
+        size_bytes=size_of(path),
+        compression="none" if path.is_dir() and ((path / "code").is_dir() or generation) else "gzip",
+        target=m["compiler"]["target"],
+        task=m["task"],
+        cores_per_model=int(m["compiler"].get("cores_per_model", 1)),
+        source=str(path),
+        generation=generation,
+    )
+
+
+def is_llm_dir(path: Path) -> bool:
+    import json
+
+    try:
+        return json.loads((path / MANIFEST_NAME).read_text()).get("task") == "text-generation"
+    except (OSError, ValueError):
+        return False
+
+
+_SHAPE_KEYS = (
+    "model_type",
+    "hidden_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "num_hidden_layers",
+    "head_dim",
+    "vocab_size",
+    "intermediate_size",
+    "tie_word_embeddings",
+    "max_position_embeddings",
+)
+
+
+def _shape(path: Path) -> dict:
+    """The config.json fields the capacity arithmetic needs (carried in S3 metadata, under 2 KB)."""
+    import json
+    import tarfile
+
+    if path.is_dir():
+        config = json.loads((path / "config.json").read_text())
+    else:
+        with tarfile.open(path, "r:*") as tar:
+            config = json.loads(tar.extractfile("config.json").read())  # type: ignore[union-attr]
+    return {k: config[k] for k in _SHAPE_KEYS if config.get(k) is not None}
+
+
+def _name_from(path: Path) -> str:
+    stem = path.name.split(".")[0] or "model"
+    return stem if stem not in ("model", "artifact") else (path.resolve().parent.name or stem)
+
+
+def _stage_package(
+    path: Path, name: str, prefix: str, session: Session | None, progress: Callable[[int], None] | None
+) -> ModelData:
+    local = replace(describe_local(path), sha256=content_hash(path))
+    sha, compression = local.sha256, local.compression
+    if session is None:
+        return local
+    from smneuron.artifact.storage import ensure_bucket, put_content_addressed
+
+    key = artifact_key(name, sha, prefix, compression)
+    ensure_bucket(session, session.bucket_name, session.kms_key_id)
+    skipped = put_content_addressed(
+        session,
+        path,
+        bucket=session.bucket_name,
+        key=key,
+        sha256=sha,
+        metadata=_metadata(local),
+        marker_name=MANIFEST_NAME,
+        progress=progress,
+    )
+    return ModelData(**{**local.to_dict(), "uri": f"s3://{session.bucket_name}/{key}", "skipped": skipped})
+
+
+def _metadata(m: ModelData) -> dict[str, str]:
+    import json
+
+    out = {
+        META_VERSION: __version__,
+        META_TARGET: m.target,
+        META_TASK: m.task,
+        META_CORES: str(m.cores_per_model),
+    }
+    if m.generation:
+        out[META_GENERATION] = json.dumps(m.generation, separators=(",", ":"))
+    return out
+
+
+def _from_s3(uri: str, session: Session) -> ModelData:
+    import json
+
+    from smneuron.artifact.storage import SHA_METADATA, head, parse_s3_uri
+
+    bucket, key = parse_s3_uri(uri)
+    prefix = key.endswith("/")
+    found = head(session, bucket, key + (MANIFEST_NAME if prefix else ""))
+    if found is None:
+        raise ArtifactError(
+            f"{uri} does not exist{' (no ' + MANIFEST_NAME + ' under that prefix)' if prefix else ''}.",
+            hint="Check the URI (`aws s3 ls`), or stage the local artifact: `smneuron upload PATH`.",
+        )
+    meta = found.get("Metadata", {})
+    if META_TARGET not in meta or SHA_METADATA not in meta:
+        raise ArtifactError(
+            f"{uri} was not uploaded by smneuron, so its target and content hash are unknown.",
+            hint="Deploy the artifact directory or model.tar.gz instead; smneuron uploads it with what it needs.",
+        )
+    return ModelData(
+        uri=uri,
+        sha256=meta[SHA_METADATA],
+        size_bytes=int(found.get("ContentLength", 0)) if not prefix else 0,
+        compression="none" if prefix else "gzip",
+        target=meta[META_TARGET],
+        task=meta.get(META_TASK, ""),
+        cores_per_model=int(meta.get(META_CORES, 1)),
+        source=uri,
+        skipped=True,
+        generation=json.loads(meta[META_GENERATION]) if META_GENERATION in meta else None,
+    )
+
+
+def fetch(model_data: ModelData, dest: str | Path, *, session: Session | None = None) -> Path:
+    """Bring staged model data to a local path: the tarball (verified) or the package tree.
+
+    Returns:
+        The local model.tar.gz or package directory.
+    """
+    if not model_data.is_s3:
+        return Path(model_data.uri)
+    from smneuron.artifact.storage import download
+
+    dest = Path(dest)
+    if model_data.compression == "gzip":
+        return download(model_data.uri, dest / "model.tar.gz", session=session)
+    sess = session or Session.from_env()
+    s3 = sess.client("s3")
+    out = dest / "model"
+    shutil.rmtree(out, ignore_errors=True)
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=model_data.bucket, Prefix=model_data.key)
+    for page in pages:
+        for obj in page.get("Contents", []):
+            rel = obj["Key"][len(model_data.key) :]
+            if (
+                rel and ".." not in Path(rel).parts
+            ):  # each object carries the tree's hash: check the tree below
+                (out / rel).parent.mkdir(parents=True, exist_ok=True)
+                s3.download_file(model_data.bucket, obj["Key"], str(out / rel))
+    if content_hash(out) != model_data.sha256:
+        raise ArtifactError(
+            f"{model_data.uri} does not match its recorded tree sha256.", hint="Upload it again."
+        )
+    return out

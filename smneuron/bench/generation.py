@@ -1,0 +1,327 @@
+"""Benchmark text generation: GuideLLM's profiles, streamed metrics, goodput, cost, and a report.
+
+Profiles: ``synchronous`` (one request at a time), ``concurrent`` (each of ``concurrencies`` requests in
+flight), ``throughput`` (``max_concurrency`` in flight), ``constant`` and ``poisson`` (open loop at
+``rate`` requests/s: fixed or exponential inter-arrival times, seeded), ``sweep`` (synchronous, then
+throughput, then ``rates`` constant rates evenly between their request rates). Each run stops at
+``duration_s``, ``max_requests`` or ``max_errors``; requests still streaming ``grace_s`` after the end
+are cut off and count as incomplete. Requests starting in the warm-up or cool-down are not measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from smneuron.bench.generation_metrics import LlmRun, Slo, Timing, add_cost, highest_good_rate, summarize
+from smneuron.bench.stream_targets import StreamSend
+from smneuron.errors import BenchFailedError, ConfigError
+
+PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Progress:
+    """What the live display shows: the run, requests done, the current rate, running medians."""
+
+    run: str
+    done: int
+    errors: int
+    elapsed_s: float
+    rate: float
+    ttft_p50_ms: float | None
+    itl_p50_ms: float | None
+
+
+@dataclass
+class LlmReport:
+    """A text-generation benchmark (docs/llm-bench-report.md documents every field)."""
+
+    target: str
+    instance_type: str | None
+    instance_count: float
+    tensor_parallel_size: int | None
+    copies: int | None
+    copies_per_instance: int | None
+    hourly_usd: float | None
+    price_source: str | None
+    load: dict
+    slo: dict
+    goodput_target: float
+    runs: list[LlmRun] = field(default_factory=list)
+    best_good_rate: float | None = None
+    created_at: str = ""
+    kind: str = "text-generation"
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict:
+        data = {k: v for k, v in asdict(self).items() if k != "runs"}
+        data["runs"] = [r.to_dict() for r in self.runs]
+        return data
+
+
+async def _closed(
+    send: StreamSend, bodies: list[bytes], concurrency: int, limits: dict, on_done: Callable
+) -> list[Timing]:
+    t0 = time.perf_counter()
+    out: list[Timing] = []
+    counter = iter(range(10**12))
+
+    async def worker() -> None:
+        while True:
+            i = next(counter)
+            if time.perf_counter() - t0 >= limits["duration_s"] or _stop(i, out, limits):
+                return
+            t = await send(bodies[i % len(bodies)], t0)
+            out.append(t)
+            on_done(t)
+
+    await _bounded([asyncio.create_task(worker()) for _ in range(concurrency)], limits, out, t0)
+    return out
+
+
+async def _open(
+    send: StreamSend,
+    bodies: list[bytes],
+    rate: float,
+    poisson: bool,
+    limits: dict,
+    on_done: Callable,
+    seed: int,
+) -> list[Timing]:
+    t0 = time.perf_counter()
+    out: list[Timing] = []
+    rng = random.Random(seed)
+    tasks = []
+
+    async def one(i: int) -> None:
+        t = await send(bodies[i % len(bodies)], t0)
+        out.append(t)
+        on_done(t)
+
+    at, i = 0.0, 0
+    while at < limits["duration_s"] and not _stop(i, out, limits):
+        delay = at - (time.perf_counter() - t0)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(i)))
+        i += 1
+        at += rng.expovariate(rate) if poisson else 1.0 / rate
+    await _bounded(tasks, limits, out, t0)
+    return out
+
+
+def _stop(i: int, out: list[Timing], limits: dict) -> bool:
+    if limits.get("max_requests") is not None and i >= limits["max_requests"]:
+        return True
+    return (
+        limits.get("max_errors") is not None and sum(t.status == "error" for t in out) >= limits["max_errors"]
+    )
+
+
+async def _bounded(tasks: list, limits: dict, out: list[Timing], t0: float) -> None:
+    """Wait for the run's requests; cut off those still streaming ``grace_s`` after the end."""
+    left = max(limits["duration_s"] - (time.perf_counter() - t0), 0) + limits["grace_s"]
+    done, pending = await asyncio.wait(tasks, timeout=left) if tasks else (set(), set())
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def _profile(
+    profile: str,
+    send: StreamSend,
+    bodies: list[bytes],
+    *,
+    concurrencies: list[int],
+    max_concurrency: int,
+    rate: float | None,
+    rates: int,
+    limits: dict,
+    slo: Slo,
+    warmup_s: float,
+    cooldown_s: float,
+    progress: Callable[[Progress], None] | None,
+    seed: int,
+) -> list[LlmRun]:
+    async def run(kind: str, *, concurrency: int | None = None, at: float | None = None) -> LlmRun:
+        label = f"{kind}" + (f" c={concurrency}" if concurrency else "") + (f" {at:.2f}/s" if at else "")
+        live: list[Timing] = []
+        start = time.perf_counter()
+
+        def on_done(t: Timing) -> None:
+            live.append(t)
+            if progress:
+                progress(_progress(label, live, time.perf_counter() - start))
+
+        if concurrency:
+            timings = await _closed(send, bodies, concurrency, limits, on_done)
+        else:
+            timings = await _open(send, bodies, at or 1.0, kind == "poisson", limits, on_done, seed)
+        total = time.perf_counter() - start
+        return summarize(
+            timings,
+            kind,
+            rate=at,
+            concurrency=concurrency,
+            warmup_s=warmup_s,
+            cooldown_s=cooldown_s,
+            total_s=total,
+            slo=slo,
+        )
+
+    if profile == "synchronous":
+        return [await run("synchronous", concurrency=1)]
+    if profile == "concurrent":
+        return [await run("concurrent", concurrency=c) for c in concurrencies]
+    if profile == "throughput":
+        return [await run("throughput", concurrency=max_concurrency)]
+    if profile in ("constant", "poisson"):
+        if not rate:
+            raise ConfigError(f"The {profile} profile needs --rate (requests per second).")
+        return [await run(profile, at=rate)]
+    sync = await run("synchronous", concurrency=1)
+    peak = await run("throughput", concurrency=max_concurrency)
+    lo, hi = sync.requests_per_s, max(peak.requests_per_s, sync.requests_per_s * 1.01)
+    steps = [lo + (hi - lo) * (i + 1) / (rates + 1) for i in range(rates)]
+    return [sync, peak, *[await run("constant", at=r) for r in steps]]
+
+
+def _progress(label: str, live: list[Timing], elapsed: float) -> Progress:
+    recent = [t for t in live[-200:] if t.status == "ok"]
+    ttft = sorted(t.ttft for t in recent if t.ttft is not None)
+    itl = sorted(t.itl for t in recent if t.itl is not None)
+    return Progress(
+        label,
+        len(live),
+        sum(t.status == "error" for t in live),
+        elapsed,
+        len(live) / max(elapsed, 1e-9),
+        ttft[len(ttft) // 2] * 1000 if ttft else None,
+        itl[len(itl) // 2] * 1000 if itl else None,
+    )
+
+
+def run_llm(
+    *,
+    bodies: list[bytes],
+    url: str | None = None,
+    endpoint: str | None = None,
+    session: Any = None,
+    component: str | None = None,
+    tokenizer: Any = None,
+    profile: str = "sweep",
+    duration_s: float = 30,
+    concurrencies: list[int] | None = None,
+    max_concurrency: int = 32,
+    rate: float | None = None,
+    rates: int = 3,
+    warmup_s: float = 0.0,
+    cooldown_s: float = 0.0,
+    max_requests: int | None = None,
+    max_errors: int | None = None,
+    grace_s: float = 30.0,
+    slo: Slo | None = None,
+    goodput_target: float = 0.99,
+    instance_type: str | None = None,
+    instance_count: float = 1,
+    tensor_parallel_size: int | None = None,
+    copies: int | None = None,
+    copies_per_instance: int | None = None,
+    price: float | None = None,
+    load: dict | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    seed: int = 0,
+) -> LlmReport:
+    """Stream ``bodies`` at a URL or a SageMaker endpoint under ``profile``; returns the report.
+
+    ``instance_count`` may be a fraction (one copy of three on an instance: 1/3) so that cost is the
+    copies' share of the instance price.
+
+    Raises:
+        ConfigError: unknown profile, no target, a run too short for its warm-up and cool-down.
+        BenchFailedError: every request failed (with the first distinct errors).
+    """
+    from smneuron.bench.stream_targets import sagemaker_stream_sender, url_stream_sender
+    from smneuron.catalog import load_prices
+
+    if profile not in PROFILES:
+        raise ConfigError(f"Unknown profile {profile!r}.", hint=f"Use one of: {', '.join(PROFILES)}.")
+    if not (url or endpoint):
+        raise ConfigError("Benchmark a --url or an endpoint name.")
+    from smneuron.bench.encoder import check_window
+
+    check_window(duration_s, warmup_s, cooldown_s)
+    slo = slo or Slo()
+    prices = load_prices()
+    hourly = price if price is not None else (prices.hourly(instance_type) if instance_type else None)
+    source = (
+        "given with --price" if price is not None else (prices.source_of(instance_type) if hourly else None)
+    )
+    limits = {
+        "duration_s": duration_s,
+        "max_requests": max_requests,
+        "max_errors": max_errors,
+        "grace_s": grace_s,
+    }
+    width = max([max_concurrency, *(concurrencies or [1])])
+
+    async def main() -> list[LlmRun]:
+        if url:
+            send, close = url_stream_sender(url, width, tokenizer)
+        else:
+            send, close = sagemaker_stream_sender(endpoint, session, width, tokenizer, component)  # type: ignore[arg-type]
+        try:
+            return await _profile(
+                profile,
+                send,
+                bodies,
+                concurrencies=concurrencies or [1, 2, 4, 8],
+                max_concurrency=max_concurrency,
+                rate=rate,
+                rates=rates,
+                limits=limits,
+                slo=slo,
+                warmup_s=warmup_s,
+                cooldown_s=cooldown_s,
+                progress=progress,
+                seed=seed,
+            )
+        finally:
+            await close()
+
+    started = dt.datetime.now(dt.timezone.utc)
+    runs = asyncio.run(main())
+    if not any(r.successful for r in runs):
+        errors = {e: n for r in runs for e, n in r.errors.items()}
+        raise BenchFailedError(
+            f"Every request failed against {url or endpoint}: "
+            + "; ".join(f"{e} (x{n})" for e, n in list(errors.items())[:3]),
+            hint="Check the target answers one request (`smneuron invoke --stream ...`).",
+        )
+    for r in runs:
+        add_cost(r, hourly * instance_count if hourly else None)
+    best = highest_good_rate(runs, goodput_target) if slo.any else None
+    return LlmReport(
+        target=url or f"sagemaker:{endpoint}",
+        instance_type=instance_type,
+        instance_count=instance_count,
+        tensor_parallel_size=tensor_parallel_size,
+        copies=copies,
+        copies_per_instance=copies_per_instance,
+        hourly_usd=hourly,
+        price_source=source,
+        load=load or {},
+        slo=asdict(slo),
+        goodput_target=goodput_target,
+        runs=runs,
+        best_good_rate=best.requests_per_s if best else None,
+        created_at=started.isoformat(timespec="seconds"),
+    )

@@ -1,0 +1,149 @@
+"""Where bench sends its load: a local URL (aiohttp) or a SageMaker endpoint (InvokeEndpoint through
+smneuron.endpoints.invoke), and SageMaker's own latency metrics for the run from CloudWatch."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from smneuron.errors import from_client_error
+
+Send = Callable[[bytes], Awaitable[int]]
+
+
+class ErrorLog:
+    """The first distinct errors of a run (status and body, or the exception), with counts."""
+
+    def __init__(self, keep: int = 5) -> None:
+        self.keep = keep
+        self.counts: dict[str, int] = {}
+
+    def record(self, what: str) -> None:
+        what = " ".join(what.split())[:300]
+        if what in self.counts or len(self.counts) < self.keep:
+            self.counts[what] = self.counts.get(what, 0) + 1
+
+    def summary(self) -> str:
+        return "; ".join(f"{what} (x{n})" for what, n in self.counts.items())
+
+
+def url_sender(
+    url: str, concurrency: int, errors: ErrorLog | None = None
+) -> tuple[Send, Callable[[], Awaitable[None]]]:
+    """An async sender to a local endpoint URL (aiohttp; connection pool sized to the concurrency).
+
+    aiohttp rather than httpx: httpx's async pool degrades several-fold at high concurrency, which
+    would make the generator the bottleneck.
+    """
+    import aiohttp
+
+    session: aiohttp.ClientSession | None = None
+    target = url.rstrip("/") + "/invocations"
+    headers = {"Content-Type": "application/json"}
+
+    async def send(body: bytes) -> int:
+        nonlocal session
+        if session is None:
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=concurrency + 8),
+                timeout=aiohttp.ClientTimeout(total=120),
+            )
+        try:
+            async with session.post(target, data=body, headers=headers) as r:
+                answer = await r.read()
+                if r.status >= 400 and errors is not None:
+                    errors.record(f"HTTP {r.status}: {answer[:200].decode(errors='replace')}")
+                return r.status
+        except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+            if errors is not None:
+                errors.record(f"{type(e).__name__}: {e or 'timed out'}")
+            return 599
+
+    async def close() -> None:
+        if session is not None:
+            await session.close()
+
+    return send, close
+
+
+def sagemaker_sender(
+    name: str, session: Any, concurrency: int, errors: ErrorLog | None = None
+) -> tuple[Send, Callable[[], Awaitable[None]]]:
+    """An async sender to InvokeEndpoint (boto3 in a thread pool sized to the concurrency).
+
+    Raises:
+        NotFoundError: the endpoint does not exist (checked once, before any load is sent).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from smneuron.endpoints.handle import require
+    from smneuron.endpoints.invoke import invoke_endpoint
+    from smneuron.errors import AwsError, InvocationError
+
+    require(session, name)
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+
+    def call(body: bytes) -> int:
+        try:
+            invoke_endpoint(session, name, body, "application/json", "application/json")
+            return 200
+        except InvocationError as e:
+            if errors is not None:
+                errors.record(f"HTTP {e.status}: {e.body[:200]}")
+            return e.status
+        except AwsError as e:
+            if errors is not None:
+                errors.record(e.message)
+            return 429 if e.code in ("ThrottlingException", "Throttling") else 503
+
+    async def send(body: bytes) -> int:
+        return await asyncio.get_running_loop().run_in_executor(pool, call, body)
+
+    async def close() -> None:
+        pool.shutdown(wait=False)
+
+    return send, close
+
+
+def endpoint_latency_metrics(
+    session: Any, endpoint: str, start: Any, end: Any, variant: str = "AllTraffic"
+) -> dict[str, dict[str, float]]:
+    """SageMaker's own ModelLatency and OverheadLatency (ms) over the run, from CloudWatch.
+
+    They split the client-side latency into time in the container and SageMaker's overhead.
+    CloudWatch publishes them with a delay of a minute or more; missing data yields an empty dict.
+    """
+    import datetime as dt
+
+    from botocore.exceptions import ClientError
+
+    cw = session.client("cloudwatch")
+    out = {}
+    for metric in ("ModelLatency", "OverheadLatency"):
+        try:
+            points = cw.get_metric_statistics(
+                Namespace="AWS/SageMaker",
+                MetricName=metric,
+                StartTime=start - dt.timedelta(minutes=1),
+                EndTime=end + dt.timedelta(minutes=1),
+                Period=60,
+                Statistics=["Average", "Maximum", "SampleCount"],
+                Dimensions=[
+                    {"Name": "EndpointName", "Value": endpoint},
+                    {"Name": "VariantName", "Value": variant},
+                ],
+            )["Datapoints"]
+        except (
+            ClientError
+        ) as e:  # e.g. no cloudwatch:GetMetricStatistics: say so, keep the client-side numbers
+            out[metric] = {"error": from_client_error(e, operation="GetMetricStatistics").message}
+            continue
+        if points:
+            count = sum(p["SampleCount"] for p in points) or 1
+            out[metric] = {
+                "average_ms": sum(p["Average"] * p["SampleCount"] for p in points) / count / 1000,
+                "max_ms": max(p["Maximum"] for p in points) / 1000,
+                "samples": count,
+            }
+    return out

@@ -1,0 +1,287 @@
+"""`smneuron bench` for text generation: streamed load, live progress, reports, compare, recommend."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from smneuron.cli._common import console, print_json, state, table
+
+
+def is_llm_report(path: Path) -> bool:
+    try:
+        return json.loads(Path(path).read_text()).get("kind") == "text-generation"
+    except (OSError, ValueError):
+        return False
+
+
+def has_components(ctx: typer.Context, endpoint: str | None, url: str | None) -> bool:
+    """A SageMaker endpoint that serves inference components (text generation) gets the streaming bench."""
+    if url or not endpoint:
+        return False
+    from smneuron.endpoints import components
+    from smneuron.endpoints.handle import require
+
+    session = state(ctx).session()
+    require(session, endpoint)
+    return bool(components.for_endpoint(session, endpoint))
+
+
+def lengths(text: str | None, flag: str):  # type: ignore[no-untyped-def]
+    """``N`` or ``N,stdev,min,max`` -> Lengths."""
+    from smneuron.bench.prompts import Lengths
+
+    if text is None:
+        return None
+    try:
+        parts = [float(x) for x in text.split(",")]
+        mean, stdev = int(parts[0]), parts[1] if len(parts) > 1 else 0.0
+        lo = int(parts[2]) if len(parts) > 2 else None
+        hi = int(parts[3]) if len(parts) > 3 else None
+    except (ValueError, IndexError):
+        raise typer.BadParameter(
+            f"{text!r} is not N or N,stdev,min,max (e.g. 256 or 256,64,32,512).", param_hint=flag
+        ) from None
+    if mean < 1:
+        raise typer.BadParameter(f"must be at least 1, got {mean}.", param_hint=flag)
+    return Lengths(mean, stdev, lo, hi)
+
+
+def run(
+    ctx: typer.Context,
+    *,
+    endpoint,
+    url,
+    profile,
+    duration,
+    concurrency,
+    concurrencies,
+    rate,
+    rates,
+    prompt_tokens,
+    output_tokens,
+    dataset,
+    tokenizer,
+    warmup,
+    cooldown,
+    max_requests,
+    max_errors,
+    slo,
+    goodput_target,
+    instance,
+    count,
+    price,
+    copies,
+    copies_per_instance,
+    tp,
+    out,
+    csv_out,
+    html_out,
+    png_dir,
+    as_json,
+) -> None:  # type: ignore[no-untyped-def]
+    from smneuron.bench.generation import run_llm
+    from smneuron.bench.generation_metrics import Slo
+    from smneuron.bench.generation_report import write_csv, write_html, write_pngs
+    from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
+
+    prompt = lengths(prompt_tokens, "--prompt-tokens")
+    output = lengths(output_tokens, "--output-tokens") or Lengths(128)
+    bodies = requests_from(
+        tokenizer_path=tokenizer, prompt_tokens=prompt, output_tokens=output, dataset=dataset
+    )
+    tok = load_tokenizer(tokenizer) if tokenizer else None
+    conc = [int(c) for c in concurrencies.split(",")] if concurrencies else None
+    session = None if url else state(ctx).session()
+    share = (copies / copies_per_instance) if copies and copies_per_instance else count
+    live = None if as_json else console().status("starting")
+    if live:
+        live.start()
+
+    def progress(p) -> None:  # type: ignore[no-untyped-def]
+        ttft = f"{p.ttft_p50_ms:.0f} ms" if p.ttft_p50_ms is not None else "-"
+        itl = f"{p.itl_p50_ms:.1f} ms" if p.itl_p50_ms is not None else "-"
+        live.update(
+            f"{p.run}: {p.done} done ({p.errors} errors), {p.rate:.2f} req/s, TTFT p50 {ttft}, ITL p50 {itl}"
+        )  # type: ignore[union-attr]
+
+    try:
+        report = run_llm(
+            bodies=bodies,
+            url=url,
+            endpoint=endpoint,
+            session=session,
+            tokenizer=tok,
+            profile=profile,
+            duration_s=duration,
+            concurrencies=conc,
+            max_concurrency=concurrency,
+            rate=rate,
+            rates=rates,
+            warmup_s=warmup or 0.0,
+            cooldown_s=cooldown or 0.0,
+            max_requests=max_requests,
+            max_errors=max_errors,
+            slo=Slo(*slo),
+            goodput_target=goodput_target,
+            instance_type=instance,
+            instance_count=share,
+            tensor_parallel_size=tp,
+            copies=copies,
+            copies_per_instance=copies_per_instance,
+            price=price,
+            load={
+                "prompt_tokens": prompt.__dict__ if prompt else None,
+                "output_tokens": output.__dict__,
+                "dataset": str(dataset) if dataset else None,
+                "requests": len(bodies),
+            },
+            progress=progress if live else None,
+        )
+    finally:
+        if live:
+            live.stop()
+    data = report.to_dict()
+    if out:
+        out.write_text(json.dumps(data, indent=2))
+    if csv_out:
+        write_csv(data, csv_out)
+    if html_out:
+        write_html(data, html_out)
+    if png_dir:
+        write_pngs(data, png_dir)
+    if as_json:
+        print_json(data)
+        return
+    render(data)
+
+
+def _ms(d: dict, q: str) -> str:
+    return f"{d[q]:.1f}" if q in d else "-"
+
+
+def render(data: dict) -> None:
+    table(
+        f"{data['target']}: text generation",
+        [
+            "run",
+            "req/s",
+            "out tok/s",
+            "conc",
+            "TTFT p50",
+            "TTFT p99",
+            "ITL p50",
+            "ITL p99",
+            "TPOT",
+            "ok",
+            "err",
+            "cut",
+            "goodput",
+            "$/1M tok",
+        ],
+        [
+            [
+                (
+                    f"{r['profile']} c={r['concurrency']}"
+                    if r["concurrency"]
+                    else f"{r['profile']} {r['rate']:.2f}/s"
+                ),
+                f"{r['requests_per_s']:.2f}",
+                f"{r['output_tokens_per_s']:.1f}",
+                f"{r['concurrency_mean']:.1f}",
+                _ms(r["ttft_ms"], "p50"),
+                _ms(r["ttft_ms"], "p99"),
+                _ms(r["itl_ms"], "p50"),
+                _ms(r["itl_ms"], "p99"),
+                _ms(r["tpot_ms"], "mean"),
+                r["successful"],
+                r["errored"],
+                r["incomplete"],
+                "-" if r["goodput_share"] is None else f"{r['goodput_share']:.0%}",
+                "-"
+                if r["cost_per_million_output_tokens_usd"] is None
+                else f"{r['cost_per_million_output_tokens_usd']:.2f}",
+            ]
+            for r in data["runs"]
+        ],
+    )
+    if data.get("best_good_rate"):
+        console().print(
+            f"Highest rate with goodput >= {data['goodput_target']:.0%}: {data['best_good_rate']:.2f} req/s"
+        )
+    if data.get("hourly_usd"):
+        console().print(
+            f"[dim]price ${data['hourly_usd']:.3f}/h x {data['instance_count']:g} ({data['price_source']})[/dim]"
+        )
+    console().print(
+        "[dim]ms; TTFT/ITL/TPOT as GuideLLM defines them; cut = incomplete (stream cut off)[/dim]"
+    )
+
+
+def compare(paths: list[Path], as_json: bool) -> None:
+    from smneuron.bench.generation_report import compare as compare_reports
+    from smneuron.bench.generation_report import load
+
+    a, b = load(paths[0]), load(paths[1])
+    rows = compare_reports(a, b)
+    if as_json:
+        print_json({"a": str(paths[0]), "b": str(paths[1]), "runs": rows})
+        return
+
+    def cell(v) -> str:  # type: ignore[no-untyped-def]
+        va, vb, ratio = v
+        f = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
+        return f"{f(va)} -> {f(vb)}" + (f" ({ratio:.2f}x)" if ratio else "")
+
+    table(
+        f"A = {paths[0]}, B = {paths[1]}",
+        ["run", "out tok/s", "req/s", "TTFT p50 ms", "ITL p50 ms", "latency p99 ms", "$ / 1M tok"],
+        [
+            [
+                f"{r['a']} | {r['b']}",
+                *[
+                    cell(r[k])
+                    for k in (
+                        "output_tokens_per_s",
+                        "requests_per_s",
+                        "ttft_p50_ms",
+                        "itl_p50_ms",
+                        "latency_p99_ms",
+                        "cost_per_million_output_tokens_usd",
+                    )
+                ],
+            ]
+            for r in rows
+        ],
+    )
+
+
+def recommend(
+    paths: list[Path], *, rate: float, ttft_ms: float | None, itl_ms: float | None, as_json: bool
+) -> None:
+    from smneuron.bench.generation_report import load
+    from smneuron.bench.generation_report import recommend as pick
+    from smneuron.errors import ConfigError
+
+    if ttft_ms is None and itl_ms is None:
+        raise ConfigError("Give the SLOs to meet: --slo-ttft-ms and/or --slo-itl-ms.")
+    choices = pick([load(p) for p in paths], rate=rate, ttft_ms=ttft_ms, itl_ms=itl_ms)
+    if as_json:
+        print_json([c.__dict__ for c in choices])
+        return
+    if not choices:
+        raise ConfigError(
+            "No report has a run meeting the SLOs (p95).",
+            hint="Benchmark lower rates, more copies or a larger tp, or relax the SLOs.",
+        )
+    best = choices[0]
+    console().print(
+        f"[bold]Cheapest:[/bold] {best.instances} x {best.instance_type} (tp {best.tensor_parallel_size or '?'}, "
+        f"{best.copies_needed} copies)" + (f" = ${best.hourly_usd:.2f}/hour" if best.hourly_usd else "")
+    )
+    for c in choices:
+        console().print(
+            f"  {c.instance_type} tp {c.tensor_parallel_size or '?'}: {c.arithmetic}", highlight=False
+        )

@@ -1,0 +1,84 @@
+"""The compile cache: a finished artifact directory stored under a key of everything that shapes it.
+
+Entries are written atomically (build in a temp dir, rename) and verified by hash on every hit: a
+corrupt entry is thrown away and rebuilt, never served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+from smneuron.artifact.hashing import tree_hash
+from smneuron.artifact.manifest import MANIFEST_NAME, Manifest, verify_files
+
+SKIP_MODEL_FILES = {"README.md", ".gitattributes"}
+
+
+def cache_root(override: str | Path | None = None) -> Path:
+    """``override`` > SMNEURON_CACHE_DIR > the user cache dir (e.g. ~/.cache/smneuron)."""
+    if override:
+        return Path(override)
+    if os.environ.get("SMNEURON_CACHE_DIR"):
+        return Path(os.environ["SMNEURON_CACHE_DIR"])
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("smneuron"))
+
+
+def model_files_hash(model_dir: Path) -> str:
+    """One sha256 over the relative paths and contents of every file of the source model."""
+    return tree_hash(
+        model_dir,
+        include=lambda p: p.name not in SKIP_MODEL_FILES and not any(x.startswith(".") for x in p.parts[-2:]),
+    )
+
+
+def cache_key(model_hash: str, spec_fields: dict, compiler_args: list[str], versions: dict[str, str]) -> str:
+    payload = json.dumps(
+        {"model": model_hash, "spec": spec_fields, "args": compiler_args, "versions": versions},
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def lookup(root: Path, key: str) -> Path | None:
+    """The cached artifact for ``key`` if present and intact; a corrupt entry is removed."""
+    entry = root / "compile" / key
+    if not (entry / MANIFEST_NAME).is_file():
+        return None
+    try:
+        manifest = Manifest.read(entry)
+        if manifest.cache_key == key and not verify_files(entry, manifest):
+            return entry
+    except Exception:  # unreadable or foreign manifest: same as corrupt
+        pass
+    shutil.rmtree(entry, ignore_errors=True)
+    return None
+
+
+def store(root: Path, key: str, artifact_dir: Path) -> Path:
+    """Copy a finished artifact into the cache under ``key`` (atomic rename)."""
+    final = root / "compile" / key
+    tmp = root / "compile" / f".tmp-{key}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(artifact_dir, tmp)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)
+    return final
+
+
+def materialise(entry: Path, out_dir: Path) -> None:
+    """Put a cached artifact at ``out_dir``: hard links when possible (instant), else copies."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for p in entry.iterdir():
+        dest = out_dir / p.name
+        if dest.exists():
+            dest.unlink()
+        try:
+            os.link(p, dest)
+        except OSError:
+            shutil.copy2(p, dest)

@@ -1,0 +1,113 @@
+"""Deploy: ``stage`` the artifact, ``plan`` from its content, ``apply`` the plan. The one corridor.
+
+CLI, SDK (``smneuron.deploy_model``), the pipeline's Deploy step and the demo all come through here:
+
+    stage(artifact) -> ModelData -> plan(ModelData, EndpointSpec, ScalingSpec) -> DeployPlan -> apply
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from smneuron.artifact.staging import ModelData, describe_local, stage
+from smneuron.deploy.apply import DeployResult, apply
+from smneuron.deploy.encoder_plan import DeployPlan, plan, plan_for_model
+from smneuron.errors import from_client_error
+from smneuron.session import Session
+from smneuron.specs.models import EndpointSpec, ScalingSpec
+
+__all__ = ["DeployPlan", "DeployResult", "deploy", "deploy_model_name", "preview"]
+
+
+def preview(
+    artifact: str | Path,
+    spec: EndpointSpec,
+    scaling: ScalingSpec | None = None,
+    *,
+    session: Session | None = None,
+    workers: int | None = None,
+    prices: dict[str, float] | None = None,
+) -> DeployPlan:
+    """Everything ``deploy`` would create, creating nothing (``--dry-run``): an s3:// URI is read with
+    one HEAD request; a local artifact is hashed (packaged in a temp dir) without any AWS call.
+
+    Raises:
+        ConfigError: artifact target vs instance family, too many workers, bad names.
+    """
+    sess = session or Session.from_env()
+    data = stage(artifact, session=sess, upload=False)
+    return _plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices)
+
+
+def _plan(data: ModelData, spec: EndpointSpec, scaling: ScalingSpec | None, **kw: Any) -> Any:
+    """The encoder plan, or for a text-generation artifact the inference-component plan."""
+    if data.is_llm:
+        from smneuron.deploy.generation_plan import plan_llm
+
+        return plan_llm(data, spec, region=kw["region"], prices=kw.get("prices"))
+    return plan(data, spec, scaling, **kw)
+
+
+def deploy(
+    artifact: str | Path,
+    spec: EndpointSpec,
+    scaling: ScalingSpec | None = None,
+    *,
+    session: Session | None = None,
+    wait: bool = True,
+    timeout: float = 3600,
+    on_status: Callable[[str, float], None] | None = None,
+    workers: int | None = None,
+    prices: dict[str, float] | None = None,
+) -> DeployResult:
+    """Create or update an endpoint for ``artifact`` (artifact dir, model.tar.gz, package dir or s3:// URI).
+
+    Checks the artifact against the instance before anything is uploaded, then stages it
+    (content-addressed), plans from its content and applies. A second deploy of the same bytes and
+    settings changes nothing; anything else is a blue/green update with auto-rollback on smneuron's
+    alarms. On a failure midway, what this call created is deleted again.
+
+    Raises:
+        ConfigError: artifact/instance mismatch or bad settings (before any upload or AWS write).
+        EndpointFailedError: the endpoint reached Failed (with FailureReason and log lines).
+        DeploymentRolledBackError: an update was rolled back by SageMaker.
+        AwsError subclasses: access, quota, throttling.
+    """
+    sess = session or Session.from_env()
+    if not str(artifact).startswith("s3://"):  # refuse a wrong target or layout before uploading anything
+        _plan(describe_local(artifact), spec, scaling, region=sess.region, workers=workers, prices=prices)
+    data = stage(artifact, session=sess, name=spec.name)
+    p = _plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices)
+    if data.is_llm:
+        from smneuron.deploy.generation_apply import apply_llm
+
+        return apply_llm(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
+    return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
+
+
+def deploy_model_name(
+    model_name: str,
+    spec: EndpointSpec,
+    scaling: ScalingSpec | None = None,
+    *,
+    session: Session | None = None,
+    wait: bool = True,
+    timeout: float = 3600,
+    on_status: Callable[[str, float], None] | None = None,
+) -> DeployResult:
+    """Serve a Model that already exists (the pipeline's evaluated Model) without creating another.
+
+    Raises:
+        NotFoundError: no Model of that name.
+    """
+    from botocore.exceptions import ClientError
+
+    sess = session or Session.from_env()
+    try:
+        model = sess.client("sagemaker").describe_model(ModelName=model_name)
+    except ClientError as e:
+        raise from_client_error(e, operation="DescribeModel") from e
+    p = plan_for_model(model_name, model["PrimaryContainer"], spec, scaling)
+    return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)

@@ -1,0 +1,89 @@
+"""The container environment of an endpoint: workers per NeuronCore, batching, handler, timeouts.
+
+One function, used by deploy (real endpoints), the local endpoint and the pipeline, so every place
+lays the model server out the same way. The traps it avoids (see PLATFORM.md):
+
+- TorchServe defaults to one worker per vCPU, but a Neuron process takes every visible NeuronCore
+  and processes cannot share a core: workers = NeuronCores / cores per model, never more.
+- Any SAGEMAKER_TS_* variable makes the toolkit write a per-model block whose min/max workers
+  default to 1, silently overriding SAGEMAKER_MODEL_SERVER_WORKERS: set MIN and MAX explicitly.
+- The toolkit honours SAGEMAKER_HANDLER only in multi-model mode; single-model endpoints take the
+  handler from TorchServe's ``default_service_handler``, which TorchServe lets the environment
+  override (``TS_DEFAULT_SERVICE_HANDLER``, as the toolkit enables ``enable_envvars_config``).
+- Every worker's torch starts one intra-op thread per vCPU; with several workers per host that
+  oversubscribes the CPUs on every family, Inferentia included (the host still tokenizes, pads and
+  runs any CPU-placed operators). Measured in the real TorchServe stack with the cpu artifact: below
+  10 req/s instead of ~50 on 2 vCPUs. So OMP_NUM_THREADS = MKL_NUM_THREADS = vCPUs // workers.
+"""
+
+from __future__ import annotations
+
+from smneuron.catalog import InstanceType
+from smneuron.errors import ConfigError
+from smneuron.specs.models import EndpointSpec
+
+MODEL_DIR = "/opt/ml/model"
+HANDLER = f"{MODEL_DIR}/code/smneuron_handler.py:handle"
+
+
+def workers_for(instance: InstanceType, cores_per_model: int, requested: int | None = None) -> int:
+    """Model-server workers for ``instance``; refuse more workers than NeuronCores allow.
+
+    Raises:
+        ConfigError: the model needs more cores than the instance has, or ``requested`` exceeds
+            NeuronCores / cores_per_model.
+    """
+    if instance.is_neuron:
+        if cores_per_model > instance.neuron_cores:
+            raise ConfigError(
+                f"The model spans {cores_per_model} NeuronCores but {instance.name} has {instance.neuron_cores}.",
+                hint="Pick a larger instance (`smneuron instances`) or compile with fewer pipeline cores.",
+            )
+        most = instance.neuron_cores // cores_per_model
+        if requested is not None and requested > most:
+            raise ConfigError(
+                f"{requested} workers asked for, but {instance.name} fits {most} "
+                f"({instance.neuron_cores} NeuronCores / {cores_per_model} per model): Neuron processes cannot "
+                "share a core and the runtime is not fork-safe.",
+                hint="To serve more copies, raise models_per_worker (more copies inside each worker) instead.",
+            )
+        return requested or most
+    return requested or instance.recommended_workers()
+
+
+def container_environment(
+    instance: InstanceType,
+    spec: EndpointSpec,
+    *,
+    cores_per_model: int = 1,
+    region: str | None = None,
+    workers: int | None = None,
+) -> dict[str, str]:
+    """Every environment variable the serving container gets (user ``spec.environment`` last)."""
+    n = workers_for(instance, cores_per_model, workers)
+    timeout = str(spec.model_server_timeout_in_seconds)
+    env = {
+        "SAGEMAKER_PROGRAM": "inference.py",
+        "SAGEMAKER_SUBMIT_DIRECTORY": f"{MODEL_DIR}/code",
+        "SAGEMAKER_CONTAINER_LOG_LEVEL": "20",
+        "SAGEMAKER_MODEL_SERVER_WORKERS": str(n),
+        "SAGEMAKER_MODEL_SERVER_TIMEOUT": timeout,
+        "SAGEMAKER_TS_BATCH_SIZE": str(spec.batch_size),
+        "SAGEMAKER_TS_MAX_BATCH_DELAY": str(spec.max_batch_delay_ms),
+        "SAGEMAKER_TS_MIN_WORKERS": str(n),
+        "SAGEMAKER_TS_MAX_WORKERS": str(n),
+        "SAGEMAKER_TS_RESPONSE_TIMEOUT": timeout,
+        "SAGEMAKER_HANDLER": HANDLER,
+        "TS_DEFAULT_SERVICE_HANDLER": HANDLER,
+        "SMNEURON_MODELS_PER_WORKER": str(spec.models_per_worker),
+    }
+    if region:
+        env["SAGEMAKER_REGION"] = region
+    threads = str(max(1, instance.vcpus // n))
+    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = threads
+    if instance.is_neuron:
+        env["NEURON_RT_NUM_CORES"] = str(cores_per_model)
+        if spec.neuron_monitor and region:
+            env["NEURON_MONITOR_CW_REGION"] = region
+    env.update(spec.environment)
+    return env

@@ -1,0 +1,367 @@
+"""``plan``: everything a deploy would create, computed from staged model data and specs, with no I/O.
+
+Names derive from content, after the content exists: the Model's name hashes the model data's
+sha256, the image and the container environment; the EndpointConfig's name hashes the Model's name
+and the variant settings. So "unchanged" means the same bytes and the same configuration, nothing
+else, and a changed artifact in the same directory always becomes a new Model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+
+from smneuron._version import __version__
+from smneuron.artifact.staging import ModelData
+from smneuron.catalog import InstanceType, load_prices, resolve_image
+from smneuron.deploy.encoder_env import container_environment, workers_for
+from smneuron.endpoints import autoscaling
+from smneuron.errors import ConfigError
+from smneuron.specs.models import EndpointSpec, ScalingSpec
+
+HOURS_PER_MONTH = 730
+TAG_VERSION = "smneuron:version"
+TAG_SHA = "smneuron:model-sha"
+TAG_ARTIFACT = "smneuron:artifact"
+TAG_ENDPOINT = "smneuron:endpoint"
+_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+_WHERE = {"inf1": "ml.inf1.*", "inf2": "ml.inf2.*", "cpu": "a CPU or GPU instance (e.g. ml.c6i.xlarge)"}
+
+
+@dataclass
+class DeployPlan:
+    """The resources one deploy creates or reuses, and the requests that create them."""
+
+    endpoint_name: str
+    model_name: str
+    endpoint_config_name: str
+    instance: InstanceType
+    initial_instance_count: int
+    variant_name: str
+    image_uri: str
+    environment: dict[str, str]
+    model_data: ModelData | None  # None: deploy an existing Model (the pipeline's evaluated one)
+    startup_timeout: int
+    download_timeout: int
+    scaling: autoscaling.ScalingPlan
+    alarms: list[dict]
+    deployment_config: dict
+    tags: dict[str, str]
+    hourly_usd: float | None
+    existing_model: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def workers(self) -> int:
+        return int(self.environment.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
+
+    def monthly_cost(self, count: int) -> float | None:
+        return None if self.hourly_usd is None else round(self.hourly_usd * HOURS_PER_MONTH * count, 2)
+
+    def tag_list(self) -> list[dict[str, str]]:
+        return [{"Key": k, "Value": v} for k, v in self.tags.items()]
+
+    def create_model_request(self, role_arn: str) -> dict:
+        """CreateModel arguments: the PyTorch DLC image, smneuron's environment, the staged model data."""
+        assert self.model_data is not None, "an existing Model is not created again"
+        container = {
+            "Image": self.image_uri,
+            "Environment": dict(self.environment),
+            **self.model_data.container(),
+        }
+        return {
+            "ModelName": self.model_name,
+            "ExecutionRoleArn": role_arn,
+            "PrimaryContainer": container,
+            "Tags": self.tag_list(),
+        }
+
+    def endpoint_config_request(self) -> dict:
+        variant = {
+            "VariantName": self.variant_name,
+            "ModelName": self.model_name,
+            "InitialInstanceCount": self.initial_instance_count,
+            "InstanceType": self.instance.name,
+            "InitialVariantWeight": 1.0,
+            "ContainerStartupHealthCheckTimeoutInSeconds": self.startup_timeout,
+            "ModelDataDownloadTimeoutInSeconds": self.download_timeout,
+        }
+        return {
+            "EndpointConfigName": self.endpoint_config_name,
+            "ProductionVariants": [variant],
+            "Tags": self.tag_list(),
+        }
+
+    def to_dict(self) -> dict:
+        """What ``--dry-run --json`` prints: every name, setting, request and cost."""
+        return {
+            "endpoint": self.endpoint_name,
+            "model": self.model_name,
+            "endpoint_config": self.endpoint_config_name,
+            "existing_model": self.existing_model,
+            "instance_type": self.instance.name,
+            "initial_instance_count": self.initial_instance_count,
+            "image_uri": self.image_uri,
+            "model_data": self.model_data.to_dict() if self.model_data else None,
+            "artifact": self.model_data.source if self.model_data else None,
+            "artifact_target": self.model_data.target if self.model_data else None,
+            "container_startup_health_check_timeout_in_seconds": self.startup_timeout,
+            "model_data_download_timeout_in_seconds": self.download_timeout,
+            "environment": self.environment,
+            "autoscaling": {
+                "min": self.scaling.min_capacity,
+                "max": self.scaling.max_capacity,
+                "policy": self.scaling.policy,
+                "scheduled": self.scaling.scheduled,
+            },
+            "alarms": [a["AlarmName"] for a in self.alarms],
+            "deployment_config": self.deployment_config,
+            "tags": self.tags,
+            "hourly_usd": self.hourly_usd,
+            "monthly_usd_at_min": self.monthly_cost(self.scaling.min_capacity),
+            "monthly_usd_at_max": self.monthly_cost(self.scaling.max_capacity),
+            "notes": self.notes,
+        }
+
+
+def sanitize(name: str) -> str:
+    """A valid SageMaker resource name (alphanumerics and hyphens, at most 63 characters)."""
+    clean = re.sub(r"[^a-zA-Z0-9-]+", "-", name).strip("-") or "model"
+    return clean[:63].rstrip("-")
+
+
+def endpoint_name(spec: EndpointSpec, fallback: str) -> tuple[str, str | None]:
+    """The endpoint's name, and a note when it was derived rather than given.
+
+    Raises:
+        ConfigError: a name given by the user that SageMaker would refuse (with a valid suggestion).
+    """
+    if spec.name:
+        if not _NAME.match(spec.name):
+            raise ConfigError(
+                f"Endpoint name {spec.name!r} is not valid: SageMaker names hold letters, digits and hyphens, "
+                "start and end with a letter or digit, and have at most 63 characters.",
+                hint=f"Use --name {sanitize(spec.name)} (or set endpoint.name in smneuron.yaml).",
+            )
+        return spec.name, None
+    name = sanitize(fallback)
+    return name, f"endpoint name {name!r} derived from {fallback!r} (set it with --name)"
+
+
+def check_target(target: str, instance: InstanceType) -> None:
+    """Refuse an artifact that cannot run on the instance family, before any AWS call."""
+    if instance.is_trainium:
+        raise ConfigError(
+            f"smneuron does not deploy to Trainium ({instance.name}) yet.",
+            hint="Deploy inf2 artifacts to ml.inf2.* (NeuronCore-v2, like trn1), or cpu artifacts to a CPU type.",
+        )
+    if target != instance.target:
+        raise ConfigError(
+            f"This artifact was compiled for {target} and cannot run on {instance.name} ({instance.family}).",
+            hint=f"Deploy it to {_WHERE[target]}, or recompile with `--target {instance.target}`.",
+        )
+
+
+def check_memory(instance: InstanceType, size_bytes: int, copies: int) -> None:
+    """Refuse more model copies than accelerator (Neuron) and host memory hold.
+
+    A loaded copy needs about the artifact's size (the weights are stored once and shared by every
+    bucket's graph).
+    """
+    if not size_bytes:
+        return
+    need = size_bytes * copies
+    accelerator = instance.accelerator_memory_gib if instance.is_neuron else 0
+    for what, gib in (("accelerator", accelerator), ("host", instance.memory_gib)):
+        if gib and need > gib * 2**30 * 0.9:
+            raise ConfigError(
+                f"{copies} model copies of {size_bytes / 2**30:.2f} GiB need {need / 2**30:.1f} GiB of {what} "
+                f"memory; {instance.name} has {gib} GiB.",
+                hint="Lower models_per_worker, compile fewer buckets or batch sizes, or pick a larger instance.",
+            )
+
+
+def timeouts(size_bytes: int | None, neuron: bool) -> tuple[int, int]:
+    """(container startup health check, model data download) timeouts sized from the artifact."""
+    gib = (size_bytes or 0) / 2**30
+    download = int(min(3600, max(300, 120 + 60 * gib)))
+    startup = int(min(3600, max(600 if neuron else 300, (600 if neuron else 180) + 120 * gib)))
+    return startup, download
+
+
+def alarms(endpoint: str, variant: str, latency_p99_ms: int | None) -> list[dict]:
+    """The CloudWatch alarms that roll a blue/green update back (5XX; latency p99 when asked)."""
+    dims = [{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": variant}]
+    common = {
+        "Namespace": "AWS/SageMaker",
+        "Dimensions": dims,
+        "Period": 60,
+        "TreatMissingData": "notBreaching",
+    }
+    out = [
+        {
+            **common,
+            "AlarmName": f"smneuron-{endpoint}-5xx",
+            "MetricName": "Invocation5XXErrors",
+            "Statistic": "Sum",
+            "EvaluationPeriods": 1,
+            "Threshold": 0.0,
+            "ComparisonOperator": "GreaterThanThreshold",
+            "AlarmDescription": "smneuron: roll back a deployment that serves 5XX errors",
+        }
+    ]
+    if latency_p99_ms:
+        out.append(
+            {
+                **common,
+                "AlarmName": f"smneuron-{endpoint}-latency-p99",
+                "MetricName": "ModelLatency",
+                "ExtendedStatistic": "p99",
+                "EvaluationPeriods": 3,
+                "Threshold": float(latency_p99_ms * 1000),
+                "ComparisonOperator": "GreaterThanThreshold",
+                "AlarmDescription": f"smneuron: roll back when model latency p99 exceeds {latency_p99_ms} ms",
+            }
+        )
+    return out
+
+
+def deployment_config(spec: EndpointSpec, alarm_names: list[str]) -> dict:
+    """UpdateEndpoint's blue/green policy with auto-rollback on smneuron's alarms."""
+    r = spec.traffic_routing
+    routing: dict = {"Type": r.type.upper(), "WaitIntervalInSeconds": r.wait_interval_in_seconds}
+    if r.type == "canary":
+        routing["CanarySize"] = {"Type": "CAPACITY_PERCENT", "Value": r.step_percent}
+    elif r.type == "linear":
+        routing["LinearStepSize"] = {"Type": "CAPACITY_PERCENT", "Value": r.step_percent}
+    return {
+        "BlueGreenUpdatePolicy": {
+            "TrafficRoutingConfiguration": routing,
+            "TerminationWaitInSeconds": r.termination_wait_in_seconds,
+        },
+        "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": a} for a in alarm_names]},
+    }
+
+
+def _digest(*parts: object, n: int = 12) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:n]
+
+
+def plan(
+    model_data: ModelData,
+    spec: EndpointSpec,
+    scaling: ScalingSpec | None = None,
+    *,
+    region: str,
+    workers: int | None = None,
+    prices: dict[str, float] | None = None,
+) -> DeployPlan:
+    """Everything ``deploy`` creates for ``model_data``; no AWS call, no file read.
+
+    Raises:
+        ConfigError: artifact target vs instance family, too many workers or copies, bad names.
+    """
+    instance = InstanceType.parse(spec.instance_type, use="endpoint")
+    check_target(model_data.target, instance)
+    workers_for(instance, model_data.cores_per_model, workers)
+    base, note = endpoint_name(spec, model_data.source.rstrip("/").rsplit("/", 1)[-1].split(".")[0])
+    image = resolve_image(
+        instance, region, torch_version=spec.torch_version, neuron_sdk=spec.neuron_sdk, uri=spec.image_uri
+    )
+    env = container_environment(
+        instance, spec, cores_per_model=model_data.cores_per_model, region=region, workers=workers
+    )
+    check_memory(
+        instance, model_data.size_bytes, int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]) * spec.models_per_worker
+    )
+    model_name = f"{base[:50]}-{_digest(model_data.sha256, model_data.compression, image.uri, env)}"
+    return _finish(
+        base,
+        model_name,
+        instance,
+        image.uri,
+        env,
+        spec,
+        scaling,
+        model_data,
+        prices,
+        notes=[note] if note else [],
+    )
+
+
+def plan_for_model(
+    model_name: str,
+    container: dict,
+    spec: EndpointSpec,
+    scaling: ScalingSpec | None = None,
+    *,
+    prices: dict[str, float] | None = None,
+) -> DeployPlan:
+    """The plan for serving a Model that already exists (the pipeline's evaluated, approved Model).
+
+    ``container`` is its DescribeModel ``PrimaryContainer``; the Model is used as it is, never re-created.
+    """
+    instance = InstanceType.parse(spec.instance_type, use="endpoint")
+    base, note = endpoint_name(spec, model_name)
+    env = dict(container.get("Environment", {}))
+    return _finish(
+        base,
+        model_name,
+        instance,
+        container["Image"],
+        env,
+        spec,
+        scaling,
+        None,
+        prices,
+        notes=[note] if note else [],
+    )
+
+
+def _finish(
+    base: str,
+    model_name: str,
+    instance: InstanceType,
+    image_uri: str,
+    env: dict[str, str],
+    spec: EndpointSpec,
+    scaling: ScalingSpec | None,
+    model_data: ModelData | None,
+    prices: dict[str, float] | None,
+    notes: list[str],
+) -> DeployPlan:
+    startup, download = timeouts(model_data.size_bytes if model_data else None, instance.is_neuron)
+    startup = spec.container_startup_health_check_timeout_in_seconds or startup
+    download = spec.model_data_download_timeout_in_seconds or download
+    scaling = scaling or ScalingSpec(
+        min_capacity=spec.initial_instance_count, max_capacity=spec.initial_instance_count
+    )
+    count = max(spec.initial_instance_count, scaling.min_capacity)
+    config = _digest(model_name, instance.name, count, spec.variant_name, startup, download, n=8)
+    workers = int(env.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
+    alarm_list = alarms(base, spec.variant_name, spec.latency_p99_alarm_ms)
+    tags = {TAG_VERSION: __version__, TAG_ENDPOINT: base, **spec.tags}
+    if model_data:
+        tags.update({TAG_SHA: model_data.sha256[:12], TAG_ARTIFACT: model_data.uri[:256]})
+    return DeployPlan(
+        endpoint_name=base,
+        model_name=model_name,
+        endpoint_config_name=f"{base[:41]}-{_digest(model_name)}-{config}",
+        instance=instance,
+        initial_instance_count=count,
+        variant_name=spec.variant_name,
+        image_uri=image_uri,
+        environment=env,
+        model_data=model_data,
+        startup_timeout=startup,
+        download_timeout=download,
+        scaling=autoscaling.plan(base, spec.variant_name, scaling, instance, workers),
+        alarms=alarm_list,
+        deployment_config=deployment_config(spec, [a["AlarmName"] for a in alarm_list]),
+        tags=tags,
+        hourly_usd=load_prices(prices).hourly(instance.name),
+        existing_model=model_data is None,
+        notes=notes,
+    )

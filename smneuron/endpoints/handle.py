@@ -1,0 +1,382 @@
+"""An endpoint's lifecycle verbs in one place: the ``Endpoint`` handle, status, wait, scale, delete, list, logs.
+
+ep = smneuron.Endpoint("my-endpoint")                # a SageMaker endpoint
+ep = smneuron.Endpoint(url="http://127.0.0.1:8080")  # a local endpoint (`smneuron serve`)
+ep.predict(["some text"]); ep.status(); ep.scale(ScalingSpec(...)); ep.delete()
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from smneuron.deploy.encoder_plan import TAG_ENDPOINT
+from smneuron.deploy.generation_env import redacted
+from smneuron.endpoints import autoscaling
+from smneuron.endpoints.invoke import HttpTarget, Response, invoke_endpoint
+from smneuron.endpoints.logs import log_events as log_events  # part of this module's API
+from smneuron.endpoints.logs import log_tail
+from smneuron.endpoints.polling import poll_intervals as poll_intervals  # part of this module's API
+from smneuron.errors import (
+    EndpointFailedError,
+    NotFoundError,
+    SmneuronError,
+    from_client_error,
+    none_if_missing,
+)
+from smneuron.session import Session
+from smneuron.specs.models import ScalingSpec
+
+TRANSITIONAL = {"Creating", "Updating", "SystemUpdating", "RollingBack", "Deleting"}
+
+
+def describe(session: Session, name: str) -> dict | None:
+    """DescribeEndpoint, or None when there is no such endpoint."""
+    sm = session.client("sagemaker")
+    return none_if_missing(sm.describe_endpoint, operation="DescribeEndpoint", EndpointName=name)
+
+
+def require(session: Session, name: str) -> dict:
+    """DescribeEndpoint, raising a clear NotFoundError when the endpoint does not exist."""
+    d = describe(session, name)
+    if d is None:
+        raise NotFoundError(
+            f"Endpoint {name!r} does not exist in {session.region}.",
+            code="NotFound",
+            hint="List endpoints with `smneuron list`, or check the name and --region.",
+        )
+    return d
+
+
+def wait_for_endpoint(
+    name: str,
+    *,
+    session: Session,
+    target: str = "InService",
+    timeout: float = 3600,
+    on_status: Callable[[str, float], None] | None = None,
+    intervals: Iterator[float] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict:
+    """Poll DescribeEndpoint until ``target`` (or ``"Deleted"``), Failed, or ``timeout``.
+
+    Raises:
+        EndpointFailedError: Failed (with FailureReason and the last log lines), OutOfService, or
+            still transitional at the timeout.
+    """
+    started = time.monotonic()
+    for delay in intervals or poll_intervals():
+        d = describe(session, name)
+        if d is None:
+            if target == "Deleted":
+                return {"EndpointName": name, "EndpointStatus": "Deleted"}
+            require(session, name)
+        status = d["EndpointStatus"]  # type: ignore[index]
+        elapsed = time.monotonic() - started
+        if on_status:
+            on_status(status, elapsed)
+        if status == target:
+            return d  # type: ignore[return-value]
+        if status == "Failed" or (status not in TRANSITIONAL and status != target):
+            raise EndpointFailedError(name, status, d.get("FailureReason"), log_tail(session, name))  # type: ignore[union-attr]
+        if elapsed + delay > timeout:
+            raise EndpointFailedError(
+                name, status, f"still {status} after {timeout:.0f} s (timed out waiting)"
+            )
+        sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def status(name: str, *, session: Session | None = None) -> dict:
+    """The endpoint, its config, model environment, autoscaling and alarms.
+
+    Raises:
+        NotFoundError: no such endpoint.
+    """
+    sess = session or Session.from_env()
+    sm = sess.client("sagemaker")
+    d = require(sess, name)
+    variant_cfg = sm.describe_endpoint_config(EndpointConfigName=d["EndpointConfigName"])[
+        "ProductionVariants"
+    ][0]
+    from smneuron.endpoints import components
+
+    found = [components.describe(sess, c) for c in components.for_endpoint(sess, name)]
+    found = [c for c in found if c]
+    model_name = variant_cfg.get("ModelName") or (found[0]["Specification"]["ModelName"] if found else None)
+    model = (
+        sm.describe_model(ModelName=model_name) if model_name else {"ModelName": None, "PrimaryContainer": {}}
+    )
+    container = model["PrimaryContainer"]
+    data_source = container.get("ModelDataSource", {}).get("S3DataSource", {}).get("S3Uri")
+    alarms = sess.client("cloudwatch").describe_alarms(AlarmNamePrefix=f"smneuron-{name}-")["MetricAlarms"]
+    keys = (
+        "EndpointName",
+        "EndpointStatus",
+        "FailureReason",
+        "EndpointConfigName",
+        "CreationTime",
+        "LastModifiedTime",
+    )
+    return {
+        "endpoint": {k: d.get(k) for k in keys},
+        "variants": d.get("ProductionVariants", []),
+        "config": variant_cfg,
+        "model": {
+            "ModelName": model["ModelName"],
+            "Image": container.get("Image"),
+            "ModelDataUrl": container.get("ModelDataUrl") or data_source,
+            "Environment": redacted(container.get("Environment", {})),  # an HF_TOKEN is never printed
+        },
+        "autoscaling": autoscaling.describe(sess, name, variant_cfg["VariantName"]),
+        "components": [components.summary(sess, c) for c in found],
+        "alarms": [{"AlarmName": a["AlarmName"], "StateValue": a["StateValue"]} for a in alarms],
+    }
+
+
+def scale(name: str, spec: ScalingSpec, *, session: Session | None = None) -> autoscaling.ScalingPlan:
+    """Set an endpoint's autoscaling (target tracking and scheduled capacity) from ``spec``.
+
+    The default target follows the endpoint's instance type and worker count, read from the endpoint.
+    """
+    from smneuron.catalog import InstanceType
+
+    sess = session or Session.from_env()
+    s = status(name, session=sess)
+    if s["components"]:  # text generation: the copies scale, on the instances managed instance scaling adds
+        from smneuron.endpoints import components
+
+        return components.scale(sess, s["components"][0]["InferenceComponentName"], spec)
+    instance = InstanceType.parse(s["config"]["InstanceType"])
+    workers = int(s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
+    p = autoscaling.plan(name, s["config"]["VariantName"], spec, instance, workers)
+    autoscaling.apply(sess, p)
+    return p
+
+
+def delete(name: str, *, session: Session | None = None, variant: str = "AllTraffic") -> list[str]:
+    """Remove the endpoint and everything smneuron created for it, in order; safe to repeat.
+
+    Returns:
+        What was removed ("endpoint NAME", "model NAME", ...).
+    """
+    from botocore.exceptions import ClientError
+
+    sess = session or Session.from_env()
+    sm = sess.client("sagemaker")
+    removed = autoscaling.remove(sess, name, variant)
+    cw = sess.client("cloudwatch")
+    alarm_names = [
+        a["AlarmName"] for a in cw.describe_alarms(AlarmNamePrefix=f"smneuron-{name}-")["MetricAlarms"]
+    ]
+    if alarm_names:
+        cw.delete_alarms(AlarmNames=alarm_names)
+        removed += [f"alarm {a}" for a in alarm_names]
+    try:
+        current = describe(sess, name)
+        configs = set(_owned(sess, "endpoint_configs", name))
+        if current is not None:
+            from smneuron.endpoints import components
+
+            for component in components.for_endpoint(sess, name):  # copies go before their endpoint
+                removed += components.delete(sess, component)
+            configs.add(current["EndpointConfigName"])
+            sm.delete_endpoint(EndpointName=name)
+            wait_for_endpoint(name, session=sess, target="Deleted", timeout=1800)
+            removed.append(f"endpoint {name}")
+        # the models the configs serve (a pipeline's Model has no endpoint name in its own name)
+        models = set(_owned(sess, "models", name))
+        for cfg in sorted(configs):
+            d = _describe_config(sess, cfg)
+            if d is None or _tags(sess, d["EndpointConfigArn"]).get(TAG_ENDPOINT) != name:
+                continue
+            models |= {
+                v["ModelName"]
+                for v in d["ProductionVariants"]
+                if v.get("ModelName") and _model_owned(sess, v["ModelName"], name)
+            }
+            sm.delete_endpoint_config(EndpointConfigName=cfg)
+            removed.append(f"endpoint config {cfg}")
+        for model in sorted(models):
+            sm.delete_model(ModelName=model)
+            removed.append(f"model {model}")
+    except ClientError as e:
+        raise from_client_error(e) from e
+    return removed
+
+
+def _describe_config(session: Session, name: str) -> dict | None:
+    sm = session.client("sagemaker")
+    return none_if_missing(sm.describe_endpoint_config, EndpointConfigName=name)
+
+
+def _model_owned(session: Session, model: str, endpoint: str) -> bool:
+    described = none_if_missing(session.client("sagemaker").describe_model, ModelName=model)
+    return described is not None and _tags(session, described["ModelArn"]).get(TAG_ENDPOINT) == endpoint
+
+
+def _tags(session: Session, arn: str) -> dict[str, str]:
+    return {
+        t["Key"]: t["Value"] for t in session.client("sagemaker").list_tags(ResourceArn=arn).get("Tags", [])
+    }
+
+
+def _owned(session: Session, kind: str, endpoint: str) -> list[str]:
+    """Endpoint configs or models tagged as smneuron's for ``endpoint`` (names containing it)."""
+    sm = session.client("sagemaker")
+    lister, key, name_key, arn_key = {
+        "endpoint_configs": (
+            sm.list_endpoint_configs,
+            "EndpointConfigs",
+            "EndpointConfigName",
+            "EndpointConfigArn",
+        ),
+        "models": (sm.list_models, "Models", "ModelName", "ModelArn"),
+    }[kind]
+    out, token = [], None
+    while True:
+        page = lister(NameContains=endpoint[:20], **({"NextToken": token} if token else {}))
+        out += [i[name_key] for i in page[key] if _tags(session, i[arn_key]).get(TAG_ENDPOINT) == endpoint]
+        token = page.get("NextToken")
+        if not token:
+            return out
+
+
+def list_endpoints(*, session: Session | None = None) -> list[dict]:
+    """Every endpoint smneuron manages in the region: name, status, instance type and count, age."""
+    from smneuron.catalog import load_prices
+
+    sess = session or Session.from_env()
+    sm = sess.client("sagemaker")
+    prices = load_prices(None)
+    out = []
+    for page in sm.get_paginator("list_endpoints").paginate():
+        for e in page["Endpoints"]:
+            if _tags(sess, e["EndpointArn"]).get(TAG_ENDPOINT) != e["EndpointName"]:
+                continue
+            d = sm.describe_endpoint(EndpointName=e["EndpointName"])
+            variant = (d.get("ProductionVariants") or [{}])[0]
+            cfg = sm.describe_endpoint_config(EndpointConfigName=d["EndpointConfigName"])[
+                "ProductionVariants"
+            ][0]
+            count = variant.get("CurrentInstanceCount", cfg["InitialInstanceCount"])
+            hourly = prices.hourly(cfg["InstanceType"])
+            out.append(
+                {
+                    "name": e["EndpointName"],
+                    "status": e["EndpointStatus"],
+                    "instance_type": cfg["InstanceType"],
+                    "instance_count": count,
+                    "hourly_usd": round(hourly * count, 3) if hourly is not None else None,
+                    "created": str(e["CreationTime"]),
+                }
+            )
+    return out
+
+
+class Endpoint:
+    """A deployed (or local) endpoint: predict, invoke, status, wait, scale, delete.
+
+    Args:
+        name: SageMaker endpoint name.
+        url: base URL of a local endpoint (``smneuron serve``) instead of a SageMaker one.
+        session: AWS session for SageMaker endpoints (default ``Session.from_env()``).
+    """
+
+    def __init__(
+        self, name: str | None = None, *, url: str | None = None, session: Session | None = None
+    ) -> None:
+        if not name and not url:
+            raise SmneuronError("Give an endpoint name or a local endpoint url.")
+        self.name = name
+        self.url = url.rstrip("/") if url else None
+        self._session = session
+        self._http = HttpTarget(url) if url else None
+        self._exists = False
+        self.component: str | None = None  # the inference component requests go to (text generation)
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            self._session = Session.from_env()
+        return self._session
+
+    def invoke(
+        self, body: bytes | str, content_type: str = "application/json", accept: str = "application/json"
+    ) -> Response:
+        """Send one raw request; returns the raw response (errors raise ``InvocationError``)."""
+        data = body.encode() if isinstance(body, str) else body
+        if self._http:
+            return self._http.invoke(data, content_type, accept)
+        self._check()
+        return invoke_endpoint(self.session, self.name, data, content_type, accept, component=self.component)  # type: ignore[arg-type]
+
+    def _check(self) -> None:
+        if not self._exists:  # a missing endpoint is an error, never a placeholder answer
+            from smneuron.endpoints import components
+
+            require(self.session, self.name)  # type: ignore[arg-type]
+            found = components.for_endpoint(self.session, self.name)  # type: ignore[arg-type]
+            self.component = self.component or (found[0] if found else None)
+            self._exists = True
+
+    def generate(self, prompt: str | None = None, *, messages: list | None = None, **params: Any) -> dict:
+        """One text-generation request (``prompt`` -> completions, ``messages`` -> chat); the JSON answer."""
+        from smneuron.endpoints.streaming import request_body
+
+        return self.invoke(json.dumps(request_body(prompt, messages, stream=False, **params))).json()
+
+    def stream(
+        self, prompt: str | None = None, *, messages: list | None = None, **params: Any
+    ) -> Iterator[str]:
+        """Stream a generation: yields text pieces as the server sends them (InvokeEndpointWithResponseStream,
+        or SSE from a URL)."""
+        from smneuron.endpoints.streaming import open_stream, request_body, text_pieces
+
+        body = json.dumps(request_body(prompt, messages, stream=True, **params)).encode()
+        if not self._http:
+            self._check()
+        yield from text_pieces(open_stream(self, body))
+
+    def predict(self, inputs: Any, parameters: dict | None = None) -> Any:
+        """Predict a text, a list of texts, or [text, pair] pairs; returns the decoded JSON."""
+        payload: dict[str, Any] = {"inputs": inputs}
+        if parameters:
+            payload["parameters"] = parameters
+        return self.invoke(json.dumps(payload)).json()
+
+    def status(self) -> dict:
+        """Status, config, model environment, autoscaling and alarms (SageMaker endpoints)."""
+        if self._http:
+            return {"url": self.url, "ping": self._http.ping()}
+        return status(self.name, session=self.session)  # type: ignore[arg-type]
+
+    describe = status
+
+    def wait(self, target: str = "InService", timeout: float = 3600) -> dict:
+        self._local_refusal("wait")
+        return wait_for_endpoint(self.name, session=self.session, target=target, timeout=timeout)  # type: ignore[arg-type]
+
+    def scale(self, spec: ScalingSpec) -> autoscaling.ScalingPlan:
+        self._local_refusal("scale")
+        return scale(self.name, spec, session=self.session)  # type: ignore[arg-type]
+
+    def logs(self, lines: int = 50) -> list[str]:
+        self._local_refusal("read CloudWatch logs of")
+        return log_tail(self.session, self.name, lines)  # type: ignore[arg-type]
+
+    def delete(self) -> list[str]:
+        """Tear down the endpoint and everything smneuron created for it."""
+        self._local_refusal("delete")
+        return delete(self.name, session=self.session)  # type: ignore[arg-type]
+
+    def _local_refusal(self, verb: str) -> None:
+        if self._http:
+            raise SmneuronError(
+                f"smneuron cannot {verb} a local endpoint by URL; stop its `smneuron serve` process."
+            )
+
+    def __repr__(self) -> str:
+        return f"Endpoint({self.name or self.url!r})"

@@ -1,0 +1,86 @@
+"""The data plane: send one request to a SageMaker endpoint (InvokeEndpoint) or a local URL.
+
+The one place that calls InvokeEndpoint. The ``Endpoint`` handle (smneuron.endpoints.handle), bench,
+evaluation and the pipeline's staging step all send through here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from smneuron.errors import InvocationError, SmneuronError, from_client_error
+from smneuron.session import Session
+
+
+@dataclass
+class Response:
+    status: int
+    content_type: str
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class HttpTarget:
+    """A local endpoint's base URL (``smneuron serve``), with one pooled HTTP client."""
+
+    def __init__(self, url: str, timeout: float = 120) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self._client: Any = None
+
+    def invoke(self, body: bytes, content_type: str, accept: str) -> Response:
+        import httpx
+
+        if self._client is None:
+            self._client = httpx.Client(timeout=self.timeout)
+        try:
+            r = self._client.post(
+                self.url + "/invocations",
+                content=body,
+                headers={"Content-Type": content_type, "Accept": accept},
+            )
+        except httpx.TransportError as e:
+            raise SmneuronError(
+                f"Cannot reach {self.url}: {type(e).__name__}: {e}",
+                hint="Check that the endpoint is running (`smneuron serve ...`) and the URL and port are right.",
+            ) from None
+        if r.status_code >= 400:
+            raise InvocationError(r.status_code, r.text)
+        return Response(r.status_code, r.headers.get("content-type", ""), r.content)
+
+    def ping(self) -> int:
+        import httpx
+
+        try:
+            return httpx.get(self.url + "/ping", timeout=self.timeout).status_code
+        except httpx.TransportError as e:
+            raise SmneuronError(f"Cannot reach {self.url}: {e}", hint="Is the endpoint running?") from None
+
+
+def invoke_endpoint(
+    session: Session, name: str, body: bytes, content_type: str, accept: str, *, component: str | None = None
+) -> Response:
+    """InvokeEndpoint; a model's 4xx/5xx becomes ``InvocationError`` with the container's status and body.
+
+    Raises:
+        InvocationError: the model answered with an error.
+        AwsError subclasses: the endpoint does not exist, access denied, throttling.
+    """
+    from botocore.exceptions import ClientError
+
+    runtime = session.client("sagemaker-runtime")
+    try:
+        extra = {"InferenceComponentName": component} if component else {}
+        out = runtime.invoke_endpoint(
+            EndpointName=name, Body=body, ContentType=content_type, Accept=accept, **extra
+        )
+    except ClientError as e:
+        err = e.response.get("Error", {})
+        if e.response.get("OriginalStatusCode"):
+            raise InvocationError(int(e.response["OriginalStatusCode"]), err.get("Message", "")) from e
+        raise from_client_error(e, operation="InvokeEndpoint") from e
+    return Response(200, out.get("ContentType", ""), out["Body"].read())

@@ -1,0 +1,332 @@
+"""The embedded AWS for `smneuron demo` and the tests: moto, extended where it lags the real API.
+
+moto (5.2) is behind SageMaker in two ways that matter to smneuron, and they are fixed here, in one
+place, by teaching moto what the real service does (checked against botocore's service model):
+
+- its endpoint-config validation has a hard-coded instance list without ml.inf2.*: we validate
+  against botocore's ``ProductionVariantInstanceType`` enum instead, exactly as the real API does;
+- it does not implement ``UpdateEndpoint``: we add it (switch the endpoint to the new config,
+  keep the deployment config it was given so tests can read it back);
+- its endpoints are InService the instant they are created; ``set_endpoint_delay`` makes them
+  stay Creating / Updating for a while, as real ones do for minutes (benchmarks of waiting);
+- its S3 bucket-policy enforcement ignores Conditions, so a conditional Deny (smneuron's "deny
+  unless aws:SecureTransport", infra/'s "deny puts that name an encryption other than SSE-KMS")
+  denies every request: the fake cannot see the request context those conditions test, so it
+  leaves conditional Denies unenforced (real S3 enforces them; tests check the policies' text)
+  and keeps enforcing every unconditional statement;
+- it does not implement ``ListPipelineExecutionSteps``: we add it, reporting the execution's
+  top-level steps with the status moto gives the execution (moto runs no step);
+- its CloudFormation lacks ``AWS::S3::BucketPolicy``, keeps ``AWS::NoValue`` as a null inside lists
+  (real CloudFormation drops the element) and does not recompute a stack's outputs when a change
+  set is executed: we add the resource type, drop the nulls and refresh the outputs.
+
+The product never works around moto; only this module changes moto.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_PATCHED = False
+_ENDPOINT_DELAY_S = 0.0
+
+
+def set_endpoint_delay(seconds: float) -> None:
+    """Endpoints created or updated from now on report Creating/Updating for ``seconds``."""
+    global _ENDPOINT_DELAY_S
+    _ENDPOINT_DELAY_S = seconds
+
+
+def _variant_instance_types() -> list[str]:
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return list(model.shape_for("ProductionVariantInstanceType").enum)
+
+
+def patch_moto() -> None:
+    """Apply the extensions (idempotent)."""
+    global _PATCHED
+    if _PATCHED:
+        return
+    from moto.core.responses import ActionResult
+    from moto.sagemaker import models, responses
+    from moto.sagemaker.exceptions import ValidationError
+
+    valid = _variant_instance_types()
+
+    def validate_instance_type(self: Any, instance_type: str) -> None:
+        if instance_type not in valid:
+            raise ValidationError(
+                message=f"Value '{instance_type}' at 'instanceType' failed to satisfy constraint: "
+                f"Member must satisfy enum value set: {valid}"
+            )
+
+    models.FakeEndpointConfig.validate_instance_type = validate_instance_type
+
+    def backend_update_endpoint(
+        self: Any, endpoint_name: str, endpoint_config_name: str, deployment_config: dict | None
+    ) -> Any:
+        endpoint = self.endpoints.get(endpoint_name)
+        if endpoint is None:
+            arn = models.FakeEndpoint.arn_formatter(endpoint_name, self.account_id, self.region_name)
+            raise ValidationError(message=f"Could not find endpoint '{arn}'.")
+        config = self.describe_endpoint_config(endpoint_config_name)  # raises moto's ValidationException
+        endpoint.endpoint_config_name = endpoint_config_name
+        endpoint.production_variants = endpoint._process_production_variants(config["ProductionVariants"])
+        endpoint.last_deployment_config = deployment_config
+        endpoint.last_modified_time = models.utcnow()
+        endpoint._smneuron_busy = ("Updating", time.monotonic() + _ENDPOINT_DELAY_S)
+        return endpoint
+
+    def response_update_endpoint(self: Any) -> Any:
+        endpoint = self.sagemaker_backend.update_endpoint(
+            endpoint_name=self._get_param("EndpointName"),
+            endpoint_config_name=self._get_param("EndpointConfigName"),
+            deployment_config=self._get_param("DeploymentConfig"),
+        )
+        return ActionResult({"EndpointArn": endpoint.arn})
+
+    original_create = models.SageMakerModelBackend.create_endpoint
+    original_describe = models.SageMakerModelBackend.describe_endpoint
+
+    def create_endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
+        endpoint = original_create(self, *args, **kwargs)
+        endpoint._smneuron_busy = ("Creating", time.monotonic() + _ENDPOINT_DELAY_S)
+        return endpoint
+
+    def describe_endpoint(self: Any, endpoint_name: str) -> dict:
+        response = original_describe(self, endpoint_name)
+        busy = getattr(self.endpoints.get(endpoint_name), "_smneuron_busy", None)
+        if busy and time.monotonic() < busy[1] and response.get("EndpointStatus") == "InService":
+            response = dict(response, EndpointStatus=busy[0])
+        return response
+
+    models.SageMakerModelBackend.create_endpoint = create_endpoint
+    models.SageMakerModelBackend.describe_endpoint = describe_endpoint
+    models.SageMakerModelBackend.update_endpoint = backend_update_endpoint
+    responses.SageMakerResponse.update_endpoint = response_update_endpoint
+    _patch_pipeline_steps(models, responses, ActionResult)
+    from smneuron.local.aws.components import patch_components
+
+    patch_components()
+    _patch_s3_conditional_denies()
+    _patch_cloudformation()
+    _PATCHED = True
+
+
+def _patch_pipeline_steps(models: Any, responses: Any, ActionResult: Any) -> None:
+    """ListPipelineExecutionSteps. moto marks every execution Succeeded the moment it starts
+    without running anything; the steps it reports are the execution's top-level definition steps,
+    each with the execution's status (the same fiction, stated step by step)."""
+    import json
+
+    def response_list_pipeline_execution_steps(self: Any) -> Any:
+        backend = self.sagemaker_backend
+        arn = self._get_param("PipelineExecutionArn")
+        execution = models.get_pipeline_execution_from_arn(backend.pipelines, arn)  # raises for unknown ARNs
+        steps = json.loads(execution.pipeline_definition_for_execution).get("Steps", [])
+        if self._get_param("SortOrder", "Descending") == "Descending":
+            steps = steps[::-1]
+        return ActionResult(
+            {
+                "PipelineExecutionSteps": [
+                    {
+                        "StepName": st["Name"],
+                        "StepStatus": execution.pipeline_execution_status,
+                        "StartTime": execution.start_time,
+                        "EndTime": execution.last_modified_time,
+                    }
+                    for st in steps
+                ]
+            }
+        )
+
+    responses.SageMakerResponse.list_pipeline_execution_steps = response_list_pipeline_execution_steps
+
+
+def _patch_cloudformation() -> None:
+    import json
+
+    from moto.cloudformation import parsing
+    from moto.core.common_models import CloudFormationModel
+    from moto.s3.models import s3_backends
+
+    original_clean = parsing.clean_json
+
+    def clean_json(resource_json: Any, resources_map: Any) -> Any:
+        if isinstance(resource_json, list):  # Fn::If ... AWS::NoValue removes the element
+            cleaned = (clean_json(v, resources_map) for v in resource_json)
+            return [v for v in cleaned if v is not None]
+        return original_clean(resource_json, resources_map)
+
+    parsing.clean_json = clean_json
+
+    class BucketPolicy(CloudFormationModel):
+        def __init__(self, bucket: str) -> None:
+            self.bucket = bucket
+
+        @staticmethod
+        def cloudformation_type() -> str:
+            return "AWS::S3::BucketPolicy"
+
+        @staticmethod
+        def cloudformation_name_type() -> str:
+            return ""
+
+        @property
+        def physical_resource_id(self) -> str:
+            return self.bucket
+
+        @classmethod
+        def create_from_cloudformation_json(
+            cls,
+            resource_name: str,
+            cloudformation_json: Any,
+            account_id: str,
+            region_name: str,
+            **kwargs: Any,
+        ) -> BucketPolicy:
+            props = cloudformation_json["Properties"]
+            backend = s3_backends[account_id]["aws"]
+            backend.put_bucket_policy(props["Bucket"], json.dumps(props["PolicyDocument"]).encode())
+            return cls(props["Bucket"])
+
+        @classmethod
+        def update_from_cloudformation_json(
+            cls,
+            original_resource: Any,
+            new_resource_name: str,
+            cloudformation_json: Any,
+            account_id: str,
+            region_name: str,
+        ) -> BucketPolicy:
+            return cls.create_from_cloudformation_json(
+                new_resource_name, cloudformation_json, account_id, region_name
+            )
+
+        @classmethod
+        def delete_from_cloudformation_json(
+            cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+        ) -> None:
+            s3_backends[account_id]["aws"].delete_bucket_policy(cloudformation_json["Properties"]["Bucket"])
+
+    from moto.cloudformation import models as cfn_models
+
+    original_apply = cfn_models.ChangeSet.apply
+
+    def apply(self: Any) -> None:
+        original_apply(self)
+        self.stack.template = self.template
+        self.stack._parse_template()
+        self.stack.output_map = self.stack._create_output_map()
+
+    cfn_models.ChangeSet.apply = apply
+    parsing.get_model_map.cache_clear()
+    parsing.get_name_type_map.cache_clear()
+
+
+def _conditional_deny(statement: dict) -> bool:
+    return statement.get("Effect") == "Deny" and bool(statement.get("Condition"))
+
+
+def _patch_s3_conditional_denies() -> None:
+    import json
+
+    from moto.iam.access_control import IAMPolicy, PermissionResult
+    from moto.s3 import models as s3_models
+
+    def get_permission(self: Any, action: str, resource: str) -> Any:
+        if self.policy is None:
+            return PermissionResult.NEUTRAL
+        doc = json.loads(self.policy.decode() if isinstance(self.policy, bytes) else self.policy)
+        statements = doc.get("Statement") or []
+        statements = [statements] if isinstance(statements, dict) else statements
+        doc["Statement"] = [st for st in statements if not _conditional_deny(st)]
+        if not doc["Statement"]:
+            return PermissionResult.NEUTRAL
+        return IAMPolicy(json.dumps(doc)).is_action_permitted(action, resource)
+
+    s3_models.FakeBucket.get_permission = get_permission
+
+
+@contextmanager
+def embedded_aws(port: int | None = None) -> Iterator[str]:
+    """Run moto's server (with the extensions) on loopback; yields its endpoint URL."""
+    import logging
+
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError as e:
+        from smneuron.errors import MissingDependencyError
+
+        raise MissingDependencyError(
+            "moto",
+            "The embedded AWS (smneuron demo, pipeline run --local)",
+            "Install it with `pip install 'smneuron[local]'` (moto's server runs on 127.0.0.1 only).",
+        ) from e
+    patch_moto()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log on the user's terminal
+    from smneuron.serving.ports import free_port
+
+    port = port or free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    from smneuron.local.aws.stream_route import StreamRouter
+
+    server._server.app = StreamRouter(server._server.app)  # InvokeEndpointWithResponseStream (moto has none)
+    url = f"http://127.0.0.1:{port}"
+    # moto keeps its state per process: each embedded AWS starts empty and leaves nothing behind
+    _reset(url)
+    try:
+        yield url
+    finally:
+        _reset(url)
+        server.stop()
+
+
+@contextmanager
+def local_credentials() -> Iterator[None]:
+    """Credentials the embedded AWS accepts (they never leave this machine); the caller's come back after."""
+    import os
+
+    names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+    saved = {k: os.environ.get(k) for k in names}
+    os.environ.update(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local")
+    os.environ.pop("AWS_SESSION_TOKEN", None)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def create_sagemaker_role(session: Any, name: str = "smneuron-execution-role") -> str:
+    """A role SageMaker may assume, in the embedded AWS (the demo's and local runs' execution role)."""
+    import json
+
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": "sts:AssumeRole",
+                "Principal": {"Service": "sagemaker.amazonaws.com"},
+            }
+        ],
+    }
+    return session.client("iam").create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))[
+        "Role"
+    ]["Arn"]
+
+
+def _reset(url: str) -> None:
+    import urllib.request
+
+    urllib.request.urlopen(urllib.request.Request(url + "/moto-api/reset", method="POST"), timeout=10).read()

@@ -1,0 +1,133 @@
+"""`smneuron demo --llm`: the text-generation path on this machine, no AWS account, no Inferentia.
+
+compile (cpu: the model directory with its compiled configuration recorded) -> uncompressed upload to
+the embedded S3 -> deploy as an inference component with 2 copies (Model, endpoint config, endpoint,
+component; each copy a local stand-in of the optimum-neuron vLLM container) -> a streamed answer
+through InvokeEndpointWithResponseStream -> a short streaming benchmark (TTFT, ITL, tokens/s) ->
+teardown, checking nothing is left. Default model: a tiny random Llama (its words are random).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class LlmDemoResult:
+    model: str
+    stages: list[tuple[str, float, str]] = field(default_factory=list)
+    answer: str = ""
+    ttft_s: float | None = None
+    report: dict | None = None
+    leftovers: dict[str, int] = field(default_factory=dict)
+
+
+def run_llm_demo(
+    *,
+    model_dir: str | Path | None = None,
+    instance_type: str = "ml.c6i.xlarge",
+    bench_seconds: float = 4.0,
+    on_stage: Callable[[str, float, str], None] | None = None,
+    work_dir: str | Path | None = None,
+) -> LlmDemoResult:
+    """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes."""
+    from smneuron.artifact.staging import stage as stage_model_data
+    from smneuron.bench.generation import run_llm
+    from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
+    from smneuron.compile.generation import compile_llm
+    from smneuron.deploy.corridor import deploy
+    from smneuron.endpoints.handle import Endpoint, delete
+    from smneuron.local.aws.backing import Backer, activate
+    from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
+    from smneuron.local.demo import stage_recorder
+    from smneuron.local.tiny_model import build_tiny_llama
+    from smneuron.session import Session
+    from smneuron.specs.models import CompileSpec, EndpointSpec, GenerationSpec
+
+    tmp = tempfile.TemporaryDirectory(prefix="smneuron-llm-demo-") if work_dir is None else None
+    work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
+    label = Path(model_dir).name if model_dir else "tiny-llama (random weights)"
+    result = LlmDemoResult(model=label)
+    stage = stage_recorder(result.stages, on_stage)
+
+    try:
+        source = Path(model_dir) if model_dir else build_tiny_llama(work / "tiny-llama")
+        spec = CompileSpec(task="text-generation", target="cpu", batch_size=4, sequence_length=512)
+        compiled = compile_llm(source, work / "artifact", spec)
+        g = compiled.manifest.generation
+        stage(
+            "compile",
+            f"{label} for cpu: batch {g.batch_size}, sequence {g.sequence_length}, {g.num_parameters / 1e6:.2f}M parameters",
+        )
+        with embedded_aws() as aws_url, local_credentials():
+            session = Session.from_env(region="us-east-1", endpoint_url=aws_url)
+            create_sagemaker_role(session)
+            activate(Backer(aws_url))
+            stage("embedded AWS", f"SageMaker, S3, autoscaling at {aws_url}")
+            up = stage_model_data(compiled.out_dir, name="llm-demo", session=session)
+            stage("upload", f"{up.uri} (uncompressed, {up.size_bytes / 2**20:.1f} MiB)")
+            endpoint = EndpointSpec(
+                name="smneuron-llm-demo",
+                instance_type=instance_type,
+                generation=GenerationSpec(copies=2, min_copies=1, max_copies=2),
+            )
+            dep = deploy(up.uri, endpoint, session=session)
+            stage(
+                "deploy",
+                f"endpoint {dep.endpoint_name} {dep.status}: inference component, 2 copies, copy autoscaling 1-2",
+            )
+            ep = Endpoint(dep.endpoint_name, session=session)
+            start, pieces = time.perf_counter(), []
+            for piece in ep.stream(messages=[{"role": "user", "content": "Where is Paris?"}], max_tokens=24):
+                if not pieces:
+                    result.ttft_s = time.perf_counter() - start
+                pieces.append(piece)
+            result.answer = "".join(pieces)
+            stage(
+                "stream",
+                f"InvokeEndpointWithResponseStream: {len(pieces)} pieces, first after {result.ttft_s or 0:.3f} s",
+            )
+            bodies = requests_from(
+                tokenizer_path=compiled.out_dir,
+                prompt_tokens=Lengths(32),
+                output_tokens=Lengths(16),
+                count=32,
+            )
+            report = run_llm(
+                bodies=bodies,
+                endpoint=dep.endpoint_name,
+                session=session,
+                tokenizer=load_tokenizer(compiled.out_dir),
+                profile="concurrent",
+                concurrencies=[1, 4],
+                duration_s=bench_seconds / 2,
+                instance_type=instance_type,
+                copies=2,
+                copies_per_instance=2,
+            )
+            result.report = report.to_dict()
+            peak = max(r["output_tokens_per_s"] for r in result.report["runs"])
+            stage("bench", f"streamed through SageMaker: up to {peak:.0f} output tokens/s")
+            removed = delete(dep.endpoint_name, session=session)
+            sm = session.client("sagemaker")
+            aas = session.client("application-autoscaling")
+            result.leftovers = {
+                "inference_components": len(sm.list_inference_components()["InferenceComponents"]),
+                "endpoints": len(sm.list_endpoints()["Endpoints"]),
+                "endpoint_configs": len(sm.list_endpoint_configs()["EndpointConfigs"]),
+                "models": len(sm.list_models()["Models"]),
+                "scalable_targets": len(
+                    aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]
+                ),
+            }
+            activate(None)
+            stage("teardown", f"removed {len(removed)} resources; left: {sum(result.leftovers.values())}")
+    finally:
+        activate(None)
+        if tmp is not None:
+            tmp.cleanup()
+    return result

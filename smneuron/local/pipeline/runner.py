@@ -1,0 +1,376 @@
+"""`smneuron pipeline run --local`: execute the pipeline's own definition on this machine.
+
+The pipeline is built and upserted exactly as for AWS (into the embedded AWS: moto on loopback),
+then this module reads the definition back from the fake SageMaker and carries out each step the
+way SageMaker would: processing jobs run the uploaded ``entry.py`` with their S3 inputs downloaded
+and outputs uploaded, CreateModel / RegisterModel call the (fake) SageMaker API, the Batch
+Transform sends each request line to the local endpoint (in place of Neuron hardware), and the
+accuracy gate evaluates the definition's own conditions and property files. So what is tested is
+the definition itself, its step scripts and smneuron's functions, with only the hardware replaced.
+The compile target is ``cpu`` (the artifacts must run here); step caching is not simulated.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from smneuron.errors import ConfigError, PipelineFailedError
+from smneuron.local.pipeline.graph import ordered_steps, path_get
+from smneuron.local.pipeline.inputs import check_gates_have_data, upload_dir
+from smneuron.session import Session
+from smneuron.specs.models import ProjectFile
+
+LOCAL_INSTANCE = "ml.c6i.xlarge"
+_PROCESSING_ROOT = "/opt/ml/processing"
+
+
+@dataclass
+class StepRun:
+    name: str
+    type: str
+    status: str
+    seconds: float
+    detail: str = ""
+
+
+@dataclass
+class LocalRun:
+    pipeline: str
+    execution_arn: str
+    status: str = "Executing"
+    steps: list[StepRun] = field(default_factory=list)
+    evaluation: dict | None = None
+    deployment: dict | None = None
+    failure_reason: str | None = None
+
+
+def run_local(
+    project: ProjectFile | None,
+    model_dir: str | Path,
+    data: str | Path,
+    *,
+    parameters: dict[str, Any] | None = None,
+    work_dir: str | Path | None = None,
+    on_step: Callable[[StepRun], None] | None = None,
+) -> LocalRun:
+    """Run the whole pipeline locally with ``model_dir`` as the model source and ``data`` as the
+    evaluation JSONL; returns the run (``status`` Succeeded or Failed with ``failure_reason``).
+
+    Raises:
+        ConfigError: the model dir or data file is missing.
+    """
+    from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
+    from smneuron.pipeline import runs as pipeline
+
+    model_dir, data = Path(model_dir), Path(data)
+    if not (model_dir / "config.json").is_file():
+        raise ConfigError(f"{model_dir} is not a model directory (no config.json).")
+    if not data.is_file():
+        raise ConfigError(f"Evaluation data {data} does not exist.")
+    proj = (project or ProjectFile()).model_copy(deep=True)
+    if proj.compile.task is None:
+        from smneuron.compile.tasks import infer_task
+
+        proj.compile.task = infer_task(model_dir)[0]
+    check_gates_have_data(proj, data, parameters or {})
+    proj.endpoint.instance_type = LOCAL_INSTANCE  # cpu target: the artifacts must run on this machine
+    proj.compile.target = "cpu"
+    tmp = tempfile.TemporaryDirectory(prefix="smneuron-pipeline-") if work_dir is None else None
+    work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
+    try:
+        with embedded_aws() as url, local_credentials():
+            from smneuron.local.aws.backing import Backer, activate
+
+            activate(Backer(url))  # the Deploy step's endpoint really serves, as in the embedded SageMaker
+            session = Session.from_env(region="us-east-1", endpoint_url=url)
+            for role in {session.role_arn, proj.pipeline.role or session.role_arn}:
+                create_sagemaker_role(session, role.rsplit("/", 1)[-1])
+            from smneuron.artifact.storage import ensure_bucket
+
+            ensure_bucket(session, session.bucket_name)
+            base = f"{proj.aws.prefix}/pipeline-inputs"
+            proj.pipeline.model_source_s3_uri = upload_dir(session, model_dir, f"{base}/model")
+            proj.pipeline.evaluation_data_s3_uri = upload_dir(session, data, f"{base}/data")
+            up = pipeline.upsert(proj, session=session)
+            arn = pipeline.start(up.name, parameters, session=session)
+            sm = session.client("sagemaker")
+            definition = json.loads(sm.describe_pipeline(PipelineName=up.name)["PipelineDefinition"])
+            run = LocalRun(up.name, arn)
+            runner = _Runner(session, definition, arn, parameters or {}, work, url, run, on_step)
+            try:
+                runner.run(definition["Steps"])
+                run.status = "Succeeded"
+            except PipelineFailedError as e:
+                run.status, run.failure_reason = "Failed", e.message
+            return run
+    finally:
+        from smneuron.local.aws.backing import activate
+
+        activate(None)
+        if tmp is not None:
+            tmp.cleanup()
+
+
+class _Runner:
+    """Carries out definition steps: resolves expressions, runs jobs, records properties."""
+
+    def __init__(
+        self,
+        session: Session,
+        definition: dict,
+        execution_arn: str,
+        overrides: dict[str, Any],
+        work: Path,
+        aws_url: str,
+        run: LocalRun,
+        on_step: Callable[[StepRun], None] | None,
+    ) -> None:
+        self.session, self.work, self.aws_url, self.run_record = session, work, aws_url, run
+        self.s3, self.sm = session.client("s3"), session.client("sagemaker")
+        self.params = {p["Name"]: p.get("DefaultValue") for p in definition.get("Parameters", [])}
+        self.params.update(overrides)
+        self.execution_id = execution_arn.rsplit("/", 1)[-1]
+        self.properties: dict[str, dict] = {}
+        self.property_files: dict[str, dict[str, Any]] = {}
+        self.on_step = on_step or (lambda _: None)
+        self._branch: list[dict] = []
+        self._handlers = {
+            "Processing": self._processing,
+            "Model": self._model,
+            "Transform": self._transform,
+            "RegisterModel": self._register,
+            "Condition": self._condition,
+            "Fail": self._fail,
+        }
+
+    # --- expressions -------------------------------------------------------------------------
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if set(value) == {"Get"}:
+            return self._get(value["Get"])
+        if set(value) == {"Std:Join"}:
+            j = value["Std:Join"]
+            return j["On"].join(str(self.resolve(v)) for v in j["Values"])
+        if set(value) == {"Std:JsonGet"}:
+            j = value["Std:JsonGet"]
+            step, _, name = j["PropertyFile"]["Get"].removeprefix("Steps.").partition(".PropertyFiles.")
+            try:
+                return path_get(self.property_files[step][name], j["Path"])
+            except (KeyError, IndexError) as e:
+                raise PipelineFailedError(f"{j['Path']} is missing from {name} of step {step}.") from e
+        return {k: self.resolve(v) for k, v in value.items()}
+
+    def _get(self, path: str) -> Any:
+        if path.startswith("Parameters."):
+            return self.params[path.removeprefix("Parameters.")]
+        if path == "Execution.PipelineExecutionId":
+            return self.execution_id
+        if path.startswith("Execution."):
+            return {
+                "PipelineName": self.run_record.pipeline,
+                "PipelineExecutionArn": self.run_record.execution_arn,
+            }[path.removeprefix("Execution.")]
+        step, _, rest = path.removeprefix("Steps.").partition(".")
+        return path_get(self.properties[step], rest)
+
+    # --- steps -------------------------------------------------------------------------------
+    def run(self, steps: list[dict]) -> None:
+        for step in ordered_steps(steps):
+            if step["Type"] not in self._handlers:
+                raise PipelineFailedError(f"Step {step['Name']}: type {step['Type']} cannot run locally.")
+            start = time.perf_counter()
+            try:
+                detail = self._handlers[step["Type"]](step)
+            except PipelineFailedError as e:
+                self._record(step, "Failed", start, e.message)
+                raise
+            self._record(step, "Succeeded", start, detail or "")
+            if step["Type"] == "Condition":
+                self.run(self._branch)
+
+    def _record(self, step: dict, status: str, start: float, detail: str) -> None:
+        r = StepRun(step["Name"], step["Type"], status, time.perf_counter() - start, detail)
+        self.run_record.steps.append(r)
+        self.on_step(r)
+
+    def _processing(self, step: dict) -> str:
+        args = self.resolve(step["Arguments"])
+        root = self.work / step["Name"]
+
+        def local(p: Any) -> Any:  # the job's /opt/ml/processing/... paths, mapped into this step's work dir
+            if isinstance(p, str) and p.startswith(_PROCESSING_ROOT):
+                return str(root / p.removeprefix(_PROCESSING_ROOT).lstrip("/"))
+            return p
+
+        for inp in args.get("ProcessingInputs", []):
+            self._download(inp["S3Input"]["S3Uri"], Path(local(inp["S3Input"]["LocalPath"])))
+        outputs = args.get("ProcessingOutputConfig", {}).get("Outputs", [])
+        for out in outputs:
+            Path(local(out["S3Output"]["LocalPath"])).mkdir(parents=True, exist_ok=True)
+        app = args["AppSpecification"]
+        command = [
+            sys.executable if c in ("python3", "python") else local(c) for c in app["ContainerEntrypoint"]
+        ]
+        command += [local(a) for a in app.get("ContainerArguments", [])]
+        env = {
+            **os.environ,
+            **args.get("Environment", {}),
+            "SMNEURON_ENDPOINT_URL": self.aws_url,
+            "PYTHONUNBUFFERED": "1",
+        }
+        log = root / "job.log"
+        with log.open("w") as fh:
+            code = subprocess.call(command, env=env, stdout=fh, stderr=subprocess.STDOUT, cwd=root)
+        if code != 0:
+            tail = "\n".join(log.read_text().splitlines()[-15:])
+            raise PipelineFailedError(
+                f"Step {step['Name']}: the job exited with {code}. Last log lines:\n{tail}"
+            )
+        props: dict[str, Any] = {
+            "ProcessingOutputConfig": {"Outputs": {}},
+            "ProcessingJobStatus": "Completed",
+        }
+        for out in outputs:
+            uri = out["S3Output"]["S3Uri"]
+            self._upload(Path(local(out["S3Output"]["LocalPath"])), uri)
+            props["ProcessingOutputConfig"]["Outputs"][out["OutputName"]] = {"S3Output": {"S3Uri": uri}}
+        self.properties[step["Name"]] = props
+        files = {}
+        for pf in step.get("PropertyFiles", []):
+            out = next(o for o in outputs if o["OutputName"] == pf["OutputName"])
+            files[pf["PropertyFileName"]] = json.loads(
+                (Path(local(out["S3Output"]["LocalPath"])) / pf["FilePath"]).read_text()
+            )
+        self.property_files[step["Name"]] = files
+        return ", ".join(f"{o['OutputName']} -> {o['S3Output']['S3Uri']}" for o in outputs)
+
+    def _model(self, step: dict) -> str:
+        args = self.resolve(step["Arguments"])
+        name = f"pipelines-{self.execution_id[:12]}-{step['Name'][:20]}-{int(time.time() * 1000) % 10**6}"
+        self.sm.create_model(ModelName=name, **args)
+        self.properties[step["Name"]] = {"ModelName": name}
+        return name
+
+    def _register(self, step: dict) -> str:
+        args = self.resolve(step["Arguments"])
+        args.pop("SkipModelValidation", None)
+        arn = self.sm.create_model_package(**args)["ModelPackageArn"]
+        self.properties[step["Name"]] = {"ModelPackageArn": arn}
+        return arn
+
+    def _transform(self, step: dict) -> str:
+        """Batch Transform (SplitType Line, SingleRecord, AssembleWith Line) on the local endpoint."""
+        from smneuron.endpoints.handle import Endpoint
+        from smneuron.errors import InvocationError
+        from smneuron.serving.server import LocalEndpoint
+
+        args = self.resolve(step["Arguments"])
+        model = self.sm.describe_model(ModelName=args["ModelName"])["PrimaryContainer"]
+        root = self.work / step["Name"]
+        tarball = self._download(model["ModelDataUrl"], root / "model")
+        source = args["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"]
+        inputs = self._download(source, root / "input", as_prefix=True)
+        out_dir = root / "output"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        content_type = args["TransformInput"].get("ContentType", "application/json")
+        accept = args["TransformOutput"]["Accept"]
+        count = 0
+        with LocalEndpoint(tarball, instance_type=args["TransformResources"]["InstanceType"]) as local:
+            endpoint = Endpoint(url=local.url)
+            for f in sorted(p for p in inputs.rglob("*") if p.is_file()):
+                answers = []
+                for line in f.read_text().splitlines():
+                    if not line.strip():
+                        continue
+                    try:
+                        answers.append(endpoint.invoke(line, content_type, accept).body.decode().strip())
+                    except InvocationError as e:
+                        raise PipelineFailedError(f"Step {step['Name']}: a record failed. {e.message}") from e
+                    count += 1
+                target = out_dir / (f.relative_to(inputs).as_posix() + ".out")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text("\n".join(answers) + "\n")
+        self._upload(out_dir, args["TransformOutput"]["S3OutputPath"])
+        self.properties[step["Name"]] = {
+            "TransformOutput": {"S3OutputPath": args["TransformOutput"]["S3OutputPath"]},
+            "TransformJobStatus": "Completed",
+        }
+        return f"{count} records on the local endpoint ({args['TransformResources']['InstanceType']} layout)"
+
+    def _condition(self, step: dict) -> str:
+        args = step["Arguments"]
+        results = [self._test(c) for c in args["Conditions"]]
+        outcome = all(results)
+        self.properties[step["Name"]] = {"Outcome": outcome}
+        self._branch = args["IfSteps"] if outcome else args["ElseSteps"]
+        return f"conditions {results} -> {'IfSteps' if outcome else 'ElseSteps'}"
+
+    def _test(self, cond: dict) -> bool:
+        kind = cond["Type"]
+        if kind == "Not":
+            return not self._test(cond["Condition"])
+        if kind == "Or":
+            return any(self._test(c) for c in cond["Conditions"])
+        left = self.resolve(cond.get("LeftValue", cond.get("QueryValue")))
+        if kind == "In":
+            return left in [self.resolve(v) for v in cond["Values"]]
+        right = self.resolve(cond["RightValue"])
+        if kind != "Equals" or isinstance(right, (int, float)) and not isinstance(right, bool):
+            left, right = float(left), float(right)
+        ops = {
+            "Equals": operator.eq,
+            "GreaterThan": operator.gt,
+            "GreaterThanOrEqualTo": operator.ge,
+            "LessThan": operator.lt,
+            "LessThanOrEqualTo": operator.le,
+        }
+        return bool(ops[kind](left, right))
+
+    def _fail(self, step: dict) -> str:
+        raise PipelineFailedError(
+            str(self.resolve(step["Arguments"].get("ErrorMessage", "Fail step reached.")))
+        )
+
+    # --- S3 ----------------------------------------------------------------------------------
+    def _download(self, uri: str, dest: Path, *, as_prefix: bool = False) -> Path:
+        """An object lands in ``dest/<its name>`` (returned); a prefix's objects keep their relative paths."""
+        from smneuron.artifact.storage import parse_s3_uri
+
+        bucket, key = parse_s3_uri(uri)
+        dest.mkdir(parents=True, exist_ok=True)
+        listed = self.s3.list_objects_v2(Bucket=bucket, Prefix=key).get("Contents", [])
+        exact = [o for o in listed if o["Key"] == key]
+        if exact and not as_prefix:
+            target = dest / key.rsplit("/", 1)[-1]
+            self.s3.download_file(bucket, key, str(target))
+            return target
+        for obj in listed:
+            rel = obj["Key"][len(key) :].lstrip("/")
+            if rel and not obj["Key"].endswith("/"):
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                self.s3.download_file(bucket, obj["Key"], str(dest / rel))
+        return dest
+
+    def _upload(self, local: Path, uri: str) -> None:
+        from smneuron.artifact.storage import parse_s3_uri
+
+        bucket, key = parse_s3_uri(uri)
+        for f in sorted(p for p in local.rglob("*") if p.is_file()):
+            self.s3.upload_file(str(f), bucket, f"{key.rstrip('/')}/{f.relative_to(local).as_posix()}")
+            if f.name == "evaluation.json":
+                self.run_record.evaluation = json.loads(f.read_text())
+            if f.name == "deployment.json":
+                self.run_record.deployment = json.loads(f.read_text())

@@ -1,0 +1,196 @@
+"""``plan``: everything the SageMaker Pipeline needs, from the project file, without the SageMaker SDK.
+
+Images, roles, instance choices, parameter defaults, the model's container environment (the same
+``serving_env.container_environment`` deploy uses) and the config that travels with the jobs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from smneuron._version import __version__
+from smneuron.catalog import InstanceType, resolve_image
+from smneuron.deploy.encoder_env import container_environment
+from smneuron.errors import ConfigError
+from smneuron.session import Session
+from smneuron.specs.models import PipelineSpec, ProjectFile
+
+CPU_JOB_INSTANCE = "ml.m5.large"
+TAG_PIPELINE = "smneuron:pipeline"
+
+
+@dataclass
+class PipelinePlan:
+    name: str
+    task: str
+    image_uri: str
+    instance: InstanceType
+    instance_choices: list[str]
+    execution_role: str
+    pipeline_role: str
+    bucket: str
+    output_prefix: str
+    compile_instance_type: str
+    cpu_instance_type: str
+    compile_volume_gb: int
+    small_volume_gb: int
+    model_environment: dict[str, str]
+    job_environment: dict[str, str]
+    defaults: dict[str, Any]
+    model_package_group: str | None
+    tags: dict[str, str]
+    config: dict[str, Any]
+    entry_uri: str = ""
+    wheel_uri: str = ""
+    config_uri: str = ""
+    cache: bool = True
+    cache_expire_after: str = "P30D"
+    capacity_retries: int = 3
+    transform_concurrency: int = 1
+    max_runtime_in_seconds: int = 4 * 3600
+    sm_session: Any = field(default=None, repr=False)
+
+    @property
+    def target(self) -> str:
+        return self.instance.target
+
+    @property
+    def neuron(self) -> bool:
+        return self.instance.is_neuron
+
+    @property
+    def evaluation(self) -> str:
+        """``transform`` (Batch Transform) or ``endpoint`` (staging endpoint: Transform takes no ml.inf1)."""
+        return "endpoint" if self.instance.family == "inf1" else "transform"
+
+
+def _project(project: ProjectFile | PipelineSpec | None) -> ProjectFile:
+    if project is None:
+        return ProjectFile()
+    if isinstance(project, PipelineSpec):
+        return ProjectFile(pipeline=project)
+    return project
+
+
+def plan(
+    project: ProjectFile | PipelineSpec | None = None, *, session: Session | None = None
+) -> PipelinePlan:
+    """Everything the pipeline definition needs, from the project file's sections.
+
+    The target follows the endpoint's instance family. The instance type stays a pipeline
+    parameter, limited to types of that family with the same NeuronCore count: the model's worker
+    layout (one worker per NeuronCore) is part of its environment.
+
+    Raises:
+        ConfigError: a cpu compile target for a Neuron instance (or the reverse), or bad names.
+    """
+    proj = _project(project)
+    spec, comp, ep = proj.pipeline, proj.compile, proj.endpoint
+    sess = session or Session.from_env()
+    instance = InstanceType.parse(ep.instance_type, use="endpoint")
+    target = instance.target
+    if comp.task is None:
+        from smneuron.compile.tasks import TASKS
+
+        raise ConfigError(
+            "The pipeline needs compile.task: its accuracy gate depends on it, and the model is only read when "
+            "the pipeline runs.",
+            hint=f"Set compile.task in smneuron.yaml (or --task) to one of: {', '.join(TASKS)}.",
+        )
+    if comp.task == "text-generation":
+        raise ConfigError(
+            "The pipeline compiles, evaluates and deploys encoders; text generation is not part of it yet.",
+            hint="Compile with `smneuron compile MODEL --task text-generation --target inf2` and deploy with "
+            "`smneuron deploy` (inference components), or set compile.task to an encoder task.",
+        )
+    if comp.target != target:
+        comp = comp.model_copy(update={"target": target})
+    if not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}", spec.name):
+        raise ConfigError(f"Pipeline name {spec.name!r} may hold only letters, digits and hyphens.")
+    image = resolve_image(
+        instance, sess.region, torch_version=ep.torch_version, neuron_sdk=ep.neuron_sdk, uri=ep.image_uri
+    )
+    choices = _instance_choices(instance)
+    env = container_environment(
+        instance, ep, cores_per_model=comp.neuroncore_pipeline_cores or 1, region=sess.region
+    )
+    model_name = proj.model_name or spec.name
+    endpoint_name = ep.name or model_name
+    t = spec.thresholds
+    sdk = image.version.neuron_sdk if image.version and instance.is_neuron else None
+    job_env = {
+        "SMNEURON_REGION": sess.region,
+        "SMNEURON_BUCKET": sess.bucket_name,
+        "SMNEURON_ROLE": sess.role_arn,
+        "SMNEURON_PREFIX": proj.aws.prefix,
+    }
+    if sdk:
+        job_env["SMNEURON_NEURON_SDK"] = sdk
+    if proj.aws.kms_key_id or sess.kms_key_id:
+        job_env["SMNEURON_KMS_KEY_ID"] = proj.aws.kms_key_id or sess.kms_key_id  # type: ignore[assignment]
+    return PipelinePlan(
+        name=spec.name,
+        task=comp.task,
+        image_uri=image.uri,
+        instance=instance,
+        instance_choices=choices,
+        execution_role=sess.role_arn,
+        pipeline_role=role_arn(spec.role, sess) if spec.role else sess.role_arn,
+        bucket=sess.bucket_name,
+        output_prefix=f"s3://{sess.bucket_name}/{proj.aws.prefix}/pipelines/{spec.name}",
+        compile_instance_type=spec.compile_instance_type,
+        cpu_instance_type=CPU_JOB_INSTANCE,
+        compile_volume_gb=spec.volume_size_in_gb,
+        small_volume_gb=30,
+        model_environment=env,
+        job_environment=job_env,
+        defaults={
+            "ModelSourceS3Uri": spec.model_source_s3_uri or "",
+            "EvaluationDataS3Uri": spec.evaluation_data_s3_uri or "",
+            "InstanceType": instance.name,
+            "Buckets": ",".join(str(b) for b in comp.buckets),
+            "BatchSize": comp.batch_size,
+            "AutoCast": comp.auto_cast,
+            "AutoCastType": comp.auto_cast_type,
+            "MinTop1Agreement": t.min_top1_agreement,
+            "MinCosine": t.min_cosine,
+            "MinAccuracy": "none" if t.min_accuracy is None else str(t.min_accuracy),
+            "MaxAbsDiff": "none" if t.max_abs_diff is None else str(t.max_abs_diff),
+            "EndpointName": endpoint_name,
+            "ModelApprovalStatus": spec.approval_status,
+        },
+        model_package_group=spec.model_package_group,
+        tags={
+            "smneuron:endpoint": endpoint_name,
+            TAG_PIPELINE: spec.name,
+            "smneuron:version": __version__,
+            **ep.tags,
+        },
+        config={
+            "model_name": model_name,
+            "compile": comp.model_dump(),
+            "endpoint": ep.model_dump(),
+            "scaling": proj.scaling.model_dump(),
+            "prefix": proj.aws.prefix,
+        },
+    )
+
+
+def role_arn(role: str, session: Session) -> str:
+    return (
+        role if role.startswith("arn:") else f"arn:{session.partition}:iam::{session.account_id}:role/{role}"
+    )
+
+
+def _instance_choices(instance: InstanceType) -> list[str]:
+    from smneuron.catalog import INSTANCE_TYPES
+
+    if not instance.is_neuron:
+        return [instance.name]
+    return sorted(
+        i.name
+        for i in INSTANCE_TYPES.values()
+        if i.family == instance.family and i.neuron_cores == instance.neuron_cores
+    )

@@ -1,0 +1,302 @@
+"""The scheduled SageMaker Pipeline: plan, build, upsert, start, status, list, schedule.
+
+``plan`` works out everything the pipeline needs (images, roles, instance choices, parameter
+defaults, the code and config that travel with the jobs) without importing the SageMaker SDK;
+``build`` hands that plan to ``pipelines/definition.py``, the one module that imports ``sagemaker``
+(the ``pipeline`` extra). Lifecycle calls go through boto3 except where the SDK is the contract
+(``Pipeline.upsert``, ``put_triggers``). Schedules: smneuron.pipeline.schedule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smneuron._version import __version__
+from smneuron.errors import ConfigError, MissingDependencyError, from_client_error, is_not_found
+from smneuron.pipeline.plan import PipelinePlan, plan
+from smneuron.session import Session
+from smneuron.specs.models import PipelineSpec, ProjectFile
+
+
+def publish_code(p: PipelinePlan, *, session: Session | None = None) -> PipelinePlan:
+    """Upload the job entry script, the smneuron wheel and the pipeline config (content addressed)."""
+    from botocore.exceptions import ClientError
+
+    from smneuron.artifact.resources import pipelines_dir
+    from smneuron.artifact.storage import ensure_bucket
+    from smneuron.pipeline.code_bundle import build_wheel
+
+    sess = session or Session.from_env()
+    s3 = sess.client("s3")
+    ensure_bucket(sess, p.bucket, p.job_environment.get("SMNEURON_KMS_KEY_ID"))
+    prefix = p.config["prefix"]
+    with tempfile.TemporaryDirectory(prefix="smneuron-code-") as tmp:
+        wheel = build_wheel(tmp)
+        config = Path(tmp) / "pipeline.json"
+        config.write_text(json.dumps(p.config, sort_keys=True, indent=1))
+        uris = []
+        for path in (pipelines_dir() / "entry.py", wheel, config):
+            data = path.read_bytes()
+            key = f"{prefix}/pipeline-code/{hashlib.sha256(data).hexdigest()[:16]}/{path.name}"
+            extra = (
+                {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": p.job_environment["SMNEURON_KMS_KEY_ID"]}
+                if "SMNEURON_KMS_KEY_ID" in p.job_environment
+                else {}
+            )
+            try:
+                s3.put_object(Bucket=p.bucket, Key=key, Body=data, **extra)
+            except ClientError as e:
+                raise from_client_error(e, operation="PutObject") from e
+            uris.append(f"s3://{p.bucket}/{key}")
+    p.entry_uri, p.wheel_uri = uris[0], uris[1]
+    p.config_uri = uris[2].rsplit("/", 1)[0]
+    return p
+
+
+@contextmanager
+def root_logger_kept() -> Iterator[None]:
+    """Import SageMaker SDK modules inside this: some (sagemaker.experiments) call
+    ``logging.basicConfig(level=INFO)`` on import, turning on every library's INFO lines in the
+    caller's process (httpx then logs each request); the root logger is put back afterwards."""
+    import logging
+
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+        root.handlers[:] = handlers
+
+
+_DEFINITION: Any = None
+
+
+def definition_module() -> Any:
+    """pipelines/definition.py, loaded once (the SageMaker SDK v2 comes with it).
+
+    Raises:
+        MissingDependencyError: the SageMaker SDK v2 (``smneuron[pipeline]``) is not installed.
+    """
+    global _DEFINITION
+    if _DEFINITION is not None:
+        return _DEFINITION
+    from smneuron.artifact.resources import pipelines_dir
+
+    os.environ.setdefault(
+        "SAGEMAKER_SUPPRESS_V2_WARNING", "1"
+    )  # smneuron pins v2 on purpose (pipeline extra)
+    if importlib.util.find_spec("sagemaker") is None:  # a missing SDK, not a broken definition
+        raise MissingDependencyError(
+            "sagemaker",
+            "The SageMaker Pipeline",
+            "Install the SageMaker Python SDK v2 with `pip install 'smneuron[pipeline]'` (sagemaker>=2.250,<3). "
+            "Everything else in smneuron works without it.",
+        )
+    spec = importlib.util.spec_from_file_location(
+        "smneuron_pipeline_definition", pipelines_dir() / "definition.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    try:
+        with root_logger_kept():
+            spec.loader.exec_module(module)
+    except ImportError as e:  # e.g. SDK v3, which has no sagemaker.workflow steps of the v2 kind
+        from importlib.metadata import version
+
+        raise MissingDependencyError(
+            "sagemaker<3",
+            "The SageMaker Pipeline",
+            f"This environment has sagemaker {version('sagemaker')}, whose API lacks what the pipeline is built "
+            f"from ({e}). Use an environment with `pip install 'smneuron[pipeline]'` (sagemaker>=2.250,<3); "
+            "deploy, invoke and everything else work with either SDK.",
+        ) from e
+    _DEFINITION = module
+    return module
+
+
+def build(
+    project: ProjectFile | PipelineSpec | None = None,
+    *,
+    session: Session | None = None,
+    publish: bool = True,
+    plan_: PipelinePlan | None = None,
+) -> Any:
+    """The ``sagemaker.workflow.pipeline.Pipeline`` for a project (SDK v2).
+
+    Args:
+        project: the project file (or only its pipeline section); defaults for the rest.
+        session: AWS session (default ``Session.from_env()``).
+        publish: upload the job code, wheel and config first (``False``: placeholders, for a
+            definition preview or tests).
+        plan_: a plan computed before (``plan(...)``), e.g. with code URIs set.
+    """
+    sess = session or Session.from_env()
+    p = plan_ or plan(project, session=sess)
+    if publish and not p.wheel_uri:
+        publish_code(p, session=sess)
+    elif not p.wheel_uri:
+        base = f"s3://{p.bucket}/{p.config['prefix']}/pipeline-code/unpublished"
+        p.entry_uri, p.wheel_uri, p.config_uri = f"{base}/entry.py", f"{base}/smneuron.whl", base
+    return definition_module().build(p, sess)
+
+
+def definition(
+    project: ProjectFile | PipelineSpec | None = None,
+    *,
+    session: Session | None = None,
+    publish: bool = False,
+) -> dict:
+    """The pipeline definition as a dict (``smneuron pipeline definition``)."""
+    return json.loads(build(project, session=session, publish=publish).definition())
+
+
+@dataclass
+class UpsertResult:
+    name: str
+    arn: str
+    role: str
+    steps: list[str]
+    code: dict[str, str]
+
+
+def upsert(
+    project: ProjectFile | PipelineSpec | None = None, *, session: Session | None = None
+) -> UpsertResult:
+    """Create or update the pipeline (and its Model Registry group when one is configured).
+
+    Raises:
+        AwsError subclasses: access denied, throttling, validation errors from SageMaker.
+    """
+    sess = session or Session.from_env()
+    p = plan(project, session=sess)
+    pipeline = build(project, session=sess, plan_=p)
+    if p.model_package_group:
+        _ensure_package_group(sess, p.model_package_group, p.tags)
+    from botocore.exceptions import ClientError
+
+    try:
+        response = pipeline.upsert(
+            role_arn=p.pipeline_role, tags=[{"Key": k, "Value": v} for k, v in p.tags.items()]
+        )
+    except ClientError as e:
+        raise from_client_error(e, operation="CreatePipeline") from e
+    steps = [s["Name"] for s in json.loads(pipeline.definition())["Steps"]]
+    return UpsertResult(
+        p.name,
+        response["PipelineArn"],
+        p.pipeline_role,
+        steps,
+        {"entry": p.entry_uri, "wheel": p.wheel_uri, "config": p.config_uri},
+    )
+
+
+def _ensure_package_group(sess: Session, group: str, tags: dict[str, str]) -> None:
+    from botocore.exceptions import ClientError
+
+    sm = sess.client("sagemaker")
+    try:
+        sm.describe_model_package_group(ModelPackageGroupName=group)
+        return
+    except ClientError as e:
+        if not is_not_found(e):
+            raise from_client_error(e, operation="DescribeModelPackageGroup") from e
+    try:
+        sm.create_model_package_group(
+            ModelPackageGroupName=group,
+            ModelPackageGroupDescription="Models compiled and gated by smneuron",
+            Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
+        )
+    except ClientError as e:
+        raise from_client_error(e, operation="CreateModelPackageGroup") from e
+
+
+def start(name: str, parameters: dict[str, Any] | None = None, *, session: Session | None = None) -> str:
+    """Start an execution; returns its ARN.
+
+    Raises:
+        ConfigError: a parameter the pipeline does not have, or no model source to compile.
+    """
+    from botocore.exceptions import ClientError
+
+    sess = session or Session.from_env()
+    sm = sess.client("sagemaker")
+    declared = parameter_defaults(sm, name)
+    unknown = set(parameters or {}) - set(declared)
+    if unknown:
+        raise ConfigError(
+            f"Pipeline {name} has no parameter(s) {', '.join(sorted(unknown))}.",
+            hint=f"Its parameters: {', '.join(declared)}.",
+        )
+    values = {**declared, **(parameters or {})}
+    for required in ("ModelSourceS3Uri", "EvaluationDataS3Uri"):
+        if not values.get(required):
+            raise ConfigError(
+                f"{required} is empty: the pipeline has nothing to {'compile' if 'Model' in required else 'evaluate'}.",
+                hint=f"Pass --param {required}=s3://... or set it in smneuron.yaml and upsert again.",
+            )
+    try:
+        return sm.start_pipeline_execution(
+            PipelineName=name,
+            PipelineParameters=[{"Name": k, "Value": str(v)} for k, v in (parameters or {}).items()],
+            PipelineExecutionDisplayName=f"smneuron-{__version__.replace('.', '-')}",
+        )["PipelineExecutionArn"]
+    except ClientError as e:
+        raise from_client_error(e, operation="StartPipelineExecution") from e
+
+
+def status(name: str, execution_arn: str | None = None, *, session: Session | None = None) -> dict:
+    """The newest (or the given) execution: status, failure reason, and each step's status."""
+    from botocore.exceptions import ClientError
+
+    sess = session or Session.from_env()
+    sm = sess.client("sagemaker")
+    try:
+        if execution_arn is None:
+            newest = newest_execution(sm, name)
+            if newest is None:
+                return {"pipeline": name, "execution": None, "status": "NeverRun", "steps": []}
+            execution_arn = newest["PipelineExecutionArn"]
+        d = sm.describe_pipeline_execution(PipelineExecutionArn=execution_arn)
+        steps = sm.list_pipeline_execution_steps(PipelineExecutionArn=execution_arn, SortOrder="Ascending")
+    except ClientError as e:
+        raise from_client_error(e, operation="DescribePipelineExecution") from e
+    return {
+        "pipeline": name,
+        "execution": execution_arn,
+        "status": d["PipelineExecutionStatus"],
+        "failure_reason": d.get("FailureReason") or None,
+        "started": str(d.get("CreationTime", "")),
+        "steps": [
+            {"name": s["StepName"], "status": s["StepStatus"], "failure_reason": s.get("FailureReason")}
+            for s in steps.get("PipelineExecutionSteps", [])
+        ],
+    }
+
+
+def newest_execution(sm: Any, name: str) -> dict | None:
+    runs = sm.list_pipeline_executions(
+        PipelineName=name, SortBy="CreationTime", SortOrder="Descending", MaxResults=1
+    ).get("PipelineExecutionSummaries", [])
+    return runs[0] if runs else None
+
+
+def parameter_defaults(sm: Any, name: str) -> dict[str, Any]:
+    from botocore.exceptions import ClientError
+
+    try:
+        d = sm.describe_pipeline(PipelineName=name)
+    except ClientError as e:
+        raise from_client_error(e, operation="DescribePipeline") from e
+    return {
+        x["Name"]: x.get("DefaultValue") for x in json.loads(d["PipelineDefinition"]).get("Parameters", [])
+    }

@@ -1,0 +1,241 @@
+"""Worker processes and TorchServe-style dynamic batching in front of them.
+
+Each worker runs a loop that takes the next batch when it is idle (so the least-loaded worker
+always gets work, as TorchServe's workers pull from the model's queue): wait for one request,
+then gather up to ``batch_size`` or until ``max_batch_delay`` has passed. A worker that dies or
+times out fails its in-flight requests with 5xx (never a hang) and is restarted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import multiprocessing
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from smneuron.serving.worker import worker_main
+
+log = logging.getLogger("smneuron.local")
+
+
+@dataclass
+class Pending:
+    headers: dict[str, str]
+    body: bytes
+    future: asyncio.Future
+    arrived: float = field(default_factory=time.perf_counter)
+
+
+@dataclass
+class WorkerStats:
+    requests: int = 0
+    batches: int = 0
+    restarts: int = 0
+    forward_passes: int = 0
+    busy: bool = False
+    pid: int | None = None
+    ready: bool = False
+
+
+class WorkerStartError(RuntimeError):
+    pass
+
+
+class WorkerPool:
+    """``n`` worker processes fed by one batching queue."""
+
+    def __init__(
+        self,
+        model_dir: str,
+        n: int,
+        env: dict[str, str],
+        *,
+        batch_size: int,
+        max_batch_delay_ms: int,
+        timeout_s: float,
+        start_timeout_s: float = 300,
+    ) -> None:
+        self.model_dir = model_dir
+        self.n = n
+        self.env = env
+        self.batch_size = batch_size
+        self.max_delay = max_batch_delay_ms / 1000
+        self.timeout = timeout_s
+        self.start_timeout = start_timeout_s
+        self.queue: collections.deque[Pending] = collections.deque()
+        self.stats = [WorkerStats() for _ in range(n)]
+        self._procs: list[Any] = [None] * n
+        self._conns: list[Any] = [None] * n
+        self._wakeup: asyncio.Event | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._ctx = multiprocessing.get_context("spawn")
+        self._closing = False
+
+    # ------------------------------------------------------------------ processes
+    def _spawn(self, i: int) -> None:
+        parent, child = self._ctx.Pipe()
+        env = dict(self.env, NEURON_RT_VISIBLE_CORES=str(i), SMNEURON_WORKER_ID=str(i))
+        proc = self._ctx.Process(
+            target=worker_main, args=(self.model_dir, env, child), daemon=True, name=f"smneuron-worker-{i}"
+        )
+        proc.start()
+        child.close()
+        self._procs[i], self._conns[i] = proc, parent
+
+    def _await_ready(self, i: int) -> None:
+        conn = self._conns[i]
+        if not conn.poll(self.start_timeout):
+            raise WorkerStartError(f"worker {i} did not load the model within {self.start_timeout:.0f} s")
+        try:
+            msg = conn.recv()
+        except EOFError:
+            raise WorkerStartError(f"worker {i} exited while loading the model") from None
+        if msg[0] != "ready":
+            raise WorkerStartError(f"worker {i} could not load the model: {msg[1]}")
+        self.stats[i].pid, self.stats[i].ready = msg[1], True
+
+    def start(self) -> None:
+        """Start every worker and wait until each has loaded and warmed the model."""
+        for i in range(self.n):
+            self._spawn(i)
+        try:
+            for i in range(self.n):
+                self._await_ready(i)
+        except Exception:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self._closing = True
+        for t in self._tasks:
+            t.cancel()
+        for i, proc in enumerate(self._procs):
+            if proc is None:
+                continue
+            try:
+                self._conns[i].send(None)
+            except (OSError, BrokenPipeError):
+                pass
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5)
+        for q in list(self.queue):
+            if not q.future.done():
+                q.future.set_result(
+                    (503, "application/json", b'{"error": "server shutting down", "code": "shutdown"}')
+                )
+        self.queue.clear()
+
+    @property
+    def ready(self) -> bool:
+        return all(s.ready for s in self.stats)
+
+    def pids(self) -> list[int | None]:
+        return [s.pid for s in self.stats]
+
+    # ------------------------------------------------------------------ batching
+    def run(self) -> None:
+        """Start the per-worker batching loops on the running event loop."""
+        self._wakeup = asyncio.Event()
+        self._tasks = [asyncio.get_running_loop().create_task(self._serve(i)) for i in range(self.n)]
+
+    def submit(self, headers: dict[str, str], body: bytes) -> asyncio.Future:
+        fut = asyncio.get_running_loop().create_future()
+        self.queue.append(Pending(headers, body, fut))
+        assert self._wakeup is not None
+        self._wakeup.set()
+        return fut
+
+    async def _next_batch(self) -> list[Pending]:
+        assert self._wakeup is not None
+        while not self.queue:
+            self._wakeup.clear()
+            await self._wakeup.wait()
+        first = self.queue[0]
+        deadline = first.arrived + self.max_delay
+        while len(self.queue) < self.batch_size:  # wait for more, woken by each arrival, not polling
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                break
+            self._wakeup.clear()
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), remaining)
+            except asyncio.TimeoutError:
+                break
+        batch = []
+        while self.queue and len(batch) < self.batch_size:
+            p = self.queue.popleft()
+            if not p.future.done():  # the client may have given up
+                batch.append(p)
+        return batch
+
+    async def _serve(self, i: int) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._closing:
+            batch = await self._next_batch()
+            if not batch:
+                continue
+            if self.queue and self._wakeup is not None:
+                self._wakeup.set()  # more work: let an idle worker take it
+            st = self.stats[i]
+            st.busy = True
+            try:
+                self._conns[i].send([(p.headers, p.body) for p in batch])
+                reply = await asyncio.wait_for(loop.run_in_executor(None, self._conns[i].recv), self.timeout)
+                _, results, model_stats = reply
+                for p, result in zip(batch, results, strict=True):
+                    if not p.future.done():
+                        p.future.set_result(result)
+                st.requests += len(batch)
+                st.batches += 1
+                st.forward_passes = int(model_stats.get("forward_passes", st.forward_passes))
+            except asyncio.TimeoutError:
+                self._fail(
+                    batch,
+                    504,
+                    "model_timeout",
+                    f"The model server did not answer within {self.timeout:.0f} s.",
+                )
+                await self._restart(i, "timed out")
+            except (EOFError, OSError, BrokenPipeError):
+                self._fail(batch, 500, "worker_died", "The model worker died while serving this request.")
+                await self._restart(i, "died")
+            finally:
+                st.busy = False
+
+    @staticmethod
+    def _fail(batch: list[Pending], status: int, code: str, message: str) -> None:
+        import json
+
+        body = json.dumps({"error": message, "code": code}).encode()
+        for p in batch:
+            if not p.future.done():
+                p.future.set_result((status, "application/json", body))
+
+    async def _restart(self, i: int, why: str) -> None:
+        if self._closing:
+            return
+        st = self.stats[i]
+        st.ready = False
+        st.restarts += 1
+        log.warning("worker %d %s; restarting it", i, why)
+        proc = self._procs[i]
+        if proc is not None and proc.is_alive():
+            os.kill(proc.pid, signal.SIGKILL)
+        if proc is not None:
+            proc.join(timeout=5)
+        loop = asyncio.get_running_loop()
+        while not self._closing:
+            self._spawn(i)
+            try:
+                await loop.run_in_executor(None, self._await_ready, i)
+                return
+            except WorkerStartError as e:
+                log.error("worker %d failed to restart: %s", i, e)
+                await asyncio.sleep(1)

@@ -1,0 +1,257 @@
+"""The SageMaker hosting contract on this machine: GET /ping, POST /invocations, GET /metrics.
+
+``LocalEndpoint`` extracts a model.tar.gz the way the container does, starts one worker per
+(simulated) NeuronCore of the instance type with the environment a real endpoint would get
+(``serving_env.container_environment``), and serves it with uvicorn on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smneuron.artifact.staging import ModelData
+from smneuron.catalog import InstanceType
+from smneuron.errors import ArtifactError, ConfigError
+from smneuron.serving.pool import WorkerPool, WorkerStartError
+from smneuron.session import Session
+from smneuron.specs.models import EndpointSpec
+
+
+@dataclass
+class Layout:
+    instance: InstanceType
+    workers: int
+    cores_per_model: int
+    capped_from: int | None
+    env: dict[str, str]
+
+
+def plan_layout(manifest: dict, instance: InstanceType, spec: EndpointSpec, workers: int | None) -> Layout:
+    """Workers as the real endpoint would run them, capped by this machine's cores (said out loud)."""
+    from smneuron.deploy.encoder_env import container_environment, workers_for
+
+    cores_per_model = int(manifest["compiler"].get("cores_per_model", 1))
+    wanted = workers_for(instance, cores_per_model, workers)
+    here = os.cpu_count() or 1
+    n = min(wanted, here)
+    env = container_environment(instance, spec, cores_per_model=cores_per_model, workers=wanted)
+    # threads per worker follow THIS machine's cores (serving_env sized them for the instance's vCPUs)
+    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(max(1, here // n))
+    env["SMNEURON_MODEL_SERVER_WORKERS_LOCAL"] = str(n)
+    return Layout(instance, n, cores_per_model, wanted if n < wanted else None, env)
+
+
+def check_runnable(manifest: dict) -> None:
+    """Refuse artifacts whose target cannot run on this machine (inf1/inf2 need the Neuron runtime)."""
+    import importlib.util
+
+    target = manifest["compiler"]["target"]
+    module = {"inf1": "torch_neuron", "inf2": "torch_neuronx"}.get(target)
+    if module and importlib.util.find_spec(module) is None:
+        raise ArtifactError(
+            f"This artifact was compiled for {target}; serving it needs {module.replace('_', '-')} and Neuron "
+            "hardware, which this machine does not have.",
+            hint=f"Recompile with `--target cpu` to serve it locally, or deploy it to an ml.{target} instance.",
+        )
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port something already listens on, naming it and the fix.
+
+    Raises:
+        ConfigError: the address is in use (or not ours to bind).
+    """
+    import errno
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is fine
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            why = "is already in use" if e.errno == errno.EADDRINUSE else f"cannot be bound ({e.strerror})"
+            raise ConfigError(
+                f"Port {port} on {host} {why}.",
+                hint="Pick another with --port (or --port 0 for any free port), or stop the process using it "
+                f"(`ss -ltnp 'sport = :{port}'` shows which).",
+            ) from None
+
+
+class LocalEndpoint:
+    """A running local endpoint; use as a context manager or call ``start``/``stop``.
+
+    Args:
+        package: model.tar.gz, an uncompressed package directory, an extracted model dir, or staged
+            ``ModelData`` (an s3:// location is downloaded and verified with ``session``).
+        instance_type: the instance to simulate (worker layout, environment).
+        port: 0 picks a free port.
+        workers: override the worker count (refused above NeuronCores / cores per model).
+        batch_size / max_batch_delay_ms / model_server_timeout_s: TorchServe's knobs.
+    """
+
+    def __init__(
+        self,
+        package: str | Path | ModelData,
+        *,
+        instance_type: str = "ml.inf2.xlarge",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        workers: int | None = None,
+        batch_size: int | None = None,
+        max_batch_delay_ms: int | None = None,
+        model_server_timeout_s: int | None = None,
+        spec: EndpointSpec | None = None,
+        session: Session | None = None,
+    ) -> None:
+        from smneuron.specs.models import override
+
+        base = spec or EndpointSpec(instance_type=instance_type)
+        self.spec = override(
+            base,
+            instance_type=instance_type,
+            batch_size=batch_size,
+            max_batch_delay_ms=max_batch_delay_ms,
+            model_server_timeout_in_seconds=model_server_timeout_s,
+        )
+        self.model_data = package if isinstance(package, ModelData) else None
+        self.package: Path | None = (
+            None if self.model_data and self.model_data.is_s3 else Path(str(getattr(package, "uri", package)))
+        )
+        self.session = session
+        self.host = host
+        self.port = port
+        self.requested_workers = workers
+        self.pool: WorkerPool | None = None
+        self.layout: Layout | None = None
+        self._tmp: str | None = None
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self.model_dir: Path | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def prepare(self) -> Layout:
+        """Extract the package, check it can run here, plan workers, start and warm them."""
+        import json
+
+        from smneuron.artifact.archive import extract_package
+
+        if self.port:  # a busy port fails now, not after every worker has loaded the model
+            check_port_free(self.host, self.port)
+        if self.package is None:  # staged in S3: download (verified) first
+            from smneuron.artifact.staging import fetch
+
+            self._tmp = tempfile.mkdtemp(prefix="smneuron-serve-")
+            self.package = fetch(self.model_data, self._tmp, session=self.session)  # type: ignore[arg-type]
+        if (self.package / "smneuron.json").is_file() and (self.package / "code").is_dir():
+            self.model_dir = self.package
+        else:
+            self._tmp = self._tmp or tempfile.mkdtemp(prefix="smneuron-serve-")
+            self.model_dir = extract_package(self.package, Path(self._tmp) / "model")
+        try:
+            manifest = json.loads((self.model_dir / "smneuron.json").read_text())
+        except FileNotFoundError:
+            raise ArtifactError(
+                f"{self.package} has no smneuron.json: package it with `smneuron package`."
+            ) from None
+        check_runnable(manifest)
+        if self.port == 0:
+            from smneuron.serving.ports import free_port
+
+            self.port = free_port()
+        self.layout = plan_layout(
+            manifest, InstanceType.parse(self.spec.instance_type), self.spec, self.requested_workers
+        )
+        self.pool = WorkerPool(
+            str(self.model_dir),
+            self.layout.workers,
+            self.layout.env,
+            batch_size=self.spec.batch_size,
+            max_batch_delay_ms=self.spec.max_batch_delay_ms,
+            timeout_s=self.spec.model_server_timeout_in_seconds,
+        )
+        try:
+            self.pool.start()
+        except WorkerStartError as e:
+            self.cleanup()
+            raise ArtifactError(f"The model could not be loaded: {e}") from None
+        return self.layout
+
+    def config(self) -> Any:
+        import uvicorn
+
+        from smneuron.serving.app import build_app
+
+        assert self.pool is not None
+        return uvicorn.Config(
+            build_app(self.pool, self.spec),
+            host=self.host,
+            port=self.port,
+            log_level="warning",
+            timeout_graceful_shutdown=self.spec.model_server_timeout_in_seconds,
+            lifespan="on",
+        )
+
+    def start(self) -> LocalEndpoint:
+        """Serve in a background thread (for the SDK, the demo and tests); returns when /ping is 200."""
+        import uvicorn
+
+        if self.pool is None:
+            self.prepare()
+        self._server = uvicorn.Server(self.config())
+        self._thread = threading.Thread(target=self._server.run, name="smneuron-local-endpoint", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise ConfigError(f"The local endpoint could not listen on {self.host}:{self.port}.")
+            time.sleep(0.02)
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in the foreground; SIGTERM / Ctrl-C drain in-flight requests, then exit."""
+        import signal
+        import sys
+
+        import uvicorn
+
+        if self.pool is None:
+            self.prepare()
+        # uvicorn drains, then re-raises the captured signal; a drained shutdown is a clean exit
+        previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        try:
+            uvicorn.Server(self.config()).run()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            self.cleanup()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def __enter__(self) -> LocalEndpoint:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

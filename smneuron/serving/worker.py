@@ -1,0 +1,54 @@
+"""One local model-server worker process: what a TorchServe worker is inside the DLC.
+
+It puts the package's ``code/`` on the path and loads the model through the very handler module
+production uses (``smneuron_handler``), warms it, then serves batches sent over a pipe. Each worker
+gets its own NEURON_RT_VISIBLE_CORES, as one NeuronCore group per worker would on the instance.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+
+def worker_main(model_dir: str, env: dict[str, str], conn: Any) -> None:
+    """Process entry point: load, report ready, then answer batches until the pipe closes."""
+    os.environ.update(env)
+    try:
+        import torch
+
+        torch.set_num_threads(int(env.get("OMP_NUM_THREADS", "1")))
+        code_dir = os.path.join(model_dir, "code")
+        sys.path.insert(0, code_dir)
+        import smneuron_handler
+
+        from smneuron.serving.ts_context import TorchServeContext
+
+        t0 = time.perf_counter()
+        model = smneuron_handler.initialize(TorchServeContext(model_dir, []))
+        conn.send(("ready", os.getpid(), time.perf_counter() - t0))
+    except BaseException as e:  # report why, so the server can refuse to start with the reason
+        conn.send(("failed", f"{type(e).__name__}: {e}", traceback.format_exc()))
+        return
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        if message is None:
+            return
+        headers = [h for h, _ in message]
+        ctx = TorchServeContext(model_dir, headers)
+        try:
+            bodies = smneuron_handler.handle([{"body": b} for _, b in message], ctx)
+            out = []
+            for i, body in enumerate(bodies):
+                data = body.encode() if isinstance(body, str) else bytes(body)
+                out.append((ctx.status(i), ctx.get_response_content_type(i) or "application/json", data))
+        except BaseException as e:  # the handler already turns request faults into 4xx/5xx bodies
+            err = f'{{"error": "worker failure: {type(e).__name__}", "code": "internal_error"}}'.encode()
+            out = [(500, "application/json", err)] * len(message)
+        conn.send(("done", out, dict(model.stats)))

@@ -1,0 +1,380 @@
+"""Typed specs for every step, and the project file ``smneuron.yaml`` that holds them.
+
+Field names follow SageMaker's own (``initial_instance_count``, ``variant_name``, ...) so a spec maps
+1:1 onto API calls. CLI flags override file values through ``override``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from smneuron.catalog import InstanceType, Use
+from smneuron.errors import ConfigError
+from smneuron.specs.validation import make_loader, validate
+from smneuron.specs.validation import override as override  # part of the specs API
+
+Task = Literal[
+    "text-classification",
+    "feature-extraction",
+    "token-classification",
+    "question-answering",
+    "text-generation",
+]
+CompileTarget = Literal["inf1", "inf2", "cpu"]
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+def _check_instance(value: str, use: Use | None = None) -> str:
+    try:
+        return InstanceType.parse(value, use=use).name
+    except ConfigError as e:  # pydantic collects ValueErrors so all problems are reported at once
+        raise ValueError(str(e)) from None
+
+
+class CompileSpec(StrictModel):
+    """How to compile one model: task, target, static shapes and compiler options."""
+
+    task: Task | None = Field(
+        None,
+        description="What the model does; picks the traced outputs. Unset: inferred from config.json "
+        "architectures (refused when it cannot be).",
+    )
+    target: CompileTarget = Field(
+        "inf2", description="inf1 (torch-neuron), inf2 (torch-neuronx) or cpu (TorchScript, runs anywhere)."
+    )
+    batch_size: int = Field(1, ge=1, le=1024, description="Static batch dimension of every traced file.")
+    batch_sizes: list[int] | None = Field(
+        None,
+        description="Smaller static batch sizes compiled too (each below batch_size): a partial batch then "
+        "runs on the smallest that fits instead of padding rows to batch_size.",
+    )
+    buckets: list[int] = Field(
+        default_factory=lambda: [128],
+        description="Sequence lengths to compile; each request goes to the smallest that fits.",
+    )
+    auto_cast: Literal["none", "matmult", "all"] = Field(
+        "matmult", description="Which fp32 operations the Neuron compiler may cast down (inf2 --auto-cast)."
+    )
+    auto_cast_type: Literal["bf16", "fp16", "tf32", "fp8_e4m3"] = Field(
+        "bf16", description="The lower precision type for auto-casting (inf2 --auto-cast-type)."
+    )
+    optlevel: Literal[1, 2, 3] = Field(2, description="neuronx-cc --optlevel (inf2).")
+    fast_math: list[str] | None = Field(
+        None,
+        description="neuron-cc --fast-math values (inf1); derived from auto_cast when unset.",
+    )
+    neuroncore_pipeline_cores: int | None = Field(
+        None, ge=1, le=64, description="inf1: shard the model over this many NeuronCores (pipeline mode)."
+    )
+    compiler_args: list[str] = Field(
+        default_factory=list, description="Extra compiler arguments passed through unchanged."
+    )
+    pooling: Literal["auto", "mean", "cls", "max"] = Field(
+        "auto",
+        description="feature-extraction pooling; auto reads 1_Pooling/config.json or defaults to mean.",
+    )
+    normalize: bool | None = Field(
+        None,
+        description="feature-extraction: L2-normalise embeddings by default (auto from a Normalize module).",
+    )
+    max_abs_diff: float | None = Field(
+        None,
+        description="Fail the compile when traced vs eager outputs differ by more (default 1e-4 for cpu).",
+    )
+    sequence_length: int = Field(
+        4096, ge=16, le=131072, description="text-generation: prompt + output tokens per sequence."
+    )
+    tensor_parallel_size: int = Field(
+        1, ge=1, le=64, description="text-generation: NeuronCores one copy is sharded over."
+    )
+    dtype: Literal["bf16", "fp16", "fp32"] = Field("bf16", description="text-generation: weight dtype.")
+
+    @field_validator("buckets", "batch_sizes", mode="before")
+    @classmethod
+    def _parse_buckets(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                return [int(x) for x in v.replace(" ", "").split(",") if x]
+            except ValueError as e:
+                raise ValueError(f"expected integers separated by commas, got {v!r}") from e
+        return v
+
+    @property
+    def all_batch_sizes(self) -> list[int]:
+        """Every batch size compiled per bucket, ascending (always includes batch_size)."""
+        return sorted({*(self.batch_sizes or []), self.batch_size})
+
+    @model_validator(mode="after")
+    def _check_batch_sizes(self) -> CompileSpec:
+        if self.batch_sizes and any(b < 1 or b > self.batch_size for b in self.batch_sizes):
+            raise ValueError(
+                f"batch_sizes {self.batch_sizes} must lie between 1 and batch_size ({self.batch_size})"
+            )
+        return self
+
+    @field_validator("buckets")
+    @classmethod
+    def _check_buckets(cls, v: list[int]) -> list[int]:
+        if not v:
+            raise ValueError("at least one sequence bucket is needed")
+        if any(b < 8 or b > 8192 for b in v):
+            raise ValueError(f"bucket lengths must be between 8 and 8192, got {v}")
+        return sorted(set(v))
+
+
+class TrafficRouting(StrictModel):
+    type: Literal["all_at_once", "canary", "linear"] = Field(
+        "all_at_once", description="How traffic moves to the new fleet during a blue/green update."
+    )
+    step_percent: int = Field(10, ge=1, le=99, description="Canary size or linear step, in percent.")
+    wait_interval_in_seconds: int = Field(300, ge=0, le=3600, description="Bake time per step.")
+    termination_wait_in_seconds: int = Field(0, ge=0, le=3600, description="Keep the old fleet this long.")
+
+
+class GenerationSpec(StrictModel):
+    """How a text-generation model is served: copies per instance as inference components."""
+
+    copies: int | None = Field(
+        None, ge=1, description="Copies (inference component CopyCount); max that fit."
+    )
+    min_copies: int | None = Field(None, ge=0, description="Copy autoscaling floor (0: scale to zero).")
+    max_copies: int | None = Field(None, ge=1, description="Copy autoscaling ceiling.")
+    max_instances: int = Field(1, ge=1, le=100, description="Managed instance scaling ceiling.")
+    concurrent_requests_per_copy: float = Field(
+        4.0, gt=0, description="Copy autoscaling target (ConcurrentRequestsPerCopy)."
+    )
+    batch_size: int | None = Field(None, ge=1, description="Served batch size (SM_ON_BATCH_SIZE); compiled.")
+    accelerators_per_copy: int | None = Field(
+        None, ge=1, description="NumberOfAcceleratorDevicesRequired; derived from tp (see llm_catalog)."
+    )
+    volume_size_in_gb: int | None = Field(None, ge=1, le=512, description="Sized from the model when unset.")
+    inference_ami_version: str = Field(
+        "al2-ami-sagemaker-inference-neuron-2", description="Variant InferenceAmiVersion (Neuron driver)."
+    )
+    hf_token_env: str = Field("HF_TOKEN", description="Local variable whose value becomes HF_TOKEN.")
+    image_version: str | None = Field(None, description="Pin the optimum-neuron vLLM image tag.")
+
+
+class EndpointSpec(StrictModel):
+    """One real-time endpoint: where it runs and how its model server is laid out."""
+
+    name: str | None = Field(None, description="Endpoint name; derived from the model name when unset.")
+    instance_type: str = Field("ml.inf2.xlarge", description="SageMaker instance type of the variant.")
+    initial_instance_count: int = Field(1, ge=1, le=100, description="Instances at creation.")
+    variant_name: str = Field("AllTraffic", description="Production variant name.")
+    cores_per_model: int = Field(
+        1, ge=1, description="NeuronCores one model copy spans (inf1 pipeline mode)."
+    )
+    models_per_worker: int = Field(
+        1, ge=1, le=8, description="Model copies loaded inside each worker (bounded by memory)."
+    )
+    batch_size: int = Field(8, ge=1, le=256, description="TorchServe batch size (requests per handler call).")
+    max_batch_delay_ms: int = Field(5, ge=0, le=10000, description="TorchServe max batch delay.")
+    model_server_timeout_in_seconds: int = Field(60, ge=1, le=3600, description="Per-request timeout.")
+    container_startup_health_check_timeout_in_seconds: int | None = Field(
+        None, ge=60, le=3600, description="Sized from the artifact size when unset."
+    )
+    model_data_download_timeout_in_seconds: int | None = Field(
+        None, ge=60, le=3600, description="Sized from the artifact size when unset."
+    )
+    image_uri: str | None = Field(None, description="Full DLC image URI; overrides the catalog.")
+    torch_version: str | None = Field(None, description="Pin the DLC's torch version.")
+    neuron_sdk: str | None = Field(None, description="Pin the DLC's Neuron SDK version.")
+    neuron_monitor: bool = Field(False, description="Publish NeuronCore metrics to CloudWatch.")
+    traffic_routing: TrafficRouting = Field(default_factory=TrafficRouting, description="Blue/green updates.")
+    latency_p99_alarm_ms: int | None = Field(
+        None, ge=1, description="Roll back an update when model latency p99 exceeds this."
+    )
+    environment: dict[str, str] = Field(default_factory=dict, description="Extra container variables.")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags on every resource created.")
+    generation: GenerationSpec = Field(
+        default_factory=GenerationSpec, description="text-generation endpoints (inference components)."
+    )
+
+    @field_validator("instance_type")
+    @classmethod
+    def _instance(cls, v: str) -> str:
+        return _check_instance(v, "endpoint")
+
+
+class ScheduledScaling(StrictModel):
+    schedule: str = Field(..., description='"cron(0 8 * * ? *)", "rate(1 day)" or "at(2026-01-01T00:00:00)".')
+    min_capacity: int = Field(..., ge=0, description="Minimum instances from that time on.")
+    max_capacity: int = Field(..., ge=1, description="Maximum instances from that time on.")
+
+
+class ScalingSpec(StrictModel):
+    """Application Auto Scaling for the endpoint variant."""
+
+    min_capacity: int = Field(1, ge=1, description="Fewest instances.")
+    max_capacity: int = Field(1, ge=1, description="Most instances; equal to min disables scaling.")
+    metric: Literal["invocations_per_instance", "concurrent_requests_per_model"] = Field(
+        "invocations_per_instance", description="Target-tracking metric."
+    )
+    target_value: float | None = Field(None, gt=0, description="Target per instance; derived when unset.")
+    scale_in_cooldown_in_seconds: int = Field(600, ge=0, description="Long: Neuron models warm up slowly.")
+    scale_out_cooldown_in_seconds: int = Field(300, ge=0, description="Wait between scale-outs.")
+    scheduled: list[ScheduledScaling] = Field(default_factory=list, description="Scheduled capacity changes.")
+
+    @classmethod
+    def from_bench_report(
+        cls,
+        report: dict | str | Path,
+        latency_p99_ms: float,
+        *,
+        headroom: float = 0.7,
+        base: ScalingSpec | None = None,
+        **values: Any,
+    ) -> ScalingSpec:
+        """Scaling whose target (invocations per instance per minute) comes from a ``smneuron bench``
+        report: the highest throughput per instance whose p99 meets ``latency_p99_ms``, times ``headroom``.
+
+        Args:
+            report: the report dict, or the path of its JSON file.
+            base: the spec to start from (min/max capacity, schedules); defaults otherwise.
+            values: other fields to set (e.g. ``min_capacity``).
+
+        Raises:
+            ConfigError: no run of the report meets the SLO, or the file cannot be read.
+        """
+        if not isinstance(report, dict):
+            import json
+
+            try:
+                report = json.loads(Path(report).read_text())
+            except (OSError, ValueError) as e:
+                raise ConfigError(f"Cannot read the bench report {report}: {e}") from None
+        target = target_from_report(report, latency_p99_ms, headroom)  # type: ignore[arg-type]
+        data = {
+            **(base or cls()).model_dump(),
+            **values,
+            "target_value": target,
+            "metric": "invocations_per_instance",
+        }
+        return validate(cls, data, source="bench report")
+
+    @model_validator(mode="after")
+    def _order(self) -> ScalingSpec:
+        if self.max_capacity < self.min_capacity:
+            raise ValueError(
+                f"max_capacity is {self.max_capacity}, below min_capacity {self.min_capacity}: raise max_capacity or "
+                "lower min_capacity"
+            )
+        return self
+
+
+def target_from_bench(sustainable_rps_per_instance: float, headroom: float = 0.7) -> float:
+    """Invocations per instance per minute from a bench result at the SLO, times a headroom factor."""
+    return round(sustainable_rps_per_instance * 60 * headroom, 1)
+
+
+def target_from_report(report: dict, latency_p99_ms: float, headroom: float = 0.7) -> float:
+    """Invocations per instance per minute for target tracking, from a ``smneuron bench`` report.
+
+    Takes the highest throughput among the report's runs whose p99 meets the SLO, per instance,
+    times ``headroom`` (so scale-out starts before the SLO is at risk).
+
+    Raises:
+        ConfigError: no run of the report meets the SLO.
+    """
+    count = max(1, int(report.get("instance_count", 1)))
+    ok = [r for r in report.get("runs", []) if r["requests_ok"] and r["latency_ms"]["p99"] <= latency_p99_ms]
+    if not ok:
+        best = min((r["latency_ms"]["p99"] for r in report.get("runs", [])), default=float("nan"))
+        raise ConfigError(
+            f"No run in the bench report meets p99 <= {latency_p99_ms} ms (best p99 {best:.1f} ms).",
+            hint="Benchmark lower rates (`smneuron bench --profile sweep`) or relax the SLO.",
+        )
+    sustainable = max(r["throughput_rps"] for r in ok) / count
+    return target_from_bench(sustainable, headroom)
+
+
+class Thresholds(StrictModel):
+    min_top1_agreement: float = Field(0.99, ge=0, le=1, description="Classification agreement with CPU.")
+    min_accuracy: float | None = Field(None, ge=0, le=1, description="Accuracy against labels, if any.")
+    min_cosine: float = Field(0.99, ge=-1, le=1, description="Smallest cosine to the CPU reference.")
+    max_abs_diff: float | None = Field(None, ge=0, description="Largest absolute output difference.")
+
+
+class PipelineSpec(StrictModel):
+    """The scheduled compile -> evaluate -> deploy pipeline."""
+
+    name: str = Field("smneuron-pipeline", description="SageMaker Pipeline name.")
+    model_source_s3_uri: str | None = Field(None, description="s3:// prefix of the HF model directory.")
+    evaluation_data_s3_uri: str | None = Field(None, description="s3:// JSONL of inputs (optional labels).")
+    compile_instance_type: str = Field("ml.c5.4xlarge", description="CPU instance of the compile step.")
+    evaluation_instance_type: str | None = Field(None, description="Defaults to the endpoint's type.")
+    volume_size_in_gb: int = Field(50, ge=1, le=16384, description="Processing volume size.")
+    thresholds: Thresholds = Field(default_factory=Thresholds, description="Accuracy gates.")
+    model_package_group: str | None = Field(None, description="Model Registry group to register into.")
+    approval_status: Literal["Approved", "PendingManualApproval"] = Field(
+        "Approved", description="Status of registered packages."
+    )
+    schedule: str | None = Field(None, description='"cron(...)", "rate(...)" or "at(...)".')
+    role: str | None = Field(None, description="Pipeline execution role ARN (infra/smneuron-pipeline.yaml).")
+    scheduler_role: str | None = Field(None, description="Role EventBridge Scheduler assumes to start runs.")
+
+    @field_validator("compile_instance_type")
+    @classmethod
+    def _compile_instance(cls, v: str) -> str:
+        return _check_instance(v, "processing")
+
+
+class AwsSpec(StrictModel):
+    region: str | None = Field(None, description="AWS region.")
+    profile: str | None = Field(None, description="AWS profile.")
+    role: str | None = Field(None, description="Execution role ARN or name.")
+    bucket: str | None = Field(None, description="Artifact bucket.")
+    kms_key_id: str | None = Field(None, description="KMS key for artifacts (else SSE-S3).")
+    prefix: str = Field("smneuron", description="Key prefix for artifacts.")
+    endpoint_url: str | None = Field(None, description="Alternative AWS endpoint (moto, VPC endpoint).")
+
+
+class ProjectFile(StrictModel):
+    """``smneuron.yaml``: everything a project pins, so commands need few flags."""
+
+    model: str | None = Field(None, description="Model directory (HF save_pretrained layout).")
+    model_name: str | None = Field(None, description="Name used for artifacts and resources.")
+    aws: AwsSpec = Field(default_factory=AwsSpec, description="AWS settings.")
+    compile: CompileSpec = Field(default_factory=CompileSpec, description="Compile settings.")
+    endpoint: EndpointSpec = Field(default_factory=EndpointSpec, description="Endpoint settings.")
+    scaling: ScalingSpec = Field(default_factory=ScalingSpec, description="Autoscaling settings.")
+    pipeline: PipelineSpec = Field(default_factory=PipelineSpec, description="Pipeline settings.")
+    prices: dict[str, float] = Field(default_factory=dict, description="Hourly USD overrides per instance.")
+
+    @classmethod
+    def load(cls, path: str | Path) -> ProjectFile:
+        """Read and validate a project file.
+
+        Raises:
+            ConfigError: unreadable YAML, duplicate keys, unknown keys (with "did you mean"),
+                or invalid values, naming the file and the key path.
+        """
+        import yaml
+
+        path = Path(path)
+        try:
+            data = yaml.load(path.read_text(), Loader=make_loader()) or {}
+        except OSError as e:
+            raise ConfigError(f"Cannot read {path}: {e.strerror}.") from e
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: {e}") from e
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping of sections.")
+        return validate(cls, data, source=str(path))
+
+
+def find_project_file(start: Path | None = None) -> Path | None:
+    """``smneuron.yaml`` in the current directory or the nearest parent, if any."""
+    here = (start or Path.cwd()).resolve()
+    for d in [here, *here.parents]:
+        candidate = d / "smneuron.yaml"
+        if candidate.is_file():
+            return candidate
+    return None
