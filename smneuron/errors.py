@@ -6,6 +6,7 @@ place that maps botocore ``ClientError`` codes onto them.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -146,7 +147,6 @@ class InvocationError(SmneuronError):
     """The endpoint (or the model behind it) answered with an error status."""
 
     def __init__(self, status: int, body: str) -> None:
-        import json
 
         self.status = status
         self.body = body

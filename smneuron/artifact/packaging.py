@@ -10,8 +10,10 @@ SageMaker's uncompressed S3-prefix model data.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
+import json
 import os
 import shutil
 import tarfile
@@ -104,7 +106,6 @@ def plan(
 
 
 def _refuse_text_generation(artifact_dir: Path) -> None:
-    import json
 
     try:
         task = json.loads((artifact_dir / MANIFEST_NAME).read_text()).get("task")
@@ -226,8 +227,6 @@ def _gzip_writer(raw: io.RawIOBase, level: int, threads: int | None):
             raw, "wb", compresslevel=min(max(level, 0), 3), threads=threads or os.cpu_count() or 1
         )
     except ImportError:  # plain zlib at a low level: slower, same format
-        import gzip
-
         return gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=max(level, 1), mtime=0, filename="")
 
 

@@ -11,7 +11,9 @@ the same bytes always land on the same key, and a second stage of them is one HE
 
 from __future__ import annotations
 
+import json
 import shutil
+import tarfile
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -19,8 +21,18 @@ from pathlib import Path
 from typing import Literal
 
 from smneuron._version import __version__
+from smneuron.artifact.archive import read_manifest
 from smneuron.artifact.hashing import content_hash, size_of
 from smneuron.artifact.manifest import MANIFEST_NAME
+from smneuron.artifact.packaging import package
+from smneuron.artifact.storage import (
+    SHA_METADATA,
+    download,
+    ensure_bucket,
+    head,
+    parse_s3_uri,
+    put_content_addressed,
+)
 from smneuron.errors import ArtifactError
 from smneuron.session import Session
 
@@ -125,8 +137,6 @@ def stage(
     label = name or _name_from(path)
     sess = (session or Session.from_env()) if upload else None
     if path.is_dir() and not (path / "code").is_dir() and not is_llm_dir(path):  # package it first
-        from smneuron.artifact.packaging import package
-
         with tempfile.TemporaryDirectory(prefix="smneuron-pkg-") as tmp:
             out = Path(tmp) / ("model.tar.gz" if compression == "gzip" else "model")
             package(path, out, compression=compression)
@@ -144,7 +154,6 @@ def describe_local(artifact: str | Path) -> ModelData:
     Raises:
         ArtifactError: missing path or no smneuron manifest.
     """
-    from smneuron.artifact.archive import read_manifest
 
     path = Path(artifact)
     if not path.exists():
@@ -167,7 +176,6 @@ def describe_local(artifact: str | Path) -> ModelData:
 
 
 def is_llm_dir(path: Path) -> bool:
-    import json
 
     try:
         return json.loads((path / MANIFEST_NAME).read_text()).get("task") == "text-generation"
@@ -191,8 +199,6 @@ _SHAPE_KEYS = (
 
 def _shape(path: Path) -> dict:
     """The config.json fields the capacity arithmetic needs (carried in S3 metadata, under 2 KB)."""
-    import json
-    import tarfile
 
     if path.is_dir():
         config = json.loads((path / "config.json").read_text())
@@ -214,7 +220,6 @@ def _stage_package(
     sha, compression = local.sha256, local.compression
     if session is None:
         return local
-    from smneuron.artifact.storage import ensure_bucket, put_content_addressed
 
     key = artifact_key(name, sha, prefix, compression)
     ensure_bucket(session, session.bucket_name, session.kms_key_id)
@@ -232,7 +237,6 @@ def _stage_package(
 
 
 def _metadata(m: ModelData) -> dict[str, str]:
-    import json
 
     out = {
         META_VERSION: __version__,
@@ -246,9 +250,6 @@ def _metadata(m: ModelData) -> dict[str, str]:
 
 
 def _from_s3(uri: str, session: Session) -> ModelData:
-    import json
-
-    from smneuron.artifact.storage import SHA_METADATA, head, parse_s3_uri
 
     bucket, key = parse_s3_uri(uri)
     prefix = key.endswith("/")
@@ -286,7 +287,6 @@ def fetch(model_data: ModelData, dest: str | Path, *, session: Session | None = 
     """
     if not model_data.is_s3:
         return Path(model_data.uri)
-    from smneuron.artifact.storage import download
 
     dest = Path(dest)
     if model_data.compression == "gzip":

@@ -11,6 +11,7 @@ those that *started* after the warm-up and before the cool-down window.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import random
 import time
@@ -19,7 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smneuron.bench.report import plot
 from smneuron.bench.targets import ErrorLog, Send, endpoint_latency_metrics, sagemaker_sender, url_sender
+from smneuron.catalog import load_prices
 from smneuron.errors import BenchFailedError, ConfigError
 
 
@@ -70,7 +73,6 @@ class Report:
 
     def plot(self, path: str | Path) -> Path:
         """PNG of latency vs throughput and the latency histogram of the busiest run."""
-        from smneuron.bench.report import plot
 
         busiest = max(self.runs, key=lambda r: r.throughput_rps) if self.runs else None
         return plot(self.to_dict(), busiest.latencies if busiest else None, path)
@@ -300,9 +302,6 @@ def run(
     price: float | None = None,
 ) -> Report:
     """Run a benchmark profile against a local URL or a SageMaker endpoint; returns the report."""
-    import datetime as dt
-
-    from smneuron.catalog import load_prices
 
     if not (url or endpoint):
         raise ConfigError("Benchmark a --url (local endpoint) or an --endpoint name.")

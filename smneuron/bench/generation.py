@@ -18,8 +18,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from smneuron.bench.encoder import check_window
 from smneuron.bench.generation_metrics import LlmRun, Slo, Timing, add_cost, highest_good_rate, summarize
-from smneuron.bench.stream_targets import StreamSend
+from smneuron.bench.stream_targets import StreamSend, sagemaker_stream_sender, url_stream_sender
+from smneuron.catalog import load_prices
 from smneuron.errors import BenchFailedError, ConfigError
 
 PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
@@ -249,14 +251,11 @@ def run_llm(
         ConfigError: unknown profile, no target, a run too short for its warm-up and cool-down.
         BenchFailedError: every request failed (with the first distinct errors).
     """
-    from smneuron.bench.stream_targets import sagemaker_stream_sender, url_stream_sender
-    from smneuron.catalog import load_prices
 
     if profile not in PROFILES:
         raise ConfigError(f"Unknown profile {profile!r}.", hint=f"Use one of: {', '.join(PROFILES)}.")
     if not (url or endpoint):
         raise ConfigError("Benchmark a --url or an endpoint name.")
-    from smneuron.bench.encoder import check_window
 
     check_window(duration_s, warmup_s, cooldown_s)
     slo = slo or Slo()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smneuron.catalog import load_prices
 from smneuron.errors import ConfigError
 
 
@@ -97,7 +98,6 @@ def recommend(
     ceil(rate / that); cost = instances x hourly price. Options come back cheapest first (types
     without a price last); types that never meet the SLO are left out.
     """
-    from smneuron.catalog import load_prices
 
     table = load_prices(prices)
     options = []

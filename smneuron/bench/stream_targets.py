@@ -9,10 +9,13 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from smneuron.bench.generation_metrics import Timing
-from smneuron.endpoints.streaming import SseBuffer, text_of
+from smneuron.endpoints import components
+from smneuron.endpoints.handle import require
+from smneuron.endpoints.streaming import SseBuffer, sagemaker_chunks, text_of
 
 StreamSend = Callable[[bytes, float], Awaitable[Timing]]
 
@@ -115,11 +118,6 @@ def sagemaker_stream_sender(
     name: str, session: Any, concurrency: int, tokenizer: Any = None, component: str | None = None
 ) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
     """Raises NotFoundError (before any load) when the endpoint does not exist."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from smneuron.endpoints import components
-    from smneuron.endpoints.handle import require
-    from smneuron.endpoints.streaming import sagemaker_chunks
 
     require(session, name)
     component = component or next(iter(components.for_endpoint(session, name)), None)

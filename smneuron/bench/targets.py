@@ -4,10 +4,14 @@ smneuron.endpoints.invoke), and SageMaker's own latency metrics for the run from
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from smneuron.errors import from_client_error
+from smneuron.endpoints.handle import require
+from smneuron.endpoints.invoke import invoke_endpoint
+from smneuron.errors import AwsError, InvocationError, from_client_error
 
 Send = Callable[[bytes], Awaitable[int]]
 
@@ -75,11 +79,6 @@ def sagemaker_sender(
     Raises:
         NotFoundError: the endpoint does not exist (checked once, before any load is sent).
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from smneuron.endpoints.handle import require
-    from smneuron.endpoints.invoke import invoke_endpoint
-    from smneuron.errors import AwsError, InvocationError
 
     require(session, name)
     pool = ThreadPoolExecutor(max_workers=concurrency)
@@ -114,7 +113,6 @@ def endpoint_latency_metrics(
     They split the client-side latency into time in the container and SageMaker's overhead.
     CloudWatch publishes them with a delay of a minute or more; missing data yields an empty dict.
     """
-    import datetime as dt
 
     from botocore.exceptions import ClientError
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+
+from smneuron.local import service
+from smneuron.session import Session
+from smneuron.specs.models import ProjectFile, find_project_file
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,8 +37,6 @@ class CliState:
     def project(self) -> ProjectFile:
         """The project file (``--config`` or the nearest ``smneuron.yaml``), or defaults."""
         if self._project is None:
-            from smneuron.specs.models import ProjectFile, find_project_file
-
             path = self.config or find_project_file()
             self._project = ProjectFile.load(path) if path else ProjectFile()
         return self._project
@@ -45,14 +48,8 @@ class CliState:
         account shows as ``<account-id>`` (set SMNEURON_ACCOUNT to fill it in).
         """
         if self._session is None or overrides or offline:
-            from smneuron.session import Session
-
             aws = self.project().aws
             if self.local:  # the embedded SageMaker: its URL, region and throwaway credentials
-                import os
-
-                from smneuron.local import service
-
                 env = service.environment(service.require())
                 os.environ.update(
                     {k: v for k, v in env.items() if k.startswith("AWS_") and k != "AWS_REGION"}

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import typer
 
+from smneuron.artifact.archive import inspect_package
+from smneuron.artifact.packaging import package
+from smneuron.artifact.staging import stage
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.errors import ConfigError
 
 
 def package_cmd(
@@ -26,10 +31,6 @@ def package_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Build model.tar.gz in the layout the DLC expects; deterministic, multi-threaded."""
-    import time
-
-    from smneuron.artifact.packaging import package
-    from smneuron.errors import ConfigError
 
     if compression not in ("gzip", "none"):
         raise ConfigError(f"--compression must be gzip or none, not {compression!r}.")
@@ -63,7 +64,6 @@ def inspect_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """List a package's entries and verify them against its manifest (exit 1 on any mismatch)."""
-    from smneuron.artifact.archive import inspect_package
 
     r = inspect_package(package_path)
     if as_json:
@@ -115,7 +115,6 @@ def upload_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Upload to S3 under a content-addressed key; a second upload of the same bytes is skipped."""
-    from smneuron.artifact.staging import stage
 
     st = state(ctx)
     project = st.project()

@@ -6,7 +6,11 @@ from pathlib import Path
 
 import typer
 
+from smneuron.bench import encoder as bench
+from smneuron.bench.report import compare, load, recommend
+from smneuron.cli import generation_bench_cmd as llm_bench_cmd
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.errors import ConfigError
 
 
 def bench_cmd(
@@ -74,8 +78,6 @@ def bench_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
-    from smneuron.bench import encoder as bench
-    from smneuron.cli import llm_bench_cmd
 
     if endpoint == "compare":
         if reports and len(reports) == 2 and llm_bench_cmd.is_llm_report(reports[0]):
@@ -145,8 +147,6 @@ def bench_cmd(
 
 
 def _compare(paths: list[Path], as_json: bool) -> None:
-    from smneuron.bench.report import compare, load
-    from smneuron.errors import ConfigError
 
     if len(paths) != 2:
         raise ConfigError("`smneuron bench compare` takes two report files.")
@@ -192,9 +192,6 @@ def recommend_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """The cheapest instance type and count meeting a p99 SLO at a rate, with the arithmetic."""
-    from smneuron.bench.report import load, recommend
-    from smneuron.cli import llm_bench_cmd
-    from smneuron.errors import ConfigError
 
     if reports and llm_bench_cmd.is_llm_report(reports[0]):
         return llm_bench_cmd.recommend(

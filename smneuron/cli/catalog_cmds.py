@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from smneuron.catalog import INSTANCE_TYPES, InstanceType, image_versions, load_prices, resolve_image
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.errors import MissingRegionError
+from smneuron.session import resolve_region
 
 
 def instances(
@@ -17,7 +20,6 @@ def instances(
     as_json: bool = JsonOpt,
 ) -> None:
     """List instance types: NeuronCores, memory, hourly price and recommended workers."""
-    from smneuron.catalog import INSTANCE_TYPES, load_prices
 
     prices = load_prices(state(ctx).project().prices or None)
     rows = []
@@ -98,9 +100,6 @@ def images(
     as_json: bool = JsonOpt,
 ) -> None:
     """Show the DLC image smneuron deploys for an instance type, and the other known tags."""
-    from smneuron.catalog import InstanceType, image_versions, resolve_image
-    from smneuron.errors import MissingRegionError
-    from smneuron.session import resolve_region
 
     st = state(ctx)
     region = resolve_region(region or st.region or st.project().aws.region)

@@ -7,6 +7,11 @@ from pathlib import Path
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.cli.generation_cmds import compile_text_generation
+from smneuron.compile.encoder import CompileEvent, compile_model
+from smneuron.compile.generation import text_generation_note
+from smneuron.errors import ConfigError
+from smneuron.specs.models import override
 
 
 def compile_cmd(
@@ -50,9 +55,6 @@ def compile_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Compile a model: one traced file per sequence bucket, tokenizer, manifest; cached."""
-    from smneuron.compile.encoder import compile_model
-    from smneuron.errors import ConfigError
-    from smneuron.specs.models import override
 
     project = state(ctx).project()
     model_dir = model_dir or (Path(project.model) if project.model else None)
@@ -80,12 +82,9 @@ def compile_cmd(
         tensor_parallel_size=tensor_parallel_size,
         dtype=dtype,
     )
-    from smneuron.compile.generation import text_generation_note
 
     note = "" if from_cache else text_generation_note(model_dir, spec.task)
     if note is not None:
-        from smneuron.cli.generation_cmds import compile_text_generation
-
         compile_text_generation(str(model_dir), out, spec, note=note, from_cache=from_cache, as_json=as_json)
         return
     progress_cb, finish = _progress(spec.buckets, quiet=as_json)
@@ -141,8 +140,6 @@ def _progress(buckets: list[int], quiet: bool):  # type: ignore[no-untyped-def]
     if quiet:
         return None, lambda: None
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    from smneuron.compile.encoder import CompileEvent
 
     bar = Progress(
         SpinnerColumn(),

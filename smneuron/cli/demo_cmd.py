@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, table
+from smneuron.cli.bench_cmd import render as render_bench
+from smneuron.cli.generation_bench_cmd import render as render_generation_bench
+from smneuron.local.demo import run_demo
+from smneuron.local.demo_generation import run_llm_demo
 
 
 def demo_cmd(
@@ -17,14 +24,9 @@ def demo_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """compile -> package -> upload -> deploy -> serve -> invoke -> bench -> teardown, all local."""
-    import json
-    import time
 
     if llm or model:
         return _llm_demo(instance, bench_seconds, model, as_json)
-
-    from smneuron.cli.bench_cmd import render
-    from smneuron.local.demo import run_demo
 
     if as_json:
         result = run_demo(instance_type=instance, bench_seconds=bench_seconds)
@@ -39,7 +41,7 @@ def demo_cmd(
     )
     answer = json.dumps(result.answer)
     c.print(f"\nAnswer ({result.task}, {result.model}): {answer[:160]}{'...' if len(answer) > 160 else ''}")
-    render(result.report)
+    render_bench(result.report)
     table("Left behind after teardown", list(result.leftovers), [list(result.leftovers.values())])
     c.print(f"[bold]Demo finished in {time.perf_counter() - started:.1f} s.[/bold]")
     if any(result.leftovers.values()):
@@ -67,10 +69,6 @@ def _with_progress(run):  # type: ignore[no-untyped-def]
 
 
 def _llm_demo(instance: str, bench_seconds: float, model: str | None, as_json: bool) -> None:
-    import time
-
-    from smneuron.cli.generation_bench_cmd import render
-    from smneuron.local.demo_generation import run_llm_demo
 
     if as_json:
         result = run_llm_demo(model_dir=model, instance_type=instance, bench_seconds=bench_seconds)
@@ -86,7 +84,7 @@ def _llm_demo(instance: str, bench_seconds: float, model: str | None, as_json: b
         )
     )
     c.print(f"\nStreamed answer ({result.model}): {result.answer!r}")
-    render(result.report)  # type: ignore[arg-type]
+    render_generation_bench(result.report)  # type: ignore[arg-type]
     table("Left behind after teardown", list(result.leftovers), [list(result.leftovers.values())])
     c.print(f"[bold]Demo finished in {time.perf_counter() - started:.1f} s.[/bold]")
     if any(result.leftovers.values()):

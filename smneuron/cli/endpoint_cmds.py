@@ -7,11 +7,20 @@ from pathlib import Path
 
 import typer
 
+from smneuron.artifact.staging import is_llm_dir
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.cli.generation_cmds import env_flags, generate
+from smneuron.cli.plan_render import render_plan
+from smneuron.cli.serve_cmd import describe_layout, serve_text_generation
+from smneuron.deploy import corridor as deploy
+from smneuron.endpoints.autoscaling import parse_schedule
+from smneuron.endpoints.handle import Endpoint, delete, scale, status
+from smneuron.errors import ConfigError, Interrupted
+from smneuron.serving.server import LocalEndpoint
+from smneuron.specs.models import ScalingSpec, override
 
 
 def _endpoint_spec(ctx: typer.Context, generation: dict | None = None, **flags):  # type: ignore[no-untyped-def]
-    from smneuron.specs.models import override
 
     base = state(ctx).project().endpoint
     if generation and any(v is not None for v in generation.values()):
@@ -27,8 +36,6 @@ def _scaling_spec(
     metric: str | None,
     schedule: list[str] | None,
 ):  # type: ignore[no-untyped-def]
-    from smneuron.endpoints.autoscaling import parse_schedule
-    from smneuron.specs.models import override
 
     base = state(ctx).project().scaling
     if min_ is not None and max_ is None:
@@ -94,11 +101,6 @@ def deploy_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Deploy (or blue/green update) an endpoint with one worker per NeuronCore and autoscaling."""
-    from smneuron.cli.generation_cmds import env_flags
-    from smneuron.cli.plan_render import render_plan
-    from smneuron.deploy import corridor as deploy
-    from smneuron.errors import ConfigError
-    from smneuron.specs.models import ScalingSpec
 
     spec = _endpoint_spec(
         ctx,
@@ -123,10 +125,6 @@ def deploy_cmd(
             raise ConfigError("--bench-report needs --slo-p99-ms (the p99 latency the endpoint must meet).")
         scaling = ScalingSpec.from_bench_report(bench_report, slo_p99_ms, headroom=headroom, base=scaling)
     if local:
-        from smneuron.artifact.staging import is_llm_dir
-        from smneuron.cli.serve_cmd import describe_layout, serve_text_generation
-        from smneuron.serving.server import LocalEndpoint
-
         if Path(artifact).is_dir() and is_llm_dir(Path(artifact)):
             return serve_text_generation(Path(artifact), "127.0.0.1", port)
 
@@ -159,8 +157,6 @@ def deploy_cmd(
             else None,
         )
     except KeyboardInterrupt as e:  # typer would swallow the cleanup report; say it and exit 130
-        from smneuron.errors import Interrupted
-
         raise Interrupted(str(e) or "Interrupted.") from None
     finally:
         if status_line:
@@ -182,7 +178,6 @@ def status_cmd(
     ctx: typer.Context, name: str = typer.Argument(..., help="Endpoint name."), as_json: bool = JsonOpt
 ) -> None:
     """Show an endpoint: status, instances, environment, autoscaling policies, alarms."""
-    from smneuron.endpoints.handle import status
 
     s = status(name, session=state(ctx).session())
     if as_json:
@@ -242,8 +237,6 @@ def invoke_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Invoke an endpoint with texts (or a raw body) and print the answer (--stream for text generation)."""
-    from smneuron.endpoints.handle import Endpoint
-    from smneuron.errors import ConfigError
 
     if url and name:
         text = [name, *(text or [])]
@@ -254,8 +247,6 @@ def invoke_cmd(
         )
     ep = Endpoint(name, url=url, session=None if url else state(ctx).session())
     if stream or max_tokens or prompt:
-        from smneuron.cli.generation_cmds import generate
-
         return generate(
             ep,
             " ".join(text or []),
@@ -301,7 +292,6 @@ def scale_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Set an endpoint's autoscaling (target tracking and scheduled capacity)."""
-    from smneuron.endpoints.handle import scale
 
     spec = _scaling_spec(ctx, min_, max_, target, metric, schedule)
     p = scale(name, spec, session=state(ctx).session())
@@ -326,7 +316,6 @@ def delete_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Delete an endpoint and its configs, models, scaling policies and alarms (idempotent)."""
-    from smneuron.endpoints.handle import delete
 
     if not yes and not typer.confirm(f"Delete endpoint {name} and everything smneuron created for it?"):
         raise typer.Abort()

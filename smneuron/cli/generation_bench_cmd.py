@@ -7,7 +7,16 @@ from pathlib import Path
 
 import typer
 
+from smneuron.bench.generation import run_llm
+from smneuron.bench.generation_metrics import Slo
+from smneuron.bench.generation_report import compare as compare_reports
+from smneuron.bench.generation_report import load, write_csv, write_html, write_pngs
+from smneuron.bench.generation_report import recommend as pick
+from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
 from smneuron.cli._common import console, print_json, state, table
+from smneuron.endpoints import components
+from smneuron.endpoints.handle import require
+from smneuron.errors import ConfigError
 
 
 def is_llm_report(path: Path) -> bool:
@@ -21,8 +30,6 @@ def has_components(ctx: typer.Context, endpoint: str | None, url: str | None) ->
     """A SageMaker endpoint that serves inference components (text generation) gets the streaming bench."""
     if url or not endpoint:
         return False
-    from smneuron.endpoints import components
-    from smneuron.endpoints.handle import require
 
     session = state(ctx).session()
     require(session, endpoint)
@@ -31,7 +38,6 @@ def has_components(ctx: typer.Context, endpoint: str | None, url: str | None) ->
 
 def lengths(text: str | None, flag: str):  # type: ignore[no-untyped-def]
     """``N`` or ``N,stdev,min,max`` -> Lengths."""
-    from smneuron.bench.prompts import Lengths
 
     if text is None:
         return None
@@ -82,10 +88,6 @@ def run(
     png_dir,
     as_json,
 ) -> None:  # type: ignore[no-untyped-def]
-    from smneuron.bench.generation import run_llm
-    from smneuron.bench.generation_metrics import Slo
-    from smneuron.bench.generation_report import write_csv, write_html, write_pngs
-    from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
 
     prompt = lengths(prompt_tokens, "--prompt-tokens")
     output = lengths(output_tokens, "--output-tokens") or Lengths(128)
@@ -221,8 +223,6 @@ def render(data: dict) -> None:
 
 
 def compare(paths: list[Path], as_json: bool) -> None:
-    from smneuron.bench.generation_report import compare as compare_reports
-    from smneuron.bench.generation_report import load
 
     a, b = load(paths[0]), load(paths[1])
     rows = compare_reports(a, b)
@@ -261,9 +261,6 @@ def compare(paths: list[Path], as_json: bool) -> None:
 def recommend(
     paths: list[Path], *, rate: float, ttft_ms: float | None, itl_ms: float | None, as_json: bool
 ) -> None:
-    from smneuron.bench.generation_report import load
-    from smneuron.bench.generation_report import recommend as pick
-    from smneuron.errors import ConfigError
 
     if ttft_ms is None and itl_ms is None:
         raise ConfigError("Give the SLOs to meet: --slo-ttft-ms and/or --slo-itl-ms.")

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import typer
 
 from smneuron.cli._common import console, print_json, table
+from smneuron.compile.generation import compile_from_cache, compile_llm
+from smneuron.deploy.generation_env import redacted
+from smneuron.errors import ConfigError
 
 
 def compile_text_generation(
     model: str, out: Path, spec, *, note: str, from_cache: bool, as_json: bool
 ) -> None:  # type: ignore[no-untyped-def]
     """`smneuron compile` for a causal LM: optimum-neuron export (inf2), a served copy (cpu), or a cache entry."""
-    from smneuron.compile.generation import compile_from_cache, compile_llm
 
     spec = spec.model_copy(update={"task": "text-generation"})
     if from_cache:
@@ -51,7 +54,6 @@ def _count(n: int) -> str:
 
 def render_llm_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
     """The text-generation deploy plan: resources, capacity arithmetic, environment (token redacted), cost."""
-    from smneuron.deploy.generation_env import redacted
 
     data = p.to_dict()
     if as_json:
@@ -109,7 +111,6 @@ def render_llm_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
 
 def print_stream(pieces, as_json: bool) -> None:  # type: ignore[no-untyped-def]
     """Print text pieces as they arrive (or, with --json, collect them)."""
-    import time
 
     start, first, text = time.perf_counter(), None, []
     for piece in pieces:
@@ -152,7 +153,6 @@ def env_flags(base: dict[str, str], env: list[str] | None) -> dict[str, str] | N
 
 
 def generate(ep, text: str, *, stream: bool, max_tokens: int, prompt: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]
-    from smneuron.errors import ConfigError
 
     if not text:
         raise ConfigError(
@@ -160,7 +160,5 @@ def generate(ep, text: str, *, stream: bool, max_tokens: int, prompt: bool, as_j
         )
     args = {"prompt": text} if prompt else {"messages": [{"role": "user", "content": text}]}
     if stream:
-        from smneuron.cli.generation_cmds import print_stream
-
         return print_stream(ep.stream(**args, max_tokens=max_tokens), as_json)
     print_json(ep.generate(**args, max_tokens=max_tokens))

@@ -5,6 +5,9 @@ from __future__ import annotations
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json
+from smneuron.errors import ConfigError
+from smneuron.local import service
+from smneuron.serving.torchserve import require
 
 app = typer.Typer(
     help="The embedded SageMaker: deploy, invoke, bench, scale and delete without an AWS account.",
@@ -28,14 +31,10 @@ def up_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Start the embedded SageMaker in the background (once); print the environment that points at it."""
-    from smneuron.errors import ConfigError
-    from smneuron.local import service
 
     if engine not in ("smneuron", "torchserve"):
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
     if engine == "torchserve":
-        from smneuron.serving.torchserve import require
-
         require()
     if llm_engine not in ("stand-in", "vllm"):
         raise ConfigError(
@@ -59,7 +58,6 @@ def up_cmd(
 @app.command("down")
 def down_cmd(as_json: bool = JsonOpt) -> None:
     """Stop the embedded SageMaker and every model server behind its endpoints."""
-    from smneuron.local import service
 
     stopped = service.down()
     if as_json:
@@ -71,7 +69,6 @@ def down_cmd(as_json: bool = JsonOpt) -> None:
 @app.command("status")
 def status_cmd(as_json: bool = JsonOpt) -> None:
     """Whether the embedded SageMaker runs, and where (exit 1 when it does not)."""
-    from smneuron.local import service
 
     state = service.status()
     if as_json:

@@ -29,6 +29,7 @@ from smneuron.cli import (
     serve_cmd,
 )
 from smneuron.cli._common import CliState
+from smneuron.errors import SmneuronError, from_exception
 
 app = typer.Typer(
     name="smneuron",
@@ -114,7 +115,6 @@ def run(argv: list[str] | None = None) -> None:
     Usage errors (unknown option, missing argument, bad choice, no command) print the usage and the
     problem and exit 2; an aborted prompt exits 1 with "Aborted."; smneuron errors exit 1.
     """
-    from smneuron.errors import SmneuronError, from_exception
 
     exit_, abort, click_exception = _usage_exceptions()
     command = typer.main.get_command(app)

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.compile.tasks import infer_task, write_sample_records
+from smneuron.errors import ConfigError
+from smneuron.local.demo import pick_model
+from smneuron.local.pipeline.runner import run_local
+from smneuron.pipeline.runs import definition, start, status, upsert
+from smneuron.pipeline.schedule import list_pipelines, schedule, unschedule
+from smneuron.specs.models import override
 
 app = typer.Typer(
     help="The SageMaker Pipeline: compile -> evaluate accuracy on Neuron -> deploy, on a schedule.",
@@ -18,7 +26,6 @@ ParamOpt = typer.Option(None, "--param", "-p", help="Pipeline parameter override
 
 
 def _params(values: list[str] | None) -> dict[str, str]:
-    from smneuron.errors import ConfigError
 
     out = {}
     for v in values or []:
@@ -37,7 +44,6 @@ def _name(ctx: typer.Context, name: str | None) -> str:
 def definition_cmd(ctx: typer.Context) -> None:
     """Print the pipeline definition JSON (nothing is uploaded or created; works offline: an unknown
     account shows as <account-id>, set SMNEURON_ACCOUNT or pipeline.role to fill it in)."""
-    from smneuron.pipeline.runs import definition
 
     st = state(ctx)
     print_json(definition(st.project(), session=st.session(offline=True), publish=False))
@@ -46,7 +52,6 @@ def definition_cmd(ctx: typer.Context) -> None:
 @app.command("upsert")
 def upsert_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Upload the step code and smneuron wheel, then create or update the pipeline."""
-    from smneuron.pipeline.runs import upsert
 
     st = state(ctx)
     r = upsert(st.project(), session=st.session())
@@ -67,7 +72,6 @@ def start_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Start an execution (parameters default to those set at upsert)."""
-    from smneuron.pipeline.runs import start
 
     st = state(ctx)
     arn = start(_name(ctx, name), _params(param), session=st.session())
@@ -85,7 +89,6 @@ def status_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """The newest (or given) execution and its steps."""
-    from smneuron.pipeline.runs import status
 
     s = status(_name(ctx, name), execution, session=state(ctx).session())
     if as_json:
@@ -108,7 +111,6 @@ def status_cmd(
 @app.command("list")
 def list_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Pipelines with their newest execution status and schedule."""
-    from smneuron.pipeline.schedule import list_pipelines
 
     rows = list_pipelines(session=state(ctx).session())
     if as_json:
@@ -137,8 +139,6 @@ def schedule_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Start the pipeline on a schedule (EventBridge Scheduler via PipelineSchedule)."""
-    from smneuron.errors import ConfigError
-    from smneuron.pipeline.schedule import schedule
 
     st = state(ctx)
     spec = st.project().pipeline
@@ -165,7 +165,6 @@ def unschedule_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Remove the pipeline's schedule."""
-    from smneuron.pipeline.schedule import unschedule
 
     removed = unschedule(_name(ctx, name), session=state(ctx).session())
     if as_json:
@@ -189,10 +188,6 @@ def run_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Run the pipeline's definition locally: cpu target, local endpoint for the hardware, embedded AWS."""
-    import tempfile
-
-    from smneuron.errors import ConfigError
-    from smneuron.local.pipeline.runner import run_local
 
     if not local:
         raise ConfigError(
@@ -202,15 +197,11 @@ def run_cmd(
     st = state(ctx)
     project = st.project()
     if task:
-        from smneuron.specs.models import override
-
         project = project.model_copy(update={"compile": override(project.compile, task=task)})
     with tempfile.TemporaryDirectory(prefix="smneuron-run-") as tmp:
         if model is None and project.model:
             model = Path(project.model)
         if model is None:
-            from smneuron.local.demo import pick_model
-
             model, picked, _ = pick_model(Path(tmp))
             project = project.model_copy(
                 update={
@@ -218,8 +209,6 @@ def run_cmd(
                 }
             )
         if project.compile.task is None:
-            from smneuron.compile.tasks import infer_task
-
             inferred, why = infer_task(Path(model))
             project = project.model_copy(
                 update={"compile": project.compile.model_copy(update={"task": inferred})}
@@ -227,8 +216,6 @@ def run_cmd(
             if not as_json:
                 console().print(f"note: task {inferred} inferred from {why} (choose another with --task)")
         if data is None:
-            from smneuron.compile.tasks import write_sample_records
-
             data = write_sample_records(Path(tmp) / "evaluation.jsonl", project.compile.task)
 
         def show(step) -> None:  # type: ignore[no-untyped-def]

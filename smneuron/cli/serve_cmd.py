@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import time
 from pathlib import Path
 
 import typer
 
+from smneuron.artifact.archive import read_manifest
+from smneuron.artifact.staging import is_llm_dir
+from smneuron.catalog import InstanceType
 from smneuron.cli._common import console
+from smneuron.deploy.encoder_env import container_environment
+from smneuron.errors import ConfigError
+from smneuron.local.generation.standin import main
+from smneuron.serving.server import LocalEndpoint, check_port_free
+from smneuron.serving.torchserve import TorchServeStack
+from smneuron.specs.models import EndpointSpec, override
 
 
 def describe_layout(layout) -> str:  # type: ignore[no-untyped-def]
@@ -23,11 +36,6 @@ def describe_layout(layout) -> str:  # type: ignore[no-untyped-def]
 
 def serve_text_generation(model_dir: Path, host: str, port: int) -> None:
     """A text-generation artifact: the stand-in of the optimum-neuron vLLM container, in the foreground."""
-    import json
-    import os
-
-    from smneuron.local.generation.standin import main
-    from smneuron.serving.server import check_port_free
 
     gen = json.loads((model_dir / "smneuron.json").read_text())["generation"]
     os.environ.update(
@@ -61,12 +69,9 @@ def serve_cmd(
     ),
 ) -> None:
     """Serve a model.tar.gz locally: GET /ping, POST /invocations, GET /metrics."""
-    from smneuron.errors import ConfigError
-    from smneuron.serving.server import LocalEndpoint
 
     if engine not in ("smneuron", "torchserve"):
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
-    from smneuron.artifact.staging import is_llm_dir
 
     if package.is_dir() and is_llm_dir(package):
         return serve_text_generation(package, host, port)
@@ -103,14 +108,6 @@ def _serve_torchserve(
     timeout: int | None,
 ) -> None:
     """The PyTorch DLC's own stack in the foreground until Ctrl-C / SIGTERM."""
-    import signal
-    import time
-
-    from smneuron.artifact.archive import read_manifest
-    from smneuron.catalog import InstanceType
-    from smneuron.deploy.encoder_env import container_environment
-    from smneuron.serving.torchserve import TorchServeStack
-    from smneuron.specs.models import EndpointSpec, override
 
     inst = InstanceType.parse(instance, use="endpoint")
     spec = override(

@@ -9,6 +9,7 @@ carried its own copy of the weights: MiniLM with 3 buckets packed to 2.7x its we
 from __future__ import annotations
 
 import datetime as dt
+import multiprocessing
 import os
 import shutil
 import tempfile
@@ -25,7 +26,7 @@ from smneuron.artifact.manifest import MANIFEST_NAME, Bucket, Compiler, Manifest
 from smneuron.compile import cache as compile_cache
 from smneuron.compile import targets, tasks
 from smneuron.errors import CompileError, ConfigError
-from smneuron.specs.models import CompileSpec
+from smneuron.specs.models import CompileSpec, override
 
 CPU_TOLERANCE = 1e-4
 
@@ -84,7 +85,6 @@ def compile_model(
         MissingDependencyError: torch / transformers / the target's Neuron package is missing.
         CompileError: loading, tracing or validation failed.
     """
-    from smneuron.specs.models import override
 
     started = time.perf_counter()
     spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
@@ -302,7 +302,6 @@ def _bucket_in_subprocess(
 
 
 def _spawn() -> Any:
-    import multiprocessing
 
     return multiprocessing.get_context("spawn")  # fork after torch threads start is unsafe
 

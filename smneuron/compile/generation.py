@@ -25,6 +25,7 @@ from smneuron._version import __version__
 from smneuron.artifact.hashing import sha256_file, tree_hash
 from smneuron.artifact.manifest import Compiler, Generation, LlmManifest
 from smneuron.catalog.capacity import ModelShape, smallest_fit
+from smneuron.compile import tasks
 from smneuron.errors import CompileError, ConfigError, MissingDependencyError
 from smneuron.specs.models import CompileSpec
 
@@ -121,7 +122,6 @@ def compile_llm(model: str | Path, out_dir: str | Path, spec: CompileSpec) -> Ll
         MissingDependencyError: inf2 without optimum-neuron (it runs in the vLLM DLC / Neuron hosts).
         CompileError: no tokenizer, or the export failed (with its last output lines).
     """
-    from smneuron.compile import tasks
 
     started = time.monotonic()
     src, out = Path(model), Path(out_dir)

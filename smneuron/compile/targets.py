@@ -13,6 +13,7 @@ import contextlib
 import importlib
 import io
 import logging
+import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -69,7 +70,6 @@ def versions(target: str) -> dict[str, str]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
-    import os
 
     sdk = os.environ.get("SMNEURON_NEURON_SDK") or os.environ.get("NEURON_SDK_VERSION")
     if sdk and target != "cpu":

@@ -237,7 +237,6 @@ def infer_task(model_dir: Path) -> tuple[str, str]:
         ConfigError: no architecture to go by, or a head smneuron does not serve (masked LM, ...),
             listing the tasks to choose from with ``--task``.
     """
-    import json
 
     try:
         config = json.loads((model_dir / "config.json").read_text())

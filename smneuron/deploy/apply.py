@@ -14,7 +14,7 @@ from typing import Any
 
 from smneuron.deploy.encoder_plan import DeployPlan
 from smneuron.endpoints import autoscaling
-from smneuron.endpoints.handle import describe, wait_for_endpoint
+from smneuron.endpoints.handle import Endpoint, describe, wait_for_endpoint
 from smneuron.errors import (
     DeploymentRolledBackError,
     SmneuronError,
@@ -44,7 +44,6 @@ class DeployResult:
     @property
     def endpoint(self) -> Any:
         """An ``Endpoint`` for notebooks: ``.predict([...])``, ``.status()``, ``.delete()``."""
-        from smneuron.endpoints.handle import Endpoint
 
         return Endpoint(self.endpoint_name, session=self.session)
 

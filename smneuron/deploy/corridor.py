@@ -14,6 +14,8 @@ from typing import Any
 from smneuron.artifact.staging import ModelData, describe_local, stage
 from smneuron.deploy.apply import DeployResult, apply
 from smneuron.deploy.encoder_plan import DeployPlan, plan, plan_for_model
+from smneuron.deploy.generation_apply import apply_llm
+from smneuron.deploy.generation_plan import plan_llm
 from smneuron.errors import from_client_error
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec, ScalingSpec
@@ -44,8 +46,6 @@ def preview(
 def _plan(data: ModelData, spec: EndpointSpec, scaling: ScalingSpec | None, **kw: Any) -> Any:
     """The encoder plan, or for a text-generation artifact the inference-component plan."""
     if data.is_llm:
-        from smneuron.deploy.generation_plan import plan_llm
-
         return plan_llm(data, spec, region=kw["region"], prices=kw.get("prices"))
     return plan(data, spec, scaling, **kw)
 
@@ -81,8 +81,6 @@ def deploy(
     data = stage(artifact, session=sess, name=spec.name)
     p = _plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices)
     if data.is_llm:
-        from smneuron.deploy.generation_apply import apply_llm
-
         return apply_llm(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
     return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
 

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from smneuron.endpoints.autoscaling import ScalingPlan
+from smneuron.endpoints.polling import poll_intervals
 from smneuron.errors import EndpointFailedError, from_client_error, is_not_found, none_if_missing
 from smneuron.session import Session
 
@@ -49,7 +51,6 @@ def wait(
         EndpointFailedError: the component reached Failed (with its FailureReason).
         TimeoutError: not InService within ``timeout``.
     """
-    from smneuron.endpoints.polling import poll_intervals
 
     start = time.monotonic()
     for delay in poll_intervals():
@@ -133,7 +134,6 @@ def scale(session: Session, name: str, spec) -> Any:  # type: ignore[no-untyped-
 
     ``min_capacity`` 0 is scale to zero (a step policy on NoCapacityInvocationFailures scales out from it).
     """
-    from smneuron.endpoints.autoscaling import ScalingPlan
 
     resource = f"inference-component/{name}"
     target = spec.target_value or 4.0

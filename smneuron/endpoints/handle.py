@@ -12,13 +12,15 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from smneuron.catalog import InstanceType, load_prices
 from smneuron.deploy.encoder_plan import TAG_ENDPOINT
 from smneuron.deploy.generation_env import redacted
-from smneuron.endpoints import autoscaling
+from smneuron.endpoints import autoscaling, components
 from smneuron.endpoints.invoke import HttpTarget, Response, invoke_endpoint
 from smneuron.endpoints.logs import log_events as log_events  # part of this module's API
 from smneuron.endpoints.logs import log_tail
 from smneuron.endpoints.polling import poll_intervals as poll_intervals  # part of this module's API
+from smneuron.endpoints.streaming import open_stream, request_body, text_pieces
 from smneuron.errors import (
     EndpointFailedError,
     NotFoundError,
@@ -101,7 +103,6 @@ def status(name: str, *, session: Session | None = None) -> dict:
     variant_cfg = sm.describe_endpoint_config(EndpointConfigName=d["EndpointConfigName"])[
         "ProductionVariants"
     ][0]
-    from smneuron.endpoints import components
 
     found = [components.describe(sess, c) for c in components.for_endpoint(sess, name)]
     found = [c for c in found if c]
@@ -141,13 +142,10 @@ def scale(name: str, spec: ScalingSpec, *, session: Session | None = None) -> au
 
     The default target follows the endpoint's instance type and worker count, read from the endpoint.
     """
-    from smneuron.catalog import InstanceType
 
     sess = session or Session.from_env()
     s = status(name, session=sess)
     if s["components"]:  # text generation: the copies scale, on the instances managed instance scaling adds
-        from smneuron.endpoints import components
-
         return components.scale(sess, s["components"][0]["InferenceComponentName"], spec)
     instance = InstanceType.parse(s["config"]["InstanceType"])
     workers = int(s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
@@ -178,8 +176,6 @@ def delete(name: str, *, session: Session | None = None, variant: str = "AllTraf
         current = describe(sess, name)
         configs = set(_owned(sess, "endpoint_configs", name))
         if current is not None:
-            from smneuron.endpoints import components
-
             for component in components.for_endpoint(sess, name):  # copies go before their endpoint
                 removed += components.delete(sess, component)
             configs.add(current["EndpointConfigName"])
@@ -246,7 +242,6 @@ def _owned(session: Session, kind: str, endpoint: str) -> list[str]:
 
 def list_endpoints(*, session: Session | None = None) -> list[dict]:
     """Every endpoint smneuron manages in the region: name, status, instance type and count, age."""
-    from smneuron.catalog import load_prices
 
     sess = session or Session.from_env()
     sm = sess.client("sagemaker")
@@ -315,8 +310,6 @@ class Endpoint:
 
     def _check(self) -> None:
         if not self._exists:  # a missing endpoint is an error, never a placeholder answer
-            from smneuron.endpoints import components
-
             require(self.session, self.name)  # type: ignore[arg-type]
             found = components.for_endpoint(self.session, self.name)  # type: ignore[arg-type]
             self.component = self.component or (found[0] if found else None)
@@ -324,7 +317,6 @@ class Endpoint:
 
     def generate(self, prompt: str | None = None, *, messages: list | None = None, **params: Any) -> dict:
         """One text-generation request (``prompt`` -> completions, ``messages`` -> chat); the JSON answer."""
-        from smneuron.endpoints.streaming import request_body
 
         return self.invoke(json.dumps(request_body(prompt, messages, stream=False, **params))).json()
 
@@ -333,7 +325,6 @@ class Endpoint:
     ) -> Iterator[str]:
         """Stream a generation: yields text pieces as the server sends them (InvokeEndpointWithResponseStream,
         or SSE from a URL)."""
-        from smneuron.endpoints.streaming import open_stream, request_body, text_pieces
 
         body = json.dumps(request_body(prompt, messages, stream=True, **params)).encode()
         if not self._http:

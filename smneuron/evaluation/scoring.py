@@ -20,12 +20,18 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smneuron.artifact.packaging import package
+from smneuron.compile.encoder import compile_model
+from smneuron.compile.tasks import TASKS, infer_task
+from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError, SmneuronError
+from smneuron.serving.server import LocalEndpoint
 from smneuron.specs.models import CompileSpec, Thresholds
 
 # Parameters that make each task's answer comparable number by number.
@@ -297,8 +303,6 @@ def reference_outputs(
     model_dir: str | Path, records: Sequence[Record], spec: CompileSpec, work: str | Path
 ) -> list[Any]:
     """Outputs of the uncompiled model in fp32 on CPU for ``records``, through the same inference code."""
-    from smneuron.artifact.packaging import package
-    from smneuron.compile.encoder import compile_model
 
     work = Path(work)
     compiled = compile_model(model_dir, work / "reference-artifact", reference_spec(spec))
@@ -308,8 +312,6 @@ def reference_outputs(
 
 def local_outputs(package: str | Path, records: Sequence[Record], task: str) -> list[Any]:
     """Serve a cpu package on the local endpoint and collect its outputs for ``records``."""
-    from smneuron.endpoints.handle import Endpoint
-    from smneuron.serving.server import LocalEndpoint
 
     with LocalEndpoint(package, instance_type="ml.c6i.xlarge", workers=1) as local:
         endpoint = Endpoint(url=local.url)
@@ -351,9 +353,6 @@ def evaluate(
         ConfigError: not exactly one candidate / reference source given, or bad data.
         EvaluationError: the two sides cannot be compared.
     """
-    import tempfile
-
-    from smneuron.endpoints.handle import Endpoint
 
     if sum(x is not None for x in (package, endpoint, url, outputs)) != 1:
         raise ConfigError(
@@ -365,12 +364,9 @@ def evaluate(
         )
     if task is None:  # the reference model says what it is for; a reference file does not
         if reference_model is None:
-            from smneuron.compile.tasks import TASKS
-
             raise ConfigError(
                 "Which task? A reference outputs file does not say.", hint=f"Pass --task: {', '.join(TASKS)}."
             )
-        from smneuron.compile.tasks import infer_task
 
         task = infer_task(Path(reference_model))[0]
     records = read_records(data)

@@ -3,14 +3,19 @@ their outputs into smneuron.yaml so nobody copies ARNs by hand."""
 
 from __future__ import annotations
 
+import difflib
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.resources import infra_dir
+from smneuron.artifact.storage import head_bucket
+from smneuron.catalog import registry_account
+from smneuron.endpoints.handle import poll_intervals
 from smneuron.errors import AwsError, ConfigError, from_client_error
-from smneuron.session import Session
+from smneuron.session import Session, default_bucket_name
+from smneuron.specs.models import ProjectFile, validate
 
 STACKS = {"base": "smneuron-base.yaml", "pipeline": "smneuron-pipeline.yaml"}
 CAPABILITIES = ["CAPABILITY_NAMED_IAM"]
@@ -32,8 +37,6 @@ def template_file(stack: str) -> str:
         ConfigError: another name, with the valid ones (and the nearest).
     """
     if stack not in STACKS:
-        import difflib
-
         near = difflib.get_close_matches(stack, list(STACKS), n=1)
         raise ConfigError(
             f"Unknown stack {stack!r}." + (f" Did you mean {near[0]!r}?" if near else ""),
@@ -186,9 +189,6 @@ def deploy_stacks(
     An artifact bucket that exists before the base stack (an upload or deploy came first) is adopted:
     the stack applies its policy to it instead of failing with BucketAlreadyExists.
     """
-    from smneuron.artifact.storage import head_bucket
-    from smneuron.catalog import registry_account
-    from smneuron.session import default_bucket_name
 
     notes = []
     params: dict[str, str] = {"KmsKeyArn": kms_key_arn} if kms_key_arn else {}
@@ -223,7 +223,6 @@ def deploy_stacks(
 
 
 def _wait(get, key: str, pending: set[str], timeout: float) -> dict:  # type: ignore[no-untyped-def]
-    from smneuron.endpoints.handle import poll_intervals
 
     start = time.monotonic()
     for delay in poll_intervals(first=0.5, cap=10):
@@ -250,8 +249,6 @@ def outputs(*, session: Session, stack_name: str) -> dict[str, str]:
 def write_project_outputs(path: Path, values: dict[str, str]) -> dict[str, str]:
     """Put stack outputs into smneuron.yaml (created if missing); returns what was written."""
     import yaml
-
-    from smneuron.specs.models import ProjectFile, validate
 
     data = yaml.safe_load(path.read_text()) if path.exists() else {}
     data = data or {}

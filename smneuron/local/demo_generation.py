@@ -15,6 +15,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from smneuron.artifact.staging import stage as stage_model_data
+from smneuron.bench.generation import run_llm
+from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
+from smneuron.compile.generation import compile_llm
+from smneuron.deploy.corridor import deploy
+from smneuron.endpoints.handle import Endpoint, delete
+from smneuron.local.aws.backing import Backer, activate
+from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
+from smneuron.local.demo import stage_recorder
+from smneuron.local.tiny_model import build_tiny_llama
+from smneuron.session import Session
+from smneuron.specs.models import CompileSpec, EndpointSpec, GenerationSpec
+
 
 @dataclass
 class LlmDemoResult:
@@ -35,18 +48,6 @@ def run_llm_demo(
     work_dir: str | Path | None = None,
 ) -> LlmDemoResult:
     """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes."""
-    from smneuron.artifact.staging import stage as stage_model_data
-    from smneuron.bench.generation import run_llm
-    from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
-    from smneuron.compile.generation import compile_llm
-    from smneuron.deploy.corridor import deploy
-    from smneuron.endpoints.handle import Endpoint, delete
-    from smneuron.local.aws.backing import Backer, activate
-    from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
-    from smneuron.local.demo import stage_recorder
-    from smneuron.local.tiny_model import build_tiny_llama
-    from smneuron.session import Session
-    from smneuron.specs.models import CompileSpec, EndpointSpec, GenerationSpec
 
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-llm-demo-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]

@@ -18,6 +18,10 @@ import urllib.request
 from pathlib import Path
 
 from smneuron.errors import ConfigError, SmneuronError
+from smneuron.local.aws.backing import Backer, activate
+from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws
+from smneuron.serving.ports import free_port
+from smneuron.session import Session
 
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
 LOCAL_REGION = "us-east-1"
@@ -75,7 +79,6 @@ def up(port: int = 0, timeout: float = 60, engine: str = "smneuron", llm_engine:
     running = status()
     if running:
         return {**running, "started": False}
-    from smneuron.serving.ports import free_port
 
     path = state_path()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -150,16 +153,12 @@ def require() -> dict:
 
 def serve(port: int, state_file: Path, engine: str = "smneuron") -> None:
     """The service process: embedded AWS + backed endpoints until SIGTERM."""
-    from smneuron.local.aws.backing import Backer, activate
-    from smneuron.local.aws.embedded import embedded_aws
 
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
     with embedded_aws(port) as url:
         activate(Backer(url, engine))
-        from smneuron.local.aws.embedded import create_sagemaker_role
-        from smneuron.session import Session
 
         create_sagemaker_role(Session.from_env(region=LOCAL_REGION, endpoint_url=url))
         log = str(state_file.with_name("local.log"))

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smneuron._version import __version__
-from smneuron.catalog import InstanceType, resolve_image
+from smneuron.catalog import INSTANCE_TYPES, InstanceType, resolve_image
+from smneuron.compile.tasks import TASKS
 from smneuron.deploy.encoder_env import container_environment
 from smneuron.errors import ConfigError
 from smneuron.session import Session
@@ -92,8 +93,6 @@ def plan(
     instance = InstanceType.parse(ep.instance_type, use="endpoint")
     target = instance.target
     if comp.task is None:
-        from smneuron.compile.tasks import TASKS
-
         raise ConfigError(
             "The pipeline needs compile.task: its accuracy gate depends on it, and the model is only read when "
             "the pipeline runs.",
@@ -185,7 +184,6 @@ def role_arn(role: str, session: Session) -> str:
 
 
 def _instance_choices(instance: InstanceType) -> list[str]:
-    from smneuron.catalog import INSTANCE_TYPES
 
     if not instance.is_neuron:
         return [instance.name]

@@ -12,16 +12,21 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from smneuron._version import __version__
+from smneuron.artifact.resources import pipelines_dir
+from smneuron.artifact.storage import ensure_bucket
 from smneuron.errors import ConfigError, MissingDependencyError, from_client_error, is_not_found
+from smneuron.pipeline.code_bundle import build_wheel
 from smneuron.pipeline.plan import PipelinePlan, plan
 from smneuron.session import Session
 from smneuron.specs.models import PipelineSpec, ProjectFile
@@ -30,10 +35,6 @@ from smneuron.specs.models import PipelineSpec, ProjectFile
 def publish_code(p: PipelinePlan, *, session: Session | None = None) -> PipelinePlan:
     """Upload the job entry script, the smneuron wheel and the pipeline config (content addressed)."""
     from botocore.exceptions import ClientError
-
-    from smneuron.artifact.resources import pipelines_dir
-    from smneuron.artifact.storage import ensure_bucket
-    from smneuron.pipeline.code_bundle import build_wheel
 
     sess = session or Session.from_env()
     s3 = sess.client("s3")
@@ -67,7 +68,6 @@ def root_logger_kept() -> Iterator[None]:
     """Import SageMaker SDK modules inside this: some (sagemaker.experiments) call
     ``logging.basicConfig(level=INFO)`` on import, turning on every library's INFO lines in the
     caller's process (httpx then logs each request); the root logger is put back afterwards."""
-    import logging
 
     root = logging.getLogger()
     level, handlers = root.level, list(root.handlers)
@@ -90,7 +90,6 @@ def definition_module() -> Any:
     global _DEFINITION
     if _DEFINITION is not None:
         return _DEFINITION
-    from smneuron.artifact.resources import pipelines_dir
 
     os.environ.setdefault(
         "SAGEMAKER_SUPPRESS_V2_WARNING", "1"
@@ -111,8 +110,6 @@ def definition_module() -> Any:
         with root_logger_kept():
             spec.loader.exec_module(module)
     except ImportError as e:  # e.g. SDK v3, which has no sagemaker.workflow steps of the v2 kind
-        from importlib.metadata import version
-
         raise MissingDependencyError(
             "sagemaker<3",
             "The SageMaker Pipeline",

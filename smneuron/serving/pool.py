@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import logging
 import multiprocessing
 import os
@@ -211,7 +212,6 @@ class WorkerPool:
 
     @staticmethod
     def _fail(batch: list[Pending], status: int, code: str, message: str) -> None:
-        import json
 
         body = json.dumps({"error": message, "code": code}).encode()
         for p in batch:

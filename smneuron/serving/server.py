@@ -7,8 +7,14 @@
 
 from __future__ import annotations
 
+import errno
+import importlib.util
+import json
 import os
 import shutil
+import signal
+import socket
+import sys
 import tempfile
 import threading
 import time
@@ -16,12 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.staging import ModelData
+from smneuron.artifact.archive import extract_package
+from smneuron.artifact.staging import ModelData, fetch
 from smneuron.catalog import InstanceType
+from smneuron.deploy.encoder_env import container_environment, workers_for
 from smneuron.errors import ArtifactError, ConfigError
+from smneuron.serving.app import build_app
 from smneuron.serving.pool import WorkerPool, WorkerStartError
+from smneuron.serving.ports import free_port
 from smneuron.session import Session
-from smneuron.specs.models import EndpointSpec
+from smneuron.specs.models import EndpointSpec, override
 
 
 @dataclass
@@ -35,7 +45,6 @@ class Layout:
 
 def plan_layout(manifest: dict, instance: InstanceType, spec: EndpointSpec, workers: int | None) -> Layout:
     """Workers as the real endpoint would run them, capped by this machine's cores (said out loud)."""
-    from smneuron.deploy.encoder_env import container_environment, workers_for
 
     cores_per_model = int(manifest["compiler"].get("cores_per_model", 1))
     wanted = workers_for(instance, cores_per_model, workers)
@@ -50,7 +59,6 @@ def plan_layout(manifest: dict, instance: InstanceType, spec: EndpointSpec, work
 
 def check_runnable(manifest: dict) -> None:
     """Refuse artifacts whose target cannot run on this machine (inf1/inf2 need the Neuron runtime)."""
-    import importlib.util
 
     target = manifest["compiler"]["target"]
     module = {"inf1": "torch_neuron", "inf2": "torch_neuronx"}.get(target)
@@ -68,8 +76,6 @@ def check_port_free(host: str, port: int) -> None:
     Raises:
         ConfigError: the address is in use (or not ours to bind).
     """
-    import errno
-    import socket
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is fine
@@ -110,7 +116,6 @@ class LocalEndpoint:
         spec: EndpointSpec | None = None,
         session: Session | None = None,
     ) -> None:
-        from smneuron.specs.models import override
 
         base = spec or EndpointSpec(instance_type=instance_type)
         self.spec = override(
@@ -141,15 +146,10 @@ class LocalEndpoint:
 
     def prepare(self) -> Layout:
         """Extract the package, check it can run here, plan workers, start and warm them."""
-        import json
-
-        from smneuron.artifact.archive import extract_package
 
         if self.port:  # a busy port fails now, not after every worker has loaded the model
             check_port_free(self.host, self.port)
         if self.package is None:  # staged in S3: download (verified) first
-            from smneuron.artifact.staging import fetch
-
             self._tmp = tempfile.mkdtemp(prefix="smneuron-serve-")
             self.package = fetch(self.model_data, self._tmp, session=self.session)  # type: ignore[arg-type]
         if (self.package / "smneuron.json").is_file() and (self.package / "code").is_dir():
@@ -165,8 +165,6 @@ class LocalEndpoint:
             ) from None
         check_runnable(manifest)
         if self.port == 0:
-            from smneuron.serving.ports import free_port
-
             self.port = free_port()
         self.layout = plan_layout(
             manifest, InstanceType.parse(self.spec.instance_type), self.spec, self.requested_workers
@@ -188,8 +186,6 @@ class LocalEndpoint:
 
     def config(self) -> Any:
         import uvicorn
-
-        from smneuron.serving.app import build_app
 
         assert self.pool is not None
         return uvicorn.Config(
@@ -220,8 +216,6 @@ class LocalEndpoint:
 
     def serve_forever(self) -> None:
         """Serve in the foreground; SIGTERM / Ctrl-C drain in-flight requests, then exit."""
-        import signal
-        import sys
 
         import uvicorn
 

@@ -11,6 +11,7 @@ path follows it), and TorchServe listens on free loopback ports instead of 8080/
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -23,7 +24,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from smneuron.artifact.archive import extract_package
+from smneuron.deploy.encoder_env import MODEL_DIR
 from smneuron.errors import MissingDependencyError, SmneuronError
+from smneuron.serving.ports import free_port
+from smneuron.serving.server import check_port_free, check_runnable
 
 START = "from sagemaker_pytorch_serving_container import serving; serving.main()"
 
@@ -49,7 +54,6 @@ def require() -> None:
     Raises:
         MissingDependencyError: torchserve or the SageMaker PyTorch toolkit is missing.
     """
-    import importlib.util
 
     for module, package in (
         ("ts", "torchserve"),
@@ -108,10 +112,6 @@ class TorchServeStack:
         Raises:
             SmneuronError: TorchServe exited or its workers did not come up (with its log's last lines).
         """
-        from smneuron.artifact.archive import extract_package
-        from smneuron.deploy.encoder_env import MODEL_DIR
-        from smneuron.serving.ports import free_port
-        from smneuron.serving.server import check_port_free, check_runnable
 
         require()
         if self.port:

@@ -13,6 +13,8 @@ import time
 import traceback
 from typing import Any
 
+from smneuron.serving.ts_context import TorchServeContext
+
 
 def worker_main(model_dir: str, env: dict[str, str], conn: Any) -> None:
     """Process entry point: load, report ready, then answer batches until the pipe closes."""
@@ -24,8 +26,6 @@ def worker_main(model_dir: str, env: dict[str, str], conn: Any) -> None:
         code_dir = os.path.join(model_dir, "code")
         sys.path.insert(0, code_dir)
         import smneuron_handler
-
-        from smneuron.serving.ts_context import TorchServeContext
 
         t0 = time.perf_counter()
         model = smneuron_handler.initialize(TorchServeContext(model_dir, []))

@@ -6,6 +6,7 @@ Field names follow SageMaker's own (``initial_instance_count``, ``variant_name``
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -244,8 +245,6 @@ class ScalingSpec(StrictModel):
             ConfigError: no run of the report meets the SLO, or the file cannot be read.
         """
         if not isinstance(report, dict):
-            import json
-
             try:
                 report = json.loads(Path(report).read_text())
             except (OSError, ValueError) as e:

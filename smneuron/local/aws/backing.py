@@ -15,9 +15,20 @@ MAX_LOCAL_INSTANCES), and InvokeEndpoint spreads requests over them.
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+from smneuron.artifact.staging import fetch, stage
+from smneuron.local.aws import components as fake_components
+from smneuron.local.aws import stream_route
+from smneuron.local.aws.component_backing import Components
+from smneuron.local.aws.routing import route
+from smneuron.serving.server import LocalEndpoint
+from smneuron.serving.torchserve import TorchServeStack
+from smneuron.session import Session
+from smneuron.specs.models import EndpointSpec
 
 MAX_LOCAL_INSTANCES = 4  # instances this machine runs at most per endpoint (each a full model server)
 
@@ -48,12 +59,10 @@ class Backer:
         self.engine = engine  # smneuron (the local endpoint) or torchserve (the DLC's own stack)
         self.endpoints: dict[str, Backing] = {}
         self.http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=256))
-        from smneuron.local.aws.component_backing import Components
 
         self.components = Components(self._session)  # inference components: stand-in vLLM copies
 
     def _session(self) -> Any:
-        from smneuron.session import Session
 
         return Session.from_env(region="us-east-1", endpoint_url=self.aws_url)
 
@@ -100,9 +109,6 @@ class Backer:
             self._scale(backing)
 
     def _server_for(self, config_name: str) -> Any:
-        from smneuron.artifact.staging import stage
-        from smneuron.serving.server import LocalEndpoint
-        from smneuron.specs.models import EndpointSpec
 
         session = self._session()
         sm = session.client("sagemaker")
@@ -125,11 +131,6 @@ class Backer:
             int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]) if "SAGEMAKER_MODEL_SERVER_WORKERS" in env else None
         )
         if self.engine == "torchserve":  # the container environment as the Model carries it, unchanged
-            import tempfile
-
-            from smneuron.artifact.staging import fetch
-            from smneuron.serving.torchserve import TorchServeStack
-
             local = fetch(data, tempfile.mkdtemp(prefix="smneuron-backing-"), session=session)
             return TorchServeStack(local, env)
         return LocalEndpoint(
@@ -188,7 +189,6 @@ class Backer:
 
     def route(self, endpoint: str, component: str | None, size: int) -> str | tuple[int, str, str]:
         """The model server URL for an invocation, or SageMaker's (status, code, message) refusal."""
-        from smneuron.local.aws.routing import route
 
         return route(self, endpoint, component, size)
 
@@ -218,7 +218,6 @@ _INSTALLED = False
 def activate(backer: Backer | None) -> None:
     """Back the embedded AWS's endpoints with ``backer`` (None: plain moto again, for in-process tests)."""
     global _ACTIVE
-    from smneuron.local import fake_components, stream_route
 
     if backer is not None:
         install()

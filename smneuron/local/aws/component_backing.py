@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+
+from smneuron.artifact.staging import fetch, stage
+from smneuron.local.generation.copy import LlmServer
 
 MAX_LOCAL_COPIES = 4
 
@@ -46,7 +50,6 @@ class Components:
         threading.Thread(target=self._bring_up, args=(name, model), daemon=True).start()
 
     def _bring_up(self, name: str, model: str) -> None:
-        from smneuron.local.generation.copy import LlmServer
 
         copies = self.items[name]
         try:
@@ -73,7 +76,6 @@ class Components:
             server.stop()
 
     def _fetch(self, model: str) -> tuple[str, dict]:
-        from smneuron.artifact.staging import fetch, stage
 
         session = self._session()
         container = session.client("sagemaker").describe_model(ModelName=model)["PrimaryContainer"]
@@ -98,7 +100,6 @@ class Components:
         threading.Thread(target=self._scale, args=(copies,), daemon=True).start()
 
     def _scale(self, copies: Copies) -> None:
-        from smneuron.local.generation.copy import LlmServer
 
         want = min(copies.desired, MAX_LOCAL_COPIES)
         while len(copies.servers) > want:
@@ -141,7 +142,6 @@ class Components:
 
 def _start_all(servers: list) -> None:
     """Start the copies side by side (as SageMaker places them); the first failure is raised."""
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(servers)) as pool:
         for future in [pool.submit(server.start) for server in servers]:

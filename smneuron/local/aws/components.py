@@ -9,6 +9,7 @@ runs the copies, in which case it reports Creating until they answer /ping, or F
 from __future__ import annotations
 
 import datetime as dt
+from enum import Enum
 from typing import Any
 
 listener: Any = None  # start_component(name, record) / stop_component(name) / component_state(name)
@@ -171,7 +172,6 @@ def patch_components() -> None:
 def _patch_copy_dimension() -> None:
     """Application Auto Scaling's scalable dimensions as botocore knows them (moto's list lacks
     ``sagemaker:inference-component:DesiredCopyCount``)."""
-    from enum import Enum
 
     import botocore.session
     from moto.applicationautoscaling import models as aas_models

@@ -25,10 +25,19 @@ The product never works around moto; only this module changes moto.
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from smneuron.errors import MissingDependencyError
+from smneuron.local.aws.components import patch_components
+from smneuron.local.aws.stream_route import StreamRouter
+from smneuron.serving.ports import free_port
 
 _PATCHED = False
 _ENDPOINT_DELAY_S = 0.0
@@ -110,7 +119,6 @@ def patch_moto() -> None:
     models.SageMakerModelBackend.update_endpoint = backend_update_endpoint
     responses.SageMakerResponse.update_endpoint = response_update_endpoint
     _patch_pipeline_steps(models, responses, ActionResult)
-    from smneuron.local.aws.components import patch_components
 
     patch_components()
     _patch_s3_conditional_denies()
@@ -122,7 +130,6 @@ def _patch_pipeline_steps(models: Any, responses: Any, ActionResult: Any) -> Non
     """ListPipelineExecutionSteps. moto marks every execution Succeeded the moment it starts
     without running anything; the steps it reports are the execution's top-level definition steps,
     each with the execution's status (the same fiction, stated step by step)."""
-    import json
 
     def response_list_pipeline_execution_steps(self: Any) -> Any:
         backend = self.sagemaker_backend
@@ -149,7 +156,6 @@ def _patch_pipeline_steps(models: Any, responses: Any, ActionResult: Any) -> Non
 
 
 def _patch_cloudformation() -> None:
-    import json
 
     from moto.cloudformation import parsing
     from moto.core.common_models import CloudFormationModel
@@ -234,7 +240,6 @@ def _conditional_deny(statement: dict) -> bool:
 
 
 def _patch_s3_conditional_denies() -> None:
-    import json
 
     from moto.iam.access_control import IAMPolicy, PermissionResult
     from moto.s3 import models as s3_models
@@ -256,13 +261,10 @@ def _patch_s3_conditional_denies() -> None:
 @contextmanager
 def embedded_aws(port: int | None = None) -> Iterator[str]:
     """Run moto's server (with the extensions) on loopback; yields its endpoint URL."""
-    import logging
 
     try:
         from moto.server import ThreadedMotoServer
     except ImportError as e:
-        from smneuron.errors import MissingDependencyError
-
         raise MissingDependencyError(
             "moto",
             "The embedded AWS (smneuron demo, pipeline run --local)",
@@ -270,12 +272,10 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
         ) from e
     patch_moto()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log on the user's terminal
-    from smneuron.serving.ports import free_port
 
     port = port or free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
-    from smneuron.local.aws.stream_route import StreamRouter
 
     server._server.app = StreamRouter(server._server.app)  # InvokeEndpointWithResponseStream (moto has none)
     url = f"http://127.0.0.1:{port}"
@@ -291,7 +291,6 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
 @contextmanager
 def local_credentials() -> Iterator[None]:
     """Credentials the embedded AWS accepts (they never leave this machine); the caller's come back after."""
-    import os
 
     names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
     saved = {k: os.environ.get(k) for k in names}
@@ -309,7 +308,6 @@ def local_credentials() -> Iterator[None]:
 
 def create_sagemaker_role(session: Any, name: str = "smneuron-execution-role") -> str:
     """A role SageMaker may assume, in the embedded AWS (the demo's and local runs' execution role)."""
-    import json
 
     trust = {
         "Version": "2012-10-17",
@@ -327,6 +325,5 @@ def create_sagemaker_role(session: Any, name: str = "smneuron-execution-role") -
 
 
 def _reset(url: str) -> None:
-    import urllib.request
 
     urllib.request.urlopen(urllib.request.Request(url + "/moto-api/reset", method="POST"), timeout=10).read()

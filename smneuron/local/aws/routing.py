@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from smneuron.local.aws.components import components_of
+
 MAX_PAYLOAD = 6 * 1024 * 1024  # SageMaker's real-time payload limit
 
 
 def route(backer: Any, endpoint: str, component: str | None, size: int) -> str | tuple[int, str, str]:
     """The model server URL for an invocation, or SageMaker's (status, code, message) refusal."""
-    from smneuron.local.aws.components import components_of
 
     if size > MAX_PAYLOAD:
         return 413, "ValidationError", f"Request payload is {size} bytes; the limit is {MAX_PAYLOAD}."

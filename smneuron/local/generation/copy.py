@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from smneuron.local.generation.standin import Refused, configuration
+from smneuron.serving.ports import free_port
 
 ENGINES = ("stand-in", "vllm")
 
@@ -28,7 +31,6 @@ class LlmServer:
         port: int | None = None,
         engine: str | None = None,
     ) -> None:
-        from smneuron.serving.ports import free_port
 
         self.model_dir = Path(model_dir)
         self.environment = environment
@@ -41,7 +43,6 @@ class LlmServer:
 
     def start(self, timeout: float = 300) -> None:
         """Start and wait for /ping; raise RuntimeError with the server's last words if it exits."""
-        import tempfile
 
         import httpx
 
@@ -75,7 +76,6 @@ class LlmServer:
     def _last_words(self) -> str:
         """The server's last error line, with an earlier, more specific error when there is one (vLLM ends
         with "Engine core initialization failed. See root cause above")."""
-        import re
 
         self._log.seek(0)
         lines = [line.strip() for line in self._log.read().splitlines() if line.strip()]

@@ -19,6 +19,9 @@ import threading
 import time
 from dataclasses import dataclass
 
+from smneuron.bench.prompts import load_tokenizer
+from smneuron.serving.ports import free_port
+
 
 @dataclass
 class Script:
@@ -36,8 +39,6 @@ def app(script: Script):  # type: ignore[no-untyped-def]
     counter = itertools.count(1)
     tok = None
     if script.tokenizer:
-        from smneuron.bench.prompts import load_tokenizer
-
         tok = load_tokenizer(script.tokenizer)
 
     def count(text: str) -> int:
@@ -111,7 +112,6 @@ class ScriptedServer:
     """The scripted server on a background thread (tests, benchmarks): ``with ScriptedServer(s) as url:``."""
 
     def __init__(self, script: Script, port: int | None = None) -> None:
-        from smneuron.serving.ports import free_port
 
         self.script, self.port = script, port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"

@@ -24,9 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smneuron.errors import ConfigError, PipelineFailedError
+from smneuron.artifact.storage import ensure_bucket, parse_s3_uri
+from smneuron.compile.tasks import infer_task
+from smneuron.endpoints.handle import Endpoint
+from smneuron.errors import ConfigError, InvocationError, PipelineFailedError
+from smneuron.local.aws.backing import Backer, activate
+from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
 from smneuron.local.pipeline.graph import ordered_steps, path_get
 from smneuron.local.pipeline.inputs import check_gates_have_data, upload_dir
+from smneuron.pipeline import runs as pipeline
+from smneuron.serving.server import LocalEndpoint
 from smneuron.session import Session
 from smneuron.specs.models import ProjectFile
 
@@ -69,8 +76,6 @@ def run_local(
     Raises:
         ConfigError: the model dir or data file is missing.
     """
-    from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
-    from smneuron.pipeline import runs as pipeline
 
     model_dir, data = Path(model_dir), Path(data)
     if not (model_dir / "config.json").is_file():
@@ -79,8 +84,6 @@ def run_local(
         raise ConfigError(f"Evaluation data {data} does not exist.")
     proj = (project or ProjectFile()).model_copy(deep=True)
     if proj.compile.task is None:
-        from smneuron.compile.tasks import infer_task
-
         proj.compile.task = infer_task(model_dir)[0]
     check_gates_have_data(proj, data, parameters or {})
     proj.endpoint.instance_type = LOCAL_INSTANCE  # cpu target: the artifacts must run on this machine
@@ -89,13 +92,10 @@ def run_local(
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
     try:
         with embedded_aws() as url, local_credentials():
-            from smneuron.local.aws.backing import Backer, activate
-
             activate(Backer(url))  # the Deploy step's endpoint really serves, as in the embedded SageMaker
             session = Session.from_env(region="us-east-1", endpoint_url=url)
             for role in {session.role_arn, proj.pipeline.role or session.role_arn}:
                 create_sagemaker_role(session, role.rsplit("/", 1)[-1])
-            from smneuron.artifact.storage import ensure_bucket
 
             ensure_bucket(session, session.bucket_name)
             base = f"{proj.aws.prefix}/pipeline-inputs"
@@ -114,8 +114,6 @@ def run_local(
                 run.status, run.failure_reason = "Failed", e.message
             return run
     finally:
-        from smneuron.local.aws.backing import activate
-
         activate(None)
         if tmp is not None:
             tmp.cleanup()
@@ -273,9 +271,6 @@ class _Runner:
 
     def _transform(self, step: dict) -> str:
         """Batch Transform (SplitType Line, SingleRecord, AssembleWith Line) on the local endpoint."""
-        from smneuron.endpoints.handle import Endpoint
-        from smneuron.errors import InvocationError
-        from smneuron.serving.server import LocalEndpoint
 
         args = self.resolve(step["Arguments"])
         model = self.sm.describe_model(ModelName=args["ModelName"])["PrimaryContainer"]
@@ -347,7 +342,6 @@ class _Runner:
     # --- S3 ----------------------------------------------------------------------------------
     def _download(self, uri: str, dest: Path, *, as_prefix: bool = False) -> Path:
         """An object lands in ``dest/<its name>`` (returned); a prefix's objects keep their relative paths."""
-        from smneuron.artifact.storage import parse_s3_uri
 
         bucket, key = parse_s3_uri(uri)
         dest.mkdir(parents=True, exist_ok=True)
@@ -365,7 +359,6 @@ class _Runner:
         return dest
 
     def _upload(self, local: Path, uri: str) -> None:
-        from smneuron.artifact.storage import parse_s3_uri
 
         bucket, key = parse_s3_uri(uri)
         for f in sorted(p for p in local.rglob("*") if p.is_file()):
