@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import botocore.exceptions as bex
+from botocore.exceptions import ClientError
+
 
 class SmneuronError(Exception):
     """Base class: ``str(err)`` is a complete, actionable paragraph; the CLI exits with ``exit_code``."""
@@ -231,7 +234,6 @@ def none_if_missing(call: Any, /, *, operation: str | None = None, **kwargs: Any
     Raises:
         AwsError subclasses for anything else: access denied or throttling is never "missing".
     """
-    from botocore.exceptions import ClientError
 
     try:
         return call(**kwargs)
@@ -296,7 +298,6 @@ def from_exception(err: BaseException) -> SmneuronError | None:
                 top, "This command", f"Install it with `pip install 'smneuron[{extra}]'`{torch}."
             )
         return None
-    import botocore.exceptions as bex
 
     if isinstance(err, bex.ClientError):
         return from_client_error(err)

@@ -10,6 +10,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import botocore.exceptions
+from botocore.config import Config
+
 from smneuron.errors import MissingCredentialsError, MissingRegionError, from_client_error
 
 if TYPE_CHECKING:
@@ -90,7 +93,6 @@ class Session:
             MissingCredentialsError: the standard credential chain found nothing.
         """
         import boto3
-        import botocore.exceptions
 
         try:
             boto_session = boto3.Session(profile_name=profile or os.environ.get("SMNEURON_PROFILE") or None)
@@ -123,8 +125,6 @@ class Session:
         """A cached boto3 client for ``service`` with adaptive retries and this session's endpoint."""
         with self._lock:
             if service not in self._clients:
-                from botocore.config import Config
-
                 config = Config(
                     retries={"mode": "adaptive", "max_attempts": 8},
                     max_pool_connections=64,
@@ -141,8 +141,6 @@ class Session:
         if self._account is None and (self.account or self.offline):
             self._account = self.account or ACCOUNT_PLACEHOLDER
         if self._account is None:
-            import botocore.exceptions
-
             try:
                 self._account = self.client("sts").get_caller_identity()["Account"]
             except botocore.exceptions.ClientError as e:

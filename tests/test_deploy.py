@@ -176,7 +176,7 @@ def test_a_failed_endpoint_raises_with_its_reason_and_leaves_nothing(cpu_artifac
             session=session,
         )
     assert e.value.failure_reason.startswith("CapacityError")
-    assert leftovers(session) == {"endpoints": 0, "configs": 0, "models": 0, "targets": 0, "alarms": 1}
+    assert leftovers(session) == {"endpoints": 0, "configs": 0, "models": 0, "targets": 0, "alarms": 0}
 
 
 @pytest.mark.parametrize(

@@ -430,7 +430,7 @@ def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(
     assert again.unchanged
     removed = delete("llama", session=session)
     c = r.plan.component_name
-    assert {f"copy autoscaling of {c}", f"alarm smneuron-{c}-no-capacity", f"inference component {c}"} <= set(
+    assert {f"scalable target inference-component/{c}", f"alarm smneuron-{c}-no-capacity", f"inference component {c}"} <= set(
         removed
     )
     assert removed.index(f"inference component {c}") < removed.index("endpoint llama")  # copies first

@@ -95,7 +95,7 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
 
     smneuron_cli("--local", "scale", "chat", "--min", "2", "--max", "2")
     comp = _wait_copies(smneuron_cli, "chat", 2)  # a second copy (a second stand-in server) runs
-    assert comp["copy_autoscaling"] == [{"MinCapacity": 2, "MaxCapacity": 2}]
+    assert comp["copy_autoscaling"] == [] and comp["CopyCount"] == 2  # min == max: pinned, no autoscaling
 
     removed = json.loads(smneuron_cli("--local", "delete", "chat", "--yes", "--json").stdout)["removed"]
     assert any(r.startswith("inference component") for r in removed)

@@ -152,7 +152,7 @@ def test_cpu_instance_for_the_compile_step_only(session, role):
 
     with pytest.raises(Exception, match="ml.inf2.xlarge"):
         PipelineSpec(compile_instance_type="ml.inf2.xlarge")  # Processing accepts no ml.inf*
-    from smneuron.pipeline import plan
+    from smneuron.pipeline.runs import plan
     from smneuron.specs.models import ProjectFile
 
     project = ProjectFile(compile={"task": "feature-extraction"}, pipeline=PipelineSpec(name="my_pipeline"))

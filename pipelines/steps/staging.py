@@ -11,8 +11,8 @@ import json
 
 import step_common
 
-from smneuron.deploy.encoder_plan import sanitize
 from smneuron.endpoints.handle import Endpoint, wait_for_endpoint
+from smneuron.endpoints.naming import sanitize
 from smneuron.evaluation import scoring as evaluation
 from smneuron.session import Session
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from smneuron.artifact.hashing import sha256_file
 from smneuron.errors import ArtifactError
@@ -124,7 +124,6 @@ class Manifest(_Model):
     @classmethod
     def parse(cls, data: dict, source: str) -> Manifest:
         """Validate manifest data, with an ArtifactError that says what to do when it does not fit."""
-        from pydantic import ValidationError
 
         if data.get("schema_version") != SCHEMA_VERSION:
             raise ArtifactError(
@@ -182,8 +181,6 @@ class LlmManifest(_Model):
 def parse_any(data: dict, source: str) -> Manifest | LlmManifest:
     """The manifest of an encoder artifact or of a text-generation artifact."""
     if data.get("task") == "text-generation" and data.get("schema_version") == SCHEMA_VERSION:
-        from pydantic import ValidationError
-
         try:
             return LlmManifest.model_validate(data)
         except ValidationError as e:

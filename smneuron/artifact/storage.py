@@ -12,6 +12,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from botocore.exceptions import ClientError
+
 from smneuron.artifact.hashing import sha256_file
 from smneuron.errors import ArtifactError, from_client_error, none_if_missing
 from smneuron.session import Session
@@ -29,7 +31,6 @@ def ensure_bucket(session: Session, bucket: str, kms_key_id: str | None = None) 
     Raises:
         AwsError subclasses: access denied and the like.
     """
-    from botocore.exceptions import ClientError
 
     s3 = session.client("s3")
     if head_bucket(session, bucket):
@@ -121,7 +122,6 @@ def put_content_addressed(
         True when the upload was skipped because the same sha256 is already there.
     """
     from boto3.s3.transfer import TransferConfig
-    from botocore.exceptions import ClientError
 
     marker = key + marker_name if path.is_dir() else key
     existing = head(session, bucket, marker)
@@ -176,7 +176,6 @@ def download(uri: str, dest: str | Path, *, session: Session | None = None) -> P
         ArtifactError: the bytes do not match the recorded hash (the partial file is removed).
         AwsError subclasses: missing object, access denied.
     """
-    from botocore.exceptions import ClientError
 
     sess = session or Session.from_env()
     bucket, key = parse_s3_uri(uri)

@@ -1,1 +1,10 @@
-"""TODO"""
+"""Benchmarks for both kinds: load profiles, metrics, reports, compare and recommend.
+
+Modules: ``encoder`` (request/response load: profiles, statistics, cost), ``targets`` (URL or
+InvokeEndpoint), ``report`` (plots, compare, recommend for encoder reports); ``generation``
+(streamed load with GuideLLM's profiles), ``generation_metrics`` (TTFT, ITL, TPOT, goodput),
+``stream_targets``, ``prompts`` (synthetic prompts exact to the tokenizer, datasets),
+``generation_report`` (JSON / CSV / PNG / HTML, compare, recommend).
+
+May import: errors, session, catalog, specs, artifact, endpoints.
+"""

@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from smneuron.endpoints.handle import require
 from smneuron.endpoints.invoke import invoke_endpoint
 from smneuron.errors import AwsError, InvocationError, from_client_error
@@ -113,8 +115,6 @@ def endpoint_latency_metrics(
     They split the client-side latency into time in the container and SageMaker's overhead.
     CloudWatch publishes them with a delay of a minute or more; missing data yields an empty dict.
     """
-
-    from botocore.exceptions import ClientError
 
     cw = session.client("cloudwatch")
     out = {}

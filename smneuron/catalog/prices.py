@@ -9,6 +9,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+import yaml
+
 from smneuron.errors import ConfigError
 
 
@@ -50,8 +52,6 @@ def load_prices(overrides: dict[str, float] | None = None, file: str | Path | No
     changed: list[str] = []
     file = file or os.environ.get("SMNEURON_PRICES_FILE")
     if file:
-        import yaml
-
         try:
             loaded = yaml.safe_load(Path(file).read_text()) or {}
         except (OSError, yaml.YAMLError) as e:

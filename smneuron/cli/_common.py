@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from smneuron.local import service
 from smneuron.session import Session
@@ -81,8 +83,6 @@ _console: Console | None = None
 def console() -> Console:
     global _console
     if _console is None:
-        from rich.console import Console
-
         # pipes and CI get a wide console so tables are not truncated to 80 columns
         _console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     return _console
@@ -94,7 +94,6 @@ def print_json(data: Any) -> None:
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]], *, numeric: bool = True) -> None:
     """A rich table; ``numeric`` right-aligns every column but the first (use False for text)."""
-    from rich.table import Table
 
     t = Table(title=title, title_justify="left")
     # the first column names the row (instance type, endpoint, variable): never cut; others fold

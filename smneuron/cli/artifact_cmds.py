@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import typer
+from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
 from smneuron.artifact.archive import inspect_package
 from smneuron.artifact.packaging import package
@@ -124,8 +125,6 @@ def upload_cmd(
     show = not as_json and sys.stderr.isatty() and size > 0
     bar = None
     if show:
-        from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
         bar = Progress(BarColumn(), DownloadColumn(), TransferSpeedColumn(), console=console())
         bar.start()
         task = bar.add_task("upload", total=size)

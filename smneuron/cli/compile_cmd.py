@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 from smneuron.cli.generation_cmds import compile_text_generation
@@ -139,7 +140,6 @@ def _progress(buckets: list[int], quiet: bool):  # type: ignore[no-untyped-def]
     """A rich progress display with one line per bucket (nothing when quiet)."""
     if quiet:
         return None, lambda: None
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     bar = Progress(
         SpinnerColumn(),

@@ -9,7 +9,7 @@ import typer
 
 from smneuron.cli._common import console, print_json, table
 from smneuron.compile.generation import compile_from_cache, compile_llm
-from smneuron.deploy.generation_env import redacted
+from smneuron.endpoints.naming import redacted
 from smneuron.errors import ConfigError
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import typer
+from typer._click.exceptions import ClickException  # typer 0.29 bundles its own click (pinned <0.30)
 
 from smneuron._version import __version__
 from smneuron.cli import (
@@ -102,10 +103,6 @@ app.add_typer(local_cmds.app, name="local")
 def _usage_exceptions() -> tuple[type, type, type]:
     """(Exit, Abort, ClickException) as this typer raises them: typer 0.29 bundles its own click
     (``typer._click``), whose classes are not click's, so ``except click.ClickException`` never matched."""
-    try:
-        from typer._click.exceptions import ClickException
-    except ImportError:  # typer that uses the click package
-        from click import ClickException
     return typer.Exit, typer.Abort, ClickException
 
 

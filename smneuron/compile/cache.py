@@ -12,6 +12,8 @@ import os
 import shutil
 from pathlib import Path
 
+from platformdirs import user_cache_dir
+
 from smneuron.artifact.hashing import tree_hash
 from smneuron.artifact.manifest import MANIFEST_NAME, Manifest, verify_files
 
@@ -24,7 +26,6 @@ def cache_root(override: str | Path | None = None) -> Path:
         return Path(override)
     if os.environ.get("SMNEURON_CACHE_DIR"):
         return Path(os.environ["SMNEURON_CACHE_DIR"])
-    from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("smneuron"))
 

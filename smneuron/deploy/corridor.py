@@ -11,10 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from smneuron.artifact.staging import ModelData, describe_local, stage
 from smneuron.deploy.apply import DeployResult, apply
 from smneuron.deploy.encoder_plan import DeployPlan, plan, plan_for_model
-from smneuron.deploy.generation_apply import apply_llm
 from smneuron.deploy.generation_plan import plan_llm
 from smneuron.errors import from_client_error
 from smneuron.session import Session
@@ -80,8 +81,6 @@ def deploy(
         _plan(describe_local(artifact), spec, scaling, region=sess.region, workers=workers, prices=prices)
     data = stage(artifact, session=sess, name=spec.name)
     p = _plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices)
-    if data.is_llm:
-        return apply_llm(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
     return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
 
 
@@ -100,7 +99,6 @@ def deploy_model_name(
     Raises:
         NotFoundError: no Model of that name.
     """
-    from botocore.exceptions import ClientError
 
     sess = session or Session.from_env()
     try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 
 from smneuron._version import __version__
@@ -18,15 +17,17 @@ from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType, load_prices, resolve_image
 from smneuron.deploy.encoder_env import container_environment, workers_for
 from smneuron.endpoints import autoscaling
+from smneuron.endpoints.naming import (
+    TAG_ARTIFACT,
+    TAG_ENDPOINT,
+    TAG_SHA,
+    TAG_VERSION,
+    endpoint_name,
+)
 from smneuron.errors import ConfigError
 from smneuron.specs.models import EndpointSpec, ScalingSpec
 
 HOURS_PER_MONTH = 730
-TAG_VERSION = "smneuron:version"
-TAG_SHA = "smneuron:model-sha"
-TAG_ARTIFACT = "smneuron:artifact"
-TAG_ENDPOINT = "smneuron:endpoint"
-_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _WHERE = {"inf1": "ml.inf1.*", "inf2": "ml.inf2.*", "cpu": "a CPU or GPU instance (e.g. ml.c6i.xlarge)"}
 
 
@@ -78,7 +79,12 @@ class DeployPlan:
             "Tags": self.tag_list(),
         }
 
-    def endpoint_config_request(self) -> dict:
+    def update_request(self) -> dict:
+        """UpdateEndpoint's arguments beyond the names: blue/green with auto-rollback on the alarms."""
+        return {"DeploymentConfig": self.deployment_config}
+
+    def endpoint_config_request(self, role_arn: str | None = None) -> dict:
+        """CreateEndpointConfig arguments (``role_arn`` is for inference-component endpoints only)."""
         variant = {
             "VariantName": self.variant_name,
             "ModelName": self.model_name,
@@ -124,30 +130,6 @@ class DeployPlan:
             "monthly_usd_at_max": self.monthly_cost(self.scaling.max_capacity),
             "notes": self.notes,
         }
-
-
-def sanitize(name: str) -> str:
-    """A valid SageMaker resource name (alphanumerics and hyphens, at most 63 characters)."""
-    clean = re.sub(r"[^a-zA-Z0-9-]+", "-", name).strip("-") or "model"
-    return clean[:63].rstrip("-")
-
-
-def endpoint_name(spec: EndpointSpec, fallback: str) -> tuple[str, str | None]:
-    """The endpoint's name, and a note when it was derived rather than given.
-
-    Raises:
-        ConfigError: a name given by the user that SageMaker would refuse (with a valid suggestion).
-    """
-    if spec.name:
-        if not _NAME.match(spec.name):
-            raise ConfigError(
-                f"Endpoint name {spec.name!r} is not valid: SageMaker names hold letters, digits and hyphens, "
-                "start and end with a letter or digit, and have at most 63 characters.",
-                hint=f"Use --name {sanitize(spec.name)} (or set endpoint.name in smneuron.yaml).",
-            )
-        return spec.name, None
-    name = sanitize(fallback)
-    return name, f"endpoint name {name!r} derived from {fallback!r} (set it with --name)"
 
 
 def check_target(target: str, instance: InstanceType) -> None:

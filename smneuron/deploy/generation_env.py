@@ -14,7 +14,6 @@ import os
 from smneuron.errors import ConfigError
 
 MODEL_DIR = "/opt/ml/model"
-SECRET_KEYS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 # TGI-neuronx variable -> (SM_ON_ variable, what it meant there)
 TGI_VARIABLES = {
     "HF_MODEL_ID": ("SM_ON_MODEL", "the model to serve"),
@@ -99,8 +98,3 @@ def container_environment(
         else:
             notes.append(f"no ${hf_token_env} set: a gated hub model will fail to download")
     return env, notes
-
-
-def redacted(environment: dict[str, str]) -> dict[str, str]:
-    """The environment as printed: secrets replaced (plans, logs, --json)."""
-    return {k: ("<redacted>" if k in SECRET_KEYS else v) for k, v in environment.items()}

@@ -17,20 +17,19 @@ from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType, load_prices
 from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check
 from smneuron.catalog.generation import accelerators_per_copy, resolve_vllm_image
-from smneuron.deploy.encoder_plan import (
+from smneuron.deploy.encoder_plan import _digest
+from smneuron.deploy.generation_env import container_environment
+from smneuron.endpoints import autoscaling
+from smneuron.endpoints.naming import (
     TAG_ARTIFACT,
     TAG_ENDPOINT,
     TAG_SHA,
     TAG_VERSION,
-    _digest,
     endpoint_name,
+    redacted,
 )
-from smneuron.deploy.generation_env import container_environment, redacted
 from smneuron.errors import ConfigError
 from smneuron.specs.models import EndpointSpec
-
-COPY_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
-COPY_METRIC = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
 
 
 @dataclass
@@ -61,6 +60,13 @@ class LlmPlan:
     tags: dict[str, str]
     hourly_usd: float | None
     notes: list[str] = field(default_factory=list)
+
+    existing_model = False  # a text-generation deploy always stages its own Model
+    alarms: list[dict] = field(default_factory=list)  # the scale-from-zero alarm comes with ``scaling``
+
+    def update_request(self) -> dict:
+        """UpdateEndpoint's arguments beyond the names (a new instance type, volume, AMI): a plain update."""
+        return {}
 
     @property
     def scale_to_zero(self) -> bool:
@@ -130,61 +136,24 @@ class LlmPlan:
     def resource_id(self) -> str:
         return f"inference-component/{self.component_name}"
 
+    @property
+    def scaling(self) -> autoscaling.ScalingPlan:
+        """Copy autoscaling: nothing when min == max copies; from zero, a step policy on an alarm too."""
+        return autoscaling.copy_plan(
+            self.component_name,
+            min_copies=self.min_copies,
+            max_copies=self.max_copies,
+            target_value=self.concurrent_requests_per_copy,
+        )
+
     def scaling_requests(self) -> dict:
-        """Application Auto Scaling (and, for scale-to-zero, CloudWatch) requests for copy autoscaling."""
-        target = {
-            "ServiceNamespace": "sagemaker",
-            "ResourceId": self.resource_id,
-            "ScalableDimension": COPY_DIMENSION,
-            "MinCapacity": self.min_copies,
-            "MaxCapacity": self.max_copies,
+        """The copy autoscaling requests as ``--dry-run --json`` prints them."""
+        s = self.scaling
+        return {
+            "target": s.target_request() if s.enabled else None,
+            "policies": s.policies,
+            "alarm": s.alarm,
         }
-        policies = [
-            {
-                "PolicyName": f"smneuron-{self.component_name}-concurrency"[:256],
-                "ServiceNamespace": "sagemaker",
-                "ResourceId": self.resource_id,
-                "ScalableDimension": COPY_DIMENSION,
-                "PolicyType": "TargetTrackingScaling",
-                "TargetTrackingScalingPolicyConfiguration": {
-                    "PredefinedMetricSpecification": {"PredefinedMetricType": COPY_METRIC},
-                    "TargetValue": self.concurrent_requests_per_copy,
-                    "ScaleInCooldown": 300,
-                    "ScaleOutCooldown": 60,
-                },
-            }
-        ]
-        alarm = None
-        if self.scale_to_zero:  # target tracking cannot scale out from zero copies: a step policy does
-            policies.append(
-                {
-                    "PolicyName": f"smneuron-{self.component_name}-from-zero"[:256],
-                    "ServiceNamespace": "sagemaker",
-                    "ResourceId": self.resource_id,
-                    "ScalableDimension": COPY_DIMENSION,
-                    "PolicyType": "StepScaling",
-                    "StepScalingPolicyConfiguration": {
-                        "AdjustmentType": "ChangeInCapacity",
-                        "MetricAggregationType": "Maximum",
-                        "Cooldown": 60,
-                        "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}],
-                    },
-                }
-            )
-            alarm = {
-                "AlarmName": f"smneuron-{self.component_name}-no-capacity",
-                "Namespace": "AWS/SageMaker",
-                "MetricName": "NoCapacityInvocationFailures",
-                "Dimensions": [{"Name": "InferenceComponentName", "Value": self.component_name}],
-                "Statistic": "Maximum",
-                "Period": 30,
-                "EvaluationPeriods": 1,
-                "Threshold": 1.0,
-                "ComparisonOperator": "GreaterThanOrEqualToThreshold",
-                "TreatMissingData": "missing",
-                "AlarmDescription": "smneuron: scale the inference component out from zero copies",
-            }
-        return {"target": target, "policies": policies, "alarm": alarm}
 
     def to_dict(self) -> dict:
         """What ``--dry-run --json`` prints (the Hugging Face token redacted)."""

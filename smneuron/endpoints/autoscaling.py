@@ -1,14 +1,21 @@
-"""Application Auto Scaling for an endpoint variant: target tracking plus scheduled capacity.
+"""Application Auto Scaling: a variant's instances or an inference component's copies, planned and reconciled.
 
-The SageMaker SDK has no autoscaling; this is the one implementation (deploy, scale, pipeline).
+The SageMaker SDK has no autoscaling; this is the one implementation (deploy, scale, pipeline, both kinds).
+``reconcile`` makes Application Auto Scaling hold exactly what a ``ScalingPlan`` says for its resource:
+what the plan no longer has (a policy after min == max, a schedule dropped from the list) is removed.
+Ownership is exact: the scalable target is the resource id of one variant or component, never a prefix.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from botocore.exceptions import ClientError
 
 from smneuron.catalog import InstanceType
+from smneuron.endpoints.owned import holds
 from smneuron.errors import ConfigError, from_client_error
 from smneuron.session import Session
 from smneuron.specs import schedules
@@ -16,6 +23,8 @@ from smneuron.specs.models import ScalingSpec, ScheduledScaling
 
 NAMESPACE = "sagemaker"
 DIMENSION = "sagemaker:variant:DesiredInstanceCount"
+COPY_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
+COPY_METRIC = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
 METRICS = {
     "invocations_per_instance": "SageMakerVariantInvocationsPerInstance",
     "concurrent_requests_per_model": "SageMakerVariantConcurrentRequestsPerModelHighResolution",
@@ -58,108 +67,250 @@ def parse_schedule(text: str) -> ScheduledScaling:
 
 @dataclass
 class ScalingPlan:
+    """What Application Auto Scaling should hold for one scalable resource; no policy and no schedule: nothing."""
+
     resource_id: str
     min_capacity: int
     max_capacity: int
-    policy: dict | None
-    scheduled: list[dict]
+    policies: list[dict] = field(default_factory=list)
+    scheduled: list[dict] = field(default_factory=list)
+    dimension: str = DIMENSION
+    alarm: dict | None = None  # scale from zero copies: PutMetricAlarm whose action is the last policy
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.policies or self.scheduled)
+
+    @property
+    def policy(self) -> dict | None:
+        return self.policies[0] if self.policies else None
+
+    def target_request(self) -> dict:
+        return {
+            "ServiceNamespace": NAMESPACE,
+            "ResourceId": self.resource_id,
+            "ScalableDimension": self.dimension,
+            "MinCapacity": self.min_capacity,
+            "MaxCapacity": self.max_capacity,
+        }
 
 
 def plan(endpoint: str, variant: str, spec: ScalingSpec, instance: InstanceType, workers: int) -> ScalingPlan:
+    """A variant's instance autoscaling: target tracking when the count may move, plus scheduled capacity."""
     rid = resource_id(endpoint, variant)
-    policy = None
+    expressions = [s.schedule for s in spec.scheduled]
+    if len(set(expressions)) != len(expressions):
+        raise ConfigError(
+            "Two scheduled capacities share one schedule expression: " + ", ".join(expressions) + ".",
+            hint="Give each schedule its own expression (one scheduled action per expression).",
+        )
+    policies = []
     if spec.max_capacity > spec.min_capacity or spec.target_value:
         target = spec.target_value or default_target(instance, spec.metric, workers)
-        policy = {
-            "PolicyName": f"smneuron-{endpoint}-target-tracking",
-            "ServiceNamespace": NAMESPACE,
-            "ResourceId": rid,
-            "ScalableDimension": DIMENSION,
-            "PolicyType": "TargetTrackingScaling",
-            "TargetTrackingScalingPolicyConfiguration": {
-                "TargetValue": target,
-                "PredefinedMetricSpecification": {"PredefinedMetricType": METRICS[spec.metric]},
-                "ScaleInCooldown": spec.scale_in_cooldown_in_seconds,
-                "ScaleOutCooldown": spec.scale_out_cooldown_in_seconds,
-            },
-        }
+        policies.append(
+            {
+                "PolicyName": f"smneuron-{endpoint}-target-tracking",
+                "ServiceNamespace": NAMESPACE,
+                "ResourceId": rid,
+                "ScalableDimension": DIMENSION,
+                "PolicyType": "TargetTrackingScaling",
+                "TargetTrackingScalingPolicyConfiguration": {
+                    "TargetValue": target,
+                    "PredefinedMetricSpecification": {"PredefinedMetricType": METRICS[spec.metric]},
+                    "ScaleInCooldown": spec.scale_in_cooldown_in_seconds,
+                    "ScaleOutCooldown": spec.scale_out_cooldown_in_seconds,
+                },
+            }
+        )
     scheduled = [
         {
             "ServiceNamespace": NAMESPACE,
-            "ScheduledActionName": f"smneuron-{endpoint}-schedule-{i}",
+            "ScheduledActionName": f"smneuron-{endpoint}-schedule-{_digest(s.schedule)}",
             "ResourceId": rid,
             "ScalableDimension": DIMENSION,
             "Schedule": s.schedule,
             "ScalableTargetAction": {"MinCapacity": s.min_capacity, "MaxCapacity": s.max_capacity},
         }
-        for i, s in enumerate(spec.scheduled)
+        for s in spec.scheduled
     ]
-    return ScalingPlan(rid, spec.min_capacity, spec.max_capacity, policy, scheduled)
+    return ScalingPlan(rid, spec.min_capacity, spec.max_capacity, policies, scheduled)
 
 
-def apply(session: Session, p: ScalingPlan) -> None:
-    """Register the variant and put the policy and scheduled actions (idempotent: puts overwrite)."""
-    from botocore.exceptions import ClientError
-
-    if p.policy is None and not p.scheduled:
-        return
-    aas = session.client("application-autoscaling")
-    try:
-        aas.register_scalable_target(
-            ServiceNamespace=NAMESPACE,
-            ResourceId=p.resource_id,
-            ScalableDimension=DIMENSION,
-            MinCapacity=p.min_capacity,
-            MaxCapacity=p.max_capacity,
+def copy_plan(
+    component: str,
+    *,
+    min_copies: int,
+    max_copies: int,
+    target_value: float,
+    scale_in_cooldown: int = 300,
+    scale_out_cooldown: int = 60,
+) -> ScalingPlan:
+    """An inference component's copy autoscaling: target tracking on concurrent requests per copy when the
+    copies may move, and from zero copies a step policy on a NoCapacityInvocationFailures alarm (target
+    tracking cannot scale out from zero)."""
+    rid = f"inference-component/{component}"
+    if min_copies == max_copies:
+        return ScalingPlan(rid, min_copies, max_copies, dimension=COPY_DIMENSION)
+    policies = [
+        {
+            "PolicyName": f"smneuron-{component}-concurrency"[:256],
+            "ServiceNamespace": NAMESPACE,
+            "ResourceId": rid,
+            "ScalableDimension": COPY_DIMENSION,
+            "PolicyType": "TargetTrackingScaling",
+            "TargetTrackingScalingPolicyConfiguration": {
+                "PredefinedMetricSpecification": {"PredefinedMetricType": COPY_METRIC},
+                "TargetValue": float(target_value),
+                "ScaleInCooldown": scale_in_cooldown,
+                "ScaleOutCooldown": scale_out_cooldown,
+            },
+        }
+    ]
+    alarm = None
+    if min_copies == 0:
+        policies.append(
+            {
+                "PolicyName": f"smneuron-{component}-from-zero"[:256],
+                "ServiceNamespace": NAMESPACE,
+                "ResourceId": rid,
+                "ScalableDimension": COPY_DIMENSION,
+                "PolicyType": "StepScaling",
+                "StepScalingPolicyConfiguration": {
+                    "AdjustmentType": "ChangeInCapacity",
+                    "MetricAggregationType": "Maximum",
+                    "Cooldown": 60,
+                    "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}],
+                },
+            }
         )
-        if p.policy:
-            aas.put_scaling_policy(**p.policy)
-        for action in p.scheduled:
-            aas.put_scheduled_action(**action)
-    except ClientError as e:
-        raise from_client_error(e) from e
+        alarm = {
+            "AlarmName": f"smneuron-{component}-no-capacity",
+            "Namespace": "AWS/SageMaker",
+            "MetricName": "NoCapacityInvocationFailures",
+            "Dimensions": [{"Name": "InferenceComponentName", "Value": component}],
+            "Statistic": "Maximum",
+            "Period": 30,
+            "EvaluationPeriods": 1,
+            "Threshold": 1.0,
+            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            "TreatMissingData": "missing",
+            "AlarmDescription": "smneuron: scale the inference component out from zero copies",
+        }
+    return ScalingPlan(rid, min_copies, max_copies, policies, [], COPY_DIMENSION, alarm)
 
 
-def describe(session: Session, endpoint: str, variant: str) -> dict:
-    """Current scalable target, policies and scheduled actions of the variant."""
+@dataclass
+class Reconciled:
+    """What ``reconcile`` did: created (kind, name) in order, changed and removed in words, policy ARNs."""
+
+    created: list[tuple[str, str]] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    policy_arns: dict[str, str] = field(default_factory=dict)
+
+
+def describe(session: Session, resource: str, dimension: str = DIMENSION) -> dict:
+    """Current scalable target, policies and scheduled actions of one resource id and dimension."""
     aas = session.client("application-autoscaling")
-    rid = resource_id(endpoint, variant)
-    targets = aas.describe_scalable_targets(ServiceNamespace=NAMESPACE, ResourceIds=[rid])["ScalableTargets"]
-    policies = aas.describe_scaling_policies(ServiceNamespace=NAMESPACE, ResourceId=rid)["ScalingPolicies"]
-    actions = aas.describe_scheduled_actions(ServiceNamespace=NAMESPACE, ResourceId=rid)["ScheduledActions"]
+    kw = {"ServiceNamespace": NAMESPACE, "ResourceId": resource, "ScalableDimension": dimension}
+    targets = aas.describe_scalable_targets(
+        ServiceNamespace=NAMESPACE, ResourceIds=[resource], ScalableDimension=dimension
+    )["ScalableTargets"]
+    policies = aas.describe_scaling_policies(**kw)["ScalingPolicies"]
+    actions = aas.describe_scheduled_actions(**kw)["ScheduledActions"]
     return {"targets": targets, "policies": policies, "scheduled_actions": actions}
 
 
-def remove(session: Session, endpoint: str, variant: str) -> list[str]:
-    """Delete scheduled actions, policies and the scalable target; returns what was removed."""
-    from botocore.exceptions import ClientError
+def reconcile(session: Session, p: ScalingPlan) -> Reconciled:
+    """Make Application Auto Scaling hold exactly ``p`` for its resource: register or update the target,
+    put new or changed policies and scheduled actions, remove the ones ``p`` does not have; with nothing
+    enabled, remove everything registered for the resource.
 
+    Raises:
+        AwsError subclasses: access, throttling, validation.
+    """
     aas = session.client("application-autoscaling")
-    rid = resource_id(endpoint, variant)
+    out = Reconciled()
+    key = {"ServiceNamespace": NAMESPACE, "ResourceId": p.resource_id, "ScalableDimension": p.dimension}
+    try:
+        current = describe(session, p.resource_id, p.dimension)
+        if not p.enabled:
+            out.removed = remove(session, p.resource_id, p.dimension, current=current)
+            return out
+        target = p.target_request()
+        if not current["targets"]:
+            aas.register_scalable_target(**target)
+            out.created.append(("scalable_target", f"{p.resource_id}|{p.dimension}"))
+        elif not holds(current["targets"][0], target):
+            aas.register_scalable_target(**target)
+            out.changed.append(f"scalable target {p.resource_id} ({p.min_capacity}-{p.max_capacity})")
+        have = {x["PolicyName"]: x for x in current["policies"]}
+        for policy in p.policies:
+            name = policy["PolicyName"]
+            if name in have and holds(have[name], policy):
+                out.policy_arns[name] = have[name]["PolicyARN"]
+                continue
+            out.policy_arns[name] = aas.put_scaling_policy(**policy)["PolicyARN"]
+            if name in have:
+                out.changed.append(f"scaling policy {name}")
+            else:
+                out.created.append(("scaling_policy", f"{p.resource_id}|{p.dimension}|{name}"))
+        for name in sorted(set(have) - {x["PolicyName"] for x in p.policies}):
+            aas.delete_scaling_policy(PolicyName=name, **key)
+            out.removed.append(f"scaling policy {name}")
+        acts = {a["ScheduledActionName"]: a for a in current["scheduled_actions"]}
+        for action in p.scheduled:
+            name = action["ScheduledActionName"]
+            if name in acts and holds(acts[name], action):
+                continue
+            aas.put_scheduled_action(**action)
+            if name in acts:
+                out.changed.append(f"scheduled action {name}")
+            else:
+                out.created.append(("scheduled_action", f"{p.resource_id}|{p.dimension}|{name}"))
+        for name in sorted(set(acts) - {a["ScheduledActionName"] for a in p.scheduled}):
+            aas.delete_scheduled_action(ScheduledActionName=name, **key)
+            out.removed.append(f"scheduled action {name}")
+    except ClientError as e:
+        raise from_client_error(e) from e
+    return out
+
+
+def remove(
+    session: Session, resource: str, dimension: str = DIMENSION, *, current: dict | None = None
+) -> list[str]:
+    """Delete the scheduled actions, policies and scalable target of one resource; returns what was removed."""
+    aas = session.client("application-autoscaling")
+    key = {"ServiceNamespace": NAMESPACE, "ResourceId": resource, "ScalableDimension": dimension}
+    current = current if current is not None else describe(session, resource, dimension)
     removed = []
-    current = describe(session, endpoint, variant)
     try:
         for a in current["scheduled_actions"]:
-            aas.delete_scheduled_action(
-                ServiceNamespace=NAMESPACE,
-                ScheduledActionName=a["ScheduledActionName"],
-                ResourceId=rid,
-                ScalableDimension=DIMENSION,
-            )
+            aas.delete_scheduled_action(ScheduledActionName=a["ScheduledActionName"], **key)
             removed.append(f"scheduled action {a['ScheduledActionName']}")
         for pol in current["policies"]:
-            aas.delete_scaling_policy(
-                PolicyName=pol["PolicyName"],
-                ServiceNamespace=NAMESPACE,
-                ResourceId=rid,
-                ScalableDimension=DIMENSION,
-            )
+            aas.delete_scaling_policy(PolicyName=pol["PolicyName"], **key)
             removed.append(f"scaling policy {pol['PolicyName']}")
         if current["targets"]:
-            aas.deregister_scalable_target(
-                ServiceNamespace=NAMESPACE, ResourceId=rid, ScalableDimension=DIMENSION
-            )
-            removed.append(f"scalable target {rid}")
+            aas.deregister_scalable_target(**key)
+            removed.append(f"scalable target {resource}")
     except ClientError as e:
         raise from_client_error(e) from e
     return removed
+
+
+def undo(session: Session, kind: str, name: str) -> None:
+    """Delete one thing ``reconcile`` created (an apply's cleanup); names as in ``Reconciled.created``."""
+    aas = session.client("application-autoscaling")
+    resource, dimension, *rest = name.split("|")
+    key = {"ServiceNamespace": NAMESPACE, "ResourceId": resource, "ScalableDimension": dimension}
+    if kind == "scalable_target":
+        aas.deregister_scalable_target(**key)
+    elif kind == "scaling_policy":
+        aas.delete_scaling_policy(PolicyName=rest[0], **key)
+    else:
+        aas.delete_scheduled_action(ScheduledActionName=rest[0], **key)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
-from smneuron.endpoints.autoscaling import ScalingPlan
+from botocore.exceptions import ClientError
+
+from smneuron.endpoints import autoscaling, owned
+from smneuron.endpoints.autoscaling import COPY_DIMENSION, ScalingPlan
 from smneuron.endpoints.polling import poll_intervals
 from smneuron.errors import EndpointFailedError, from_client_error, is_not_found, none_if_missing
 from smneuron.session import Session
-
-COPY_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
+from smneuron.specs.models import ScalingSpec
 
 
 def for_endpoint(session: Session, endpoint: str) -> list[str]:
@@ -72,29 +73,16 @@ def wait(
 
 def delete(session: Session, name: str) -> list[str]:
     """Remove one component, its copy autoscaling and its scale-from-zero alarm; returns what was removed."""
-    from botocore.exceptions import ClientError
 
-    removed = []
-    aas = session.client("application-autoscaling")
-    resource = f"inference-component/{name}"
-    try:
-        found = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[resource])[
-            "ScalableTargets"
+    described = describe(session, name)
+    removed = autoscaling.remove(session, f"inference-component/{name}", COPY_DIMENSION)
+    if described is not None:
+        mine = [
+            a["AlarmName"]
+            for a in owned.alarms(session, described["EndpointName"])
+            if {"Name": "InferenceComponentName", "Value": name} in a.get("Dimensions", [])
         ]
-        for target in found:  # deregistering also deletes its scaling policies
-            aas.deregister_scalable_target(
-                ServiceNamespace="sagemaker",
-                ResourceId=resource,
-                ScalableDimension=target["ScalableDimension"],
-            )
-            removed.append(f"copy autoscaling of {name}")
-    except ClientError as e:
-        raise from_client_error(e) from e
-    cw = session.client("cloudwatch")
-    alarms = [a["AlarmName"] for a in cw.describe_alarms(AlarmNamePrefix=f"smneuron-{name}-")["MetricAlarms"]]
-    if alarms:
-        cw.delete_alarms(AlarmNames=alarms)
-        removed += [f"alarm {a}" for a in alarms]
+        removed += owned.delete_alarms(session, mine)
     sm = session.client("sagemaker")
     try:
         sm.delete_inference_component(InferenceComponentName=name)
@@ -129,36 +117,45 @@ def summary(session: Session, described: dict) -> dict:
     }
 
 
-def scale(session: Session, name: str, spec) -> Any:  # type: ignore[no-untyped-def]
-    """Copy autoscaling from a ScalingSpec: min/max copies, target tracking on concurrent requests per copy.
-
-    ``min_capacity`` 0 is scale to zero (a step policy on NoCapacityInvocationFailures scales out from it).
+def scale(session: Session, name: str, spec: ScalingSpec, *, endpoint: str) -> ScalingPlan:
+    """Copy autoscaling from a ScalingSpec: min/max copies, target tracking on concurrent requests per copy
+    (``target_value``, default 4); min == max removes it. ``min_capacity`` 0 is scale to zero (a step policy
+    on NoCapacityInvocationFailures scales out from it).
     """
-
-    resource = f"inference-component/{name}"
-    target = spec.target_value or 4.0
-    policy = {
-        "PolicyName": f"smneuron-{name}-concurrency"[:256],
-        "ServiceNamespace": "sagemaker",
-        "ResourceId": resource,
-        "ScalableDimension": COPY_DIMENSION,
-        "PolicyType": "TargetTrackingScaling",
-        "TargetTrackingScalingPolicyConfiguration": {
-            "PredefinedMetricSpecification": {
-                "PredefinedMetricType": "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
-            },
-            "TargetValue": target,
-            "ScaleInCooldown": spec.scale_in_cooldown_in_seconds,
-            "ScaleOutCooldown": spec.scale_out_cooldown_in_seconds,
-        },
-    }
-    aas = session.client("application-autoscaling")
-    aas.register_scalable_target(
-        ServiceNamespace="sagemaker",
-        ResourceId=resource,
-        ScalableDimension=COPY_DIMENSION,
-        MinCapacity=spec.min_capacity,
-        MaxCapacity=spec.max_capacity,
+    p = autoscaling.copy_plan(
+        name,
+        min_copies=spec.min_capacity,
+        max_copies=spec.max_capacity,
+        target_value=spec.target_value or 4.0,
+        scale_in_cooldown=spec.scale_in_cooldown_in_seconds,
+        scale_out_cooldown=spec.scale_out_cooldown_in_seconds,
     )
-    aas.put_scaling_policy(**policy)
-    return ScalingPlan(resource, spec.min_capacity, spec.max_capacity, policy, [])
+    done = autoscaling.reconcile(session, p)
+    if not p.enabled:  # min == max: no copy autoscaling, the copy count itself
+        set_copies(session, name, p.min_capacity)
+    stale = [
+        a["AlarmName"]
+        for a in owned.alarms(session, endpoint)
+        if {"Name": "InferenceComponentName", "Value": name} in a.get("Dimensions", [])
+        and (p.alarm is None or a["AlarmName"] != p.alarm["AlarmName"])
+    ]
+    owned.delete_alarms(session, stale)
+    if p.alarm:
+        arn = done.policy_arns[p.policies[-1]["PolicyName"]]
+        owned.put_alarm(session, {**p.alarm, "AlarmActions": [arn]}, endpoint)
+    return p
+
+
+def set_copies(session: Session, name: str, count: int) -> str | None:
+    """Pin a component's copy count (no autoscaling moves it); returns the change in words, or None."""
+    d = describe(session, name)
+    now = (d or {}).get("RuntimeConfig", {}).get("DesiredCopyCount")
+    if d is None or now == count:
+        return None
+    try:
+        session.client("sagemaker").update_inference_component_runtime_config(
+            InferenceComponentName=name, DesiredRuntimeConfig={"CopyCount": count}
+        )
+    except ClientError as e:
+        raise from_client_error(e) from e
+    return f"copies of {name} {now} -> {count}"

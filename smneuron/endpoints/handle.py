@@ -12,13 +12,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from smneuron.catalog import InstanceType, load_prices
-from smneuron.deploy.encoder_plan import TAG_ENDPOINT
-from smneuron.deploy.generation_env import redacted
-from smneuron.endpoints import autoscaling, components
+from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.invoke import HttpTarget, Response, invoke_endpoint
 from smneuron.endpoints.logs import log_events as log_events  # part of this module's API
 from smneuron.endpoints.logs import log_tail
+from smneuron.endpoints.naming import TAG_ENDPOINT, redacted
 from smneuron.endpoints.polling import poll_intervals as poll_intervals  # part of this module's API
 from smneuron.endpoints.streaming import open_stream, request_body, text_pieces
 from smneuron.errors import (
@@ -112,7 +113,7 @@ def status(name: str, *, session: Session | None = None) -> dict:
     )
     container = model["PrimaryContainer"]
     data_source = container.get("ModelDataSource", {}).get("S3DataSource", {}).get("S3Uri")
-    alarms = sess.client("cloudwatch").describe_alarms(AlarmNamePrefix=f"smneuron-{name}-")["MetricAlarms"]
+    alarms = owned.alarms(sess, name)
     keys = (
         "EndpointName",
         "EndpointStatus",
@@ -131,14 +132,15 @@ def status(name: str, *, session: Session | None = None) -> dict:
             "ModelDataUrl": container.get("ModelDataUrl") or data_source,
             "Environment": redacted(container.get("Environment", {})),  # an HF_TOKEN is never printed
         },
-        "autoscaling": autoscaling.describe(sess, name, variant_cfg["VariantName"]),
+        "autoscaling": autoscaling.describe(sess, autoscaling.resource_id(name, variant_cfg["VariantName"])),
         "components": [components.summary(sess, c) for c in found],
         "alarms": [{"AlarmName": a["AlarmName"], "StateValue": a["StateValue"]} for a in alarms],
     }
 
 
 def scale(name: str, spec: ScalingSpec, *, session: Session | None = None) -> autoscaling.ScalingPlan:
-    """Set an endpoint's autoscaling (target tracking and scheduled capacity) from ``spec``.
+    """Set an endpoint's autoscaling from ``spec``: its instances (target tracking and scheduled capacity),
+    or for text generation its copies. What ``spec`` no longer asks for is removed (min == max: no policy).
 
     The default target follows the endpoint's instance type and worker count, read from the endpoint.
     """
@@ -146,12 +148,37 @@ def scale(name: str, spec: ScalingSpec, *, session: Session | None = None) -> au
     sess = session or Session.from_env()
     s = status(name, session=sess)
     if s["components"]:  # text generation: the copies scale, on the instances managed instance scaling adds
-        return components.scale(sess, s["components"][0]["InferenceComponentName"], spec)
+        return components.scale(sess, s["components"][0]["InferenceComponentName"], spec, endpoint=name)
     instance = InstanceType.parse(s["config"]["InstanceType"])
     workers = int(s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
     p = autoscaling.plan(name, s["config"]["VariantName"], spec, instance, workers)
-    autoscaling.apply(sess, p)
+    autoscaling.reconcile(sess, p)
+    if not p.enabled:  # min == max: no autoscaling, the count itself
+        set_instance_count(sess, name, s["config"]["VariantName"], p.min_capacity)
     return p
+
+
+def set_instance_count(session: Session, name: str, variant: str, count: int) -> str | None:
+    """Pin a variant's instance count (no autoscaling moves it); returns the change in words, or None."""
+    d = require(session, name)
+    now = next(
+        (
+            v.get("CurrentInstanceCount")
+            for v in d.get("ProductionVariants", [])
+            if v["VariantName"] == variant
+        ),
+        None,
+    )
+    if now is None or now == count:  # unknown (not reported yet) or already so
+        return None
+    try:
+        session.client("sagemaker").update_endpoint_weights_and_capacities(
+            EndpointName=name,
+            DesiredWeightsAndCapacities=[{"VariantName": variant, "DesiredInstanceCount": count}],
+        )
+    except ClientError as e:
+        raise from_client_error(e) from e
+    return f"instances of {name} {now} -> {count}"
 
 
 def delete(name: str, *, session: Session | None = None, variant: str = "AllTraffic") -> list[str]:
@@ -160,21 +187,13 @@ def delete(name: str, *, session: Session | None = None, variant: str = "AllTraf
     Returns:
         What was removed ("endpoint NAME", "model NAME", ...).
     """
-    from botocore.exceptions import ClientError
 
     sess = session or Session.from_env()
     sm = sess.client("sagemaker")
-    removed = autoscaling.remove(sess, name, variant)
-    cw = sess.client("cloudwatch")
-    alarm_names = [
-        a["AlarmName"] for a in cw.describe_alarms(AlarmNamePrefix=f"smneuron-{name}-")["MetricAlarms"]
-    ]
-    if alarm_names:
-        cw.delete_alarms(AlarmNames=alarm_names)
-        removed += [f"alarm {a}" for a in alarm_names]
+    removed = autoscaling.remove(sess, autoscaling.resource_id(name, variant))
     try:
         current = describe(sess, name)
-        configs = set(_owned(sess, "endpoint_configs", name))
+        configs = set(owned.sagemaker_resources(sess, "endpoint_configs", name))
         if current is not None:
             for component in components.for_endpoint(sess, name):  # copies go before their endpoint
                 removed += components.delete(sess, component)
@@ -182,11 +201,12 @@ def delete(name: str, *, session: Session | None = None, variant: str = "AllTraf
             sm.delete_endpoint(EndpointName=name)
             wait_for_endpoint(name, session=sess, target="Deleted", timeout=1800)
             removed.append(f"endpoint {name}")
+        removed += owned.delete_alarms(sess, [a["AlarmName"] for a in owned.alarms(sess, name)])
         # the models the configs serve (a pipeline's Model has no endpoint name in its own name)
-        models = set(_owned(sess, "models", name))
+        models = set(owned.sagemaker_resources(sess, "models", name))
         for cfg in sorted(configs):
             d = _describe_config(sess, cfg)
-            if d is None or _tags(sess, d["EndpointConfigArn"]).get(TAG_ENDPOINT) != name:
+            if d is None or owned.sagemaker_tags(sess, d["EndpointConfigArn"]).get(TAG_ENDPOINT) != name:
                 continue
             models |= {
                 v["ModelName"]
@@ -210,34 +230,10 @@ def _describe_config(session: Session, name: str) -> dict | None:
 
 def _model_owned(session: Session, model: str, endpoint: str) -> bool:
     described = none_if_missing(session.client("sagemaker").describe_model, ModelName=model)
-    return described is not None and _tags(session, described["ModelArn"]).get(TAG_ENDPOINT) == endpoint
-
-
-def _tags(session: Session, arn: str) -> dict[str, str]:
-    return {
-        t["Key"]: t["Value"] for t in session.client("sagemaker").list_tags(ResourceArn=arn).get("Tags", [])
-    }
-
-
-def _owned(session: Session, kind: str, endpoint: str) -> list[str]:
-    """Endpoint configs or models tagged as smneuron's for ``endpoint`` (names containing it)."""
-    sm = session.client("sagemaker")
-    lister, key, name_key, arn_key = {
-        "endpoint_configs": (
-            sm.list_endpoint_configs,
-            "EndpointConfigs",
-            "EndpointConfigName",
-            "EndpointConfigArn",
-        ),
-        "models": (sm.list_models, "Models", "ModelName", "ModelArn"),
-    }[kind]
-    out, token = [], None
-    while True:
-        page = lister(NameContains=endpoint[:20], **({"NextToken": token} if token else {}))
-        out += [i[name_key] for i in page[key] if _tags(session, i[arn_key]).get(TAG_ENDPOINT) == endpoint]
-        token = page.get("NextToken")
-        if not token:
-            return out
+    return (
+        described is not None
+        and owned.sagemaker_tags(session, described["ModelArn"]).get(TAG_ENDPOINT) == endpoint
+    )
 
 
 def list_endpoints(*, session: Session | None = None) -> list[dict]:
@@ -249,7 +245,7 @@ def list_endpoints(*, session: Session | None = None) -> list[dict]:
     out = []
     for page in sm.get_paginator("list_endpoints").paginate():
         for e in page["Endpoints"]:
-            if _tags(sess, e["EndpointArn"]).get(TAG_ENDPOINT) != e["EndpointName"]:
+            if owned.sagemaker_tags(sess, e["EndpointArn"]).get(TAG_ENDPOINT) != e["EndpointName"]:
                 continue
             d = sm.describe_endpoint(EndpointName=e["EndpointName"])
             variant = (d.get("ProductionVariants") or [{}])[0]

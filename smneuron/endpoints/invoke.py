@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from smneuron.errors import InvocationError, SmneuronError, from_client_error
 from smneuron.session import Session
 
@@ -70,7 +72,6 @@ def invoke_endpoint(
         InvocationError: the model answered with an error.
         AwsError subclasses: the endpoint does not exist, access denied, throttling.
     """
-    from botocore.exceptions import ClientError
 
     runtime = session.client("sagemaker-runtime")
     try:

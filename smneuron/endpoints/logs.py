@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from botocore.exceptions import ClientError
+
 from smneuron.errors import from_client_error, is_not_found
 from smneuron.session import Session
 
@@ -11,7 +13,6 @@ def log_events(
 ) -> list[tuple[int, str]]:
     """(timestamp ms, message) of the newest events of the endpoint's CloudWatch logs, oldest first;
     only events after ``start_ms`` when given. Empty when there are no logs yet."""
-    from botocore.exceptions import ClientError
 
     logs = session.client("logs")
     group = f"/aws/sagemaker/Endpoints/{name}"

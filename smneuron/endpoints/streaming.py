@@ -11,6 +11,8 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from botocore.exceptions import ClientError, EventStreamError
+
 from smneuron.errors import ConfigError, InvocationError, SmneuronError, from_client_error
 
 
@@ -108,7 +110,6 @@ def sagemaker_chunks(
         InvocationError: the model answered with an error, or the stream broke (ModelStreamError).
         AwsError subclasses: missing endpoint, access, throttling.
     """
-    from botocore.exceptions import ClientError, EventStreamError
 
     runtime = session.client("sagemaker-runtime")
     extra = {"InferenceComponentName": component} if component else {}

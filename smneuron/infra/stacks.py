@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+from botocore.exceptions import ClientError
+
 from smneuron.artifact.resources import infra_dir
 from smneuron.artifact.storage import head_bucket
 from smneuron.catalog import registry_account
@@ -67,7 +70,6 @@ def deploy_stack(
     timeout: float = 1800,
 ) -> StackResult:
     """Create or update a stack through a change set; a no-op update is reported, not an error."""
-    from botocore.exceptions import ClientError
 
     cfn = session.client("cloudformation")
     name = stack_name or f"smneuron-{stack}"
@@ -141,7 +143,6 @@ def deploy_stack(
 def _discard(cfn: Any, name: str, change_set: str, change_type: str) -> str:
     """Remove a failed change set, and the empty stack a failed first change set leaves in
     REVIEW_IN_PROGRESS (which would otherwise block every later create). Returns what is left, if any."""
-    from botocore.exceptions import ClientError
 
     try:
         cfn.delete_change_set(StackName=name, ChangeSetName=change_set)
@@ -154,7 +155,6 @@ def _discard(cfn: Any, name: str, change_set: str, change_type: str) -> str:
 
 def stack_parameters(session: Session, stack_name: str) -> dict[str, str] | None:
     """The parameters of an existing stack, or None when there is none."""
-    from botocore.exceptions import ClientError
 
     try:
         stack = session.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
@@ -238,7 +238,6 @@ def _outputs(stack: dict) -> dict[str, str]:
 
 
 def outputs(*, session: Session, stack_name: str) -> dict[str, str]:
-    from botocore.exceptions import ClientError
 
     try:
         return _outputs(session.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0])
@@ -248,7 +247,6 @@ def outputs(*, session: Session, stack_name: str) -> dict[str, str]:
 
 def write_project_outputs(path: Path, values: dict[str, str]) -> dict[str, str]:
     """Put stack outputs into smneuron.yaml (created if missing); returns what was written."""
-    import yaml
 
     data = yaml.safe_load(path.read_text()) if path.exists() else {}
     data = data or {}

@@ -17,6 +17,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from platformdirs import user_state_dir
+
 from smneuron.errors import ConfigError, SmneuronError
 from smneuron.local.aws.backing import Backer, activate
 from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws
@@ -31,8 +33,6 @@ def state_path() -> Path:
     """Where the running service is recorded (SMNEURON_STATE_DIR, else the user's state dir)."""
     root = os.environ.get("SMNEURON_STATE_DIR")
     if not root:
-        from platformdirs import user_state_dir
-
         root = user_state_dir("smneuron")
     return Path(root) / "local.json"
 

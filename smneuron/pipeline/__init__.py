@@ -1,1 +1,6 @@
-"""TODO"""
+"""The scheduled SageMaker Pipeline: plan (no SDK), build (the SDK, in pipelines/definition.py), upsert,
+start, status, schedules, and the smneuron wheel its jobs install.
+
+May import: everything below it: errors, session, catalog, specs, artifact, compile, endpoints, deploy,
+serving, bench, evaluation.
+"""

@@ -39,7 +39,7 @@ def wheel_name() -> str:
 
 def build_wheel(dest_dir: str | Path) -> Path:
     """Write ``smneuron-<version>-py3-none-any.whl`` into ``dest_dir`` and return its path."""
-    pkg = Path(__file__).resolve().parent
+    pkg = Path(__file__).resolve().parents[1]  # the smneuron package
     files = {k: v for k, v in _files(pkg, "smneuron").items() if not k.startswith("smneuron/_bundled/")}
     for name, where in (
         ("inference_code", inference_code_dir()),

@@ -22,6 +22,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from smneuron._version import __version__
 from smneuron.artifact.resources import pipelines_dir
 from smneuron.artifact.storage import ensure_bucket
@@ -34,7 +36,6 @@ from smneuron.specs.models import PipelineSpec, ProjectFile
 
 def publish_code(p: PipelinePlan, *, session: Session | None = None) -> PipelinePlan:
     """Upload the job entry script, the smneuron wheel and the pipeline config (content addressed)."""
-    from botocore.exceptions import ClientError
 
     sess = session or Session.from_env()
     s3 = sess.client("s3")
@@ -179,7 +180,6 @@ def upsert(
     pipeline = build(project, session=sess, plan_=p)
     if p.model_package_group:
         _ensure_package_group(sess, p.model_package_group, p.tags)
-    from botocore.exceptions import ClientError
 
     try:
         response = pipeline.upsert(
@@ -198,7 +198,6 @@ def upsert(
 
 
 def _ensure_package_group(sess: Session, group: str, tags: dict[str, str]) -> None:
-    from botocore.exceptions import ClientError
 
     sm = sess.client("sagemaker")
     try:
@@ -223,7 +222,6 @@ def start(name: str, parameters: dict[str, Any] | None = None, *, session: Sessi
     Raises:
         ConfigError: a parameter the pipeline does not have, or no model source to compile.
     """
-    from botocore.exceptions import ClientError
 
     sess = session or Session.from_env()
     sm = sess.client("sagemaker")
@@ -253,7 +251,6 @@ def start(name: str, parameters: dict[str, Any] | None = None, *, session: Sessi
 
 def status(name: str, execution_arn: str | None = None, *, session: Session | None = None) -> dict:
     """The newest (or the given) execution: status, failure reason, and each step's status."""
-    from botocore.exceptions import ClientError
 
     sess = session or Session.from_env()
     sm = sess.client("sagemaker")
@@ -288,7 +285,6 @@ def newest_execution(sm: Any, name: str) -> dict | None:
 
 
 def parameter_defaults(sm: Any, name: str) -> dict[str, Any]:
-    from botocore.exceptions import ClientError
 
     try:
         d = sm.describe_pipeline(PipelineName=name)

@@ -5,6 +5,8 @@ The schedule grammar is smneuron.specs.schedules, shared with autoscaling's sche
 
 from __future__ import annotations
 
+from botocore.exceptions import ClientError
+
 from smneuron.errors import ConfigError, from_client_error, is_not_found
 from smneuron.pipeline.plan import role_arn
 from smneuron.pipeline.runs import definition_module, newest_execution, parameter_defaults
@@ -49,7 +51,6 @@ def schedule(
         ConfigError: bad expression, no role, or a pipeline parameter without a default (a scheduled
             run has nobody to supply it).
     """
-    from botocore.exceptions import ClientError
 
     parsed = schedules.parse(expression)
     sess = session or Session.from_env()
@@ -78,7 +79,6 @@ def schedule(
 
 def describe_schedule(name: str, *, session: Session | None = None) -> dict | None:
     """The pipeline's schedule (``expression``, ``state``, ``arn``, ``role``), or None."""
-    from botocore.exceptions import ClientError
 
     sess = session or Session.from_env()
     try:
@@ -97,7 +97,6 @@ def describe_schedule(name: str, *, session: Session | None = None) -> dict | No
 
 def unschedule(name: str, *, session: Session | None = None) -> bool:
     """Remove the pipeline's schedule; False when there was none."""
-    from botocore.exceptions import ClientError
 
     sess = session or Session.from_env()
     try:

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from smneuron.catalog import InstanceType, Use
@@ -355,7 +356,6 @@ class ProjectFile(StrictModel):
             ConfigError: unreadable YAML, duplicate keys, unknown keys (with "did you mean"),
                 or invalid values, naming the file and the key path.
         """
-        import yaml
 
         path = Path(path)
         try:

@@ -10,6 +10,7 @@ import difflib
 import re
 from typing import Any, TypeVar
 
+import yaml
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
@@ -137,7 +138,6 @@ def _fields_at(model: type[BaseModel], path: list[str]) -> list[str]:
 
 
 def make_loader() -> type:
-    import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
         def construct_mapping(self, node: Any, deep: bool = False) -> dict:

@@ -25,6 +25,7 @@ MAX_LOCAL_COPIES = 4
 @dataclass
 class Copies:
     status: str = "Creating"
+    model: str | None = None  # the Model the running copies serve (an update that failed keeps the old one)
     reason: str | None = None
     servers: list = field(default_factory=list)
     desired: int = 1
@@ -44,8 +45,8 @@ class Components:
     def start_component(self, name: str, record: dict) -> None:
         copies = self.items.setdefault(name, Copies())
         copies.desired = int(record["RuntimeConfig"]["DesiredCopyCount"])
-        if copies.status != "InService":
-            copies.status, copies.reason = "Creating", None
+        # an update keeps the old copies serving while the new ones start, as SageMaker's rolling update does
+        copies.status, copies.reason = ("Updating" if copies.servers else "Creating"), None
         model = record["Specification"]["ModelName"]
         threading.Thread(target=self._bring_up, args=(name, model), daemon=True).start()
 
@@ -61,6 +62,7 @@ class Components:
                 server.stop()
             with copies.lock:
                 if copies.servers:  # an update failed: the old copies keep serving
+                    copies.status = "InService"
                     copies.reason = f"The update failed and was rolled back: {_reason(e)}"
                 else:
                     copies.status, copies.reason = (
@@ -70,7 +72,7 @@ class Components:
             return
         with copies.lock:
             old, copies.servers = copies.servers, new
-            copies.model_dir, copies.environment = model_dir, env
+            copies.model_dir, copies.environment, copies.model = model_dir, env, model
             copies.status, copies.reason = "InService", None
         for server in old:
             server.stop()
@@ -110,7 +112,11 @@ class Components:
             server = LlmServer(copies.model_dir, copies.environment)
             try:
                 server.start()
-            except Exception:  # a copy that cannot start leaves the others serving
+            except Exception as e:  # the others keep serving; the component says why it has fewer copies
+                with copies.lock:
+                    copies.reason = (
+                        f"A copy failed to start ({len(copies.servers)} of {want} running): {_reason(e)}"
+                    )
                 return
             with copies.lock:
                 copies.servers.append(server)
@@ -124,11 +130,11 @@ class Components:
         for name in list(self.items):
             self.stop_component(name)
 
-    def component_state(self, name: str) -> tuple[str, str | None, int] | None:
+    def component_state(self, name: str) -> tuple[str, str | None, int, str | None] | None:
         copies = self.items.get(name)
         if copies is None:
             return None
-        return copies.status, copies.reason, len(copies.servers)
+        return copies.status, copies.reason, len(copies.servers), copies.model
 
     def url(self, name: str) -> str | None:
         """The next copy's URL (round robin), or None when none runs."""

@@ -12,6 +12,8 @@ import datetime as dt
 from enum import Enum
 from typing import Any
 
+import botocore.session
+
 listener: Any = None  # start_component(name, record) / stop_component(name) / component_state(name)
 
 
@@ -29,11 +31,13 @@ def _describe(backend: Any, record: dict) -> dict:
     out = {k: v for k, v in record.items() if not k.startswith("_")}
     copies = record["RuntimeConfig"]["DesiredCopyCount"]
     state = listener.component_state(record["InferenceComponentName"]) if listener is not None else None
-    status, reason, current = ("InService", None, copies) if state is None else state
+    status, reason, current, served = ("InService", None, copies, None) if state is None else state
     out.update(
         InferenceComponentStatus=status,
         RuntimeConfig={"DesiredCopyCount": copies, "CurrentCopyCount": current},
     )
+    if served and status == "InService":  # a failed update rolled back: the copies serve the old Model
+        out["Specification"] = {**out["Specification"], "ModelName": served}
     if reason:
         out["FailureReason"] = reason
     return out
@@ -173,7 +177,6 @@ def _patch_copy_dimension() -> None:
     """Application Auto Scaling's scalable dimensions as botocore knows them (moto's list lacks
     ``sagemaker:inference-component:DesiredCopyCount``)."""
 
-    import botocore.session
     from moto.applicationautoscaling import models as aas_models
     from moto.applicationautoscaling import responses as aas_responses
 

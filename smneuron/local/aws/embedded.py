@@ -34,6 +34,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import botocore.session
+
 from smneuron.errors import MissingDependencyError
 from smneuron.local.aws.components import patch_components
 from smneuron.local.aws.stream_route import StreamRouter
@@ -50,7 +52,6 @@ def set_endpoint_delay(seconds: float) -> None:
 
 
 def _variant_instance_types() -> list[str]:
-    import botocore.session
 
     model = botocore.session.get_session().get_service_model("sagemaker")
     return list(model.shape_for("ProductionVariantInstanceType").enum)

@@ -1,1 +1,3 @@
-"""TODO"""
+"""`smneuron pipeline run --local`: the pipeline's own definition executed on this machine
+(graph order, inputs checked and uploaded, jobs as subprocesses, conditions evaluated).
+"""
