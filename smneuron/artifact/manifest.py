@@ -13,10 +13,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from smneuron.artifact.hashing import sha256_file
+from smneuron.artifact.kind import GENERATION, MANIFEST_NAME, kind_of
 from smneuron.errors import ArtifactError
 
 SCHEMA_VERSION = 1
-MANIFEST_NAME = "smneuron.json"
 
 
 class _Model(BaseModel):
@@ -180,7 +180,7 @@ class LlmManifest(_Model):
 
 def parse_any(data: dict, source: str) -> Manifest | LlmManifest:
     """The manifest of an encoder artifact or of a text-generation artifact."""
-    if data.get("task") == "text-generation" and data.get("schema_version") == SCHEMA_VERSION:
+    if kind_of(data) == GENERATION and data.get("schema_version") == SCHEMA_VERSION:
         try:
             return LlmManifest.model_validate(data)
         except ValidationError as e:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import json
 import os
 import shutil
 import tarfile
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from smneuron.artifact.hashing import size_of, tree_hash
+from smneuron.artifact.kind import GENERATION, kind_of_path
 from smneuron.artifact.manifest import MANIFEST_NAME, Manifest
 from smneuron.artifact.resources import inference_code_dir
 from smneuron.errors import ArtifactError, ConfigError
@@ -108,10 +108,10 @@ def plan(
 def _refuse_text_generation(artifact_dir: Path) -> None:
 
     try:
-        task = json.loads((artifact_dir / MANIFEST_NAME).read_text()).get("task")
-    except (OSError, ValueError):
+        kind = kind_of_path(artifact_dir)
+    except ArtifactError:
         return  # Manifest.read says what is wrong
-    if task == "text-generation":
+    if kind == GENERATION:
         raise ArtifactError(
             f"{artifact_dir} is a text-generation artifact: the optimum-neuron vLLM container serves the model "
             "directory itself (no model.tar.gz, no code/), uploaded uncompressed.",

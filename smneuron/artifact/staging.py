@@ -23,6 +23,7 @@ from typing import Literal
 from smneuron._version import __version__
 from smneuron.artifact.archive import read_manifest
 from smneuron.artifact.hashing import content_hash, size_of
+from smneuron.artifact.kind import GENERATION, ModelKind, kind_of, kind_of_path
 from smneuron.artifact.manifest import MANIFEST_NAME
 from smneuron.artifact.packaging import package
 from smneuron.artifact.storage import (
@@ -65,8 +66,8 @@ class ModelData:
     generation: dict | None = None  # text generation: smneuron.json "generation" + config.json "shape"
 
     @property
-    def is_llm(self) -> bool:
-        return self.generation is not None
+    def kind(self) -> ModelKind:
+        return kind_of({"task": self.task})
 
     @property
     def is_s3(self) -> bool:
@@ -136,7 +137,7 @@ def stage(
         )
     label = name or _name_from(path)
     sess = (session or Session.from_env()) if upload else None
-    if path.is_dir() and not (path / "code").is_dir() and not is_llm_dir(path):  # package it first
+    if path.is_dir() and not (path / "code").is_dir() and kind_of_path(path) != GENERATION:  # package it first
         with tempfile.TemporaryDirectory(prefix="smneuron-pkg-") as tmp:
             out = Path(tmp) / ("model.tar.gz" if compression == "gzip" else "model")
             package(path, out, compression=compression)
@@ -160,7 +161,7 @@ def describe_local(artifact: str | Path) -> ModelData:
         raise ArtifactError(f"{path} does not exist.")
     m = read_manifest(path)
     generation = None
-    if m["task"] == "text-generation":
+    if kind_of(m) == GENERATION:
         generation = {**m["generation"], "shape": _shape(path)}
     return ModelData(
         uri=str(path),
@@ -173,14 +174,6 @@ def describe_local(artifact: str | Path) -> ModelData:
         source=str(path),
         generation=generation,
     )
-
-
-def is_llm_dir(path: Path) -> bool:
-
-    try:
-        return json.loads((path / MANIFEST_NAME).read_text()).get("task") == "text-generation"
-    except (OSError, ValueError):
-        return False
 
 
 _SHAPE_KEYS = (

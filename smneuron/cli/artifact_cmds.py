@@ -10,6 +10,7 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
 from smneuron.artifact.archive import inspect_package
+from smneuron.artifact.kind import GENERATION, kind_of
 from smneuron.artifact.packaging import package
 from smneuron.artifact.staging import stage
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
@@ -82,7 +83,7 @@ def inspect_cmd(
         )
     else:
         table(None, ["entry", "bytes", "sha256"], [[e.name, e.size_bytes, e.sha256[:16]] for e in r.entries])
-        if r.manifest and r.manifest.get("task") == "text-generation":
+        if r.manifest and kind_of(r.manifest) == GENERATION:
             g, m = r.manifest["generation"], r.manifest
             console().print(
                 f"task text-generation  target {m['compiler']['target']}  batch {g['batch_size']}  sequence "

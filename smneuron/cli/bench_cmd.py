@@ -6,11 +6,12 @@ from pathlib import Path
 
 import typer
 
+from smneuron.artifact.kind import GENERATION, kind_of_path
 from smneuron.bench import encoder as bench
 from smneuron.bench.report import compare, load, recommend
 from smneuron.cli import generation_bench_cmd as llm_bench_cmd
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.errors import ConfigError
+from smneuron.errors import ArtifactError, ConfigError
 
 
 def bench_cmd(
@@ -80,7 +81,7 @@ def bench_cmd(
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
 
     if endpoint == "compare":
-        if reports and len(reports) == 2 and llm_bench_cmd.is_llm_report(reports[0]):
+        if reports and len(reports) == 2 and _kind_of_report(reports[0]) == GENERATION:
             return llm_bench_cmd.compare(reports, as_json)
         _compare(reports or [], as_json)
         return
@@ -193,7 +194,7 @@ def recommend_cmd(
 ) -> None:
     """The cheapest instance type and count meeting a p99 SLO at a rate, with the arithmetic."""
 
-    if reports and llm_bench_cmd.is_llm_report(reports[0]):
+    if reports and _kind_of_report(reports[0]) == GENERATION:
         return llm_bench_cmd.recommend(
             reports, rate=rate, ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms, as_json=as_json
         )
@@ -253,3 +254,11 @@ def render(report) -> None:  # type: ignore[no-untyped-def]
         f"[dim]generator alone: {g['max_rps']:.0f} req/s ({g['us_per_request']:.1f} us per request); "
         "latency quantiles: numpy linear interpolation over measured requests[/dim]"
     )
+
+
+def _kind_of_report(path: Path) -> str | None:
+    """A report's kind; an unreadable file is the report loader's to explain."""
+    try:
+        return kind_of_path(path)
+    except ArtifactError:
+        return None

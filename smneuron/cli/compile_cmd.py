@@ -7,10 +7,11 @@ from pathlib import Path
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from smneuron.artifact.kind import GENERATION, kind_of
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.cli.generation_cmds import compile_text_generation
-from smneuron.compile.encoder import CompileEvent, compile_model
-from smneuron.compile.generation import text_generation_note
+from smneuron.cli.generation_cmds import render_text_generation
+from smneuron.compile import compile_model
+from smneuron.compile.encoder import CompileEvent
 from smneuron.errors import ConfigError
 from smneuron.specs.models import override
 
@@ -84,17 +85,23 @@ def compile_cmd(
         dtype=dtype,
     )
 
-    note = "" if from_cache else text_generation_note(model_dir, spec.task)
-    if note is not None:
-        compile_text_generation(str(model_dir), out, spec, note=note, from_cache=from_cache, as_json=as_json)
-        return
-    progress_cb, finish = _progress(spec.buckets, quiet=as_json)
+    progress_cb, finish = _progress(spec.buckets, quiet=as_json or spec.task == "text-generation")
     try:
         result = compile_model(
-            model_dir, out, spec, cache=not no_cache, cache_dir=cache_dir, jobs=jobs, progress=progress_cb
+            model_dir,
+            out,
+            spec,
+            from_cache=from_cache,
+            cache=not no_cache,
+            cache_dir=cache_dir,
+            jobs=jobs,
+            progress=progress_cb,
         )
     finally:
         finish()
+    if kind_of(result.manifest) == GENERATION:
+        render_text_generation(result, as_json=as_json)
+        return
     m = result.manifest
     if as_json:
         print_json(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from smneuron.artifact.staging import is_llm_dir
+from smneuron.artifact.kind import GENERATION, kind_of, kind_of_path
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 from smneuron.cli.generation_cmds import env_flags, generate
 from smneuron.cli.plan_render import render_plan
@@ -125,7 +125,8 @@ def deploy_cmd(
             raise ConfigError("--bench-report needs --slo-p99-ms (the p99 latency the endpoint must meet).")
         scaling = ScalingSpec.from_bench_report(bench_report, slo_p99_ms, headroom=headroom, base=scaling)
     if local:
-        if Path(artifact).is_dir() and is_llm_dir(Path(artifact)):
+        if kind_of_path(artifact) == GENERATION:
+            deploy.refuse_encoder_settings(spec, scaling, workers)
             return serve_text_generation(Path(artifact), "127.0.0.1", port)
 
         ep = LocalEndpoint(artifact, spec=spec, instance_type=spec.instance_type, port=port, workers=workers)
@@ -167,7 +168,7 @@ def deploy_cmd(
     for note in r.plan.notes:
         console().print(f"note: {note}")
     verb = "already up to date" if r.unchanged else ("updated" if r.is_update else "created")
-    how = "--stream " if hasattr(r.plan, "component_name") else ""
+    how = "--stream " if kind_of(r.plan) == GENERATION else ""
     console().print(
         f"Endpoint [bold]{r.endpoint_name}[/bold] {verb}: {r.status}. "
         f'Invoke it with `smneuron invoke {how}{r.endpoint_name} "some text"`.'

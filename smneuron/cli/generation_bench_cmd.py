@@ -19,13 +19,6 @@ from smneuron.endpoints.handle import require
 from smneuron.errors import ConfigError
 
 
-def is_llm_report(path: Path) -> bool:
-    try:
-        return json.loads(Path(path).read_text()).get("kind") == "text-generation"
-    except (OSError, ValueError):
-        return False
-
-
 def has_components(ctx: typer.Context, endpoint: str | None, url: str | None) -> bool:
     """A SageMaker endpoint that serves inference components (text generation) gets the streaming bench."""
     if url or not endpoint:

@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import typer
 
 from smneuron.cli._common import console, print_json, table
-from smneuron.compile.generation import compile_from_cache, compile_llm
 from smneuron.endpoints.naming import redacted
 from smneuron.errors import ConfigError
 
 
-def compile_text_generation(
-    model: str, out: Path, spec, *, note: str, from_cache: bool, as_json: bool
-) -> None:  # type: ignore[no-untyped-def]
-    """`smneuron compile` for a causal LM: optimum-neuron export (inf2), a served copy (cpu), or a cache entry."""
-
-    spec = spec.model_copy(update={"task": "text-generation"})
-    if from_cache:
-        result = compile_from_cache(model, out, spec)
-    else:
-        result = compile_llm(model, out, spec)
-    notes = ([note] if note else []) + result.notes
+def render_text_generation(result, *, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    """What `smneuron compile` prints for a causal LM: the export command, the compiled configuration."""
+    notes = result.notes
     m = result.manifest
     if as_json:
         print_json(

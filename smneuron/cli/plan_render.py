@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from smneuron.artifact.kind import GENERATION, kind_of
 from smneuron.cli._common import console, print_json, table
 from smneuron.cli.generation_cmds import render_llm_plan
 
 
 def render_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
-    if hasattr(p, "component_name"):
+    if kind_of(p) == GENERATION:
         return render_llm_plan(p, as_json)
     data = p.to_dict()
     if as_json:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import time
 from pathlib import Path
@@ -11,12 +9,14 @@ from pathlib import Path
 import typer
 
 from smneuron.artifact.archive import read_manifest
-from smneuron.artifact.staging import is_llm_dir
+from smneuron.artifact.kind import GENERATION, kind_of_path
+from smneuron.artifact.staging import describe_local
 from smneuron.catalog import InstanceType
 from smneuron.cli._common import console
 from smneuron.deploy.encoder_env import container_environment
+from smneuron.deploy.generation_env import container_environment as generation_environment
 from smneuron.errors import ConfigError
-from smneuron.local.generation.standin import main
+from smneuron.local.generation.standin import serve as serve_standin
 from smneuron.serving.server import LocalEndpoint, check_port_free
 from smneuron.serving.torchserve import TorchServeStack
 from smneuron.specs.models import EndpointSpec, override
@@ -37,18 +37,13 @@ def describe_layout(layout) -> str:  # type: ignore[no-untyped-def]
 def serve_text_generation(model_dir: Path, host: str, port: int) -> None:
     """A text-generation artifact: the stand-in of the optimum-neuron vLLM container, in the foreground."""
 
-    gen = json.loads((model_dir / "smneuron.json").read_text())["generation"]
-    os.environ.update(
-        SM_ON_BATCH_SIZE=str(gen["batch_size"]),
-        SM_ON_SEQUENCE_LENGTH=str(gen["sequence_length"]),
-        SM_ON_TENSOR_PARALLEL_SIZE=str(gen["tensor_parallel_size"]),
-    )
+    environment, _ = generation_environment(describe_local(model_dir).generation or {}, {})
     check_port_free(host, port)
     console().print(
         f"Serving text generation (the local stand-in of the optimum-neuron vLLM container) on http://{host}:{port}: "
         f'`smneuron invoke --url http://{host}:{port} --stream "hello"`. Ctrl-C stops it.'
     )
-    code = main(["--model-dir", str(model_dir), "--port", str(port), "--host", host])
+    code = serve_standin(model_dir, environment, host, port)
     if code:
         raise typer.Exit(code)
 
@@ -73,7 +68,7 @@ def serve_cmd(
     if engine not in ("smneuron", "torchserve"):
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
 
-    if package.is_dir() and is_llm_dir(package):
+    if kind_of_path(package) == GENERATION:
         return serve_text_generation(package, host, port)
     if engine == "torchserve":
         _serve_torchserve(package, instance, port, workers, batch_size, max_batch_delay_ms, timeout)

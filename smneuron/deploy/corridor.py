@@ -13,11 +13,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smneuron.artifact.kind import GENERATION
 from smneuron.artifact.staging import ModelData, describe_local, stage
 from smneuron.deploy.apply import DeployResult, apply
 from smneuron.deploy.encoder_plan import DeployPlan, plan, plan_for_model
 from smneuron.deploy.generation_plan import plan_llm
-from smneuron.errors import from_client_error
+from smneuron.errors import ConfigError, from_client_error
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec, ScalingSpec
 
@@ -46,9 +47,58 @@ def preview(
 
 def _plan(data: ModelData, spec: EndpointSpec, scaling: ScalingSpec | None, **kw: Any) -> Any:
     """The encoder plan, or for a text-generation artifact the inference-component plan."""
-    if data.is_llm:
+    if data.kind == GENERATION:
+        refuse_encoder_settings(spec, scaling, kw.get("workers"))
         return plan_llm(data, spec, region=kw["region"], prices=kw.get("prices"))
     return plan(data, spec, scaling, **kw)
+
+
+# encoder settings a text-generation endpoint has no use for: field -> (flag, what it is)
+_ENCODER_ONLY = {
+    "initial_instance_count": ("--count", "instances at creation: managed instance scaling places the copies"),
+    "batch_size": ("--batch-size", "TorchServe batching: vLLM batches up to the compiled batch size"),
+    "max_batch_delay_ms": ("--max-batch-delay-ms", "TorchServe batching"),
+    "models_per_worker": ("endpoint.models_per_worker", "model-server workers"),
+    "cores_per_model": ("endpoint.cores_per_model", "the compiled tensor parallel size decides it"),
+    "latency_p99_alarm_ms": ("--latency-p99-alarm-ms", "blue/green rollback alarms of encoder endpoints"),
+    "torch_version": ("endpoint.torch_version", "the PyTorch DLC's torch"),
+    "neuron_sdk": ("endpoint.neuron_sdk", "the PyTorch DLC's Neuron SDK (pin the vLLM image instead)"),
+}
+_SCALING_FLAGS = {
+    "min_capacity": "--min",
+    "max_capacity": "--max",
+    "target_value": "--target",
+    "metric": "--metric",
+    "scheduled": "--schedule",
+}
+
+
+def refuse_encoder_settings(spec: EndpointSpec, scaling: ScalingSpec | None, workers: int | None) -> None:
+    """Refuse settings a text-generation endpoint would silently ignore, naming each and the fix.
+
+    Raises:
+        ConfigError: one or more encoder-only settings differ from their defaults.
+    """
+    defaults, given = EndpointSpec(), []
+    for field_name, (flag, what) in _ENCODER_ONLY.items():
+        if getattr(spec, field_name) != getattr(defaults, field_name):
+            given.append(f"{flag} ({what})")
+    if workers is not None:
+        given.append("--workers (model-server workers: each copy is one vLLM server)")
+    if scaling is not None:
+        base = ScalingSpec()
+        given += [
+            f"{flag} (instance autoscaling: a text-generation endpoint scales its copies)"
+            for field_name, flag in _SCALING_FLAGS.items()
+            if getattr(scaling, field_name) != getattr(base, field_name)
+        ]
+    if given:
+        raise ConfigError(
+            "This is a text-generation artifact, and these settings are for encoder endpoints, so they would "
+            "be ignored: " + "; ".join(given) + ".",
+            hint="Remove them (from the command line or smneuron.yaml). Text-generation endpoints take --copies, "
+            "--min-copies, --max-copies and --max-instances.",
+        )
 
 
 def deploy(

@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from smneuron._version import __version__
+from smneuron.artifact.kind import ENCODER, ModelKind
 from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType, load_prices, resolve_image
 from smneuron.deploy.encoder_env import container_environment, workers_for
@@ -34,6 +36,8 @@ _WHERE = {"inf1": "ml.inf1.*", "inf2": "ml.inf2.*", "cpu": "a CPU or GPU instanc
 @dataclass
 class DeployPlan:
     """The resources one deploy creates or reuses, and the requests that create them."""
+
+    kind: ClassVar[ModelKind] = ENCODER
 
     endpoint_name: str
     model_name: str

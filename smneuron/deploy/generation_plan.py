@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from smneuron._version import __version__
+from smneuron.artifact.kind import GENERATION, ModelKind
 from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType, load_prices
 from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check
@@ -35,6 +37,8 @@ from smneuron.specs.models import EndpointSpec
 @dataclass
 class LlmPlan:
     """Everything one text-generation deploy creates, and the exact requests."""
+
+    kind: ClassVar[ModelKind] = GENERATION
 
     endpoint_name: str
     model_name: str

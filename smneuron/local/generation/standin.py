@@ -245,26 +245,39 @@ def _error(message: str, code: int) -> dict:
     return {"object": "error", "message": message, "type": "BadRequestError", "param": None, "code": code}
 
 
+def serve(model_dir: Path, environment: dict[str, str], host: str = "127.0.0.1", port: int = 8080) -> int:
+    """Serve in the foreground until Ctrl-C with the container ``environment`` given (``SM_ON_*``), as the
+    container reads it; the calling process's own environment is neither read nor changed.
+
+    Returns:
+        The exit code: 1 when the configuration is refused (the reason on stderr), as the container exits.
+    """
+    try:
+        served = configuration(model_dir, environment)
+    except Refused as e:
+        print(f"ValueError: {e}", file=sys.stderr)
+        return 1
+    gen = Generator(model_dir, served["batch_size"], served["sequence_length"])
+    server = ThreadingHTTPServer((host, port), handler_for(gen, served))
+    server.daemon_threads = True
+    print(f"serving {served['model']} on {host}:{port}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The container's entry point: the environment is this process's own (a copy's subprocess)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", required=True, type=Path)
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--host", default="127.0.0.1")
     args = parser.parse_args(argv)
-    try:
-        served = configuration(args.model_dir, dict(os.environ))
-    except Refused as e:
-        print(f"ValueError: {e}", file=sys.stderr)
-        return 1
-    gen = Generator(args.model_dir, served["batch_size"], served["sequence_length"])
-    server = ThreadingHTTPServer((args.host, args.port), handler_for(gen, served))
-    server.daemon_threads = True
-    print(f"serving {served['model']} on {args.host}:{args.port}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return serve(args.model_dir, dict(os.environ), args.host, args.port)
 
 
 if __name__ == "__main__":
