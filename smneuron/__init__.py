@@ -1,48 +1,74 @@
 """smneuron: PyTorch / Hugging Face models to SageMaker endpoints on AWS Inferentia.
 
-Public functions are imported lazily so `import smneuron` (and the CLI) stay fast: torch,
-transformers and sagemaker load only when a function that needs them runs.
+The SDK, one package per stage of the corridor (compile -> artifact -> deploy -> endpoints -> bench), for
+encoders and text generation alike. Heavy third-party packages (torch, transformers, the Neuron SDKs,
+optimum, sagemaker, moto, boto3) load only when a function that needs them runs.
+
+    import smneuron
+    result = smneuron.compile_model("my-model", "artifact", target="inf2")     # either kind
+    endpoint = smneuron.deploy_model("artifact", smneuron.EndpointSpec(instance_type="ml.inf2.xlarge")).endpoint
+    endpoint.predict(["some text"])            # an encoder; endpoint.stream("...") for text generation
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from smneuron._version import __version__
+from smneuron.artifact.archive import extract_package, inspect_package
+from smneuron.artifact.kind import ModelKind, kind_of
+from smneuron.artifact.packaging import package
+from smneuron.artifact.staging import ModelData, stage
+from smneuron.artifact.storage import download
+from smneuron.bench.encoder import run as bench
+from smneuron.bench.generation import run_llm as bench_generation
+from smneuron.bench.prompts import synthetic_prompts
+from smneuron.catalog import InstanceType, resolve_image
+from smneuron.compile import compile_model
+from smneuron.deploy.apply import DeployResult
+from smneuron.deploy.corridor import deploy as deploy_model
+from smneuron.deploy.corridor import deploy_model_name
+from smneuron.deploy.corridor import preview as preview_deploy
+from smneuron.endpoints.handle import Endpoint, list_endpoints
+from smneuron.evaluation.scoring import evaluate
+from smneuron.serving.server import LocalEndpoint
+from smneuron.session import Session
+from smneuron.specs.models import (
+    CompileSpec,
+    EndpointSpec,
+    GenerationSpec,
+    PipelineSpec,
+    ProjectFile,
+    ScalingSpec,
+)
 
-_EXPORTS = {
-    "Session": "smneuron.session",
-    "InstanceType": "smneuron.catalog",
-    "resolve_image": "smneuron.catalog",
-    "CompileSpec": "smneuron.specs.models",
-    "EndpointSpec": "smneuron.specs.models",
-    "ScalingSpec": "smneuron.specs.models",
-    "PipelineSpec": "smneuron.specs.models",
-    "ProjectFile": "smneuron.specs.models",
-    "compile_model": "smneuron.compile.encoder",
-    "package": "smneuron.artifact.packaging",
-    "inspect_package": "smneuron.artifact.archive",
-    "extract_package": "smneuron.artifact.archive",
-    "stage": "smneuron.artifact.staging",
-    "ModelData": "smneuron.artifact.staging",
-    "download": "smneuron.artifact.storage",
-    "deploy_model": "smneuron.deploy.corridor",  # not "deploy": that name is the submodule
-    "deploy_model_name": "smneuron.deploy.corridor",
-    "preview_deploy": "smneuron.deploy.corridor",
-    "Endpoint": "smneuron.endpoints.handle",
-    "list_endpoints": "smneuron.endpoints.handle",
-    "LocalEndpoint": "smneuron.serving.server",
-}
-
-__all__ = ["__version__", *_EXPORTS]
-
-
-_ALIASES = {"deploy_model": "deploy", "preview_deploy": "preview"}
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'smneuron' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), _ALIASES.get(name, name))
+__all__ = [
+    "CompileSpec",
+    "DeployResult",
+    "Endpoint",
+    "EndpointSpec",
+    "GenerationSpec",
+    "InstanceType",
+    "LocalEndpoint",
+    "ModelData",
+    "ModelKind",
+    "PipelineSpec",
+    "ProjectFile",
+    "ScalingSpec",
+    "Session",
+    "__version__",
+    "bench",
+    "bench_generation",
+    "compile_model",
+    "deploy_model",
+    "deploy_model_name",
+    "download",
+    "evaluate",
+    "extract_package",
+    "inspect_package",
+    "kind_of",
+    "list_endpoints",
+    "package",
+    "preview_deploy",
+    "resolve_image",
+    "stage",
+    "synthetic_prompts",
+]

@@ -137,7 +137,9 @@ def stage(
         )
     label = name or _name_from(path)
     sess = (session or Session.from_env()) if upload else None
-    if path.is_dir() and not (path / "code").is_dir() and kind_of_path(path) != GENERATION:  # package it first
+    if (
+        path.is_dir() and not (path / "code").is_dir() and kind_of_path(path) != GENERATION
+    ):  # package it first
         with tempfile.TemporaryDirectory(prefix="smneuron-pkg-") as tmp:
             out = Path(tmp) / ("model.tar.gz" if compression == "gzip" else "model")
             package(path, out, compression=compression)

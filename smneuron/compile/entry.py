@@ -68,7 +68,9 @@ def compile_model(
             model, out_dir, spec, cache=cache, cache_dir=cache_dir, jobs=jobs, progress=progress
         )
     spec = spec.model_copy(update={"task": GENERATION})
-    result = compile_from_cache(str(model), out_dir, spec) if from_cache else compile_llm(model, out_dir, spec)
+    result = (
+        compile_from_cache(str(model), out_dir, spec) if from_cache else compile_llm(model, out_dir, spec)
+    )
     if note:
         result.notes.insert(0, note)
     return result

@@ -55,7 +55,10 @@ def _plan(data: ModelData, spec: EndpointSpec, scaling: ScalingSpec | None, **kw
 
 # encoder settings a text-generation endpoint has no use for: field -> (flag, what it is)
 _ENCODER_ONLY = {
-    "initial_instance_count": ("--count", "instances at creation: managed instance scaling places the copies"),
+    "initial_instance_count": (
+        "--count",
+        "instances at creation: managed instance scaling places the copies",
+    ),
     "batch_size": ("--batch-size", "TorchServe batching: vLLM batches up to the compiled batch size"),
     "max_batch_delay_ms": ("--max-batch-delay-ms", "TorchServe batching"),
     "models_per_worker": ("endpoint.models_per_worker", "model-server workers"),

@@ -8,7 +8,7 @@ import pytest
 from smneuron.errors import ConfigError
 from smneuron.specs.models import CompileSpec, EndpointSpec, ProjectFile, ScalingSpec, override
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def write(tmp_path: Path, text: str) -> Path:

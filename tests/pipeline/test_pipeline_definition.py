@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from botocore_check import all_steps, validate_step
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 
 
 def _definition(session, instance: str, **pipeline) -> dict:

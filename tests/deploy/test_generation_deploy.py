@@ -13,8 +13,8 @@ from botocore_check import validate_request
 from smneuron.errors import ConfigError, MissingDependencyError
 from smneuron.specs.models import CompileSpec, EndpointSpec, GenerationSpec
 
-STANDINS = Path(__file__).parent / "standins"
-LLAMA_8B = Path(__file__).parent / "data" / "llama-3.1-8b-config.json"
+STANDINS = Path(__file__).parents[1] / "standins"
+LLAMA_8B = Path(__file__).parents[1] / "data" / "llama-3.1-8b-config.json"
 
 
 @pytest.fixture
@@ -430,9 +430,11 @@ def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(
     assert again.unchanged
     removed = delete("llama", session=session)
     c = r.plan.component_name
-    assert {f"scalable target inference-component/{c}", f"alarm smneuron-{c}-no-capacity", f"inference component {c}"} <= set(
-        removed
-    )
+    assert {
+        f"scalable target inference-component/{c}",
+        f"alarm smneuron-{c}-no-capacity",
+        f"inference component {c}",
+    } <= set(removed)
     assert removed.index(f"inference component {c}") < removed.index("endpoint llama")  # copies first
     sm, aas = session.client("sagemaker"), session.client("application-autoscaling")
     assert (

@@ -16,7 +16,7 @@ from smneuron.compile import targets
 from smneuron.compile.encoder import compile_model
 from smneuron.errors import CompileError, ConfigError, MissingDependencyError
 
-STANDINS = Path(__file__).parent / "standins"
+STANDINS = Path(__file__).parents[1] / "standins"
 
 
 @pytest.fixture

@@ -49,7 +49,9 @@ def test_upsert_uploads_code_once_and_updates_in_place(session, role, project):
     bucket, key = first.code["wheel"].removeprefix("s3://").split("/", 1)
     wheel = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     names = zipfile.ZipFile(io.BytesIO(wheel)).namelist()
-    assert "smneuron/_bundled/pipelines/steps/compile.py" in names and "smneuron/evaluation/scoring.py" in names
+    assert (
+        "smneuron/_bundled/pipelines/steps/compile.py" in names and "smneuron/evaluation/scoring.py" in names
+    )
     assert (
         sm.describe_model_package_group(ModelPackageGroupName="minilm")["ModelPackageGroupName"] == "minilm"
     )

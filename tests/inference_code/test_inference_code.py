@@ -275,7 +275,7 @@ def test_token_classification_and_question_answering_shapes(all_tasks):
 def test_runtime_refuses_an_artifact_compiled_by_a_newer_neuron(classifier_dir, tmp_path, monkeypatch):
     import shutil
 
-    standins = Path(__file__).parent / "standins"
+    standins = Path(__file__).parents[1] / "standins"
     d = tmp_path / "model"
     shutil.copytree(classifier_dir, d)
     manifest = json.loads((d / "smneuron.json").read_text())
