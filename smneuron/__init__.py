@@ -1,74 +1,68 @@
 """smneuron: PyTorch / Hugging Face models to SageMaker endpoints on AWS Inferentia.
 
 The SDK, one package per stage of the corridor (compile -> artifact -> deploy -> endpoints -> bench), for
-encoders and text generation alike. Heavy third-party packages (torch, transformers, the Neuron SDKs,
-optimum, sagemaker, moto, boto3) load only when a function that needs them runs.
+encoders and text generation alike:
 
     import smneuron
     result = smneuron.compile_model("my-model", "artifact", target="inf2")     # either kind
     endpoint = smneuron.deploy_model("artifact", smneuron.EndpointSpec(instance_type="ml.inf2.xlarge")).endpoint
     endpoint.predict(["some text"])            # an encoder; endpoint.stream("...") for text generation
+
+The names below resolve on first use (PEP 562), so ``import smneuron.artifact.resources`` works in a bare
+job container before smneuron's dependencies are installed, and ``import smneuron`` costs nothing. This
+table is the package's public surface; inside the package every import is a plain top-level import.
 """
 
 from __future__ import annotations
 
-from smneuron._version import __version__
-from smneuron.artifact.archive import extract_package, inspect_package
-from smneuron.artifact.kind import ModelKind, kind_of
-from smneuron.artifact.packaging import package
-from smneuron.artifact.staging import ModelData, stage
-from smneuron.artifact.storage import download
-from smneuron.bench.encoder import run as bench
-from smneuron.bench.generation import run_llm as bench_generation
-from smneuron.bench.prompts import synthetic_prompts
-from smneuron.catalog import InstanceType, resolve_image
-from smneuron.compile import compile_model
-from smneuron.deploy.apply import DeployResult
-from smneuron.deploy.corridor import deploy as deploy_model
-from smneuron.deploy.corridor import deploy_model_name
-from smneuron.deploy.corridor import preview as preview_deploy
-from smneuron.endpoints.handle import Endpoint, list_endpoints
-from smneuron.evaluation.scoring import evaluate
-from smneuron.serving.server import LocalEndpoint
-from smneuron.session import Session
-from smneuron.specs.models import (
-    CompileSpec,
-    EndpointSpec,
-    GenerationSpec,
-    PipelineSpec,
-    ProjectFile,
-    ScalingSpec,
-)
+import importlib
+from typing import Any
 
-__all__ = [
-    "CompileSpec",
-    "DeployResult",
-    "Endpoint",
-    "EndpointSpec",
-    "GenerationSpec",
-    "InstanceType",
-    "LocalEndpoint",
-    "ModelData",
-    "ModelKind",
-    "PipelineSpec",
-    "ProjectFile",
-    "ScalingSpec",
-    "Session",
-    "__version__",
-    "bench",
-    "bench_generation",
-    "compile_model",
-    "deploy_model",
-    "deploy_model_name",
-    "download",
-    "evaluate",
-    "extract_package",
-    "inspect_package",
-    "kind_of",
-    "list_endpoints",
-    "package",
-    "preview_deploy",
-    "resolve_image",
-    "stage",
-    "synthetic_prompts",
-]
+from smneuron._version import __version__
+
+_EXPORTS = {  # public name -> (module, attribute)
+    "Session": ("smneuron.session", "Session"),
+    "InstanceType": ("smneuron.catalog", "InstanceType"),
+    "resolve_image": ("smneuron.catalog", "resolve_image"),
+    "CompileSpec": ("smneuron.specs.models", "CompileSpec"),
+    "EndpointSpec": ("smneuron.specs.models", "EndpointSpec"),
+    "GenerationSpec": ("smneuron.specs.models", "GenerationSpec"),
+    "ScalingSpec": ("smneuron.specs.models", "ScalingSpec"),
+    "PipelineSpec": ("smneuron.specs.models", "PipelineSpec"),
+    "ProjectFile": ("smneuron.specs.models", "ProjectFile"),
+    "ModelKind": ("smneuron.artifact.kind", "ModelKind"),
+    "kind_of": ("smneuron.artifact.kind", "kind_of"),
+    "compile_model": ("smneuron.compile.entry", "compile_model"),
+    "package": ("smneuron.artifact.packaging", "package"),
+    "inspect_package": ("smneuron.artifact.archive", "inspect_package"),
+    "extract_package": ("smneuron.artifact.archive", "extract_package"),
+    "stage": ("smneuron.artifact.staging", "stage"),
+    "ModelData": ("smneuron.artifact.staging", "ModelData"),
+    "download": ("smneuron.artifact.storage", "download"),
+    "deploy_model": ("smneuron.deploy.corridor", "deploy"),
+    "deploy_model_name": ("smneuron.deploy.corridor", "deploy_model_name"),
+    "preview_deploy": ("smneuron.deploy.corridor", "preview"),
+    "DeployResult": ("smneuron.deploy.apply", "DeployResult"),
+    "Endpoint": ("smneuron.endpoints.handle", "Endpoint"),
+    "list_endpoints": ("smneuron.endpoints.handle", "list_endpoints"),
+    "run_bench": ("smneuron.bench.encoder", "run"),
+    "run_generation_bench": ("smneuron.bench.generation", "run_llm"),
+    "synthetic_prompts": ("smneuron.bench.prompts", "synthetic_prompts"),
+    "evaluate": ("smneuron.evaluation.scoring", "evaluate"),
+    "LocalEndpoint": ("smneuron.serving.server", "LocalEndpoint"),
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'smneuron' has no attribute {name!r}")
+    module, attribute = _EXPORTS[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +63,6 @@ def session(aws):
 @pytest.fixture
 def role(session):
     """The execution role smneuron looks for by default."""
-    import json
 
     iam = session.client("iam")
     trust = {
@@ -153,7 +155,6 @@ def run_cli(*args: str, env: dict[str, str] | None = None):
 def load_bucket(artifact_dir: Path, file: str):
     """One bucket's graph with the artifact's shared weights attached, exactly as the serving code does."""
     import importlib.util
-    import json
     import sys
 
     import torch
@@ -197,3 +198,37 @@ def smneuron_cli(tmp_path):
 
     yield run
     run("local", "down", check=False)
+
+
+STANDINS = Path(__file__).resolve().parent / "standins"
+LLAMA_8B = Path(__file__).resolve().parent / "data" / "llama-3.1-8b-config.json"
+
+
+@pytest.fixture
+def optimum_standin(monkeypatch, tmp_path):
+    """optimum-neuron's stand-in on the path (this test and its subprocesses); yields the call log."""
+    log = tmp_path / "standin-calls.jsonl"
+    monkeypatch.setenv("SMNEURON_STANDIN_LOG", str(log))
+    monkeypatch.syspath_prepend(str(STANDINS))
+    monkeypatch.setenv("PYTHONPATH", str(STANDINS))
+    yield log
+    for name in [m for m in sys.modules if m == "optimum" or m.startswith(("optimum.", "_record"))]:
+        sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def llama_8b(tiny_llama, tmp_path) -> Path:
+    """Llama-3.1-8B's config.json with a tokenizer and no weights: what the export and the arithmetic read."""
+    d = tmp_path / "llama-3.1-8b"
+    d.mkdir()
+    shutil.copy(LLAMA_8B, d / "config.json")
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tiny_llama / f, d / f)
+    return d
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The real MiniLM model makes a test end to end too: `pytest -m "not e2e"` leaves it out."""
+    for item in items:
+        if item.get_closest_marker("integration") and not item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.e2e)

@@ -11,9 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 from test_local_service import _alive as alive
 from test_local_service import _descendants as descendants
+
+pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 
 README = (REPO / "README.md").read_text()
 

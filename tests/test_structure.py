@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import tomllib
 from conftest import REPO
 
@@ -248,6 +249,7 @@ with mock_aws():
 """
 
 
+@pytest.mark.e2e
 def test_deploy_from_the_cli_and_the_sdk_never_loads_the_sagemaker_sdk(tiny_classifier, tmp_path):
     from smneuron.compile.encoder import compile_model
 

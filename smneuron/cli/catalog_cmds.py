@@ -6,7 +6,7 @@ import typer
 
 from smneuron.catalog import INSTANCE_TYPES, InstanceType, image_versions, load_prices, resolve_image
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.errors import MissingRegionError
+from smneuron.errors import ConfigError, MissingRegionError
 from smneuron.session import resolve_region
 
 
@@ -21,6 +21,11 @@ def instances(
 ) -> None:
     """List instance types: NeuronCores, memory, hourly price and recommended workers."""
 
+    families = sorted({t.family for t in INSTANCE_TYPES.values()})
+    if family and family not in families:
+        raise ConfigError(
+            f"Unknown instance family {family!r}.", hint=f"Use --family with one of: {', '.join(families)}."
+        )
     prices = load_prices(state(ctx).project().prices or None)
     rows = []
     for t in INSTANCE_TYPES.values():

@@ -17,6 +17,7 @@ from pathlib import Path
 from smneuron.artifact.packaging import package
 from smneuron.artifact.staging import stage as stage_model_data
 from smneuron.bench import encoder as bench
+from smneuron.catalog import InstanceType
 from smneuron.compile.encoder import compile_model
 from smneuron.deploy.corridor import deploy
 from smneuron.endpoints import autoscaling
@@ -72,8 +73,13 @@ def run_demo(
     on_stage: Callable[[str, float, str], None] | None = None,
     work_dir: str | Path | None = None,
 ) -> DemoResult:
-    """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes."""
+    """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes.
 
+    Raises:
+        UnknownInstanceTypeError: ``instance_type`` is not a SageMaker endpoint type (before any work).
+    """
+
+    InstanceType.parse(instance_type, use="endpoint")
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-demo-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
     model_dir, task, label = pick_model(work)

@@ -18,6 +18,7 @@ from pathlib import Path
 from smneuron.artifact.staging import stage as stage_model_data
 from smneuron.bench.generation import run_llm
 from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
+from smneuron.catalog import InstanceType
 from smneuron.compile.generation import compile_llm
 from smneuron.deploy.corridor import deploy
 from smneuron.endpoints.handle import Endpoint, delete
@@ -48,6 +49,7 @@ def run_llm_demo(
     work_dir: str | Path | None = None,
 ) -> LlmDemoResult:
     """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes."""
+    InstanceType.parse(instance_type, use="endpoint")  # a typo is refused before any work
 
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-llm-demo-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]

@@ -95,6 +95,9 @@ def definition_module() -> Any:
     os.environ.setdefault(
         "SAGEMAKER_SUPPRESS_V2_WARNING", "1"
     )  # smneuron pins v2 on purpose (pipeline extra)
+    # the SDK's import prints "sagemaker.config INFO - Not applying SDK defaults ..." to stdout unless the
+    # logger already has a level: `pipeline definition > def.json` must be JSON and nothing else
+    logging.getLogger("sagemaker.config").setLevel(logging.WARNING)
     if importlib.util.find_spec("sagemaker") is None:  # a missing SDK, not a broken definition
         raise MissingDependencyError(
             "sagemaker",

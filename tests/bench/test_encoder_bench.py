@@ -192,6 +192,7 @@ def test_sagemaker_endpoint_target_against_moto(session, role):
     assert r.runs[0].requests_ok == 20 and r.target == "sagemaker:ep"
 
 
+@pytest.mark.e2e
 def test_plot_compare_and_recommend(slow_server, tmp_path):
     from conftest import run_cli
 

@@ -128,6 +128,7 @@ def test_metrics_against_a_server_with_known_timings():
     assert run.concurrency_mean == pytest.approx(2, rel=0.25)
 
 
+@pytest.mark.e2e
 def test_open_loop_profiles_schedule_their_rates():
     from smneuron.bench.generation import run_llm
     from smneuron.bench.prompts import completion_body
@@ -213,6 +214,7 @@ def _chromium() -> str:
     return found
 
 
+@pytest.mark.e2e
 def test_reports_json_csv_and_an_html_page_that_renders_in_chromium(tmp_path):
     from PIL import Image
 

@@ -200,6 +200,7 @@ def test_inf1_calls_torch_neuron_trace_and_records_operator_placement(
     assert m.versions["torch-neuron"] == "1.13.1.2.11.13.0"
 
 
+@pytest.mark.e2e
 def test_parallel_bucket_compiles_run_in_worker_processes(neuron_standins, tiny_classifier, tmp_path):
     result = compile_model(
         tiny_classifier,
@@ -232,6 +233,7 @@ def test_second_identical_compile_is_a_cache_hit_without_tracing(neuron_standins
     assert not verify_files(tmp_path / "b", second.manifest)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "change",
     ["batch_size", "buckets", "auto_cast", "compiler_args", "task", "model_file", "compiler_version"],

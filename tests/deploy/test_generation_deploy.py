@@ -3,45 +3,19 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
 from botocore_check import validate_request
+from conftest import LLAMA_8B
 
 from smneuron.errors import ConfigError, MissingDependencyError
 from smneuron.specs.models import CompileSpec, EndpointSpec, GenerationSpec
 
-STANDINS = Path(__file__).parents[1] / "standins"
-LLAMA_8B = Path(__file__).parents[1] / "data" / "llama-3.1-8b-config.json"
-
-
-@pytest.fixture
-def optimum_standin(monkeypatch, tmp_path):
-    """optimum-neuron's stand-in on the path (this test and its subprocesses); yields the call log."""
-    log = tmp_path / "standin-calls.jsonl"
-    monkeypatch.setenv("SMNEURON_STANDIN_LOG", str(log))
-    monkeypatch.syspath_prepend(str(STANDINS))
-    monkeypatch.setenv("PYTHONPATH", str(STANDINS))
-    yield log
-    for name in [m for m in sys.modules if m == "optimum" or m.startswith(("optimum.", "_record"))]:
-        sys.modules.pop(name, None)
-
 
 def calls(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
-@pytest.fixture
-def llama_8b(tiny_llama, tmp_path) -> Path:
-    """Llama-3.1-8B's config.json with a tokenizer and no weights: what the export and the arithmetic read."""
-    d = tmp_path / "llama-3.1-8b"
-    d.mkdir()
-    shutil.copy(LLAMA_8B, d / "config.json")
-    for f in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(tiny_llama / f, d / f)
-    return d
 
 
 @pytest.mark.parametrize(

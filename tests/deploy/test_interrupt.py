@@ -8,6 +8,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
+
 
 def test_sigint_while_the_endpoint_is_creating_removes_what_the_deploy_created(tiny_classifier, tmp_path):
     from smneuron.compile.encoder import compile_model

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from smneuron.catalog import INSTANCE_TYPES
 from smneuron.compile.encoder import compile_model
 from smneuron.specs.models import EndpointSpec
@@ -66,6 +68,7 @@ def test_every_instance_family_caps_host_threads_per_worker():
     assert (inf2["SAGEMAKER_MODEL_SERVER_WORKERS"], inf2["OMP_NUM_THREADS"]) == ("2", "2")
 
 
+@pytest.mark.e2e
 def test_the_pipeline_deploys_the_model_it_evaluated(tiny_classifier, tmp_path):
     """Bug 3: the Deploy job created a second Model with a freshly computed environment."""
     from smneuron.local.pipeline.runner import run_local

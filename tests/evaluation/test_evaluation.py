@@ -105,6 +105,7 @@ def test_transform_lines_round_trip(tmp_path):
     assert ev.read_transform_output(out) == [{"label": "X", "score": 1.0}, {"label": "Y", "score": 2.0}]
 
 
+@pytest.mark.e2e
 def test_evaluate_cli_against_a_served_cpu_package(tiny_classifier, tmp_path):
     from conftest import run_cli
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from smneuron.local.demo import run_demo
+
+pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 
 
 def test_demo_runs_every_stage_and_tears_down(tmp_path):

@@ -10,6 +10,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
+
 
 def _wait_copies(cli, name: str, want: int) -> dict:
     deadline = time.monotonic() + 120

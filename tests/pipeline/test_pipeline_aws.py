@@ -12,6 +12,8 @@ from smneuron.errors import ConfigError
 from smneuron.pipeline import schedule as pipeline_schedule
 from smneuron.specs.models import ProjectFile
 
+pytestmark = pytest.mark.e2e  # builds with the real SageMaker SDK (seconds to import): not in the fast loop
+
 PROJECT = {
     "endpoint": {"instance_type": "ml.inf2.xlarge", "name": "minilm-prod"},
     "compile": {"task": "feature-extraction"},

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from botocore_check import all_steps, validate_step
 
+pytestmark = pytest.mark.e2e  # builds with the real SageMaker SDK (seconds to import): not in the fast loop
+
 SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 
 

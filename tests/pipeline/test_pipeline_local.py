@@ -8,6 +8,8 @@ import pytest
 
 from smneuron.specs.models import ProjectFile
 
+pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
+
 TEXTS = [
     "the cat sat on the mat",
     "hello world",

@@ -16,6 +16,8 @@ from smneuron.catalog import InstanceType
 from smneuron.deploy.encoder_env import container_environment
 from smneuron.specs.models import EndpointSpec
 
+pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
+
 TEXTS = ["the cat sat on the mat", "hello world", "a quick brown fox", "models on inferentia", "good morning"]
 
 

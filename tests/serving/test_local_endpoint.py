@@ -23,6 +23,8 @@ from smneuron.errors import ArtifactError
 from smneuron.serving.server import LocalEndpoint
 from smneuron.specs.models import EndpointSpec
 
+pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
+
 TEXTS = [
     "the movie was great",
     "what a terrible book",

@@ -290,7 +290,10 @@ def install() -> None:
     def invoke_endpoint(self: Any) -> Any:
         return plain_invoke(self) if _ACTIVE is None else _invoke(_ACTIVE, self)
 
-    def update_capacities(self: Any, endpoint_name: str, desired: list[dict[str, Any]]) -> str:
+    def update_capacities(
+        self: Any, endpoint_name: str, desired_weights_and_capacities: list[dict[str, Any]]
+    ) -> str:
+        desired = desired_weights_and_capacities  # moto passes it by this keyword
         arn = update_weights(self, endpoint_name, desired)
         count = next((d.get("DesiredInstanceCount") for d in desired if d.get("DesiredInstanceCount")), None)
         if _ACTIVE is not None and count:
