@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import venv
@@ -45,8 +46,9 @@ def test_wheel_ships_inference_code_and_pipelines(tmp_path):
         "(d / 'smneuron_handler.py').is_file(), (d / 'requirements.txt').is_file(), pipelines_dir().is_dir(), "
         "(infra_dir() / 'smneuron-base.yaml').is_file())"
     )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the wheel, not a checkout, answers
     out = subprocess.run(
-        [str(py), "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path
+        [str(py), "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path, env=env
     ).stdout
     where, flags = out.strip().splitlines()
     assert "site-packages/smneuron/_bundled/inference_code" in where

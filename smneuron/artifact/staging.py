@@ -16,7 +16,7 @@ import shutil
 import tarfile
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -48,6 +48,33 @@ META_GENERATION = "smneuron-generation"  # text generation: compiled configurati
 
 
 @dataclass(frozen=True)
+class GenerationConfig:
+    """What a text-generation artifact was compiled as (smneuron.json ``generation``) and its model's shape
+    (config.json): typed once here, read by the capacity arithmetic, the container environment and the plan."""
+
+    batch_size: int
+    sequence_length: int
+    tensor_parallel_size: int
+    dtype: str
+    num_parameters: int | None = None
+    hub_model_id: str | None = None
+    shape: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> GenerationConfig:
+        """From the manifest's ``generation`` section (+ ``shape``) or the S3 object metadata."""
+        return cls(
+            batch_size=int(data["batch_size"]),
+            sequence_length=int(data["sequence_length"]),
+            tensor_parallel_size=int(data["tensor_parallel_size"]),
+            dtype=str(data["dtype"]),
+            num_parameters=int(data["num_parameters"]) if data.get("num_parameters") is not None else None,
+            hub_model_id=data.get("hub_model_id"),
+            shape=dict(data.get("shape") or {}),
+        )
+
+
+@dataclass(frozen=True)
 class ModelData:
     """Model data for a SageMaker Model: where it is, what it holds, and its content hash.
 
@@ -63,7 +90,7 @@ class ModelData:
     cores_per_model: int
     source: str
     skipped: bool | None = None  # True: the bytes were already there; None: not uploaded
-    generation: dict | None = None  # text generation: smneuron.json "generation" + config.json "shape"
+    generation: GenerationConfig | None = None  # text generation only
 
     @property
     def kind(self) -> ModelKind:
@@ -164,7 +191,7 @@ def describe_local(artifact: str | Path) -> ModelData:
     m = read_manifest(path)
     generation = None
     if kind_of(m) == GENERATION:
-        generation = {**m["generation"], "shape": _shape(path)}
+        generation = GenerationConfig.from_dict({**m["generation"], "shape": _shape(path)})
     return ModelData(
         uri=str(path),
         sha256="",
@@ -228,7 +255,7 @@ def _stage_package(
         marker_name=MANIFEST_NAME,
         progress=progress,
     )
-    return ModelData(**{**local.to_dict(), "uri": f"s3://{session.bucket_name}/{key}", "skipped": skipped})
+    return replace(local, uri=f"s3://{session.bucket_name}/{key}", skipped=skipped)
 
 
 def _metadata(m: ModelData) -> dict[str, str]:
@@ -240,7 +267,7 @@ def _metadata(m: ModelData) -> dict[str, str]:
         META_CORES: str(m.cores_per_model),
     }
     if m.generation:
-        out[META_GENERATION] = json.dumps(m.generation, separators=(",", ":"))
+        out[META_GENERATION] = json.dumps(asdict(m.generation), separators=(",", ":"))
     return out
 
 
@@ -270,7 +297,9 @@ def _from_s3(uri: str, session: Session) -> ModelData:
         cores_per_model=int(meta.get(META_CORES, 1)),
         source=uri,
         skipped=True,
-        generation=json.loads(meta[META_GENERATION]) if META_GENERATION in meta else None,
+        generation=GenerationConfig.from_dict(json.loads(meta[META_GENERATION]))
+        if META_GENERATION in meta
+        else None,
     )
 
 

@@ -37,7 +37,7 @@ def describe_layout(layout) -> str:  # type: ignore[no-untyped-def]
 def serve_text_generation(model_dir: Path, host: str, port: int) -> None:
     """A text-generation artifact: the stand-in of the optimum-neuron vLLM container, in the foreground."""
 
-    environment, _ = generation_environment(describe_local(model_dir).generation or {}, {})
+    environment, _ = generation_environment(describe_local(model_dir).generation, {})  # type: ignore[arg-type]
     check_port_free(host, port)
     console().print(
         f"Serving text generation (the local stand-in of the optimum-neuron vLLM container) on http://{host}:{port}: "

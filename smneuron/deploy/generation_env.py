@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from smneuron.artifact.staging import GenerationConfig
 from smneuron.errors import ConfigError
 
 MODEL_DIR = "/opt/ml/model"
@@ -60,7 +61,7 @@ def translate_tgi(environment: dict[str, str]) -> tuple[dict[str, str], list[str
 
 
 def container_environment(
-    generation: dict,
+    generation: GenerationConfig,
     extra: dict[str, str],
     *,
     served_batch_size: int | None = None,
@@ -73,9 +74,9 @@ def container_environment(
     """
     env, notes = translate_tgi(extra)
     compiled = {
-        "SM_ON_BATCH_SIZE": str(generation["batch_size"]),
-        "SM_ON_SEQUENCE_LENGTH": str(generation["sequence_length"]),
-        "SM_ON_TENSOR_PARALLEL_SIZE": str(generation["tensor_parallel_size"]),
+        "SM_ON_BATCH_SIZE": str(generation.batch_size),
+        "SM_ON_SEQUENCE_LENGTH": str(generation.sequence_length),
+        "SM_ON_TENSOR_PARALLEL_SIZE": str(generation.tensor_parallel_size),
     }
     if served_batch_size is not None:
         env["SM_ON_BATCH_SIZE"] = str(served_batch_size)
@@ -88,7 +89,7 @@ def container_environment(
                 hint=f"Drop {key} (smneuron sets {value}), or recompile with the {what} you want.",
             )
         env[key] = value
-    hub = generation.get("hub_model_id")
+    hub = generation.hub_model_id
     env["SM_ON_MODEL"] = env.get("SM_ON_MODEL") or hub or MODEL_DIR
     token = os.environ.get(hf_token_env)
     if hub and "HF_TOKEN" not in env:  # only a hub model is downloaded; shipped weights need no token

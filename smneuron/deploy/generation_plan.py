@@ -81,7 +81,7 @@ class LlmPlan:
 
     def create_model_request(self, role_arn: str) -> dict:
         container = {"Image": self.image_uri, "Environment": dict(self.environment)}
-        if not self.model_data.generation.get("hub_model_id"):  # type: ignore[union-attr]
+        if not self.model_data.generation.hub_model_id:  # type: ignore[union-attr]
             container.update(self.model_data.container())
         return {
             "ModelName": self.model_name,
@@ -212,7 +212,9 @@ def plan_llm(
             ``SM_ON_*`` value that differs from the compiled one.
     """
     g = spec.generation
-    gen = model_data.generation or {}
+    gen = model_data.generation
+    if gen is None:
+        raise ConfigError(f"{model_data.source} is not a text-generation artifact.")
     instance = InstanceType.parse(spec.instance_type, use="endpoint")
     compiled_for = model_data.target
     if compiled_for == "inf2" and instance.family != "inf2" or compiled_for == "cpu" and instance.is_neuron:
@@ -220,16 +222,16 @@ def plan_llm(
             f"This text-generation artifact was compiled for {compiled_for} and cannot run on {instance.name}.",
             hint="Deploy inf2 artifacts to ml.inf2.*; a cpu artifact serves on a CPU type (or the embedded SageMaker).",
         )
-    shape = ModelShape.from_config(gen.get("shape", {}), gen.get("num_parameters"))
-    tp = int(gen["tensor_parallel_size"])
+    shape = ModelShape.from_config(gen.shape, gen.num_parameters)
+    tp = gen.tensor_parallel_size
     notes: list[str] = []
     cap = capacity(
         shape,
         instance,
-        batch_size=int(gen["batch_size"]),
-        sequence_length=int(gen["sequence_length"]),
+        batch_size=gen.batch_size,
+        sequence_length=gen.sequence_length,
         tensor_parallel_size=tp,
-        dtype=gen["dtype"],
+        dtype=gen.dtype,
         copies=g.copies if instance.is_neuron else g.copies or 1,
     )
     if instance.is_neuron:
