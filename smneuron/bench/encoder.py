@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smneuron.bench import profiles
 from smneuron.bench.report import plot
 from smneuron.bench.targets import ErrorLog, Send, endpoint_latency_metrics, sagemaker_sender, url_sender
 from smneuron.catalog import load_prices
@@ -167,9 +168,17 @@ async def run_closed_loop(
 
 
 async def run_open_loop(
-    send: Send, payloads: list[bytes], rate: float, *, duration_s: float, max_requests: int | None = None
+    send: Send,
+    payloads: list[bytes],
+    rate: float,
+    *,
+    duration_s: float,
+    max_requests: int | None = None,
+    poisson: bool = False,
+    seed: int = 0,
 ) -> list[Sample]:
-    """Send request i at t0 + i / rate, whether or not earlier requests have returned."""
+    """Send on the profile's schedule (every 1/rate, or Poisson gaps), whether or not earlier requests
+    have returned."""
     samples: list[Sample] = []
     t0 = time.perf_counter()
     tasks = []
@@ -180,8 +189,9 @@ async def run_open_loop(
         samples.append(Sample(start - t0, time.perf_counter() - start, status, scheduled))
 
     n = int(duration_s * rate) if max_requests is None else min(max_requests, int(duration_s * rate))
-    for i in range(n):
-        scheduled = i / rate
+    for i, scheduled in zip(range(n), profiles.send_times(rate, poisson=poisson, seed=seed), strict=False):
+        if scheduled >= duration_s:
+            break
         delay = scheduled - (time.perf_counter() - t0)
         if delay > 0:
             await asyncio.sleep(delay)
@@ -248,6 +258,8 @@ async def _run(
     cooldown_s: float,
     max_requests: int | None,
     max_errors: int | None,
+    concurrencies: list[int],
+    seed: int,
 ) -> list[RunStats]:
     async def closed(c: int, name: str) -> RunStats:
         t = time.perf_counter()
@@ -258,28 +270,31 @@ async def _run(
             s, name, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=time.perf_counter() - t, concurrency=c
         )
 
-    async def opened(r: float) -> RunStats:
+    async def opened(kind: str, r: float) -> RunStats:
         t = time.perf_counter()
-        s = await run_open_loop(send, payloads, r, duration_s=duration_s, max_requests=max_requests)
+        s = await run_open_loop(
+            send,
+            payloads,
+            r,
+            duration_s=duration_s,
+            max_requests=max_requests,
+            poisson=kind == "poisson",
+            seed=seed,
+        )
         return summarize(
-            s, "constant", warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=time.perf_counter() - t, rate=r
+            s, kind, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=time.perf_counter() - t, rate=r
         )
 
-    if profile == "synchronous":
-        return [await closed(1, "synchronous")]
-    if profile == "throughput":
-        return [await closed(concurrency, "throughput")]
-    if profile == "constant":
-        if not rate:
-            raise ConfigError("The constant profile needs --rate (requests per second).")
-        return [await opened(rate)]
-    if profile == "sweep":
-        sync = await closed(1, "synchronous")
-        peak = await closed(concurrency, "throughput")
-        lo, hi = sync.throughput_rps, max(peak.throughput_rps, sync.throughput_rps * 1.01)
-        steps = [lo + (hi - lo) * (i + 1) / (rates + 1) for i in range(rates)]
-        return [sync, peak, *[await opened(r) for r in steps]]
-    raise ConfigError(f"Unknown profile {profile!r}; use synchronous, throughput, constant or sweep.")
+    return await profiles.runs(
+        profile,
+        closed=lambda kind, c: closed(c, kind),
+        opened=opened,
+        rate_of=lambda r: r.throughput_rps,
+        max_concurrency=concurrency,
+        concurrencies=concurrencies,
+        rate=rate,
+        rates=rates,
+    )
 
 
 def run(
@@ -300,8 +315,11 @@ def run(
     instance_type: str | None = None,
     instance_count: int = 1,
     price: float | None = None,
+    concurrencies: list[int] | None = None,
+    seed: int = 0,
 ) -> Report:
-    """Run a benchmark profile against a local URL or a SageMaker endpoint; returns the report."""
+    """Run a benchmark profile (``profiles.PROFILES``) against a local URL or a SageMaker endpoint; returns
+    the report. ``concurrencies``: the concurrent profile's levels; ``seed``: the poisson profile's gaps."""
 
     if not (url or endpoint):
         raise ConfigError("Benchmark a --url (local endpoint) or an --endpoint name.")
@@ -328,6 +346,8 @@ def run(
                 cooldown_s=cooldown_s,
                 max_requests=max_requests,
                 max_errors=max_errors,
+                concurrencies=concurrencies or [1, 2, 4, 8],
+                seed=seed,
             )
         finally:
             await close()

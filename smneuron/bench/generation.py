@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from smneuron.bench import profiles
 from smneuron.bench.encoder import check_window
 from smneuron.bench.generation_metrics import LlmRun, Slo, Timing, add_cost, highest_good_rate, summarize
 from smneuron.bench.stream_targets import StreamSend, sagemaker_stream_sender, url_stream_sender
 from smneuron.catalog import load_prices
 from smneuron.errors import BenchFailedError, ConfigError
 
-PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
 SCHEMA_VERSION = 1
 
 
@@ -99,7 +98,6 @@ async def _open(
 ) -> list[Timing]:
     t0 = time.perf_counter()
     out: list[Timing] = []
-    rng = random.Random(seed)
     tasks = []
 
     async def one(i: int) -> None:
@@ -107,14 +105,13 @@ async def _open(
         out.append(t)
         on_done(t)
 
-    at, i = 0.0, 0
-    while at < limits["duration_s"] and not _stop(i, out, limits):
+    for i, at in enumerate(profiles.send_times(rate, poisson=poisson, seed=seed)):
+        if at >= limits["duration_s"] or _stop(i, out, limits):
+            break
         delay = at - (time.perf_counter() - t0)
         if delay > 0:
             await asyncio.sleep(delay)
         tasks.append(asyncio.create_task(one(i)))
-        i += 1
-        at += rng.expovariate(rate) if poisson else 1.0 / rate
     await _bounded(tasks, limits, out, t0)
     return out
 
@@ -179,21 +176,16 @@ async def _profile(
             slo=slo,
         )
 
-    if profile == "synchronous":
-        return [await run("synchronous", concurrency=1)]
-    if profile == "concurrent":
-        return [await run("concurrent", concurrency=c) for c in concurrencies]
-    if profile == "throughput":
-        return [await run("throughput", concurrency=max_concurrency)]
-    if profile in ("constant", "poisson"):
-        if not rate:
-            raise ConfigError(f"The {profile} profile needs --rate (requests per second).")
-        return [await run(profile, at=rate)]
-    sync = await run("synchronous", concurrency=1)
-    peak = await run("throughput", concurrency=max_concurrency)
-    lo, hi = sync.requests_per_s, max(peak.requests_per_s, sync.requests_per_s * 1.01)
-    steps = [lo + (hi - lo) * (i + 1) / (rates + 1) for i in range(rates)]
-    return [sync, peak, *[await run("constant", at=r) for r in steps]]
+    return await profiles.runs(
+        profile,
+        closed=lambda kind, c: run(kind, concurrency=c),
+        opened=lambda kind, r: run(kind, at=r),
+        rate_of=lambda r: r.requests_per_s,
+        max_concurrency=max_concurrency,
+        concurrencies=concurrencies,
+        rate=rate,
+        rates=rates,
+    )
 
 
 def _progress(label: str, live: list[Timing], elapsed: float) -> Progress:
@@ -252,8 +244,10 @@ def run_llm(
         BenchFailedError: every request failed (with the first distinct errors).
     """
 
-    if profile not in PROFILES:
-        raise ConfigError(f"Unknown profile {profile!r}.", hint=f"Use one of: {', '.join(PROFILES)}.")
+    if profile not in profiles.PROFILES:
+        raise ConfigError(
+            f"Unknown profile {profile!r}.", hint=f"Use one of: {', '.join(profiles.PROFILES)}."
+        )
     if not (url or endpoint):
         raise ConfigError("Benchmark a --url or an endpoint name.")
 

@@ -24,8 +24,8 @@ def bench_cmd(
     profile: str = typer.Option(
         "sweep",
         "--rate-type",
-        help="Load shape: synchronous, throughput, constant or sweep; text generation also concurrent and "
-        "poisson (--profile is the AWS profile).",
+        help="Load shape: synchronous, concurrent, throughput, constant, poisson or sweep "
+        "(--profile is the AWS profile).",
     ),
     duration: float = typer.Option(10, "--duration", help="Seconds per run."),
     concurrency: int = typer.Option(16, "--concurrency", help="Requests in flight (throughput)."),
@@ -56,7 +56,7 @@ def bench_cmd(
         None, "--dataset", help="Text generation: JSONL of prompts or chat messages."
     ),
     concurrencies: str = typer.Option(
-        None, "--concurrencies", help="Text generation, concurrent: e.g. 1,4,8."
+        None, "--concurrencies", help="The concurrent profile's levels, e.g. 1,4,8."
     ),
     warmup: float = typer.Option(None, "--warmup", help="Seconds not measured at the start of each run."),
     cooldown: float = typer.Option(None, "--cooldown", help="Seconds not measured at the end of each run."),
@@ -85,6 +85,12 @@ def bench_cmd(
             return llm_bench_cmd.compare(reports, as_json)
         _compare(reports or [], as_json)
         return
+    try:
+        levels = [int(c) for c in concurrencies.split(",")] if concurrencies else None
+    except ValueError:
+        raise typer.BadParameter(
+            f"{concurrencies!r}: give whole numbers, e.g. 1,4,8.", param_hint="--concurrencies"
+        ) from None
     llm_flags = prompt_tokens or output_tokens or dataset
     if llm_flags or llm_bench_cmd.has_components(ctx, endpoint, url):
         return llm_bench_cmd.run(
@@ -94,7 +100,7 @@ def bench_cmd(
             profile=profile,
             duration=duration,
             concurrency=concurrency,
-            concurrencies=concurrencies,
+            concurrencies=levels,
             rate=rate,
             rates=rates,
             prompt_tokens=prompt_tokens,
@@ -136,6 +142,7 @@ def bench_cmd(
         price=price,
         max_requests=max_requests,
         max_errors=max_errors,
+        concurrencies=levels,
     )
     if out:
         out.write_text(report.to_json())

@@ -88,7 +88,7 @@ def run(
         tokenizer_path=tokenizer, prompt_tokens=prompt, output_tokens=output, dataset=dataset
     )
     tok = load_tokenizer(tokenizer) if tokenizer else None
-    conc = [int(c) for c in concurrencies.split(",")] if concurrencies else None
+    conc = concurrencies
     session = None if url else state(ctx).session()
     share = (copies / copies_per_instance) if copies and copies_per_instance else count
     live = None if as_json else console().status("starting")

@@ -249,7 +249,7 @@ def plan(
     Raises:
         ConfigError: artifact target vs instance family, too many workers or copies, bad names.
     """
-    instance = InstanceType.parse(spec.instance_type, use="endpoint")
+    instance = spec.instance
     check_target(model_data.target, instance)
     workers_for(instance, model_data.cores_per_model, workers)
     base, note = endpoint_name(spec, model_data.source.rstrip("/").rsplit("/", 1)[-1].split(".")[0])
@@ -289,7 +289,7 @@ def plan_for_model(
 
     ``container`` is its DescribeModel ``PrimaryContainer``; the Model is used as it is, never re-created.
     """
-    instance = InstanceType.parse(spec.instance_type, use="endpoint")
+    instance = spec.instance
     base, note = endpoint_name(spec, model_name)
     env = dict(container.get("Environment", {}))
     return _finish(

@@ -215,7 +215,7 @@ def plan_llm(
     gen = model_data.generation
     if gen is None:
         raise ConfigError(f"{model_data.source} is not a text-generation artifact.")
-    instance = InstanceType.parse(spec.instance_type, use="endpoint")
+    instance = spec.instance
     compiled_for = model_data.target
     if compiled_for == "inf2" and instance.family != "inf2" or compiled_for == "cpu" and instance.is_neuron:
         raise ConfigError(

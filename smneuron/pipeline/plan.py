@@ -90,7 +90,7 @@ def plan(
     proj = _project(project)
     spec, comp, ep = proj.pipeline, proj.compile, proj.endpoint
     sess = session or Session.from_env()
-    instance = InstanceType.parse(ep.instance_type, use="endpoint")
+    instance = ep.instance
     target = instance.target
     if comp.task is None:
         raise ConfigError(

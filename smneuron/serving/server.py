@@ -166,9 +166,7 @@ class LocalEndpoint:
         check_runnable(manifest)
         if self.port == 0:
             self.port = free_port()
-        self.layout = plan_layout(
-            manifest, InstanceType.parse(self.spec.instance_type), self.spec, self.requested_workers
-        )
+        self.layout = plan_layout(manifest, self.spec.instance, self.spec, self.requested_workers)
         self.pool = WorkerPool(
             str(self.model_dir),
             self.layout.workers,

@@ -204,6 +204,12 @@ class EndpointSpec(StrictModel):
     def _instance(cls, v: str) -> str:
         return _check_instance(v, "endpoint")
 
+    @property
+    def instance(self) -> InstanceType:
+        """The instance type as an object (NeuronCores, memory, family): the one parse of ``instance_type``,
+        which the validator already accepted, so this never raises."""
+        return InstanceType.parse(self.instance_type, use="endpoint")
+
 
 class ScheduledScaling(StrictModel):
     schedule: str = Field(..., description='"cron(0 8 * * ? *)", "rate(1 day)" or "at(2026-01-01T00:00:00)".')
