@@ -66,6 +66,22 @@ def pick_model(work: Path) -> tuple[Path, str, str]:
         return build_tiny_bert(work / "tiny-bert", "text-classification"), "text-classification", "tiny-bert"
 
 
+def leftovers(session: Session) -> dict[str, int]:
+    """What the embedded account still holds after a demo's teardown (both demos: nothing, or they say so)."""
+    sm = session.client("sagemaker")
+    aas = session.client("application-autoscaling")
+    return {
+        "inference_components": len(sm.list_inference_components()["InferenceComponents"]),
+        "endpoints": len(sm.list_endpoints()["Endpoints"]),
+        "endpoint_configs": len(sm.list_endpoint_configs()["EndpointConfigs"]),
+        "models": len(sm.list_models()["Models"]),
+        "scalable_targets": len(
+            aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]
+        ),
+        "alarms": len(session.client("cloudwatch").describe_alarms()["MetricAlarms"]),
+    }
+
+
 def run_demo(
     *,
     instance_type: str = "ml.c6i.xlarge",
@@ -140,17 +156,7 @@ def run_demo(
             peak = max(r.throughput_rps for r in result.report.runs)
             stage("bench", f"peak {peak:.0f} req/s through InvokeEndpoint")
             removed = delete(dep.endpoint_name, session=session)
-            sm = session.client("sagemaker")
-            aas = session.client("application-autoscaling")
-            result.leftovers = {
-                "endpoints": len(sm.list_endpoints()["Endpoints"]),
-                "endpoint_configs": len(sm.list_endpoint_configs()["EndpointConfigs"]),
-                "models": len(sm.list_models()["Models"]),
-                "scalable_targets": len(
-                    aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]
-                ),
-                "alarms": len(session.client("cloudwatch").describe_alarms()["MetricAlarms"]),
-            }
+            result.leftovers = leftovers(session)
             activate(None)
             stage("teardown", f"removed {len(removed)} resources; left: {sum(result.leftovers.values())}")
     finally:

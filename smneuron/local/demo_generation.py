@@ -24,7 +24,7 @@ from smneuron.deploy.corridor import deploy
 from smneuron.endpoints.handle import Endpoint, delete
 from smneuron.local.aws.backing import Backer, activate
 from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
-from smneuron.local.demo import stage_recorder
+from smneuron.local.demo import leftovers, stage_recorder
 from smneuron.local.tiny_model import build_tiny_llama
 from smneuron.session import Session
 from smneuron.specs.models import CompileSpec, EndpointSpec, GenerationSpec
@@ -116,17 +116,7 @@ def run_llm_demo(
             peak = max(r["output_tokens_per_s"] for r in result.report["runs"])
             stage("bench", f"streamed through SageMaker: up to {peak:.0f} output tokens/s")
             removed = delete(dep.endpoint_name, session=session)
-            sm = session.client("sagemaker")
-            aas = session.client("application-autoscaling")
-            result.leftovers = {
-                "inference_components": len(sm.list_inference_components()["InferenceComponents"]),
-                "endpoints": len(sm.list_endpoints()["Endpoints"]),
-                "endpoint_configs": len(sm.list_endpoint_configs()["EndpointConfigs"]),
-                "models": len(sm.list_models()["Models"]),
-                "scalable_targets": len(
-                    aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]
-                ),
-            }
+            result.leftovers = leftovers(session)
             activate(None)
             stage("teardown", f"removed {len(removed)} resources; left: {sum(result.leftovers.values())}")
     finally:
