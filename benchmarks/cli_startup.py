@@ -1,4 +1,7 @@
-"""`smneuron --help` start-up time against `python -c "import sagemaker"` (target: under 0.3 s).
+"""`smneuron --help` start-up time against `python -c "import sagemaker"` (target: under 0.25x of it).
+
+The CLI imports the SDK's modules at the top (no lazy smneuron imports); only the heavy third-party
+packages (torch, transformers, sagemaker, boto3, moto, ...) wait until a command needs them.
 
 python benchmarks/cli_startup.py [--runs 7]
 """
@@ -37,7 +40,11 @@ def main() -> None:
     print(f"median of {runs} runs")
     for name, secs in rows:
         print(f"{name:<32}{secs:8.3f} s   {secs / base:6.2f}x smneuron --help")
-    print(f"\ntarget: smneuron --help < 0.3 s -> {base:.3f} s ({'met' if base < 0.3 else 'NOT met'})")
+    sdk = rows[3][1]
+    ratio = base / sdk
+    print(
+        f"\ntarget: smneuron --help < 0.25x import sagemaker -> {ratio:.2f}x ({'met' if ratio < 0.25 else 'NOT met'})"
+    )
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ def main() -> None:
 
     from smneuron.artifact.packaging import package
     from smneuron.bench import encoder as bench
+    from smneuron.bench import prompts
     from smneuron.catalog import InstanceType
     from smneuron.compile.encoder import compile_model
     from smneuron.deploy.encoder_env import container_environment
@@ -76,7 +77,7 @@ def main() -> None:
         # local endpoint gives its own (vCPUs here // workers), so the two compare on equal terms
         here = max(1, (os.cpu_count() or 1) // int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]))
         env = {**env, "OMP_NUM_THREADS": str(here), "MKL_NUM_THREADS": str(here)}
-        payloads = bench.load_payloads(
+        payloads = prompts.load_payloads(
             tokenizer=work / "a" / "tokenizer.json", count=200, mean_tokens=16, spread=4
         )
 

@@ -1,4 +1,5 @@
-"""What a text-generation benchmark sends: synthetic prompts of exact token counts, or a dataset.
+"""What a benchmark sends: encoder payloads (a JSONL file, or texts of token lengths drawn from the tokenizer) and
+text-generation prompts of exact token counts, or a dataset.
 
 Synthetic prompts are made with the model's own tokenizer: words are drawn from its vocabulary and
 the token ids cut to exactly the length asked for (lengths drawn from N(mean, stdev) within
@@ -154,3 +155,48 @@ def _read_dataset(path: Path) -> list:
             hint='Each line: "text", {"prompt": "..."} or {"messages": [{"role": "user", "content": "..."}]}.',
         )
     return items
+
+
+def load_payloads(
+    data: str | Path | None = None,
+    *,
+    tokenizer: str | Path | None = None,
+    count: int = 200,
+    mean_tokens: int = 24,
+    spread: int = 8,
+    batch: int = 1,
+    seed: int = 0,
+) -> list[bytes]:
+    """Request bodies from a JSONL file (one input, or a full request object, per line) or generated.
+
+    Generated texts draw words from the tokenizer's vocabulary until each reaches a token length
+    drawn from N(mean_tokens, spread).
+    """
+    if data:
+        bodies = []
+        for line in Path(data).read_text().splitlines():
+            if line.strip():
+                value = json.loads(line)
+                doc = value if isinstance(value, dict) and "inputs" in value else {"inputs": value}
+                bodies.append(json.dumps(doc).encode())
+        if not bodies:
+            raise ConfigError(f"{data} has no requests.")
+        return bodies
+    if tokenizer is None:
+        raise ConfigError("Give a JSONL data file or a tokenizer to generate texts from.")
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer))
+    words = [w for w in tok.get_vocab() if w.isalpha() and w.isascii() and len(w) > 1]
+    rng = random.Random(seed)
+    bodies = []
+    for _ in range(count):
+        texts = []
+        for _ in range(batch):
+            target = max(2, int(rng.gauss(mean_tokens, spread)))
+            text: list[str] = []
+            while len(tok.encode(" ".join(text)).ids) < target:
+                text.append(rng.choice(words))
+            texts.append(" ".join(text))
+        bodies.append(json.dumps({"inputs": texts if batch > 1 else texts[0]}).encode())
+    return bodies

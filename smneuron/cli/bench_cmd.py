@@ -8,6 +8,7 @@ import typer
 
 from smneuron.artifact.kind import GENERATION, kind_of_path
 from smneuron.bench import encoder as bench
+from smneuron.bench import prompts
 from smneuron.bench.report import compare, load, recommend
 from smneuron.cli import generation_bench_cmd as llm_bench_cmd
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
@@ -126,7 +127,7 @@ def bench_cmd(
             as_json=as_json,
         )
 
-    payloads = bench.load_payloads(data, tokenizer=tokenizer, mean_tokens=mean_tokens, spread=spread)
+    payloads = prompts.load_payloads(data, tokenizer=tokenizer, mean_tokens=mean_tokens, spread=spread)
     report = bench.run(
         url=url,
         endpoint=endpoint,

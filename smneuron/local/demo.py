@@ -17,6 +17,7 @@ from pathlib import Path
 from smneuron.artifact.packaging import package
 from smneuron.artifact.staging import stage as stage_model_data
 from smneuron.bench import encoder as bench
+from smneuron.bench import prompts
 from smneuron.catalog import InstanceType
 from smneuron.compile.encoder import compile_model
 from smneuron.deploy.corridor import deploy
@@ -138,7 +139,7 @@ def run_demo(
             texts = ["smneuron serves models on Inferentia", "The weather is sunny today"]
             result.answer = Endpoint(dep.endpoint_name, session=session).predict(texts)
             stage("invoke", f"InvokeEndpoint: {len(texts)} inputs answered")
-            payloads = bench.load_payloads(
+            payloads = prompts.load_payloads(
                 tokenizer=compiled.out_dir / "tokenizer.json", count=100, mean_tokens=20, spread=10
             )
             result.report = bench.run(

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from smneuron.bench import encoder as bench
+from smneuron.bench import prompts
 from smneuron.serving.ports import free_port
 
 
@@ -150,7 +151,7 @@ def test_cost_arithmetic_and_quantiles():
 def test_generated_payloads_follow_the_token_length(tiny_classifier):
     from tokenizers import Tokenizer
 
-    bodies = bench.load_payloads(
+    bodies = prompts.load_payloads(
         tokenizer=tiny_classifier / "tokenizer.json", count=50, mean_tokens=20, spread=0
     )
     tok = Tokenizer.from_file(str(tiny_classifier / "tokenizer.json"))
@@ -161,7 +162,7 @@ def test_generated_payloads_follow_the_token_length(tiny_classifier):
 def test_jsonl_data_file(tmp_path):
     f = tmp_path / "d.jsonl"
     f.write_text('"hello"\n{"inputs": ["a", "b"], "parameters": {"top_k": 2}}\n\n')
-    bodies = [json.loads(b) for b in bench.load_payloads(f)]
+    bodies = [json.loads(b) for b in prompts.load_payloads(f)]
     assert bodies == [{"inputs": "hello"}, {"inputs": ["a", "b"], "parameters": {"top_k": 2}}]
 
 
