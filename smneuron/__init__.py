@@ -46,7 +46,7 @@ _EXPORTS = {  # public name -> (module, attribute)
     "Endpoint": ("smneuron.endpoints.handle", "Endpoint"),
     "list_endpoints": ("smneuron.endpoints.handle", "list_endpoints"),
     "run_bench": ("smneuron.bench.encoder", "run"),
-    "run_generation_bench": ("smneuron.bench.generation", "run_llm"),
+    "run_generation_bench": ("smneuron.bench.generation", "bench_text_generation"),
     "synthetic_prompts": ("smneuron.bench.prompts", "synthetic_prompts"),
     "evaluate": ("smneuron.evaluation.scoring", "evaluate"),
     "LocalEndpoint": ("smneuron.serving.server", "LocalEndpoint"),

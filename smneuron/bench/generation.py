@@ -15,11 +15,13 @@ import datetime as dt
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from smneuron.bench import profiles
 from smneuron.bench.encoder import check_window
 from smneuron.bench.generation_metrics import LlmRun, Slo, Timing, add_cost, highest_good_rate, summarize
+from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
 from smneuron.bench.stream_targets import StreamSend, sagemaker_stream_sender, url_stream_sender
 from smneuron.catalog import load_prices
 from smneuron.errors import BenchFailedError, ConfigError
@@ -317,4 +319,58 @@ def run_llm(
         runs=runs,
         best_good_rate=best.requests_per_s if best else None,
         created_at=started.isoformat(timespec="seconds"),
+    )
+
+
+def bench_text_generation(
+    *,
+    url: str | None = None,
+    endpoint: str | None = None,
+    session: Any = None,
+    prompt_tokens: Lengths | int | None = None,
+    output_tokens: Lengths | int = 128,
+    dataset: str | Path | None = None,
+    tokenizer: str | Path | None = None,
+    instance_count: float = 1,
+    copies: int | None = None,
+    copies_per_instance: int | None = None,
+    **run: Any,
+) -> LlmReport:
+    """A text-generation benchmark from what a user knows: prompt and output lengths (or a dataset), the model's
+    tokenizer, and where the copies run. The CLI's `smneuron bench --prompt-tokens ...` and notebooks call this.
+
+    Args:
+        prompt_tokens / output_tokens: token counts, or ``Lengths`` (mean, stdev, min, max) to draw from.
+        dataset: a JSONL / JSON file of prompts or chat messages instead of synthetic prompts.
+        tokenizer: the model's tokenizer.json (or its directory): exact prompt lengths and token counts.
+        copies, copies_per_instance: cost is the copies' share of an instance (``copies / copies_per_instance``).
+        run: everything else ``run_llm`` takes (profile, duration_s, concurrencies, rate, slo, instance_type...).
+
+    Raises:
+        ConfigError: no prompts (neither lengths nor a dataset), an unreadable dataset or tokenizer.
+        BenchFailedError: every request failed.
+    """
+    prompt = Lengths(prompt_tokens) if isinstance(prompt_tokens, int) else prompt_tokens
+    output = Lengths(output_tokens) if isinstance(output_tokens, int) else output_tokens
+    bodies = requests_from(
+        tokenizer_path=tokenizer, prompt_tokens=prompt, output_tokens=output, dataset=dataset
+    )
+    share = (copies / copies_per_instance) if copies and copies_per_instance else instance_count
+    load = {
+        "prompt_tokens": asdict(prompt) if prompt else None,
+        "output_tokens": asdict(output),
+        "dataset": str(dataset) if dataset else None,
+        "requests": len(bodies),
+    }
+    return run_llm(
+        bodies=bodies,
+        url=url,
+        endpoint=endpoint,
+        session=session,
+        tokenizer=load_tokenizer(tokenizer) if tokenizer else None,
+        instance_count=share,
+        copies=copies,
+        copies_per_instance=copies_per_instance,
+        load=load,
+        **run,
     )

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import typer
 
-from smneuron.bench.generation import run_llm
+from smneuron.bench.generation import bench_text_generation
 from smneuron.bench.generation_metrics import Slo
 from smneuron.bench.generation_report import compare as compare_reports
 from smneuron.bench.generation_report import load, write_csv, write_html, write_pngs
 from smneuron.bench.generation_report import recommend as pick
-from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
+from smneuron.bench.prompts import Lengths
 from smneuron.cli._common import console, print_json, state, table
 from smneuron.endpoints import components
 from smneuron.endpoints.handle import require
@@ -82,15 +82,6 @@ def run(
     as_json,
 ) -> None:  # type: ignore[no-untyped-def]
 
-    prompt = lengths(prompt_tokens, "--prompt-tokens")
-    output = lengths(output_tokens, "--output-tokens") or Lengths(128)
-    bodies = requests_from(
-        tokenizer_path=tokenizer, prompt_tokens=prompt, output_tokens=output, dataset=dataset
-    )
-    tok = load_tokenizer(tokenizer) if tokenizer else None
-    conc = concurrencies
-    session = None if url else state(ctx).session()
-    share = (copies / copies_per_instance) if copies and copies_per_instance else count
     live = None if as_json else console().status("starting")
     if live:
         live.start()
@@ -103,15 +94,20 @@ def run(
         )  # type: ignore[union-attr]
 
     try:
-        report = run_llm(
-            bodies=bodies,
+        report = bench_text_generation(
             url=url,
             endpoint=endpoint,
-            session=session,
-            tokenizer=tok,
+            session=None if url else state(ctx).session(),
+            prompt_tokens=lengths(prompt_tokens, "--prompt-tokens"),
+            output_tokens=lengths(output_tokens, "--output-tokens") or 128,
+            dataset=dataset,
+            tokenizer=tokenizer,
+            instance_count=count,
+            copies=copies,
+            copies_per_instance=copies_per_instance,
             profile=profile,
             duration_s=duration,
-            concurrencies=conc,
+            concurrencies=concurrencies,
             max_concurrency=concurrency,
             rate=rate,
             rates=rates,
@@ -122,17 +118,8 @@ def run(
             slo=Slo(*slo),
             goodput_target=goodput_target,
             instance_type=instance,
-            instance_count=share,
             tensor_parallel_size=tp,
-            copies=copies,
-            copies_per_instance=copies_per_instance,
             price=price,
-            load={
-                "prompt_tokens": prompt.__dict__ if prompt else None,
-                "output_tokens": output.__dict__,
-                "dataset": str(dataset) if dataset else None,
-                "requests": len(bodies),
-            },
             progress=progress if live else None,
         )
     finally:

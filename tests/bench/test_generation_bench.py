@@ -343,3 +343,26 @@ def test_bench_cli_for_text_generation_and_its_mistakes(tiny_llama, tmp_path):
     )
     assert code == 1 and "Every request failed" in err and "Unexpected" not in err
     assert Path(tmp_path / "a.html").read_text().startswith("<!doctype html>")
+
+
+def test_a_notebook_benches_text_generation_from_lengths_and_a_tokenizer(tiny_llama):
+    """`smneuron.run_generation_bench`: what `bench --prompt-tokens --output-tokens` does, from Python."""
+    import smneuron
+    from smneuron.local.generation.scripted import Script, ScriptedServer
+
+    with ScriptedServer(Script(ttft_ms=5, itl_ms=1)) as url:
+        report = smneuron.run_generation_bench(
+            url=url,
+            prompt_tokens=16,
+            output_tokens=6,
+            tokenizer=tiny_llama / "tokenizer.json",
+            profile="synchronous",
+            duration_s=1.0,
+            copies=1,
+            copies_per_instance=3,
+            instance_type="ml.inf2.48xlarge",
+        )
+    (run,) = report.runs
+    assert run.successful > 0 and run.errored == 0
+    assert run.prompt_tokens["min"] == run.prompt_tokens["max"] == 16  # exact to the tokenizer
+    assert report.load["output_tokens"]["mean"] == 6 and report.instance_count == pytest.approx(1 / 3)
