@@ -145,6 +145,7 @@ def test_a_neuron_artifact_fails_its_health_check_with_the_reason(smneuron_cli, 
     assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []  # the failed deploy cleaned up
 
 
+@pytest.mark.xdist_group("torchserve")  # one TorchServe on the machine at a time (see tests/serving)
 def test_the_dlc_stack_can_back_the_endpoints(smneuron_cli, tiny_classifier, tmp_path):
     from smneuron.compile.encoder import compile_model
 
