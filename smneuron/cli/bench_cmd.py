@@ -10,7 +10,7 @@ from smneuron.artifact.kind import GENERATION, kind_of_path
 from smneuron.bench import encoder as bench
 from smneuron.bench import prompts
 from smneuron.bench.report import compare, load, recommend
-from smneuron.cli import generation_bench_cmd as llm_bench_cmd
+from smneuron.cli import generation_bench_cmd
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 from smneuron.errors import ArtifactError, ConfigError
 
@@ -83,7 +83,7 @@ def bench_cmd(
 
     if endpoint == "compare":
         if reports and len(reports) == 2 and _kind_of_report(reports[0]) == GENERATION:
-            return llm_bench_cmd.compare(reports, as_json)
+            return generation_bench_cmd.compare(reports, as_json)
         _compare(reports or [], as_json)
         return
     try:
@@ -93,8 +93,8 @@ def bench_cmd(
             f"{concurrencies!r}: give whole numbers, e.g. 1,4,8.", param_hint="--concurrencies"
         ) from None
     llm_flags = prompt_tokens or output_tokens or dataset
-    if llm_flags or llm_bench_cmd.has_components(ctx, endpoint, url):
-        return llm_bench_cmd.run(
+    if llm_flags or generation_bench_cmd.has_components(ctx, endpoint, url):
+        return generation_bench_cmd.run(
             ctx,
             endpoint=endpoint,
             url=url,
@@ -203,7 +203,7 @@ def recommend_cmd(
     """The cheapest instance type and count meeting a p99 SLO at a rate, with the arithmetic."""
 
     if reports and _kind_of_report(reports[0]) == GENERATION:
-        return llm_bench_cmd.recommend(
+        return generation_bench_cmd.recommend(
             reports, rate=rate, ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms, as_json=as_json
         )
     if latency_p99_ms is None:

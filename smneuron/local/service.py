@@ -183,5 +183,5 @@ if __name__ == "__main__":
     ap.add_argument("--engine", choices=["smneuron", "torchserve"], default="smneuron")
     ap.add_argument("--llm-engine", choices=["stand-in", "vllm"], default="stand-in")
     a = ap.parse_args()
-    os.environ["SMNEURON_LLM_ENGINE"] = a.llm_engine  # the inference components' copies (local/llm_server.py)
+    os.environ["SMNEURON_LLM_ENGINE"] = a.llm_engine  # the inference components' copies (local/generation/)
     serve(a.port, a.state, a.engine)

@@ -1,7 +1,7 @@
 """``plan``: everything the SageMaker Pipeline needs, from the project file, without the SageMaker SDK.
 
 Images, roles, instance choices, parameter defaults, the model's container environment (the same
-``serving_env.container_environment`` deploy uses) and the config that travels with the jobs.
+``deploy.encoder_env.container_environment`` deploy uses) and the config that travels with the jobs.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``LocalEndpoint`` extracts a model.tar.gz the way the container does, starts one worker per
 (simulated) NeuronCore of the instance type with the environment a real endpoint would get
-(``serving_env.container_environment``), and serves it with uvicorn on 127.0.0.1.
+(``deploy.encoder_env.container_environment``), and serves it with uvicorn on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def plan_layout(manifest: dict, instance: InstanceType, spec: EndpointSpec, work
     here = os.cpu_count() or 1
     n = min(wanted, here)
     env = container_environment(instance, spec, cores_per_model=cores_per_model, workers=wanted)
-    # threads per worker follow THIS machine's cores (serving_env sized them for the instance's vCPUs)
+    # threads per worker follow THIS machine's cores (deploy.encoder_env sized them for the instance's vCPUs)
     env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(max(1, here // n))
     env["SMNEURON_MODEL_SERVER_WORKERS_LOCAL"] = str(n)
     return Layout(instance, n, cores_per_model, wanted if n < wanted else None, env)

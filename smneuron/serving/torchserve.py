@@ -81,7 +81,7 @@ class TorchServeStack:
 
     Args:
         package: model.tar.gz or an uncompressed package directory.
-        environment: the container environment (``serving_env.container_environment``).
+        environment: the container environment (``deploy.encoder_env.container_environment``).
     """
 
     def __init__(self, package: str | Path, environment: dict[str, str], port: int = 0) -> None:

@@ -153,7 +153,9 @@ class GenerationSpec(StrictModel):
     )
     batch_size: int | None = Field(None, ge=1, description="Served batch size (SM_ON_BATCH_SIZE); compiled.")
     accelerators_per_copy: int | None = Field(
-        None, ge=1, description="NumberOfAcceleratorDevicesRequired; derived from tp (see llm_catalog)."
+        None,
+        ge=1,
+        description="NumberOfAcceleratorDevicesRequired; derived from tp (see catalog.generation).",
     )
     volume_size_in_gb: int | None = Field(None, ge=1, le=512, description="Sized from the model when unset.")
     inference_ami_version: str = Field(

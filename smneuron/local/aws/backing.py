@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smneuron.artifact.staging import fetch, stage
-from smneuron.local.aws import components as fake_components
+from smneuron.local.aws import components as moto_components
 from smneuron.local.aws import stream_route
 from smneuron.local.aws.component_backing import Components
 from smneuron.local.aws.routing import route
@@ -224,13 +224,13 @@ def activate(backer: Backer | None) -> None:
     elif _ACTIVE is not None:
         _ACTIVE.stop_all()
     _ACTIVE = backer
-    fake_components.listener = backer.components if backer is not None else None
+    moto_components.listener = backer.components if backer is not None else None
     stream_route.ACTIVE = backer
 
 
 def install() -> None:
     """Teach moto to route endpoint lifecycle and InvokeEndpoint to the active backer (idempotent;
-    after ``fake_aws.patch_moto``). With no active backer, moto behaves as before."""
+    after ``embedded.patch_moto``). With no active backer, moto behaves as before."""
     global _INSTALLED
     if _INSTALLED:
         return

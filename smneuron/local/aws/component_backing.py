@@ -36,7 +36,7 @@ class Copies:
 
 
 class Components:
-    """The listener ``fake_components`` reports component changes to."""
+    """The listener ``local.aws.components`` reports component changes to."""
 
     def __init__(self, session_factory: Any) -> None:
         self._session = session_factory

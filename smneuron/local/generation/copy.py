@@ -1,4 +1,4 @@
-"""One copy of a text-generation model as a process of its own: the stand-in (llm_server.py) or vLLM."""
+"""One copy of a text-generation model as a process of its own: the stand-in (standin.py) or vLLM."""
 
 from __future__ import annotations
 
