@@ -13,7 +13,7 @@ import random
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
-from smneuron.errors import ConfigError
+from smneuron.errors import BenchFailedError, ConfigError
 
 PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
 R = TypeVar("R")
@@ -62,3 +62,19 @@ def send_times(rate: float, *, poisson: bool = False, seed: int = 0) -> Iterator
     while True:
         yield at
         at += rng.expovariate(rate) if poisson else 1.0 / rate
+
+
+def check_error_rate(requests: int, errors: int, max_error_rate: float, target: str) -> None:
+    """Fail a benchmark whose requests failed more often than ``max_error_rate`` (0.01 = 1%): its latency and
+    throughput describe a failing endpoint, not the model. The report is written before this is asked.
+
+    Raises:
+        BenchFailedError: the share of failed (or cut-off) requests is above the threshold.
+    """
+    if requests and errors / requests > max_error_rate:
+        raise BenchFailedError(
+            f"{errors} of {requests} requests against {target} failed ({errors / requests:.1%}), above "
+            f"--max-error-rate {max_error_rate:g} ({max_error_rate:.1%}).",
+            hint="The report says which errors; fix the endpoint, or raise --max-error-rate if failures are "
+            "what you are measuring.",
+        )

@@ -8,7 +8,7 @@ import typer
 
 from smneuron.artifact.kind import GENERATION, kind_of_path
 from smneuron.bench import encoder as bench
-from smneuron.bench import prompts
+from smneuron.bench import profiles, prompts
 from smneuron.bench.report import compare, load, recommend
 from smneuron.cli import generation_bench_cmd
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
@@ -59,8 +59,14 @@ def bench_cmd(
     concurrencies: str = typer.Option(
         None, "--concurrencies", help="The concurrent profile's levels, e.g. 1,4,8."
     ),
-    warmup: float = typer.Option(None, "--warmup", help="Seconds not measured at the start of each run."),
-    cooldown: float = typer.Option(None, "--cooldown", help="Seconds not measured at the end of each run."),
+    warmup: float = typer.Option(
+        None, "--warmup", help="Seconds not measured at the start of each run (default 1; text generation 0)."
+    ),
+    cooldown: float = typer.Option(
+        None,
+        "--cooldown",
+        help="Seconds not measured at the end of each run (default 0.5; text generation 0).",
+    ),
     slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="Goodput: time to first token target."),
     slo_itl_ms: float = typer.Option(None, "--slo-itl-ms", help="Goodput: inter-token latency target."),
     slo_latency_ms: float = typer.Option(None, "--slo-latency-ms", help="Goodput: request latency target."),
@@ -77,6 +83,9 @@ def bench_cmd(
         None, "--html", help="Text generation: write a self-contained HTML report."
     ),
     png_dir: Path = typer.Option(None, "--png-dir", help="Text generation: write the plots as PNGs here."),
+    max_error_rate: float = typer.Option(
+        0.01, "--max-error-rate", min=0.0, max=1.0, help="Fail (exit 1) above this share of failed requests."
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
@@ -125,6 +134,7 @@ def bench_cmd(
             html_out=html_out,
             png_dir=png_dir,
             as_json=as_json,
+            max_error_rate=max_error_rate,
         )
 
     payloads = prompts.load_payloads(data, tokenizer=tokenizer, mean_tokens=mean_tokens, spread=spread)
@@ -144,6 +154,7 @@ def bench_cmd(
         max_requests=max_requests,
         max_errors=max_errors,
         concurrencies=levels,
+        **{k: v for k, v in (("warmup_s", warmup), ("cooldown_s", cooldown)) if v is not None},
     )
     if out:
         out.write_text(report.to_json())
@@ -151,8 +162,12 @@ def bench_cmd(
         report.plot(plot)
     if as_json:
         print_json(__import__("json").loads(report.to_json()))
-        return
-    render(report)
+    else:
+        render(report)
+    failed = sum(r.requests_failed for r in report.runs)
+    profiles.check_error_rate(
+        sum(r.requests_ok for r in report.runs) + failed, failed, max_error_rate, report.target
+    )
 
 
 def _compare(paths: list[Path], as_json: bool) -> None:

@@ -12,6 +12,7 @@ from smneuron.bench.generation_metrics import Slo
 from smneuron.bench.generation_report import compare as compare_reports
 from smneuron.bench.generation_report import load, write_csv, write_html, write_pngs
 from smneuron.bench.generation_report import recommend as pick
+from smneuron.bench.profiles import check_error_rate
 from smneuron.bench.prompts import Lengths
 from smneuron.cli._common import console, print_json, state, table
 from smneuron.endpoints import components
@@ -80,6 +81,7 @@ def run(
     html_out,
     png_dir,
     as_json,
+    max_error_rate,
 ) -> None:  # type: ignore[no-untyped-def]
 
     live = None if as_json else console().status("starting")
@@ -136,8 +138,10 @@ def run(
         write_pngs(data, png_dir)
     if as_json:
         print_json(data)
-        return
-    render(data)
+    else:
+        render(data)
+    failed = sum(r.errored + r.incomplete for r in report.runs)
+    check_error_rate(sum(r.successful for r in report.runs) + failed, failed, max_error_rate, report.target)
 
 
 def _ms(d: dict, q: str) -> str:

@@ -302,3 +302,32 @@ def test_cloudwatch_model_and_overhead_latency_for_endpoints(session, role):
     )
     assert r.cloudwatch["ModelLatency"]["average_ms"] == pytest.approx(12.0)
     assert r.cloudwatch["OverheadLatency"]["max_ms"] == pytest.approx(3.0)
+
+
+def test_a_run_with_too_many_failed_requests_fails_after_writing_its_report(slow_server, tmp_path):
+    """Half the requests answer 503: the report is written and shown, and the command exits 1 (issue 22 #12)."""
+    from conftest import run_cli
+
+    data = tmp_path / "half-fail.jsonl"
+    data.write_text(
+        "".join(json.dumps({"inputs": "x", "delay": 0.01, "status": s}) + "\n" for s in (200, 503))
+    )
+    args = ["bench", "--url", slow_server, "--data", str(data), "--rate-type", "throughput"]
+    args += [
+        "--concurrency",
+        "2",
+        "--duration",
+        "1",
+        "--warmup",
+        "0",
+        "--cooldown",
+        "0",
+        "--max-requests",
+        "20",
+    ]
+    code, out, err = run_cli(*args, "-o", str(tmp_path / "r.json"))
+    assert code == 1 and "10 of 20 requests" in err and "(50.0%), above --max-error-rate 0.01" in err
+    assert json.loads((tmp_path / "r.json").read_text())["runs"][0]["requests_failed"] == 10
+    assert "throughput" in out  # the table was shown before the verdict
+    code, out, err = run_cli(*args, "--max-error-rate", "0.5")
+    assert code == 0, err

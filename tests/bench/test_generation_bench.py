@@ -366,3 +366,19 @@ def test_a_notebook_benches_text_generation_from_lengths_and_a_tokenizer(tiny_ll
     assert run.successful > 0 and run.errored == 0
     assert run.prompt_tokens["min"] == run.prompt_tokens["max"] == 16  # exact to the tokenizer
     assert report.load["output_tokens"]["mean"] == 6 and report.instance_count == pytest.approx(1 / 3)
+
+
+def test_a_text_generation_run_with_too_many_errors_fails(tiny_llama, tmp_path):
+    """Every 5th stream fails: 20% errors is above the default 1%, so the bench exits 1 (issue 22 #12)."""
+    from conftest import run_cli
+
+    from smneuron.local.generation.scripted import Script, ScriptedServer
+
+    args = ["bench", "--prompt-tokens", "8", "--output-tokens", "4", "--tokenizer", str(tiny_llama)]
+    args += ["--rate-type", "synchronous", "--duration", "1", "--max-requests", "10"]
+    with ScriptedServer(Script(ttft_ms=2, itl_ms=1, error_every=5)) as url:
+        code, out, err = run_cli(*args, "--url", url, "-o", str(tmp_path / "r.json"))
+        assert code == 1 and "2 of 10 requests" in err and "(20.0%)" in err
+        assert json.loads((tmp_path / "r.json").read_text())["runs"][0]["errored"] == 2
+        code, out, err = run_cli(*args, "--url", url, "--max-error-rate", "0.25")
+        assert code == 0, err
