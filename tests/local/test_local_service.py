@@ -145,6 +145,40 @@ def test_a_neuron_artifact_fails_its_health_check_with_the_reason(smneuron_cli, 
     assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []  # the failed deploy cleaned up
 
 
+def test_list_endpoints_agrees_with_describe_endpoint(smneuron_cli, tiny_classifier, tmp_path):
+    """Plain boto3 against the service (issue 22 #5): ListEndpoints said InService for endpoints whose
+    DescribeEndpoint said Creating or Failed, and StatusEquals filtered on that."""
+    import time
+
+    import boto3
+
+    from smneuron.artifact.packaging import package
+    from smneuron.compile.encoder import compile_model
+
+    compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
+    m = json.loads((tmp_path / "a" / "smneuron.json").read_text())
+    m["compiler"]["target"] = "inf2"  # cannot be served here: its health check fails with the reason
+    (tmp_path / "b").mkdir()
+    for f in (tmp_path / "a").iterdir():
+        (tmp_path / "b" / f.name).write_bytes(f.read_bytes())
+    (tmp_path / "b" / "smneuron.json").write_text(json.dumps(m))
+    inf2 = package(tmp_path / "b", tmp_path / "inf2.tar.gz").path
+    up = json.loads(smneuron_cli("local", "up", "--json").stdout)
+    smneuron_cli("--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.xlarge", "--name", "good")
+    smneuron_cli("--local", "deploy", str(inf2), "--instance", "ml.inf2.xlarge", "--name", "bad", "--no-wait")
+    sm = boto3.client("sagemaker", endpoint_url=up["url"], region_name="us-east-1",
+                      aws_access_key_id="local", aws_secret_access_key="local")  # fmt: skip
+    deadline = time.monotonic() + 120
+    while sm.describe_endpoint(EndpointName="bad")["EndpointStatus"] != "Failed":
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    listed = {e["EndpointName"]: e["EndpointStatus"] for e in sm.list_endpoints()["Endpoints"]}
+    described = {n: sm.describe_endpoint(EndpointName=n)["EndpointStatus"] for n in ("good", "bad")}
+    assert listed == described == {"good": "InService", "bad": "Failed"}
+    assert [e["EndpointName"] for e in sm.list_endpoints(StatusEquals="Failed")["Endpoints"]] == ["bad"]
+    assert [e["EndpointName"] for e in sm.list_endpoints(StatusEquals="InService")["Endpoints"]] == ["good"]
+
+
 @pytest.mark.xdist_group("torchserve")  # one TorchServe on the machine at a time (see tests/serving)
 def test_the_dlc_stack_can_back_the_endpoints(smneuron_cli, tiny_classifier, tmp_path):
     from smneuron.compile.encoder import compile_model

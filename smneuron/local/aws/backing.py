@@ -202,6 +202,15 @@ class Backer:
         return servers[backing.turn % len(servers)].url
 
 
+def _status(name: str, stored: str | None) -> tuple[str | None, str | None]:
+    """An endpoint's status as SageMaker would report it: moto's record says InService at once; the backing
+    process says Creating (not yet answering /ping), Updating or Failed (with the reason)."""
+    state = _ACTIVE.status(name) if _ACTIVE is not None else None
+    if state is not None and stored == "InService" and state[0] != "InService":
+        return state
+    return stored, None
+
+
 def _into(now: int, low: int | None, high: int | None) -> int:
     """``now`` moved into [low, high], as Application Auto Scaling moves a target's capacity."""
     return min(max(now, now if low is None else low), high or now)
@@ -243,6 +252,8 @@ def install() -> None:
         models.SageMakerModelBackend.delete_endpoint,
     )
     describe = models.SageMakerModelBackend.describe_endpoint
+    plain_list = models.SageMakerModelBackend.list_endpoints
+    plain_summary = models.FakeEndpoint.summary
     update_weights = models.SageMakerModelBackend.update_endpoint_weights_and_capacities
     plain_invoke = runtime.SageMakerRuntimeResponse.invoke_endpoint
     from moto.applicationautoscaling import models as aas
@@ -275,17 +286,29 @@ def install() -> None:
 
     def describe_endpoint(self: Any, endpoint_name: str) -> dict:
         response = describe(self, endpoint_name)
-        state = _ACTIVE.status(endpoint_name) if _ACTIVE is not None else None
-        if state is not None and response.get("EndpointStatus") == "InService" and state[0] != "InService":
-            response = dict(response, EndpointStatus=state[0])
-            if state[1]:
-                response["FailureReason"] = state[1]
+        status, reason = _status(endpoint_name, response.get("EndpointStatus"))
+        if status != response.get("EndpointStatus"):
+            response = dict(response, EndpointStatus=status)
+            if reason:
+                response["FailureReason"] = reason
         running = _ACTIVE.instances(endpoint_name) if _ACTIVE is not None else 0
         if running and response.get("ProductionVariants"):
             variants = [dict(v) for v in response["ProductionVariants"]]
             variants[0]["CurrentInstanceCount"] = running  # what really runs on this machine
             response = dict(response, ProductionVariants=variants)
         return response
+
+    def list_endpoints(self: Any, *args: Any, status_equals: str | None = None, **kwargs: Any) -> Any:
+        """ListEndpoints says what DescribeEndpoint says: the status of the serving process, filtered by it."""
+        endpoints, token = plain_list(self, *args, status_equals=None, **kwargs)
+        if status_equals:
+            endpoints = [
+                e for e in endpoints if _status(e.endpoint_name, e.endpoint_status)[0] == status_equals
+            ]
+        return endpoints, token
+
+    def summary(self: Any) -> dict[str, Any]:
+        return {**plain_summary(self), "EndpointStatus": _status(self.endpoint_name, self.endpoint_status)[0]}
 
     def invoke_endpoint(self: Any) -> Any:
         return plain_invoke(self) if _ACTIVE is None else _invoke(_ACTIVE, self)
@@ -329,6 +352,8 @@ def install() -> None:
     models.SageMakerModelBackend.update_endpoint = update_endpoint
     models.SageMakerModelBackend.delete_endpoint = delete_endpoint
     models.SageMakerModelBackend.describe_endpoint = describe_endpoint
+    models.SageMakerModelBackend.list_endpoints = list_endpoints
+    models.FakeEndpoint.summary = summary
     runtime.SageMakerRuntimeResponse.invoke_endpoint = invoke_endpoint
     models.SageMakerModelBackend.update_endpoint_weights_and_capacities = update_capacities
     aas.ApplicationAutoscalingBackend.register_scalable_target = register_scalable_target
