@@ -7,6 +7,7 @@ place that maps botocore ``ClientError`` codes onto them.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import botocore.exceptions as bex
@@ -205,7 +206,9 @@ def _classify(code: str) -> type[AwsError]:
 
 
 # SageMaker says "not found" as a ValidationException whose message reads "Could not find ..." (or
-# "does not exist"); S3 as 404/NoSuchKey/NoSuchBucket; newer services as ResourceNotFound(Exception).
+# "does not exist"; InvokeEndpoint: "Endpoint X of account N not found."); S3 as 404/NoSuchKey/NoSuchBucket;
+# newer services as ResourceNotFound(Exception).
+_OF_ACCOUNT_NOT_FOUND = re.compile(r" of account \d+ not found")
 _NOT_FOUND_CODES = {
     "ResourceNotFound",
     "ResourceNotFoundException",
@@ -224,7 +227,9 @@ def is_not_found(err: Any) -> bool:
         return True
     message = str(error.get("Message", ""))
     return code in {"ValidationException", "ValidationError"} and (
-        "Could not find" in message or "does not exist" in message
+        "Could not find" in message
+        or "does not exist" in message
+        or _OF_ACCOUNT_NOT_FOUND.search(message) is not None
     )
 
 

@@ -45,3 +45,22 @@ def test_endpoint_failed_error_carries_reason_and_log_lines():
     )
     text = str(err)
     assert "CapacityError" in text and "line b" in text and "smneuron delete ep" in text
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "missing"),
+    [
+        ("ValidationException", 'Could not find endpoint "arn:aws:sagemaker:...:endpoint/ep".', True),
+        ("ValidationError", "Endpoint ep of account 123456789012 not found.", True),  # InvokeEndpoint's words
+        (
+            "ValidationError",
+            "Target variant Nope not found for endpoint ep; its variants: AllTraffic.",
+            False,
+        ),
+        ("NoSuchKey", "The specified key does not exist.", True),
+        ("ThrottlingException", "Rate exceeded", False),
+    ],
+)
+def test_not_found_is_recognised_in_each_services_words(code, message, missing):
+    err = ClientError({"Error": {"Code": code, "Message": message}}, "InvokeEndpoint")
+    assert errors.is_not_found(err) is missing

@@ -178,6 +178,23 @@ def test_list_endpoints_agrees_with_describe_endpoint(smneuron_cli, tiny_classif
     assert [e["EndpointName"] for e in sm.list_endpoints(StatusEquals="Failed")["Endpoints"]] == ["bad"]
     assert [e["EndpointName"] for e in sm.list_endpoints(StatusEquals="InService")["Endpoints"]] == ["good"]
 
+    # InvokeEndpoint's refusals in SageMaker's words (issue 22 #9): an unknown variant is refused, never served
+    runtime = boto3.client("sagemaker-runtime", endpoint_url=up["url"], region_name="us-east-1",
+                           aws_access_key_id="local", aws_secret_access_key="local")  # fmt: skip
+    ok = runtime.invoke_endpoint(EndpointName="good", Body=b'"fine"', ContentType="application/json",
+                                 TargetVariant="AllTraffic")  # fmt: skip
+    assert ok["InvokedProductionVariant"] == "AllTraffic"
+    for kwargs, words in (
+        (
+            {"EndpointName": "good", "TargetVariant": "Nope"},
+            "Target variant Nope not found for endpoint good",
+        ),
+        ({"EndpointName": "gone"}, "Endpoint gone of account 123456789012 not found."),
+    ):
+        with pytest.raises(sm.exceptions.ClientError) as e:
+            runtime.invoke_endpoint(Body=b'"x"', ContentType="application/json", **kwargs)
+        assert e.value.response["Error"]["Code"] == "ValidationError" and words in str(e.value)
+
 
 @pytest.mark.xdist_group("torchserve")  # one TorchServe on the machine at a time (see tests/serving)
 def test_the_dlc_stack_can_back_the_endpoints(smneuron_cli, tiny_classifier, tmp_path):

@@ -363,9 +363,21 @@ def install() -> None:
 def _invoke(backer: Backer, self: Any) -> Any:
     """InvokeEndpoint on the backing server, with SageMaker's errors."""
     import httpx
+    from moto.sagemaker.models import sagemaker_backends  # moto: the `local` extra's seam
 
     name = self.path.rstrip("/").split("/")[-2]
     body = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
+    record = sagemaker_backends[self.current_account][self.region].endpoints.get(name)
+    if record is None:  # SageMaker's words, account included
+        return _error(400, "ValidationError", f"Endpoint {name} of account {self.current_account} not found.")
+    variant = self.headers.get("X-Amzn-SageMaker-Target-Variant")
+    variants = [v["VariantName"] for v in record.production_variants]
+    if variant and variant not in variants:  # SageMaker refuses an unknown variant; it never falls back
+        return _error(
+            400,
+            "ValidationError",
+            f"Target variant {variant} not found for endpoint {name}; its variants: {', '.join(variants)}.",
+        )
     url = backer.route(name, self.headers.get("X-Amzn-SageMaker-Inference-Component"), len(body))
     if isinstance(url, tuple):
         return _error(*url)
@@ -381,7 +393,7 @@ def _invoke(backer: Backer, self: Any) -> Any:
         return _error(424, "ModelError", message, original=(r.status_code, r.text))
     out = {
         "Content-Type": r.headers.get("content-type", "application/json"),
-        "x-Amzn-Invoked-Production-Variant": "AllTraffic",
+        "x-Amzn-Invoked-Production-Variant": variant or variants[0],
     }
     return 200, out, r.content
 
