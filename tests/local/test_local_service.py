@@ -145,9 +145,10 @@ def test_a_neuron_artifact_fails_its_health_check_with_the_reason(smneuron_cli, 
     assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []  # the failed deploy cleaned up
 
 
-def test_list_endpoints_agrees_with_describe_endpoint(smneuron_cli, tiny_classifier, tmp_path):
-    """Plain boto3 against the service (issue 22 #5): ListEndpoints said InService for endpoints whose
-    DescribeEndpoint said Creating or Failed, and StatusEquals filtered on that."""
+def test_plain_boto3_sees_sagemakers_statuses_refusals_and_bytes(smneuron_cli, tiny_classifier, tmp_path):
+    """Plain boto3 against the service (issue 22 #5, #9, #2): ListEndpoints said InService for endpoints whose
+    DescribeEndpoint said Creating or Failed (and StatusEquals filtered on that); an unknown TargetVariant was
+    served; a binary body was an HTML 500."""
     import time
 
     import boto3
@@ -194,6 +195,13 @@ def test_list_endpoints_agrees_with_describe_endpoint(smneuron_cli, tiny_classif
         with pytest.raises(sm.exceptions.ClientError) as e:
             runtime.invoke_endpoint(Body=b'"x"', ContentType="application/json", **kwargs)
         assert e.value.response["Error"]["Code"] == "ValidationError" and words in str(e.value)
+    # a binary body reaches the container as it is (issue 22 #2: it was decoded as UTF-8 first, an HTML 500)
+    with pytest.raises(sm.exceptions.ClientError) as e:
+        runtime.invoke_endpoint(
+            EndpointName="good", Body=b"\x93NUMPY\x01\x00\xff\xfe", ContentType="application/x-npy"
+        )
+    assert e.value.response["Error"]["Code"] == "ModelError" and e.value.response["OriginalStatusCode"] == 415
+    assert "unsupported_content_type" in e.value.response["OriginalMessage"]  # the container's own answer
 
 
 @pytest.mark.xdist_group("torchserve")  # one TorchServe on the machine at a time (see tests/serving)

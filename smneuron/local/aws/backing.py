@@ -355,6 +355,9 @@ def install() -> None:
     models.SageMakerModelBackend.list_endpoints = list_endpoints
     models.FakeEndpoint.summary = summary
     runtime.SageMakerRuntimeResponse.invoke_endpoint = invoke_endpoint
+    # moto decodes every request body as UTF-8 before routing (an image or .npy body was an HTML 500): the
+    # runtime's bodies are the container's, bytes untouched
+    runtime.SageMakerRuntimeResponse.use_raw_body = True
     models.SageMakerModelBackend.update_endpoint_weights_and_capacities = update_capacities
     aas.ApplicationAutoscalingBackend.register_scalable_target = register_scalable_target
     _INSTALLED = True
