@@ -173,10 +173,23 @@ def load_payloads(
     drawn from N(mean_tokens, spread).
     """
     if data:
+        try:
+            lines = Path(data).read_text().splitlines()
+        except OSError as e:
+            raise ConfigError(
+                f"Cannot read the requests file {data}: {e.strerror or e}.",
+                hint="Pass a JSONL file with --data (one input per line), or --tokenizer to generate texts.",
+            ) from None
         bodies = []
-        for line in Path(data).read_text().splitlines():
+        for number, line in enumerate(lines, 1):
             if line.strip():
-                value = json.loads(line)
+                try:
+                    value = json.loads(line)
+                except ValueError as e:
+                    raise ConfigError(
+                        f"{data}, line {number}, is not JSON ({e.args[0]}).",
+                        hint='Each line: a text ("hello"), a list of texts, or a request ({"inputs": ...}).',
+                    ) from None
                 doc = value if isinstance(value, dict) and "inputs" in value else {"inputs": value}
                 bodies.append(json.dumps(doc).encode())
         if not bodies:

@@ -283,6 +283,22 @@ CASES = [
         None,
     ),
     ("bench-no-target", "bench --data {root}/data.jsonl", 1, ["--url", "--endpoint"], {}, None),
+    (
+        "bench-data-missing",
+        "bench --url http://127.0.0.1:9 --data {root}/nope.jsonl --duration 2",
+        1,
+        ["Cannot read the requests file", "nope.jsonl", "--data"],
+        {},
+        None,
+    ),
+    (
+        "bench-data-malformed",
+        "bench --url http://127.0.0.1:9 --data {root}/bad.yaml --duration 2",
+        1,
+        ["bad.yaml, line 1, is not JSON", "Each line"],
+        {},
+        None,
+    ),
     ("bench-compare-one-file", "bench compare {root}/data.jsonl", 1, ["two report files"], {}, None),
     (
         "aws-unreachable",
