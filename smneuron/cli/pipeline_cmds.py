@@ -10,7 +10,7 @@ import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 from smneuron.compile.tasks import infer_task, write_sample_records
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, MissingRegionError
 from smneuron.local.demo import pick_model
 from smneuron.local.pipeline.runner import run_local
 from smneuron.pipeline.runs import definition, start, status, upsert
@@ -41,12 +41,29 @@ def _name(ctx: typer.Context, name: str | None) -> str:
 
 
 @app.command("definition")
-def definition_cmd(ctx: typer.Context) -> None:
+def definition_cmd(
+    ctx: typer.Context,
+    region: str = typer.Option(None, "--region", help="The region whose images and ARNs it names."),
+    task: str = typer.Option(None, "--task", help="The model's task (else compile.task in smneuron.yaml)."),
+) -> None:
     """Print the pipeline definition JSON (nothing is uploaded or created; works offline: an unknown
-    account shows as <account-id>, set SMNEURON_ACCOUNT or pipeline.role to fill it in)."""
+    account shows as <account-id>, set SMNEURON_ACCOUNT or pipeline.role to fill it in; without a region,
+    us-east-1 is used and said). Only the JSON goes to stdout."""
 
     st = state(ctx)
-    print_json(definition(st.project(), session=st.session(offline=True), publish=False))
+    project = st.project()
+    if task:
+        project = project.model_copy(update={"compile": override(project.compile, task=task)})
+    st.region = region or st.region
+    try:
+        session = st.session(offline=True)
+    except MissingRegionError:
+        st.region = "us-east-1"
+        session = st.session(offline=True)
+        typer.echo(
+            "note: no AWS region is configured; the definition names us-east-1 (pass --region)", err=True
+        )
+    print_json(definition(project, session=session, publish=False))
 
 
 @app.command("upsert")

@@ -184,3 +184,34 @@ def test_the_create_model_step_makes_the_model_smneuron_deploy_makes(session, ro
     args = deploy["Arguments"]["AppSpecification"]["ContainerArguments"]
     assert args[args.index("--model-name") + 1] == {"Get": f"Steps.{step['Name']}.ModelName"}
     assert "--model-data" not in args
+
+
+def test_definition_on_a_fresh_machine_is_pure_json_with_task_and_region_flags(tmp_path):
+    """No smneuron.yaml, no AWS region, no credentials (issue 23 #1-2): stdout is exactly the JSON; the
+    region it assumed is said on stderr; --region and --task are the definition's own flags."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
+    env.update(AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))
+    cli = [
+        sys.executable,
+        "-m",
+        "smneuron.cli.main",
+        "pipeline",
+        "definition",
+        "--task",
+        "feature-extraction",
+    ]
+    plain = subprocess.run(cli, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0, plain.stderr[-1500:]
+    assert json.loads(plain.stdout)["Version"] and "names us-east-1 (pass --region)" in plain.stderr
+    there = subprocess.run(
+        [*cli, "--region", "eu-west-1"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert (
+        there.returncode == 0
+        and "dkr.ecr.eu-west-1.amazonaws.com" in there.stdout
+        and not there.stderr.strip()
+    )
