@@ -14,7 +14,6 @@ MAX_LOCAL_INSTANCES), and InvokeEndpoint spreads requests over them.
 
 from __future__ import annotations
 
-import json
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from smneuron.artifact.staging import fetch, stage
 from smneuron.local.aws import components as moto_components
 from smneuron.local.aws import stream_route
 from smneuron.local.aws.component_backing import Components
-from smneuron.local.aws.routing import route
+from smneuron.local.aws.routing import invoke, route
 from smneuron.serving.server import LocalEndpoint
 from smneuron.serving.torchserve import TorchServeStack
 from smneuron.session import Session
@@ -311,7 +310,7 @@ def install() -> None:
         return {**plain_summary(self), "EndpointStatus": _status(self.endpoint_name, self.endpoint_status)[0]}
 
     def invoke_endpoint(self: Any) -> Any:
-        return plain_invoke(self) if _ACTIVE is None else _invoke(_ACTIVE, self)
+        return plain_invoke(self) if _ACTIVE is None else invoke(_ACTIVE, self)
 
     def update_capacities(
         self: Any, endpoint_name: str, desired_weights_and_capacities: list[dict[str, Any]]
@@ -361,50 +360,3 @@ def install() -> None:
     models.SageMakerModelBackend.update_endpoint_weights_and_capacities = update_capacities
     aas.ApplicationAutoscalingBackend.register_scalable_target = register_scalable_target
     _INSTALLED = True
-
-
-def _invoke(backer: Backer, self: Any) -> Any:
-    """InvokeEndpoint on the backing server, with SageMaker's errors."""
-    import httpx
-    from moto.sagemaker.models import sagemaker_backends  # moto: the `local` extra's seam
-
-    name = self.path.rstrip("/").split("/")[-2]
-    body = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
-    record = sagemaker_backends[self.current_account][self.region].endpoints.get(name)
-    if record is None:  # SageMaker's words, account included
-        return _error(400, "ValidationError", f"Endpoint {name} of account {self.current_account} not found.")
-    variant = self.headers.get("X-Amzn-SageMaker-Target-Variant")
-    variants = [v["VariantName"] for v in record.production_variants]
-    if variant and variant not in variants:  # SageMaker refuses an unknown variant; it never falls back
-        return _error(
-            400,
-            "ValidationError",
-            f"Target variant {variant} not found for endpoint {name}; its variants: {', '.join(variants)}.",
-        )
-    url = backer.route(name, self.headers.get("X-Amzn-SageMaker-Inference-Component"), len(body))
-    if isinstance(url, tuple):
-        return _error(*url)
-    headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}
-    if self.headers.get("Accept"):
-        headers["Accept"] = self.headers["Accept"]
-    try:
-        r = backer.http.post(url + "/invocations", content=body, headers=headers)
-    except httpx.HTTPError as e:
-        return _error(424, "ModelError", f"The model did not answer: {e}", original=(502, str(e)))
-    if r.status_code >= 400:
-        message = f'Received client error ({r.status_code}) from primary with message "{r.text}".'
-        return _error(424, "ModelError", message, original=(r.status_code, r.text))
-    out = {
-        "Content-Type": r.headers.get("content-type", "application/json"),
-        "x-Amzn-Invoked-Production-Variant": variant or variants[0],
-    }
-    return 200, out, r.content
-
-
-def _error(status: int, code: str, message: str, *, original: tuple[int, str] | None = None) -> Any:
-    doc: dict[str, Any] = {"__type": code, "message": message}
-    if original:
-        doc.update(OriginalStatusCode=original[0], OriginalMessage=original[1][:2000])
-    # moto takes the status from the headers' "status" entry, not from the tuple
-    headers = {"Content-Type": "application/json", "x-amzn-ErrorType": code, "status": str(status)}
-    return status, headers, json.dumps(doc)

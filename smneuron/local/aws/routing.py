@@ -1,8 +1,10 @@
-"""Where an invocation of the embedded SageMaker goes: an endpoint's instance, or an inference component's
-copy, with SageMaker's refusals (payload limit, the component header an endpoint with components needs)."""
+"""Where an invocation of the embedded SageMaker goes (an endpoint's instance, or an inference component's copy)
+and InvokeEndpoint itself, with SageMaker's refusals (missing endpoint, unknown variant, payload limit, the
+component header an endpoint with components needs) and the model's errors as ModelError."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from smneuron.local.aws.components import components_of
@@ -46,3 +48,50 @@ def route(backer: Any, endpoint: str, component: str | None, size: int) -> str |
             why = f"Endpoint {endpoint} is {state[0]}, not InService." + (f" {state[1]}" if state[1] else "")
         return 400, "ValidationError", why
     return url
+
+
+def invoke(backer: Any, self: Any) -> Any:
+    """InvokeEndpoint (``self``: moto's runtime response) on the backing server, with SageMaker's errors."""
+    import httpx
+    from moto.sagemaker.models import sagemaker_backends  # moto: the `local` extra's seam
+
+    name = self.path.rstrip("/").split("/")[-2]
+    body = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
+    record = sagemaker_backends[self.current_account][self.region].endpoints.get(name)
+    if record is None:  # SageMaker's words, account included
+        return error(400, "ValidationError", f"Endpoint {name} of account {self.current_account} not found.")
+    variant = self.headers.get("X-Amzn-SageMaker-Target-Variant")
+    variants = [v["VariantName"] for v in record.production_variants]
+    if variant and variant not in variants:  # SageMaker refuses an unknown variant; it never falls back
+        return error(
+            400,
+            "ValidationError",
+            f"Target variant {variant} not found for endpoint {name}; its variants: {', '.join(variants)}.",
+        )
+    url = backer.route(name, self.headers.get("X-Amzn-SageMaker-Inference-Component"), len(body))
+    if isinstance(url, tuple):
+        return error(*url)
+    headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}
+    if self.headers.get("Accept"):
+        headers["Accept"] = self.headers["Accept"]
+    try:
+        r = backer.http.post(url + "/invocations", content=body, headers=headers)
+    except httpx.HTTPError as e:
+        return error(424, "ModelError", f"The model did not answer: {e}", original=(502, str(e)))
+    if r.status_code >= 400:
+        message = f'Received client error ({r.status_code}) from primary with message "{r.text}".'
+        return error(424, "ModelError", message, original=(r.status_code, r.text))
+    out = {
+        "Content-Type": r.headers.get("content-type", "application/json"),
+        "x-Amzn-Invoked-Production-Variant": variant or variants[0],
+    }
+    return 200, out, r.content
+
+
+def error(status: int, code: str, message: str, *, original: tuple[int, str] | None = None) -> Any:
+    doc: dict[str, Any] = {"__type": code, "message": message}
+    if original:
+        doc.update(OriginalStatusCode=original[0], OriginalMessage=original[1][:2000])
+    # moto takes the status from the headers' "status" entry, not from the tuple
+    headers = {"Content-Type": "application/json", "x-amzn-ErrorType": code, "status": str(status)}
+    return status, headers, json.dumps(doc)
