@@ -204,6 +204,19 @@ STANDINS = Path(__file__).resolve().parent / "standins"
 LLAMA_8B = Path(__file__).resolve().parent / "data" / "llama-3.1-8b-config.json"
 
 
+def cache_llama_8b(monkeypatch: pytest.MonkeyPatch, batch_size: int = 4) -> None:
+    """The optimum-neuron cache stand-in holds one Llama-3.1-8B entry: batch ``batch_size``, sequence 4096,
+    tp 8, bf16 (inf2's entries are recorded for trn1, as optimum-neuron records them)."""
+    entry = {
+        "batch_size": batch_size,
+        "sequence_length": 4096,
+        "tp_degree": 8,
+        "torch_dtype": "bfloat16",
+        "target": "trn1",
+    }
+    monkeypatch.setenv("SMNEURON_STANDIN_CACHE", json.dumps([entry]))
+
+
 @pytest.fixture
 def optimum_standin(monkeypatch, tmp_path):
     """optimum-neuron's stand-in on the path (this test and its subprocesses); yields the call log."""

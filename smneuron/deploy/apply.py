@@ -156,9 +156,9 @@ def apply(
         if not p.scaling.enabled and isinstance(p, DeployPlan) and is_update and status == "InService":
             pinned = set_instance_count(session, p.endpoint_name, p.variant_name, p.initial_instance_count)
             ledger.changed += [pinned] if pinned else []  # a count autoscaling had moved, pinned back
-        if p.scaling.alarm:
-            arn = done.policy_arns[p.scaling.policies[-1]["PolicyName"]]
-            alarm_names += _alarms(p, session, ledger, [{**p.scaling.alarm, "AlarmActions": [arn]}])
+        from_zero = p.scaling.alarm_request(done)
+        if from_zero:
+            alarm_names += _alarms(p, session, ledger, [from_zero])
         stale = [
             a["AlarmName"]
             for a in owned.alarms(session, p.endpoint_name)

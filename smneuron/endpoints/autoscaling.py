@@ -85,6 +85,12 @@ class ScalingPlan:
     def policy(self) -> dict | None:
         return self.policies[0] if self.policies else None
 
+    def alarm_request(self, done: Reconciled) -> dict | None:
+        """The scale-from-zero alarm's PutMetricAlarm, its action the step policy ``reconcile`` put."""
+        if self.alarm is None:
+            return None
+        return {**self.alarm, "AlarmActions": [done.policy_arns[self.policies[-1]["PolicyName"]]]}
+
     def target_request(self) -> dict:
         return {
             "ServiceNamespace": NAMESPACE,

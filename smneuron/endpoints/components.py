@@ -140,9 +140,9 @@ def scale(session: Session, name: str, spec: ScalingSpec, *, endpoint: str) -> S
         and (p.alarm is None or a["AlarmName"] != p.alarm["AlarmName"])
     ]
     owned.delete_alarms(session, stale)
-    if p.alarm:
-        arn = done.policy_arns[p.policies[-1]["PolicyName"]]
-        owned.put_alarm(session, {**p.alarm, "AlarmActions": [arn]}, endpoint)
+    from_zero = p.alarm_request(done)
+    if from_zero:
+        owned.put_alarm(session, from_zero, endpoint)
     return p
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from botocore_check import validate_request
-from conftest import LLAMA_8B
+from conftest import LLAMA_8B, cache_llama_8b
 
 from smneuron.errors import ConfigError, MissingDependencyError
 from smneuron.specs.models import CompileSpec, EndpointSpec, GenerationSpec
@@ -88,16 +88,7 @@ def test_cache_lookup_needs_an_exact_entry_and_lists_the_cached_ones(
 ):
     from smneuron.compile.generation import compile_from_cache
 
-    entries = [
-        {
-            "batch_size": 4,
-            "sequence_length": 4096,
-            "tp_degree": 8,
-            "torch_dtype": "bfloat16",
-            "target": "trn1",
-        }
-    ]
-    monkeypatch.setenv("SMNEURON_STANDIN_CACHE", json.dumps(entries))
+    cache_llama_8b(monkeypatch)
     spec = CompileSpec(task="text-generation", batch_size=8, sequence_length=4096, tensor_parallel_size=8)
     with pytest.raises(ConfigError) as e:
         compile_from_cache(str(llama_8b), tmp_path / "a", spec)
@@ -293,16 +284,7 @@ def test_dry_run_prints_the_plan_with_the_token_redacted(optimum_standin, llama_
 
     from smneuron.compile.generation import compile_from_cache
 
-    entries = [
-        {
-            "batch_size": 8,
-            "sequence_length": 4096,
-            "tp_degree": 8,
-            "torch_dtype": "bfloat16",
-            "target": "trn1",
-        }
-    ]
-    monkeypatch.setenv("SMNEURON_STANDIN_CACHE", json.dumps(entries))
+    cache_llama_8b(monkeypatch, batch_size=8)
     art = compile_from_cache(
         str(llama_8b),
         tmp_path / "hub",
@@ -369,16 +351,7 @@ def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(
     from smneuron.deploy.corridor import deploy
     from smneuron.endpoints.handle import delete, status
 
-    entries = [
-        {
-            "batch_size": 4,
-            "sequence_length": 4096,
-            "tp_degree": 8,
-            "torch_dtype": "bfloat16",
-            "target": "trn1",
-        }
-    ]
-    monkeypatch.setenv("SMNEURON_STANDIN_CACHE", json.dumps(entries))
+    cache_llama_8b(monkeypatch)
     monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
     spec = CompileSpec(task="text-generation", batch_size=4, sequence_length=4096, tensor_parallel_size=8)
     art = compile_from_cache(str(llama_8b), tmp_path / "hub", spec).out_dir

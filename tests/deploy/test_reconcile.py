@@ -3,11 +3,11 @@ touched. Each test here failed before the one apply engine (issue 26: silent bug
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
+from conftest import cache_llama_8b
 from test_encoder_deploy import leftovers, retarget
 
 import smneuron
@@ -31,16 +31,7 @@ def encoder_tarball(tiny_classifier, tmp_path_factory) -> Path:
 @pytest.fixture
 def hub_llm(optimum_standin, llama_8b, tmp_path, monkeypatch) -> Path:
     """An inf2 text-generation artifact: Llama-3.1-8B's shape from the optimum-neuron cache (stand-in)."""
-    entries = [
-        {
-            "batch_size": 4,
-            "sequence_length": 4096,
-            "tp_degree": 8,
-            "torch_dtype": "bfloat16",
-            "target": "trn1",
-        }
-    ]
-    monkeypatch.setenv("SMNEURON_STANDIN_CACHE", json.dumps(entries))
+    cache_llama_8b(monkeypatch)
     spec = CompileSpec(task="text-generation", batch_size=4, sequence_length=4096, tensor_parallel_size=8)
     return compile_from_cache(str(llama_8b), tmp_path / "hub", spec).out_dir
 
