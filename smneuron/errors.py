@@ -143,6 +143,10 @@ class Interrupted(SmneuronError):
     exit_code = 130
 
 
+class DeployInProgressError(SmneuronError):
+    """Another deploy (or an update SageMaker is running) holds the endpoint; this one changed nothing there."""
+
+
 class DeploymentRolledBackError(SmneuronError):
     """SageMaker rolled a blue/green update back: the endpoint still serves its previous config."""
 

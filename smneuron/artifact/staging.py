@@ -271,6 +271,15 @@ def _metadata(m: ModelData) -> dict[str, str]:
     return out
 
 
+def staged_by_smneuron(uri: str, *, session: Session) -> bool:
+    """Whether the model data at ``uri`` carries what smneuron records when it stages (target, content hash);
+    False for one another tool uploaded (or that does not exist)."""
+    bucket, key = parse_s3_uri(uri)
+    found = head(session, bucket, key + (MANIFEST_NAME if key.endswith("/") else ""))
+    meta = (found or {}).get("Metadata", {})
+    return META_TARGET in meta and SHA_METADATA in meta
+
+
 def _from_s3(uri: str, session: Session) -> ModelData:
 
     bucket, key = parse_s3_uri(uri)

@@ -26,6 +26,7 @@ from smneuron.deploy.generation_plan import LlmPlan
 from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.handle import Endpoint, describe, set_instance_count, wait_for_endpoint
 from smneuron.errors import (
+    DeployInProgressError,
     DeploymentRolledBackError,
     SmneuronError,
     from_client_error,
@@ -235,15 +236,25 @@ def _endpoint(
         return wait_for_endpoint(p.endpoint_name, session=session, timeout=timeout, on_status=on_status)[
             "EndpointStatus"
         ]
+    if current is not None and current["EndpointStatus"] in ("Creating", "Updating"):
+        raise _in_progress(p.endpoint_name, current["EndpointStatus"])
+    try:
+        if current is None:
+            sm.create_endpoint(
+                EndpointName=p.endpoint_name, EndpointConfigName=p.endpoint_config_name, Tags=p.tag_list()
+            )
+        else:
+            sm.update_endpoint(
+                EndpointName=p.endpoint_name, EndpointConfigName=p.endpoint_config_name, **p.update_request()
+            )
+    except ClientError as e:  # another deploy got there between our describe and this call
+        words = str(e)
+        if "already existing endpoint" in words or "in-progress endpoint" in words:
+            raise _in_progress(p.endpoint_name, "Creating" if current is None else "Updating") from e
+        raise
     if current is None:
-        sm.create_endpoint(
-            EndpointName=p.endpoint_name, EndpointConfigName=p.endpoint_config_name, Tags=p.tag_list()
-        )
         ledger.add("endpoint", p.endpoint_name)
     else:
-        sm.update_endpoint(
-            EndpointName=p.endpoint_name, EndpointConfigName=p.endpoint_config_name, **p.update_request()
-        )
         ledger.changed.append(f"endpoint {p.endpoint_name} -> config {p.endpoint_config_name}")
     # a text-generation endpoint must be InService before its component can be placed
     if not wait and isinstance(p, DeployPlan):
@@ -305,6 +316,14 @@ def _component(
     for old in others:  # a redeploy under a new component name replaces the old copies
         ledger.removed += components.delete(session, old)
     return status
+
+
+def _in_progress(name: str, status: str) -> DeployInProgressError:
+    return DeployInProgressError(
+        f"Endpoint {name} is {status}: another deploy is in progress. This deploy did not touch the endpoint "
+        "and removed what it had created.",
+        hint=f"Wait for it (`smneuron status {name}`), then deploy again if {name} should serve something else.",
+    )
 
 
 def _label(kind: str, name: str) -> str:

@@ -66,8 +66,16 @@ def status() -> dict | None:
 
 
 def environment(state: dict) -> dict[str, str]:
-    """The variables that point any smneuron (or AWS SDK) command at the service."""
-    return {"SMNEURON_ENDPOINT_URL": state["url"], "AWS_REGION": LOCAL_REGION, **LOCAL_CREDENTIALS}
+    """The variables that point smneuron, boto3, the AWS CLI and the SageMaker SDK at the service, every AWS
+    service included (AWS_ENDPOINT_URL is botocore's one URL for all of them; botocore reads the region from
+    AWS_DEFAULT_REGION, not AWS_REGION, which boto3's own Session and other SDKs read)."""
+    return {
+        "SMNEURON_ENDPOINT_URL": state["url"],
+        "AWS_ENDPOINT_URL": state["url"],
+        "AWS_REGION": LOCAL_REGION,
+        "AWS_DEFAULT_REGION": LOCAL_REGION,
+        **LOCAL_CREDENTIALS,
+    }
 
 
 def up(port: int = 0, timeout: float = 60, engine: str = "smneuron", llm_engine: str = "stand-in") -> dict:

@@ -84,8 +84,11 @@ class TorchServeStack:
         environment: the container environment (``deploy.encoder_env.container_environment``).
     """
 
-    def __init__(self, package: str | Path, environment: dict[str, str], port: int = 0) -> None:
+    def __init__(
+        self, package: str | Path, environment: dict[str, str], port: int = 0, *, cleanup: Path | None = None
+    ) -> None:
         self.package = Path(package)
+        self.cleanup = cleanup  # a directory the package was downloaded into, removed with the stack
         self.environment = dict(environment)
         self.port = port
         self.base: Path | None = None
@@ -118,7 +121,10 @@ class TorchServeStack:
             check_port_free("127.0.0.1", self.port)
         self.base = Path(tempfile.mkdtemp(prefix="smneuron-torchserve-"))
         model_dir = extract_package(self.package, self.base / "model")
-        check_runnable(json.loads((model_dir / "smneuron.json").read_text()))
+        if (
+            model_dir / "smneuron.json"
+        ).exists():  # a model smneuron did not package is served as the DLC would
+            check_runnable(json.loads((model_dir / "smneuron.json").read_text()))
         self.ports = {
             "inference": self.port or free_port(),
             "management": free_port(),
@@ -193,8 +199,9 @@ class TorchServeStack:
                 os.killpg(self.proc.pid, signal.SIGKILL)  # the Java frontend and workers share the group
             except ProcessLookupError:
                 pass
-        if self.base is not None:
-            shutil.rmtree(self.base, ignore_errors=True)
+        for directory in (self.base, self.cleanup):
+            if directory is not None:
+                shutil.rmtree(directory, ignore_errors=True)
 
     def __enter__(self) -> TorchServeStack:
         return self.start()

@@ -357,3 +357,25 @@ def test_scaling_target_from_a_bench_report(cpu_artifact, tmp_path, session, rol
     assert code == 0, err
     cfg = json.loads(out)["autoscaling"]["policy"]["TargetTrackingScalingPolicyConfiguration"]
     assert cfg["TargetValue"] == pytest.approx(90 / 2 * 60 * 0.7)
+
+
+def test_a_deploy_onto_an_endpoint_another_deploy_is_creating_says_so_and_changes_nothing(
+    cpu_artifact, tmp_path, session, role
+):
+    """Issue 22 #7: two deploys of one name; the second said InService too and the last one won silently."""
+    from smneuron.errors import DeployInProgressError
+    from smneuron.local.aws.embedded import set_endpoint_delay
+
+    tarball = retarget(cpu_artifact, tmp_path, "inf2")
+    set_endpoint_delay(600)  # the first deploy's endpoint stays Creating, as a real one does for minutes
+    try:
+        first = dp.deploy(tarball, EndpointSpec(name="twin", instance_type="ml.inf2.xlarge"), session=session,
+                          wait=False)  # fmt: skip
+        with pytest.raises(DeployInProgressError, match="twin is Creating: another deploy is in progress"):
+            dp.deploy(tarball, EndpointSpec(name="twin", instance_type="ml.inf2.xlarge", batch_size=4),
+                      session=session)  # fmt: skip
+    finally:
+        set_endpoint_delay(0)
+    sm = session.client("sagemaker")
+    assert sm.describe_endpoint(EndpointName="twin")["EndpointConfigName"] == first.endpoint_config_name
+    assert leftovers(session)["configs"] == 1  # the second deploy's config was removed again

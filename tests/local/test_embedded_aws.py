@@ -115,3 +115,26 @@ def test_endpoint_delay_makes_endpoints_transition_like_real_ones(session):
         assert sm.describe_endpoint(EndpointName="slow")["EndpointStatus"] == "InService"
     finally:
         set_endpoint_delay(0)
+
+
+def test_a_second_endpoint_of_the_same_name_and_an_update_in_progress_are_refused(session):
+    """Issue 22 #7: moto replaced an endpoint on a second CreateEndpoint of its name; SageMaker refuses it, and
+    refuses to update an endpoint that is still Creating or Updating."""
+    from smneuron.local.aws.embedded import set_endpoint_delay
+
+    sm = session.client("sagemaker")
+    make_config(sm, "c-a", "ml.c6i.xlarge")
+    make_config(sm, "c-b", "ml.c6i.xlarge")
+    set_endpoint_delay(600)
+    try:
+        sm.create_endpoint(EndpointName="twin", EndpointConfigName="c-a")
+        with pytest.raises(
+            ClientError, match='Cannot create already existing endpoint ".*:endpoint/twin"'
+        ) as e:
+            sm.create_endpoint(EndpointName="twin", EndpointConfigName="c-b")
+        assert e.value.response["Error"]["Code"] == "ValidationException"
+        with pytest.raises(ClientError, match="Cannot update in-progress endpoint"):
+            sm.update_endpoint(EndpointName="twin", EndpointConfigName="c-b")
+    finally:
+        set_endpoint_delay(0)
+    assert sm.describe_endpoint(EndpointName="twin")["EndpointConfigName"] == "c-a"  # the first one stands

@@ -14,12 +14,16 @@ MAX_LOCAL_INSTANCES), and InvokeEndpoint spreads requests over them.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.staging import fetch, stage
+from smneuron.artifact.staging import fetch, stage, staged_by_smneuron
+from smneuron.artifact.storage import download
+from smneuron.errors import ArtifactError
 from smneuron.local.aws import components as moto_components
 from smneuron.local.aws import stream_route
 from smneuron.local.aws.component_backing import Components
@@ -116,8 +120,10 @@ class Backer:
             return None
         container = sm.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]
         uri = container.get("ModelDataUrl") or container["ModelDataSource"]["S3DataSource"]["S3Uri"]
-        data = stage(uri, session=session)
         env = container.get("Environment", {})
+        if not staged_by_smneuron(uri, session=session):  # e.g. the SageMaker SDK's repacked PyTorchModel
+            return _as_the_dlc_serves(uri, container.get("Image", ""), env, session)
+        data = stage(uri, session=session)
         spec = EndpointSpec(
             instance_type=variant["InstanceType"],
             batch_size=int(env.get("SAGEMAKER_TS_BATCH_SIZE", 8)),
@@ -130,8 +136,8 @@ class Backer:
             int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]) if "SAGEMAKER_MODEL_SERVER_WORKERS" in env else None
         )
         if self.engine == "torchserve":  # the container environment as the Model carries it, unchanged
-            local = fetch(data, tempfile.mkdtemp(prefix="smneuron-backing-"), session=session)
-            return TorchServeStack(local, env)
+            work = Path(tempfile.mkdtemp(prefix="smneuron-backing-"))
+            return TorchServeStack(fetch(data, work, session=session), env, cleanup=work)
         return LocalEndpoint(
             data, instance_type=variant["InstanceType"], spec=spec, workers=workers, session=session
         )
@@ -199,6 +205,30 @@ class Backer:
         servers = [backing.server, *backing.extra]
         backing.turn += 1
         return servers[backing.turn % len(servers)].url
+
+
+def _as_the_dlc_serves(uri: str, image: str, env: dict[str, str], session: Session) -> TorchServeStack:
+    """A Model smneuron did not stage, served as its image serves it: the PyTorch inference DLC's stack
+    (TorchServe + the SageMaker toolkit: the Model's code/inference.py, or the default handler for a TorchScript
+    model.pt). Other images are refused with the reason, as their health check would fail."""
+    if "pytorch-inference" not in image or "neuron" in image or "-gpu-" in image or "-cu1" in image:
+        raise ArtifactError(
+            f"{uri} was not staged by smneuron, and the embedded SageMaker serves such a Model only the way the "
+            f"PyTorch inference DLC for CPU does; its image {image or '(none)'} is not that image "
+            "(Neuron and GPU images need hardware this machine does not have)."
+        )
+    if uri.endswith("/"):
+        raise ArtifactError(
+            f"{uri} is uncompressed model data smneuron did not stage; the embedded SageMaker serves such a Model "
+            "from a model.tar.gz only."
+        )
+    work = Path(tempfile.mkdtemp(prefix="smneuron-backing-"))
+    try:
+        tarball = download(uri, work / "model.tar.gz", session=session)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return TorchServeStack(tarball, env, cleanup=work)
 
 
 def _status(name: str, stored: str | None) -> tuple[str | None, str | None]:

@@ -6,7 +6,9 @@ place, by teaching moto what the real service does (checked against botocore's s
 - its endpoint-config validation has a hard-coded instance list without ml.inf2.*: we validate
   against botocore's ``ProductionVariantInstanceType`` enum instead, exactly as the real API does;
 - it does not implement ``UpdateEndpoint``: we add it (switch the endpoint to the new config,
-  keep the deployment config it was given so tests can read it back);
+  keep the deployment config it was given so tests can read it back; an endpoint that is Creating or
+  Updating is refused, as SageMaker refuses it);
+- its CreateEndpoint replaces an endpoint of the same name: SageMaker refuses with ValidationException;
 - its endpoints are InService the instant they are created; ``set_endpoint_delay`` makes them
   stay Creating / Updating for a while, as real ones do for minutes (benchmarks of waiting);
 - its S3 bucket-policy enforcement ignores Conditions, so a conditional Deny (smneuron's "deny
@@ -84,6 +86,8 @@ def patch_moto() -> None:
         if endpoint is None:
             arn = models.FakeEndpoint.arn_formatter(endpoint_name, self.account_id, self.region_name)
             raise ValidationError(message=f"Could not find endpoint '{arn}'.")
+        if self.describe_endpoint(endpoint_name)["EndpointStatus"] in ("Creating", "Updating", "Deleting"):
+            raise ValidationError(message=f'Cannot update in-progress endpoint "{endpoint.arn}".')
         config = self.describe_endpoint_config(endpoint_config_name)  # raises moto's ValidationException
         endpoint.endpoint_config_name = endpoint_config_name
         endpoint.production_variants = endpoint._process_production_variants(config["ProductionVariants"])
@@ -103,8 +107,11 @@ def patch_moto() -> None:
     original_create = models.SageMakerModelBackend.create_endpoint
     original_describe = models.SageMakerModelBackend.describe_endpoint
 
-    def create_endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
-        endpoint = original_create(self, *args, **kwargs)
+    def create_endpoint(self: Any, endpoint_name: str, *args: Any, **kwargs: Any) -> Any:
+        if endpoint_name in self.endpoints:  # moto replaced it silently; SageMaker refuses
+            arn = models.FakeEndpoint.arn_formatter(endpoint_name, self.account_id, self.region_name)
+            raise ValidationError(message=f'Cannot create already existing endpoint "{arn}".')
+        endpoint = original_create(self, endpoint_name, *args, **kwargs)
         endpoint._smneuron_busy = ("Creating", time.monotonic() + _ENDPOINT_DELAY_S)
         return endpoint
 

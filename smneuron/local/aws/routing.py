@@ -10,13 +10,21 @@ from typing import Any
 from smneuron.local.aws.components import components_of
 
 MAX_PAYLOAD = 6 * 1024 * 1024  # SageMaker's real-time payload limit
+CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"  # both ways: request to container, answer to caller
+
+
+def too_large(size: int) -> tuple[int, str, str] | None:
+    """SageMaker's refusal of a body over the real-time payload limit, or None."""
+    if size > MAX_PAYLOAD:
+        return 413, "ValidationError", f"Request payload is {size} bytes; the limit is {MAX_PAYLOAD}."
+    return None
 
 
 def route(backer: Any, endpoint: str, component: str | None, size: int) -> str | tuple[int, str, str]:
     """The model server URL for an invocation, or SageMaker's (status, code, message) refusal."""
 
-    if size > MAX_PAYLOAD:
-        return 413, "ValidationError", f"Request payload is {size} bytes; the limit is {MAX_PAYLOAD}."
+    if too_large(size):
+        return too_large(size)  # type: ignore[return-value]
     on_endpoint = [c["InferenceComponentName"] for c in components_of(endpoint)]
     if component or on_endpoint:
         if not component:
@@ -71,9 +79,7 @@ def invoke(backer: Any, self: Any) -> Any:
     url = backer.route(name, self.headers.get("X-Amzn-SageMaker-Inference-Component"), len(body))
     if isinstance(url, tuple):
         return error(*url)
-    headers = {"Content-Type": self.headers.get("Content-Type", "application/json")}
-    if self.headers.get("Accept"):
-        headers["Accept"] = self.headers["Accept"]
+    headers = container_headers(self.headers.get)
     try:
         r = backer.http.post(url + "/invocations", content=body, headers=headers)
     except httpx.HTTPError as e:
@@ -85,7 +91,18 @@ def invoke(backer: Any, self: Any) -> Any:
         "Content-Type": r.headers.get("content-type", "application/json"),
         "x-Amzn-Invoked-Production-Variant": variant or variants[0],
     }
+    if r.headers.get(CUSTOM_ATTRIBUTES):  # the container's answer to the caller, as SageMaker passes it back
+        out[CUSTOM_ATTRIBUTES] = r.headers[CUSTOM_ATTRIBUTES]
     return 200, out, r.content
+
+
+def container_headers(get: Any) -> dict[str, str]:
+    """The request headers SageMaker passes to the container (``get``: the caller's header lookup)."""
+    headers = {"Content-Type": get("Content-Type") or "application/json"}
+    for name in ("Accept", CUSTOM_ATTRIBUTES):
+        if get(name):
+            headers[name] = get(name)
+    return headers
 
 
 def error(status: int, code: str, message: str, *, original: tuple[int, str] | None = None) -> Any:

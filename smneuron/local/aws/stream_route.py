@@ -17,6 +17,8 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+from smneuron.local.aws.routing import CUSTOM_ATTRIBUTES, container_headers, too_large
+
 _PATH = re.compile(r"^/endpoints/([^/]+)/invocations-response-stream$")
 COMPONENT_HEADER = "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT"
 ACTIVE: Any = None  # the embedded SageMaker's Backer (set by backing.activate)
@@ -68,6 +70,9 @@ class StreamRouter:
             return self.app(environ, start_response)
         backer = ACTIVE
         length = int(environ.get("CONTENT_LENGTH") or 0)
+        refused = too_large(length)  # on what it announces, before a byte of it is read
+        if refused:
+            return _json_error(start_response, *refused)
         body = environ["wsgi.input"].read(length) if length else b""
         if backer is None:
             return _json_error(
@@ -81,7 +86,11 @@ class StreamRouter:
     def _relay(self, backer: Any, url: str, body: bytes, environ: dict, start_response: Any) -> Any:
         import httpx
 
-        headers = {"Content-Type": environ.get("CONTENT_TYPE") or "application/json"}
+        def get(name: str) -> str | None:
+            key = name.upper().replace("-", "_")
+            return environ.get(key if key == "CONTENT_TYPE" else "HTTP_" + key)
+
+        headers = container_headers(get)
         try:
             request = backer.http.build_request("POST", url + "/invocations", content=body, headers=headers)
             response = backer.http.send(request, stream=True)
@@ -94,17 +103,17 @@ class StreamRouter:
             return _json_error(
                 start_response, 424, "ModelError", message, original=(response.status_code, text)
             )
-        start_response(
-            "200 OK",
-            [
-                ("Content-Type", "application/vnd.amazon.eventstream"),
-                ("x-Amzn-Invoked-Production-Variant", "AllTraffic"),
-                (
-                    "X-Amzn-SageMaker-Content-Type",
-                    response.headers.get("content-type", "application/octet-stream"),
-                ),
-            ],
-        )
+        out = [
+            ("Content-Type", "application/vnd.amazon.eventstream"),
+            ("x-Amzn-Invoked-Production-Variant", "AllTraffic"),
+            (
+                "X-Amzn-SageMaker-Content-Type",
+                response.headers.get("content-type", "application/octet-stream"),
+            ),
+        ]
+        if response.headers.get(CUSTOM_ATTRIBUTES):
+            out.append((CUSTOM_ATTRIBUTES, response.headers[CUSTOM_ATTRIBUTES]))
+        start_response("200 OK", out)
         return _frames(response)
 
 

@@ -95,12 +95,9 @@ class Generator:
     def tokens(self, ids: list[int], request: dict) -> Iterator[tuple[str, int]]:
         """Yield (text piece, token id) per generated token."""
         torch = self.torch
-        max_tokens = int(request.get("max_tokens") or request.get("max_completion_tokens") or 16)
+        max_tokens, temperature, seed = sampling(request)
         ignore_eos = bool(request.get("ignore_eos", False))
-        temperature = float(
-            request.get("temperature", 1.0) if request.get("temperature") is not None else 1.0
-        )
-        gen = torch.Generator().manual_seed(int(request["seed"])) if request.get("seed") is not None else None
+        gen = torch.Generator().manual_seed(seed) if seed is not None else None
         past, current, produced, emitted = None, torch.tensor([ids]), [], ""
         with self.slots:
             for _ in range(max_tokens):
@@ -123,9 +120,48 @@ class Generator:
                 current = torch.tensor([[token]])
 
 
+def sampling(request: dict) -> tuple[int, float, int | None]:
+    """(max_tokens, temperature, seed) of a request, checked as vLLM checks them.
+
+    Raises:
+        ValueError: with vLLM's words (its request model's, then SamplingParams').
+    """
+
+    def number(name: str, kind: type, default: Any) -> Any:
+        value = request.get(name)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError(f"{name}: Input should be a valid {'integer' if kind is int else 'number'}")
+        try:
+            parsed = float(value)
+        except ValueError:
+            raise ValueError(
+                f"{name}: Input should be a valid {'integer' if kind is int else 'number'}, unable to parse "
+                "string as a number"
+            ) from None
+        if kind is int and parsed != int(parsed):
+            raise ValueError(f"{name}: Input should be a valid integer, got a number with a fractional part")
+        return kind(parsed)
+
+    max_tokens = number("max_tokens", int, None)
+    if max_tokens is None:
+        max_tokens = number("max_completion_tokens", int, 16)
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}.")
+    temperature = number("temperature", float, 1.0)
+    if temperature < 0:
+        raise ValueError(f"temperature must be non-negative, got {temperature}.")
+    return max_tokens, temperature, number("seed", int, None)
+
+
+READ_TIMEOUT_S = float(os.environ.get("SMNEURON_STANDIN_READ_TIMEOUT", "60"))  # a body that never comes
+
+
 def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.0"  # a stream ends when the connection closes, as SSE over HTTP/1.0 does
+        timeout = READ_TIMEOUT_S  # the socket's: a request announcing 1 GB no longer holds a thread forever
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -151,6 +187,11 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             except ValueError as e:
                 return self._json(400, _error(f"Invalid JSON body: {e}", 400))
+            except TimeoutError:
+                self.close_connection = True
+                return self._json(
+                    408, _error(f"The request body did not arrive within {self.timeout:.0f} s.", 408)
+                )
             if not isinstance(request, dict):
                 return self._json(400, _error("The body must be a JSON object.", 400))
             if self.path in ("/invocations", "/v1/chat/completions", "/v1/completions"):
@@ -171,7 +212,10 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
                 ids = gen.encode(request)
             except (TypeError, KeyError, ValueError, AttributeError) as e:
                 return self._json(400, _error(f"Cannot read the request: {e}", 400))
-            max_tokens = int(request.get("max_tokens") or request.get("max_completion_tokens") or 16)
+            try:
+                max_tokens = sampling(request)[0]
+            except ValueError as e:  # before any byte of a stream: a 400 JSON answer, as vLLM gives
+                return self._json(400, _error(str(e), 400))
             if len(ids) + max_tokens > gen.sequence_length:
                 return self._json(
                     400,
