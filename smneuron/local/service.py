@@ -27,6 +27,7 @@ from smneuron.session import Session
 
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
 LOCAL_REGION = "us-east-1"
+LOCAL_ACCOUNT = "123456789012"  # moto's account
 
 
 def state_path() -> Path:
@@ -69,13 +70,27 @@ def environment(state: dict) -> dict[str, str]:
     """The variables that point smneuron, boto3, the AWS CLI and the SageMaker SDK at the service, every AWS
     service included (AWS_ENDPOINT_URL is botocore's one URL for all of them; botocore reads the region from
     AWS_DEFAULT_REGION, not AWS_REGION, which boto3's own Session and other SDKs read)."""
-    return {
+    env = {
         "SMNEURON_ENDPOINT_URL": state["url"],
         "AWS_ENDPOINT_URL": state["url"],
         "AWS_REGION": LOCAL_REGION,
         "AWS_DEFAULT_REGION": LOCAL_REGION,
         **LOCAL_CREDENTIALS,
     }
+    if state.get("sdk_config"):
+        env["SAGEMAKER_USER_CONFIG_OVERRIDE"] = state["sdk_config"]
+    return env
+
+
+# The SageMaker SDK finds its default bucket's account through STS at a URL it builds itself (the public regional
+# endpoint, whatever AWS_ENDPOINT_URL says); with the bucket named in its config file it never asks.
+SDK_CONFIG = f"""SchemaVersion: '1.0'
+SageMaker:
+  PythonSDK:
+    Modules:
+      Session:
+        DefaultS3Bucket: sagemaker-{LOCAL_REGION}-{LOCAL_ACCOUNT}
+"""
 
 
 def up(port: int = 0, timeout: float = 60, engine: str = "smneuron", llm_engine: str = "stand-in") -> dict:
@@ -171,7 +186,16 @@ def serve(port: int, state_file: Path, engine: str = "smneuron") -> None:
         create_sagemaker_role(Session.from_env(region=LOCAL_REGION, endpoint_url=url))
         log = str(state_file.with_name("local.log"))
         llm_engine = os.environ.get("SMNEURON_LLM_ENGINE", "stand-in")
-        state = {"url": url, "pid": os.getpid(), "log": log, "engine": engine, "llm_engine": llm_engine}
+        sdk_config = state_file.with_name("sagemaker-config.yaml")
+        sdk_config.write_text(SDK_CONFIG)
+        state = {
+            "url": url,
+            "pid": os.getpid(),
+            "log": log,
+            "engine": engine,
+            "llm_engine": llm_engine,
+            "sdk_config": str(sdk_config),
+        }
         state_file.write_text(json.dumps(state))
         print(f"embedded SageMaker at {url}", flush=True)
         try:

@@ -87,6 +87,8 @@ class StreamRouter:
         import httpx
 
         def get(name: str) -> str | None:
+            if name == "Accept":  # the streaming call carries it under its own name (botocore's shape)
+                name = "X-Amzn-SageMaker-Accept"
             key = name.upper().replace("-", "_")
             return environ.get(key if key == "CONTENT_TYPE" else "HTTP_" + key)
 

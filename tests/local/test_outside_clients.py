@@ -1,0 +1,147 @@
+"""Clients nobody here wrote, given nothing but what `smneuron local up` prints (issue 22 #1, #6, #9): plain boto3,
+the AWS CLI and the SageMaker SDK reach the embedded service, and a PyTorchModel the SDK builds with its own
+inference.py is served as the PyTorch DLC serves it (TorchServe + the SageMaker toolkit), custom attributes and
+Accept included."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+
+import pytest
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.xdist_group("torchserve"),
+]  # one TorchServe on the machine at a time
+
+INFERENCE = """
+import json, os, torch
+
+def model_fn(model_dir):
+    return torch.jit.load(os.path.join(model_dir, "model.pt"))
+
+def input_fn(body, content_type):
+    return torch.tensor(json.loads(body), dtype=torch.float32)
+
+def predict_fn(data, model):
+    with torch.no_grad():
+        return model(data)
+
+def output_fn(prediction, accept, context):
+    headers = context.request_processor[0].get_request_properties()
+    attrs = next((v for k, v in headers.items() if k.lower() == "x-amzn-sagemaker-custom-attributes"), None)
+    if attrs:
+        context.set_response_header(0, "X-Amzn-SageMaker-Custom-Attributes", "seen=" + str(attrs))
+    if accept == "text/csv":
+        return "\\n".join(",".join(f"{v:.3f}" for v in row) for row in prediction.tolist()), accept
+    return json.dumps(prediction.tolist()), "application/json"
+"""
+
+SDK = """
+import json, sys, time
+import boto3, sagemaker
+from sagemaker.pytorch import PyTorchModel
+from sagemaker.serializers import JSONSerializer
+from sagemaker.deserializers import JSONDeserializer
+
+session = sagemaker.Session()  # nothing passed: the environment alone points it at the embedded service
+uri = session.upload_data(sys.argv[1], key_prefix="user-model")
+model = PyTorchModel(model_data=uri, role="arn:aws:iam::123456789012:role/smneuron-execution-role",
+                     entry_point="inference.py", source_dir=sys.argv[2], framework_version="2.1",
+                     py_version="py310", sagemaker_session=session)
+model.deploy(initial_instance_count=1, instance_type="ml.c5.xlarge", endpoint_name="sdk-ep", wait=False)
+sm = boto3.client("sagemaker")
+deadline = time.monotonic() + 240
+while (status := sm.describe_endpoint(EndpointName="sdk-ep")["EndpointStatus"]) == "Creating":
+    assert time.monotonic() < deadline
+    time.sleep(1)
+predictor = sagemaker.Predictor("sdk-ep", sagemaker_session=session, serializer=JSONSerializer(),
+                                deserializer=JSONDeserializer())
+print(json.dumps({"status": status, "answer": predictor.predict([[1.0, 2.0, 3.0, 4.0]]),
+                  "env": sm.describe_model(ModelName=model.name)["PrimaryContainer"]["Environment"]}))
+"""
+
+
+def _printed_environment(smneuron_cli, tmp_path) -> dict[str, str]:
+    out = smneuron_cli("local", "up").stdout
+    printed = dict(
+        line.removeprefix("export ").split("=", 1) for line in out.splitlines() if line.startswith("export ")
+    )
+    # nothing else: no AWS config, no credentials file, a fresh HOME
+    return {
+        **printed,
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path / "home"),
+        "SAGEMAKER_SUPPRESS_V2_WARNING": "1",
+    }
+
+
+def test_boto3_the_aws_cli_and_the_sagemaker_sdk_with_only_the_printed_environment(smneuron_cli, tmp_path):
+    import torch
+
+    env = _printed_environment(smneuron_cli, tmp_path)
+    assert {"AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID"} <= set(env)
+
+    def run(*cmd: str) -> str:
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, (cmd, out.stdout[-1500:], out.stderr[-3000:])
+        return out.stdout
+
+    # a user's own TorchScript model and inference.py, nothing of smneuron's
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(4, 2)
+    torch.jit.script(linear).save(str(tmp_path / "model.pt"))
+    with tarfile.open(tmp_path / "model.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "model.pt", arcname="model.pt")
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "inference.py").write_text(INFERENCE)
+    expected = linear(torch.tensor([[1.0, 2.0, 3.0, 4.0]])).tolist()
+
+    done = json.loads(
+        run(sys.executable, "-c", SDK, str(tmp_path / "model.tar.gz"), str(tmp_path / "code")).splitlines()[
+            -1
+        ]
+    )
+    assert done["status"] == "InService", done
+    assert done["answer"][0] == pytest.approx(expected[0], abs=1e-5)  # the user's inference.py answered
+    assert done["env"]["SAGEMAKER_PROGRAM"] == "inference.py"  # the SDK's repacked Model, as the SDK made it
+
+    # the AWS CLI sees the same service: the endpoint, and the SDK's bucket (its S3 calls stayed local too)
+    described = json.loads(
+        run(sys.executable, "-m", "awscli", "sagemaker", "describe-endpoint", "--endpoint-name", "sdk-ep")
+    )
+    assert described["EndpointStatus"] == "InService"
+    assert "sagemaker-us-east-1-123456789012" in run(sys.executable, "-m", "awscli", "s3", "ls")
+
+    # plain boto3: custom attributes both ways, Accept on the streaming call
+    script = """
+import json, boto3
+rt = boto3.client("sagemaker-runtime")
+r = rt.invoke_endpoint(EndpointName="sdk-ep", Body=b"[[1, 2, 3, 4]]", ContentType="application/json",
+                       CustomAttributes="trace=abc")
+s = rt.invoke_endpoint_with_response_stream(EndpointName="sdk-ep", Body=b"[[1, 2, 3, 4]]",
+                                            ContentType="application/json", Accept="text/csv")
+streamed = b"".join(e["PayloadPart"]["Bytes"] for e in s["Body"] if "PayloadPart" in e).decode()
+print(json.dumps({"attrs": r.get("CustomAttributes"), "body": json.loads(r["Body"].read()), "csv": streamed,
+                  "endpoints": [e["EndpointName"] for e in boto3.client("sagemaker").list_endpoints()["Endpoints"]]}))
+"""
+    got = json.loads(run(sys.executable, "-c", script).splitlines()[-1])
+    assert got["attrs"] == "seen=trace=abc"
+    assert got["body"][0] == pytest.approx(expected[0], abs=1e-5)
+    assert got["csv"] == ",".join(f"{v:.3f}" for v in expected[0])  # the container saw Accept: text/csv
+    assert got["endpoints"] == ["sdk-ep"]
+    run(sys.executable, "-m", "awscli", "sagemaker", "delete-endpoint", "--endpoint-name", "sdk-ep")
+    deadline = time.monotonic() + 60
+    while _torchserve_java():  # deleting the endpoint stops its model server
+        assert time.monotonic() < deadline, "the model server outlived its endpoint"
+        time.sleep(0.5)
+
+
+def _torchserve_java() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "java" in line and "smneuron-torchserve-" in line]
