@@ -200,6 +200,35 @@ def smneuron_cli(tmp_path):
     run("local", "down", check=False)
 
 
+def service_processes(state_dir: Path) -> list[int]:
+    """Live processes of the embedded SageMaker whose state is ``state_dir``: the service, its model servers,
+    copies, TorchServe's Java and workers (each carries the service's owner mark; see local/service.py)."""
+    from smneuron.local.service import OWNER
+
+    mark = f"{OWNER}={Path(state_dir).resolve()}".encode() + b"\0"
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (
+                mark in (proc / "environ").read_bytes()
+                and "zombie" not in (proc / "status").read_text().lower()
+            ):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def listening(pids: list[int]) -> list[str]:
+    """The TCP ports any of ``pids`` listens on, from `ss -ltnp` (as a user would check)."""
+    import re
+    import subprocess
+
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+    wanted = {str(p) for p in pids}
+    return [line.split()[3] for line in out.splitlines() if set(re.findall(r"pid=(\d+)", line)) & wanted]
+
+
 STANDINS = Path(__file__).resolve().parent / "standins"
 LLAMA_8B = Path(__file__).resolve().parent / "data" / "llama-3.1-8b-config.json"
 

@@ -45,6 +45,11 @@ def up_cmd(
     if as_json:
         print_json({**state, "environment": env})
         return
+    if state.get("orphans_stopped"):
+        console().print(
+            f"Stopped {len(state['orphans_stopped'])} model server process(es) a previous embedded SageMaker left "
+            f"running when it did not stop cleanly (pids {', '.join(map(str, state['orphans_stopped']))})."
+        )
     verb = "started" if state["started"] else "already running"
     engine = state.get("engine", "smneuron")
     console().print(

@@ -1,9 +1,11 @@
-"""An endpoint's CloudWatch logs: the newest events, and a tail for error messages."""
+"""An endpoint's CloudWatch logs (its instances' group and its inference components'): the newest events, and a
+tail for error messages."""
 
 from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
+from smneuron.endpoints import components
 from smneuron.errors import from_client_error, is_not_found
 from smneuron.session import Session
 
@@ -15,25 +17,30 @@ def log_events(
     only events after ``start_ms`` when given. Empty when there are no logs yet."""
 
     logs = session.client("logs")
-    group = f"/aws/sagemaker/Endpoints/{name}"
     extra = {"startTime": start_ms + 1} if start_ms is not None else {}
-    try:
-        streams = logs.describe_log_streams(
-            logGroupName=group, orderBy="LastEventTime", descending=True, limit=2
-        ).get("logStreams", [])
-        events = []
-        for s in streams:
-            events += logs.get_log_events(
-                logGroupName=group,
-                logStreamName=s["logStreamName"],
-                limit=lines,
-                startFromHead=False,
-                **extra,
-            ).get("events", [])
-    except ClientError as e:
-        if is_not_found(e):  # no logs yet; anything else (access denied) is worth saying
-            return []
-        return [(0, f"(could not read the endpoint's logs: {from_client_error(e).message})")]
+    events: list[dict] = []
+    groups = [f"/aws/sagemaker/Endpoints/{name}"]
+    try:  # a text-generation endpoint's copies log under their inference components
+        groups += [f"/aws/sagemaker/InferenceComponents/{c}" for c in components.for_endpoint(session, name)]
+    except ClientError:
+        pass
+    for group in groups:
+        try:
+            streams = logs.describe_log_streams(
+                logGroupName=group, orderBy="LastEventTime", descending=True, limit=2
+            ).get("logStreams", [])
+            for s in streams:
+                events += logs.get_log_events(
+                    logGroupName=group,
+                    logStreamName=s["logStreamName"],
+                    limit=lines,
+                    startFromHead=False,
+                    **extra,
+                ).get("events", [])
+        except ClientError as e:
+            if is_not_found(e):  # no logs yet; anything else (access denied) is worth saying
+                continue
+            return [(0, f"(could not read the endpoint's logs: {from_client_error(e).message})")]
     events.sort(key=lambda e: e.get("timestamp", 0))
     return [(int(e.get("timestamp", 0)), e.get("message", "").rstrip()) for e in events[-lines:]]
 

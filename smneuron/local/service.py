@@ -20,9 +20,11 @@ from pathlib import Path
 from platformdirs import user_state_dir
 
 from smneuron.errors import ConfigError, SmneuronError
-from smneuron.local.aws.backing import Backer, activate
+from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws
+from smneuron.local.aws.hooks import activate
 from smneuron.serving.ports import free_port
+from smneuron.serving.server import check_port_free
 from smneuron.session import Session
 
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
@@ -36,6 +38,35 @@ def state_path() -> Path:
     if not root:
         root = user_state_dir("smneuron")
     return Path(root) / "local.json"
+
+
+OWNER = (
+    "SMNEURON_LOCAL_OWNER"  # every process the service starts inherits it: its value is the state directory
+)
+
+
+def sweep(owner: Path) -> list[int]:
+    """Stop every process still carrying this service's owner mark (model servers, copies, TorchServe's Java and
+    workers) after the service itself has gone: left by a crash, a kill -9 or a `down` that timed out.
+    Linux only (/proc); elsewhere nothing is found."""
+    mark = f"{OWNER}={owner}".encode() + b"\0"
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if int(proc.name) != os.getpid() and mark in (proc / "environ").read_bytes():
+                found.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    for pid in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return found
+
+
+def _owner(path: Path) -> Path:
+    return path.parent.resolve()
 
 
 def _alive(pid: int) -> bool:
@@ -106,9 +137,12 @@ def up(port: int = 0, timeout: float = 60, engine: str = "smneuron", llm_engine:
     path = state_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
+    orphans = sweep(_owner(path))  # a previous service that crashed left these serving
     log = path.with_name("local.log")
-    port = port or free_port()
-    with open(log, "w") as out:
+    port = port or _last_port(path) or free_port()
+    with open(log, "a") as out:  # appended: the log of a run that crashed is what says why
+        out.write(f"\n=== smneuron local up {time.strftime('%Y-%m-%d %H:%M:%S')} on port {port}\n")
+        out.flush()
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -127,13 +161,14 @@ def up(port: int = 0, timeout: float = 60, engine: str = "smneuron", llm_engine:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # survives the shell that started it; `local down` stops it
-            env={**os.environ, **LOCAL_CREDENTIALS, "AWS_REGION": LOCAL_REGION},
+            env={**os.environ, **LOCAL_CREDENTIALS, "AWS_REGION": LOCAL_REGION, OWNER: str(_owner(path))},
         )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         running = status()
         if running:
-            return {**running, "started": True}
+            path.with_name("port").write_text(str(port))
+            return {**running, "started": True, "orphans_stopped": orphans}
         if proc.poll() is not None:
             break
         time.sleep(0.2)
@@ -158,8 +193,19 @@ def down(timeout: float = 30) -> bool:
             time.sleep(0.1)
         if _alive(pid):
             os.killpg(pid, signal.SIGKILL)
+    sweep(_owner(path))  # anything the service could not stop (it was killed, or a server hung)
     path.unlink(missing_ok=True)
     return True
+
+
+def _last_port(path: Path) -> int:
+    """The port the previous service listened on, when it is free again: the URL users exported still works."""
+    try:
+        port = int(path.with_name("port").read_text())
+        check_port_free("127.0.0.1", port)
+        return port
+    except (OSError, ValueError, SmneuronError):
+        return 0
 
 
 def require() -> dict:

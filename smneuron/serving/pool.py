@@ -3,7 +3,8 @@
 Each worker runs a loop that takes the next batch when it is idle (so the least-loaded worker
 always gets work, as TorchServe's workers pull from the model's queue): wait for one request,
 then gather up to ``batch_size`` or until ``max_batch_delay`` has passed. A worker that dies or
-times out fails its in-flight requests with 5xx (never a hang) and is restarted.
+times out fails its in-flight requests with 5xx (never a hang) and is restarted; one found dead when
+it takes a batch (killed while idle) is restarted first, and that batch fails nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import signal
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from smneuron.serving.worker import worker_main
@@ -60,6 +62,7 @@ class WorkerPool:
         max_batch_delay_ms: int,
         timeout_s: float,
         start_timeout_s: float = 300,
+        log_path: Path | None = None,
     ) -> None:
         self.model_dir = model_dir
         self.n = n
@@ -76,11 +79,20 @@ class WorkerPool:
         self._tasks: list[asyncio.Task] = []
         self._ctx = multiprocessing.get_context("spawn")
         self._closing = False
+        self.log_path = log_path  # the workers' stdout/stderr and the events below, when given
+
+    def _note(self, level: int, message: str, *args: Any) -> None:
+        log.log(level, message, *args)
+        if self.log_path is not None:
+            with open(self.log_path, "a") as f:
+                f.write(time.strftime("%Y-%m-%dT%H:%M:%S ") + (message % args) + "\n")
 
     # ------------------------------------------------------------------ processes
     def _spawn(self, i: int) -> None:
         parent, child = self._ctx.Pipe()
         env = dict(self.env, NEURON_RT_VISIBLE_CORES=str(i), SMNEURON_WORKER_ID=str(i))
+        if self.log_path is not None:
+            env["SMNEURON_WORKER_LOG"] = str(self.log_path)
         proc = self._ctx.Process(
             target=worker_main, args=(self.model_dir, env, child), daemon=True, name=f"smneuron-worker-{i}"
         )
@@ -99,6 +111,7 @@ class WorkerPool:
         if msg[0] != "ready":
             raise WorkerStartError(f"worker {i} could not load the model: {msg[1]}")
         self.stats[i].pid, self.stats[i].ready = msg[1], True
+        self._note(logging.INFO, "worker %d (pid %s) loaded the model in %.1f s", i, msg[1], msg[2])
 
     def start(self) -> None:
         """Start every worker and wait until each has loaded and warmed the model."""
@@ -184,6 +197,12 @@ class WorkerPool:
                 continue
             if self.queue and self._wakeup is not None:
                 self._wakeup.set()  # more work: let an idle worker take it
+            if self._procs[i] is not None and not self._procs[i].is_alive():
+                self.queue.extendleft(
+                    reversed(batch)
+                )  # it died idle (kill -9, OOM): the batch waits for another
+                await self._restart(i, "died while idle")
+                continue
             st = self.stats[i]
             st.busy = True
             try:
@@ -224,7 +243,7 @@ class WorkerPool:
         st = self.stats[i]
         st.ready = False
         st.restarts += 1
-        log.warning("worker %d %s; restarting it", i, why)
+        self._note(logging.WARNING, "worker %d %s; restarting it", i, why)
         proc = self._procs[i]
         if proc is not None and proc.is_alive():
             os.kill(proc.pid, signal.SIGKILL)
@@ -237,5 +256,5 @@ class WorkerPool:
                 await loop.run_in_executor(None, self._await_ready, i)
                 return
             except WorkerStartError as e:
-                log.error("worker %d failed to restart: %s", i, e)
+                self._note(logging.ERROR, "worker %d failed to restart: %s", i, e)
                 await asyncio.sleep(1)

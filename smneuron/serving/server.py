@@ -100,6 +100,7 @@ class LocalEndpoint:
         port: 0 picks a free port.
         workers: override the worker count (refused above NeuronCores / cores per model).
         batch_size / max_batch_delay_ms / model_server_timeout_s: TorchServe's knobs.
+        log_path: where the workers' stdout/stderr and the pool's worker events go (default: this process's).
     """
 
     def __init__(
@@ -115,6 +116,7 @@ class LocalEndpoint:
         model_server_timeout_s: int | None = None,
         spec: EndpointSpec | None = None,
         session: Session | None = None,
+        log_path: str | Path | None = None,
     ) -> None:
 
         base = spec or EndpointSpec(instance_type=instance_type)
@@ -139,6 +141,11 @@ class LocalEndpoint:
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self.model_dir: Path | None = None
+        self.log_path = Path(log_path) if log_path else None  # the workers' output, as the container's stdout
+
+    @property
+    def log_files(self) -> list[Path]:
+        return [self.log_path] if self.log_path else []
 
     @property
     def url(self) -> str:
@@ -174,6 +181,7 @@ class LocalEndpoint:
             batch_size=self.spec.batch_size,
             max_batch_delay_ms=self.spec.max_batch_delay_ms,
             timeout_s=self.spec.model_server_timeout_in_seconds,
+            log_path=self.log_path,
         )
         try:
             self.pool.start()

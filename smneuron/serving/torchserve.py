@@ -6,7 +6,9 @@ under ``SAGEMAKER_BASE_DIR``), exports the container environment smneuron comput
 type, and runs the toolkit's ``serving.main()``: the same handler resolution (``TS_DEFAULT_SERVICE_
 HANDLER`` through ``enable_envvars_config``), worker count and batching the DLC gets. Differences from
 the container, all of them paths and ports: the model directory is not /opt/ml/model (the handler
-path follows it), and TorchServe listens on free loopback ports instead of 8080/8081/8082.
+path follows it), TorchServe listens on free loopback ports instead of 8080/8081/8082 (and 7070/7071
+for gRPC), and its temporary files (pid file, worker sockets) are the stack's own; so several stacks run
+side by side, as several containers on one host do (see ts_launch for the toolkit's side of that).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from smneuron.errors import MissingDependencyError, SmneuronError
 from smneuron.serving.ports import free_port
 from smneuron.serving.server import check_port_free, check_runnable
 
-START = "from sagemaker_pytorch_serving_container import serving; serving.main()"
+START = ["-m", "smneuron.serving.ts_launch"]  # the toolkit's serving.main(), scoped to this stack (ts_launch)
 
 
 def _java() -> tuple[str, str]:
@@ -85,10 +87,17 @@ class TorchServeStack:
     """
 
     def __init__(
-        self, package: str | Path, environment: dict[str, str], port: int = 0, *, cleanup: Path | None = None
+        self,
+        package: str | Path,
+        environment: dict[str, str],
+        port: int = 0,
+        *,
+        cleanup: Path | None = None,
+        log_path: str | Path | None = None,
     ) -> None:
         self.package = Path(package)
         self.cleanup = cleanup  # a directory the package was downloaded into, removed with the stack
+        self.log_path = Path(log_path) if log_path else None  # the toolkit's and TorchServe's console output
         self.environment = dict(environment)
         self.port = port
         self.base: Path | None = None
@@ -102,6 +111,11 @@ class TorchServeStack:
     @property
     def management_url(self) -> str:
         return f"http://127.0.0.1:{self.ports['management']}"
+
+    @property
+    def console_log(self) -> Path:
+        assert self.base is not None
+        return self.log_path or self.base / "toolkit.log"
 
     @property
     def log_dir(self) -> Path:
@@ -131,6 +145,7 @@ class TorchServeStack:
             "metrics": free_port(),
         }
         java_home, java_bin = _java()
+        (self.base / "tmp").mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SAGEMAKER_", "TS_"))}
         env.update({k: v.replace(MODEL_DIR, str(model_dir)) for k, v in self.environment.items()})
         env.update(
@@ -139,14 +154,22 @@ class TorchServeStack:
             TS_INFERENCE_ADDRESS=self.url,  # TS_* override the generated config (enable_envvars_config)
             TS_MANAGEMENT_ADDRESS=self.management_url,
             TS_METRICS_ADDRESS=f"http://127.0.0.1:{self.ports['metrics']}",
+            TS_GRPC_INFERENCE_PORT=str(free_port()),  # its gRPC servers default to 7070/7071 on every stack
+            TS_GRPC_MANAGEMENT_PORT=str(free_port()),
             LOG_LOCATION=str(self.log_dir),
+            # `torchserve --start` refuses to start while the pid in $TMPDIR/.model_server.pid exists: a stack's
+            # own TMPDIR keeps a stale file (its pid since reused by any process) from blocking the next stack
+            TMPDIR=str(self.base / "tmp"),
+            # the frontend's worker sockets are java.io.tmpdir/.ts.sock.{9000+i}, the same names for every
+            # TorchServe on a machine: a stack's own directory lets two run side by side
+            JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={self.base / 'tmp'}",
             METRICS_LOCATION=str(self.log_dir),
             JAVA_HOME=java_home,
             PATH=os.pathsep.join([java_bin, str(Path(sys.executable).parent), env.get("PATH", "")]),
         )
-        with open(self.base / "toolkit.log", "w") as out:
+        with open(self.console_log, "a") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", START], cwd=self.base, env=env, stdout=out, stderr=subprocess.STDOUT,
+                [sys.executable, *START], cwd=self.base, env=env, stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
             )  # fmt: skip
         deadline = time.monotonic() + timeout
@@ -178,7 +201,7 @@ class TorchServeStack:
     def log_tail(self, lines: int = 30) -> str:
         texts = []
         for f in (
-            (self.base / "toolkit.log", self.log_dir / "model_log.log", self.log_dir / "ts_log.log")
+            (self.console_log, self.log_dir / "model_log.log", self.log_dir / "ts_log.log")
             if self.base
             else ()
         ):

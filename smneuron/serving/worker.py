@@ -19,6 +19,10 @@ from smneuron.serving.ts_context import TorchServeContext
 def worker_main(model_dir: str, env: dict[str, str], conn: Any) -> None:
     """Process entry point: load, report ready, then answer batches until the pipe closes."""
     os.environ.update(env)
+    if env.get("SMNEURON_WORKER_LOG"):  # the model's prints and tracebacks, as a container's stdout/stderr
+        fd = os.open(env["SMNEURON_WORKER_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        sys.stdout.flush(), sys.stderr.flush()
+        os.dup2(fd, 1), os.dup2(fd, 2)
     try:
         import torch
 
@@ -49,6 +53,7 @@ def worker_main(model_dir: str, env: dict[str, str], conn: Any) -> None:
                 data = body.encode() if isinstance(body, str) else bytes(body)
                 out.append((ctx.status(i), ctx.get_response_content_type(i) or "application/json", data))
         except BaseException as e:  # the handler already turns request faults into 4xx/5xx bodies
+            traceback.print_exc()
             err = f'{{"error": "worker failure: {type(e).__name__}", "code": "internal_error"}}'.encode()
             out = [(500, "application/json", err)] * len(message)
         conn.send(("done", out, dict(model.stats)))

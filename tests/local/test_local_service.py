@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import service_processes
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 
@@ -28,17 +29,10 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def _torchserve_java() -> list[int]:
-    """TorchServe's Java frontends started for smneuron (reparented when `torchserve --start` exits)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            cmd = (proc / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if proc.name.isdigit() and b"java" in cmd and b"smneuron-torchserve-" in cmd:
-            found.append(int(proc.name))
-    return found
+def _torchserve_java(state_dir) -> list[int]:
+    """The TorchServe Java frontends this test's embedded SageMaker started (reparented when `torchserve --start`
+    exits; other tests' stacks may run beside them)."""
+    return [p for p in service_processes(state_dir) if b"java" in Path(f"/proc/{p}/cmdline").read_bytes()]
 
 
 def _alive(pid: int) -> bool:
@@ -223,7 +217,7 @@ def test_the_dlc_stack_can_back_the_endpoints(smneuron_cli, tiny_classifier, tmp
     )  # a cpu artifact is refused for ml.inf2 before anything runs
     smneuron_cli("--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.xlarge", "--name", "ts-ep")
     service = up["pid"]
-    java = _torchserve_java()
+    java = _torchserve_java(tmp_path / "state")
     assert java  # TorchServe's Java frontend serves this endpoint
     answer = json.loads(smneuron_cli("--local", "invoke", "ts-ep", "i loved it").stdout)
     assert answer[0]["label"] in ("NEGATIVE", "POSITIVE")

@@ -13,6 +13,7 @@ import tarfile
 import time
 
 import pytest
+from conftest import service_processes
 
 pytestmark = [
     pytest.mark.e2e,
@@ -85,6 +86,7 @@ def test_boto3_the_aws_cli_and_the_sagemaker_sdk_with_only_the_printed_environme
     import torch
 
     env = _printed_environment(smneuron_cli, tmp_path)
+    up_pid = json.loads(smneuron_cli("local", "status", "--json").stdout)["pid"]
     assert {"AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID"} <= set(env)
 
     def run(*cmd: str) -> str:
@@ -137,11 +139,8 @@ print(json.dumps({"attrs": r.get("CustomAttributes"), "body": json.loads(r["Body
     assert got["endpoints"] == ["sdk-ep"]
     run(sys.executable, "-m", "awscli", "sagemaker", "delete-endpoint", "--endpoint-name", "sdk-ep")
     deadline = time.monotonic() + 60
-    while _torchserve_java():  # deleting the endpoint stops its model server
+    while [
+        p for p in service_processes(tmp_path / "state") if p != up_pid
+    ]:  # deleting it stops its model server
         assert time.monotonic() < deadline, "the model server outlived its endpoint"
         time.sleep(0.5)
-
-
-def _torchserve_java() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "java" in line and "smneuron-torchserve-" in line]

@@ -10,20 +10,26 @@ UpdateInferenceComponentRuntimeConfig (and copy autoscaling's target) starts or 
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.staging import fetch, stage
+from smneuron.local.aws.log_shipping import COMPONENT_GROUP, LogShipper, copy_stream
 from smneuron.local.generation.copy import LlmServer
 
 MAX_LOCAL_COPIES = 4
+WORK_PREFIX = "smneuron-llm-"  # a copy's weights, downloaded from the embedded S3; removed with the copies
 
 
 @dataclass
 class Copies:
+    name: str = ""
     status: str = "Creating"
     model: str | None = None  # the Model the running copies serve (an update that failed keeps the old one)
     reason: str | None = None
@@ -32,18 +38,31 @@ class Copies:
     model_dir: str = ""
     environment: dict = field(default_factory=dict)
     turn: int = 0
+    stopped: bool = False  # deleted: copies still starting for it are stopped once they are up
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class Components:
     """The listener ``local.aws.components`` reports component changes to."""
 
-    def __init__(self, session_factory: Any) -> None:
+    def __init__(
+        self, session_factory: Any, logs: LogShipper | None = None, log_dir: str | None = None
+    ) -> None:
         self._session = session_factory
         self.items: dict[str, Copies] = {}
+        self.logs, self.log_dir = logs, log_dir
+
+    def _copy(self, name: str, model_dir: str, env: dict) -> LlmServer:
+        """One copy, its output shipped to the component's log group (a stream per copy)."""
+        if self.logs is None or self.log_dir is None:
+            return LlmServer(model_dir, env)
+        fd, log = tempfile.mkstemp(prefix="copy-", suffix=".log", dir=self.log_dir)
+        os.close(fd)
+        self.logs.follow(log, COMPONENT_GROUP.format(name), copy_stream())
+        return LlmServer(model_dir, env, log_path=log)
 
     def start_component(self, name: str, record: dict) -> None:
-        copies = self.items.setdefault(name, Copies())
+        copies = self.items.setdefault(name, Copies(name))
         copies.desired = int(record["RuntimeConfig"]["DesiredCopyCount"])
         # an update keeps the old copies serving while the new ones start, as SageMaker's rolling update does
         copies.status, copies.reason = ("Updating" if copies.servers else "Creating"), None
@@ -53,13 +72,15 @@ class Components:
     def _bring_up(self, name: str, model: str) -> None:
 
         copies = self.items[name]
+        model_dir, new = None, []
         try:
             model_dir, env = self._fetch(model)
-            new = [LlmServer(model_dir, env) for _ in range(min(max(copies.desired, 1), MAX_LOCAL_COPIES))]
+            new = [
+                self._copy(name, model_dir, env) for _ in range(min(max(copies.desired, 1), MAX_LOCAL_COPIES))
+            ]
             _start_all(new)
         except Exception as e:  # the component's FailureReason, as SageMaker reports a failed copy
-            for server in locals().get("new", []):
-                server.stop()
+            _remove(new, model_dir)
             with copies.lock:
                 if copies.servers:  # an update failed: the old copies keep serving
                     copies.status = "InService"
@@ -71,11 +92,13 @@ class Components:
                     )
             return
         with copies.lock:
-            old, copies.servers = copies.servers, new
+            if copies.stopped:  # deleted (or the service stopped) while these copies started
+                _remove(new, model_dir)
+                return
+            old, old_dir, copies.servers = copies.servers, copies.model_dir, new
             copies.model_dir, copies.environment, copies.model = model_dir, env, model
             copies.status, copies.reason = "InService", None
-        for server in old:
-            server.stop()
+        _remove(old, old_dir)
 
     def _fetch(self, model: str) -> tuple[str, dict]:
 
@@ -91,7 +114,12 @@ class Components:
                 "download it."
             )
         data = stage(source, session=session)
-        local = fetch(data, tempfile.mkdtemp(prefix="smneuron-llm-"), session=session)
+        work = tempfile.mkdtemp(prefix=WORK_PREFIX)
+        try:
+            local = fetch(data, work, session=session)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
         return str(local), env
 
     def scale_component(self, name: str, count: int) -> None:
@@ -109,7 +137,7 @@ class Components:
                 server = copies.servers.pop()
             server.stop()
         while len(copies.servers) < want and copies.model_dir:
-            server = LlmServer(copies.model_dir, copies.environment)
+            server = self._copy(copies.name, copies.model_dir, copies.environment)
             try:
                 server.start()
             except Exception as e:  # the others keep serving; the component says why it has fewer copies
@@ -119,12 +147,39 @@ class Components:
                     )
                 return
             with copies.lock:
+                if copies.stopped:
+                    server.stop()
+                    return
                 copies.servers.append(server)
+                if len(copies.servers) >= want:
+                    copies.reason = None  # whole again
 
     def stop_component(self, name: str) -> None:
         copies = self.items.pop(name, None)
-        for server in copies.servers if copies else []:
-            server.stop()
+        if copies is None:
+            return
+        with copies.lock:
+            copies.stopped = True
+            servers, copies.servers = copies.servers, []
+        _remove(servers, copies.model_dir)  # the copies and their weights (16 GB for an 8B model)
+
+    def check(self) -> None:
+        """Health checks: a copy whose process exited is dropped from routing and replaced, as SageMaker
+        replaces a copy that fails its health check; CurrentCopyCount and the reason say so meanwhile."""
+        for copies in list(self.items.values()):
+            with copies.lock:
+                dead = [s for s in copies.servers if s.process is not None and s.process.poll() is not None]
+                if not dead or copies.stopped:
+                    continue
+                copies.servers = [s for s in copies.servers if s not in dead]
+                codes = ", ".join(str(s.process.returncode) for s in dead)
+                copies.reason = (
+                    f"{len(dead)} copy(ies) exited (code {codes}) and failed the health check; being replaced "
+                    f"({len(copies.servers)} of {copies.desired} running)."
+                )
+            for server in dead:
+                server.stop()
+            threading.Thread(target=self._scale, args=(copies,), daemon=True).start()
 
     def stop_all(self) -> None:
         for name in list(self.items):
@@ -152,6 +207,15 @@ def _start_all(servers: list) -> None:
     with ThreadPoolExecutor(max_workers=len(servers)) as pool:
         for future in [pool.submit(server.start) for server in servers]:
             future.result()
+
+
+def _remove(servers: list, model_dir: str | None) -> None:
+    """Stop copies and delete the weights they were served from."""
+    for server in servers:
+        server.stop()
+    work = next((p for p in Path(model_dir or "").parents if p.name.startswith(WORK_PREFIX)), None)
+    if work is not None:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _reason(e: BaseException) -> str:

@@ -45,6 +45,12 @@ def route(backer: Any, endpoint: str, component: str | None, size: int) -> str |
         url = backer.components.url(component)
         if url is None:
             state = backer.components.component_state(component)
+            if state and state[0] == "InService":  # its copies failed their health checks
+                return (
+                    400,
+                    "ValidationError",
+                    f"Inference component {component} has no healthy copy right now. {state[1] or ''}".strip(),
+                )
             why = f"{state[0]}" + (f": {state[1]}" if state and state[1] else "") if state else "not running"
             return 400, "ValidationError", f"Inference component {component} is {why}, not InService."
         return url
@@ -52,7 +58,11 @@ def route(backer: Any, endpoint: str, component: str | None, size: int) -> str |
     if url is None:
         state = backer.status(endpoint)
         why = f"Endpoint {endpoint} not found."
-        if state is not None:
+        if state is not None and state[0] == "InService":  # its instances failed their health checks
+            why = f"Endpoint {endpoint} has no healthy instance right now." + (
+                f" {state[1]}" if state[1] else ""
+            )
+        elif state is not None:
             why = f"Endpoint {endpoint} is {state[0]}, not InService." + (f" {state[1]}" if state[1] else "")
         return 400, "ValidationError", why
     return url

@@ -21,7 +21,7 @@ from smneuron.local.aws.routing import CUSTOM_ATTRIBUTES, container_headers, too
 
 _PATH = re.compile(r"^/endpoints/([^/]+)/invocations-response-stream$")
 COMPONENT_HEADER = "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT"
-ACTIVE: Any = None  # the embedded SageMaker's Backer (set by backing.activate)
+ACTIVE: Any = None  # the embedded SageMaker's Backer (set by hooks.activate)
 
 
 def _header(name: str, value: str) -> bytes:

@@ -30,6 +30,7 @@ class LlmServer:
         *,
         port: int | None = None,
         engine: str | None = None,
+        log_path: str | Path | None = None,
     ) -> None:
 
         self.model_dir = Path(model_dir)
@@ -40,13 +41,15 @@ class LlmServer:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
+        self.log_path = Path(log_path) if log_path else None  # its stdout and stderr (else a temporary file)
 
     def start(self, timeout: float = 300) -> None:
         """Start and wait for /ping; raise RuntimeError with the server's last words if it exits."""
 
         import httpx
 
-        self._log = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a chatty server never blocks
+        # a file, not a pipe: a chatty server never blocks (the embedded SageMaker ships it to CloudWatch Logs)
+        self._log = open(self.log_path, "a+") if self.log_path else tempfile.TemporaryFile(mode="w+")
         env = {
             **os.environ,
             **self.environment,
@@ -56,8 +59,8 @@ class LlmServer:
             self._command(),
             env=env,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=self._log,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
             text=True,
         )
         deadline = time.monotonic() + timeout

@@ -28,8 +28,9 @@ from smneuron.artifact.storage import ensure_bucket, parse_s3_uri
 from smneuron.compile.tasks import infer_task
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError, InvocationError, PipelineFailedError
-from smneuron.local.aws.backing import Backer, activate
+from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
+from smneuron.local.aws.hooks import activate
 from smneuron.local.pipeline.graph import ordered_steps, path_get
 from smneuron.local.pipeline.inputs import check_gates_have_data, upload_dir
 from smneuron.pipeline import runs as pipeline

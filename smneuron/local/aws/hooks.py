@@ -1,0 +1,177 @@
+"""The embedded AWS (moto) taught to back its endpoints with the active ``Backer`` (smneuron.local.aws.backing).
+
+``activate(backer)`` installs the hooks once and makes ``backer`` the one they report to: CreateEndpoint,
+UpdateEndpoint and DeleteEndpoint start, swap and stop model servers; DescribeEndpoint, ListEndpoints and the
+endpoint summary report the serving process's status (Creating until it answers /ping, Failed with the reason);
+InvokeEndpoint goes to it (smneuron.local.aws.routing); UpdateEndpointWeightsAndCapacities and Application Auto
+Scaling's RegisterScalableTarget move the number of instances or copies that really run. With no active backer
+moto behaves as before (in-process tests).
+
+May import: smneuron.local.aws (backing, components, routing, stream_route).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from smneuron.local.aws import components as moto_components
+from smneuron.local.aws import stream_route
+from smneuron.local.aws.backing import Backer
+from smneuron.local.aws.routing import invoke
+
+
+def _status(name: str, stored: str | None) -> tuple[str | None, str | None]:
+    """An endpoint's status as SageMaker would report it: moto's record says InService at once; the backing
+    process says Creating (not yet answering /ping), Updating or Failed (with the reason)."""
+    state = _ACTIVE.status(name) if _ACTIVE is not None else None
+    if state is not None and stored == "InService" and state[0] != "InService":
+        return state
+    return stored, None
+
+
+def _into(now: int, low: int | None, high: int | None) -> int:
+    """``now`` moved into [low, high], as Application Auto Scaling moves a target's capacity."""
+    return min(max(now, now if low is None else low), high or now)
+
+
+_ACTIVE: Backer | None = None
+_INSTALLED = False
+
+
+def activate(backer: Backer | None) -> None:
+    """Back the embedded AWS's endpoints with ``backer`` (None: plain moto again, for in-process tests)."""
+    global _ACTIVE
+
+    if backer is not None:
+        install()
+    elif _ACTIVE is not None:
+        _ACTIVE.stop_all()
+    _ACTIVE = backer
+    moto_components.listener = backer.components if backer is not None else None
+    stream_route.ACTIVE = backer
+
+
+def install() -> None:
+    """Teach moto to route endpoint lifecycle and InvokeEndpoint to the active backer (idempotent;
+    after ``embedded.patch_moto``). With no active backer, moto behaves as before."""
+    global _INSTALLED
+    if _INSTALLED:
+        return
+    from moto.sagemaker import models
+    from moto.sagemakerruntime import responses as runtime
+
+    create, update, delete = (
+        models.SageMakerModelBackend.create_endpoint,
+        models.SageMakerModelBackend.update_endpoint,
+        models.SageMakerModelBackend.delete_endpoint,
+    )
+    describe = models.SageMakerModelBackend.describe_endpoint
+    plain_list = models.SageMakerModelBackend.list_endpoints
+    plain_summary = models.FakeEndpoint.summary
+    update_weights = models.SageMakerModelBackend.update_endpoint_weights_and_capacities
+    plain_invoke = runtime.SageMakerRuntimeResponse.invoke_endpoint
+    from moto.applicationautoscaling import models as aas
+
+    register = aas.ApplicationAutoscalingBackend.register_scalable_target
+
+    def create_endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
+        endpoint = create(self, *args, **kwargs)
+        if _ACTIVE is not None:
+            _ACTIVE.start(endpoint.endpoint_name, endpoint.endpoint_config_name)
+        return endpoint
+
+    def update_endpoint(
+        self: Any, endpoint_name: str, endpoint_config_name: str, deployment_config: Any
+    ) -> Any:
+        before = getattr(self.endpoints.get(endpoint_name), "endpoint_config_name", None)
+        endpoint = update(self, endpoint_name, endpoint_config_name, deployment_config)
+
+        def revert() -> None:
+            endpoint.endpoint_config_name = before
+
+        if _ACTIVE is not None:
+            _ACTIVE.start(endpoint_name, endpoint_config_name, revert=revert)
+        return endpoint
+
+    def delete_endpoint(self: Any, endpoint_name: str) -> None:
+        delete(self, endpoint_name)
+        if _ACTIVE is not None:
+            _ACTIVE.stop(endpoint_name)
+
+    def describe_endpoint(self: Any, endpoint_name: str) -> dict:
+        response = describe(self, endpoint_name)
+        status, reason = _status(endpoint_name, response.get("EndpointStatus"))
+        if status != response.get("EndpointStatus"):
+            response = dict(response, EndpointStatus=status)
+            if reason:
+                response["FailureReason"] = reason
+        running = _ACTIVE.instances(endpoint_name) if _ACTIVE is not None else 0
+        if running and response.get("ProductionVariants"):
+            variants = [dict(v) for v in response["ProductionVariants"]]
+            variants[0]["CurrentInstanceCount"] = running  # what really runs on this machine
+            response = dict(response, ProductionVariants=variants)
+        return response
+
+    def list_endpoints(self: Any, *args: Any, status_equals: str | None = None, **kwargs: Any) -> Any:
+        """ListEndpoints says what DescribeEndpoint says: the status of the serving process, filtered by it."""
+        endpoints, token = plain_list(self, *args, status_equals=None, **kwargs)
+        if status_equals:
+            endpoints = [
+                e for e in endpoints if _status(e.endpoint_name, e.endpoint_status)[0] == status_equals
+            ]
+        return endpoints, token
+
+    def summary(self: Any) -> dict[str, Any]:
+        return {**plain_summary(self), "EndpointStatus": _status(self.endpoint_name, self.endpoint_status)[0]}
+
+    def invoke_endpoint(self: Any) -> Any:
+        return plain_invoke(self) if _ACTIVE is None else invoke(_ACTIVE, self)
+
+    def update_capacities(
+        self: Any, endpoint_name: str, desired_weights_and_capacities: list[dict[str, Any]]
+    ) -> str:
+        desired = desired_weights_and_capacities  # moto passes it by this keyword
+        arn = update_weights(self, endpoint_name, desired)
+        count = next((d.get("DesiredInstanceCount") for d in desired if d.get("DesiredInstanceCount")), None)
+        if _ACTIVE is not None and count:
+            _ACTIVE.scale(endpoint_name, int(count))
+        return arn
+
+    def register_scalable_target(
+        self: Any,
+        namespace: str,
+        r_id: str,
+        dimension: str,
+        min_capacity: Any,
+        max_capacity: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        target = register(self, namespace, r_id, dimension, min_capacity, max_capacity, *args, **kwargs)
+        parts = r_id.split("/")
+        if _ACTIVE is not None and namespace == "sagemaker" and parts[0] == "inference-component":
+            copies = _ACTIVE.components.component_state(parts[1])
+            now = copies[2] if copies else 0
+            wanted = _into(now, min_capacity, max_capacity)
+            if copies and wanted != now:
+                _ACTIVE.components.scale_component(parts[1], wanted)
+        if _ACTIVE is not None and namespace == "sagemaker" and len(parts) == 4 and parts[0] == "endpoint":
+            now = _ACTIVE.instances(parts[1]) or 1
+            wanted = _into(now, min_capacity or now, max_capacity)
+            if wanted != now:  # as Application Auto Scaling moves the variant into [min, max]
+                _ACTIVE.scale(parts[1], wanted)
+        return target
+
+    models.SageMakerModelBackend.create_endpoint = create_endpoint
+    models.SageMakerModelBackend.update_endpoint = update_endpoint
+    models.SageMakerModelBackend.delete_endpoint = delete_endpoint
+    models.SageMakerModelBackend.describe_endpoint = describe_endpoint
+    models.SageMakerModelBackend.list_endpoints = list_endpoints
+    models.FakeEndpoint.summary = summary
+    runtime.SageMakerRuntimeResponse.invoke_endpoint = invoke_endpoint
+    # moto decodes every request body as UTF-8 before routing (an image or .npy body was an HTML 500): the
+    # runtime's bodies are the container's, bytes untouched
+    runtime.SageMakerRuntimeResponse.use_raw_body = True
+    models.SageMakerModelBackend.update_endpoint_weights_and_capacities = update_capacities
+    aas.ApplicationAutoscalingBackend.register_scalable_target = register_scalable_target
+    _INSTALLED = True
