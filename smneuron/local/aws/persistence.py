@@ -1,0 +1,414 @@
+"""What the embedded SageMaker keeps across `local down` / `local up` and across a crash, and what it does not.
+
+moto keeps everything in memory. The service writes a snapshot under its state directory whenever something
+changed (checked every ``INTERVAL_S`` seconds) and once more when it stops cleanly:
+
+- ``aws/resources.json``: S3 buckets (policy, default encryption) and their objects' keys, content types and
+  metadata; IAM roles (trust policy, attached and inline policies); SageMaker Models, endpoint configs,
+  endpoints and inference components, with their tags; CloudWatch alarms; Application Auto Scaling targets,
+  policies and scheduled actions; and how many of each kind it does not keep;
+- ``aws/objects/<sha256>``: the objects' bytes, stored once per content.
+
+At the next start ``restore`` creates them again through the API, in dependency order: an endpoint or
+component that comes back starts its model servers again, as after a host replacement. Not kept (counted, and
+said at `local up`): CloudWatch logs, pipelines and their executions, schedules, CloudFormation stacks. After a crash, what changed in the last seconds before it
+may be missing: the snapshot's time is said.
+
+May import: smneuron.session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from smneuron.session import Session
+
+INTERVAL_S = 2.0
+
+_MODEL_KEYS = (
+    "ModelName",
+    "PrimaryContainer",
+    "Containers",
+    "ExecutionRoleArn",
+    "VpcConfig",
+    "EnableNetworkIsolation",
+)
+_CONFIG_KEYS = (
+    "EndpointConfigName", "ProductionVariants", "DataCaptureConfig", "KmsKeyId", "AsyncInferenceConfig",
+    "ExecutionRoleArn", "ShadowProductionVariants",
+)  # fmt: skip
+_ALARM_KEYS = (
+    "AlarmName", "AlarmDescription", "ActionsEnabled", "OKActions", "AlarmActions", "InsufficientDataActions",
+    "MetricName", "Namespace", "Statistic", "ExtendedStatistic", "Dimensions", "Period", "Unit",
+    "EvaluationPeriods", "DatapointsToAlarm", "Threshold", "ComparisonOperator", "TreatMissingData", "Metrics",
+)  # fmt: skip
+_TARGET_KEYS = ("ServiceNamespace", "ResourceId", "ScalableDimension", "MinCapacity", "MaxCapacity")
+_POLICY_KEYS = (
+    "PolicyName", "ServiceNamespace", "ResourceId", "ScalableDimension", "PolicyType",
+    "TargetTrackingScalingPolicyConfiguration", "StepScalingPolicyConfiguration",
+)  # fmt: skip
+_ACTION_KEYS = ("ServiceNamespace", "ScheduledActionName", "ResourceId", "ScalableDimension", "Schedule",
+                "Timezone", "StartTime", "EndTime", "ScalableTargetAction")  # fmt: skip
+_NOT_KEPT = {  # kind -> (service, list call, result key, extra arguments)
+    "pipelines": ("sagemaker", "list_pipelines", "PipelineSummaries", {}),
+    "schedules": ("scheduler", "list_schedules", "Schedules", {}),
+    "CloudFormation stacks": ("cloudformation", "list_stacks", "StackSummaries", {}),
+}  # fmt: skip
+
+
+class Keeper:
+    """Snapshots the embedded AWS at ``url`` into ``root`` (``root/resources.json``, ``root/objects/``)."""
+
+    def __init__(self, url: str, root: Path) -> None:
+        self.session = Session.from_env(region="us-east-1", endpoint_url=url)
+        self.root = root
+        self.objects = root / "objects"
+        self._fingerprint: str | None = None
+        self._known: dict[tuple[str, str, str], dict] = {}  # (bucket, key, etag) -> its entry: read once
+
+    @property
+    def path(self) -> Path:
+        return self.root / "resources.json"
+
+    # ------------------------------------------------------------------ snapshot
+    def run(self, stop: threading.Event) -> None:
+        """Snapshot whenever something changed, until ``stop``; once more at the end (a clean stop). A snapshot
+        that fails says why in the service's log and leaves the previous one in place."""
+        while not stop.wait(INTERVAL_S):
+            self._try(clean=False)
+        self._try(clean=True)
+
+    def _try(self, *, clean: bool) -> None:
+        try:
+            self.snapshot(clean=clean, force=clean)
+        except Exception:  # keep snapshotting: the next one may well work; the log has the reason
+            print("smneuron: the snapshot of the embedded AWS failed:", file=sys.stderr, flush=True)
+            traceback.print_exc()
+
+    def snapshot(self, *, clean: bool, force: bool = False) -> bool:
+        """Write the snapshot if anything changed since the last one (or ``force``); True when written."""
+        try:
+            fingerprint = self._fingerprint_now()
+            if fingerprint == self._fingerprint and not force:
+                return False
+            doc = {
+                "taken_at": time.time(),
+                "clean": clean,
+                "s3": self._buckets(),
+                "iam": self._roles(),
+                "sagemaker": self._sagemaker(),
+                "alarms": self._alarms(),
+                "autoscaling": self._autoscaling(),
+                "not_kept": self._not_kept(),
+            }
+        except (ClientError, OSError):  # the service is going away mid-snapshot: the previous one stands
+            return False
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".partial")
+        tmp.write_text(json.dumps(doc, default=str))
+        tmp.replace(self.path)  # atomic: a crash leaves the previous snapshot or this one, never half
+        self._fingerprint = fingerprint
+        return True
+
+    def _fingerprint_now(self) -> str:
+        s3, sm, iam = (self.session.client(s) for s in ("s3", "sagemaker", "iam"))
+        parts: list[Any] = []
+        for b in s3.list_buckets().get("Buckets", []):
+            parts.append(b["Name"])
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=b["Name"]):
+                parts += [(o["Key"], o["ETag"]) for o in page.get("Contents", [])]
+        parts += [m["ModelName"] for m in sm.list_models()["Models"]]
+        parts += [c["EndpointConfigName"] for c in sm.list_endpoint_configs()["EndpointConfigs"]]
+        parts += [(e["EndpointName"], e.get("LastModifiedTime")) for e in sm.list_endpoints()["Endpoints"]]
+        parts += [
+            (c["InferenceComponentName"], c.get("LastModifiedTime"))
+            for c in sm.list_inference_components()["InferenceComponents"]
+        ]
+        parts += [r["RoleName"] for r in iam.list_roles()["Roles"]]
+        parts += [(a["AlarmName"], a.get("AlarmConfigurationUpdatedTimestamp"))
+                  for a in self.session.client("cloudwatch").describe_alarms()["MetricAlarms"]]  # fmt: skip
+        aas = self.session.client("application-autoscaling")
+        parts += [(t["ResourceId"], t["MinCapacity"], t["MaxCapacity"])
+                  for t in aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]]  # fmt: skip
+        parts += [
+            p["PolicyARN"]
+            for p in aas.describe_scaling_policies(ServiceNamespace="sagemaker")["ScalingPolicies"]
+        ]
+        parts += [a["ScheduledActionARN"]
+                  for a in aas.describe_scheduled_actions(ServiceNamespace="sagemaker")["ScheduledActions"]]  # fmt: skip
+        return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+    def _buckets(self) -> list[dict]:
+        s3 = self.session.client("s3")
+        self.objects.mkdir(parents=True, exist_ok=True)
+        out = []
+        for b in s3.list_buckets().get("Buckets", []):
+            name = b["Name"]
+            bucket: dict[str, Any] = {"Name": name, "objects": []}
+            for call, key in (
+                ("get_bucket_policy", "Policy"),
+                ("get_bucket_encryption", "ServerSideEncryptionConfiguration"),
+            ):
+                try:
+                    bucket[key] = getattr(s3, call)(Bucket=name)[key]
+                except ClientError:
+                    pass
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=name):
+                for o in page.get("Contents", []):
+                    seen = (name, o["Key"], o["ETag"])
+                    if seen not in self._known or not (self.objects / self._known[seen]["sha256"]).exists():
+                        self._known[seen] = self._object(s3, name, o["Key"])
+                    bucket["objects"].append(self._known[seen])
+            out.append(bucket)
+        return out
+
+    def _object(self, s3: Any, bucket: str, key: str) -> dict:
+        got = s3.get_object(Bucket=bucket, Key=key)
+        digest, tmp = hashlib.sha256(), self.objects / ".incoming"
+        with open(tmp, "wb") as f:
+            for chunk in iter(lambda: got["Body"].read(1 << 20), b""):
+                digest.update(chunk)
+                f.write(chunk)
+        sha = digest.hexdigest()
+        if (self.objects / sha).exists():
+            tmp.unlink()
+        else:
+            tmp.replace(self.objects / sha)
+        return {
+            "Key": key,
+            "sha256": sha,
+            "ContentType": got.get("ContentType"),
+            "Metadata": got.get("Metadata", {}),
+        }
+
+    def _roles(self) -> list[dict]:
+        iam = self.session.client("iam")
+        out = []
+        for r in iam.list_roles()["Roles"]:
+            name = r["RoleName"]
+            inline = {
+                p: iam.get_role_policy(RoleName=name, PolicyName=p)["PolicyDocument"]
+                for p in iam.list_role_policies(RoleName=name)["PolicyNames"]
+            }
+            attached = [
+                p["PolicyArn"] for p in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]
+            ]
+            out.append({
+                "RoleName": name, "Path": r.get("Path", "/"), "AssumeRolePolicyDocument": r["AssumeRolePolicyDocument"],
+                "inline": inline, "attached": attached,
+            })  # fmt: skip
+        return out
+
+    def _sagemaker(self) -> dict:
+        sm = self.session.client("sagemaker")
+
+        def tags(arn: str) -> list[dict]:
+            return sm.list_tags(ResourceArn=arn).get("Tags", [])
+
+        models = []
+        for m in sm.list_models()["Models"]:
+            d = sm.describe_model(ModelName=m["ModelName"])
+            models.append({**{k: d[k] for k in _MODEL_KEYS if d.get(k)}, "Tags": tags(d["ModelArn"])})
+        configs = []
+        for c in sm.list_endpoint_configs()["EndpointConfigs"]:
+            d = sm.describe_endpoint_config(EndpointConfigName=c["EndpointConfigName"])
+            configs.append(
+                {**{k: d[k] for k in _CONFIG_KEYS if d.get(k)}, "Tags": tags(d["EndpointConfigArn"])}
+            )
+        endpoints = [
+            {
+                "EndpointName": e["EndpointName"],
+                "EndpointConfigName": d["EndpointConfigName"],
+                "Tags": tags(e["EndpointArn"]),
+            }
+            for e in sm.list_endpoints()["Endpoints"]
+            for d in [sm.describe_endpoint(EndpointName=e["EndpointName"])]
+        ]
+        components = []
+        for c in sm.list_inference_components()["InferenceComponents"]:
+            d = sm.describe_inference_component(InferenceComponentName=c["InferenceComponentName"])
+            components.append({
+                "InferenceComponentName": d["InferenceComponentName"], "EndpointName": d["EndpointName"],
+                "VariantName": d["VariantName"], "Specification": d["Specification"],
+                "RuntimeConfig": {"CopyCount": d["RuntimeConfig"]["DesiredCopyCount"]},
+                "Tags": tags(d["InferenceComponentArn"]),
+            })  # fmt: skip
+        return {
+            "models": models,
+            "endpoint_configs": configs,
+            "endpoints": endpoints,
+            "components": components,
+        }
+
+    def _alarms(self) -> list[dict]:
+        cw = self.session.client("cloudwatch")
+        out = []
+        for a in cw.describe_alarms()["MetricAlarms"]:
+            tags = cw.list_tags_for_resource(ResourceARN=a["AlarmArn"]).get("Tags", [])
+            out.append({**{k: a[k] for k in _ALARM_KEYS if a.get(k) not in (None, [], "")}, "Tags": tags})
+        return out
+
+    def _autoscaling(self) -> dict:
+        aas = self.session.client("application-autoscaling")
+        kw = {"ServiceNamespace": "sagemaker"}
+        return {
+            "targets": [{k: t[k] for k in _TARGET_KEYS if k in t}
+                        for t in aas.describe_scalable_targets(**kw)["ScalableTargets"]],
+            "policies": [{k: p[k] for k in _POLICY_KEYS if k in p}
+                         for p in aas.describe_scaling_policies(**kw)["ScalingPolicies"]],
+            "actions": [{k: a[k] for k in _ACTION_KEYS if k in a}
+                        for a in aas.describe_scheduled_actions(**kw)["ScheduledActions"]],
+        }  # fmt: skip
+
+    def _not_kept(self) -> dict[str, int]:
+        counts = {}
+        for kind, (service, call, key, extra) in _NOT_KEPT.items():
+            try:
+                items = getattr(self.session.client(service), call)(**extra).get(key, [])
+            except ClientError:
+                continue
+            if service == "cloudformation":
+                items = [s for s in items if s.get("StackStatus") != "DELETE_COMPLETE"]
+            if items:
+                counts[kind] = len(items)
+        logs = self.session.client("logs").describe_log_groups().get("logGroups", [])
+        if logs:
+            counts["CloudWatch log groups"] = len(logs)
+        return counts
+
+    # ------------------------------------------------------------------ restore
+    def restore(self) -> dict | None:
+        """Create what the last snapshot holds; returns what came back and what did not (None: no snapshot)."""
+        try:
+            doc = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return None
+        s3, iam, sm = (self.session.client(s) for s in ("s3", "iam", "sagemaker"))
+        restored = dict.fromkeys(
+            ("buckets", "S3 objects", "roles", "models", "endpoint configs", "endpoints", "inference components",
+             "CloudWatch alarms", "scalable targets", "scaling policies", "scheduled actions"), 0)  # fmt: skip
+        failed: list[str] = []
+
+        def attempt(label: str, kind: str, call: Any, **kwargs: Any) -> None:
+            try:
+                call(**kwargs)
+                restored[kind] += 1
+            except ClientError as e:
+                failed.append(f"{label}: {e.response['Error'].get('Message') or e}")
+
+        for b in doc.get("s3", []):
+            attempt(f"bucket {b['Name']}", "buckets", s3.create_bucket, Bucket=b["Name"])
+            if b.get("Policy"):
+                s3.put_bucket_policy(Bucket=b["Name"], Policy=b["Policy"])
+            if b.get("ServerSideEncryptionConfiguration"):
+                s3.put_bucket_encryption(
+                    Bucket=b["Name"], ServerSideEncryptionConfiguration=b["ServerSideEncryptionConfiguration"]
+                )
+            for o in b["objects"]:
+                data = self.objects / o["sha256"]
+                if not data.exists():
+                    failed.append(f"s3://{b['Name']}/{o['Key']}: its bytes are missing from {self.objects}")
+                    continue
+                with open(data, "rb") as f:
+                    attempt(f"s3://{b['Name']}/{o['Key']}", "S3 objects", s3.put_object, Bucket=b["Name"], Key=o["Key"],
+                            Body=f, Metadata=o.get("Metadata") or {},
+                            **({"ContentType": o["ContentType"]} if o.get("ContentType") else {}))  # fmt: skip
+        for r in doc.get("iam", []):
+            try:
+                iam.get_role(RoleName=r["RoleName"])
+                continue  # the service's own execution role exists already
+            except ClientError:
+                pass
+            attempt(f"role {r['RoleName']}", "roles", iam.create_role, RoleName=r["RoleName"], Path=r["Path"],
+                    AssumeRolePolicyDocument=json.dumps(r["AssumeRolePolicyDocument"]))  # fmt: skip
+            for name, policy in r["inline"].items():
+                iam.put_role_policy(
+                    RoleName=r["RoleName"], PolicyName=name, PolicyDocument=json.dumps(policy)
+                )
+            for arn in r["attached"]:
+                try:
+                    iam.attach_role_policy(RoleName=r["RoleName"], PolicyArn=arn)
+                except ClientError as e:
+                    failed.append(
+                        f"policy {arn} on role {r['RoleName']}: {e.response['Error'].get('Message')}"
+                    )
+        kept = doc.get("sagemaker", {})
+        for m in kept.get("models", []):
+            attempt(f"model {m['ModelName']}", "models", sm.create_model, **_tagged(m))
+        for c in kept.get("endpoint_configs", []):
+            attempt(
+                f"endpoint config {c['EndpointConfigName']}",
+                "endpoint configs",
+                sm.create_endpoint_config,
+                **_tagged(c),
+            )
+        for e in kept.get("endpoints", []):
+            attempt(f"endpoint {e['EndpointName']}", "endpoints", sm.create_endpoint, **_tagged(e))
+        for c in kept.get("components", []):
+            attempt(f"inference component {c['InferenceComponentName']}", "inference components",
+                    sm.create_inference_component, **_tagged(c))  # fmt: skip
+        cw, aas = self.session.client("cloudwatch"), self.session.client("application-autoscaling")
+        for a in doc.get("alarms", []):
+            attempt(f"alarm {a['AlarmName']}", "CloudWatch alarms", cw.put_metric_alarm, **_tagged(a))
+        scaling = doc.get("autoscaling", {})
+        for t in scaling.get("targets", []):
+            attempt(
+                f"scalable target {t['ResourceId']}", "scalable targets", aas.register_scalable_target, **t
+            )
+        for p in scaling.get("policies", []):
+            attempt(f"scaling policy {p['PolicyName']}", "scaling policies", aas.put_scaling_policy, **p)
+        for a in scaling.get("actions", []):
+            attempt(
+                f"scheduled action {a['ScheduledActionName']}",
+                "scheduled actions",
+                aas.put_scheduled_action,
+                **a,
+            )
+        return {
+            "taken_at": doc.get("taken_at"),
+            "clean": bool(doc.get("clean")),
+            "restored": {k: v for k, v in restored.items() if v},
+            "not_kept": doc.get("not_kept", {}),
+            "failed": failed,
+        }
+
+
+def _tagged(request: dict) -> dict:
+    return {k: v for k, v in request.items() if k != "Tags" or v}
+
+
+def describe(report: dict) -> str:
+    """One paragraph for `local up`: what came back, from when, and what did not."""
+    when = time.strftime("%H:%M:%S", time.localtime(report.get("taken_at") or 0))
+    how = (
+        "at its clean stop"
+        if report["clean"]
+        else f"at {when}, the last snapshot before the service stopped uncleanly"
+    )
+    restored = ", ".join(_count(n, k) for k, n in report["restored"].items()) or "nothing"
+    text = f"Restored what the previous embedded SageMaker held {how}: {restored}."
+    if report["restored"].get("endpoints") or report["restored"].get("inference components"):
+        text += " Their model servers are starting again (Creating until they answer)."
+    if report["not_kept"]:
+        text += " Not kept, so gone: " + ", ".join(_count(n, k) for k, n in report["not_kept"].items()) + "."
+    if report["failed"]:
+        text += " Could not restore: " + "; ".join(report["failed"]) + "."
+    return text
+
+
+def _count(n: int, kind: str) -> str:
+    """``1 endpoint``, ``2 endpoints``, ``1 endpoint config``, ``1 S3 object``, ``1 inference component``."""
+    if n == 1:
+        kind = {"policies": "policy", "CloudWatch log groups": "CloudWatch log group"}.get(kind, kind)
+        kind = kind.replace("policies", "policy")
+        kind = kind[:-1] if kind.endswith("s") and not kind.endswith("ss") else kind
+    return f"{n} {kind}"

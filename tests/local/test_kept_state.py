@@ -1,0 +1,90 @@
+"""What the embedded SageMaker keeps (issue 22 #8): across `local down` / `local up` and across a kill -9 of the
+service, its endpoints, components, Models, S3 objects, alarms and autoscaling come back and serve again on the same
+port; what it does not keep is said; the copies a crashed service left running are found and stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+from conftest import service_processes
+
+pytestmark = pytest.mark.e2e  # servers, subprocesses and the embedded service: not in the fast loop
+
+
+def _serving(cli, name: str, *args: str) -> dict:
+    deadline = time.monotonic() + 180  # restored model servers start again; the machine may be loaded
+    while True:
+        out = cli("--local", "invoke", name, *args, check=False)
+        if out.returncode == 0:
+            return json.loads(out.stdout)
+        assert time.monotonic() < deadline, out.stderr
+        time.sleep(1)
+
+
+def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
+    smneuron_cli, tiny_classifier, tiny_llama, tmp_path
+):
+    from smneuron.compile.encoder import compile_model
+
+    compile_model(tiny_classifier, tmp_path / "enc", target="cpu", task="text-classification", buckets="16")
+    smneuron_cli("compile", str(tiny_llama), "-o", str(tmp_path / "llm"), "--target", "cpu", "--batch-size", "2",
+                 "--sequence-length", "128")  # fmt: skip
+    state = tmp_path / "state"
+    first = json.loads(smneuron_cli("local", "up", "--json").stdout)
+    smneuron_cli("--local", "deploy", str(tmp_path / "enc"), "--instance", "ml.c6i.xlarge", "--name", "enc",
+                 "--min", "1", "--max", "2")  # fmt: skip
+    smneuron_cli("--local", "deploy", str(tmp_path / "llm"), "--instance", "ml.c6i.xlarge", "--name", "chat",
+                 "--copies", "1")  # fmt: skip
+    before = json.loads(smneuron_cli("--local", "status", "enc", "--json").stdout)
+    answer = json.loads(smneuron_cli("--local", "invoke", "enc", "i loved it").stdout)
+
+    smneuron_cli("local", "down")
+    assert not service_processes(state)
+    up = smneuron_cli("local", "up")
+    assert "Restored what the previous embedded SageMaker held at its clean stop" in up.stdout
+    assert "2 endpoints" in up.stdout and "1 inference component" in up.stdout and "alarm" in up.stdout
+    second = json.loads(smneuron_cli("local", "status", "--json").stdout)
+    assert second["url"] == first["url"]  # the same port: the URL users exported still works
+    assert _serving(smneuron_cli, "enc", "i loved it") == answer  # the same Model, serving again
+    assert _serving(smneuron_cli, "chat", "hello", "--max-tokens", "2")["usage"]["completion_tokens"] >= 1
+    after = json.loads(smneuron_cli("--local", "status", "enc", "--json").stdout)
+    assert after["model"] == before["model"]
+
+    def scaling(status: dict) -> list:  # what was set, not the ARNs and times AWS gives each creation
+        keep = ("ResourceId", "MinCapacity", "MaxCapacity", "PolicyName", "PolicyType",
+                "TargetTrackingScalingPolicyConfiguration")  # fmt: skip
+        return [
+            {k: v for k, v in item.items() if k in keep}
+            for items in status["autoscaling"].values()
+            for item in items
+        ]
+
+    assert scaling(after) == scaling(before) and scaling(before)
+    assert [a["AlarmName"] for a in after["alarms"]] == [a["AlarmName"] for a in before["alarms"]]
+
+    # kill -9: the copy it started is orphaned; the next `local up` stops it and restores the last snapshot
+    copies = [
+        p
+        for p in service_processes(state)
+        if b"generation.standin" in open(f"/proc/{p}/cmdline", "rb").read()
+    ]
+    assert copies
+    time.sleep(3)  # a snapshot is taken every 2 s when something changed
+    os.kill(second["pid"], signal.SIGKILL)
+    time.sleep(1)
+    assert all(p in service_processes(state) for p in copies)  # still running, nobody's
+    up = smneuron_cli("local", "up")
+    assert "model server process(es) a previous embedded SageMaker left running" in up.stdout
+    assert "the last snapshot before the service stopped uncleanly" in up.stdout
+    assert not set(copies) & set(service_processes(state))
+    assert _serving(smneuron_cli, "chat", "hello", "--max-tokens", "2")["usage"]["completion_tokens"] >= 1
+
+    fresh = smneuron_cli("local", "down") and smneuron_cli("local", "up", "--fresh")
+    assert "Restored" not in fresh.stdout
+    assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []
+    smneuron_cli("local", "down")
+    assert not service_processes(state)
