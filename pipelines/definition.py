@@ -69,7 +69,7 @@ def sdk_session(session: Any, *, pipeline: bool = False) -> Any:
     ] = True
     _validate_sdk_config_once()
     kwargs: dict[str, Any] = {
-        "boto_session": session.boto_session,
+        "boto_session": session.bound_boto_session(),  # the SDK's own clients keep to the session's endpoint
         "sagemaker_client": session.client("sagemaker"),
         "default_bucket": session.bucket_name,
         "sagemaker_config": config,

@@ -135,6 +135,12 @@ class Session:
                 )
             return self._clients[service]
 
+    def bound_boto_session(self) -> Any:
+        """The boto3 Session for libraries that build their own clients (the SageMaker SDK's scheduler, S3 and
+        STS clients): each client it makes defaults to this session's endpoint URL, so with ``--local`` or
+        ``--endpoint-url`` nothing they call leaves for the public endpoints."""
+        return _Bound(self.boto_session, self.endpoint_url) if self.endpoint_url else self.boto_session
+
     @property
     def account_id(self) -> str:
         """The AWS account of the credentials in use (one STS call, cached)."""
@@ -169,3 +175,24 @@ class Session:
     def bucket_name(self) -> str:
         """The artifact bucket: the given one, or ``smneuron-{account}-{region}``."""
         return self.bucket or default_bucket_name(self.account_id, self.region)
+
+
+class _Bound:
+    """A boto3 Session whose clients and resources default to one endpoint URL (everything else is the
+    session's own). The SageMaker SDK names the public STS endpoint itself: that one is replaced too."""
+
+    def __init__(self, boto_session: Any, endpoint_url: str) -> None:
+        self._session, self._endpoint = boto_session, endpoint_url
+
+    def client(self, *args: Any, **kwargs: Any) -> Any:
+        url = kwargs.get("endpoint_url")
+        if not url or "amazonaws.com" in url:
+            kwargs["endpoint_url"] = self._endpoint
+        return self._session.client(*args, **kwargs)
+
+    def resource(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("endpoint_url", self._endpoint)
+        return self._session.resource(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
