@@ -11,4 +11,4 @@ fi
 . .venv/bin/activate
 ruff check smneuron inference_code pipelines tests benchmarks scripts
 ruff format --check --quiet smneuron inference_code pipelines tests benchmarks scripts  # ruff owns the layout
-python -m pytest -n 2 --dist loadgroup "$@"  # two processes: much of the suite waits on servers; TorchServe tests share one
+python -m pytest -n 2 "$@"  # two processes: much of the suite waits on servers

@@ -198,7 +198,6 @@ def test_plain_boto3_sees_sagemakers_statuses_refusals_and_bytes(smneuron_cli, t
     assert "unsupported_content_type" in e.value.response["OriginalMessage"]  # the container's own answer
 
 
-@pytest.mark.xdist_group("torchserve")  # one TorchServe on the machine at a time (see tests/serving)
 def test_the_dlc_stack_can_back_the_endpoints(smneuron_cli, tiny_classifier, tmp_path):
     from smneuron.compile.encoder import compile_model
 

@@ -15,10 +15,7 @@ import time
 import pytest
 from conftest import service_processes
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.xdist_group("torchserve"),
-]  # one TorchServe on the machine at a time
+pytestmark = pytest.mark.e2e  # the embedded service, TorchServe
 
 INFERENCE = """
 import json, os, torch

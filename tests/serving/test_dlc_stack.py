@@ -16,9 +16,8 @@ from smneuron.catalog import InstanceType
 from smneuron.deploy.encoder_env import container_environment
 from smneuron.specs.models import EndpointSpec
 
-# TorchServe keeps a pid file and worker sockets (.ts.sock.9000...) in the machine's temp dir, so two at once
-# collide: every test that starts one runs in the same xdist group (scripts/test.sh: --dist loadgroup)
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("torchserve")]
+# several TorchServe stacks run side by side (own ports, sockets, pid file; smneuron/serving/ts_launch.py)
+pytestmark = pytest.mark.e2e
 
 TEXTS = ["the cat sat on the mat", "hello world", "a quick brown fox", "models on inferentia", "good morning"]
 
