@@ -14,6 +14,9 @@ component that comes back starts its model servers again, as after a host replac
 said at `local up`): CloudWatch logs, pipelines and their executions, schedules, CloudFormation stacks. After a crash, what changed in the last seconds before it
 may be missing: the snapshot's time is said.
 
+One module because snapshot and restore must agree field by field: what a snapshot keeps of each kind is
+exactly what its restore call takes back, and the two read best side by side.
+
 May import: smneuron.session.
 """
 
