@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -197,11 +198,23 @@ def _sagemaker_resources(p: Plan, session: Session, ledger: Ledger) -> None:
     """The Model and endpoint config: named from their content, so one that exists is the same one."""
     sm = session.client("sagemaker")
     if not p.existing_model and none_if_missing(sm.describe_model, ModelName=p.model_name) is None:
-        sm.create_model(**p.create_model_request(session.role_arn))
-        ledger.add("model", p.model_name)
+        if _created(sm.create_model, **p.create_model_request(session.role_arn)):
+            ledger.add("model", p.model_name)
     if none_if_missing(sm.describe_endpoint_config, EndpointConfigName=p.endpoint_config_name) is None:
-        sm.create_endpoint_config(**p.endpoint_config_request(session.role_arn))
-        ledger.add("endpoint_config", p.endpoint_config_name)
+        if _created(sm.create_endpoint_config, **p.endpoint_config_request(session.role_arn)):
+            ledger.add("endpoint_config", p.endpoint_config_name)
+
+
+def _created(create: Callable[..., Any], **request: Any) -> bool:
+    """Create; False when a deploy running beside this one created it first (the name comes from the content,
+    so it is the same resource, and it is that deploy's to remove on failure, not this one's)."""
+    try:
+        create(**request)
+    except ClientError as e:
+        if "already exist" in str(e):
+            return False
+        raise
+    return True
 
 
 def _alarms(p: Plan, session: Session, ledger: Ledger, wanted: list[dict]) -> list[str]:

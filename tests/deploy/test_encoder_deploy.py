@@ -379,3 +379,42 @@ def test_a_deploy_onto_an_endpoint_another_deploy_is_creating_says_so_and_change
     sm = session.client("sagemaker")
     assert sm.describe_endpoint(EndpointName="twin")["EndpointConfigName"] == first.endpoint_config_name
     assert leftovers(session)["configs"] == 1  # the second deploy's config was removed again
+
+
+def test_two_deploys_of_one_name_at_once_one_wins_the_other_says_so(cpu_artifact, tmp_path, session, role):
+    """Issue 22 #7, the race: both found no endpoint; the second CreateEndpoint got SageMaker's
+    ValidationException (moto replaced the endpoint silently before) and says another deploy is in progress."""
+    import threading
+
+    from smneuron.errors import DeployInProgressError
+    from smneuron.local.aws.embedded import set_endpoint_delay
+
+    from smneuron.artifact.staging import stage
+
+    # staged once: in-process moto mishandles two concurrent PUTs of one key ("I/O operation on closed file")
+    uri = stage(retarget(cpu_artifact, tmp_path, "inf2"), session=session).uri
+    outcomes: dict[int, object] = {}
+
+    def run(batch: int) -> None:
+        try:
+            outcomes[batch] = dp.deploy(uri, EndpointSpec(name="twin", instance_type="ml.inf2.xlarge",
+                                        batch_size=batch), session=session, wait=False)  # fmt: skip
+        except Exception as e:  # noqa: BLE001 - anything else fails the assertions below, with its words
+            outcomes[batch] = e
+
+    set_endpoint_delay(600)
+    try:
+        threads = [threading.Thread(target=run, args=(b,)) for b in (4, 8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+    finally:
+        set_endpoint_delay(0)
+    won = [r for r in outcomes.values() if not isinstance(r, Exception)]
+    lost = [r for r in outcomes.values() if isinstance(r, DeployInProgressError)]
+    assert len(won) == 1 and len(lost) == 1, outcomes
+    assert "another deploy is in progress" in str(lost[0])
+    sm = session.client("sagemaker")
+    assert sm.describe_endpoint(EndpointName="twin")["EndpointConfigName"] == won[0].endpoint_config_name
+    assert leftovers(session)["configs"] == 1 and leftovers(session)["endpoints"] == 1

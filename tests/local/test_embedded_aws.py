@@ -138,3 +138,19 @@ def test_a_second_endpoint_of_the_same_name_and_an_update_in_progress_are_refuse
     finally:
         set_endpoint_delay(0)
     assert sm.describe_endpoint(EndpointName="twin")["EndpointConfigName"] == "c-a"  # the first one stands
+
+
+def test_the_streaming_route_refuses_an_announced_body_over_6_mb_before_reading_it():
+    """Issue 22 #10: the body was read (any size) before the payload check; a client announcing 7 MB and sending
+    nothing is answered at once."""
+    import socket
+
+    from smneuron.local.aws.embedded import embedded_aws, local_credentials
+
+    with local_credentials(), embedded_aws() as url:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as s:
+            s.sendall(b"POST /endpoints/ep/invocations-response-stream HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: 7000000\r\n\r\n")  # fmt: skip
+            answer = s.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 413") and b"the limit is 6291456" in answer
