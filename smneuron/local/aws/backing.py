@@ -211,13 +211,21 @@ class Backer:
         exited is replaced (the endpoint serves from the others meanwhile; CurrentInstanceCount says so), and so
         is a component's copy."""
         while not self._closed.wait(interval):
-            self.components.check()
-            for backing in list(self.endpoints.values()):
-                with backing.lock:
-                    servers = [backing.server, *backing.extra]
-                dead = [s for s in servers if s is not None and not _alive(s)]
-                if dead and not backing.stopped:
-                    self._replace(backing, dead)
+            try:
+                self._check()
+            except (
+                Exception
+            ):  # a health check that fails (the embedded AWS stopping) is tried again next second
+                continue
+
+    def _check(self) -> None:
+        self.components.check()
+        for backing in list(self.endpoints.values()):
+            with backing.lock:
+                servers = [backing.server, *backing.extra]
+            dead = [s for s in servers if s is not None and not _alive(s)]
+            if dead and not backing.stopped:
+                self._replace(backing, dead)
 
     def _replace(self, backing: Backing, dead: list) -> None:
         with backing.lock:

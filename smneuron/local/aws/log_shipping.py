@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 ENDPOINT_GROUP = "/aws/sagemaker/Endpoints/{}"
 COMPONENT_GROUP = "/aws/sagemaker/InferenceComponents/{}"
@@ -103,7 +103,12 @@ class LogShipper:
                     logStreamName=source.stream,
                     logEvents=events[i : i + MAX_BATCH],
                 )
-        except (ClientError, OSError):  # the service is stopping: the lines stay in the file; try again later
+        except (
+            ClientError,
+            BotoCoreError,
+            OSError,
+        ):  # the embedded AWS is stopping (or gone): the lines stay in
+            # the file, shipped next time if there is one
             return True
         source.offset += len(complete)
         return True
