@@ -229,6 +229,42 @@ def listening(pids: list[int]) -> list[str]:
     return [line.split()[3] for line in out.splitlines() if set(re.findall(r"pid=(\d+)", line)) & wanted]
 
 
+def until(check: Any, what: str, timeout: float = 120) -> Any:
+    """Poll ``check`` until it returns something truthy (generous deadline: the machine may be loaded)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def model_servers(state_dir: Path, service: int) -> list[int]:
+    """The run's processes other than the service and its multiprocessing helper (the resource tracker)."""
+    return [p for p in service_processes(state_dir) if p != service and "resource_tracker" not in cmdline(p)]
+
+
+def only_the_service_is_left(state_dir: Path, service: int) -> None:
+    """No model server process of the run remains, and the service listens on nothing but its API port."""
+    until(lambda: not model_servers(state_dir, service), "the model servers to stop", 60)
+    assert len(listening([service])) == 1, listening([service])
+
+
+def nothing_is_left(state_dir: Path) -> None:
+    """No process of the run remains (so no port it listened on either)."""
+    until(lambda: not service_processes(state_dir), "every process of the run to stop", 60)
+
+
 STANDINS = Path(__file__).resolve().parent / "standins"
 LLAMA_8B = Path(__file__).resolve().parent / "data" / "llama-3.1-8b-config.json"
 

@@ -73,11 +73,15 @@ def _owner(path: Path) -> Path:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped by a parent that is still alive, does not)."""
     try:
         os.kill(pid, 0)
-        return True
     except OSError:
         return False
+    try:
+        return " Z" not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:3]
+    except (OSError, IndexError):
+        return True
 
 
 def _answers(url: str) -> bool:

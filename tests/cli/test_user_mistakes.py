@@ -405,16 +405,56 @@ def test_a_user_mistake_gets_a_clear_answer(world, case):
     try:
         env = _env(world, **{k: v.format(**fill) for k, v in extra.items()})
         argv = [a.format(**fill) for a in args.split()]
-        out = subprocess.run([*CLI, *argv], env=env, input=stdin, capture_output=True, text=True, timeout=180)
+        if "PYTHONPATH" in extra:  # what is importable is fixed when a process starts: a process of its own
+            out = subprocess.run(
+                [*CLI, *argv], env=env, input=stdin, capture_output=True, text=True, timeout=180
+            )
+            returncode, said = out.returncode, out.stdout + out.stderr
+        else:
+            returncode, said = _run_in_process(argv, env, stdin)
     finally:
         if sock:
             sock.close()
-    said = out.stdout + out.stderr
-    assert out.returncode == code, said[-2000:]
+    assert returncode == code, said[-2000:]
     assert "Traceback" not in said and "Unexpected error" not in said, said[-2000:]
     for needle in needles:
         assert needle in said, f"{needle!r} not in: {said[-1500:]}"
     assert _resources(world) == before, "the mistake left something behind in the embedded AWS"
+
+
+def _run_in_process(argv: list[str], env: dict[str, str], stdin: str | None) -> tuple[int, str]:
+    """The CLI's own entry point (``smneuron.cli.main.run``, its error policy and exit codes) in this process, with
+    exactly ``env`` as the environment and ``stdin`` as standard input: what a user's shell gets, without paying a
+    Python start-up per case (cases that change what is importable, and the test below, run the real executable)."""
+    import contextlib
+    import io
+
+    from smneuron.cli.main import run
+
+    saved_env, saved_stdin = dict(os.environ), sys.stdin
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.clear()
+    os.environ.update(env)
+    sys.stdin = io.StringIO(stdin or "")
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                run(argv)
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.stdin = saved_stdin
+    return code, out.getvalue() + err.getvalue()
+
+
+def test_a_mistake_through_the_real_executable(world):
+    """The matrix runs in process; this one case runs `python -m smneuron.cli.main` as a shell does."""
+    out = subprocess.run([*CLI, "deploy", "nope.tar.gz", "--instance", "ml.inf2.xlarge"], env=_env(world),
+                         capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert out.returncode == 1 and "Traceback" not in out.stderr and "nope.tar.gz" in out.stdout + out.stderr
 
 
 def _resources(world) -> list:

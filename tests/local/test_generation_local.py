@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import boto3
 import pytest
+from conftest import cmdline, service_processes, until
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 
@@ -56,6 +60,30 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
         "2",
     )
     assert "created: InService" in out.stdout and "invoke --stream chat" in out.stdout
+
+    # kill -9 of the copy (issue 22 #4): noticed, shown, replaced; its weights go with the component (#3)
+    state, url = tmp_path / "state", json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]
+    sm = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=url, aws_access_key_id="l",
+                      aws_secret_access_key="l")  # fmt: skip
+    (component,) = [
+        c["InferenceComponentName"] for c in sm.list_inference_components()["InferenceComponents"]
+    ]
+    (copy,) = [p for p in service_processes(state) if "generation.standin" in cmdline(p)]
+    args = cmdline(copy).split()
+    weights = Path(args[args.index("--model-dir") + 1]).parent  # where the copy's weights were downloaded
+    assert weights.name.startswith("smneuron-llm-") and weights.exists()
+    os.kill(copy, signal.SIGKILL)
+
+    def described() -> dict:
+        return sm.describe_inference_component(InferenceComponentName=component)
+
+    dead = until(
+        lambda: (d := described())["RuntimeConfig"]["CurrentCopyCount"] == 0 and d, "the dead copy", 30
+    )
+    assert "exited (code -9)" in dead["FailureReason"] and "being replaced" in dead["FailureReason"]
+    until(lambda: described()["RuntimeConfig"]["CurrentCopyCount"] == 1, "a replacement copy")
+    assert [p for p in service_processes(state) if "generation.standin" in cmdline(p)] != [copy]
+    assert "FailureReason" not in described()  # whole again
 
     streamed = json.loads(
         smneuron_cli(
@@ -103,6 +131,7 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
 
     removed = json.loads(smneuron_cli("--local", "delete", "chat", "--yes", "--json").stdout)["removed"]
     assert any(r.startswith("inference component") for r in removed)
+    until(lambda: not weights.exists(), "the copies' weights to be removed", 30)
     assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []
     probe = """
 import boto3, json

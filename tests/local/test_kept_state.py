@@ -10,7 +10,7 @@ import signal
 import time
 
 import pytest
-from conftest import service_processes
+from conftest import service_processes, until
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses and the embedded service: not in the fast loop
 
@@ -28,11 +28,10 @@ def _serving(cli, name: str, *args: str) -> dict:
 def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
     smneuron_cli, tiny_classifier, tiny_llama, tmp_path
 ):
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compile.entry import compile_model
 
     compile_model(tiny_classifier, tmp_path / "enc", target="cpu", task="text-classification", buckets="16")
-    smneuron_cli("compile", str(tiny_llama), "-o", str(tmp_path / "llm"), "--target", "cpu", "--batch-size", "2",
-                 "--sequence-length", "128")  # fmt: skip
+    compile_model(tiny_llama, tmp_path / "llm", target="cpu", batch_size=2, sequence_length=128)
     state = tmp_path / "state"
     first = json.loads(smneuron_cli("local", "up", "--json").stdout)
     smneuron_cli("--local", "deploy", str(tmp_path / "enc"), "--instance", "ml.c6i.xlarge", "--name", "enc",
@@ -44,6 +43,7 @@ def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
 
     smneuron_cli("local", "down")
     assert not service_processes(state)
+    restored_at = time.time()
     up = smneuron_cli("local", "up")
     assert "Restored what the previous embedded SageMaker held at its clean stop" in up.stdout
     assert "2 endpoints" in up.stdout and "1 inference component" in up.stdout and "alarm" in up.stdout
@@ -73,7 +73,12 @@ def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
         if b"generation.standin" in open(f"/proc/{p}/cmdline", "rb").read()
     ]
     assert copies
-    time.sleep(3)  # a snapshot is taken every 2 s when something changed
+
+    def snapshot_after_restore() -> bool:  # one is taken within 2 s of any change; the restore was one
+        doc = json.loads((state / "aws" / "resources.json").read_text())
+        return doc["taken_at"] > restored_at and len(doc["sagemaker"]["components"]) == 1
+
+    until(snapshot_after_restore, "a snapshot of the restored state", 30)
     os.kill(second["pid"], signal.SIGKILL)
     time.sleep(1)
     assert all(p in service_processes(state) for p in copies)  # still running, nobody's

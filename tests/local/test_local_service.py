@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import service_processes
+from conftest import model_servers, nothing_is_left, service_processes, until
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 
@@ -58,23 +59,20 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     assert "created: InService" in out.stdout
     answer = json.loads(smneuron_cli("--local", "invoke", "ep", "i loved it", "awful").stdout)
     assert [set(a) for a in answer] == [{"label", "score"}] * 2  # the model's answer, not a placeholder
-    # the plain SageMaker SDK v2 gets the same answer from the same URL
-    script = f"""
-import boto3, sagemaker
-from sagemaker.predictor import Predictor
-from sagemaker.serializers import JSONSerializer
-from sagemaker.deserializers import JSONDeserializer
-b = boto3.Session(region_name="us-east-1", aws_access_key_id="local", aws_secret_access_key="local")
-s = sagemaker.Session(boto_session=b, sagemaker_client=b.client("sagemaker", endpoint_url="{up["url"]}"),
-                      sagemaker_runtime_client=b.client("sagemaker-runtime", endpoint_url="{up["url"]}"),
-                      default_bucket="x")
-p = Predictor("ep", sagemaker_session=s, serializer=JSONSerializer(), deserializer=JSONDeserializer())
-print(__import__("json").dumps(p.predict({{"inputs": "i loved it"}})))
-"""
-    env = {**os.environ, "SAGEMAKER_SUPPRESS_V2_WARNING": "1"}
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr[-1500:]
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == [answer[0]]  # "i loved it" again
+    # kill -9 of every worker (issue 22 #4): the next request waits for fresh ones instead of failing on the dead
+    state = tmp_path / "state"
+    workers = model_servers(state, up["pid"])
+    assert workers, "the endpoint's workers carry the service's mark"
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)
+    assert json.loads(smneuron_cli("--local", "invoke", "ep", "i loved it").stdout) == [answer[0]]
+    assert not set(workers) & set(service_processes(state))
+    # the model server's own words reach the embedded CloudWatch Logs (issue 22 #11), the restart included
+    logs = until(
+        lambda: "restarting it" in (o := smneuron_cli("--local", "logs", "ep", "--lines", "50").stdout) and o,
+        "the restart in the endpoint's logs",
+    )
+    assert "loaded the model" in logs
     bad = smneuron_cli(
         "--local",
         "invoke",
@@ -196,6 +194,23 @@ def test_plain_boto3_sees_sagemakers_statuses_refusals_and_bytes(smneuron_cli, t
         )
     assert e.value.response["Error"]["Code"] == "ModelError" and e.value.response["OriginalStatusCode"] == 415
     assert "unsupported_content_type" in e.value.response["OriginalMessage"]  # the container's own answer
+
+    # `local down` in the middle of a bench (issue 22 #12, #3): the bench fails, and nothing of the run is left
+    (tmp_path / "d.jsonl").write_text('{"inputs": "hello world"}\n{"inputs": "what a great film"}\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
+    env.update(SMNEURON_STATE_DIR=str(tmp_path / "state"), SMNEURON_CACHE_DIR=str(tmp_path / "cache"))
+    bench = subprocess.Popen(
+        [sys.executable, "-m", "smneuron.cli.main", "--local", "bench", "good", "--data", str(tmp_path / "d.jsonl"),
+         "--duration", "30", "--json"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(4)  # it is sending by now (and if it is not, it meets a service that is gone all the same)
+    smneuron_cli("local", "down")
+    _, err = bench.communicate(timeout=180)
+    # either the error rate fails the run or the first unreachable request stops it; never a result that looks fine
+    assert bench.returncode == 1 and ("--max-error-rate" in err or "Cannot reach AWS" in err), err[-2000:]
+    assert "Traceback" not in err and "Unexpected error" not in err
+    nothing_is_left(tmp_path / "state")
 
 
 def test_the_dlc_stack_can_back_the_endpoints(smneuron_cli, tiny_classifier, tmp_path):

@@ -15,6 +15,7 @@ import json
 import re
 import struct
 from collections.abc import Iterator
+from http import HTTPStatus
 from typing import Any
 
 from smneuron.local.aws.routing import CUSTOM_ATTRIBUTES, container_headers, too_large
@@ -140,7 +141,7 @@ def _json_error(
         doc.update(OriginalStatusCode=original[0], OriginalMessage=original[1][:2000])
     body = json.dumps(doc).encode()
     start_response(
-        f"{status} {'Failed Dependency' if status == 424 else 'Bad Request'}",
+        f"{status} {HTTPStatus(status).phrase}",
         [
             ("Content-Type", "application/json"),
             ("x-amzn-ErrorType", code),
