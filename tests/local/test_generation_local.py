@@ -14,7 +14,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from conftest import cmdline, service_processes, until
+from conftest import cmdline, nothing_is_left, service_processes, until
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 
@@ -166,6 +166,8 @@ print(json.dumps([len(sm.list_inference_components()["InferenceComponents"]), le
     assert (
         json.loads(smneuron_cli("--local", "list", "--json").stdout) == []
     )  # the failed deploy removed what it created
+    smneuron_cli("local", "down")
+    nothing_is_left(state)  # the killed copy's replacement included (ps)
 
 
 def test_streaming_from_a_missing_endpoint_is_a_clear_error(smneuron_cli):

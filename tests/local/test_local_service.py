@@ -115,7 +115,8 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
 
     smneuron_cli("--local", "delete", "ep", "--yes")
     assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []
-    smneuron_cli("local", "down")  # (test_readme checks that no process is left behind)
+    smneuron_cli("local", "down")
+    nothing_is_left(state)  # the killed workers' replacements included (ps)
     assert smneuron_cli("local", "status", check=False).returncode == 1
 
 
