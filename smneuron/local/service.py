@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -153,6 +154,7 @@ def up(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
     orphans = sweep(_owner(path))  # a previous service that crashed left these serving
+    _remove_run_dir(path)  # and its downloads, weights and logs
     log = path.with_name("local.log")
     port = port or _last_port(path) or free_port()
     with open(log, "a") as out:  # appended: the log of a run that crashed is what says why
@@ -210,8 +212,19 @@ def down(timeout: float = 30) -> bool:
         if _alive(pid):
             os.killpg(pid, signal.SIGKILL)
     sweep(_owner(path))  # anything the service could not stop (it was killed, or a server hung)
+    _remove_run_dir(path)
     path.unlink(missing_ok=True)
     return True
+
+
+def _remove_run_dir(path: Path) -> None:
+    """Remove the temporary directory of a service that is gone (its model data, copies' weights, logs)."""
+    record = path.with_name("rundir")
+    try:
+        shutil.rmtree(record.read_text().strip(), ignore_errors=True)
+    except OSError:
+        pass
+    record.unlink(missing_ok=True)
 
 
 def _last_port(path: Path) -> int:
@@ -246,6 +259,11 @@ def serve(port: int, state_file: Path, engine: str = "smneuron", *, fresh: bool 
     kept = state_file.with_name("aws")
     if fresh:
         shutil.rmtree(kept, ignore_errors=True)
+    # everything the service and its servers write to temporary files goes under one directory of its own (short:
+    # TorchServe's sockets live below it), removed when it stops, or by the next up/down when it was killed
+    run_dir = tempfile.mkdtemp(prefix="smneuron-local-")
+    state_file.with_name("rundir").write_text(run_dir)
+    tempfile.tempdir = os.environ["TMPDIR"] = run_dir
     with embedded_aws(port) as url:
         activate(Backer(url, engine))
 
@@ -276,6 +294,7 @@ def serve(port: int, state_file: Path, engine: str = "smneuron", *, fresh: bool 
             stop.set()
             keeping.join(timeout=120)  # the last snapshot, while the embedded AWS still answers
             activate(None)
+            shutil.rmtree(run_dir, ignore_errors=True)
     state_file.unlink(missing_ok=True)
 
 

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 from conftest import service_processes, until
@@ -79,13 +80,15 @@ def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
         return doc["taken_at"] > restored_at and len(doc["sagemaker"]["components"]) == 1
 
     until(snapshot_after_restore, "a snapshot of the restored state", 30)
+    run_dir = Path((state / "rundir").read_text())  # the service's downloads, the copies' weights, its logs
+    assert any(run_dir.glob("smneuron-llm-*"))
     os.kill(second["pid"], signal.SIGKILL)
     time.sleep(1)
     assert all(p in service_processes(state) for p in copies)  # still running, nobody's
     up = smneuron_cli("local", "up")
     assert "model server process(es) a previous embedded SageMaker left running" in up.stdout
     assert "the last snapshot before the service stopped uncleanly" in up.stdout
-    assert not set(copies) & set(service_processes(state))
+    assert not set(copies) & set(service_processes(state)) and not run_dir.exists()
     assert _serving(smneuron_cli, "chat", "hello", "--max-tokens", "2")["usage"]["completion_tokens"] >= 1
 
     fresh = smneuron_cli("local", "down") and smneuron_cli("local", "up", "--fresh")
