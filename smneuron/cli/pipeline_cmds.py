@@ -16,6 +16,7 @@ from smneuron.local.pipeline.runner import run_local
 from smneuron.pipeline.runs import definition, start, status, upsert
 from smneuron.pipeline.schedule import list_pipelines, schedule, unschedule
 from smneuron.specs.models import override
+from smneuron.specs.schedules import next_runs, parse
 
 app = typer.Typer(
     help="The SageMaker Pipeline: compile -> evaluate accuracy on Neuron -> deploy, on a schedule.",
@@ -170,9 +171,18 @@ def schedule_cmd(
         enabled=not disabled,
     )
     if as_json:
-        print_json({"schedule": arn, "expression": expression})
+        print_json(
+            {
+                "schedule": arn,
+                "expression": expression,
+                "next_runs": [t.isoformat() for t in next_runs(parse(expression))],
+            }
+        )
         return
+    runs = next_runs(parse(expression))
     console().print(f"scheduled {_name(ctx, name)}: {expression}\n  {arn}")
+    if runs:
+        console().print("  next runs (UTC): " + ", ".join(t.strftime("%a %Y-%m-%d %H:%M") for t in runs))
 
 
 @app.command("unschedule")

@@ -107,8 +107,12 @@ def test_the_cli_surface_in_local_mode_never_leaves_loopback(
         ("--local", "delete", "lb", "--yes"),
         ("--local", "list", "--json"),
     ]
+    said = {}
     for args in surface:
         code, out, err = run_cli(*args, env=env)
         assert not guarded, f"`smneuron {' '.join(args)}` tried to leave loopback: {guarded}"
         assert code == 0, (args, out[-1500:], err[-1500:])
+        said[args[1:3]] = out
     assert json.loads(out) == []
+    # the schedule went to the embedded Scheduler, and says when it will fire (issue 23 #3)
+    assert "next runs (UTC): Mon " in said[("pipeline", "schedule")]
