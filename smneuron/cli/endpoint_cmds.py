@@ -169,9 +169,10 @@ def deploy_cmd(
         console().print(f"note: {note}")
     verb = "already up to date" if r.unchanged else ("updated" if r.is_update else "created")
     how = "--stream " if kind_of(r.plan) == GENERATION else ""
+    cli = "smneuron --local" if state(ctx).local else "smneuron"  # the hint works as printed
     console().print(
         f"Endpoint [bold]{r.endpoint_name}[/bold] {verb}: {r.status}. "
-        f'Invoke it with `smneuron invoke {how}{r.endpoint_name} "some text"`.'
+        f'Invoke it with `{cli} invoke {how}{r.endpoint_name} "some text"`.'
     )
 
 
@@ -246,13 +247,17 @@ def invoke_cmd(
         raise ConfigError(
             "No endpoint given.", hint='Pass its name (`smneuron invoke NAME "hello"`) or --url URL.'
         )
+    if max_tokens is not None and max_tokens < 1:  # 0 used to mean "not given" and sent the encoder's body
+        raise ConfigError(
+            f"--max-tokens {max_tokens}: generate at least 1 token.", hint="Pass --max-tokens 1 or more."
+        )
     ep = Endpoint(name, url=url, session=None if url else state(ctx).session())
-    if stream or max_tokens or prompt:
+    if stream or max_tokens is not None or prompt:
         return generate(
             ep,
             " ".join(text or []),
             stream=stream,
-            max_tokens=max_tokens or 128,
+            max_tokens=max_tokens if max_tokens is not None else 128,
             prompt=prompt,
             as_json=as_json,
         )

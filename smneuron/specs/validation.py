@@ -108,7 +108,7 @@ def _explain(model: type[BaseModel], err: PydanticValidationError, source: str) 
         if e["type"] == "extra_forbidden":
             known = _fields_at(model, loc[:-1])
             near = difflib.get_close_matches(loc[-1], known, n=1)
-            hint = f" Did you mean {near[0]!r}?" if near else f" Known keys: {', '.join(known)}."
+            hint = f" Did you mean {near[0]!r}?" if near else f" Known keys: {', '.join(known)}"
             lines.append(f"unknown key {key!r}.{hint}")
             continue
         cli = source == "command-line flags"
@@ -124,7 +124,8 @@ def _explain(model: type[BaseModel], err: PydanticValidationError, source: str) 
         else:
             lines.append(f"{what} {problem}")
     prefix = f"{source}: " if source and source != "command-line flags" else ""
-    return prefix + "; ".join(lines) + "."
+    text = "; ".join(lines)
+    return prefix + text + ("" if text.endswith((".", "?")) else ".")  # one stop, never "?." or ".."
 
 
 def _fields_at(model: type[BaseModel], path: list[str]) -> list[str]:

@@ -102,6 +102,15 @@ CASES = [
     ),
     # a prompt answered no
     ("prompt-declined", "delete some-endpoint", 1, ["Aborted."], {}, "n\n"),
+    # 0 meant "not given" and sent the encoder's body; the endpoint answered "needs messages or prompt"
+    (
+        "invoke-max-tokens-zero",
+        "invoke some-endpoint hello --max-tokens 0",
+        1,
+        ["--max-tokens 0", "at least 1"],
+        {},
+        None,
+    ),  # fmt: skip
     # specs, in the user's words
     ("count-zero", "deploy {artifact} --count 0 --dry-run", 1, ["--count", "at least 1", "got 0"], {}, None),
     ("min-above-max", "deploy {artifact} --min 5 --max 2 --dry-run", 1, ["--max", "below --min"], {}, None),

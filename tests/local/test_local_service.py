@@ -57,6 +57,7 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
         "--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.xlarge", "--name", "ep"
     )
     assert "created: InService" in out.stdout
+    assert 'Invoke it with `smneuron --local invoke ep "some text"`' in out.stdout  # works as printed
     answer = json.loads(smneuron_cli("--local", "invoke", "ep", "i loved it", "awful").stdout)
     assert [set(a) for a in answer] == [{"label", "score"}] * 2  # the model's answer, not a placeholder
     # kill -9 of every worker (issue 22 #4): the next request waits for fresh ones instead of failing on the dead

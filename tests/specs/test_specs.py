@@ -46,6 +46,7 @@ def test_unknown_keys_suggest_the_right_one(tmp_path):
     assert "compile.targt" in msg and "Did you mean 'target'" in msg
     assert "Did you mean 'endpoint'" in msg
     assert str(p) in msg
+    assert "?." not in msg and ".." not in msg  # one stop after a question
 
 
 def test_duplicate_keys_are_refused(tmp_path):
