@@ -288,8 +288,8 @@ def invoke_cmd(
 def scale_cmd(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Endpoint name."),
-    min_: int = typer.Option(..., "--min", help="Fewest instances."),
-    max_: int = typer.Option(..., "--max", help="Most instances."),
+    min_: int = typer.Option(..., "--min", help="Fewest instances (text generation: copies)."),
+    max_: int = typer.Option(..., "--max", help="Most instances (text generation: copies)."),
     target: float = typer.Option(None, "--target-value", help="Target per instance."),
     metric: str = typer.Option(
         None, "--metric", help="invocations_per_instance or concurrent_requests_per_model."
@@ -312,7 +312,10 @@ def scale_cmd(
             }
         )
         return
-    console().print(f"{name}: autoscaling {spec.min_capacity}-{spec.max_capacity} instances.")
+    unit = (
+        "copies" if p.dimension.endswith("DesiredCopyCount") else "instances"
+    )  # text generation scales copies
+    console().print(f"{name}: autoscaling {spec.min_capacity}-{spec.max_capacity} {unit}.")
 
 
 def delete_cmd(

@@ -258,10 +258,16 @@ def plan_llm(
             hint="Raise --max-copies or lower --copies / --min-copies.",
         )
     if max_copies > fit * g.max_instances:
+        # name what the user typed: --copies 9 alone was refused with words about a --max-copies 9 never given
+        flag = (
+            "--max-copies"
+            if g.max_copies
+            else ("--copies" if g.copies and g.copies >= min_copies else "--min-copies")
+        )
         raise ConfigError(
-            f"--max-copies {max_copies} needs {math.ceil(max_copies / fit)} instances of {instance.name} "
+            f"{flag} {max_copies} needs {math.ceil(max_copies / fit)} instances of {instance.name} "
             f"({fit} copies each); --max-instances is {g.max_instances}.",
-            hint=f"Raise --max-instances to {math.ceil(max_copies / fit)} or lower --max-copies.",
+            hint=f"Raise --max-instances to {math.ceil(max_copies / fit)} or lower {flag}.",
         )
     image = resolve_vllm_image(region, version=g.image_version, uri=spec.image_uri)
     env, env_notes = container_environment(

@@ -429,3 +429,25 @@ def test_the_vllm_engine_gets_what_optimum_neurons_serve_passes_vllm(tiny_llama,
     ]
     with pytest.raises(RuntimeError, match="batch_size 8 is inconsistent"):
         LlmServer(art, {"SM_ON_BATCH_SIZE": "8"}, engine="vllm")._command()
+
+
+@pytest.mark.parametrize(
+    ("generation", "flag"),
+    [
+        (GenerationSpec(copies=9), "--copies"),  # was refused in words about a --max-copies never typed
+        (GenerationSpec(copies=1, max_copies=9), "--max-copies"),
+        (GenerationSpec(min_copies=9), "--min-copies"),
+    ],
+)
+def test_too_many_copies_for_the_instances_names_the_flag_the_user_typed(
+    tiny_llama, tmp_path, generation, flag
+):
+    from smneuron.artifact.staging import stage
+    from smneuron.compile.entry import compile_model
+    from smneuron.deploy.generation_plan import plan_llm
+
+    compile_model(tiny_llama, tmp_path / "a", target="cpu", batch_size=2, sequence_length=128)
+    spec = EndpointSpec(instance_type="ml.c6i.xlarge", generation=generation)  # 2 copies fit (vCPUs / 2)
+    with pytest.raises(ConfigError) as e:
+        plan_llm(stage(tmp_path / "a", upload=False), spec, region="us-east-1")
+    assert e.value.message.startswith(f"{flag} 9 needs 5 instances") and f"or lower {flag}." in str(e.value)

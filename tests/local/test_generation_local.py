@@ -125,7 +125,8 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     )  # ignore_eos: the lengths asked for
     assert run["prompt_tokens"]["min"] == 16 and run["ttft_ms"]["count"] == run["successful"]
 
-    smneuron_cli("--local", "scale", "chat", "--min", "2", "--max", "2")
+    scaled = smneuron_cli("--local", "scale", "chat", "--min", "2", "--max", "2").stdout
+    assert "autoscaling 2-2 copies" in scaled  # it sets copies, and says so (it said "instances")
     comp = _wait_copies(smneuron_cli, "chat", 2)  # a second copy (a second stand-in server) runs
     assert comp["copy_autoscaling"] == [] and comp["CopyCount"] == 2  # min == max: pinned, no autoscaling
 
