@@ -236,6 +236,8 @@ def invoke_cmd(
     stream: bool = typer.Option(False, "--stream", help="Text generation: print tokens as they arrive."),
     max_tokens: int = typer.Option(None, "--max-tokens", help="Text generation: tokens to generate (128)."),
     prompt: bool = typer.Option(False, "--prompt", help="Text generation: a completion, not a chat message."),
+    seed: int = typer.Option(None, "--seed", help="Text generation: sampling seed (a reproducible answer)."),
+    temperature: float = typer.Option(None, "--temperature", help="Text generation: 0 is greedy."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Invoke an endpoint with texts (or a raw body) and print the answer (--stream for text generation)."""
@@ -252,7 +254,7 @@ def invoke_cmd(
             f"--max-tokens {max_tokens}: generate at least 1 token.", hint="Pass --max-tokens 1 or more."
         )
     ep = Endpoint(name, url=url, session=None if url else state(ctx).session())
-    if stream or max_tokens is not None or prompt:
+    if stream or max_tokens is not None or prompt or seed is not None or temperature is not None:
         return generate(
             ep,
             " ".join(text or []),
@@ -260,6 +262,8 @@ def invoke_cmd(
             max_tokens=max_tokens if max_tokens is not None else 128,
             prompt=prompt,
             as_json=as_json,
+            seed=seed,
+            temperature=temperature,
         )
     if data:
         r = ep.invoke(data.read_bytes(), content_type, accept)

@@ -142,13 +142,25 @@ def env_flags(base: dict[str, str], env: list[str] | None) -> dict[str, str] | N
     return out
 
 
-def generate(ep, text: str, *, stream: bool, max_tokens: int, prompt: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def generate(  # type: ignore[no-untyped-def]
+    ep,
+    text: str,
+    *,
+    stream: bool,
+    max_tokens: int,
+    prompt: bool,
+    as_json: bool,
+    seed: int | None = None,
+    temperature: float | None = None,
+) -> None:
 
     if not text:
         raise ConfigError(
             "Nothing to send.", hint='Pass the text: `smneuron invoke --stream NAME "Tell me a story"`.'
         )
-    args = {"prompt": text} if prompt else {"messages": [{"role": "user", "content": text}]}
+    args: dict = {"prompt": text} if prompt else {"messages": [{"role": "user", "content": text}]}
+    # sampling as the server does it, unless given: a seed makes an answer reproducible
+    args.update({k: v for k, v in (("seed", seed), ("temperature", temperature)) if v is not None})
     if stream:
         return print_stream(ep.stream(**args, max_tokens=max_tokens), as_json)
     print_json(ep.generate(**args, max_tokens=max_tokens))

@@ -87,7 +87,16 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
 
     streamed = json.loads(
         smneuron_cli(
-            "--local", "invoke", "--stream", "chat", "where is paris", "--max-tokens", "12", "--json"
+            "--local",
+            "invoke",
+            "--stream",
+            "chat",
+            "where is paris",
+            "--max-tokens",
+            "12",
+            "--seed",
+            "0",
+            "--json",
         ).stdout
     )
     assert streamed["pieces"] >= 1 and streamed["text"].strip() and streamed["ttft_s"] <= streamed["total_s"]
