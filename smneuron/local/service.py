@@ -44,9 +44,8 @@ def state_path() -> Path:
     return Path(root) / "local.json"
 
 
-OWNER = (
-    "SMNEURON_LOCAL_OWNER"  # every process the service starts inherits it: its value is the state directory
-)
+# every process the service starts inherits it; its value is the state directory
+OWNER = "SMNEURON_LOCAL_OWNER"
 
 
 def sweep(owner: Path) -> list[int]:

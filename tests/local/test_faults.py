@@ -18,9 +18,9 @@ from conftest import nothing_is_left, only_the_service_is_left, until
 pytestmark = pytest.mark.e2e  # servers, subprocesses and the embedded service: not in the fast loop
 
 
-def _clients(url: str):
-    kw = dict(region_name="us-east-1", endpoint_url=url, aws_access_key_id="l", aws_secret_access_key="l")
-    return boto3.client("sagemaker", **kw), boto3.client("sagemaker-runtime", **kw)
+def _sagemaker(url: str):
+    return boto3.client("sagemaker", region_name="us-east-1", endpoint_url=url, aws_access_key_id="l",
+                        aws_secret_access_key="l")  # fmt: skip
 
 
 def test_delete_while_creating_and_ctrl_c_during_deploy_leave_no_model_server(
@@ -31,7 +31,7 @@ def test_delete_while_creating_and_ctrl_c_during_deploy_leave_no_model_server(
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
     state = tmp_path / "state"
     up = json.loads(smneuron_cli("local", "up", "--json").stdout)
-    sm, _ = _clients(up["url"])
+    sm = _sagemaker(up["url"])
 
     smneuron_cli(
         "--local",

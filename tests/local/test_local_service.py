@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import model_servers, nothing_is_left, service_processes, until
+from conftest import cmdline, model_servers, nothing_is_left, service_processes, until
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 
@@ -33,7 +33,7 @@ def _descendants(pid: int) -> list[int]:
 def _torchserve_java(state_dir) -> list[int]:
     """The TorchServe Java frontends this test's embedded SageMaker started (reparented when `torchserve --start`
     exits; other tests' stacks may run beside them)."""
-    return [p for p in service_processes(state_dir) if b"java" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    return [p for p in service_processes(state_dir) if "java" in cmdline(p)]
 
 
 def _alive(pid: int) -> bool:

@@ -15,7 +15,6 @@ server's output goes to the embedded CloudWatch Logs (smneuron.local.aws.log_shi
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import threading
@@ -66,10 +65,10 @@ class Backer:
         self.endpoints: dict[str, Backing] = {}
         self.http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=256))
 
-        self.log_dir = tempfile.mkdtemp(prefix="smneuron-logs-")  # model servers' output, until shipped
-        self.logs = LogShipper(self._session)
-        # inference components: stand-in (or vLLM) copies
-        self.components = Components(self._session, self.logs, self.log_dir)
+        self.logs = LogShipper(self._session)  # model servers' output into the embedded CloudWatch Logs
+        self.components = Components(
+            self._session, self.logs
+        )  # inference components: stand-in (or vLLM) copies
         self._closed = threading.Event()
         threading.Thread(target=self.watch, name="smneuron-health-checks", daemon=True).start()
         threading.Thread(
@@ -136,9 +135,7 @@ class Backer:
         container = sm.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]
         uri = container.get("ModelDataUrl") or container["ModelDataSource"]["S3DataSource"]["S3Uri"]
         env = container.get("Environment", {})
-        fd, log = tempfile.mkstemp(prefix="instance-", suffix=".log", dir=self.log_dir)
-        os.close(fd)
-        self.logs.follow(log, ENDPOINT_GROUP.format(name), instance_stream(variant["VariantName"]))
+        log = self.logs.new_file(ENDPOINT_GROUP.format(name), instance_stream(variant["VariantName"]))
         if not staged_by_smneuron(uri, session=session):  # e.g. the SageMaker SDK's repacked PyTorchModel
             return _as_the_dlc_serves(uri, container.get("Image", ""), env, session, log)
         data = stage(uri, session=session)
@@ -213,9 +210,7 @@ class Backer:
         while not self._closed.wait(interval):
             try:
                 self._check()
-            except (
-                Exception
-            ):  # a health check that fails (the embedded AWS stopping) is tried again next second
+            except Exception:
                 continue
 
     def _check(self) -> None:
@@ -245,8 +240,7 @@ class Backer:
         self.components.stop_all()
         for name in list(self.endpoints):
             self.stop(name)
-        self.logs.ship_all()  # the servers' last words
-        shutil.rmtree(self.log_dir, ignore_errors=True)
+        self.logs.close()  # the servers' last words
 
     def status(self, name: str) -> tuple[str, str | None] | None:
         backing = self.endpoints.get(name)
@@ -281,7 +275,7 @@ def _alive(server: Any) -> bool:
 
 
 def _as_the_dlc_serves(
-    uri: str, image: str, env: dict[str, str], session: Session, log: str
+    uri: str, image: str, env: dict[str, str], session: Session, log: Path
 ) -> TorchServeStack:
     """A Model smneuron did not stage, served as its image serves it: the PyTorch inference DLC's stack
     (TorchServe + the SageMaker toolkit: the Model's code/inference.py, or the default handler for a TorchScript

@@ -10,7 +10,6 @@ UpdateInferenceComponentRuntimeConfig (and copy autoscaling's target) starts or 
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import threading
@@ -45,20 +44,14 @@ class Copies:
 class Components:
     """The listener ``local.aws.components`` reports component changes to."""
 
-    def __init__(
-        self, session_factory: Any, logs: LogShipper | None = None, log_dir: str | None = None
-    ) -> None:
+    def __init__(self, session_factory: Any, logs: LogShipper | None = None) -> None:
         self._session = session_factory
         self.items: dict[str, Copies] = {}
-        self.logs, self.log_dir = logs, log_dir
+        self.logs = logs
 
     def _copy(self, name: str, model_dir: str, env: dict) -> LlmServer:
         """One copy, its output shipped to the component's log group (a stream per copy)."""
-        if self.logs is None or self.log_dir is None:
-            return LlmServer(model_dir, env)
-        fd, log = tempfile.mkstemp(prefix="copy-", suffix=".log", dir=self.log_dir)
-        os.close(fd)
-        self.logs.follow(log, COMPONENT_GROUP.format(name), copy_stream())
+        log = self.logs.new_file(COMPONENT_GROUP.format(name), copy_stream()) if self.logs else None
         return LlmServer(model_dir, env, log_path=log)
 
     def start_component(self, name: str, record: dict) -> None:

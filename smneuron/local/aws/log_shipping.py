@@ -3,14 +3,17 @@
 A real endpoint's container writes stdout/stderr to the log group ``/aws/sagemaker/Endpoints/{endpoint}``,
 one stream per instance named ``{variant}/{instance id}``; an inference component's copies write to
 ``/aws/sagemaker/InferenceComponents/{component}``, one stream per copy. Here each model server writes its
-output to a file the embedded SageMaker gives it; ``LogShipper`` follows those files and puts their new lines into the embedded
-CloudWatch Logs every ``interval`` seconds, so ``smneuron logs --follow``, ``aws logs tail`` and boto3 read
-them as they read the real service's.
+output to a file ``LogShipper.new_file`` gives it; the shipper follows those files and puts their new lines
+into the embedded CloudWatch Logs every ``interval`` seconds, so ``smneuron logs --follow``, ``aws logs tail``
+and boto3 read them as they read the real service's.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
+import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -49,11 +52,20 @@ class LogShipper:
         self._session = session_factory
         self._sources: dict[Path, _Source] = {}
         self._lock = threading.Lock()
+        self.directory = Path(tempfile.mkdtemp(prefix="smneuron-logs-"))  # the servers' output, until shipped
 
-    def follow(self, path: str | Path, group: str, stream: str) -> None:
-        """Ship the lines written to ``path`` to ``group``/``stream``."""
+    def new_file(self, group: str, stream: str) -> Path:
+        """A file for one model server to write its output to, shipped to ``group``/``stream``."""
+        fd, name = tempfile.mkstemp(suffix=".log", dir=self.directory)
+        os.close(fd)
         with self._lock:
-            self._sources[Path(path)] = _Source(group, stream)
+            self._sources[Path(name)] = _Source(group, stream)
+        return Path(name)
+
+    def close(self) -> None:
+        """Ship the servers' last words, then remove their files."""
+        self.ship_all()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     def ship_all(self) -> None:
         with self._lock:
