@@ -1,101 +1,104 @@
-"""The SageMaker Pipeline definition: compile -> create model -> evaluate on Neuron -> gate -> deploy.
+"""The SageMaker Pipeline definition, built with the SageMaker Python SDK v3 (``sagemaker.mlops.workflow``).
 
-Built with the SageMaker Python SDK v2 workflow API from a ``PipelinePlan`` (smneuron/pipeline.py
-computes it; this module only turns it into steps). This is the only module of smneuron that imports
-``sagemaker`` (the optional ``pipeline`` extra): the SDK session, the Model of the CreateModel step
-and the schedule's ``put_triggers`` all live here. Every job runs ``entry.py``, which installs the
-smneuron wheel that travels with the job and runs ``steps/<step>.py``: the steps call smneuron's
-own compile, package, upload, evaluation and deploy functions, never a second implementation.
+This is the only module of smneuron that imports ``sagemaker`` (the optional ``pipeline`` extra:
+``sagemaker>=3,<4``). It turns a ``smneuron.pipeline.plan.PipelinePlan`` into steps; every job runs
+``entry.py``, which installs the smneuron wheel that travels with the job and runs ``steps/<step>.py``:
+the steps call smneuron's own compile, package, upload, evaluation and deploy functions.
 
-    Compile (Processing, CPU, target DLC) --> CreateModel (ModelStep, no repack)
+Encoders (inf1, inf2)::
+
+    Compile (Processing, CPU, target DLC) --> CreateModel (ModelStep: ModelBuilder, no repack)
       inf2: --> EvaluateTransform (Batch Transform on ml.inf2) --> Score (Processing, CPU)
       inf1: --> StagingEvaluate (Processing: short-lived ml.inf1 endpoint, scored, deleted)
+                 RemoveStaging (Processing, runs only if StagingEvaluate failed: deletes what it left)
     --> CheckAccuracy (Condition on evaluation.json)
-          pass: [Register (Model Registry)] --> Deploy (Processing: smneuron serves the Model that
-                CreateModel made and the evaluation scored, by name: blue/green, autoscaling, alarms)
+          pass: [Register (ModelStep: ModelBuilder.register)] --> Deploy (Processing: smneuron serves the
+                Model that CreateModel made, by name: blue/green with alarm rollback, autoscaling)
           fail: AccuracyGateFailed (Fail, quoting the metrics)
+
+Text generation (inf2)::
+
+    Compile (Processing, CPU, vLLM Neuron DLC: optimum-neuron export, or a precompiled artifact; CPU
+             reference continuations and log-probabilities from transformers)
+    --> CreateModel (ModelStep) --> StagingEvaluate (Processing: short-lived staging component, greedy
+        prompts, scored, deleted) [+ RemoveStaging on failure]
+    --> CheckAgreement (Condition)
+          pass: EnsureEndpoint (Processing: the endpoint, created only if missing)
+                --> DeployComponent (InferenceComponentStep: the evaluated Model, by name)
+          fail: AgreementGateFailed (Fail, quoting the agreement numbers)
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 import warnings
 from typing import Any
 
-import sagemaker
-from sagemaker.config import load_sagemaker_config
-from sagemaker.model import Model
-from sagemaker.processing import ProcessingInput, ProcessingOutput, ScriptProcessor
-from sagemaker.transformer import Transformer
-from sagemaker.workflow.condition_step import ConditionStep
-from sagemaker.workflow.conditions import ConditionEquals, ConditionGreaterThanOrEqualTo
-from sagemaker.workflow.execution_variables import ExecutionVariables
-from sagemaker.workflow.fail_step import FailStep
-from sagemaker.workflow.functions import Join, JsonGet
-from sagemaker.workflow.model_step import ModelStep
-from sagemaker.workflow.parameters import ParameterFloat, ParameterInteger, ParameterString
-from sagemaker.workflow.pipeline import Pipeline
-from sagemaker.workflow.pipeline_context import PipelineSession
-from sagemaker.workflow.pipeline_definition_config import PipelineDefinitionConfig
-from sagemaker.workflow.properties import PropertyFile
-from sagemaker.workflow.retry import (
+from sagemaker.core.processing import ScriptProcessor
+from sagemaker.core.shapes import ProcessingInput, ProcessingOutput, ProcessingS3Input, ProcessingS3Output
+from sagemaker.core.transformer import Transformer
+from sagemaker.core.workflow.conditions import ConditionEquals, ConditionGreaterThanOrEqualTo
+from sagemaker.core.workflow.execution_variables import ExecutionVariables
+from sagemaker.core.workflow.functions import Join, JsonGet
+from sagemaker.core.workflow.parameters import ParameterFloat, ParameterInteger, ParameterString
+from sagemaker.core.workflow.pipeline_context import PipelineSession
+from sagemaker.core.workflow.pipeline_definition_config import PipelineDefinitionConfig
+from sagemaker.core.workflow.properties import PropertyFile
+from sagemaker.mlops.workflow.condition_step import ConditionStep
+from sagemaker.mlops.workflow.fail_step import FailStep
+from sagemaker.mlops.workflow.inference_component_step import InferenceComponentStep
+from sagemaker.mlops.workflow.model_step import ModelStep
+from sagemaker.mlops.workflow.pipeline import Pipeline
+from sagemaker.mlops.workflow.retry import (
     SageMakerJobExceptionTypeEnum,
     SageMakerJobStepRetryPolicy,
     StepExceptionTypeEnum,
     StepRetryPolicy,
 )
-from sagemaker.workflow.steps import CacheConfig, ProcessingStep, TransformStep
-from sagemaker.workflow.triggers import PipelineSchedule
+from sagemaker.mlops.workflow.step_dependency import StepDependency, TriggerCondition
+from sagemaker.mlops.workflow.steps import CacheConfig, ProcessingStep, TransformStep
+from sagemaker.mlops.workflow.triggers import PipelineSchedule
+from sagemaker.serve.model_builder import ModelBuilder
 
 IN, OUT = "/opt/ml/processing/input", "/opt/ml/processing/output"
+QUIET_LOGGERS = {
+    "sagemaker.config": logging.WARNING,  # "Applied value from config key ..." on every lookup
+    "sagemaker.core.workflow.utilities": logging.ERROR,  # "Popping out 'ModelName' ..." notes
+    "sagemaker.core.helper.iam_role_resolver": logging.WARNING,
+    "sagemaker.core.utils.utils": logging.WARNING,  # "Model has been created" (nothing is, in a pipeline)
+    "sagemaker.serve": logging.WARNING,
+    "sagemaker.mlops": logging.WARNING,
+    "sagemaker.core.telemetry": logging.WARNING,
+}
 
 
-def sdk_session(session: Any, *, pipeline: bool = False) -> Any:
-    """A SageMaker SDK v2 session (or PipelineSession) on smneuron's boto3 clients and bucket."""
-    os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
-    logging.getLogger("sagemaker.config").setLevel(logging.WARNING)  # "Not applying SDK defaults" noise
+def sdk_session(session: Any) -> PipelineSession:
+    """A SageMaker SDK v3 PipelineSession on smneuron's boto3 clients and bucket.
+
+    The user's SDK config still applies; the SDK's usage telemetry (an HTTPS call to an AWS-owned
+    bucket on every create) does not: smneuron makes no network call its user did not ask for."""
+    for name, level in QUIET_LOGGERS.items():
+        logging.getLogger(name).setLevel(level)
     warnings.filterwarnings("ignore", message="Running within a PipelineSession")
-    logging.getLogger("sagemaker.workflow").setLevel(logging.ERROR)  # "Popping out 'ProcessingJobName'" notes
-    logging.getLogger("sagemaker.telemetry").setLevel(logging.WARNING)  # its opt-out notice; we opt out below
-    # the user's SDK defaults still apply; the SDK's usage telemetry (an HTTPS call to an AWS-owned
-    # bucket on every create) does not: smneuron makes no network calls its user did not ask for
+    config = _sdk_config()
+    return PipelineSession(
+        boto_session=session.bound_boto_session(),  # the SDK's own clients keep to the session's endpoint
+        sagemaker_client=session.client("sagemaker"),
+        default_bucket=session.bucket_name,
+        sagemaker_config=config,
+    )
+
+
+def _sdk_config() -> dict:
+    from sagemaker.core.config.config import load_sagemaker_config
+
     config = load_sagemaker_config()
     config.setdefault("SchemaVersion", "1.0")
     config.setdefault("SageMaker", {}).setdefault("PythonSDK", {}).setdefault("Modules", {})[
         "TelemetryOptOut"
     ] = True
-    _validate_sdk_config_once()
-    kwargs: dict[str, Any] = {
-        "boto_session": session.bound_boto_session(),  # the SDK's own clients keep to the session's endpoint
-        "sagemaker_client": session.client("sagemaker"),
-        "default_bucket": session.bucket_name,
-        "sagemaker_config": config,
-    }
-    if pipeline:
-        return PipelineSession(**kwargs)
-    return sagemaker.Session(sagemaker_runtime_client=session.client("sagemaker-runtime"), **kwargs)
-
-
-def _validate_sdk_config_once() -> None:
-    """The SDK re-validates its whole config against its JSON schema on every config lookup (~0.3 s,
-    dozens per pipeline definition) once the config is non-empty: validate each distinct config once."""
-    import sagemaker.utils as sm_utils
-
-    if getattr(sm_utils.validate_sagemaker_config, "smneuron_memoized", False):
-        return
-    original, seen = sm_utils.validate_sagemaker_config, set()
-
-    def validate_once(config: Any = None) -> None:
-        key = json.dumps(config, sort_keys=True, default=str)
-        if key not in seen:
-            original(config)
-            seen.add(key)
-
-    validate_once.smneuron_memoized = True  # type: ignore[attr-defined]
-    sm_utils.validate_sagemaker_config = validate_once
+    return config
 
 
 def put_schedule(
@@ -108,38 +111,63 @@ def put_schedule(
     )[0]
 
 
-def build(plan: Any, session: Any) -> Pipeline:
-    """The ``Pipeline`` for a ``smneuron.pipeline.runs.PipelinePlan`` on smneuron ``session``."""
-    p = plan
-    p.sm_session = sdk_session(session, pipeline=True)
-    params = _parameters(p)
-    P = {x.name: x for x in params}
-    tags = [{"Key": k, "Value": v} for k, v in p.tags.items()]
-    cache = CacheConfig(enable_caching=p.cache, expire_after=p.cache_expire_after)
-    retries = [
-        StepRetryPolicy(
+def upsert(pipeline: Pipeline, *, role_arn: str, tags: list[dict[str, str]]) -> dict:
+    """Create or update ``pipeline`` (the SDK resolves and checks the role first)."""
+    return pipeline.upsert(role_arn=role_arn, tags=tags)
+
+
+class _Builder:
+    """What every step shares: the plan, the SDK session, parameters, tags, cache, retries."""
+
+    def __init__(self, plan: Any, session: Any) -> None:
+        self.p = plan
+        self.sm = sdk_session(session)
+        self.params = _parameters(plan)
+        self.P = {x.name: x for x in self.params}
+        self.tags = [{"Key": k, "Value": v} for k, v in plan.tags.items()]
+        self.cache = CacheConfig(enable_caching=plan.cache, expire_after=plan.cache_expire_after)
+        self.api_retry = StepRetryPolicy(
             exception_types=[StepExceptionTypeEnum.THROTTLING, StepExceptionTypeEnum.SERVICE_FAULT],
             backoff_rate=2.0,
             interval_seconds=30,
             max_attempts=5,
-        ),
-        SageMakerJobStepRetryPolicy(
-            exception_types=[
-                SageMakerJobExceptionTypeEnum.CAPACITY_ERROR,
-                SageMakerJobExceptionTypeEnum.RESOURCE_LIMIT,
-                SageMakerJobExceptionTypeEnum.INTERNAL_ERROR,
-            ],
-            backoff_rate=2.0,
-            interval_seconds=60,
-            max_attempts=p.capacity_retries,
-        ),
-    ]
+        )
+        self.job_retries = [
+            self.api_retry,
+            SageMakerJobStepRetryPolicy(
+                exception_types=[
+                    SageMakerJobExceptionTypeEnum.CAPACITY_ERROR,
+                    SageMakerJobExceptionTypeEnum.RESOURCE_LIMIT,
+                    SageMakerJobExceptionTypeEnum.INTERNAL_ERROR,
+                ],
+                backoff_rate=2.0,
+                interval_seconds=60,
+                max_attempts=plan.capacity_retries,
+            ),
+        ]
 
-    def s3_out(*parts: str) -> Join:
-        return Join(on="/", values=[p.output_prefix, ExecutionVariables.PIPELINE_EXECUTION_ID, *parts])
+    def s3_out(self, *parts: str) -> Join:
+        return Join(on="/", values=[self.p.output_prefix, ExecutionVariables.PIPELINE_EXECUTION_ID, *parts])
 
-    def processor(step: str, instance_type: Any, role: str, volume: int) -> ScriptProcessor:
-        return ScriptProcessor(
+    def job(
+        self,
+        name: str,
+        script: str,
+        *,
+        instance_type: Any,
+        role: str,
+        volume: int,
+        inputs: list[tuple[str, Any]] = (),  # type: ignore[assignment]
+        outputs: list[str] = (),  # type: ignore[assignment]
+        arguments: list[Any],
+        property_files: list[PropertyFile] | None = None,
+        cached: bool = False,
+        depends_on: list[Any] | None = None,
+        retries: list[Any] | None = None,
+    ) -> ProcessingStep:
+        """A Processing step that runs ``entry.py <script> --config ... <arguments>`` in the plan's image."""
+        p = self.p
+        processor = ScriptProcessor(
             role=role,
             image_uri=p.image_uri,
             command=["python3"],
@@ -147,88 +175,182 @@ def build(plan: Any, session: Any) -> Pipeline:
             instance_count=1,
             volume_size_in_gb=volume,
             env=p.job_environment,
-            base_job_name=f"smneuron-{step}",
-            tags=tags,
-            sagemaker_session=p.sm_session,
+            base_job_name=f"smneuron-{script}",
+            tags=self.tags,
+            sagemaker_session=self.sm,
             max_runtime_in_seconds=p.max_runtime_in_seconds,
         )
-
-    def common_inputs() -> list[ProcessingInput]:
-        return [
-            ProcessingInput(source=p.wheel_uri, destination=f"{IN}/smneuron", input_name="smneuron"),
-            ProcessingInput(source=p.config_uri, destination=f"{IN}/config", input_name="config"),
-        ]
-
-    # 1. Compile on CPU in the target's DLC; reference outputs of the uncompiled model on CPU.
-    compile_result = PropertyFile(name="CompileResult", output_name="result", path="compile.json")
-    compile_step = ProcessingStep(
-        name="Compile",
-        step_args=processor("compile", p.compile_instance_type, p.execution_role, p.compile_volume_gb).run(
+        step_args = processor.run(
             code=p.entry_uri,
             inputs=[
-                *common_inputs(),
-                ProcessingInput(source=P["ModelSourceS3Uri"], destination=f"{IN}/model", input_name="model"),
-                ProcessingInput(source=P["EvaluationDataS3Uri"], destination=f"{IN}/data", input_name="data"),
+                _input("smneuron", p.wheel_uri, f"{IN}/smneuron"),
+                _input("config", p.config_uri, f"{IN}/config"),
+                *(_input(n, uri, f"{IN}/{n}") for n, uri in inputs),
             ],
             outputs=[
                 ProcessingOutput(
-                    output_name="result", source=f"{OUT}/result", destination=s3_out("compile", "result")
-                ),
-                ProcessingOutput(
-                    output_name="reference",
-                    source=f"{OUT}/reference",
-                    destination=s3_out("compile", "reference"),
-                ),
-                ProcessingOutput(
-                    output_name="requests",
-                    source=f"{OUT}/requests",
-                    destination=s3_out("compile", "requests"),
-                ),
+                    output_name=o,
+                    s3_output=ProcessingS3Output(
+                        s3_uri=self.s3_out(name.lower(), o),
+                        local_path=f"{OUT}/{o}",
+                        s3_upload_mode="EndOfJob",
+                    ),
+                )
+                for o in outputs
             ],
-            arguments=[
-                "compile",
-                "--config",
-                f"{IN}/config/pipeline.json",
-                "--model-dir",
-                f"{IN}/model",
-                "--data-dir",
-                f"{IN}/data",
-                "--out-dir",
-                OUT,
-                "--buckets",
-                P["Buckets"],
-                "--batch-size",
-                P["BatchSize"].to_string(),
-                "--auto-cast",
-                P["AutoCast"],
-                "--auto-cast-type",
-                P["AutoCastType"],
-            ],
+            arguments=[script, "--config", f"{IN}/config/pipeline.json", *arguments],
+        )
+        return ProcessingStep(
+            name=name,
+            step_args=step_args,
+            property_files=property_files,
+            cache_config=self.cache if cached else None,
+            retry_policies=self.job_retries if retries is None else retries,
+            depends_on=depends_on,
+        )
+
+    def create_model(self, model_data: Any) -> tuple[ModelStep, ModelBuilder]:
+        """The candidate's SageMaker Model: the same CreateModel request `smneuron deploy` makes (image,
+        smneuron's environment, the artifact as is: no repack). Evaluation and deploy use THIS Model."""
+        p = self.p
+        builder = ModelBuilder(
+            image_uri=p.image_uri,
+            s3_model_data_url=model_data,
+            env_vars=dict(p.model_environment),
+            role_arn=p.execution_role,
+            sagemaker_session=self.sm,
+            instance_type=p.instance.name,
+            dependencies={"auto": False},  # the default {"auto": True} warns that the field is deprecated
+        )
+        return ModelStep(
+            name="CreateModel", step_args=builder.build(), retry_policies=[self.api_retry]
+        ), builder
+
+    def output_uri(self, step: ProcessingStep, name: str) -> Any:
+        return step.properties.ProcessingOutputConfig.Outputs[name].S3Output.S3Uri
+
+    def pipeline(self, steps: list[Any]) -> Pipeline:
+        return Pipeline(
+            name=self.p.name,
+            parameters=self.params,
+            steps=steps,
+            sagemaker_session=self.sm,
+            pipeline_definition_config=PipelineDefinitionConfig(use_custom_job_prefix=False),
+        )
+
+
+def _input(name: str, source: Any, destination: str) -> ProcessingInput:
+    return ProcessingInput(
+        input_name=name,
+        s3_input=ProcessingS3Input(
+            s3_uri=source,
+            local_path=destination,
+            s3_data_type="S3Prefix",
+            s3_input_mode="File",
+            s3_data_distribution_type="FullyReplicated",
         ),
-        property_files=[compile_result],
-        cache_config=cache,
-        retry_policies=retries,
+    )
+
+
+def build(plan: Any, session: Any) -> Pipeline:
+    """The ``Pipeline`` for a ``smneuron.pipeline.plan.PipelinePlan`` on smneuron ``session``."""
+    b = _Builder(plan, session)
+    return _generation(b) if plan.task == "text-generation" else _encoder(b)
+
+
+def _compile_step(
+    b: _Builder, script: str, outputs: list[str], arguments: list[Any]
+) -> tuple[ProcessingStep, PropertyFile]:
+    """Compile on CPU in the target's DLC, with the uncompiled model's reference outputs on CPU."""
+    p, P = b.p, b.P
+    result = PropertyFile(name="CompileResult", output_name="result", path="compile.json")
+    step = b.job(
+        "Compile",
+        script,
+        instance_type=p.compile_instance_type,
+        role=p.execution_role,
+        volume=p.compile_volume_gb,
+        inputs=[("model", P["ModelSourceS3Uri"]), ("data", P["EvaluationDataS3Uri"])],
+        outputs=outputs,
+        arguments=[
+            "--model-dir",
+            f"{IN}/model",
+            "--data-dir",
+            f"{IN}/data",
+            "--out-dir",
+            OUT,
+            *arguments,
+        ],
+        property_files=[result],
+        cached=True,
+    )
+    return step, result
+
+
+def _staging_cleanup(b: _Builder, staging: ProcessingStep, kind: str) -> ProcessingStep:
+    """Runs only when the staging evaluation failed (a killed job skips its own cleanup): deletes the
+    staging endpoint or component of this execution, so a failed run leaves nothing that bills."""
+    return b.job(
+        "RemoveStaging",
+        "cleanup",
+        instance_type=b.p.cpu_instance_type,
+        role=b.p.pipeline_role,
+        volume=b.p.small_volume_gb,
+        arguments=["--kind", kind, "--execution-id", ExecutionVariables.PIPELINE_EXECUTION_ID],
+        depends_on=[StepDependency(staging, TriggerCondition.FAILED)],
+    )
+
+
+def _gate(
+    b: _Builder,
+    name: str,
+    score: ProcessingStep,
+    evaluation: PropertyFile,
+    headline: list[tuple[str, Any]],
+    if_steps: list[Any],
+    fail_name: str,
+    what: str,
+) -> ConditionStep:
+    def metric(path: str) -> JsonGet:
+        return JsonGet(step_name=score.name, property_file=evaluation, json_path=path)
+
+    return ConditionStep(
+        name=name,
+        conditions=[
+            *(ConditionGreaterThanOrEqualTo(left=metric(path), right=bound) for path, bound in headline),
+            ConditionEquals(left=metric("passed"), right=True),
+        ],
+        if_steps=if_steps,
+        else_steps=[
+            FailStep(
+                name=fail_name,
+                error_message=Join(on=" ", values=[what, metric("summary")]),
+            )
+        ],
+    )
+
+
+def _encoder(b: _Builder) -> Pipeline:
+    p, P = b.p, b.P
+    compile_step, compile_result = _compile_step(
+        b,
+        "compile",
+        ["result", "reference", "requests"],
+        [
+            "--buckets",
+            P["Buckets"],
+            "--batch-size",
+            P["BatchSize"].to_string(),
+            "--auto-cast",
+            P["AutoCast"],
+            "--auto-cast-type",
+            P["AutoCastType"],
+        ],
     )
     model_data = JsonGet(step_name=compile_step.name, property_file=compile_result, json_path="model_data")
-    reference_uri = compile_step.properties.ProcessingOutputConfig.Outputs["reference"].S3Output.S3Uri
+    create_model, builder = b.create_model(model_data)
+    model_name = create_model.properties.ModelName
 
-    # 2. The SageMaker Model of the candidate: the same CreateModel request `smneuron deploy` makes
-    # (PyTorch DLC image, smneuron's environment, no repack: the tarball already has code/). The
-    # Transform / staging endpoint evaluate THIS Model, and Deploy serves it by name.
-    model = Model(
-        image_uri=p.image_uri,
-        model_data=model_data,
-        env=p.model_environment,
-        role=p.execution_role,
-        sagemaker_session=p.sm_session,
-    )
-    create_model = ModelStep(
-        name="CreateModel",
-        step_args=model.create(instance_type=P["InstanceType"], tags=tags),
-        retry_policies=retries[:1],
-    )
-
-    # 3. Accuracy on the target hardware.
     evaluation = PropertyFile(name="Evaluation", output_name="evaluation", path="evaluation.json")
     thresholds = [
         "--min-top1-agreement",
@@ -240,195 +362,271 @@ def build(plan: Any, session: Any) -> Pipeline:
         "--max-abs-diff",
         P["MaxAbsDiff"],
     ]
-    eval_output = [
-        ProcessingOutput(
-            output_name="evaluation", source=f"{OUT}/evaluation", destination=s3_out("evaluate", "evaluation")
-        )
-    ]
-    reference_input = ProcessingInput(
-        source=reference_uri, destination=f"{IN}/reference", input_name="reference"
-    )
+    reference = ("reference", b.output_uri(compile_step, "reference"))
+    evaluate_steps: list[Any]
     if p.evaluation == "transform":
         transformer = Transformer(
-            model_name=create_model.properties.ModelName,
+            model_name=model_name,
             instance_count=1,
             instance_type=P["InstanceType"],
-            output_path=s3_out("evaluate", "transform"),
+            output_path=b.s3_out("evaluate", "transform"),
             accept="application/json",
             assemble_with="Line",
             strategy="SingleRecord",
             max_payload=6,
             max_concurrent_transforms=p.transform_concurrency,
-            tags=tags,
-            sagemaker_session=p.sm_session,
+            tags=b.tags,
+            sagemaker_session=b.sm,
         )
         transform = TransformStep(
             name="EvaluateTransform",
             step_args=transformer.transform(
-                data=compile_step.properties.ProcessingOutputConfig.Outputs["requests"].S3Output.S3Uri,
+                data=b.output_uri(compile_step, "requests"),
                 content_type="application/json",
                 split_type="Line",
             ),
-            cache_config=cache,
-            retry_policies=retries,
+            cache_config=b.cache,
+            retry_policies=b.job_retries,
         )
-        score = ProcessingStep(
-            name="Score",
-            step_args=processor("score", p.cpu_instance_type, p.execution_role, p.small_volume_gb).run(
-                code=p.entry_uri,
-                inputs=[
-                    *common_inputs(),
-                    reference_input,
-                    ProcessingInput(
-                        source=transform.properties.TransformOutput.S3OutputPath,
-                        destination=f"{IN}/candidate",
-                        input_name="candidate",
-                    ),
-                ],
-                outputs=eval_output,
-                arguments=[
-                    "score",
-                    "--config",
-                    f"{IN}/config/pipeline.json",
-                    "--reference-dir",
-                    f"{IN}/reference",
-                    "--candidate-dir",
-                    f"{IN}/candidate",
-                    "--out-dir",
-                    f"{OUT}/evaluation",
-                    *thresholds,
-                ],
-            ),
-            property_files=[evaluation],
-            cache_config=cache,
-            retry_policies=retries,
-        )
-        evaluate_steps: list[Any] = [transform, score]
-    else:
-        score = ProcessingStep(
-            name="StagingEvaluate",
-            step_args=processor("staging", p.cpu_instance_type, p.pipeline_role, p.small_volume_gb).run(
-                code=p.entry_uri,
-                inputs=[*common_inputs(), reference_input],
-                outputs=eval_output,
-                arguments=[
-                    "staging",
-                    "--config",
-                    f"{IN}/config/pipeline.json",
-                    "--model-name",
-                    create_model.properties.ModelName,
-                    "--instance-type",
-                    P["InstanceType"],
-                    "--reference-dir",
-                    f"{IN}/reference",
-                    "--out-dir",
-                    f"{OUT}/evaluation",
-                    *thresholds,
-                ],
-            ),
-            property_files=[evaluation],
-            retry_policies=retries,
-        )
-        evaluate_steps = [score]
-
-    # 4. Gate: the task's headline metric against its parameter, and every gate the scorer applied.
-    def metric(path: str) -> JsonGet:
-        return JsonGet(step_name=score.name, property_file=evaluation, json_path=path)
-
-    headline = (
-        ("metrics.cosine_min", P["MinCosine"])
-        if p.task == "feature-extraction"
-        else ("metrics.top1_agreement", P["MinTop1Agreement"])
-    )
-    deploy = ProcessingStep(
-        name="Deploy",
-        step_args=processor("deploy", p.cpu_instance_type, p.pipeline_role, p.small_volume_gb).run(
-            code=p.entry_uri,
-            inputs=common_inputs(),
-            outputs=[
-                ProcessingOutput(
-                    output_name="deployment",
-                    source=f"{OUT}/deployment",
-                    destination=s3_out("deploy", "deployment"),
-                )
-            ],
+        score = b.job(
+            "Score",
+            "score",
+            instance_type=p.cpu_instance_type,
+            role=p.execution_role,
+            volume=p.small_volume_gb,
+            inputs=[reference, ("candidate", transform.properties.TransformOutput.S3OutputPath)],
+            outputs=["evaluation"],
             arguments=[
-                "deploy",
-                "--config",
-                f"{IN}/config/pipeline.json",
+                "--reference-dir",
+                f"{IN}/reference",
+                "--candidate-dir",
+                f"{IN}/candidate",
+                "--out-dir",
+                f"{OUT}/evaluation",
+                *thresholds,
+            ],
+            property_files=[evaluation],
+            cached=True,
+        )
+        evaluate_steps = [transform, score]
+    else:  # Batch Transform takes no ml.inf1: a short-lived endpoint
+        score = b.job(
+            "StagingEvaluate",
+            "staging",
+            instance_type=p.cpu_instance_type,
+            role=p.pipeline_role,
+            volume=p.small_volume_gb,
+            inputs=[reference],
+            outputs=["evaluation"],
+            arguments=[
                 "--model-name",
-                create_model.properties.ModelName,
-                "--endpoint-name",
-                P["EndpointName"],
+                model_name,
                 "--instance-type",
                 P["InstanceType"],
+                "--execution-id",
+                ExecutionVariables.PIPELINE_EXECUTION_ID,
+                "--reference-dir",
+                f"{IN}/reference",
                 "--out-dir",
-                f"{OUT}/deployment",
+                f"{OUT}/evaluation",
+                *thresholds,
             ],
-        ),
-        retry_policies=retries[:1],
+            property_files=[evaluation],
+        )
+        evaluate_steps = [score, _staging_cleanup(b, score, "endpoint")]
+
+    deploy = b.job(
+        "Deploy",
+        "deploy",
+        instance_type=p.cpu_instance_type,
+        role=p.pipeline_role,
+        volume=p.small_volume_gb,
+        outputs=["deployment"],
+        arguments=[
+            "--model-name",
+            model_name,
+            "--endpoint-name",
+            P["EndpointName"],
+            "--instance-type",
+            P["InstanceType"],
+            "--out-dir",
+            f"{OUT}/deployment",
+        ],
+        retries=[b.api_retry],  # a deploy job is not retried on capacity: its endpoint waits for it
     )
     if_steps: list[Any] = [deploy]
     if p.model_package_group:
         register = ModelStep(
             name="Register",
-            step_args=model.register(
+            step_args=builder.register(
+                model_package_group_name=p.model_package_group,
                 content_types=["application/json"],
                 response_types=["application/json"],
                 inference_instances=[P["InstanceType"]],
                 # Batch Transform accepts no ml.inf1.*: only list transform instances where it can run
                 transform_instances=[P["InstanceType"]] if p.evaluation == "transform" else None,
-                model_package_group_name=p.model_package_group,
                 approval_status=P["ModelApprovalStatus"],
-                description=f"smneuron {p.task} model for {p.target}",
-                customer_metadata_properties={"smneuron:target": p.target},
-                # the registry's framework fields, as PyTorchModel set them (read from the DLC tag)
-                framework="PYTORCH",
-                framework_version=_torch_version(p.image_uri),
+                # v3's register takes no framework fields (v2 set PYTORCH + the DLC's torch): the image names both
+                customer_metadata_properties={"smneuron:target": p.target, "smneuron:image": p.image_uri[-256:]},
             ),
         )
         deploy.add_depends_on([register])
         if_steps.insert(0, register)
-    gate = ConditionStep(
-        name="CheckAccuracy",
-        conditions=[
-            ConditionGreaterThanOrEqualTo(left=metric(headline[0]), right=headline[1]),
-            ConditionEquals(left=metric("passed"), right=True),
-        ],
-        if_steps=if_steps,
-        else_steps=[
-            FailStep(
-                name="AccuracyGateFailed",
-                error_message=Join(
-                    on=" ",
-                    values=[
-                        "The candidate missed the accuracy gate, so the endpoint was not updated:",
-                        metric("summary"),
-                    ],
-                ),
-            )
-        ],
+    headline = (
+        [("metrics.cosine_min", P["MinCosine"])]
+        if p.task == "feature-extraction"
+        else [("metrics.top1_agreement", P["MinTop1Agreement"])]
     )
-    return Pipeline(
-        name=p.name,
-        parameters=params,
-        steps=[compile_step, create_model, *evaluate_steps, gate],
-        sagemaker_session=p.sm_session,
-        pipeline_definition_config=PipelineDefinitionConfig(use_custom_job_prefix=False),
+    gate = _gate(
+        b,
+        "CheckAccuracy",
+        score,
+        evaluation,
+        headline,
+        if_steps,
+        "AccuracyGateFailed",
+        "The candidate missed the accuracy gate, so the endpoint was not updated:",
     )
+    return b.pipeline([compile_step, create_model, *evaluate_steps, gate])
 
 
-def _torch_version(image_uri: str) -> str | None:
-    m = re.search(r":(\d+\.\d+\.\d+)-", image_uri)
-    return m[1] if m else None
+def _generation(b: _Builder) -> Pipeline:
+    p, P = b.p, b.P
+    compile_step, compile_result = _compile_step(
+        b,
+        "compile_llm",
+        ["result", "reference"],
+        ["--artifact-s3-uri", P["ArtifactS3Uri"], "--max-new-tokens", P["MaxNewTokens"].to_string()],
+    )
+
+    def compiled(path: str) -> JsonGet:
+        return JsonGet(step_name=compile_step.name, property_file=compile_result, json_path=path)
+
+    # uncompressed S3 model data: the vLLM container reads the weights directory as it is
+    model_data = {
+        "S3DataSource": {"S3Uri": compiled("model_data"), "S3DataType": "S3Prefix", "CompressionType": "None"}
+    }
+    create_model, _ = b.create_model(model_data)
+    model_name = create_model.properties.ModelName
+    evaluation = PropertyFile(name="Evaluation", output_name="evaluation", path="evaluation.json")
+    staging = b.job(
+        "StagingEvaluate",
+        "staging_llm",
+        instance_type=p.cpu_instance_type,
+        role=p.pipeline_role,
+        volume=p.small_volume_gb,
+        inputs=[("reference", b.output_uri(compile_step, "reference"))],
+        outputs=["evaluation"],
+        arguments=[
+            "--model-name",
+            model_name,
+            "--instance-type",
+            P["InstanceType"],
+            "--execution-id",
+            ExecutionVariables.PIPELINE_EXECUTION_ID,
+            "--reference-dir",
+            f"{IN}/reference",
+            "--out-dir",
+            f"{OUT}/evaluation",
+            "--max-new-tokens",
+            P["MaxNewTokens"].to_string(),
+            "--min-prefix-match",
+            P["MinPrefixMatch"].to_string(),
+            "--min-first-tokens-match",
+            P["MinFirstTokensMatch"].to_string(),
+            "--first-tokens",
+            P["FirstTokens"].to_string(),
+            "--max-perplexity-diff",
+            P["MaxPerplexityDiff"].to_string(),
+        ],
+        property_files=[evaluation],
+    )
+    endpoint_file = PropertyFile(name="EndpointPlan", output_name="endpoint", path="endpoint.json")
+    ensure = b.job(
+        "EnsureEndpoint",
+        "endpoint",
+        instance_type=p.cpu_instance_type,
+        role=p.pipeline_role,
+        volume=p.small_volume_gb,
+        outputs=["endpoint"],
+        arguments=[
+            "--model-name",
+            model_name,
+            "--endpoint-name",
+            P["EndpointName"],
+            "--instance-type",
+            P["InstanceType"],
+            "--out-dir",
+            f"{OUT}/endpoint",
+        ],
+        property_files=[endpoint_file],
+        retries=[b.api_retry],
+    )
+
+    def planned(path: str) -> JsonGet:
+        return JsonGet(step_name=ensure.name, property_file=endpoint_file, json_path=path)
+
+    deploy = InferenceComponentStep(
+        name="DeployComponent",
+        step_args=b.sm.create_inference_component(
+            inference_component_name=P["ComponentName"],
+            endpoint_name=P["EndpointName"],
+            variant_name=p.variant_name,
+            specification={
+                "ModelName": model_name,
+                "StartupParameters": {
+                    "ModelDataDownloadTimeoutInSeconds": planned("download_timeout"),
+                    "ContainerStartupHealthCheckTimeoutInSeconds": planned("startup_timeout"),
+                },
+                "ComputeResourceRequirements": {
+                    # JsonGet yields a number, not an object: one per field, the family's own
+                    (
+                        "NumberOfAcceleratorDevicesRequired" if p.neuron else "NumberOfCpuCoresRequired"
+                    ): planned("accelerators" if p.neuron else "cpu_cores"),
+                    "MinMemoryRequiredInMb": planned("memory_mb"),
+                },
+            },
+            runtime_config={"CopyCount": planned("copies")},
+            tags=b.tags,
+            wait=False,
+        ),
+        depends_on=[ensure],
+    )
+    gate = _gate(
+        b,
+        "CheckAgreement",
+        staging,
+        evaluation,
+        [("metrics.prefix_match_mean", P["MinPrefixMatch"])],
+        [ensure, deploy],
+        "AgreementGateFailed",
+        "The candidate's generations disagree with the reference, so the endpoint was not updated:",
+    )
+    return b.pipeline([compile_step, create_model, staging, _staging_cleanup(b, staging, "component"), gate])
 
 
 def _parameters(p: Any) -> list[Any]:
     d = p.defaults
-    return [
+    common = [
         ParameterString("ModelSourceS3Uri", default_value=d["ModelSourceS3Uri"]),
         ParameterString("EvaluationDataS3Uri", default_value=d["EvaluationDataS3Uri"]),
         ParameterString("InstanceType", default_value=d["InstanceType"], enum_values=p.instance_choices),
+        ParameterString("EndpointName", default_value=d["EndpointName"]),
+    ]
+    if p.task == "text-generation":
+        return [
+            *common,
+            ParameterString("ComponentName", default_value=d["ComponentName"]),
+            # "none": compile from ModelSourceS3Uri; else the s3:// prefix of an artifact compiled before
+            ParameterString("ArtifactS3Uri", default_value=d["ArtifactS3Uri"]),
+            ParameterInteger("MaxNewTokens", default_value=d["MaxNewTokens"]),
+            ParameterFloat("MinPrefixMatch", default_value=d["MinPrefixMatch"]),
+            ParameterInteger("FirstTokens", default_value=d["FirstTokens"]),
+            ParameterFloat("MinFirstTokensMatch", default_value=d["MinFirstTokensMatch"]),
+            ParameterFloat("MaxPerplexityDiff", default_value=d["MaxPerplexityDiff"]),
+        ]
+    return [
+        *common,
         ParameterString("Buckets", default_value=d["Buckets"]),
         ParameterInteger("BatchSize", default_value=d["BatchSize"]),
         ParameterString("AutoCast", default_value=d["AutoCast"], enum_values=["none", "matmult", "all"]),
@@ -439,10 +637,13 @@ def _parameters(p: Any) -> list[Any]:
         ParameterFloat("MinCosine", default_value=d["MinCosine"]),
         ParameterString("MinAccuracy", default_value=d["MinAccuracy"]),  # "none": no accuracy gate
         ParameterString("MaxAbsDiff", default_value=d["MaxAbsDiff"]),  # "none": no max-abs-diff gate
-        ParameterString("EndpointName", default_value=d["EndpointName"]),
         ParameterString(
             "ModelApprovalStatus",
             default_value=d["ModelApprovalStatus"],
             enum_values=["Approved", "PendingManualApproval"],
         ),
     ]
+
+
+def definition_json(pipeline: Pipeline) -> dict:
+    return json.loads(pipeline.definition())

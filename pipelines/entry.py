@@ -12,8 +12,8 @@ import runpy
 import subprocess
 import sys
 
-STEPS = ("compile", "score", "staging", "deploy")
-EXTRAS = {"compile": "[compile,serve]"}
+STEPS = ("compile", "compile_llm", "score", "staging", "staging_llm", "cleanup", "endpoint", "deploy")
+EXTRAS = {"compile": "[compile,serve]", "compile_llm": "[compile,serve]", "staging_llm": "[serve]"}
 
 
 def _install(step):

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from smneuron.artifact.staging import ModelData
+from smneuron.deploy.apply import apply
+from smneuron.deploy.corridor import llm_plan_for_model
+from smneuron.deploy.generation_plan import LlmPlan
+from smneuron.endpoints.handle import delete, wait_for_endpoint
+from smneuron.endpoints.naming import sanitize
 from smneuron.evaluation import scoring as evaluation
-from smneuron.specs.models import Thresholds
+from smneuron.session import Session
+from smneuron.specs.models import CompileSpec, EndpointSpec, Thresholds, validate
 
 
 def parser(description: str) -> argparse.ArgumentParser:
@@ -66,3 +75,82 @@ def one_file(directory: str | Path, pattern: str) -> Path:
     if len(found) != 1:
         raise SystemExit(f"expected one {pattern} in {directory}, found {[str(f) for f in found]}")
     return found[0]
+
+
+def staging_name(execution_id: str) -> str:
+    """The staging endpoint of one execution (RemoveStaging finds it by this name)."""
+    return sanitize(f"smneuron-staging-{execution_id}")
+
+
+def component_plan(
+    config: dict, model_name: str, endpoint_name: str, instance_type: str
+) -> tuple[Session, LlmPlan]:
+    """The plan `smneuron deploy` makes for serving the existing Model ``model_name`` as a component."""
+    spec = validate(
+        EndpointSpec,
+        {**config["endpoint"], "name": endpoint_name, "instance_type": instance_type},
+        source="pipeline parameters",
+    )
+    session = Session.from_env()
+    return session, llm_plan_for_model(model_name, spec, session=session)
+
+
+@contextmanager
+def staging(config: dict, args: argparse.Namespace, *, kind: str) -> Iterator[str]:
+    """A short-lived endpoint (encoders) or endpoint + one component (text generation) serving the
+    candidate Model ``args.model_name``; everything of it is deleted on the way out, whatever happened."""
+    session = Session.from_env()
+    name = staging_name(args.execution_id)
+    tags = [{"Key": "smneuron:endpoint", "Value": name}, {"Key": "smneuron:staging", "Value": "true"}]
+    try:
+        if kind == "component":
+            one_copy = {"copies": 1, "min_copies": None, "max_copies": None, "max_instances": 1}
+            endpoint = {**config["endpoint"], "generation": {**config["endpoint"]["generation"], **one_copy}}
+            _, plan = component_plan(
+                {**config, "endpoint": endpoint}, args.model_name, name, args.instance_type
+            )
+            plan.tags["smneuron:staging"] = "true"
+            apply(plan, session=session, timeout=3600, on_status=_said("staging"))
+        else:
+            sm = session.client("sagemaker")
+            sm.create_endpoint_config(
+                EndpointConfigName=name,
+                Tags=tags,
+                ProductionVariants=[
+                    {
+                        "VariantName": "AllTraffic",
+                        "ModelName": args.model_name,
+                        "InitialInstanceCount": 1,
+                        "InstanceType": args.instance_type,
+                        "ContainerStartupHealthCheckTimeoutInSeconds": 1800,
+                        "ModelDataDownloadTimeoutInSeconds": 1800,
+                    }
+                ],
+            )
+            sm.create_endpoint(EndpointName=name, EndpointConfigName=name, Tags=tags)
+            wait_for_endpoint(name, session=session, timeout=3600, on_status=_said("staging"))
+        yield name
+    finally:
+        try:
+            print(f"[staging] removed: {', '.join(delete(name, session=session)) or 'nothing'}", flush=True)
+        except Exception as e:  # RemoveStaging runs after a failed evaluation and tries again
+            print(f"[staging] could not remove {name}: {e}", flush=True)
+
+
+def _said(what: str) -> Any:
+    return lambda status, seconds: print(f"[{what}] {status} after {seconds:.0f} s", flush=True)
+
+
+def check_generation_matches(staged: ModelData, spec: CompileSpec) -> None:
+    """A precompiled artifact must be what the project compiles: text generation with the same batch size,
+    sequence length, tp and dtype (the container is configured from them)."""
+    g = staged.generation
+    if staged.task != "text-generation" or g is None:
+        raise SystemExit(f"{staged.uri} is a {staged.task} artifact, not text generation.")
+    got = (g.batch_size, g.sequence_length, g.tensor_parallel_size, g.dtype)
+    want = (spec.batch_size, spec.sequence_length, spec.tensor_parallel_size, spec.dtype)
+    if got != want:
+        raise SystemExit(
+            f"{staged.uri} was compiled with batch size, sequence length, tp, dtype = {got}; the project "
+            f"compiles {want}. Set compile.* in smneuron.yaml to the artifact's settings, or drop ArtifactS3Uri."
+        )

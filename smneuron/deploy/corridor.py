@@ -17,7 +17,7 @@ from smneuron.artifact.kind import GENERATION
 from smneuron.artifact.staging import ModelData, describe_local, stage
 from smneuron.deploy.apply import DeployResult, apply
 from smneuron.deploy.encoder_plan import DeployPlan, plan, plan_for_model
-from smneuron.deploy.generation_plan import plan_llm
+from smneuron.deploy.generation_plan import LlmPlan, plan_llm
 from smneuron.errors import ConfigError, from_client_error
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec, ScalingSpec
@@ -160,3 +160,26 @@ def deploy_model_name(
         raise from_client_error(e, operation="DescribeModel") from e
     p = plan_for_model(model_name, model["PrimaryContainer"], spec, scaling)
     return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
+
+
+def llm_plan_for_model(model_name: str, spec: EndpointSpec, *, session: Session | None = None) -> LlmPlan:
+    """The text-generation plan for serving a Model that already exists (the pipeline's evaluated Model):
+    its component specification, endpoint config and copies, planned from the model data it serves.
+
+    Raises:
+        NotFoundError: no Model of that name.
+        ArtifactError: its model data is not a text-generation artifact smneuron staged.
+    """
+    sess = session or Session.from_env()
+    try:
+        container = sess.client("sagemaker").describe_model(ModelName=model_name)["PrimaryContainer"]
+    except ClientError as e:
+        raise from_client_error(e, operation="DescribeModel") from e
+    source = (container.get("ModelDataSource") or {}).get("S3DataSource", {}).get("S3Uri") or container.get(
+        "ModelDataUrl"
+    )
+    if not source:
+        raise ConfigError(f"Model {model_name} has no model data to plan a text-generation component from.")
+    p = plan_llm(stage(source, session=sess, upload=False), spec, region=sess.region)
+    p.model_name, p.existing_model = model_name, True
+    return p

@@ -11,9 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smneuron._version import __version__
+from smneuron.artifact.staging import GenerationConfig
 from smneuron.catalog import INSTANCE_TYPES, InstanceType, resolve_image
+from smneuron.catalog.generation import resolve_vllm_image
 from smneuron.compile.tasks import TASKS
 from smneuron.deploy.encoder_env import container_environment
+from smneuron.deploy.generation_env import container_environment as generation_environment
 from smneuron.errors import ConfigError
 from smneuron.session import Session
 from smneuron.specs.models import PipelineSpec, ProjectFile
@@ -40,6 +43,7 @@ class PipelinePlan:
     model_environment: dict[str, str]
     job_environment: dict[str, str]
     defaults: dict[str, Any]
+    variant_name: str
     model_package_group: str | None
     tags: dict[str, str]
     config: dict[str, Any]
@@ -98,27 +102,36 @@ def plan(
             "the pipeline runs.",
             hint=f"Set compile.task in smneuron.yaml (or --task) to one of: {', '.join(TASKS)}.",
         )
-    if comp.task == "text-generation":
+    generation = comp.task == "text-generation"
+    if generation and instance.family == "inf1":
         raise ConfigError(
-            "The pipeline compiles, evaluates and deploys encoders; text generation is not part of it yet.",
-            hint="Compile with `smneuron compile MODEL --task text-generation --target inf2` and deploy with "
-            "`smneuron deploy` (inference components), or set compile.task to an encoder task.",
+            "Text generation is compiled with optimum-neuron for inf2; the pipeline cannot serve it on inf1.",
+            hint="Set endpoint.instance_type to an ml.inf2 type.",
         )
     if comp.target != target:
         comp = comp.model_copy(update={"target": target})
     if not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}", spec.name):
         raise ConfigError(f"Pipeline name {spec.name!r} may hold only letters, digits and hyphens.")
-    image = resolve_image(
-        instance, sess.region, torch_version=ep.torch_version, neuron_sdk=ep.neuron_sdk, uri=ep.image_uri
-    )
+    if generation:
+        image = resolve_vllm_image(sess.region, version=ep.generation.image_version, uri=ep.image_uri)
+        env, _ = generation_environment(
+            GenerationConfig(comp.batch_size, comp.sequence_length, comp.tensor_parallel_size, comp.dtype),
+            ep.environment,
+            served_batch_size=ep.generation.batch_size,
+            hf_token_env=ep.generation.hf_token_env,
+        )
+    else:
+        image = resolve_image(
+            instance, sess.region, torch_version=ep.torch_version, neuron_sdk=ep.neuron_sdk, uri=ep.image_uri
+        )
+        env = container_environment(
+            instance, ep, cores_per_model=comp.neuroncore_pipeline_cores or 1, region=sess.region
+        )
     choices = _instance_choices(instance)
-    env = container_environment(
-        instance, ep, cores_per_model=comp.neuroncore_pipeline_cores or 1, region=sess.region
-    )
     model_name = proj.model_name or spec.name
     endpoint_name = ep.name or model_name
-    t = spec.thresholds
-    sdk = image.version.neuron_sdk if image.version and instance.is_neuron else None
+    t, g = spec.thresholds, spec.generation_thresholds
+    sdk = image.version.neuron_sdk if image.version and instance.is_neuron and not generation else None
     job_env = {
         "SMNEURON_REGION": sess.region,
         "SMNEURON_BUCKET": sess.bucket_name,
@@ -145,10 +158,18 @@ def plan(
         small_volume_gb=30,
         model_environment=env,
         job_environment=job_env,
+        variant_name=ep.variant_name,
         defaults={
             "ModelSourceS3Uri": spec.model_source_s3_uri or "",
             "EvaluationDataS3Uri": spec.evaluation_data_s3_uri or "",
             "InstanceType": instance.name,
+            "ComponentName": f"{endpoint_name[:50]}-component",
+            "ArtifactS3Uri": "none",
+            "MaxNewTokens": g.max_new_tokens,
+            "MinPrefixMatch": g.min_prefix_match,
+            "FirstTokens": g.first_tokens,
+            "MinFirstTokensMatch": g.min_first_tokens_match,
+            "MaxPerplexityDiff": g.max_perplexity_diff,
             "Buckets": ",".join(str(b) for b in comp.buckets),
             "BatchSize": comp.batch_size,
             "AutoCast": comp.auto_cast,

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import tempfile
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -66,12 +67,15 @@ def publish_code(p: PipelinePlan, *, session: Session | None = None) -> Pipeline
 
 @contextmanager
 def root_logger_kept() -> Iterator[None]:
-    """Import SageMaker SDK modules inside this: some (sagemaker.experiments) call
-    ``logging.basicConfig(level=INFO)`` on import, turning on every library's INFO lines in the
-    caller's process (httpx then logs each request); the root logger is put back afterwards."""
+    """Run SageMaker SDK code inside this: some of its modules call ``logging.basicConfig(level=INFO)``
+    on import, and others log through the root logger (``logging.warning``, which configures a stderr
+    handler when the root has none), turning on every library's INFO lines in the caller's process and
+    writing the SDK's notes to the user's terminal. The root logger holds a NullHandler meanwhile (so no
+    implicit basicConfig happens) and is put back afterwards."""
 
     root = logging.getLogger()
     level, handlers = root.level, list(root.handlers)
+    root.handlers[:] = [logging.NullHandler()]
     try:
         yield
     finally:
@@ -82,47 +86,68 @@ def root_logger_kept() -> Iterator[None]:
 _DEFINITION: Any = None
 
 
-def definition_module() -> Any:
-    """pipelines/definition.py, loaded once (the SageMaker SDK v2 comes with it).
+def definition_module(region: str = "us-east-1") -> Any:
+    """pipelines/definition.py, loaded once (the SageMaker SDK v3 comes with it).
+
+    The SDK v3 builds boto3 clients at import and fails without a region (NoRegionError); smneuron's
+    session always has one, so the import sees it (``AWS_DEFAULT_REGION``, only while importing).
 
     Raises:
-        MissingDependencyError: the SageMaker SDK v2 (``smneuron[pipeline]``) is not installed.
+        MissingDependencyError: the SageMaker SDK v3 (``smneuron[pipeline]``) is not installed.
     """
     global _DEFINITION
     if _DEFINITION is not None:
         return _DEFINITION
-
-    os.environ.setdefault(
-        "SAGEMAKER_SUPPRESS_V2_WARNING", "1"
-    )  # smneuron pins v2 on purpose (pipeline extra)
-    # the SDK's import prints "sagemaker.config INFO - Not applying SDK defaults ..." to stdout unless the
-    # logger already has a level: `pipeline definition > def.json` must be JSON and nothing else
-    logging.getLogger("sagemaker.config").setLevel(logging.WARNING)
-    if importlib.util.find_spec("sagemaker") is None:  # a missing SDK, not a broken definition
+    installed = version("sagemaker") if importlib.util.find_spec("sagemaker") else None
+    if installed is None or int(installed.split(".")[0]) < 3:
         raise MissingDependencyError(
-            "sagemaker",
+            "sagemaker>=3",
             "The SageMaker Pipeline",
-            "Install the SageMaker Python SDK v2 with `pip install 'smneuron[pipeline]'` (sagemaker>=2.250,<3). "
-            "Everything else in smneuron works without it.",
+            (
+                f"This environment has sagemaker {installed} (SDK v2, in maintenance until 2027-07-06). "
+                if installed
+                else ""
+            )
+            + "Install the SageMaker Python SDK v3 with `pip install 'smneuron[pipeline]'` (sagemaker>=3,<4); "
+            "v2 and v3 cannot share an environment, so upgrade: `pip uninstall -y sagemaker sagemaker-core && "
+            "pip install 'smneuron[pipeline]'`. Everything else in smneuron works without it.",
         )
     spec = importlib.util.spec_from_file_location(
         "smneuron_pipeline_definition", pipelines_dir() / "definition.py"
     )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    try:
-        with root_logger_kept():
-            spec.loader.exec_module(module)
-    except ImportError as e:  # e.g. SDK v3, which has no sagemaker.workflow steps of the v2 kind
-        raise MissingDependencyError(
-            "sagemaker<3",
-            "The SageMaker Pipeline",
-            f"This environment has sagemaker {version('sagemaker')}, whose API lacks what the pipeline is built "
-            f"from ({e}). Use an environment with `pip install 'smneuron[pipeline]'` (sagemaker>=2.250,<3); "
-            "deploy, invoke and everything else work with either SDK.",
-        ) from e
+    with sdk_context(region), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pydantic/attrs deprecation noise from the SDK's import
+        spec.loader.exec_module(module)
     _DEFINITION = module
     return module
+
+
+@contextmanager
+def sdk_context(region: str, *, validate_roles: bool = False) -> Iterator[None]:
+    """The environment the SDK v3 needs while it runs, put back afterwards.
+
+    ``AWS_DEFAULT_REGION`` when none is set: the SDK builds default boto3 sessions of its own at import
+    and in ProcessingStep (a LocalSession, for a method name) and fails without a region; smneuron's
+    session always has one. ``SAGEMAKER_VALIDATE_ROLE=false`` unless ``validate_roles``: ModelBuilder
+    checks the role with IAM SimulatePrincipalPolicy even when it only records a pipeline step, which
+    would make a definition need the network and credentials (SageMaker checks the role when the step runs).
+    """
+    wanted = {"AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION") or region}
+    if not validate_roles:
+        wanted["SAGEMAKER_VALIDATE_ROLE"] = "false"
+    before = {k: os.environ.get(k) for k in wanted}
+    os.environ.update(wanted)
+    try:
+        with root_logger_kept():
+            yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def build(
@@ -132,7 +157,7 @@ def build(
     publish: bool = True,
     plan_: PipelinePlan | None = None,
 ) -> Any:
-    """The ``sagemaker.workflow.pipeline.Pipeline`` for a project (SDK v2).
+    """The ``sagemaker.mlops.workflow.pipeline.Pipeline`` for a project (SDK v3).
 
     Args:
         project: the project file (or only its pipeline section); defaults for the rest.
@@ -148,7 +173,8 @@ def build(
     elif not p.wheel_uri:
         base = f"s3://{p.bucket}/{p.config['prefix']}/pipeline-code/unpublished"
         p.entry_uri, p.wheel_uri, p.config_uri = f"{base}/entry.py", f"{base}/smneuron.whl", base
-    return definition_module().build(p, sess)
+    with sdk_context(sess.region):
+        return definition_module(sess.region).build(p, sess)
 
 
 def definition(
@@ -158,7 +184,10 @@ def definition(
     publish: bool = False,
 ) -> dict:
     """The pipeline definition as a dict (``smneuron pipeline definition``)."""
-    return json.loads(build(project, session=session, publish=publish).definition())
+    sess = session or Session.from_env()
+    pipeline = build(project, session=sess, publish=publish)
+    with sdk_context(sess.region):
+        return json.loads(pipeline.definition())
 
 
 @dataclass
@@ -185,12 +214,15 @@ def upsert(
         _ensure_package_group(sess, p.model_package_group, p.tags)
 
     try:
-        response = pipeline.upsert(
-            role_arn=p.pipeline_role, tags=[{"Key": k, "Value": v} for k, v in p.tags.items()]
-        )
+        # against AWS the SDK checks the pipeline role first; the embedded IAM cannot simulate policies
+        with sdk_context(sess.region, validate_roles=sess.endpoint_url is None):
+            response = definition_module(sess.region).upsert(
+                pipeline, role_arn=p.pipeline_role, tags=[{"Key": k, "Value": v} for k, v in p.tags.items()]
+            )
     except ClientError as e:
         raise from_client_error(e, operation="CreatePipeline") from e
-    steps = [s["Name"] for s in json.loads(pipeline.definition())["Steps"]]
+    with sdk_context(sess.region):
+        steps = [s["Name"] for s in json.loads(pipeline.definition())["Steps"]]
     return UpsertResult(
         p.name,
         response["PipelineArn"],

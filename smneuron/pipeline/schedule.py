@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from smneuron.errors import ConfigError, from_client_error, is_not_found
 from smneuron.pipeline.plan import role_arn
-from smneuron.pipeline.runs import definition_module, newest_execution, parameter_defaults
+from smneuron.pipeline.runs import definition_module, newest_execution, parameter_defaults, sdk_context
 from smneuron.session import Session
 from smneuron.specs import schedules
 
@@ -68,11 +68,12 @@ def schedule(
             f"Scheduled runs of {name} would have no {' and no '.join(missing)}.",
             hint="Set pipeline.model_source_s3_uri / evaluation_data_s3_uri and upsert again.",
         )
-    definition = definition_module()
+    definition = definition_module(sess.region)
     try:
-        return definition.put_schedule(
-            name, parsed.pipeline_kwargs(), role_arn=role_arn(role, sess), session=sess, enabled=enabled
-        )
+        with sdk_context(sess.region, validate_roles=sess.endpoint_url is None):
+            return definition.put_schedule(
+                name, parsed.pipeline_kwargs(), role_arn=role_arn(role, sess), session=sess, enabled=enabled
+            )
     except ClientError as e:
         raise from_client_error(e, operation="CreateSchedule") from e
 

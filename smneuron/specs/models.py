@@ -310,6 +310,30 @@ class Thresholds(StrictModel):
     max_abs_diff: float | None = Field(None, ge=0, description="Largest absolute output difference.")
 
 
+class GenerationThresholds(StrictModel):
+    """The text-generation pipeline's gate: the served model's greedy generations and log-probabilities
+    against transformers' on CPU for the same prompts (``smneuron.evaluation.generation``)."""
+
+    max_new_tokens: int = Field(16, ge=1, le=4096, description="Greedy tokens generated per prompt.")
+    min_prefix_match: float = Field(
+        0.9,
+        ge=0,
+        le=1,
+        description="Mean share of the reference's generated tokens that the candidate matches before the first "
+        "difference (1.0: every prompt identical). bf16 on Neuron drifts late in a continuation, rarely early.",
+    )
+    first_tokens: int = Field(4, ge=1, description="N of min_first_tokens_match.")
+    min_first_tokens_match: float = Field(
+        1.0, ge=0, le=1, description="Share of prompts whose first N generated tokens match the reference."
+    )
+    max_perplexity_diff: float = Field(
+        0.05,
+        ge=0,
+        description="Largest relative difference of the evaluation texts' perplexity (|candidate/reference - 1|); "
+        "applied when the container returns prompt log-probabilities.",
+    )
+
+
 class PipelineSpec(StrictModel):
     """The scheduled compile -> evaluate -> deploy pipeline."""
 
@@ -320,6 +344,9 @@ class PipelineSpec(StrictModel):
     evaluation_instance_type: str | None = Field(None, description="Defaults to the endpoint's type.")
     volume_size_in_gb: int = Field(50, ge=1, le=16384, description="Processing volume size.")
     thresholds: Thresholds = Field(default_factory=Thresholds, description="Accuracy gates.")
+    generation_thresholds: GenerationThresholds = Field(
+        default_factory=GenerationThresholds, description="Text generation's agreement gates."
+    )
     model_package_group: str | None = Field(None, description="Model Registry group to register into.")
     approval_status: Literal["Approved", "PendingManualApproval"] = Field(
         "Approved", description="Status of registered packages."

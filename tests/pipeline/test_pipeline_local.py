@@ -182,3 +182,73 @@ def test_wheel_for_jobs_is_deterministic_and_installable(tmp_path):
     ).stdout
     assert f"{target}/smneuron/_bundled/pipelines" in out and "_bundled/inference_code" in out
     assert (target / "smneuron" / "_bundled" / "pipelines" / "steps" / "score.py").is_file()
+
+
+PROMPTS = [
+    "the capital of france is",
+    "john works at google in",
+    "i really loved this movie and",
+    "the weather today is sunny but",
+    "mary lives in london with",
+    "amazon is a company founded in",
+]
+
+
+def _llm_run(tiny_llama, tmp_path, **kw):
+    from smneuron.local.pipeline.runner import run_local
+
+    data = tmp_path / "prompts.jsonl"
+    data.write_text("".join(json.dumps({"inputs": t}) + "\n" for t in PROMPTS))
+    project = ProjectFile.model_validate(
+        {
+            "model_name": "tiny-llm",
+            "endpoint": {"name": "tiny-llm-prod"},
+            "compile": {"task": "text-generation", "sequence_length": 128, "batch_size": 2, "dtype": "fp32"},
+            "pipeline": {"name": "tiny-llm-pipeline"},
+        }
+    )
+    return run_local(project, tiny_llama, data, work_dir=tmp_path / "w", **kw)
+
+
+def test_text_generation_passes_the_agreement_gate_and_deploys_the_evaluated_model(tiny_llama, tmp_path):
+    run = _llm_run(tiny_llama, tmp_path)
+    assert run.status == "Succeeded", run.failure_reason
+    assert [s.name for s in run.steps] == [
+        "Compile",
+        "CreateModel",
+        "StagingEvaluate",
+        "CheckAgreement",
+        "EnsureEndpoint",
+        "DeployComponent",
+    ]
+    m = run.evaluation["metrics"]
+    assert run.evaluation["task"] == "text-generation" and run.evaluation["count"] == len(PROMPTS)
+    assert m["prefix_match_mean"] == 1.0 and m["first_tokens_match"] == 1.0  # same weights, greedy
+    assert m["perplexity_rel_diff"] < 1e-4  # the served copy's prompt log-probabilities (echo + logprobs)
+    created = next(s for s in run.steps if s.name == "CreateModel").detail
+    assert run.deployment["model_name"] == created and run.deployment["status"] == "InService"
+    # what bills afterwards: the production endpoint and its component, no staging endpoint
+    assert run.left_running == ["endpoint tiny-llm-prod", "inference component tiny-llm-prod-component"]
+
+
+def test_text_generation_fails_at_the_gate_when_the_served_model_has_other_weights(tiny_llama, tmp_path):
+    from smneuron.compile.generation import compile_llm
+    from smneuron.local.tiny_model import build_tiny_llama
+    from smneuron.specs.models import CompileSpec
+
+    other = build_tiny_llama(tmp_path / "other", seed=1)
+    spec = CompileSpec(task="text-generation", target="cpu", sequence_length=128, batch_size=2, dtype="fp32")
+    artifact = compile_llm(other, tmp_path / "other-artifact", spec).out_dir
+    run = _llm_run(tiny_llama, tmp_path, artifact=artifact)
+    assert run.status == "Failed"
+    assert [s.name for s in run.steps][-2:] == ["CheckAgreement", "AgreementGateFailed"]
+    m = run.evaluation["metrics"]
+    assert m["prefix_match_mean"] < 0.9
+    # measured, though near-uniform random models differ little in perplexity (about 2 % here)
+    assert m["perplexity_candidate"] != m["perplexity_reference"]
+    assert run.failure_reason.startswith(
+        "The candidate's generations disagree with the reference, so the endpoint was not updated: FAILED: "
+        f"prefix_match_mean {m['prefix_match_mean']:.6g} < 0.9 (min_prefix_match)"
+    )
+    assert "First differences: " in run.failure_reason
+    assert run.deployment is None and run.left_running == []  # the staging component went with the run

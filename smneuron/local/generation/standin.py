@@ -5,7 +5,8 @@ configuration comes from ``SM_ON_*`` variables and must match the compiled model
 length and tp, else it refuses to start); GET /ping; POST /invocations routes ``messages`` to chat
 completions and ``prompt`` to completions (also /v1/chat/completions, /v1/completions); ``"stream":
 true`` answers with server-sent events, chunk per token, ``data: [DONE]`` last, and a usage chunk
-when ``stream_options.include_usage``; ``max_tokens``, ``ignore_eos``, ``temperature``, ``seed``;
+when ``stream_options.include_usage``; ``max_tokens``, ``ignore_eos``, ``temperature``, ``seed``; for
+completions, ``echo`` with ``logprobs`` (the prompt's token log-probabilities, vLLM's prompt logprobs);
 at most batch size sequences decode at once (vLLM's --max-num-seqs), the rest queue; a prompt +
 max_tokens over the sequence length is a 400. Each decoding step takes the model lock, so concurrent
 sequences interleave token by token as in continuous batching.
@@ -92,8 +93,17 @@ class Generator:
             return list(prompt)
         return self.tokenizer(prompt if isinstance(prompt, str) else " ".join(prompt))["input_ids"]
 
-    def tokens(self, ids: list[int], request: dict) -> Iterator[tuple[str, int]]:
-        """Yield (text piece, token id) per generated token."""
+    def prompt_logprobs(self, ids: list[int]) -> list[float | None]:
+        """log p(token | the tokens before it) for each prompt token (None for the first), as vLLM's
+        prompt_logprobs gives them."""
+        torch = self.torch
+        with self.lock, torch.no_grad():
+            logits = self.model(input_ids=torch.tensor([ids])).logits[0]
+        logp = torch.log_softmax(logits[:-1].float(), dim=-1)
+        return [None, *(float(logp[i, t]) for i, t in enumerate(ids[1:]))]
+
+    def tokens(self, ids: list[int], request: dict) -> Iterator[tuple[str, int, float]]:
+        """Yield (text piece, token id, its log-probability) per generated token."""
         torch = self.torch
         max_tokens, temperature, seed = sampling(request)
         ignore_eos = bool(request.get("ignore_eos", False))
@@ -116,7 +126,7 @@ class Generator:
                 produced.append(token)
                 text = self.tokenizer.decode(produced, skip_special_tokens=True)
                 piece, emitted = text[len(emitted) :], text
-                yield piece, token
+                yield piece, token, float(torch.log_softmax(logits.float(), dim=-1)[token])
                 current = torch.tensor([[token]])
 
 
@@ -230,13 +240,24 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
             base = {"id": rid, "created": int(time.time()), "model": served["model"]}
             kind = "chat.completion" if chat else "text_completion"
             if not request.get("stream"):
-                pieces = [p for p, _ in gen.tokens(ids, request)]
-                text, n = "".join(pieces), len(pieces)
+                produced = list(gen.tokens(ids, request))
+                text, n = "".join(p for p, _, _ in produced), len(produced)
                 choice = (
                     {"index": 0, "message": {"role": "assistant", "content": text}}
                     if chat
                     else {"index": 0, "text": text}
                 )
+                if not chat and request.get("echo"):
+                    choice["text"] = gen.tokenizer.decode(ids, skip_special_tokens=True) + text
+                if not chat and request.get("logprobs") is not None:
+                    prompt = gen.prompt_logprobs(ids) if request.get("echo") else []
+                    choice["logprobs"] = {
+                        "tokens": [gen.tokenizer.decode([t]) for t in (ids if prompt else [])]
+                        + [gen.tokenizer.decode([t]) for _, t, _ in produced],
+                        "token_logprobs": prompt + [lp for _, _, lp in produced],
+                        "top_logprobs": None,
+                        "text_offset": None,
+                    }
                 choice["finish_reason"] = "length" if n >= max_tokens else "stop"
                 return self._json(
                     200, {**base, "object": kind, "choices": [choice], "usage": _usage(len(ids), n)}
@@ -257,7 +278,7 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
                     }
                 )
             n = 0
-            for piece, _ in gen.tokens(ids, request):
+            for piece, _, _ in gen.tokens(ids, request):
                 n += 1
                 choice = {"index": 0, "delta": {"content": piece}} if chat else {"index": 0, "text": piece}
                 self._event({**base, "object": kind, "choices": [{**choice, "finish_reason": None}]})

@@ -24,14 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smneuron.artifact.staging import stage
 from smneuron.artifact.storage import ensure_bucket, parse_s3_uri
 from smneuron.compile.tasks import infer_task
+from smneuron.endpoints import components
 from smneuron.endpoints.handle import Endpoint
-from smneuron.errors import ConfigError, InvocationError, PipelineFailedError
+from smneuron.errors import ConfigError, EndpointFailedError, InvocationError, PipelineFailedError
 from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
 from smneuron.local.aws.hooks import activate
-from smneuron.local.pipeline.graph import ordered_steps, path_get
+from smneuron.local.pipeline.graph import dependencies, ordered_steps, path_get
 from smneuron.local.pipeline.inputs import check_gates_have_data, upload_dir
 from smneuron.pipeline import runs as pipeline
 from smneuron.serving.server import LocalEndpoint
@@ -60,6 +62,7 @@ class LocalRun:
     evaluation: dict | None = None
     deployment: dict | None = None
     failure_reason: str | None = None
+    left_running: list[str] = field(default_factory=list)  # endpoints and components when the run ended
 
 
 def run_local(
@@ -70,9 +73,14 @@ def run_local(
     parameters: dict[str, Any] | None = None,
     work_dir: str | Path | None = None,
     on_step: Callable[[StepRun], None] | None = None,
+    artifact: str | Path | None = None,
 ) -> LocalRun:
     """Run the whole pipeline locally with ``model_dir`` as the model source and ``data`` as the
     evaluation JSONL; returns the run (``status`` Succeeded or Failed with ``failure_reason``).
+
+    ``artifact`` (text generation): a compiled artifact directory to serve instead of compiling
+    ``model_dir`` (it is staged and passed as the ArtifactS3Uri parameter); the reference still comes
+    from ``model_dir``.
 
     Raises:
         ConfigError: the model dir or data file is missing.
@@ -86,7 +94,11 @@ def run_local(
     proj = (project or ProjectFile()).model_copy(deep=True)
     if proj.compile.task is None:
         proj.compile.task = infer_task(model_dir)[0]
-    check_gates_have_data(proj, data, parameters or {})
+    parameters = dict(parameters or {})
+    if proj.compile.task != "text-generation":
+        check_gates_have_data(proj, data, parameters)
+    elif artifact is not None and not Path(artifact, "smneuron.json").is_file():
+        raise ConfigError(f"{artifact} is not a compiled artifact (no smneuron.json).")
     proj.endpoint.instance_type = LOCAL_INSTANCE  # cpu target: the artifacts must run on this machine
     proj.compile.target = "cpu"
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-pipeline-") if work_dir is None else None
@@ -102,17 +114,20 @@ def run_local(
             base = f"{proj.aws.prefix}/pipeline-inputs"
             proj.pipeline.model_source_s3_uri = upload_dir(session, model_dir, f"{base}/model")
             proj.pipeline.evaluation_data_s3_uri = upload_dir(session, data, f"{base}/data")
+            if artifact is not None:
+                parameters["ArtifactS3Uri"] = stage(artifact, session=session, compression="none").uri
             up = pipeline.upsert(proj, session=session)
             arn = pipeline.start(up.name, parameters, session=session)
             sm = session.client("sagemaker")
             definition = json.loads(sm.describe_pipeline(PipelineName=up.name)["PipelineDefinition"])
             run = LocalRun(up.name, arn)
-            runner = _Runner(session, definition, arn, parameters or {}, work, url, run, on_step)
+            runner = _Runner(session, definition, arn, parameters, work, url, run, on_step)
             try:
                 runner.run(definition["Steps"])
                 run.status = "Succeeded"
             except PipelineFailedError as e:
                 run.status, run.failure_reason = "Failed", e.message
+            run.left_running = _serving(sm)
             return run
     finally:
         activate(None)
@@ -143,11 +158,15 @@ class _Runner:
         self.property_files: dict[str, dict[str, Any]] = {}
         self.on_step = on_step or (lambda _: None)
         self._branch: list[dict] = []
+        self.outcomes: dict[str, str] = {}  # step name -> Completed / Failed
+        self.failures: list[str] = []
+        self._names = {s["Name"] for s in _all_steps(definition["Steps"])}
         self._handlers = {
             "Processing": self._processing,
             "Model": self._model,
             "Transform": self._transform,
             "RegisterModel": self._register,
+            "InferenceComponent": self._component,
             "Condition": self._condition,
             "Fail": self._fail,
         }
@@ -187,7 +206,17 @@ class _Runner:
 
     # --- steps -------------------------------------------------------------------------------
     def run(self, steps: list[dict]) -> None:
+        """Run ``steps`` (and the branch each condition picks) as SageMaker does: a step runs when every
+        step it depends on reached the outcome it waits for (Completed, or Failed for a cleanup step);
+        the first failure is raised once nothing else can run."""
+        self._run(steps)
+        if self.failures:
+            raise PipelineFailedError(self.failures[0])
+
+    def _run(self, steps: list[dict]) -> None:
         for step in ordered_steps(steps):
+            if not self._runnable(step):
+                continue
             if step["Type"] not in self._handlers:
                 raise PipelineFailedError(f"Step {step['Name']}: type {step['Type']} cannot run locally.")
             start = time.perf_counter()
@@ -195,10 +224,20 @@ class _Runner:
                 detail = self._handlers[step["Type"]](step)
             except PipelineFailedError as e:
                 self._record(step, "Failed", start, e.message)
-                raise
+                self.outcomes[step["Name"]] = "Failed"
+                self.failures.append(e.message)
+                continue
             self._record(step, "Succeeded", start, detail or "")
+            self.outcomes[step["Name"]] = "Completed"
             if step["Type"] == "Condition":
-                self.run(self._branch)
+                self._run(self._branch)
+
+    def _runnable(self, step: dict) -> bool:
+        def met(name: str, trigger: str) -> bool:
+            outcome = self.outcomes.get(name)
+            return outcome is not None and trigger in (outcome, "Any")
+
+        return all(met(n, t) for n, t in dependencies(step, set(self.outcomes) | self._names).items())
 
     def _record(self, step: dict, status: str, start: float, detail: str) -> None:
         r = StepRun(step["Name"], step["Type"], status, time.perf_counter() - start, detail)
@@ -269,6 +308,33 @@ class _Runner:
         arn = self.sm.create_model_package(**args)["ModelPackageArn"]
         self.properties[step["Name"]] = {"ModelPackageArn": arn}
         return arn
+
+    def _component(self, step: dict) -> str:
+        """InferenceComponentStep: create the component, or update it when one of that name exists."""
+        args = self.resolve(step["Arguments"])
+        name = args["InferenceComponentName"]
+        if components.describe(self.session, name) is None:
+            self.sm.create_inference_component(**args)
+            verb = "created"
+        else:
+            self.sm.update_inference_component(
+                InferenceComponentName=name,
+                Specification=args["Specification"],
+                RuntimeConfig=args["RuntimeConfig"],
+            )
+            verb = "updated"
+        try:
+            served = components.wait(self.session, name, timeout=1800)
+        except (EndpointFailedError, TimeoutError) as e:
+            raise PipelineFailedError(f"Step {step['Name']}: {e}") from e
+        self.properties[step["Name"]] = served
+        self.run_record.deployment = {
+            "endpoint_name": args["EndpointName"],
+            "component_name": name,
+            "model_name": served["Specification"]["ModelName"],
+            "status": served["InferenceComponentStatus"],
+        }
+        return f"{name} {verb} on {args['EndpointName']} serving {served['Specification']['ModelName']}"
 
     def _transform(self, step: dict) -> str:
         """Batch Transform (SplitType Line, SingleRecord, AssembleWith Line) on the local endpoint."""
@@ -368,3 +434,21 @@ class _Runner:
                 self.run_record.evaluation = json.loads(f.read_text())
             if f.name == "deployment.json":
                 self.run_record.deployment = json.loads(f.read_text())
+
+
+def _all_steps(steps: list[dict]) -> list[dict]:
+    out = []
+    for s in steps:
+        out.append(s)
+        if s["Type"] == "Condition":
+            out += _all_steps(s["Arguments"].get("IfSteps", []) + s["Arguments"].get("ElseSteps", []))
+    return out
+
+
+def _serving(sm: Any) -> list[str]:
+    """What bills when a run is over: every endpoint and inference component in the embedded SageMaker."""
+    endpoints = [e["EndpointName"] for e in sm.list_endpoints().get("Endpoints", [])]
+    found = [
+        c["InferenceComponentName"] for c in sm.list_inference_components().get("InferenceComponents", [])
+    ]
+    return [f"endpoint {e}" for e in sorted(endpoints)] + [f"inference component {c}" for c in sorted(found)]
