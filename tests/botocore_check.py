@@ -18,6 +18,7 @@ OPERATIONS = {
     "Transform": ("CreateTransformJob", "TransformJobName"),
     "Model": ("CreateModel", "ModelName"),
     "RegisterModel": ("CreateModelPackage", None),
+    "InferenceComponent": ("CreateInferenceComponent", None),
 }
 
 
@@ -31,8 +32,9 @@ def substitute(value: Any, params: dict[str, Any], shape: Any) -> Any:
         key, body = next(iter(value.items()))
         if key == "Get" and body.startswith("Parameters."):
             return params[body.removeprefix("Parameters.")]
-        if shape is not None and shape.type_name in ("integer", "long"):
-            return 1
+        if shape is not None and shape.type_name in ("integer", "long", "float", "double"):
+            low = shape.metadata.get("min", 1)  # what the step computes at run time lies in the valid range
+            return float(low) if shape.type_name in ("float", "double") else int(low)
         if shape is not None and shape.name.endswith("Uri") or "S3" in (shape.name if shape else ""):
             return "s3://placeholder-bucket/placeholder/key"
         return "placeholder-value"

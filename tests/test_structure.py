@@ -222,7 +222,7 @@ def test_sagemaker_is_imported_only_by_the_pipeline_definition():
 def test_the_sdk_is_an_extra_not_a_dependency():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert not any(d.startswith("sagemaker") for d in project["dependencies"])
-    assert project["optional-dependencies"]["pipeline"] == ["sagemaker>=2.250,<3"]
+    assert project["optional-dependencies"]["pipeline"] == ["sagemaker>=3,<4"]
     assert not any(d.startswith("moto") for d in project["dependencies"])
     assert not any("pydantic-settings" in d for d in project["dependencies"])
 

@@ -72,6 +72,7 @@ REGISTRY_ACCOUNTS: dict[str, str] = {
     "il-central-1": "780543022126",
     "me-central-1": "914824155844",
     "me-south-1": "217643126080",
+    "me-west-1": "124382933778",  # new in the SDK v3 (sagemaker-core 2.27) image maps
     "mx-central-1": "637423239942",
     "us-gov-east-1": "446045086412",
     "us-gov-west-1": "442386744353",

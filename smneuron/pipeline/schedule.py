@@ -70,7 +70,10 @@ def schedule(
         )
     definition = definition_module(sess.region)
     try:
-        with sdk_context(sess.region, validate_roles=sess.endpoint_url is None):
+        # no SDK role check here: v3's put_triggers checks the *scheduler* role as a SageMaker pipeline role
+        # (trust in sagemaker.amazonaws.com, SageMaker permissions) and so refuses a correct one, which
+        # trusts scheduler.amazonaws.com and may only start pipeline executions (infra/smneuron-pipeline.yaml)
+        with sdk_context(sess.region):
             return definition.put_schedule(
                 name, parsed.pipeline_kwargs(), role_arn=role_arn(role, sess), session=sess, enabled=enabled
             )

@@ -2,6 +2,9 @@
 
 Field names follow SageMaker's own (``initial_instance_count``, ``variant_name``, ...) so a spec maps
 1:1 onto API calls. CLI flags override file values through ``override``.
+
+One module because it is one schema: ``ProjectFile`` nests every spec, ``docs/smneuron.schema.json`` is
+generated from it, and the sections refer to each other (the endpoint's instance decides the compile target).
 """
 
 from __future__ import annotations

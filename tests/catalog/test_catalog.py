@@ -96,7 +96,7 @@ def test_images_for_each_family_and_region():
 def test_registry_map_agrees_with_the_sagemaker_sdk():
     import importlib.util
 
-    spec = importlib.util.find_spec("sagemaker")
+    spec = importlib.util.find_spec("sagemaker.core")  # SDK v3 keeps the image maps in sagemaker-core
     path = Path(spec.submodule_search_locations[0]) / "image_uri_config" / "pytorch.json"
     versions = json.loads(path.read_text())["inference"]["versions"]
     registries = versions[list(versions)[-1]]["registries"]

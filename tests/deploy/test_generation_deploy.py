@@ -315,9 +315,7 @@ def test_dry_run_prints_the_plan_with_the_token_redacted(optimum_standin, llama_
     assert code == 1 and "does not fit on ml.inf2.xlarge" in err and "Unexpected" not in err
 
 
-def test_a_text_generation_artifact_is_inspected_not_packaged_and_the_pipeline_says_it_is_not_for_it(
-    tiny_llama, tmp_path
-):
+def test_a_text_generation_artifact_is_inspected_not_packaged(tiny_llama, tmp_path):
     from conftest import run_cli
 
     from smneuron.compile.generation import compile_llm
@@ -332,14 +330,6 @@ def test_a_text_generation_artifact_is_inspected_not_packaged_and_the_pipeline_s
     assert code == 1 and "model.safetensors: sha256" in out
     code, out, err = run_cli("package", str(art), "-o", str(tmp_path / "m.tar.gz"))
     assert code == 1 and "serves the model directory itself" in err and "smneuron deploy" in err
-    from smneuron.pipeline.plan import plan
-    from smneuron.specs.models import ProjectFile
-
-    project = ProjectFile(
-        compile={"task": "text-generation"}, pipeline={"role": "arn:aws:iam::123456789012:role/p"}
-    )
-    with pytest.raises(ConfigError, match="text generation is not part of it yet"):
-        plan(project)
 
 
 def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(

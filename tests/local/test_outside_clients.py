@@ -1,6 +1,6 @@
 """Clients nobody here wrote, given nothing but what `smneuron local up` prints (issue 22 #1, #6, #9): plain boto3,
-the AWS CLI and the SageMaker SDK reach the embedded service, and a PyTorchModel the SDK builds with its own
-inference.py is served as the PyTorch DLC serves it (TorchServe + the SageMaker toolkit), custom attributes and
+the AWS CLI and the SageMaker SDK v3 reach the embedded service, and a Model its ModelBuilder builds with the
+user's own inference.py is served as the PyTorch DLC serves it (TorchServe + the SageMaker toolkit), custom attributes and
 Accept included."""
 
 from __future__ import annotations
@@ -41,27 +41,24 @@ def output_fn(prediction, accept, context):
 """
 
 SDK = """
-import json, sys, time
-import boto3, sagemaker
-from sagemaker.pytorch import PyTorchModel
-from sagemaker.serializers import JSONSerializer
-from sagemaker.deserializers import JSONDeserializer
+import json, sys
+from sagemaker.core.helper.session_helper import Session
+from sagemaker.core.training.configs import SourceCode
+from sagemaker.serve.model_builder import ModelBuilder
 
-session = sagemaker.Session()  # nothing passed: the environment alone points it at the embedded service
+session = Session()  # nothing passed: the environment alone points it at the embedded service
 uri = session.upload_data(sys.argv[1], key_prefix="user-model")
-model = PyTorchModel(model_data=uri, role="arn:aws:iam::123456789012:role/smneuron-execution-role",
-                     entry_point="inference.py", source_dir=sys.argv[2], framework_version="2.1",
-                     py_version="py310", sagemaker_session=session)
-model.deploy(initial_instance_count=1, instance_type="ml.c5.xlarge", endpoint_name="sdk-ep", wait=False)
-sm = boto3.client("sagemaker")
-deadline = time.monotonic() + 240
-while (status := sm.describe_endpoint(EndpointName="sdk-ep")["EndpointStatus"]) == "Creating":
-    assert time.monotonic() < deadline
-    time.sleep(1)
-predictor = sagemaker.Predictor("sdk-ep", sagemaker_session=session, serializer=JSONSerializer(),
-                                deserializer=JSONDeserializer())
-print(json.dumps({"status": status, "answer": predictor.predict([[1.0, 2.0, 3.0, 4.0]]),
-                  "env": sm.describe_model(ModelName=model.name)["PrimaryContainer"]["Environment"]}))
+builder = ModelBuilder(
+    image_uri="763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.1.0-cpu-py310",
+    s3_model_data_url=uri, source_code=SourceCode(source_dir=sys.argv[2], entry_script="inference.py"),
+    role_arn="arn:aws:iam::123456789012:role/smneuron-execution-role", sagemaker_session=session,
+    instance_type="ml.c5.xlarge")
+model = builder.build()  # checks the role with IAM SimulatePrincipalPolicy, then re-reads the Model
+endpoint = builder.deploy(endpoint_name="sdk-ep", initial_instance_count=1, instance_type="ml.c5.xlarge")
+answer = endpoint.invoke(body=json.dumps([[1.0, 2.0, 3.0, 4.0]]), content_type="application/json")
+endpoint.refresh()
+print("RESULT", json.dumps({"status": endpoint.endpoint_status, "answer": json.loads(answer.body.read()),
+                  "env": model.primary_container.environment}))
 """
 
 
@@ -75,7 +72,6 @@ def _printed_environment(smneuron_cli, tmp_path) -> dict[str, str]:
         **printed,
         "PATH": os.environ["PATH"],
         "HOME": str(tmp_path / "home"),
-        "SAGEMAKER_SUPPRESS_V2_WARNING": "1",
     }
 
 
@@ -101,14 +97,13 @@ def test_boto3_the_aws_cli_and_the_sagemaker_sdk_with_only_the_printed_environme
     (tmp_path / "code" / "inference.py").write_text(INFERENCE)
     expected = linear(torch.tensor([[1.0, 2.0, 3.0, 4.0]])).tolist()
 
-    done = json.loads(
-        run(sys.executable, "-c", SDK, str(tmp_path / "model.tar.gz"), str(tmp_path / "code")).splitlines()[
-            -1
-        ]
-    )
+    out = run(sys.executable, "-c", SDK, str(tmp_path / "model.tar.gz"), str(tmp_path / "code"))
+    # the SDK v3 prints the endpoint's CloudWatch log lines (TorchServe's, from the embedded logs) while it waits
+    assert "RESULT " in out, out[-3000:]
+    done = json.loads(out[out.index("RESULT ") + 7 :].splitlines()[0])
     assert done["status"] == "InService", done
     assert done["answer"][0] == pytest.approx(expected[0], abs=1e-5)  # the user's inference.py answered
-    assert done["env"]["SAGEMAKER_PROGRAM"] == "inference.py"  # the SDK's repacked Model, as the SDK made it
+    assert done["env"]["SAGEMAKER_PROGRAM"] == "inference.py"  # the SDK's Model, as ModelBuilder made it
 
     # the AWS CLI sees the same service: the endpoint, and the SDK's bucket (its S3 calls stayed local too)
     described = json.loads(

@@ -36,7 +36,7 @@ def test_upsert_uploads_code_once_and_updates_in_place(session, role, project):
     first = pipeline.upsert(project, session=session)
     assert first.steps == [
         "Compile",
-        "CreateModel-CreateModel",
+        "CreateModel",
         "EvaluateTransform",
         "Score",
         "CheckAccuracy",
@@ -77,7 +77,7 @@ def test_start_checks_parameters_and_status_lists_steps(session, role, project):
     assert {"Name": "MinCosine", "Value": "0.995"} in params
     s = pipeline.status(name, session=session)
     assert s["execution"] == arn
-    assert [x["name"] for x in s["steps"]][:2] == ["Compile", "CreateModel-CreateModel"]
+    assert [x["name"] for x in s["steps"]][:2] == ["Compile", "CreateModel"]
 
 
 def test_start_refuses_a_pipeline_with_nothing_to_compile(session, role):

@@ -15,7 +15,10 @@ pytestmark = pytest.mark.e2e  # builds with the real SageMaker SDK (seconds to i
 SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 
 
-def _definition(session, instance: str, **pipeline) -> dict:
+LLM_COMPILE = {"task": "text-generation", "sequence_length": 2048, "batch_size": 4, "tensor_parallel_size": 2}
+
+
+def _definition(session, instance: str, compile: dict | None = None, **pipeline) -> dict:
     from smneuron.pipeline.runs import definition
     from smneuron.specs.models import ProjectFile
 
@@ -23,7 +26,7 @@ def _definition(session, instance: str, **pipeline) -> dict:
         {
             "model_name": "minilm",
             "endpoint": {"instance_type": instance, "name": "minilm-prod"},
-            "compile": {"task": "feature-extraction", "buckets": [64, 128], "batch_size": 4},
+            "compile": compile or {"task": "feature-extraction", "buckets": [64, 128], "batch_size": 4},
             "pipeline": {
                 "model_source_s3_uri": "s3://models/minilm/",
                 "evaluation_data_s3_uri": "s3://data/eval.jsonl",
@@ -41,9 +44,16 @@ def _normalised(d: dict) -> str:
     return json.dumps(d, indent=1, sort_keys=True).replace(__version__, "<version>")
 
 
-@pytest.mark.parametrize("instance,variant", [("ml.inf2.xlarge", "inf2"), ("ml.inf1.xlarge", "inf1")])
-def test_definition_matches_snapshot(session, role, instance, variant):
-    text = _normalised(_definition(session, instance))
+@pytest.mark.parametrize(
+    "instance,variant,compile",
+    [
+        ("ml.inf2.xlarge", "inf2", None),
+        ("ml.inf1.xlarge", "inf1", None),
+        ("ml.inf2.xlarge", "inf2-text-generation", LLM_COMPILE),
+    ],
+)
+def test_definition_matches_snapshot(session, role, instance, variant, compile):
+    text = _normalised(_definition(session, instance, compile))
     path = SNAPSHOTS / f"pipeline-{variant}.json"
     if os.environ.get("SMNEURON_UPDATE_SNAPSHOTS") == "1":
         path.write_text(text + "\n")
@@ -54,14 +64,27 @@ def test_definition_matches_snapshot(session, role, instance, variant):
 
 
 @pytest.mark.parametrize(
-    "instance", ["ml.inf2.xlarge", "ml.inf2.48xlarge", "ml.inf1.xlarge", "ml.inf1.6xlarge"]
+    "instance,compile",
+    [
+        ("ml.inf2.xlarge", None),
+        ("ml.inf2.48xlarge", None),
+        ("ml.inf1.xlarge", None),
+        ("ml.inf1.6xlarge", None),
+        ("ml.inf2.xlarge", LLM_COMPILE),
+        ("ml.inf2.24xlarge", LLM_COMPILE),
+    ],
 )
-def test_every_step_is_a_valid_request_for_every_instance_choice(session, role, instance):
-    d = _definition(session, instance)
+def test_every_step_is_a_valid_request_for_every_instance_choice(session, role, instance, compile):
+    """CreateProcessingJob, CreateModel, CreateTransformJob, CreateModelPackage, CreateInferenceComponent:
+    each step's arguments against botocore's shapes, for every instance the InstanceType parameter allows."""
+    d = _definition(session, instance, compile)
     params = {p["Name"]: p.get("DefaultValue") for p in d["Parameters"]}
     choices = next(p for p in d["Parameters"] if p["Name"] == "InstanceType")["EnumValues"]
     steps = [s for s in all_steps(d["Steps"]) if s["Type"] not in ("Condition", "Fail")]
-    assert {s["Type"] for s in steps} >= {"Processing", "Model", "RegisterModel"}
+    expected = (
+        {"Processing", "Model", "InferenceComponent"} if compile else {"Processing", "Model", "RegisterModel"}
+    )
+    assert {s["Type"] for s in steps} >= expected
     for choice in choices:
         for step in steps:
             assert validate_step(step, {**params, "InstanceType": choice}) == [], step["Name"]
@@ -86,7 +109,7 @@ def test_validator_catches_what_the_api_rejects(session, role):
 def test_inf2_evaluates_with_batch_transform_on_the_instance_parameter(session, role):
     d = _definition(session, "ml.inf2.xlarge")
     names = [s["Name"] for s in d["Steps"]]
-    assert names == ["Compile", "CreateModel-CreateModel", "EvaluateTransform", "Score", "CheckAccuracy"]
+    assert names == ["Compile", "CreateModel", "EvaluateTransform", "Score", "CheckAccuracy"]
     transform = d["Steps"][2]["Arguments"]
     assert transform["TransformResources"]["InstanceType"] == {"Get": "Parameters.InstanceType"}
     assert transform["TransformInput"]["SplitType"] == "Line" and transform["BatchStrategy"] == "SingleRecord"
@@ -100,6 +123,10 @@ def test_inf1_evaluates_on_a_staging_endpoint_and_never_on_transform(session, ro
     assert "Transform" not in {s["Type"] for s in steps}
     staging = next(s for s in steps if s["Name"] == "StagingEvaluate")["Arguments"]
     assert staging["AppSpecification"]["ContainerArguments"][0] == "staging"
+    # a staging job killed by its time limit never reaches its own cleanup: RemoveStaging runs on its failure
+    cleanup = next(s for s in steps if s["Name"] == "RemoveStaging")
+    assert cleanup["DependsOn"] == [{"Step": "StagingEvaluate", "Trigger": "Failed"}]
+    assert cleanup["Arguments"]["AppSpecification"]["ContainerArguments"][:1] == ["cleanup"]
     register = next(s for s in steps if s["Type"] == "RegisterModel")["Arguments"]
     assert "SupportedTransformInstanceTypes" not in register["InferenceSpecification"]
 
@@ -133,7 +160,7 @@ def test_gate_caching_retries_and_tags(session, role):
     assert {"Key": "smneuron:endpoint", "Value": "minilm-prod"} in compile_step["Arguments"]["Tags"]
     paths = [c["LeftValue"]["Std:JsonGet"]["Path"] for c in gate["Arguments"]["Conditions"]]
     assert paths == ["metrics.cosine_min", "passed"]  # feature-extraction: cosine is the headline gate
-    assert [s["Name"] for s in gate["Arguments"]["IfSteps"]] == ["Register-RegisterModel", "Deploy"]
+    assert [s["Name"] for s in gate["Arguments"]["IfSteps"]] == ["Register", "Deploy"]
     fail = gate["Arguments"]["ElseSteps"][0]
     assert fail["Type"] == "Fail" and "summary" in json.dumps(fail["Arguments"]["ErrorMessage"])
 
@@ -215,3 +242,73 @@ def test_definition_on_a_fresh_machine_is_pure_json_with_task_and_region_flags(t
         and "dkr.ecr.eu-west-1.amazonaws.com" in there.stdout
         and not there.stderr.strip()
     )
+
+
+def test_text_generation_evaluates_a_staging_component_and_deploys_the_evaluated_model_natively(
+    session, role
+):
+    from smneuron.specs.models import GenerationThresholds
+
+    d = _definition(session, "ml.inf2.xlarge", LLM_COMPILE)
+    steps = {s["Name"]: s for s in all_steps(d["Steps"])}
+    assert [s["Name"] for s in d["Steps"]] == [
+        "Compile",
+        "CreateModel",
+        "StagingEvaluate",
+        "RemoveStaging",
+        "CheckAgreement",
+    ]
+    compile_step = steps["Compile"]["Arguments"]
+    image = compile_step["AppSpecification"]["ImageUri"]
+    assert "huggingface-vllm-inference-neuronx" in image  # optimum-neuron's export, in the image that serves
+    assert compile_step["ProcessingResources"]["ClusterConfig"]["InstanceType"].startswith("ml.c")
+    model = steps["CreateModel"]["Arguments"]["PrimaryContainer"]
+    assert model["Image"] == image and model["Environment"]["SM_ON_TENSOR_PARALLEL_SIZE"] == "2"
+    assert (
+        model["ModelDataSource"]["S3DataSource"]["CompressionType"] == "None"
+    )  # the weights dir, uncompressed
+    assert steps["RemoveStaging"]["DependsOn"] == [{"Step": "StagingEvaluate", "Trigger": "Failed"}]
+    gate = steps["CheckAgreement"]["Arguments"]
+    assert gate["Conditions"][0]["LeftValue"]["Std:JsonGet"]["Path"] == "metrics.prefix_match_mean"
+    assert [s["Name"] for s in gate["IfSteps"]] == ["EnsureEndpoint", "DeployComponent"]
+    assert gate["ElseSteps"][0]["Name"] == "AgreementGateFailed"
+    component = steps["DeployComponent"]["Arguments"]
+    assert component["Specification"]["ModelName"] == {
+        "Get": "Steps.CreateModel.ModelName"
+    }  # the evaluated one
+    assert set(component["Specification"]["ComputeResourceRequirements"]) == {
+        "NumberOfAcceleratorDevicesRequired",
+        "MinMemoryRequiredInMb",
+    }
+    params = {p["Name"]: p.get("DefaultValue") for p in d["Parameters"]}
+    t = GenerationThresholds()
+    assert (params["MinPrefixMatch"], params["FirstTokens"], params["MaxPerplexityDiff"]) == (
+        t.min_prefix_match,
+        t.first_tokens,
+        t.max_perplexity_diff,
+    )
+    assert params["ArtifactS3Uri"] == "none" and params["ComponentName"] == "minilm-prod-component"
+
+
+def test_the_text_generation_model_step_makes_the_model_smneuron_deploy_makes(session, role):
+    """CreateModel in the pipeline and `smneuron deploy` of the same compile settings: same image and
+    environment (SM_ON_* from the compile spec), uncompressed model data."""
+    from smneuron.artifact.staging import GenerationConfig, ModelData
+    from smneuron.deploy.generation_plan import plan_llm
+    from smneuron.specs.models import EndpointSpec
+
+    d = _definition(session, "ml.inf2.xlarge", LLM_COMPILE)
+    step = next(s for s in d["Steps"] if s["Type"] == "Model")["Arguments"]["PrimaryContainer"]
+    shape = {
+        "hidden_size": 2048,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "num_hidden_layers": 16,
+    }
+    gen = GenerationConfig(4, 2048, 2, "bf16", 1_200_000_000, shape={**shape, "vocab_size": 32000})
+    data = ModelData("s3://b/k/", "0" * 64, 1, "none", "inf2", "text-generation", 1, "k", generation=gen)
+    expected = plan_llm(
+        data, EndpointSpec(instance_type="ml.inf2.xlarge", name="minilm-prod"), region=session.region
+    )
+    request = expected.create_model_request(session.role_arn)["PrimaryContainer"]
+    assert step["Image"] == request["Image"] and step["Environment"] == request["Environment"]

@@ -40,6 +40,8 @@ import botocore.session
 
 from smneuron.errors import MissingDependencyError
 from smneuron.local.aws.components import patch_components
+from smneuron.local.aws.describe_shapes import patch_describe_shapes
+from smneuron.local.aws.iam_simulation import patch_policy_simulation
 from smneuron.local.aws.stream_route import StreamRouter
 from smneuron.serving.ports import free_port
 
@@ -129,6 +131,8 @@ def patch_moto() -> None:
     _patch_pipeline_steps(models, responses, ActionResult)
 
     patch_components()
+    patch_policy_simulation()
+    patch_describe_shapes()
     _patch_s3_conditional_denies()
     _patch_cloudformation()
     _PATCHED = True
@@ -314,6 +318,30 @@ def local_credentials() -> Iterator[None]:
                 os.environ[k] = v
 
 
+LOCAL_ROLE_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Action": [
+                "sagemaker:*",
+                "s3:*",
+                "ecr:*",
+                "logs:*",
+                "cloudwatch:*",
+                "application-autoscaling:*",
+                "scheduler:*",
+                "events:*",
+                "iam:PassRole",
+                "iam:GetRole",
+                "kms:*",
+            ],
+            "Resource": "*",
+        }
+    ],
+}
+
+
 def create_sagemaker_role(session: Any, name: str = "smneuron-execution-role") -> str:
     """A role SageMaker may assume, in the embedded AWS (the demo's and local runs' execution role)."""
 
@@ -327,9 +355,14 @@ def create_sagemaker_role(session: Any, name: str = "smneuron-execution-role") -
             }
         ],
     }
-    return session.client("iam").create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))[
-        "Role"
-    ]["Arn"]
+    iam = session.client("iam")
+    arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    # what an execution role needs in the embedded account (one account, nothing else in it); the
+    # SageMaker SDK v3 simulates the role's policies before it creates anything (iam_simulation)
+    iam.put_role_policy(
+        RoleName=name, PolicyName="smneuron-local-execution", PolicyDocument=json.dumps(LOCAL_ROLE_POLICY)
+    )
+    return arn
 
 
 def _reset(url: str) -> None:

@@ -8,6 +8,9 @@ Transform sends each request line to the local endpoint (in place of Neuron hard
 accuracy gate evaluates the definition's own conditions and property files. So what is tested is
 the definition itself, its step scripts and smneuron's functions, with only the hardware replaced.
 The compile target is ``cpu`` (the artifacts must run here); step caching is not simulated.
+
+One module because it is one interpreter: the expression resolver, the step handlers and the S3 moves
+share the run's properties and property files (graph.py and inputs.py hold what stands alone).
 """
 
 from __future__ import annotations

@@ -1,0 +1,36 @@
+"""Describe answers as SageMaker gives them: members a resource was created without are absent.
+
+moto answers ``"VpcConfig": {}`` and ``"Containers": []`` for every Model and ``"DataCaptureConfig": {}``
+(and other empty members) for endpoints and endpoint configs; SageMaker omits them. The SageMaker SDK v3
+re-validates what it describes (``sagemaker.core.resources.Model`` / ``Endpoint``), where an empty
+VpcConfig or DataCaptureConfig lacks required members, so ``ModelBuilder.build()`` and ``deploy()``
+failed on the embedded SageMaker after creating the resource.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+KEEP_EMPTY = {"ProductionVariants", "Tags"}  # lists SageMaker answers even when empty
+
+
+def _without_empty(response: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in response.items() if k in KEEP_EMPTY or v not in ({}, [])}
+
+
+def patch_describe_shapes() -> None:
+    """Only the answers change: moto's own code reads the full records (create_endpoint reads its config's
+    DataCaptureConfig)."""
+    from moto.core.responses import ActionResult
+    from moto.sagemaker.responses import SageMakerResponse
+
+    def describer(backend_call: str, param: str) -> Any:
+        def describe(self: Any) -> Any:
+            found = getattr(self.sagemaker_backend, backend_call)(self._get_param(param))
+            return ActionResult(_without_empty(found if isinstance(found, dict) else found.response_object))
+
+        return describe
+
+    SageMakerResponse.describe_model = describer("describe_model", "ModelName")
+    SageMakerResponse.describe_endpoint = describer("describe_endpoint", "EndpointName")
+    SageMakerResponse.describe_endpoint_config = describer("describe_endpoint_config", "EndpointConfigName")
