@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.compile.tasks import infer_task, write_sample_records
+from smneuron.compile.tasks import pipeline_task, write_sample_records
 from smneuron.errors import ConfigError, MissingRegionError
 from smneuron.local.demo import pick_model
 from smneuron.local.pipeline.runner import run_local
@@ -211,6 +211,12 @@ def run_cmd(
     task: str = typer.Option(
         None, "--task", help="Model task (default: compile.task, else inferred from the model)."
     ),
+    artifact: Path = typer.Option(
+        None,
+        "--artifact",
+        help="Text generation: serve this compiled artifact (the ArtifactS3Uri parameter) instead of compiling "
+        "--model; the reference still comes from --model.",
+    ),
     param: list[str] = ParamOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -236,7 +242,7 @@ def run_cmd(
                 }
             )
         if project.compile.task is None:
-            inferred, why = infer_task(Path(model))
+            inferred, why = pipeline_task(Path(model))
             project = project.model_copy(
                 update={"compile": project.compile.model_copy(update={"task": inferred})}
             )
@@ -249,7 +255,7 @@ def run_cmd(
             if not as_json:
                 console().print(f"{step.name:26s} {step.status:10s} {step.seconds:6.1f} s  {step.detail}")
 
-        run = run_local(project, model, data, parameters=_params(param), on_step=show)
+        run = run_local(project, model, data, parameters=_params(param), on_step=show, artifact=artifact)
     if as_json:
         print_json(
             {
@@ -257,6 +263,7 @@ def run_cmd(
                 "failure_reason": run.failure_reason,
                 "evaluation": run.evaluation,
                 "deployment": run.deployment,
+                "left_running": run.left_running,
                 "steps": [s.__dict__ for s in run.steps],
             }
         )
@@ -264,5 +271,9 @@ def run_cmd(
         if run.evaluation:
             console().print("metrics " + json.dumps(run.evaluation["metrics"]))
         console().print(f"pipeline {run.status}" + (f": {run.failure_reason}" if run.failure_reason else ""))
+        console().print(
+            "serving when the run ended: "
+            + (", ".join(run.left_running) or "nothing (no endpoint, no component)")
+        )
     if run.status != "Succeeded":
         raise typer.Exit(1)

@@ -337,6 +337,20 @@ def _wrapper_class() -> type:
     return _WRAPPER
 
 
+def pipeline_task(model_dir: Path) -> tuple[str, str]:
+    """``infer_task``, with causal LMs (``*ForCausalLM``) as text-generation: the pipeline runs both kinds."""
+    try:
+        archs = [
+            str(a) for a in json.loads((model_dir / "config.json").read_text()).get("architectures") or []
+        ]
+    except (OSError, ValueError):
+        archs = []
+    causal = [a for a in archs if a.endswith("ForCausalLM")]
+    if causal:
+        return "text-generation", f"config.json architectures: {causal[0]}"
+    return infer_task(model_dir)
+
+
 def write_sample_records(path: str | Path, task: str) -> Path:
     """A small evaluation JSONL of sample texts shaped for ``task`` (pairs for question-answering),
     for local pipeline runs without data of their own."""

@@ -16,6 +16,33 @@ pytestmark = pytest.mark.e2e  # the embedded service and a deployed endpoint
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "0.0.0.0", "")
 
+# The same guard for the processes a command starts (pipeline jobs, model servers): Python imports
+# sitecustomize from PYTHONPATH at start-up; attempts go to a file the test reads.
+SITECUSTOMIZE = """
+import os, socket
+_LOG = os.environ.get("SMNEURON_TEST_GUARD_LOG")
+_LOOPBACK = ("127.0.0.1", "localhost", "::1", "0.0.0.0", "")
+def _check(host, what):
+    if host is not None and str(host) not in _LOOPBACK and not str(host).startswith("127."):
+        with open(_LOG, "a") as f:
+            f.write(f"{os.getpid()} {what} {host}\\n")
+        raise ConnectionRefusedError(f"not loopback: {host}")
+if _LOG:
+    _connect, _connect_ex, _gai = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
+    def connect(self, address):
+        if isinstance(address, tuple):
+            _check(address[0], "connect")
+        return _connect(self, address)
+    def connect_ex(self, address):
+        if isinstance(address, tuple):
+            _check(address[0], "connect")
+        return _connect_ex(self, address)
+    def getaddrinfo(host, *a, **k):
+        _check(host, "lookup")
+        return _gai(host, *a, **k)
+    socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = connect, connect_ex, getaddrinfo
+"""
+
 
 @pytest.fixture
 def guarded(monkeypatch):
@@ -65,7 +92,12 @@ def test_the_cli_surface_in_local_mode_never_leaves_loopback(
                      "s3://data/eval.jsonl", "scheduler_role": "smneuron-execution-role"},
     }))  # fmt: skip
     monkeypatch.chdir(tmp_path)
+    guard_dir, guard_log = tmp_path / "guard", tmp_path / "guard.log"
+    guard_dir.mkdir()
+    (guard_dir / "sitecustomize.py").write_text(SITECUSTOMIZE)
     env = {
+        "PYTHONPATH": str(guard_dir),  # the processes the commands start are guarded too
+        "SMNEURON_TEST_GUARD_LOG": str(guard_log),
         "SMNEURON_STATE_DIR": str(tmp_path / "state"),
         "SMNEURON_CACHE_DIR": str(tmp_path / "cache"),
         # what a real shell may hold: it must not matter in local mode
@@ -99,7 +131,9 @@ def test_the_cli_surface_in_local_mode_never_leaves_loopback(
         ),
         ("--local", "scale", "lb", "--min", "1", "--max", "2"),
         ("--local", "logs", "lb"),
+        ("--local", "pipeline", "definition"),
         ("--local", "pipeline", "upsert"),
+        ("--local", "pipeline", "start"),
         ("--local", "pipeline", "schedule", "cron(0 3 ? * MON *)"),
         ("--local", "pipeline", "list"),
         ("--local", "pipeline", "status"),
@@ -107,10 +141,17 @@ def test_the_cli_surface_in_local_mode_never_leaves_loopback(
         ("--local", "delete", "lb", "--yes"),
         ("--local", "list", "--json"),
     ]
+    surface.insert(
+        -2,
+        ("pipeline", "run", "--local", "--model", str(tiny_classifier), "--data", str(tmp_path / "d.jsonl")),
+    )
     said = {}
     for args in surface:
         code, out, err = run_cli(*args, env=env)
         assert not guarded, f"`smneuron {' '.join(args)}` tried to leave loopback: {guarded}"
+        assert not guard_log.exists(), (
+            f"a process `smneuron {' '.join(args)}` started left loopback: {guard_log.read_text()}"
+        )
         assert code == 0, (args, out[-1500:], err[-1500:])
         said[args[1:3]] = out
     assert json.loads(out) == []

@@ -29,7 +29,7 @@ from typing import Any
 
 from smneuron.artifact.staging import stage
 from smneuron.artifact.storage import ensure_bucket, parse_s3_uri
-from smneuron.compile.tasks import infer_task
+from smneuron.compile.tasks import pipeline_task
 from smneuron.endpoints import components
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError, EndpointFailedError, InvocationError, PipelineFailedError
@@ -96,7 +96,7 @@ def run_local(
         raise ConfigError(f"Evaluation data {data} does not exist.")
     proj = (project or ProjectFile()).model_copy(deep=True)
     if proj.compile.task is None:
-        proj.compile.task = infer_task(model_dir)[0]
+        proj.compile.task = pipeline_task(model_dir)[0]
     parameters = dict(parameters or {})
     if proj.compile.task != "text-generation":
         check_gates_have_data(proj, data, parameters)

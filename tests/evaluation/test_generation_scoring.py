@@ -1,0 +1,39 @@
+"""The text-generation gate's scoring: prefix agreement, first tokens, perplexity when the server gives it."""
+
+from __future__ import annotations
+
+from smneuron.evaluation.generation import collect, score
+from smneuron.evaluation.scoring import Record
+from smneuron.specs.models import GenerationThresholds
+
+
+def test_agreement_is_measured_on_tokens_and_a_missing_perplexity_is_said_not_passed(tiny_llama):
+    records = [Record("the movie was"), Record("john works at")]
+    reference = [
+        {"continuation": "good and i loved it", "prompt_logprob_sum": -6.0, "prompt_logprob_count": 2},
+        {"continuation": "google in london", "prompt_logprob_sum": -6.0, "prompt_logprob_count": 2},
+    ]
+    served = [{"continuation": "good and i hated it"}, {"continuation": "google in london"}]
+    result = score(reference, served, records, GenerationThresholds(min_prefix_match=0.8), tiny_llama)
+    # 3 of 5 tokens before the first difference, then 3 of 3: (0.6 + 1.0) / 2
+    assert result.metrics["prefix_match_mean"] == 0.8 and result.metrics["first_tokens_match"] == 0.5
+    assert result.metrics["perplexity_rel_diff"] is None
+    assert not result.passed  # the first 4 tokens of one prompt differ
+    assert "perplexity not compared: the container returned no prompt log-probabilities" in result.summary
+    assert "'the movie was': reference 'good and i loved it', served 'good and i hated it'" in result.summary
+
+
+def test_collect_reads_echoed_prompt_logprobs_and_survives_a_server_without_them():
+    def with_logprobs(request: dict) -> dict:
+        if request.get("echo"):
+            return {
+                "choices": [{"text": "a b c", "logprobs": {"token_logprobs": [None, -1.0, -2.0, -0.5]}}],
+                "usage": {"prompt_tokens": 3},
+            }
+        return {"choices": [{"text": " c"}]}
+
+    got = collect(with_logprobs, [Record("a b")], 4)
+    # the prompt's own tokens only (the first has no context; the generated one is not the prompt's)
+    assert got == [{"continuation": " c", "prompt_logprob_sum": -3.0, "prompt_logprob_count": 2}]
+    refused = collect(lambda r: None if r.get("echo") else {"choices": [{"text": "x"}]}, [Record("a")], 4)
+    assert refused == [{"continuation": "x"}]
