@@ -322,6 +322,33 @@ def _staging_cleanup(b: _Builder, staging: ProcessingStep, kind: str) -> Process
     )
 
 
+def _endpoint_job(
+    b: _Builder, name: str, script: str, output: str, model_name: Any, **kw: Any
+) -> ProcessingStep:
+    """A job that serves the evaluated Model on the production endpoint (after the gate passed); API retries
+    only: a capacity retry of a job that waits for its endpoint would start a second wait."""
+    return b.job(
+        name,
+        script,
+        instance_type=b.p.cpu_instance_type,
+        role=b.p.pipeline_role,
+        volume=b.p.small_volume_gb,
+        outputs=[output],
+        arguments=[
+            "--model-name",
+            model_name,
+            "--endpoint-name",
+            b.P["EndpointName"],
+            "--instance-type",
+            b.P["InstanceType"],
+            "--out-dir",
+            f"{OUT}/{output}",
+        ],
+        retries=[b.api_retry],
+        **kw,
+    )
+
+
 def _gate(
     b: _Builder,
     name: str,
@@ -456,25 +483,7 @@ def _encoder(b: _Builder) -> Pipeline:
         )
         evaluate_steps = [score, _staging_cleanup(b, score, "endpoint")]
 
-    deploy = b.job(
-        "Deploy",
-        "deploy",
-        instance_type=p.cpu_instance_type,
-        role=p.pipeline_role,
-        volume=p.small_volume_gb,
-        outputs=["deployment"],
-        arguments=[
-            "--model-name",
-            model_name,
-            "--endpoint-name",
-            P["EndpointName"],
-            "--instance-type",
-            P["InstanceType"],
-            "--out-dir",
-            f"{OUT}/deployment",
-        ],
-        retries=[b.api_retry],  # a deploy job is not retried on capacity: its endpoint waits for it
-    )
+    deploy = _endpoint_job(b, "Deploy", "deploy", "deployment", model_name)
     if_steps: list[Any] = [deploy]
     if p.model_package_group:
         register = ModelStep(
@@ -566,25 +575,8 @@ def _generation(b: _Builder) -> Pipeline:
         property_files=[evaluation],
     )
     endpoint_file = PropertyFile(name="EndpointPlan", output_name="endpoint", path="endpoint.json")
-    ensure = b.job(
-        "EnsureEndpoint",
-        "endpoint",
-        instance_type=p.cpu_instance_type,
-        role=p.pipeline_role,
-        volume=p.small_volume_gb,
-        outputs=["endpoint"],
-        arguments=[
-            "--model-name",
-            model_name,
-            "--endpoint-name",
-            P["EndpointName"],
-            "--instance-type",
-            P["InstanceType"],
-            "--out-dir",
-            f"{OUT}/endpoint",
-        ],
-        property_files=[endpoint_file],
-        retries=[b.api_retry],
+    ensure = _endpoint_job(
+        b, "EnsureEndpoint", "endpoint", "endpoint", model_name, property_files=[endpoint_file]
     )
 
     def planned(path: str) -> JsonGet:
