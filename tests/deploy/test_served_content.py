@@ -92,7 +92,7 @@ def test_the_pipeline_deploys_the_model_it_evaluated(tiny_classifier, tmp_path):
         on_step=lambda s: seen.setdefault(s.name, s.detail),
     )
     assert run.status == "Succeeded", run.failure_reason
-    created = seen["CreateModel-CreateModel"]
+    created = seen["CreateModel"]
     assert run.deployment["model_name"] == created
     assert run.deployment["served_model_name"] == created  # read back from the endpoint's config
     assert run.deployment["models_created"] == []

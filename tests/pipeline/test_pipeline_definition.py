@@ -18,7 +18,20 @@ SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 LLM_COMPILE = {"task": "text-generation", "sequence_length": 2048, "batch_size": 4, "tensor_parallel_size": 2}
 
 
+_BUILT: dict[str, dict] = {}
+
+
 def _definition(session, instance: str, compile: dict | None = None, **pipeline) -> dict:
+    """The definition for these settings; built once per module (seconds each with the SDK), a copy per test."""
+    import copy
+
+    key = json.dumps([instance, compile, pipeline], sort_keys=True)
+    if key not in _BUILT:
+        _BUILT[key] = _build(session, instance, compile, **pipeline)
+    return copy.deepcopy(_BUILT[key])
+
+
+def _build(session, instance: str, compile: dict | None = None, **pipeline) -> dict:
     from smneuron.pipeline.runs import definition
     from smneuron.specs.models import ProjectFile
 

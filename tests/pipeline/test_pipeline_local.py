@@ -55,11 +55,11 @@ def test_tiny_classifier_passes_the_gate_registers_and_deploys(tiny_classifier, 
     assert run.status == "Succeeded", run.failure_reason
     assert seen == [
         "Compile",
-        "CreateModel-CreateModel",
+        "CreateModel",
         "EvaluateTransform",
         "Score",
         "CheckAccuracy",
-        "Register-RegisterModel",
+        "Register",
         "Deploy",
     ]
     assert run.evaluation["passed"] and run.evaluation["count"] == len(TEXTS)
