@@ -308,6 +308,41 @@ def _compile_step(
     return step, result
 
 
+def _staging_evaluate(
+    b: _Builder,
+    script: str,
+    reference: tuple[str, Any],
+    model_name: Any,
+    evaluation: PropertyFile,
+    gates: list[Any],
+) -> ProcessingStep:
+    """The short-lived staging endpoint (or component) of this execution: the candidate Model served on the
+    target instance, asked the evaluation records, scored against the reference, deleted."""
+    return b.job(
+        "StagingEvaluate",
+        script,
+        instance_type=b.p.cpu_instance_type,
+        role=b.p.pipeline_role,
+        volume=b.p.small_volume_gb,
+        inputs=[reference],
+        outputs=["evaluation"],
+        arguments=[
+            "--model-name",
+            model_name,
+            "--instance-type",
+            b.P["InstanceType"],
+            "--execution-id",
+            ExecutionVariables.PIPELINE_EXECUTION_ID,
+            "--reference-dir",
+            f"{IN}/reference",
+            "--out-dir",
+            f"{OUT}/evaluation",
+            *gates,
+        ],
+        property_files=[evaluation],
+    )
+
+
 def _staging_cleanup(b: _Builder, staging: ProcessingStep, kind: str) -> ProcessingStep:
     """Runs only when the staging evaluation failed (a killed job skips its own cleanup): deletes the
     staging endpoint or component of this execution, so a failed run leaves nothing that bills."""
@@ -458,29 +493,7 @@ def _encoder(b: _Builder) -> Pipeline:
         )
         evaluate_steps = [transform, score]
     else:  # Batch Transform takes no ml.inf1: a short-lived endpoint
-        score = b.job(
-            "StagingEvaluate",
-            "staging",
-            instance_type=p.cpu_instance_type,
-            role=p.pipeline_role,
-            volume=p.small_volume_gb,
-            inputs=[reference],
-            outputs=["evaluation"],
-            arguments=[
-                "--model-name",
-                model_name,
-                "--instance-type",
-                P["InstanceType"],
-                "--execution-id",
-                ExecutionVariables.PIPELINE_EXECUTION_ID,
-                "--reference-dir",
-                f"{IN}/reference",
-                "--out-dir",
-                f"{OUT}/evaluation",
-                *thresholds,
-            ],
-            property_files=[evaluation],
-        )
+        score = _staging_evaluate(b, "staging", reference, model_name, evaluation, thresholds)
         evaluate_steps = [score, _staging_cleanup(b, score, "endpoint")]
 
     deploy = _endpoint_job(b, "Deploy", "deploy", "deployment", model_name)
@@ -542,25 +555,13 @@ def _generation(b: _Builder) -> Pipeline:
     create_model, _ = b.create_model(model_data)
     model_name = create_model.properties.ModelName
     evaluation = PropertyFile(name="Evaluation", output_name="evaluation", path="evaluation.json")
-    staging = b.job(
-        "StagingEvaluate",
+    staging = _staging_evaluate(
+        b,
         "staging_llm",
-        instance_type=p.cpu_instance_type,
-        role=p.pipeline_role,
-        volume=p.small_volume_gb,
-        inputs=[("reference", b.output_uri(compile_step, "reference"))],
-        outputs=["evaluation"],
-        arguments=[
-            "--model-name",
-            model_name,
-            "--instance-type",
-            P["InstanceType"],
-            "--execution-id",
-            ExecutionVariables.PIPELINE_EXECUTION_ID,
-            "--reference-dir",
-            f"{IN}/reference",
-            "--out-dir",
-            f"{OUT}/evaluation",
+        ("reference", b.output_uri(compile_step, "reference")),
+        model_name,
+        evaluation,
+        [
             "--max-new-tokens",
             P["MaxNewTokens"].to_string(),
             "--min-prefix-match",
@@ -572,7 +573,6 @@ def _generation(b: _Builder) -> Pipeline:
             "--max-perplexity-diff",
             P["MaxPerplexityDiff"].to_string(),
         ],
-        property_files=[evaluation],
     )
     endpoint_file = PropertyFile(name="EndpointPlan", output_name="endpoint", path="endpoint.json")
     ensure = _endpoint_job(
@@ -659,7 +659,3 @@ def _parameters(p: Any) -> list[Any]:
             enum_values=["Approved", "PendingManualApproval"],
         ),
     ]
-
-
-def definition_json(pipeline: Pipeline) -> dict:
-    return json.loads(pipeline.definition())

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from smneuron.evaluation.scoring import Evaluation, EvaluationError, Gate, Record
+from smneuron.evaluation.scoring import Evaluation, EvaluationError, Gate, Record, verdict
 from smneuron.specs.models import GenerationThresholds
 
 TOKENIZER_DIR = "tokenizer"
@@ -157,15 +157,10 @@ def score(
     ref_ppl, cand_ppl = metrics["perplexity_reference"], metrics["perplexity_candidate"]
     metrics["perplexity_rel_diff"] = abs(cand_ppl / ref_ppl - 1) if ref_ppl and cand_ppl is not None else None
     metrics = {k: None if v is None else round(float(v), 8) for k, v in metrics.items()}
-
-    def gate(metric: str, name: str, bound: float, op: str) -> Gate:
-        value = metrics[metric]
-        ok = value is not None and (value >= bound if op == ">=" else value <= bound)
-        return Gate(metric, name, value, bound, op, ok)
-
     gates = [
-        gate("prefix_match_mean", "min_prefix_match", thresholds.min_prefix_match, ">="),
-        gate(
+        Gate.check(metrics, "prefix_match_mean", "min_prefix_match", thresholds.min_prefix_match, ">="),
+        Gate.check(
+            metrics,
             "first_tokens_match",
             f"min_first_tokens_match, first {n}",
             thresholds.min_first_tokens_match,
@@ -176,10 +171,12 @@ def score(
     if metrics["perplexity_rel_diff"] is None:
         notes.append("perplexity not compared: the container returned no prompt log-probabilities")
     else:
-        gates.append(gate("perplexity_rel_diff", "max_perplexity_diff", thresholds.max_perplexity_diff, "<="))
-    passed = all(g.passed for g in gates)
-    shown = gates if passed else [g for g in gates if not g.passed]
-    summary = ("passed: " if passed else "FAILED: ") + "; ".join(g.describe() for g in shown)
+        gates.append(
+            Gate.check(
+                metrics, "perplexity_rel_diff", "max_perplexity_diff", thresholds.max_perplexity_diff, "<="
+            )
+        )
+    passed, summary = verdict(gates)
     if not passed and examples:
         summary += ". First differences: " + " | ".join(examples)
     if notes:

@@ -140,6 +140,15 @@ class Gate:
     op: str  # ">=" or "<="
     passed: bool
 
+    @classmethod
+    def check(
+        cls, metrics: dict[str, float | None], metric: str, name: str, threshold: float, op: str
+    ) -> Gate:
+        """``metrics[metric]`` against ``threshold`` (``op`` ">=" or "<="); a missing value fails."""
+        value = metrics.get(metric)
+        ok = value is not None and (value >= threshold if op == ">=" else value <= threshold)
+        return cls(metric, name, value, threshold, op, ok)
+
     def describe(self) -> str:
         shown = "n/a" if self.value is None else f"{self.value:.6g}"
         relation = self.op if self.passed else {">=": "<", "<=": ">"}[self.op]
@@ -191,20 +200,22 @@ def score(
     metrics = _METRICS[task](reference, candidate, records)
     metrics = {k: (None if v is None else round(float(v), 8)) for k, v in metrics.items()}
     gates = _gates(metrics, thresholds, has_labels=any(r.label is not None for r in records))
-    passed = all(g.passed for g in gates)
-    summary = ("passed: " if passed else "FAILED: ") + "; ".join(
-        g.describe() for g in (gates if passed else [g for g in gates if not g.passed])
-    )
+    passed, summary = verdict(gates)
     return Evaluation(task, len(records), metrics, gates, passed, summary)
 
 
+def verdict(gates: list[Gate]) -> tuple[bool, str]:
+    """Whether every gate passed, and the summary: all gates when passed, the failed ones otherwise."""
+    passed = all(g.passed for g in gates)
+    shown = gates if passed else [g for g in gates if not g.passed]
+    return passed, ("passed: " if passed else "FAILED: ") + "; ".join(g.describe() for g in shown)
+
+
 def _gates(metrics: dict[str, float | None], t: Thresholds, *, has_labels: bool) -> list[Gate]:
-    gates = []
+    gates: list[Gate] = []
 
     def gate(metric: str, name: str, threshold: float, op: str) -> None:
-        value = metrics.get(metric)
-        ok = value is not None and (value >= threshold if op == ">=" else value <= threshold)
-        gates.append(Gate(metric, name, value, threshold, op, ok))
+        gates.append(Gate.check(metrics, metric, name, threshold, op))
 
     if "top1_agreement" in metrics:
         gate("top1_agreement", "min_top1_agreement", t.min_top1_agreement, ">=")

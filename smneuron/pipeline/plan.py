@@ -7,7 +7,7 @@ Images, roles, instance choices, parameter defaults, the model's container envir
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from smneuron._version import __version__
@@ -55,7 +55,6 @@ class PipelinePlan:
     capacity_retries: int = 3
     transform_concurrency: int = 1
     max_runtime_in_seconds: int = 4 * 3600
-    sm_session: Any = field(default=None, repr=False)
 
     @property
     def target(self) -> str:
