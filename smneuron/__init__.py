@@ -52,14 +52,22 @@ _EXPORTS = {  # public name -> (module, attribute)
     "LocalEndpoint": ("smneuron.serving.server", "LocalEndpoint"),
 }
 
-__all__ = ["__version__", *_EXPORTS]
+_MODULES = {  # public name -> module: smneuron.local.up() / down(), smneuron.progress.configure(False)
+    "local": "smneuron.local",
+    "progress": "smneuron.display.progress",
+}
+
+__all__ = ["__version__", *_EXPORTS, *_MODULES]
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
+    if name in _MODULES:
+        value = importlib.import_module(_MODULES[name])
+    elif name in _EXPORTS:
+        module, attribute = _EXPORTS[name]
+        value = getattr(importlib.import_module(module), attribute)
+    else:
         raise AttributeError(f"module 'smneuron' has no attribute {name!r}")
-    module, attribute = _EXPORTS[name]
-    value = getattr(importlib.import_module(module), attribute)
     globals()[name] = value  # resolved once
     return value
 

@@ -5,20 +5,30 @@ This is the only module that creates boto3 clients; everything else asks a ``Ses
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
 from botocore.config import Config
+from platformdirs import user_state_dir
 
-from smneuron.errors import MissingCredentialsError, MissingRegionError, from_client_error
+from smneuron.errors import ConfigError, MissingCredentialsError, MissingRegionError, from_client_error
 
 if TYPE_CHECKING:
     import boto3
 
 DEFAULT_ROLE_NAME = "smneuron-execution-role"
+LOCAL_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+}  # the embedded SageMaker's
+LOCAL_REGION = "us-east-1"
+LOCAL_ACCOUNT = "123456789012"  # moto's account
 ACCOUNT_PLACEHOLDER = "<account-id>"  # shown by commands that create nothing when no AWS account answers
 
 
@@ -72,6 +82,7 @@ class Session:
         kms_key_id: str | None = None,
         account: str | None = None,
         offline: bool = False,
+        local: bool | None = None,
     ) -> Session:
         """Resolve settings: explicit argument > SMNEURON_* variable > AWS configuration.
 
@@ -87,12 +98,33 @@ class Session:
             account: the AWS account id, if known (else SMNEURON_ACCOUNT, else one STS call when needed).
             offline: for commands that create nothing (``--dry-run``, ``pipeline definition``): missing
                 credentials are fine and an unknown account is shown as ``<account-id>``.
+            local: use the embedded SageMaker of `smneuron local up` (its URL, region and throwaway
+                credentials); default: SMNEURON_LOCAL=1. An explicit ``endpoint_url`` wins over it.
 
         Raises:
             MissingRegionError: no region anywhere.
             MissingCredentialsError: the standard credential chain found nothing.
+            ConfigError: the embedded SageMaker is asked for and not running.
         """
         import boto3
+
+        if (wants_local() if local is None else local) and not endpoint_url:
+            env = local_environment(require_local_service())
+            here = region or LOCAL_REGION
+            return cls(
+                boto_session=boto3.Session(
+                    aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+                    aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+                    region_name=here,
+                ),
+                region=here,
+                endpoint_url=env["SMNEURON_ENDPOINT_URL"],
+                role=role or os.environ.get("SMNEURON_ROLE") or None,
+                bucket=bucket or os.environ.get("SMNEURON_BUCKET") or None,
+                kms_key_id=kms_key_id,
+                account=account or LOCAL_ACCOUNT,
+                offline=offline,
+            )
 
         try:
             boto_session = boto3.Session(profile_name=profile or os.environ.get("SMNEURON_PROFILE") or None)
@@ -175,6 +207,79 @@ class Session:
     def bucket_name(self) -> str:
         """The artifact bucket: the given one, or ``smneuron-{account}-{region}``."""
         return self.bucket or default_bucket_name(self.account_id, self.region)
+
+
+# Where the embedded SageMaker of `smneuron local up` runs (smneuron.local.service starts it and writes this
+# record): read here, so that SMNEURON_LOCAL=1 points every Session at it, from the CLI and from Python alike.
+
+
+def local_service_path() -> Path:
+    """Where the running embedded SageMaker is recorded (SMNEURON_STATE_DIR, else the user's state dir)."""
+    root = os.environ.get("SMNEURON_STATE_DIR") or user_state_dir("smneuron")
+    return Path(root) / "local.json"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped by a parent that is still alive, does not)."""
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:
+        return " Z" not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:3]
+    except (OSError, IndexError):
+        return True
+
+
+def local_service() -> dict | None:
+    """The running embedded SageMaker (``url``, ``pid``, ``log``, ...), or None."""
+    try:
+        state = json.loads(local_service_path().read_text())
+    except (OSError, ValueError):
+        return None
+    if not pid_alive(int(state.get("pid", 0))):
+        return None
+    try:
+        urllib.request.urlopen(state["url"] + "/moto-api/", timeout=2).read()
+    except (OSError, KeyError):
+        return None
+    return state
+
+
+def require_local_service() -> dict:
+    """The running embedded SageMaker, for ``--local`` / ``SMNEURON_LOCAL=1``.
+
+    Raises:
+        ConfigError: it is not running.
+    """
+    state = local_service()
+    if state is None:
+        raise ConfigError(
+            "The embedded SageMaker is not running (SMNEURON_LOCAL=1 or --local asks for it).",
+            hint="Start it with `smneuron local up`, or `smneuron.local.up()` from Python.",
+        )
+    return state
+
+
+def local_environment(state: dict) -> dict[str, str]:
+    """The variables that point smneuron, boto3, the AWS CLI and the SageMaker SDK at the embedded SageMaker,
+    every AWS service included (AWS_ENDPOINT_URL is botocore's one URL for all of them; botocore reads the region
+    from AWS_DEFAULT_REGION, not AWS_REGION, which boto3's own Session and other SDKs read)."""
+    env = {
+        "SMNEURON_ENDPOINT_URL": state["url"],
+        "AWS_ENDPOINT_URL": state["url"],
+        "AWS_REGION": LOCAL_REGION,
+        "AWS_DEFAULT_REGION": LOCAL_REGION,
+        **LOCAL_CREDENTIALS,
+    }
+    if state.get("sdk_config"):
+        env["SAGEMAKER_USER_CONFIG_OVERRIDE"] = state["sdk_config"]
+    return env
+
+
+def wants_local() -> bool:
+    """Whether SMNEURON_LOCAL=1 asks for the embedded SageMaker."""
+    return os.environ.get("SMNEURON_LOCAL", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class _Bound:

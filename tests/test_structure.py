@@ -19,6 +19,7 @@ PACKAGE = REPO / "smneuron"
 LAYERS = [
     "errors",
     "session",
+    "display",
     "catalog",
     "specs",
     "artifact",

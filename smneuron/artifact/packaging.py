@@ -24,6 +24,7 @@ from smneuron.artifact.hashing import size_of, tree_hash
 from smneuron.artifact.kind import GENERATION, kind_of_path
 from smneuron.artifact.manifest import MANIFEST_NAME, Manifest
 from smneuron.artifact.resources import inference_code_dir
+from smneuron.display.progress import step
 from smneuron.errors import ArtifactError, ConfigError
 
 Compression = Literal["gzip", "none"]
@@ -196,8 +197,9 @@ def package(
         return _write_tree(files, req, names, output)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(output.name + ".partial")
+    total = sum(files[n].stat().st_size for n in names if n in files)
     try:
-        with open(tmp, "wb") as raw:
+        with step(f"package {output.name}", total=total, unit="B") as shown, open(tmp, "wb") as raw:
             hashing = _HashingWriter(raw)
             gz = _gzip_writer(hashing, level, threads)
             with tarfile.open(fileobj=gz, mode="w|", format=tarfile.GNU_FORMAT) as tar:
@@ -212,6 +214,7 @@ def package(
                     src = files[name]
                     with open(src, "rb") as f:
                         tar.addfile(_tarinfo(name, os.fstat(f.fileno()).st_size), f)
+                    shown.advance(src.stat().st_size)
             gz.close()
         os.replace(tmp, output)
     finally:

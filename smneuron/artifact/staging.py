@@ -34,6 +34,7 @@ from smneuron.artifact.storage import (
     parse_s3_uri,
     put_content_addressed,
 )
+from smneuron.display.cards import Card, Displayed, size
 from smneuron.errors import ArtifactError
 from smneuron.session import Session
 
@@ -74,8 +75,8 @@ class GenerationConfig:
         )
 
 
-@dataclass(frozen=True)
-class ModelData:
+@dataclass(frozen=True, repr=False)
+class ModelData(Displayed):
     """Model data for a SageMaker Model: where it is, what it holds, and its content hash.
 
     ``uri`` is an s3:// URI once staged, or the local path when ``stage(..., upload=False)``.
@@ -117,6 +118,22 @@ class ModelData:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def _card(self) -> Card:
+        where = {True: "already there (upload skipped)", False: "uploaded", None: "not uploaded"}[
+            self.skipped
+        ]
+        return Card(
+            title=f"model data: {self.task} for {self.target}",
+            brief=f"{self.uri!r}, {self.task} for {self.target}, {size(self.size_bytes)}, sha256 {self.sha256[:12]}",
+            rows=[
+                ("uri", self.uri),
+                ("content", f"{size(self.size_bytes)}, sha256 {self.sha256[:12]}, {self.compression}"),
+                ("NeuronCores per copy", self.cores_per_model),
+                ("upload", where),
+                ("source", self.source),
+            ],
+        )
 
 
 def artifact_key(name: str, sha256: str, prefix: str = "smneuron", compression: Compression = "gzip") -> str:

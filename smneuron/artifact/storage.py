@@ -15,6 +15,7 @@ from pathlib import Path
 from botocore.exceptions import ClientError
 
 from smneuron.artifact.hashing import sha256_file
+from smneuron.display.progress import step
 from smneuron.errors import ArtifactError, from_client_error, none_if_missing
 from smneuron.session import Session
 
@@ -144,9 +145,17 @@ def put_content_addressed(
     else:
         files = [(path, key)]
     s3 = session.client("s3")
+    total = sum(src.stat().st_size for src, _ in files)
     try:
-        for src, dest in files:
-            s3.upload_file(str(src), bucket, dest, ExtraArgs=extra, Config=config, Callback=progress)
+        with step(f"upload {path.name} to s3://{bucket}", total=total, unit="B") as shown:
+
+            def sent(n: int) -> None:
+                shown.advance(n)
+                if progress:
+                    progress(n)
+
+            for src, dest in files:
+                s3.upload_file(str(src), bucket, dest, ExtraArgs=extra, Config=config, Callback=sent)
     except ClientError as e:
         raise from_client_error(e, operation="PutObject") from e
     except Exception as e:  # boto3's S3UploadFailedError wraps the ClientError

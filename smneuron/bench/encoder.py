@@ -20,9 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.bench import profiles
-from smneuron.bench.report import plot
-from smneuron.bench.targets import ErrorLog, Send, endpoint_latency_metrics, sagemaker_sender, url_sender
+from smneuron.bench.report import plot, plot_html
+from smneuron.bench.targets import (
+    ErrorLog,
+    Send,
+    counted,
+    endpoint_latency_metrics,
+    sagemaker_sender,
+    url_sender,
+)
 from smneuron.catalog import load_prices
+from smneuron.display.cards import Card, Displayed
+from smneuron.display.progress import Step, step
 from smneuron.errors import BenchFailedError, ConfigError
 
 
@@ -50,8 +59,8 @@ class RunStats:
     latencies: list[float] = field(default_factory=list, repr=False)  # ms, for plots; not in the JSON
 
 
-@dataclass
-class Report:
+@dataclass(repr=False)
+class Report(Displayed):
     target: str
     instance_type: str | None
     instance_count: int
@@ -70,6 +79,36 @@ class Report:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+    def _card(self) -> Card:
+        rows = [
+            [
+                r.profile,
+                r.rate if r.rate is not None else r.concurrency,
+                r.requests_ok,
+                r.requests_failed,
+                r.throughput_rps,
+                r.latency_ms["p50"],
+                r.latency_ms["p99"],
+                r.cost_per_million_usd,
+            ]
+            for r in self.runs
+        ]
+        best = max(self.runs, key=lambda r: r.throughput_rps, default=None)
+        headline = (
+            f"{best.throughput_rps:.1f} req/s at p99 {best.latency_ms['p99']:.1f} ms" if best else "no runs"
+        )
+        where = (
+            f"{self.instance_count} x {self.instance_type}" if self.instance_type else "instance type unknown"
+        )
+        return Card(
+            title=f"bench of {self.target} ({where}): {headline}",
+            brief=f"{self.target!r}, {len(self.runs)} run(s), best {headline}",
+            table=(["profile", "rate/conc.", "ok", "failed", "req/s", "p50 ms", "p99 ms", "$/1M req"], rows),
+            extra_html=plot_html(self.to_dict(), max(self.runs, key=lambda r: r.throughput_rps).latencies)
+            if self.runs
+            else "",
+        )
 
     def plot(self, path: str | Path) -> Path:
         """PNG of latency vs throughput and the latency histogram of the busiest run."""
@@ -281,7 +320,7 @@ def run(
     errors = ErrorLog()
     hourly = price if price is not None else (load_prices().hourly(instance_type) if instance_type else None)
 
-    async def main() -> list[RunStats]:
+    async def main(shown: Step) -> list[RunStats]:
         conc = max(1, concurrency)
         if url:
             send, close = url_sender(url, conc, errors)
@@ -290,7 +329,7 @@ def run(
         try:
             return await _run(
                 profile,
-                send,
+                counted(send, shown),
                 payloads,
                 duration_s=duration_s,
                 concurrency=conc,
@@ -307,7 +346,8 @@ def run(
             await close()
 
     started = dt.datetime.now(dt.timezone.utc)
-    runs = asyncio.run(main())
+    with step(f"bench {url or endpoint} ({profile})") as shown:
+        runs = asyncio.run(main(shown))
     failed = sum(r.requests_failed for r in runs)
     if failed and not sum(r.requests_ok for r in runs):
         raise BenchFailedError(

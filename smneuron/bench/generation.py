@@ -6,6 +6,9 @@ flight), ``throughput`` (``max_concurrency`` in flight), ``constant`` and ``pois
 throughput, then ``rates`` constant rates evenly between their request rates). Each run stops at
 ``duration_s``, ``max_requests`` or ``max_errors``; requests still streaming ``grace_s`` after the end
 are cut off and count as incomplete. Requests starting in the warm-up or cool-down are not measured.
+
+One module because the load drivers, the run loop and the report they fill are one benchmark (the metrics,
+the report files and the senders already live in their own modules).
 """
 
 from __future__ import annotations
@@ -20,30 +23,28 @@ from typing import Any
 
 from smneuron.bench import profiles
 from smneuron.bench.encoder import check_window
-from smneuron.bench.generation_metrics import LlmRun, Slo, Timing, add_cost, highest_good_rate, summarize
+from smneuron.bench.generation_metrics import (
+    LlmRun,
+    Progress,
+    Slo,
+    Timing,
+    add_cost,
+    highest_good_rate,
+    summarize,
+)
+from smneuron.bench.generation_report import figures_html
 from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
 from smneuron.bench.stream_targets import StreamSend, sagemaker_stream_sender, url_stream_sender
 from smneuron.catalog import load_prices
+from smneuron.display.cards import Card, Displayed
+from smneuron.display.progress import step
 from smneuron.errors import BenchFailedError, ConfigError
 
 SCHEMA_VERSION = 1
 
 
-@dataclass
-class Progress:
-    """What the live display shows: the run, requests done, the current rate, running medians."""
-
-    run: str
-    done: int
-    errors: int
-    elapsed_s: float
-    rate: float
-    ttft_p50_ms: float | None
-    itl_p50_ms: float | None
-
-
-@dataclass
-class LlmReport:
+@dataclass(repr=False)
+class LlmReport(Displayed):
     """A text-generation benchmark (docs/llm-bench-report.md documents every field)."""
 
     target: str
@@ -67,6 +68,44 @@ class LlmReport:
         data = {k: v for k, v in asdict(self).items() if k != "runs"}
         data["runs"] = [r.to_dict() for r in self.runs]
         return data
+
+    def _card(self) -> Card:
+        rows = [
+            [
+                r.profile,
+                r.rate if r.rate is not None else r.concurrency,
+                r.successful,
+                r.errored,
+                r.requests_per_s,
+                r.output_tokens_per_s,
+                r.ttft_ms.get("p50"),
+                r.itl_ms.get("p50"),
+                r.cost_per_million_output_tokens_usd,
+            ]
+            for r in self.runs
+        ]
+        best = max(self.runs, key=lambda r: r.output_tokens_per_s, default=None)
+        headline = f"{best.output_tokens_per_s:.1f} output tokens/s" if best else "no runs"
+        return Card(
+            title=f"text-generation bench of {self.target} ({self.instance_type or 'instance type unknown'}): "
+            f"{headline}",
+            brief=f"{self.target!r}, {len(self.runs)} run(s), best {headline}",
+            table=(
+                [
+                    "profile",
+                    "rate/conc.",
+                    "ok",
+                    "errors",
+                    "req/s",
+                    "out tok/s",
+                    "TTFT p50 ms",
+                    "ITL p50 ms",
+                    "$/1M out tok",
+                ],
+                rows,
+            ),
+            extra_html=figures_html(self.to_dict()) if self.runs else "",
+        )
 
 
 async def _closed(
@@ -286,14 +325,21 @@ def run_llm(
                 slo=slo,
                 warmup_s=warmup_s,
                 cooldown_s=cooldown_s,
-                progress=progress,
+                progress=live,
                 seed=seed,
             )
         finally:
             await close()
 
     started = dt.datetime.now(dt.timezone.utc)
-    runs = asyncio.run(main())
+    with step(f"bench {url or endpoint} ({profile})") as shown:
+
+        def live(p: Progress) -> None:  # the progress display, and the caller's callback
+            shown.update(p.text())
+            if progress:
+                progress(p)
+
+        runs = asyncio.run(main())
     if not any(r.successful for r in runs):
         errors = {e: n for r in runs for e, n in r.errors.items()}
         raise BenchFailedError(

@@ -90,6 +90,27 @@ class Slo:
 
 
 @dataclass
+class Progress:
+    """What the live display shows: the run, requests done, the current rate, running medians."""
+
+    run: str
+    done: int
+    errors: int
+    elapsed_s: float
+    rate: float
+    ttft_p50_ms: float | None
+    itl_p50_ms: float | None
+
+    def text(self) -> str:
+        ttft = f"{self.ttft_p50_ms:.0f} ms" if self.ttft_p50_ms is not None else "-"
+        itl = f"{self.itl_p50_ms:.1f} ms" if self.itl_p50_ms is not None else "-"
+        return (
+            f"{self.run}: {self.done} done ({self.errors} errors), {self.rate:.2f} req/s, "
+            f"TTFT p50 {ttft}, ITL p50 {itl}"
+        )
+
+
+@dataclass
 class LlmRun:
     """One load level of a benchmark (a profile at one rate or concurrency)."""
 

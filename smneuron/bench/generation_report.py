@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from smneuron.display.cards import png_html
 from smneuron.errors import ConfigError
 
 CSV_COLUMNS = [
@@ -127,6 +128,15 @@ def figures(report: dict) -> dict[str, bytes]:
         ax.legend(fontsize=7)
     out["latency_histograms"] = save(fig)
     return out
+
+
+def figures_html(report: dict) -> str:
+    """The report's first plot (TTFT and ITL against the rate) inline; nothing without matplotlib."""
+    try:
+        figs = figures(report)
+    except ImportError:
+        return ""
+    return "".join(png_html(png, name) for name, png in list(figs.items())[:1])
 
 
 def _label(run: dict) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.catalog import load_prices
+from smneuron.display.cards import png_html
 from smneuron.errors import ConfigError
 
 
@@ -23,7 +25,14 @@ def load(path: str | Path) -> dict:
 
 
 def plot(report: dict, latencies_ms: list[float] | None, out: str | Path) -> Path:
-    """PNG: p50/p99 latency against throughput across the runs, and a latency histogram."""
+    """PNG file: p50/p99 latency against throughput across the runs, and a latency histogram."""
+    out = Path(out)
+    out.write_bytes(plot_png(report, latencies_ms))
+    return out
+
+
+def plot_png(report: dict, latencies_ms: list[float] | None) -> bytes:
+    """The PNG of ``plot`` as bytes (a notebook shows it inline)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -45,10 +54,18 @@ def plot(report: dict, latencies_ms: list[float] | None, out: str | Path) -> Pat
     ax2.set_title("latency histogram (highest-throughput run)")
     fig.suptitle(f"{report['target']} ({report.get('instance_type') or 'instance ?'})")
     fig.tight_layout()
-    out = Path(out)
-    fig.savefig(out, dpi=110)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    return out
+    return buf.getvalue()
+
+
+def plot_html(report: dict, latencies_ms: list[float] | None) -> str:
+    """The plot inline for a notebook, or nothing where matplotlib (smneuron[bench]) is not installed."""
+    try:
+        return png_html(plot_png(report, latencies_ms), "latency vs throughput")
+    except ImportError:
+        return ""
 
 
 def compare(a: dict, b: dict) -> list[dict[str, Any]]:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smneuron.display.progress import Step
 from smneuron.endpoints.handle import require
 from smneuron.endpoints.invoke import invoke_endpoint
 from smneuron.errors import AwsError, InvocationError, from_client_error
@@ -145,3 +148,29 @@ def endpoint_latency_metrics(
                 "samples": count,
             }
     return out
+
+
+def counted(send: Send, shown: Step) -> Send:
+    """``send``, counting what returns for the progress display: requests, errors, req/s and p50 over the
+    last 2 s."""
+    recent: deque[tuple[float, float]] = deque()
+    counts = {"done": 0, "errors": 0}
+
+    async def send_counted(body: bytes) -> int:
+        t = time.perf_counter()
+        status = await send(body)
+        now = time.perf_counter()
+        counts["done"] += 1
+        counts["errors"] += status >= 400
+        recent.append((now, now - t))
+        while recent and recent[0][0] < now - 2.0:
+            recent.popleft()
+        span = max(1e-3, min(2.0, now - recent[0][0])) if len(recent) > 1 else 2.0
+        p50 = sorted(lat for _, lat in recent)[len(recent) // 2] * 1000
+        shown.update(
+            f"{counts['done']} requests ({counts['errors']} errors), {len(recent) / span:.1f} req/s, "
+            f"p50 {p50:.1f} ms"
+        )
+        return status
+
+    return send_counted

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
 from smneuron.artifact.archive import inspect_package
 from smneuron.artifact.kind import GENERATION, kind_of
@@ -122,24 +120,7 @@ def upload_cmd(
     project = st.project()
     session = st.session(bucket=bucket, kms_key_id=kms_key_id)
     name = model_name or project.model_name or package_path.name.split(".")[0]
-    size = package_path.stat().st_size if package_path.is_file() else 0
-    show = not as_json and sys.stderr.isatty() and size > 0
-    bar = None
-    if show:
-        bar = Progress(BarColumn(), DownloadColumn(), TransferSpeedColumn(), console=console())
-        bar.start()
-        task = bar.add_task("upload", total=size)
-    try:
-        r = stage(
-            package_path,
-            name=name,
-            session=session,
-            prefix=prefix or project.aws.prefix,
-            progress=(lambda n: bar.update(task, advance=n)) if bar else None,
-        )
-    finally:
-        if bar:
-            bar.stop()
+    r = stage(package_path, name=name, session=session, prefix=prefix or project.aws.prefix)
     if as_json:
         print_json(r.to_dict())
         return

@@ -5,13 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from smneuron.artifact.kind import GENERATION, kind_of
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 from smneuron.cli.generation_cmds import render_text_generation
 from smneuron.compile import compile_model
-from smneuron.compile.encoder import CompileEvent
 from smneuron.errors import ConfigError
 from smneuron.specs.models import override
 
@@ -85,20 +83,9 @@ def compile_cmd(
         dtype=dtype,
     )
 
-    progress_cb, finish = _progress(spec.buckets, quiet=as_json or spec.task == "text-generation")
-    try:
-        result = compile_model(
-            model_dir,
-            out,
-            spec,
-            from_cache=from_cache,
-            cache=not no_cache,
-            cache_dir=cache_dir,
-            jobs=jobs,
-            progress=progress_cb,
-        )
-    finally:
-        finish()
+    result = compile_model(
+        model_dir, out, spec, from_cache=from_cache, cache=not no_cache, cache_dir=cache_dir, jobs=jobs
+    )
     if kind_of(result.manifest) == GENERATION:
         render_text_generation(result, as_json=as_json)
         return
@@ -141,31 +128,3 @@ def compile_cmd(
         f"[dim]batch {m.batch_size}; inputs {', '.join(m.input_names)}; compiler "
         f"{m.compiler.function} {' '.join(m.compiler.args)}[/dim]"
     )
-
-
-def _progress(buckets: list[int], quiet: bool):  # type: ignore[no-untyped-def]
-    """A rich progress display with one line per bucket (nothing when quiet)."""
-    if quiet:
-        return None, lambda: None
-
-    bar = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console(),
-        transient=False,
-    )
-    rows = {}
-    bar.start()
-
-    def on_event(e: CompileEvent) -> None:
-        if e.kind == "bucket_started":
-            rows[e.seq_len] = bar.add_task(f"bucket {e.seq_len}: compiling", total=1)
-        elif e.kind == "bucket_done":
-            bar.update(
-                rows[e.seq_len], completed=1, description=f"bucket {e.seq_len}: done in {e.seconds:.2f} s"
-            )
-        elif e.kind == "cache_hit":
-            bar.add_task("cache hit: reused a previous identical compile", total=1, completed=1)
-
-    return on_event, bar.stop

@@ -57,15 +57,13 @@ def _print_result(result, **fields) -> None:  # type: ignore[no-untyped-def]
 
 
 def _with_progress(run):  # type: ignore[no-untyped-def]
-    """Run a demo, printing each stage as it finishes under a spinner."""
+    """Run a demo, printing each stage as it finishes (the long steps inside show their own progress)."""
     c = console()
-    with c.status("compiling") as status:
 
-        def on_stage(name: str, seconds: float, detail: str) -> None:
-            c.print(f"[green]done[/green] {name:<13} {seconds:6.2f} s  {detail}")
-            status.update(f"after {name}...")
+    def on_stage(name: str, seconds: float, detail: str) -> None:
+        c.print(f"[green]done[/green] {name:<13} {seconds:6.2f} s  {detail}")
 
-        return run(on_stage)
+    return run(on_stage)
 
 
 def _llm_demo(instance: str, bench_seconds: float, model: str | None, as_json: bool) -> None:

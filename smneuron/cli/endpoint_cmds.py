@@ -141,27 +141,12 @@ def deploy_cmd(
             deploy.preview(artifact, spec, scaling, session=session, workers=workers, prices=prices), as_json
         )
         return
-    status_line = None if as_json else console().status("deploying")
-    if status_line:
-        status_line.start()
     try:
         r = deploy.deploy(
-            artifact,
-            spec,
-            scaling,
-            session=session,
-            wait=not no_wait,
-            workers=workers,
-            prices=prices,
-            on_status=(lambda s, t: status_line.update(f"{spec.name or 'endpoint'}: {s} ({t:.0f} s)"))
-            if status_line
-            else None,
+            artifact, spec, scaling, session=session, wait=not no_wait, workers=workers, prices=prices
         )
     except KeyboardInterrupt as e:  # typer would swallow the cleanup report; say it and exit 130
         raise Interrupted(str(e) or "Interrupted.") from None
-    finally:
-        if status_line:
-            status_line.stop()
     if as_json:
         print_json(r.to_dict())
         return

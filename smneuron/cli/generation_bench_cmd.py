@@ -84,49 +84,33 @@ def run(
     max_error_rate,
 ) -> None:  # type: ignore[no-untyped-def]
 
-    live = None if as_json else console().status("starting")
-    if live:
-        live.start()
-
-    def progress(p) -> None:  # type: ignore[no-untyped-def]
-        ttft = f"{p.ttft_p50_ms:.0f} ms" if p.ttft_p50_ms is not None else "-"
-        itl = f"{p.itl_p50_ms:.1f} ms" if p.itl_p50_ms is not None else "-"
-        live.update(
-            f"{p.run}: {p.done} done ({p.errors} errors), {p.rate:.2f} req/s, TTFT p50 {ttft}, ITL p50 {itl}"
-        )  # type: ignore[union-attr]
-
-    try:
-        report = bench_text_generation(
-            url=url,
-            endpoint=endpoint,
-            session=None if url else state(ctx).session(),
-            prompt_tokens=lengths(prompt_tokens, "--prompt-tokens"),
-            output_tokens=lengths(output_tokens, "--output-tokens") or 128,
-            dataset=dataset,
-            tokenizer=tokenizer,
-            instance_count=count,
-            copies=copies,
-            copies_per_instance=copies_per_instance,
-            profile=profile,
-            duration_s=duration,
-            concurrencies=concurrencies,
-            max_concurrency=concurrency,
-            rate=rate,
-            rates=rates,
-            warmup_s=warmup or 0.0,
-            cooldown_s=cooldown or 0.0,
-            max_requests=max_requests,
-            max_errors=max_errors,
-            slo=Slo(*slo),
-            goodput_target=goodput_target,
-            instance_type=instance,
-            tensor_parallel_size=tp,
-            price=price,
-            progress=progress if live else None,
-        )
-    finally:
-        if live:
-            live.stop()
+    report = bench_text_generation(
+        url=url,
+        endpoint=endpoint,
+        session=None if url else state(ctx).session(),
+        prompt_tokens=lengths(prompt_tokens, "--prompt-tokens"),
+        output_tokens=lengths(output_tokens, "--output-tokens") or 128,
+        dataset=dataset,
+        tokenizer=tokenizer,
+        instance_count=count,
+        copies=copies,
+        copies_per_instance=copies_per_instance,
+        profile=profile,
+        duration_s=duration,
+        concurrencies=concurrencies,
+        max_concurrency=concurrency,
+        rate=rate,
+        rates=rates,
+        warmup_s=warmup or 0.0,
+        cooldown_s=cooldown or 0.0,
+        max_requests=max_requests,
+        max_errors=max_errors,
+        slo=Slo(*slo),
+        goodput_target=goodput_target,
+        instance_type=instance,
+        tensor_parallel_size=tp,
+        price=price,
+    )
     data = report.to_dict()
     if out:
         out.write_text(json.dumps(data, indent=2))

@@ -5,9 +5,7 @@ from __future__ import annotations
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json
-from smneuron.errors import ConfigError
 from smneuron.local import service
-from smneuron.serving.torchserve import require
 
 app = typer.Typer(
     help="The embedded SageMaker: deploy, invoke, bench, scale and delete without an AWS account.",
@@ -38,14 +36,6 @@ def up_cmd(
     What it holds (S3 objects, roles, Models, endpoint configs, endpoints, inference components) is kept under
     its state directory and comes back at the next `local up`, model servers included; the rest is said."""
 
-    if engine not in ("smneuron", "torchserve"):
-        raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
-    if engine == "torchserve":
-        require()
-    if llm_engine not in ("stand-in", "vllm"):
-        raise ConfigError(
-            f"Unknown LLM engine {llm_engine!r}.", hint="Use --llm-engine stand-in or --llm-engine vllm."
-        )
     state = service.up(port, engine=engine, llm_engine=llm_engine, fresh=fresh)
     env = service.environment(state)
     if as_json:

@@ -30,6 +30,7 @@ from smneuron.cli import (
     serve_cmd,
 )
 from smneuron.cli._common import CliState
+from smneuron.display import progress
 from smneuron.errors import SmneuronError, from_exception
 
 app = typer.Typer(
@@ -63,10 +64,18 @@ def main(
     local: bool = typer.Option(
         False, "--local", help="Use the embedded SageMaker of `smneuron local up` (or set SMNEURON_LOCAL=1)."
     ),
+    quiet: bool = typer.Option(
+        False,
+        "--quiet",
+        "-q",
+        help="No progress display (also SMNEURON_PROGRESS=0; off when not a terminal).",
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
 ) -> None:
+    if quiet:
+        progress.configure(False)
     ctx.obj = CliState(
         region=region,
         profile=profile,

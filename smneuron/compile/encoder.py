@@ -25,6 +25,8 @@ from smneuron.artifact.hashing import sha256_file
 from smneuron.artifact.manifest import MANIFEST_NAME, Bucket, Compiler, Manifest, Validation, Weights
 from smneuron.compile import cache as compile_cache
 from smneuron.compile import targets, tasks
+from smneuron.display.cards import Card, Displayed, size
+from smneuron.display.progress import Step, step
 from smneuron.errors import CompileError, ConfigError
 from smneuron.specs.models import CompileSpec, override
 
@@ -41,13 +43,33 @@ class CompileEvent:
     batch_size: int | None = None
 
 
-@dataclass
-class CompileResult:
+@dataclass(repr=False)
+class CompileResult(Displayed):
     out_dir: Path
     manifest: Manifest
     cache_hit: bool
     seconds: float
     notes: list[str] = field(default_factory=list)  # what smneuron decided for the user (e.g. the task)
+
+    def _card(self) -> Card:
+        m = self.manifest
+        seqs = sorted({b.seq_len for b in m.buckets})
+        batches = sorted({b.batch_size for b in m.buckets})
+        how = "reused from the compile cache" if self.cache_hit else f"compiled in {self.seconds:.1f} s"
+        weights = sum(b.size_bytes for b in m.buckets) + (m.weights.size_bytes if m.weights else 0)
+        return Card(
+            title=f"{m.task} artifact for {m.compiler.target}: {self.out_dir}",
+            brief=f"{str(self.out_dir)!r}, target={m.compiler.target}, task={m.task}, buckets={seqs}, {how}",
+            rows=[
+                ("model", f"{m.model_type} (source sha256 {m.source_model_sha256[:12]})"),
+                ("buckets (tokens)", ", ".join(map(str, seqs))),
+                ("batch sizes", ", ".join(map(str, batches))),
+                ("compiler", f"{m.compiler.function} {' '.join(m.compiler.args)}".strip()),
+                ("size", size(weights)),
+                ("how", how),
+                *[("note", n) for n in self.notes],
+            ],
+        )
 
 
 def bucket_file(batch_size: int, seq_len: int) -> str:
@@ -89,7 +111,6 @@ def compile_model(
     started = time.perf_counter()
     spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
     model_dir, out_dir = Path(model_dir), Path(out_dir)
-    notify = progress or (lambda _e: None)
     if not model_dir.is_dir():
         raise ConfigError(f"Model directory {model_dir} does not exist.")
     if not (model_dir / "config.json").is_file():
@@ -106,33 +127,54 @@ def compile_model(
         notes.append(f"task {task} inferred from {why} (choose another with --task)")
     targets.require_backend(spec.target)  # fail before hashing gigabytes
 
-    args = targets.compiler_args(spec)
-    vers = targets.versions(spec.target)
-    model_hash = compile_cache.model_files_hash(model_dir)
-    key = compile_cache.cache_key(
-        model_hash, spec.model_dump(mode="json"), args, {**vers, "smneuron": __version__}
-    )
-    root = compile_cache.cache_root(cache_dir)
+    label = f"compile {model_dir.name} for {spec.target}"
+    with step(label, total=len(spec.buckets) * len(spec.all_batch_sizes), unit="graphs") as shown:
+        notify = _shown(progress, shown)
+        args = targets.compiler_args(spec)
+        vers = targets.versions(spec.target)
+        model_hash = compile_cache.model_files_hash(model_dir)
+        key = compile_cache.cache_key(
+            model_hash, spec.model_dump(mode="json"), args, {**vers, "smneuron": __version__}
+        )
+        root = compile_cache.cache_root(cache_dir)
 
-    if cache:
-        entry = compile_cache.lookup(root, key)
-        if entry is not None:
-            _clear(out_dir)
-            compile_cache.materialise(entry, out_dir)
-            notify(CompileEvent("cache_hit"))
-            return CompileResult(out_dir, Manifest.read(out_dir), True, time.perf_counter() - started, notes)
-
-    with tempfile.TemporaryDirectory(prefix="smneuron-compile-") as tmp:
-        build = Path(tmp) / "artifact"
-        build.mkdir()
-        manifest = _build(model_dir, build, spec, args, vers, model_hash, key, jobs, notify)
         if cache:
-            compile_cache.store(root, key, build)
-        _clear(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for p in build.iterdir():
-            shutil.move(str(p), out_dir / p.name)
-    return CompileResult(out_dir, manifest, False, time.perf_counter() - started, notes)
+            entry = compile_cache.lookup(root, key)
+            if entry is not None:
+                _clear(out_dir)
+                compile_cache.materialise(entry, out_dir)
+                notify(CompileEvent("cache_hit"))
+                shown.finish("reused from the compile cache")
+                return CompileResult(
+                    out_dir, Manifest.read(out_dir), True, time.perf_counter() - started, notes
+                )
+
+        with tempfile.TemporaryDirectory(prefix="smneuron-compile-") as tmp:
+            build = Path(tmp) / "artifact"
+            build.mkdir()
+            manifest = _build(model_dir, build, spec, args, vers, model_hash, key, jobs, notify)
+            if cache:
+                compile_cache.store(root, key, build)
+            _clear(out_dir)
+            out_dir.mkdir(parents=True, exist_ok=True)
+            for p in build.iterdir():
+                shutil.move(str(p), out_dir / p.name)
+        return CompileResult(out_dir, manifest, False, time.perf_counter() - started, notes)
+
+
+def _shown(progress: Callable[[CompileEvent], None] | None, shown: Step) -> Callable[[CompileEvent], None]:
+    """Compile events to the caller's callback (if any) and to the progress display."""
+
+    def notify(e: CompileEvent) -> None:
+        if progress:
+            progress(e)
+        if e.kind == "bucket_started":
+            shown.update(f"tracing batch {e.batch_size} x {e.seq_len} tokens")
+        elif e.kind == "bucket_done":
+            shown.advance()
+            shown.update(f"batch {e.batch_size} x {e.seq_len} tokens done in {e.seconds:.1f} s")
+
+    return notify
 
 
 def _build(

@@ -26,6 +26,8 @@ from smneuron.artifact.hashing import sha256_file, tree_hash
 from smneuron.artifact.manifest import Compiler, Generation, LlmManifest
 from smneuron.catalog.capacity import ModelShape, smallest_fit
 from smneuron.compile import tasks
+from smneuron.display.cards import Card, Displayed
+from smneuron.display.progress import step
 from smneuron.errors import CompileError, ConfigError, MissingDependencyError
 from smneuron.specs.models import CompileSpec
 
@@ -33,13 +35,31 @@ TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 MODEL_FILE_SUFFIXES = (".safetensors", ".bin", ".json", ".model", ".txt", ".gguf", ".jinja")
 
 
-@dataclass
-class LlmCompileResult:
+@dataclass(repr=False)
+class LlmCompileResult(Displayed):
     out_dir: Path
     manifest: LlmManifest
     seconds: float
     command: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def _card(self) -> Card:
+        g = self.manifest.generation
+        shape = f"batch {g.batch_size}, sequence {g.sequence_length}, tp {g.tensor_parallel_size}, {g.dtype}"
+        return Card(
+            title=f"text-generation artifact for {self.manifest.compiler.target}: {self.out_dir}",
+            brief=f"{str(self.out_dir)!r}, target={self.manifest.compiler.target}, {shape}",
+            rows=[
+                (
+                    "model",
+                    f"{self.manifest.model_type}, {g.num_parameters / 1e6:,.1f} M parameters ({g.source})",
+                ),
+                ("compiled as", shape),
+                ("command", " ".join(self.command) or "-"),
+                ("seconds", round(self.seconds, 1)),
+                *[("note", n) for n in self.notes],
+            ],
+        )
 
 
 def export_command(model: str, out_dir: Path, spec: CompileSpec) -> list[str]:
@@ -302,7 +322,9 @@ def _require_optimum_neuron(purpose: str) -> None:
 
 def _run_export(command: list[str]) -> None:
     _require_optimum_neuron("Compiling text generation for inf2")
-    done = subprocess.run(command, capture_output=True, text=True)
+    with step("optimum-cli export neuron") as shown:  # tens of minutes for large models: show it runs
+        shown.update("compiling (minutes; the Neuron compiler gives no finer progress)")
+        done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
         raise CompileError(

@@ -24,8 +24,9 @@ from botocore.exceptions import ClientError
 
 from smneuron.deploy.encoder_plan import DeployPlan
 from smneuron.deploy.generation_plan import LlmPlan
+from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling, components, owned
-from smneuron.endpoints.handle import Endpoint, describe, set_instance_count, wait_for_endpoint
+from smneuron.endpoints.handle import Endpoint, console_url, describe, set_instance_count, wait_for_endpoint
 from smneuron.errors import (
     DeployInProgressError,
     DeploymentRolledBackError,
@@ -39,8 +40,8 @@ from smneuron.session import Session
 Plan = DeployPlan | LlmPlan
 
 
-@dataclass
-class DeployResult:
+@dataclass(repr=False)
+class DeployResult(Displayed):
     endpoint_name: str
     status: str
     model_name: str
@@ -61,6 +62,30 @@ class DeployResult:
     def endpoint(self) -> Endpoint:
         """An ``Endpoint`` for notebooks: ``.predict([...])``, ``.status()``, ``.delete()``."""
         return Endpoint(self.endpoint_name, session=self.session)
+
+    def _card(self) -> Card:
+        p = self.plan
+        what = "unchanged" if self.unchanged else ("updated" if self.is_update else "created")
+        serving = (
+            f"{p.copies} copies on {p.instance.name}"
+            if isinstance(p, LlmPlan)
+            else f"{p.initial_instance_count} x {p.instance.name}, {p.workers} worker(s) each"
+        )
+        url = console_url(self.session, self.endpoint_name) if self.session else None
+        return Card(
+            title=f"endpoint {self.endpoint_name}: {self.status} ({what})",
+            brief=f"{self.endpoint_name!r}, {self.status}, {what}, {serving}",
+            rows=[
+                ("serving", serving),
+                ("cost", money(p.hourly_usd) + " per instance"),
+                ("model", self.model_name),
+                ("model data", self.model_data),
+                ("created", ", ".join(self.created) or "-"),
+                ("changed", ", ".join(self.changed) or "-"),
+                ("removed", ", ".join(self.removed) or "-"),
+            ],
+            link=("open in the SageMaker console", url) if url else None,
+        )
 
     def to_dict(self) -> dict:
         return {

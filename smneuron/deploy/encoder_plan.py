@@ -18,6 +18,7 @@ from smneuron.artifact.kind import ENCODER, ModelKind
 from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType, load_prices, resolve_image
 from smneuron.deploy.encoder_env import container_environment, workers_for
+from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.naming import (
     TAG_ARTIFACT,
@@ -33,8 +34,8 @@ HOURS_PER_MONTH = 730
 _WHERE = {"inf1": "ml.inf1.*", "inf2": "ml.inf2.*", "cpu": "a CPU or GPU instance (e.g. ml.c6i.xlarge)"}
 
 
-@dataclass
-class DeployPlan:
+@dataclass(repr=False)
+class DeployPlan(Displayed):
     """The resources one deploy creates or reuses, and the requests that create them."""
 
     kind: ClassVar[ModelKind] = ENCODER
@@ -61,6 +62,33 @@ class DeployPlan:
     @property
     def workers(self) -> int:
         return int(self.environment.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
+
+    def _card(self) -> Card:
+        lo, hi = self.scaling.min_capacity, self.scaling.max_capacity
+        md = self.model_data
+        return Card(
+            title=f"Deploy plan for endpoint {self.endpoint_name} (nothing created yet)",
+            brief=f"{self.endpoint_name!r}, {self.initial_instance_count} x {self.instance.name}, "
+            f"{self.workers} worker(s) each, {money(self.hourly_usd)} per instance",
+            rows=[
+                (
+                    "instances",
+                    f"{self.initial_instance_count} x {self.instance.name} (autoscaling {lo}-{hi})",
+                ),
+                ("workers per instance", self.workers),
+                ("model", self.model_name),
+                ("model data", f"{md.uri} (sha256 {md.sha256[:12]})" if md else "existing Model"),
+                ("image", self.image_uri),
+                (
+                    "cost",
+                    f"{money(self.hourly_usd)} per instance; ${self.monthly_cost(lo) or 0:,.0f}-"
+                    f"${self.monthly_cost(hi) or 0:,.0f}/month"
+                    if self.hourly_usd is not None
+                    else "price unknown",
+                ),
+                *[("note", n) for n in self.notes],
+            ],
+        )
 
     def monthly_cost(self, count: int) -> float | None:
         return None if self.hourly_usd is None else round(self.hourly_usd * HOURS_PER_MONTH * count, 2)

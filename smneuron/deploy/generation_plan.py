@@ -21,6 +21,7 @@ from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check
 from smneuron.catalog.generation import accelerators_per_copy, resolve_vllm_image
 from smneuron.deploy.encoder_plan import _digest
 from smneuron.deploy.generation_env import container_environment
+from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.naming import (
     TAG_ARTIFACT,
@@ -34,8 +35,8 @@ from smneuron.errors import ConfigError
 from smneuron.specs.models import EndpointSpec
 
 
-@dataclass
-class LlmPlan:
+@dataclass(repr=False)
+class LlmPlan(Displayed):
     """Everything one text-generation deploy creates, and the exact requests."""
 
     kind: ClassVar[ModelKind] = GENERATION
@@ -75,6 +76,27 @@ class LlmPlan:
     @property
     def scale_to_zero(self) -> bool:
         return self.min_copies == 0
+
+    def _card(self) -> Card:
+        return Card(
+            title=f"Text-generation deploy plan for endpoint {self.endpoint_name} (nothing created yet)",
+            brief=f"{self.endpoint_name!r}, {self.copies} copies on {self.instance.name}, "
+            f"{money(self.hourly_usd)} per instance",
+            rows=[
+                ("copies", f"{self.copies} (autoscaling {self.min_copies}-{self.max_copies})"),
+                ("instance", f"{self.instance.name}, up to {self.max_instances} (managed instance scaling)"),
+                (
+                    "per copy",
+                    (f"{self.accelerators_per_copy} accelerator(s), " if self.instance.is_neuron else "")
+                    + f"{self.memory_mb_per_copy} MB memory",
+                ),
+                ("inference component", self.component_name),
+                ("model data", f"{self.model_data.uri} (sha256 {self.model_data.sha256[:12]})"),
+                ("image", self.image_uri),
+                ("cost", money(self.hourly_usd) + " per instance"),
+                *[("note", n) for n in self.notes],
+            ],
+        )
 
     def tag_list(self) -> list[dict[str, str]]:
         return [{"Key": k, "Value": v} for k, v in self.tags.items()]

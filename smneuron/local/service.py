@@ -17,10 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
-
-from platformdirs import user_state_dir
 
 from smneuron.errors import ConfigError, SmneuronError
 from smneuron.local.aws.backing import Backer
@@ -29,20 +26,16 @@ from smneuron.local.aws.hooks import activate
 from smneuron.local.aws.persistence import Keeper, describe
 from smneuron.serving.ports import free_port
 from smneuron.serving.server import check_port_free
-from smneuron.session import Session
-
-LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
-LOCAL_REGION = "us-east-1"
-LOCAL_ACCOUNT = "123456789012"  # moto's account
-
-
-def state_path() -> Path:
-    """Where the running service is recorded (SMNEURON_STATE_DIR, else the user's state dir)."""
-    root = os.environ.get("SMNEURON_STATE_DIR")
-    if not root:
-        root = user_state_dir("smneuron")
-    return Path(root) / "local.json"
-
+from smneuron.serving.torchserve import require as require_torchserve
+from smneuron.session import (
+    LOCAL_ACCOUNT,
+    LOCAL_CREDENTIALS,
+    LOCAL_REGION,
+    Session,
+    pid_alive,
+)
+from smneuron.session import local_service as status
+from smneuron.session import local_service_path as state_path
 
 # every process the service starts inherits it; its value is the state directory
 OWNER = "SMNEURON_LOCAL_OWNER"
@@ -72,54 +65,6 @@ def _owner(path: Path) -> Path:
     return path.parent.resolve()
 
 
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, exited but not yet reaped by a parent that is still alive, does not)."""
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    try:
-        return " Z" not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:3]
-    except (OSError, IndexError):
-        return True
-
-
-def _answers(url: str) -> bool:
-    try:
-        urllib.request.urlopen(url + "/moto-api/", timeout=2).read()
-        return True
-    except OSError:
-        return False
-
-
-def status() -> dict | None:
-    """The running service (``url``, ``pid``, ``log``), or None."""
-    path = state_path()
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not _alive(int(state.get("pid", 0))) or not _answers(state["url"]):
-        return None
-    return state
-
-
-def environment(state: dict) -> dict[str, str]:
-    """The variables that point smneuron, boto3, the AWS CLI and the SageMaker SDK at the service, every AWS
-    service included (AWS_ENDPOINT_URL is botocore's one URL for all of them; botocore reads the region from
-    AWS_DEFAULT_REGION, not AWS_REGION, which boto3's own Session and other SDKs read)."""
-    env = {
-        "SMNEURON_ENDPOINT_URL": state["url"],
-        "AWS_ENDPOINT_URL": state["url"],
-        "AWS_REGION": LOCAL_REGION,
-        "AWS_DEFAULT_REGION": LOCAL_REGION,
-        **LOCAL_CREDENTIALS,
-    }
-    if state.get("sdk_config"):
-        env["SAGEMAKER_USER_CONFIG_OVERRIDE"] = state["sdk_config"]
-    return env
-
-
 # The SageMaker SDK finds its default bucket's account through STS at a URL it builds itself (the public regional
 # endpoint, whatever AWS_ENDPOINT_URL says); with the bucket named in its config file it never asks.
 SDK_CONFIG = f"""SchemaVersion: '1.0'
@@ -143,8 +88,17 @@ def up(
     state, unless ``fresh`` discards it).
 
     Raises:
+        ConfigError: an unknown engine, or the torchserve engine without its packages.
         SmneuronError: it did not come up (with the last lines of its log).
     """
+    if engine not in ("smneuron", "torchserve"):
+        raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
+    if engine == "torchserve":
+        require_torchserve()
+    if llm_engine not in ("stand-in", "vllm"):
+        raise ConfigError(
+            f"Unknown LLM engine {llm_engine!r}.", hint="Use --llm-engine stand-in or --llm-engine vllm."
+        )
     running = status()
     if running:
         return {**running, "started": False}
@@ -203,12 +157,12 @@ def down(timeout: float = 30) -> bool:
     except (OSError, ValueError):
         return False
     pid = int(state.get("pid", 0))
-    if pid and _alive(pid):
+    if pid and pid_alive(pid):
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while _alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if _alive(pid):
+        if pid_alive(pid):
             os.killpg(pid, signal.SIGKILL)
     sweep(_owner(path))  # anything the service could not stop (it was killed, or a server hung)
     _remove_run_dir(path)
@@ -234,18 +188,6 @@ def _last_port(path: Path) -> int:
         return port
     except (OSError, ValueError, SmneuronError):
         return 0
-
-
-def require() -> dict:
-    """The running service, for ``--local`` commands.
-
-    Raises:
-        ConfigError: it is not running.
-    """
-    state = status()
-    if state is None:
-        raise ConfigError("The embedded SageMaker is not running.", hint="Start it with `smneuron local up`.")
-    return state
 
 
 def serve(port: int, state_file: Path, engine: str = "smneuron", *, fresh: bool = False) -> None:

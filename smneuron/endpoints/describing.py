@@ -1,0 +1,114 @@
+"""What an endpoint is now: DescribeEndpoint with a clear not-found, the full status (config, model, autoscaling,
+components, alarms), and the at-a-glance overview a notebook card and `smneuron status` show."""
+
+from __future__ import annotations
+
+from smneuron.catalog import load_prices
+from smneuron.endpoints import autoscaling, components, owned
+from smneuron.endpoints.naming import redacted
+from smneuron.errors import NotFoundError, none_if_missing
+from smneuron.session import Session
+
+
+def describe(session: Session, name: str) -> dict | None:
+    """DescribeEndpoint, or None when there is no such endpoint."""
+    sm = session.client("sagemaker")
+    return none_if_missing(sm.describe_endpoint, operation="DescribeEndpoint", EndpointName=name)
+
+
+def require(session: Session, name: str) -> dict:
+    """DescribeEndpoint, raising a clear NotFoundError when the endpoint does not exist."""
+    d = describe(session, name)
+    if d is None:
+        raise NotFoundError(
+            f"Endpoint {name!r} does not exist in {session.region}.",
+            code="NotFound",
+            hint="List endpoints with `smneuron list`, or check the name and --region.",
+        )
+    return d
+
+
+def status(name: str, *, session: Session | None = None) -> dict:
+    """The endpoint, its config, model environment, autoscaling and alarms.
+
+    Raises:
+        NotFoundError: no such endpoint.
+    """
+    sess = session or Session.from_env()
+    sm = sess.client("sagemaker")
+    d = require(sess, name)
+    variant_cfg = sm.describe_endpoint_config(EndpointConfigName=d["EndpointConfigName"])[
+        "ProductionVariants"
+    ][0]
+
+    found = [components.describe(sess, c) for c in components.for_endpoint(sess, name)]
+    found = [c for c in found if c]
+    model_name = variant_cfg.get("ModelName") or (found[0]["Specification"]["ModelName"] if found else None)
+    model = (
+        sm.describe_model(ModelName=model_name) if model_name else {"ModelName": None, "PrimaryContainer": {}}
+    )
+    container = model["PrimaryContainer"]
+    data_source = container.get("ModelDataSource", {}).get("S3DataSource", {}).get("S3Uri")
+    alarms = owned.alarms(sess, name)
+    keys = (
+        "EndpointName",
+        "EndpointStatus",
+        "FailureReason",
+        "EndpointConfigName",
+        "CreationTime",
+        "LastModifiedTime",
+    )
+    return {
+        "endpoint": {k: d.get(k) for k in keys},
+        "variants": d.get("ProductionVariants", []),
+        "config": variant_cfg,
+        "model": {
+            "ModelName": model["ModelName"],
+            "Image": container.get("Image"),
+            "ModelDataUrl": container.get("ModelDataUrl") or data_source,
+            "Environment": redacted(container.get("Environment", {})),  # an HF_TOKEN is never printed
+        },
+        "autoscaling": autoscaling.describe(sess, autoscaling.resource_id(name, variant_cfg["VariantName"])),
+        "components": [components.summary(sess, c) for c in found],
+        "alarms": [{"AlarmName": a["AlarmName"], "StateValue": a["StateValue"]} for a in alarms],
+    }
+
+
+def console_url(session: Session, name: str) -> str | None:
+    """The endpoint's page in the AWS console; None for an endpoint URL override (the embedded SageMaker)."""
+    if session.endpoint_url:
+        return None
+    r = session.region
+    return f"https://{r}.console.aws.amazon.com/sagemaker/home?region={r}#/endpoints/{name}"
+
+
+def overview(name: str, *, session: Session | None = None) -> dict:
+    """What a person asks of an endpoint at a glance: status, kind, instances, workers or copies, cost per
+    hour, where to look. From ``status`` (same calls); the figures a kind does not have are None."""
+
+    sess = session or Session.from_env()
+    s = status(name, session=sess)
+    cfg = s["config"]
+    variant = next(iter(s["variants"]), {})
+    instances = variant.get("CurrentInstanceCount", cfg.get("InitialInstanceCount"))
+    hourly = load_prices().hourly(cfg["InstanceType"])
+    comp = s["components"][0] if s["components"] else None
+    env = s["model"]["Environment"]
+    return {
+        "name": name,
+        "status": s["endpoint"]["EndpointStatus"],
+        "failure_reason": s["endpoint"].get("FailureReason"),
+        "kind": "text-generation" if comp else "encoder",
+        "instance_type": cfg["InstanceType"],
+        "instances": instances,
+        # encoders: TorchServe workers per instance (one per NeuronCore); text generation: copies
+        "workers": None if comp else int(env.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1)),
+        "copies": None if comp is None else comp["CurrentCopyCount"],
+        "desired_copies": None if comp is None else comp["CopyCount"],
+        "hourly_usd": hourly,
+        "cost_per_hour_usd": None if hourly is None or instances is None else round(hourly * instances, 4),
+        "model": s["model"]["ModelName"],
+        "model_data": s["model"]["ModelDataUrl"],
+        "console_url": console_url(sess, name),
+        "where": sess.endpoint_url or sess.region,
+    }
