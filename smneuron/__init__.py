@@ -46,6 +46,8 @@ _EXPORTS = {  # public name -> (module, attribute)
     "Endpoint": ("smneuron.endpoints.handle", "Endpoint"),
     "list_endpoints": ("smneuron.endpoints.handle", "list_endpoints"),
     "run_bench": ("smneuron.bench.encoder", "run"),
+    "bench_endpoint": ("smneuron.bench.endpoint", "bench_endpoint"),
+    "run_pipeline_locally": ("smneuron.local.pipeline.runner", "run_local"),
     "run_generation_bench": ("smneuron.bench.generation", "bench_text_generation"),
     "synthetic_prompts": ("smneuron.bench.prompts", "synthetic_prompts"),
     "evaluate": ("smneuron.evaluation.scoring", "evaluate"),

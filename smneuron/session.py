@@ -109,20 +109,11 @@ class Session:
         import boto3
 
         if (wants_local() if local is None else local) and not endpoint_url:
-            env = local_environment(require_local_service())
-            here = region or LOCAL_REGION
-            return cls(
-                boto_session=boto3.Session(
-                    aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-                    aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-                    region_name=here,
-                ),
-                region=here,
-                endpoint_url=env["SMNEURON_ENDPOINT_URL"],
+            return cls.embedded(
+                require_local_service()["url"],
+                region=region,
                 role=role or os.environ.get("SMNEURON_ROLE") or None,
                 bucket=bucket or os.environ.get("SMNEURON_BUCKET") or None,
-                kms_key_id=kms_key_id,
-                account=account or LOCAL_ACCOUNT,
                 offline=offline,
             )
 
@@ -151,6 +142,22 @@ class Session:
             kms_key_id=kms_key_id or os.environ.get("SMNEURON_KMS_KEY_ID") or None,
             account=account or os.environ.get("SMNEURON_ACCOUNT") or None,
             offline=offline,
+        )
+
+    @classmethod
+    def embedded(cls, url: str, *, region: str | None = None, **settings: Any) -> Session:
+        """A session on an embedded AWS at ``url`` (`smneuron local up`, the demo's, a local pipeline run's) with
+        its throwaway credentials, whatever the environment holds (or no longer holds) at the time."""
+        import boto3
+
+        here = region or LOCAL_REGION
+        boto_session = boto3.Session(
+            aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            region_name=here,
+        )
+        return cls(
+            boto_session=boto_session, region=here, endpoint_url=url, account=LOCAL_ACCOUNT, **settings
         )
 
     def client(self, service: str) -> Any:

@@ -347,7 +347,7 @@ def run(
 
     started = dt.datetime.now(dt.timezone.utc)
     with step(f"bench {url or endpoint} ({profile})") as shown:
-        runs = asyncio.run(main(shown))
+        runs = profiles.run_sync(main(shown))
     failed = sum(r.requests_failed for r in runs)
     if failed and not sum(r.requests_ok for r in runs):
         raise BenchFailedError(
@@ -390,6 +390,6 @@ def generator_overhead(n: int = 2000) -> dict[str, float]:
         return 200
 
     t = time.perf_counter()
-    samples = asyncio.run(run_open_loop(noop, [b"{}"], rate=1e6, duration_s=n / 1e6))
+    samples = profiles.run_sync(run_open_loop(noop, [b"{}"], rate=1e6, duration_s=n / 1e6))
     seconds = time.perf_counter() - t
     return {"max_rps": len(samples) / seconds, "us_per_request": seconds / max(1, len(samples)) * 1e6}

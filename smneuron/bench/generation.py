@@ -339,7 +339,7 @@ def run_llm(
             if progress:
                 progress(p)
 
-        runs = asyncio.run(main())
+        runs = profiles.run_sync(main())
     if not any(r.successful for r in runs):
         errors = {e: n for r in runs for e, n in r.errors.items()}
         raise BenchFailedError(

@@ -9,9 +9,11 @@ measures the synchronous and the throughput rate, then runs open loops at rates 
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Awaitable, Callable, Iterator
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from smneuron.errors import BenchFailedError, ConfigError
 
@@ -52,6 +54,18 @@ async def runs(
     lo, hi = rate_of(sync), max(rate_of(peak), rate_of(sync) * 1.01)
     steps = [lo + (hi - lo) * (i + 1) / (rates + 1) for i in range(rates)]
     return [sync, peak, *[await opened("constant", r) for r in steps]]
+
+
+def run_sync(coro: Coroutine[Any, Any, R]) -> R:
+    """``asyncio.run(coro)``, also from a thread whose event loop is running (a Jupyter cell): there the
+    coroutine runs on a fresh loop in a worker thread, and this call waits for it (Ctrl-C / interrupting the
+    kernel still stops the wait)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="smneuron-bench") as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def send_times(rate: float, *, poisson: bool = False, seed: int = 0) -> Iterator[float]:

@@ -13,8 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from smneuron.local import service
-from smneuron.session import Session
+from smneuron.session import Session, local_environment, require_local_service
 from smneuron.specs.models import ProjectFile, find_project_file
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ class CliState:
         if self._session is None or overrides or offline:
             aws = self.project().aws
             if self.local:  # the embedded SageMaker: its URL, region and throwaway credentials
-                env = service.environment(service.require())
+                env = local_environment(require_local_service())
                 os.environ.update(
                     {k: v for k, v in env.items() if k.startswith("AWS_") and k != "AWS_REGION"}
                 )

@@ -9,6 +9,7 @@ import typer
 from smneuron.artifact.kind import GENERATION, kind_of_path
 from smneuron.bench import encoder as bench
 from smneuron.bench import profiles, prompts
+from smneuron.bench.endpoint import deployed_on
 from smneuron.bench.report import compare, load, recommend
 from smneuron.cli import generation_bench_cmd
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
@@ -37,7 +38,9 @@ def bench_cmd(
     mean_tokens: int = typer.Option(24, "--mean-tokens", help="Generated text length (tokens)."),
     spread: int = typer.Option(8, "--spread", help="Standard deviation of the length."),
     instance: str = typer.Option(None, "--instance", help="Instance type (for cost)."),
-    count: int = typer.Option(1, "--instance-count", help="Instances serving (for cost)."),
+    count: int = typer.Option(
+        None, "--instance-count", help="Instances serving (for cost; default: the endpoint's, else 1)."
+    ),
     price: float = typer.Option(None, "--price", help="Hourly USD per instance (else the catalog)."),
     max_requests: int = typer.Option(None, "--max-requests", help="Stop a run after this many requests."),
     max_errors: int = typer.Option(None, "--max-errors", help="Stop a run after this many errors."),
@@ -138,10 +141,14 @@ def bench_cmd(
         )
 
     payloads = prompts.load_payloads(data, tokenizer=tokenizer, mean_tokens=mean_tokens, spread=spread)
+    session = None if url else state(ctx).session()
+    if endpoint and not instance:  # the cost column: the endpoint says what it runs on
+        found = deployed_on(endpoint, session=session)  # type: ignore[arg-type]
+        instance, count = found["instance_type"], count or found["instance_count"]
     report = bench.run(
         url=url,
         endpoint=endpoint,
-        session=None if url else state(ctx).session(),
+        session=session,
         payloads=payloads,
         profile=profile,
         duration_s=duration,
@@ -149,7 +156,7 @@ def bench_cmd(
         rate=rate,
         rates=rates,
         instance_type=instance,
-        instance_count=count,
+        instance_count=count or 1,
         price=price,
         max_requests=max_requests,
         max_errors=max_errors,

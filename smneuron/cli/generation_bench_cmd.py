@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from smneuron.bench.endpoint import deployed_on
 from smneuron.bench.generation import bench_text_generation
 from smneuron.bench.generation_metrics import Slo
 from smneuron.bench.generation_report import compare as compare_reports
@@ -84,15 +85,18 @@ def run(
     max_error_rate,
 ) -> None:  # type: ignore[no-untyped-def]
 
+    session = None if url else state(ctx).session()
+    if endpoint and not instance:  # the cost column: the endpoint says what it runs on
+        instance = deployed_on(endpoint, session=session)["instance_type"]  # type: ignore[arg-type]
     report = bench_text_generation(
         url=url,
         endpoint=endpoint,
-        session=None if url else state(ctx).session(),
+        session=session,
         prompt_tokens=lengths(prompt_tokens, "--prompt-tokens"),
         output_tokens=lengths(output_tokens, "--output-tokens") or 128,
         dataset=dataset,
         tokenizer=tokenizer,
-        instance_count=count,
+        instance_count=count or 1,
         copies=copies,
         copies_per_instance=copies_per_instance,
         profile=profile,

@@ -6,6 +6,7 @@ import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json
 from smneuron.local import service
+from smneuron.session import local_environment, local_service
 
 app = typer.Typer(
     help="The embedded SageMaker: deploy, invoke, bench, scale and delete without an AWS account.",
@@ -37,7 +38,7 @@ def up_cmd(
     its state directory and comes back at the next `local up`, model servers included; the rest is said."""
 
     state = service.up(port, engine=engine, llm_engine=llm_engine, fresh=fresh)
-    env = service.environment(state)
+    env = local_environment(state)
     if as_json:
         print_json({**state, "environment": env})
         return
@@ -73,7 +74,7 @@ def down_cmd(as_json: bool = JsonOpt) -> None:
 def status_cmd(as_json: bool = JsonOpt) -> None:
     """Whether the embedded SageMaker runs, and where (exit 1 when it does not)."""
 
-    state = service.status()
+    state = local_service()
     if as_json:
         print_json({"running": state is not None, **(state or {})})
     elif state:

@@ -67,7 +67,7 @@ class DeployResult(Displayed):
         p = self.plan
         what = "unchanged" if self.unchanged else ("updated" if self.is_update else "created")
         serving = (
-            f"{p.copies} copies on {p.instance.name}"
+            f"{p.copies} {'copy' if p.copies == 1 else 'copies'} on {p.instance.name}"
             if isinstance(p, LlmPlan)
             else f"{p.initial_instance_count} x {p.instance.name}, {p.workers} worker(s) each"
         )

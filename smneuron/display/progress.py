@@ -176,13 +176,14 @@ class _Notebook:
         self._handle: Any = None
 
     def draw(self, step: Step, final: bool) -> None:
-        from IPython.display import HTML, display  # present: mode() found a kernel
+        from IPython.display import display  # present: mode() found a kernel
 
-        page = HTML(render_html(step, final))
+        # HTML for notebooks, the one-line text for text-only frontends (and a saved notebook's plain view)
+        data = {"text/html": render_html(step, final), "text/plain": ("✓ " if final else "") + step.text()}
         if self._handle is None:
-            self._handle = display(page, display_id=True)
+            self._handle = display(data, raw=True, display_id=True)
         else:
-            self._handle.update(page)
+            self._handle.update(data, raw=True)
 
 
 def render_html(step: Step, final: bool) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 from smneuron.local import service
+from smneuron.session import local_environment
 
 _SET: dict[str, str] = {}  # what up() put into os.environ, so that down() takes back exactly that
 
@@ -35,7 +36,7 @@ def up(*, engine: str = "smneuron", llm_engine: str = "stand-in", fresh: bool = 
         The service's record: ``url``, ``pid``, ``log``, ``started`` (False when it was already running).
     """
     state = service.up(port, engine=engine, llm_engine=llm_engine, fresh=fresh)
-    env = {**service.environment(state), "SMNEURON_LOCAL": "1"}
+    env = {**local_environment(state), "SMNEURON_LOCAL": "1"}
     _SET.update(env)
     os.environ.update(env)
     return state

@@ -117,7 +117,7 @@ def run_demo(
         pkg = package(compiled.out_dir, work / "model.tar.gz")
         stage("package", f"model.tar.gz {pkg.size_bytes / 2**20:.1f} MiB, sha256 {pkg.sha256[:12]}")
         with embedded_aws() as aws_url, local_credentials():
-            session = Session.from_env(region="us-east-1", endpoint_url=aws_url)
+            session = Session.embedded(aws_url)
             create_sagemaker_role(session)
             activate(Backer(aws_url))
             stage("embedded AWS", f"SageMaker, S3, CloudWatch, autoscaling at {aws_url}")

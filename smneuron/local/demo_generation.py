@@ -68,7 +68,7 @@ def run_llm_demo(
             f"{label} for cpu: batch {g.batch_size}, sequence {g.sequence_length}, {g.num_parameters / 1e6:.2f}M parameters",
         )
         with embedded_aws() as aws_url, local_credentials():
-            session = Session.from_env(region="us-east-1", endpoint_url=aws_url)
+            session = Session.embedded(aws_url)
             create_sagemaker_role(session)
             activate(Backer(aws_url))
             stage("embedded AWS", f"SageMaker, S3, autoscaling at {aws_url}")

@@ -208,7 +208,7 @@ def serve(port: int, state_file: Path, engine: str = "smneuron", *, fresh: bool 
     with embedded_aws(port) as url:
         activate(Backer(url, engine))
 
-        create_sagemaker_role(Session.from_env(region=LOCAL_REGION, endpoint_url=url))
+        create_sagemaker_role(Session.embedded(url))
         keeper = Keeper(url, kept)
         report = keeper.restore()
         keeping = threading.Thread(target=keeper.run, args=(stop,), name="smneuron-keeper")

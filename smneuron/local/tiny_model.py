@@ -61,6 +61,7 @@ def build_tiny_bert(out_dir: str | Path, task: str = "text-classification", *, s
         mask_token="[MASK]",
         model_max_length=256,
     )
+    transformers.utils.logging.disable_progress_bar()  # no shard-writing bars in notebooks and logs
     fast.save_pretrained(out)
 
     labels = LABELS.get(task)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import ClientError
+from pydantic import ValidationError
 
 from smneuron._version import __version__
 from smneuron.artifact.resources import pipelines_dir
@@ -32,7 +33,7 @@ from smneuron.errors import ConfigError, MissingDependencyError, from_client_err
 from smneuron.pipeline.code_bundle import build_wheel
 from smneuron.pipeline.plan import PipelinePlan, plan
 from smneuron.session import Session
-from smneuron.specs.models import PipelineSpec, ProjectFile
+from smneuron.specs.models import GenerationThresholds, PipelineSpec, ProjectFile, Thresholds
 
 
 def publish_code(p: PipelinePlan, *, session: Session | None = None) -> PipelinePlan:
@@ -268,6 +269,7 @@ def start(name: str, parameters: dict[str, Any] | None = None, *, session: Sessi
             hint=f"Its parameters: {', '.join(declared)}.",
         )
     values = {**declared, **(parameters or {})}
+    check_thresholds(values)
     for required in ("ModelSourceS3Uri", "EvaluationDataS3Uri"):
         if not values.get(required):
             raise ConfigError(
@@ -282,6 +284,40 @@ def start(name: str, parameters: dict[str, Any] | None = None, *, session: Sessi
         )["PipelineExecutionArn"]
     except ClientError as e:
         raise from_client_error(e, operation="StartPipelineExecution") from e
+
+
+# pipeline parameter -> (spec model, field): the gate's thresholds, checked before an execution starts
+_THRESHOLDS = {
+    "MinTop1Agreement": (Thresholds, "min_top1_agreement"),
+    "MinCosine": (Thresholds, "min_cosine"),
+    "MinAccuracy": (Thresholds, "min_accuracy"),
+    "MaxAbsDiff": (Thresholds, "max_abs_diff"),
+    "MaxNewTokens": (GenerationThresholds, "max_new_tokens"),
+    "MinPrefixMatch": (GenerationThresholds, "min_prefix_match"),
+    "FirstTokens": (GenerationThresholds, "first_tokens"),
+    "MinFirstTokensMatch": (GenerationThresholds, "min_first_tokens_match"),
+    "MaxPerplexityDiff": (GenerationThresholds, "max_perplexity_diff"),
+}
+
+
+def check_thresholds(values: dict[str, Any]) -> None:
+    """Refuse a gate threshold the step would reject (MinCosine=1.01, MinAccuracy=two) before anything runs.
+
+    Raises:
+        ConfigError: the parameter, its value and the allowed range.
+    """
+    for name, (model, field_name) in _THRESHOLDS.items():
+        value = values.get(name)
+        if value is None or str(value).strip().lower() in ("", "none"):
+            continue
+        try:
+            model.model_validate({field_name: value})
+        except ValidationError as e:
+            reason = e.errors()[0]["msg"]
+            raise ConfigError(
+                f"Pipeline parameter {name}={value!r} is not a valid threshold: {reason.lower()}.",
+                hint=f"{model.model_fields[field_name].description} Pass a value in range (--param {name}=...).",
+            ) from None
 
 
 def status(name: str, execution_arn: str | None = None, *, session: Session | None = None) -> dict:

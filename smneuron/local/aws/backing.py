@@ -77,7 +77,7 @@ class Backer:
 
     def _session(self) -> Any:
 
-        return Session.from_env(region="us-east-1", endpoint_url=self.aws_url)
+        return Session.embedded(self.aws_url)
 
     def start(self, name: str, config_name: str, *, revert: Any = None) -> None:
         """Bring up a server for ``config_name`` in the background. With ``revert`` it is a blue/green

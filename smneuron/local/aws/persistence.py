@@ -72,7 +72,7 @@ class Keeper:
     """Snapshots the embedded AWS at ``url`` into ``root`` (``root/resources.json``, ``root/objects/``)."""
 
     def __init__(self, url: str, root: Path) -> None:
-        self.session = Session.from_env(region="us-east-1", endpoint_url=url)
+        self.session = Session.embedded(url)
         self.root = root
         self.objects = root / "objects"
         self._fingerprint: str | None = None

@@ -30,6 +30,7 @@ from typing import Any
 from smneuron.artifact.staging import stage
 from smneuron.artifact.storage import ensure_bucket, parse_s3_uri
 from smneuron.compile.tasks import pipeline_task
+from smneuron.display.cards import Card, Displayed
 from smneuron.endpoints import components
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError, EndpointFailedError, InvocationError, PipelineFailedError
@@ -56,8 +57,8 @@ class StepRun:
     detail: str = ""
 
 
-@dataclass
-class LocalRun:
+@dataclass(repr=False)
+class LocalRun(Displayed):
     pipeline: str
     execution_arn: str
     status: str = "Executing"
@@ -66,6 +67,30 @@ class LocalRun:
     deployment: dict | None = None
     failure_reason: str | None = None
     left_running: list[str] = field(default_factory=list)  # endpoints and components when the run ended
+
+    def _card(self) -> Card:
+        gate = self.evaluation or {}
+        rows: list[tuple[str, Any]] = [("status", self.status)]
+        if self.failure_reason:
+            rows.append(("why", self.failure_reason))
+        rows += [
+            (
+                f"gate {g['metric']}",
+                f"{g['value']:.6g} {g['op']} {g['threshold']:g}: {'passed' if g['passed'] else 'FAILED'}",
+            )
+            for g in gate.get("gates", [])
+            if g.get("value") is not None
+        ]
+        rows.append(("serving when the run ended", ", ".join(self.left_running) or "nothing"))
+        return Card(
+            title=f"pipeline {self.pipeline} (local run): {self.status}",
+            brief=f"{self.pipeline!r}, {self.status}, {len(self.steps)} steps",
+            rows=rows,
+            table=(
+                ["step", "type", "status", "seconds", "detail"],
+                [[s.name, s.type, s.status, round(s.seconds, 1), s.detail] for s in self.steps],
+            ),
+        )
 
 
 def run_local(
@@ -109,7 +134,7 @@ def run_local(
     try:
         with embedded_aws() as url, local_credentials():
             activate(Backer(url))  # the Deploy step's endpoint really serves, as in the embedded SageMaker
-            session = Session.from_env(region="us-east-1", endpoint_url=url)
+            session = Session.embedded(url)
             for role in {session.role_arn, proj.pipeline.role or session.role_arn}:
                 create_sagemaker_role(session, role.rsplit("/", 1)[-1])
 
