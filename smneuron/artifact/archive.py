@@ -115,6 +115,14 @@ def read_manifest(path: str | Path) -> dict:
                     f = tar.extractfile(member)
                     return parse_any(json.loads(f.read()), f"{path}:{MANIFEST_NAME}").model_dump(mode="json")
     except (tarfile.TarError, OSError, EOFError, ValueError) as e:
+        if isinstance(
+            e, tarfile.ReadError
+        ):  # tarfile's reasons ("not a gzip file", ...) say nothing to a user
+            raise ArtifactError(
+                f"{path} is not a model package: not a tar archive (a model.tar.gz), nor an artifact directory.",
+                hint="Deploy what `smneuron compile` wrote (the artifact directory) or `smneuron package` made "
+                "(model.tar.gz), or an s3:// URI of one.",
+            ) from None
         raise ArtifactError(f"Cannot read the manifest of {path}: {e}") from e
     raise ArtifactError(f"{path} has no {MANIFEST_NAME}: package it with `smneuron package`.")
 

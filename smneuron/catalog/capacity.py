@@ -118,7 +118,16 @@ class Capacity:
         return {**asdict(self), "fits": self.fits}
 
     def lines(self) -> list[str]:
-        """The arithmetic, in words, for --dry-run and for refusals."""
+        """The arithmetic, in words, for --dry-run and for refusals (host memory only on a CPU instance: it has
+        no NeuronCores and no HBM to count)."""
+        if not self.hbm_per_core_gib:
+            plural = "copy" if self.copies == 1 else "copies"
+            return [
+                f"weights {self.weights_gib:.2f} GiB ({self.dtype}) per copy",
+                f"host memory {self.host_need_gib:.1f} GiB for {self.copies} {plural} of the weights, of "
+                f"{self.host_gib * HOST_USABLE:.1f} usable ({self.host_gib} GiB x {HOST_USABLE})",
+                f"copies = {self.copies} (one per 2 vCPUs of {self.instance})",
+            ]
         return [
             f"weights {self.weights_gib:.2f} GiB ({self.dtype}) / tp {self.tensor_parallel_size} = "
             f"{self.weights_per_core_gib:.2f} GiB per NeuronCore",
@@ -164,7 +173,7 @@ def capacity(
         round(weights / tp / GIB, 3),
         round(kv / tp / GIB, 3),
         round(per_core, 3),
-        HBM_PER_CORE_GIB,
+        HBM_PER_CORE_GIB if instance.family == "inf2" else 0.0,  # a CPU instance has no HBM to count
         round(n * weights / GIB, 2),
         instance.memory_gib,
         kv_heads,

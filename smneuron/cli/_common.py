@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,8 +88,19 @@ def console() -> Console:
     return _console
 
 
-def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+def print_json(data: Any, *, compact_numbers: bool = False) -> None:
+    """Indented JSON on stdout; ``compact_numbers`` keeps each list of numbers on one line (an embedding is one
+    line, not 384)."""
+    text = json.dumps(data, indent=2, default=str)
+    if compact_numbers:
+        text = _NUMBER_LIST.sub(
+            lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text
+        )
+    sys.stdout.write(text + "\n")
+
+
+_NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+_NUMBER_LIST = re.compile(rf"\[\s*({_NUMBER}(?:,\s*{_NUMBER})*)\s*\]")
 
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]], *, numeric: bool = True) -> None:

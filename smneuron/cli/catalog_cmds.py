@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from smneuron.catalog import INSTANCE_TYPES, InstanceType, image_versions, load_prices, resolve_image
+from smneuron.catalog.generation import VLLM_TAGS, resolve_vllm_image
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 from smneuron.errors import ConfigError, MissingRegionError
 from smneuron.session import resolve_region
@@ -117,12 +118,15 @@ def images(
         resolve_image(inst, region, torch_version=v.torch, neuron_sdk=v.neuron_sdk or None)
         for v in image_versions(family)
     ]
+    # text generation on inf2 is served by the optimum-neuron vLLM image, not the PyTorch one
+    llm = [resolve_vllm_image(region, version=t) for t in VLLM_TAGS] if inst.family == "inf2" else []
     if as_json:
         print_json(
             {
                 "instance_type": inst.name,
                 "region": region,
                 "image_uri": chosen.uri,
+                "text_generation_image_uri": llm[-1].uri if llm else None,
                 "known": [
                     {
                         "image_uri": k.uri,
@@ -155,3 +159,8 @@ def images(
             if k.version
         ],
     )
+    if llm:
+        console().print(
+            f"Text generation (causal LMs) on {inst.name}: [bold]{llm[-1].uri}[/bold] (the optimum-neuron vLLM "
+            f"DLC; known tags: {', '.join(VLLM_TAGS)})"
+        )

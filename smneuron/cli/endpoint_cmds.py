@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from smneuron.artifact.kind import GENERATION, kind_of, kind_of_path
+from smneuron.catalog import load_prices
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 from smneuron.cli.generation_cmds import env_flags, generate
 from smneuron.cli.plan_render import render_plan
@@ -185,7 +186,8 @@ def status_cmd(
             ["model", s["model"]["ModelName"]],
             ["image", s["model"]["Image"]],
             ["model data", s["model"]["ModelDataUrl"]],
-            ["workers", s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", "?")],
+            _serving_row(s),
+            ["cost", _cost(s)],
         ],
         numeric=False,
     )
@@ -208,6 +210,25 @@ def status_cmd(
         console().print(f"scheduled action {a['ScheduledActionName']}: {a['Schedule']}")
     for a in s["alarms"]:
         console().print(f"alarm {a['AlarmName']}: {a['StateValue']}")
+
+
+def _serving_row(s: dict) -> list[str]:
+    """Workers per instance for an encoder; copies for text generation (which has no TorchServe workers)."""
+    if s["components"]:
+        comp = s["components"][0]
+        return ["copies", f"{comp['CurrentCopyCount']}/{comp['CopyCount']} (inference component)"]
+    workers = s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS")
+    return ["workers", f"{workers} per instance" if workers else "the toolkit's default (one per vCPU)"]
+
+
+def _cost(s: dict) -> str:
+    cfg, variants = s["config"], s["variants"]
+    count = variants[0].get("CurrentInstanceCount") if variants else None
+    count = cfg.get("InitialInstanceCount", 1) if count is None else count
+    hourly = load_prices().hourly(cfg["InstanceType"])
+    if hourly is None:
+        return "price unknown (`smneuron instances`)"
+    return f"${hourly * count:.3f}/hour ({count} x ${hourly:.3f}, {load_prices().source_of(cfg['InstanceType'])})"
 
 
 def invoke_cmd(
@@ -269,7 +290,7 @@ def invoke_cmd(
             {"endpoint": name or url, "status": r.status, "content_type": r.content_type, "answer": body}
         )
     elif answer is not None:
-        print_json(answer)
+        print_json(answer, compact_numbers=True)
     else:
         typer.echo(r.body.decode(errors="replace"))
 

@@ -77,7 +77,11 @@ def render_llm_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
         ],
         ["Endpoint", p.endpoint_name],
         ["InferenceComponent", p.component_name],
-        ["  per copy", f"{p.accelerators_per_copy} accelerator(s), {p.memory_mb_per_copy} MB host memory"],
+        [
+            "  per copy",
+            (f"{p.accelerators_per_copy} accelerator(s)" if p.instance.is_neuron else "2 vCPUs")
+            + f", {p.memory_mb_per_copy} MB host memory",
+        ],
         ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],
         ["Copy autoscaling", scaling],
     ]

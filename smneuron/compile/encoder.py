@@ -24,7 +24,7 @@ from smneuron._version import __version__
 from smneuron.artifact.hashing import sha256_file
 from smneuron.artifact.manifest import MANIFEST_NAME, Bucket, Compiler, Manifest, Validation, Weights
 from smneuron.compile import cache as compile_cache
-from smneuron.compile import targets, tasks
+from smneuron.compile import targets, tasks, vocabulary
 from smneuron.display.cards import Card, Displayed, size
 from smneuron.display.progress import Step, step
 from smneuron.errors import CompileError, ConfigError
@@ -119,8 +119,8 @@ def compile_model(
             hint="Save the model with model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR).",
         )
     _check_out_dir(out_dir)
-    tasks.check_tokenizer(model_dir)
-    notes = []
+    vocabulary.check_tokenizer(model_dir)
+    notes = [n for n in [vocabulary.vocabulary_note(model_dir)] if n]
     if spec.task is None:
         task, why = tasks.infer_task(model_dir)
         spec = spec.model_copy(update={"task": task})
@@ -188,8 +188,14 @@ def _build(
     jobs: int | None,
     notify: Callable[[CompileEvent], None],
 ) -> Manifest:
-    tokenizer_files = tasks.copy_tokenizer(model_dir, build)
-    loaded = tasks.load(model_dir, spec.task, pooling=spec.pooling, normalize=spec.normalize)
+    tokenizer_files = vocabulary.copy_tokenizer(model_dir, build)
+    loaded = tasks.load(
+        model_dir,
+        spec.task,
+        pooling=spec.pooling,
+        normalize=spec.normalize,
+        allow_random_weights=spec.allow_random_weights,
+    )
     max_pos = getattr(loaded.config, "max_position_embeddings", None)
     if max_pos and max(spec.buckets) > max_pos:
         raise ConfigError(
@@ -221,7 +227,13 @@ def _build(
             for (bs, seq), fut in futures.items():
                 buckets.append(Bucket.model_validate(fut.result()))
                 notify(CompileEvent("bucket_done", seq, buckets[-1].compile_seconds, batch_size=bs))
-        loaded = tasks.load(model_dir, spec.task, pooling=spec.pooling, normalize=spec.normalize)
+        loaded = tasks.load(
+            model_dir,
+            spec.task,
+            pooling=spec.pooling,
+            normalize=spec.normalize,
+            allow_random_weights=spec.allow_random_weights,
+        )
     else:
         for bs, seq in shapes:
             notify(CompileEvent("bucket_started", seq, batch_size=bs))
@@ -339,7 +351,13 @@ def _bucket_in_subprocess(
     model_dir: str, spec_data: dict, bs: int, seq: int, args: list[str], build: str
 ) -> dict:
     spec = CompileSpec.model_validate(spec_data)
-    loaded = tasks.load(Path(model_dir), spec.task, pooling=spec.pooling, normalize=spec.normalize)
+    loaded = tasks.load(
+        Path(model_dir),
+        spec.task,
+        pooling=spec.pooling,
+        normalize=spec.normalize,
+        allow_random_weights=spec.allow_random_weights,
+    )
     return _compile_bucket(loaded, spec, bs, seq, args, Path(build)).model_dump()
 
 

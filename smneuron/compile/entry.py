@@ -62,6 +62,13 @@ def compile_model(
             f"--from-cache is for text generation (the optimum-neuron cache holds causal LMs); the task is {spec.task}.",
             hint="Drop --from-cache, or use --task text-generation.",
         )
+    if not from_cache and Path(model).is_file():
+        raise ConfigError(
+            f"{model} is a file; compile takes a model directory (config.json, the weights and the tokenizer, as "
+            "save_pretrained writes them).",
+            hint="Pass the directory the model was saved to. Texts to send go to `smneuron invoke`, `bench --data` "
+            "or the pipeline's evaluation data.",
+        )
     note = "" if from_cache else text_generation_note(model, spec.task)
     if note is None:
         return compile_encoder(

@@ -25,7 +25,7 @@ from smneuron._version import __version__
 from smneuron.artifact.hashing import sha256_file, tree_hash
 from smneuron.artifact.manifest import Compiler, Generation, LlmManifest
 from smneuron.catalog.capacity import ModelShape, smallest_fit
-from smneuron.compile import tasks
+from smneuron.compile import vocabulary
 from smneuron.display.cards import Card, Displayed
 from smneuron.display.progress import step
 from smneuron.errors import CompileError, ConfigError, MissingDependencyError
@@ -153,7 +153,7 @@ def compile_llm(model: str | Path, out_dir: str | Path, spec: CompileSpec) -> Ll
         )
     config = read_config(src)
     check_causal_lm(src, config)
-    tasks.check_tokenizer(src)
+    vocabulary.check_tokenizer(src)
     shape = ModelShape.from_config(config)
     notes: list[str] = []
     if spec.target == "inf1":

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,17 +25,6 @@ OUTPUTS = {
     "token-classification": "logits[batch, seq_len, num_labels]",
     "question-answering": "start_end_logits[batch, seq_len, 2]",
 }
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "vocab.txt",
-    "vocab.json",
-    "merges.txt",
-    "sentencepiece.bpe.model",
-    "spiece.model",
-    "config.json",
-)
 SAMPLE_TEXTS = [
     "The movie was great and I loved it.",
     "Paris is the capital of France.",
@@ -95,11 +83,19 @@ def sentence_transformers_pooling(model_dir: Path) -> tuple[str | None, bool]:
     return pooling, normalize
 
 
-def load(model_dir: Path, task: str, *, pooling: str = "auto", normalize: bool | None = None) -> LoadedModel:
+def load(
+    model_dir: Path,
+    task: str,
+    *,
+    pooling: str = "auto",
+    normalize: bool | None = None,
+    allow_random_weights: bool = False,
+) -> LoadedModel:
     """Load a save_pretrained model for ``task`` and wrap it for tracing.
 
     Raises:
-        CompileError: the directory is not a loadable model for this task.
+        CompileError: the directory is not a loadable model for this task, or it lacks weights the task's head
+            needs (random: refused unless ``allow_random_weights``).
     """
     torch = require_torch()
     import transformers
@@ -114,9 +110,21 @@ def load(model_dir: Path, task: str, *, pooling: str = "auto", normalize: bool |
     }[task]
     try:
         # eager attention traces to the same graph on every backend (no SDPA kernels on Neuron)
-        hf = auto.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+        hf, info = auto.from_pretrained(str(model_dir), attn_implementation="eager", output_loading_info=True)
+        hf = hf.eval()
     except (OSError, ValueError, KeyError) as e:
         raise CompileError(f"Cannot load {model_dir} as a {task} model: {e}") from e
+    missing = sorted(info.get("missing_keys") or [])
+    if missing and not allow_random_weights:
+        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+        raise CompileError(
+            f"{model_dir} has no weights for {shown}: loaded as a {task} model, "
+            f"{'its head would be' if task != 'feature-extraction' else 'those would be'} random and every "
+            "answer meaningless (the checkpoint was not trained for this task).",
+            hint="Compile the checkpoint for the task it was trained for (e.g. --task feature-extraction for a "
+            "sentence-embedding model), fine-tune and save the head first, or pass --allow-random-weights "
+            "(tests, benchmarks) to compile it anyway.",
+        )
     config = hf.config
     accepted = inspect.signature(hf.forward).parameters
     input_names = ["input_ids", "attention_mask"]
@@ -258,72 +266,6 @@ def infer_task(model_dir: Path) -> tuple[str, str]:
         hint=f"Pass --task with one of: {', '.join(TASKS)}, text-generation (causal LMs) "
         "(or set compile.task in smneuron.yaml).",
     )
-
-
-# a vocabulary this small is a placeholder, not a tokenizer (every word would become [UNK])
-MIN_VOCAB = 100
-TOKENIZER_SOURCES = (
-    "tokenizer.json",
-    "vocab.txt",
-    "vocab.json + merges.txt",
-    "spiece.model",
-    "sentencepiece.bpe.model",
-)
-
-
-def check_tokenizer(model_dir: Path) -> None:
-    """Refuse a model directory without tokenizer files, before anything is loaded or traced.
-
-    Raises:
-        CompileError: none of the files a fast tokenizer is built from.
-    """
-    has = [
-        n
-        for n in ("tokenizer.json", "vocab.txt", "spiece.model", "sentencepiece.bpe.model")
-        if (model_dir / n).is_file()
-    ]
-    if (model_dir / "vocab.json").is_file() and (model_dir / "merges.txt").is_file():
-        has.append("vocab.json + merges.txt")
-    if not has:
-        raise CompileError(
-            f"{model_dir} has no tokenizer: none of {', '.join(TOKENIZER_SOURCES)} is there.",
-            hint="Save the tokenizer next to the model: tokenizer.save_pretrained(DIR) (it writes tokenizer.json).",
-        )
-
-
-def copy_tokenizer(model_dir: Path, out_dir: Path) -> list[str]:
-    """Copy tokenizer (and config) files next to the traced files; create tokenizer.json if missing.
-
-    The inference code reads ``tokenizer.json`` with the ``tokenizers`` library only, so the
-    serving container needs no transformers.
-    """
-    copied = []
-    for name in TOKENIZER_FILES:
-        if (model_dir / name).is_file():
-            shutil.copyfile(model_dir / name, out_dir / name)
-            copied.append(name)
-    if "tokenizer.json" not in copied:
-        import transformers
-
-        try:
-            tok = transformers.AutoTokenizer.from_pretrained(str(model_dir), use_fast=True)
-            tok.backend_tokenizer.save(str(out_dir / "tokenizer.json"))
-        except (OSError, ValueError, AttributeError) as e:
-            raise CompileError(
-                f"{model_dir} has no tokenizer.json and no fast tokenizer could be built from it: {e}",
-                hint="Save a fast tokenizer with tokenizer.save_pretrained(DIR).",
-            ) from e
-        copied.append("tokenizer.json")
-    from tokenizers import Tokenizer
-
-    size = Tokenizer.from_file(str(out_dir / "tokenizer.json")).get_vocab_size()
-    if size < MIN_VOCAB:
-        raise CompileError(
-            f"The tokenizer of {model_dir} has a vocabulary of {size} tokens: every word would become [UNK], and "
-            "validation would pass because the reference shares the broken tokenizer.",
-            hint="Save the model's real tokenizer next to it: tokenizer.save_pretrained(DIR).",
-        )
-    return sorted(copied)
 
 
 _WRAPPER: type | None = None

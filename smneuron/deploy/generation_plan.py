@@ -254,7 +254,8 @@ def plan_llm(
         sequence_length=gen.sequence_length,
         tensor_parallel_size=tp,
         dtype=gen.dtype,
-        copies=g.copies if instance.is_neuron else g.copies or 1,
+        # a cpu artifact: as many copies as the plan runs (one per 2 vCPUs), so both say the same number
+        copies=g.copies if instance.is_neuron else g.copies or max(1, instance.vcpus // 2),
     )
     if instance.is_neuron:
         check(cap, shape)

@@ -112,3 +112,22 @@ def overview(name: str, *, session: Session | None = None) -> dict:
         "console_url": console_url(sess, name),
         "where": sess.endpoint_url or sess.region,
     }
+
+
+def serves_encoder(session: Session, name: str) -> bool:
+    """Whether the endpoint's Model is a PyTorch DLC serving an ``inference.py`` (smneuron's encoders, or any
+    PyTorchModel): it answers {"inputs": ...}, not chat or completion requests."""
+    sm = session.client("sagemaker")
+    config = sm.describe_endpoint_config(EndpointConfigName=require(session, name)["EndpointConfigName"])
+    for variant in config["ProductionVariants"]:
+        if not variant.get("ModelName"):
+            continue
+        container = sm.describe_model(ModelName=variant["ModelName"]).get("PrimaryContainer", {})
+        env = container.get("Environment", {})
+        if (
+            "TS_DEFAULT_SERVICE_HANDLER" in env
+            or "SAGEMAKER_PROGRAM" in env
+            or "pytorch-inference" in container.get("Image", "")
+        ):
+            return True
+    return False

@@ -20,7 +20,7 @@ from smneuron.display.progress import step
 from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.describing import console_url as console_url  # part of this module's API
 from smneuron.endpoints.describing import describe as describe
-from smneuron.endpoints.describing import overview, require
+from smneuron.endpoints.describing import overview, require, serves_encoder
 from smneuron.endpoints.describing import status as status
 from smneuron.endpoints.invoke import HttpTarget, Response, invoke_endpoint
 from smneuron.endpoints.logs import log_events as log_events  # part of this module's API
@@ -29,6 +29,7 @@ from smneuron.endpoints.naming import TAG_ENDPOINT
 from smneuron.endpoints.polling import poll_intervals as poll_intervals  # part of this module's API
 from smneuron.endpoints.streaming import open_stream, request_body, text_pieces
 from smneuron.errors import (
+    ConfigError,
     EndpointFailedError,
     SmneuronError,
     from_client_error,
@@ -257,7 +258,9 @@ class Endpoint(Displayed):
     def generate(self, prompt: str | None = None, *, messages: list | None = None, **params: Any) -> dict:
         """One text-generation request (``prompt`` -> completions, ``messages`` -> chat); the JSON answer."""
 
-        return self.invoke(json.dumps(request_body(prompt, messages, stream=False, **params))).json()
+        body = json.dumps(request_body(prompt, messages, stream=False, **params))
+        self._refuse_if_encoder()
+        return self.invoke(body).json()
 
     def stream(
         self, prompt: str | None = None, *, messages: list | None = None, **params: Any
@@ -266,9 +269,20 @@ class Endpoint(Displayed):
         or SSE from a URL)."""
 
         body = json.dumps(request_body(prompt, messages, stream=True, **params)).encode()
-        if not self._http:
-            self._check()
+        self._refuse_if_encoder()
         yield from text_pieces(open_stream(self, body))
+
+    def _refuse_if_encoder(self) -> None:
+        """A generation request to an encoder endpoint gets a clear refusal, not the model's 400."""
+        if self._http:
+            return
+        self._check()
+        if self.component is None and serves_encoder(self.session, self.name):  # type: ignore[arg-type]
+            raise ConfigError(
+                f"Endpoint {self.name} serves an encoder (embeddings or classification), not text generation: "
+                "streaming, max tokens, prompts, seed and temperature apply only to text-generation endpoints.",
+                hint=f'Send it texts: `smneuron invoke {self.name} "some text"` (or endpoint.predict([...])).',
+            )
 
     def predict(self, inputs: Any, parameters: dict | None = None) -> Any:
         """Predict a text, a list of texts, or [text, pair] pairs; returns the decoded JSON."""

@@ -88,6 +88,11 @@ class CompileSpec(StrictModel):
         None,
         description="feature-extraction: L2-normalise embeddings by default (auto from a Normalize module).",
     )
+    allow_random_weights: bool = Field(
+        False,
+        description="Compile although the checkpoint lacks weights the task needs (a random head): for tests "
+        "and benchmarks only; refused otherwise.",
+    )
     max_abs_diff: float | None = Field(
         None,
         description="Fail the compile when traced vs eager outputs differ by more (default 1e-4 for cpu).",

@@ -21,7 +21,7 @@ CLI = [sys.executable, "-m", "smneuron.cli.main"]
 
 
 @pytest.fixture(scope="module")
-def world(tiny_classifier, tmp_path_factory):
+def world(tiny_classifier, tiny_encoder, minilm_dir, tmp_path_factory):
     """Files a user might point smneuron at, and an embedded AWS to point it to."""
     from smneuron.compile.encoder import compile_model
     from smneuron.local.aws.embedded import embedded_aws
@@ -48,8 +48,31 @@ def world(tiny_classifier, tmp_path_factory):
     (fake / "__init__.py").write_text(
         "raise ModuleNotFoundError(\"No module named 'aiohttp'\", name='aiohttp')\n"
     )
+    shutil.copytree(tiny_encoder, root / "encoder")  # a BertModel: no classifier weights
+    wrong = root / "wrong-tokenizer"  # the tiny model with another model's tokenizer
+    shutil.copytree(tiny_classifier, wrong)
+    shutil.copy(minilm_dir / "tokenizer.json", wrong / "tokenizer.json")
     with embedded_aws() as url:
+        _an_encoder_endpoint(url, "enc")
         yield {"root": root, "url": url, "model": tiny_classifier}
+
+
+def _an_encoder_endpoint(url: str, name: str) -> None:
+    """An endpoint whose Model is smneuron's encoder container (only its records: nothing invokes it)."""
+    import boto3
+
+    sm = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=url, aws_access_key_id="l",
+                      aws_secret_access_key="l")  # fmt: skip
+    image = (
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.5.1-cpu-py311-ubuntu22.04-sagemaker"
+    )
+    env = {"TS_DEFAULT_SERVICE_HANDLER": "/opt/ml/model/code/smneuron_handler.py:handle"}
+    sm.create_model(ModelName=name, ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+                    PrimaryContainer={"Image": image, "Environment": env})  # fmt: skip
+    sm.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[
+        {"VariantName": "AllTraffic", "ModelName": name, "InstanceType": "ml.m5.large", "InitialInstanceCount": 1}
+    ])  # fmt: skip
+    sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
 
 
 def _env(world, **extra: str) -> dict[str, str]:
@@ -246,6 +269,50 @@ CASES = [
         {},
         None,
     ),
+    # a file where a directory or a package belongs: said as such, not "does not exist" or tarfile's internals
+    (
+        "compile-a-file",
+        "compile {root}/data.jsonl -o {root}/out8 --target cpu",
+        1,
+        ["is a file", "model directory"],
+        {},
+        None,
+    ),  # fmt: skip
+    (
+        "deploy-a-file",
+        "deploy {root}/data.jsonl --instance ml.c6i.xlarge --dry-run",
+        1,
+        ["not a model package", "smneuron compile"],
+        {},
+        None,
+    ),
+    # a checkpoint without the task's head compiled "fine" with random weights
+    (
+        "random-head",
+        "compile {root}/encoder -o {root}/out9 --target cpu --task text-classification",
+        1,
+        ["no weights for classifier", "random", "--task feature-extraction", "--allow-random-weights"],
+        {},
+        None,
+    ),
+    (
+        "tokenizer-of-another-model",
+        "compile {root}/wrong-tokenizer -o {root}/out10 --target cpu",
+        1,
+        ["30522 tokens", "vocab_size", "save_pretrained"],
+        {},
+        None,
+    ),
+    # generation flags on an encoder endpoint got the model's 400
+    (
+        "stream-an-encoder",
+        "invoke enc hello --stream",
+        1,
+        ["serves an encoder", "not text generation", 'smneuron invoke enc "some text"'],
+        {},
+        None,
+    ),
+    ("max-tokens-on-an-encoder", "invoke enc hello --max-tokens 5", 1, ["serves an encoder"], {}, None),
     # endpoints that are not there, URLs that are dead, AWS that does not answer
     (
         "invoke-dead-url",
@@ -492,3 +559,26 @@ def test_every_command_has_a_mistake_case():
             words = words[2:] if words[0] in ("--config", "--region", "--profile") else words[1:]
         covered |= set(words[:1])
     assert commands - covered == set(), "commands without a mistake case"
+
+
+def test_images_names_the_text_generation_image_for_inf2(world):
+    out = subprocess.run([*CLI, "images", "--instance", "ml.inf2.48xlarge", "--region", "eu-west-1"],
+                         env=_env(world), capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "pytorch-inference-neuronx" in out.stdout and "huggingface-vllm-inference-neuronx" in out.stdout
+    cpu = subprocess.run([*CLI, "images", "--instance", "ml.c6i.xlarge", "--region", "eu-west-1", "--json"],
+                         env=_env(world), capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert json.loads(cpu.stdout)["text_generation_image_uri"] is None
+
+
+def test_a_text_generation_dry_run_on_a_cpu_instance_says_one_number_of_copies(world, tiny_llama):
+    """It said "2 copies" in the header and "copies = 1" below, with NeuronCore and HBM arithmetic for ml.c6i."""
+    from smneuron.compile.entry import compile_model
+
+    compile_model(tiny_llama, world["root"] / "llm", target="cpu", batch_size=2, sequence_length=128)
+    code, said = _run_in_process(
+        ["deploy", str(world["root"] / "llm"), "--instance", "ml.c6i.xlarge", "--dry-run"], _env(world), None
+    )
+    assert code == 0, said
+    assert "2 copies x tp 1" in said and "copies = 2 (one per 2 vCPUs of ml.c6i.xlarge)" in said
+    assert "NeuronCore" not in said and "HBM" not in said and "2 vCPUs, " in said

@@ -334,5 +334,56 @@ def test_a_placeholder_tokenizer_is_refused(tiny_classifier, tmp_path):
     Tokenizer(models.WordLevel({"[PAD]": 0, "[UNK]": 1, "a": 2, "b": 3, "c": 4}, unk_token="[UNK]")).save(
         str(model / "tokenizer.json")
     )
-    with pytest.raises(CompileError, match="vocabulary of 5 tokens"):
+    with pytest.raises(CompileError, match="has 5 tokens; the model was trained with 106"):
         compile_model(model, tmp_path / "out", target="cpu", task="text-classification", buckets="16")
+
+
+def _word_tokenizer(words: list[str]):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", *words])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return tok
+
+
+def test_a_small_real_vocabulary_passes_and_a_placeholder_is_refused(tmp_path):
+    """The check was "at least 100 tokens": a real 22-word vocabulary was refused, a 100-token placeholder passed.
+    Now sizes are checked against the model's vocab_size (refused), and how much of plain text becomes the
+    unknown token is said."""
+    from smneuron.compile.tasks import SAMPLE_TEXTS
+    from smneuron.compile.vocabulary import check_vocabulary
+
+    words = sorted({w for t in SAMPLE_TEXTS for w in t.replace(".", " . ").replace(",", " , ").split()})[:20]
+    (tmp_path / "config.json").write_text(json.dumps({"vocab_size": 22}))
+    small = _word_tokenizer(words)
+    assert small.get_vocab_size() == 22
+    note = check_vocabulary(small, tmp_path)  # a real small vocabulary: compiled, and said
+    assert note and note.startswith(
+        "the tokenizer turns 55% of plain English sample text into [UNK] (22 tokens)"
+    )
+
+    placeholder = _word_tokenizer([f"tok{i}" for i in range(98)])  # 100 tokens against a 30522-token model
+    (tmp_path / "config.json").write_text(json.dumps({"vocab_size": 30522}))
+    with pytest.raises(CompileError, match="has 100 tokens; the model was trained with 30522"):
+        check_vocabulary(placeholder, tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"vocab_size": 30522}))
+    with pytest.raises(CompileError, match="has 22 tokens; the model was trained with 30522"):
+        check_vocabulary(small, tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"vocab_size": 10}))
+    with pytest.raises(CompileError, match="has 22 tokens but the model has embeddings for 10"):
+        check_vocabulary(small, tmp_path)
+
+
+def test_allow_random_weights_compiles_a_head_the_checkpoint_lacks(tiny_encoder, tmp_path):
+    with pytest.raises(CompileError, match="no weights for classifier"):
+        compile_model(tiny_encoder, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
+    result = compile_model(
+        tiny_encoder,
+        tmp_path / "b",
+        target="cpu",
+        task="text-classification",
+        buckets="16",
+        allow_random_weights=True,
+    )
+    assert result.manifest.task == "text-classification"

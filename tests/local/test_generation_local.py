@@ -60,6 +60,8 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
         "2",
     )
     assert "created: InService" in out.stdout and "invoke --stream chat" in out.stdout
+    shown = smneuron_cli("--local", "status", "chat").stdout  # it said "workers ?": copies are what it has
+    assert "1/1 (inference component)" in shown and "workers" not in shown
 
     # kill -9 of the copy (issue 22 #4): noticed, shown, replaced; its weights go with the component (#3)
     state, url = tmp_path / "state", json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]

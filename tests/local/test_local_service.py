@@ -60,6 +60,13 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     assert 'Invoke it with `smneuron --local invoke ep "some text"`' in out.stdout  # works as printed
     answer = json.loads(smneuron_cli("--local", "invoke", "ep", "i loved it", "awful").stdout)
     assert [set(a) for a in answer] == [{"label", "score"}] * 2  # the model's answer, not a placeholder
+    shown = smneuron_cli("--local", "status", "ep").stdout  # it said "workers ?" and no cost
+    assert "2 per instance" in shown and "$0.238/hour (1 x $0.238" in shown
+    bench = json.loads(
+        smneuron_cli("--local", "bench", "ep", "--data", str(tmp_path / "d.jsonl"), "--duration", "2",
+                     "--rate-type", "synchronous", "--warmup", "0", "--cooldown", "0", "--json").stdout
+    )  # fmt: skip
+    assert bench["instance_type"] == "ml.c6i.xlarge" and bench["runs"][0]["cost_per_million_usd"] > 0
     # kill -9 of every worker (issue 22 #4): the next request waits for fresh ones instead of failing on the dead
     state = tmp_path / "state"
     workers = model_servers(state, up["pid"])

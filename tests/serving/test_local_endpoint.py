@@ -249,3 +249,9 @@ def test_a_request_past_the_model_server_timeout_gets_504_and_the_worker_recover
                 assert time.monotonic() < deadline
                 time.sleep(0.2)
             assert c.post(ep.url + "/invocations", json={"inputs": "short"}).status_code == 200
+        # `smneuron invoke` printed an embedding one float per line (768 lines for two texts): one line each now
+        out = subprocess.run([sys.executable, "-m", "smneuron.cli.main", "invoke", "--url", ep.url, "a", "b"],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        lines = out.stdout.splitlines()
+        assert out.returncode == 0 and len(lines) == 4, out.stdout[:500]
+        assert [len(v) for v in json.loads(out.stdout)] == [384, 384]
