@@ -60,6 +60,13 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     assert 'Invoke it with `smneuron --local invoke ep "some text"`' in out.stdout  # works as printed
     answer = json.loads(smneuron_cli("--local", "invoke", "ep", "i loved it", "awful").stdout)
     assert [set(a) for a in answer] == [{"label", "score"}] * 2  # the model's answer, not a placeholder
+    # SMNEURON_LOCAL=1 from Python, nothing else set (it raised MissingRegionError): the SDK finds the service
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
+    env.update(SMNEURON_LOCAL="1", SMNEURON_STATE_DIR=str(tmp_path / "state"), AWS_CONFIG_FILE=str(tmp_path / "none"),
+               AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))  # fmt: skip
+    listed = subprocess.run([sys.executable, "-c", "import smneuron; print([e['EndpointName'] for e in smneuron.list_endpoints()])"],
+                            env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert listed.returncode == 0 and listed.stdout.strip() == "['ep']", listed.stderr[-800:]
     shown = smneuron_cli("--local", "status", "ep").stdout  # it said "workers ?" and no cost
     assert "2 per instance" in shown and "$0.238/hour (1 x $0.238" in shown
     bench = json.loads(
