@@ -64,7 +64,7 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
     env.update(SMNEURON_LOCAL="1", SMNEURON_STATE_DIR=str(tmp_path / "state"), AWS_CONFIG_FILE=str(tmp_path / "none"),
                AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))  # fmt: skip
-    listed = subprocess.run([sys.executable, "-c", "import smneuron; print([e['EndpointName'] for e in smneuron.list_endpoints()])"],
+    listed = subprocess.run([sys.executable, "-c", "import smneuron; print([e['name'] for e in smneuron.list_endpoints()])"],
                             env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert listed.returncode == 0 and listed.stdout.strip() == "['ep']", listed.stderr[-800:]
     shown = smneuron_cli("--local", "status", "ep").stdout  # it said "workers ?" and no cost
