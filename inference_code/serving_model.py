@@ -60,6 +60,29 @@ def check_runtime(manifest):
         )
 
 
+def select_device(manifest, torch, environ=None):
+    """Where this worker runs the model: None (the CPU, or Neuron through its runtime) or, for a cuda artifact,
+    ``cuda:N`` with N the GPU TorchServe gave this worker (SMNEURON_GPU_ID, set by the handler from the
+    context's gpu_id; workers are spread round robin) modulo the GPUs present.
+
+    Raises:
+        ArtifactLoadError: a cuda artifact on a host without an NVIDIA GPU (said the way a Neuron artifact is).
+    """
+    if manifest["compiler"]["target"] != "cuda":
+        return None
+    environ = os.environ if environ is None else environ
+    if not torch.cuda.is_available():
+        raise ArtifactLoadError(
+            "This artifact was compiled for cuda and needs an NVIDIA GPU, but torch sees none here "
+            "(torch.cuda.is_available() is False). Serve it on ml.g4dn / ml.g5 / ml.g6 / ml.g6e with the PyTorch "
+            "GPU DLC, or recompile with --target cpu to run it on this machine."
+        )
+    count = torch.cuda.device_count()
+    wanted = environ.get("SMNEURON_GPU_ID", "")
+    index = int(wanted) % count if wanted.strip().isdigit() else 0
+    return torch.device("cuda", index)
+
+
 def load_weights(model_dir, spec, torch):
     """The shared parameters (name -> tensor) of an artifact that stores them once, else None."""
     if not spec:
@@ -124,6 +147,7 @@ class LoadedArtifact(object):
         self.with_token_types = "token_type_ids" in manifest["input_names"]
         self.labels = manifest.get("labels") or {}
         self.torch = torch
+        self.device = select_device(manifest, torch)
         # several copies per worker (SMNEURON_MODELS_PER_WORKER) let forward passes overlap, as in the
         # FastAPI-on-Inferentia design; deploy bounds the count by accelerator and host memory
         # the weights are stored once (weights.pt) and shared by every bucket's graph and every copy
@@ -135,6 +159,8 @@ class LoadedArtifact(object):
                 module = torch.jit.load(os.path.join(model_dir, b["file"]))
                 if weights is not None:
                     attach_weights(module, weights, manifest["weights"]["attach"], torch)
+                if self.device is not None:
+                    module = module.to(self.device)
                 by_seq.setdefault(int(b["seq_len"]), {})[int(b.get("batch_size", self.batch_size))] = module
             self.copies.append(by_seq)
         self._executor = None
@@ -198,8 +224,10 @@ class LoadedArtifact(object):
                 mask[row, :n] = 1
                 types[row, :n] = torch.tensor(enc.type_ids, dtype=torch.long)
             args = (ids, mask, types) if self.with_token_types else (ids, mask)
+            if self.device is not None:
+                args = tuple(a.to(self.device, non_blocking=True) for a in args)
             with torch.no_grad():
-                return module(*args).float()
+                return module(*args).float().cpu()
 
         if len(self.copies) > 1 and len(jobs) > 1:
             results = list(self._pool().map(run, range(len(jobs))))
@@ -229,6 +257,8 @@ class LoadedArtifact(object):
                     ids = torch.full((batch, seq_len), self.pad_id, dtype=torch.long)
                     mask = torch.ones((batch, seq_len), dtype=torch.long)
                     args = (ids, mask, torch.zeros_like(ids)) if self.with_token_types else (ids, mask)
+                    if self.device is not None:
+                        args = tuple(a.to(self.device) for a in args)
                     with torch.no_grad():
                         module(*args)
         self.warm = True

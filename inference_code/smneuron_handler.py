@@ -26,6 +26,9 @@ def initialize(context):
     """Load and warm the model (TorchServe calls handle() first; we initialise lazily there too)."""
     global _model
     model_dir = _model_dir(context)
+    gpu = (getattr(context, "system_properties", None) or {}).get("gpu_id")
+    if gpu is not None:  # TorchServe's GPU for this worker: the inference code runs a cuda artifact there
+        os.environ["SMNEURON_GPU_ID"] = str(gpu)
     code_dir = os.path.join(model_dir, "code")
     if os.path.isdir(code_dir) and code_dir not in sys.path:
         sys.path.insert(0, code_dir)

@@ -54,7 +54,10 @@ class Weights(_Model):
 
 
 class Compiler(_Model):
-    target: Literal["inf1", "inf2", "cpu"]
+    target: Literal["inf1", "inf2", "cpu", "cuda"]
+    precision: Literal["fp16", "bf16", "fp32"] | None = Field(
+        None, description="cuda: the dtype of the traced graph and its weights."
+    )
     function: str = Field(description="The trace call used, e.g. torch_neuronx.trace.")
     args: list[str] = Field(default_factory=list, description="Compiler arguments passed.")
     auto_cast: str | None = None

@@ -19,6 +19,7 @@ class ImageVersion:
     python: str
     neuron_sdk: str
     os: str
+    cuda: str = ""  # gpu images: the CUDA build, e.g. cu124
 
     @property
     def tag(self) -> str:
@@ -26,6 +27,8 @@ class ImageVersion:
             return f"{self.torch}-neuron-{self.python}-sdk{self.neuron_sdk}-{self.os}"
         if self.family == "inf2":
             return f"{self.torch}-neuronx-{self.python}-sdk{self.neuron_sdk}-{self.os}"
+        if self.family == "gpu":
+            return f"{self.torch}-gpu-{self.python}-{self.cuda}-{self.os}-sagemaker"
         return f"{self.torch}-cpu-{self.python}-{self.os}-sagemaker"
 
     @property
@@ -47,6 +50,8 @@ IMAGES: tuple[ImageVersion, ...] = (
     _nx("2.8.0", "py311", "2.26.1", "ubuntu22.04"),
     _nx("2.9.0", "py312", "2.31.1", "ubuntu24.04"),
     ImageVersion("cpu", "pytorch-inference", "2.6.0", "py312", "", "ubuntu22.04"),
+    # the same PyTorch inference DLC line built for NVIDIA GPUs (the SDK resolves its floating 2.6.0-gpu-py312)
+    ImageVersion("gpu", "pytorch-inference", "2.6.0", "py312", "", "ubuntu22.04", cuda="cu124"),
 )
 
 # DLC registry account per region (from the SageMaker SDK's image_uri_config/pytorch.json; a test
@@ -133,7 +138,7 @@ def resolve_image(
     """The serving (and compiling) DLC image for an instance type in a region.
 
     Args:
-        instance: the instance type (its family picks inf1 / inf2 / cpu images).
+        instance: the instance type (its family picks inf1 / inf2 / gpu / cpu images).
         region: AWS region; picks the registry account and domain.
         torch_version: pin a torch version (e.g. ``"2.7.0"``).
         neuron_sdk: pin a Neuron SDK version (e.g. ``"2.24.1"``).
@@ -145,7 +150,7 @@ def resolve_image(
     if uri:
         return Image(uri, None)
     inst = InstanceType.parse(instance) if isinstance(instance, str) else instance
-    family: Family = inst.family if inst.family in ("inf1", "inf2") else "cpu"
+    family: Family = inst.family if inst.family in ("inf1", "inf2", "gpu") else "cpu"
     candidates = [
         v
         for v in image_versions(family)

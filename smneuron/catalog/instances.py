@@ -17,7 +17,7 @@ from smneuron.errors import UnknownInstanceTypeError
 
 Family = Literal["inf1", "inf2", "cpu", "gpu", "trn"]
 Use = Literal["endpoint", "transform", "processing"]
-Target = Literal["inf1", "inf2", "cpu"]
+Target = Literal["inf1", "inf2", "cpu", "cuda"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class InstanceType:
     @property
     def target(self) -> Target:
         """The compile target whose artifacts run on this type (Trainium: none smneuron deploys yet)."""
-        return "inf1" if self.family == "inf1" else "inf2" if self.family == "inf2" else "cpu"
+        return {"inf1": "inf1", "inf2": "inf2", "gpu": "cuda"}.get(self.family, "cpu")  # type: ignore[return-value]
 
     @property
     def is_trainium(self) -> bool:

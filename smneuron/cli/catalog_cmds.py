@@ -113,7 +113,7 @@ def images(
         raise MissingRegionError()
     inst = InstanceType.parse(instance)
     chosen = resolve_image(inst, region, torch_version=torch_version, neuron_sdk=neuron_sdk)
-    family = inst.family if inst.is_neuron else "cpu"
+    family = inst.family if inst.family in ("inf1", "inf2", "gpu") else "cpu"
     known = [
         resolve_image(inst, region, torch_version=v.torch, neuron_sdk=v.neuron_sdk or None)
         for v in image_versions(family)

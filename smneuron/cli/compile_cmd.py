@@ -18,7 +18,7 @@ def compile_cmd(
     ctx: typer.Context,
     model_dir: Path = typer.Argument(None, help="HF model directory (default: `model` in smneuron.yaml)."),
     out: Path = typer.Option(..., "--output", "-o", help="Artifact directory to write."),
-    target: str = typer.Option(None, "--target", help="inf1, inf2 or cpu."),
+    target: str = typer.Option(None, "--target", help="inf1, inf2, cuda (NVIDIA GPUs) or cpu."),
     task: str = typer.Option(
         None,
         "--task",
@@ -48,6 +48,9 @@ def compile_cmd(
     compiler_arg: list[str] = typer.Option(None, "--compiler-arg", help="Extra compiler argument (repeat)."),
     pooling: str = typer.Option(None, "--pooling", help="feature-extraction: auto, mean, cls or max."),
     normalize: bool = typer.Option(None, "--normalize/--no-normalize", help="feature-extraction default."),
+    precision: str = typer.Option(
+        None, "--precision", help="cuda target: fp16 (default), bf16 or fp32; checked against the fp32 model."
+    ),
     allow_random_weights: bool = typer.Option(
         False,
         "--allow-random-weights",
@@ -83,6 +86,7 @@ def compile_cmd(
         pooling=pooling,
         normalize=normalize,
         allow_random_weights=allow_random_weights or None,
+        precision=precision,
         max_abs_diff=max_abs_diff,
         sequence_length=sequence_length,
         tensor_parallel_size=tensor_parallel_size,

@@ -31,6 +31,7 @@ from smneuron.errors import CompileError, ConfigError
 from smneuron.specs.models import CompileSpec, override
 
 CPU_TOLERANCE = 1e-4
+CUDA_MIN_COSINE = 0.99  # fp16/bf16 against fp32: below this the embeddings or logits are not the model's
 
 
 @dataclass(frozen=True)
@@ -189,13 +190,7 @@ def _build(
     notify: Callable[[CompileEvent], None],
 ) -> Manifest:
     tokenizer_files = vocabulary.copy_tokenizer(model_dir, build)
-    loaded = tasks.load(
-        model_dir,
-        spec.task,
-        pooling=spec.pooling,
-        normalize=spec.normalize,
-        allow_random_weights=spec.allow_random_weights,
-    )
+    loaded = _load(model_dir, spec)
     max_pos = getattr(loaded.config, "max_position_embeddings", None)
     if max_pos and max(spec.buckets) > max_pos:
         raise ConfigError(
@@ -205,7 +200,7 @@ def _build(
     parallel = (
         jobs
         if jobs is not None
-        else (1 if spec.target == "cpu" else min(len(spec.buckets), os.cpu_count() or 1))
+        else (1 if spec.target in ("cpu", "cuda") else min(len(spec.buckets), os.cpu_count() or 1))
     )
     buckets: list[Bucket] = []
     shapes = [(bs, seq) for seq in spec.buckets for bs in spec.all_batch_sizes]
@@ -227,17 +222,13 @@ def _build(
             for (bs, seq), fut in futures.items():
                 buckets.append(Bucket.model_validate(fut.result()))
                 notify(CompileEvent("bucket_done", seq, buckets[-1].compile_seconds, batch_size=bs))
-        loaded = tasks.load(
-            model_dir,
-            spec.task,
-            pooling=spec.pooling,
-            normalize=spec.normalize,
-            allow_random_weights=spec.allow_random_weights,
-        )
+        loaded = _load(model_dir, spec)
     else:
+        # cuda in fp16/bf16: checked against the fp32 model, as the Neuron targets' auto-cast is
+        reference = _load(model_dir, spec, precision=None) if spec.target == "cuda" else None
         for bs, seq in shapes:
             notify(CompileEvent("bucket_started", seq, batch_size=bs))
-            buckets.append(_compile_bucket(loaded, spec, bs, seq, args, build))
+            buckets.append(_compile_bucket(loaded, spec, bs, seq, args, build, reference))
             notify(CompileEvent("bucket_done", seq, buckets[-1].compile_seconds, batch_size=bs))
 
     weights = _write_weights(loaded, spec.target, build)
@@ -261,7 +252,8 @@ def _build(
             target=spec.target,
             function=targets.FUNCTIONS[spec.target],
             args=args,
-            auto_cast=spec.auto_cast if spec.target != "cpu" else None,
+            auto_cast=spec.auto_cast if spec.target in ("inf1", "inf2") else None,
+            precision=spec.precision if spec.target == "cuda" else None,
             auto_cast_type=spec.auto_cast_type
             if spec.target == "inf2" and spec.auto_cast != "none"
             else None,
@@ -276,8 +268,26 @@ def _build(
     return manifest
 
 
+def _load(model_dir: Path, spec: CompileSpec, **overrides: Any) -> tasks.LoadedModel:
+    """The model as ``spec`` compiles it (cuda: in its precision, with the mask prepared outside)."""
+    settings: dict[str, Any] = {
+        "pooling": spec.pooling,
+        "normalize": spec.normalize,
+        "allow_random_weights": spec.allow_random_weights,
+        "precision": spec.precision if spec.target == "cuda" else None,
+        **overrides,
+    }
+    return tasks.load(model_dir, spec.task, **settings)
+
+
 def _compile_bucket(
-    loaded: tasks.LoadedModel, spec: CompileSpec, bs: int, seq: int, args: list[str], build: Path
+    loaded: tasks.LoadedModel,
+    spec: CompileSpec,
+    bs: int,
+    seq: int,
+    args: list[str],
+    build: Path,
+    reference: tasks.LoadedModel | None = None,
 ) -> Bucket:
     import torch
 
@@ -293,10 +303,27 @@ def _compile_bucket(
     check = tasks.sample_batch(
         build / "tokenizer.json", spec.task, bs, seq, loaded.pad_token_id, loaded.input_names, offset=bs + 3
     )
+    if spec.target == "cuda":
+        pinned = targets.cpu_pinned_ops(result.module)
+        if pinned:
+            raise CompileError(
+                f"Bucket {seq} (batch {bs}): the traced graph creates tensors on the CPU ({pinned[0]}"
+                + (f" and {len(pinned) - 1} more" if len(pinned) > 1 else "")
+                + "): on a GPU it would fail with a device mismatch.",
+                hint="This architecture builds tensors with a fixed device inside forward(); serve it with "
+                "--target cpu or a Neuron target, or report the model to smneuron.",
+            )
     with torch.no_grad():
-        eager = loaded.module(*check).float()
+        eager = (reference or loaded).module(*check).float()
         traced = result.module(*check).float()
     validation = compare(eager, traced)
+    if spec.target == "cuda" and spec.max_abs_diff is None and not validation.cosine_min >= CUDA_MIN_COSINE:
+        raise CompileError(
+            f"Bucket {seq} (batch {bs}): in {spec.precision} the outputs drift from the fp32 model (cosine min "
+            f"{validation.cosine_min:.6f}, below {CUDA_MIN_COSINE}; max |diff| {validation.max_abs_diff:.3g}).",
+            hint="Compile with --precision fp32 (or bf16, whose range fp16 overflows less), or pass --max-abs-diff "
+            "to accept the drift.",
+        )
     limit = (
         spec.max_abs_diff
         if spec.max_abs_diff is not None
@@ -351,14 +378,10 @@ def _bucket_in_subprocess(
     model_dir: str, spec_data: dict, bs: int, seq: int, args: list[str], build: str
 ) -> dict:
     spec = CompileSpec.model_validate(spec_data)
-    loaded = tasks.load(
-        Path(model_dir),
-        spec.task,
-        pooling=spec.pooling,
-        normalize=spec.normalize,
-        allow_random_weights=spec.allow_random_weights,
-    )
-    return _compile_bucket(loaded, spec, bs, seq, args, Path(build)).model_dump()
+    reference = _load(Path(model_dir), spec, precision=None) if spec.target == "cuda" else None
+    return _compile_bucket(
+        _load(Path(model_dir), spec), spec, bs, seq, args, Path(build), reference
+    ).model_dump()
 
 
 def _spawn() -> Any:

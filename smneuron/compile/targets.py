@@ -1,8 +1,10 @@
-"""The three compile targets: how each traces, with which arguments, and what it reports.
+"""The four compile targets: how each traces, with which arguments, and what it reports.
 
 - ``inf2``: ``torch_neuronx.trace(module, example_inputs, compiler_args=[...])``
 - ``inf1``: ``torch.neuron.trace(module, example_inputs, compiler_args=[...])`` (after ``import torch_neuron``)
 - ``cpu``:  ``torch.jit.trace`` — the same artifact shape, runnable anywhere.
+- ``cuda``: ``torch.jit.trace`` on this CPU in the chosen precision, with an attention mask prepared outside the
+  model so the graph pins no tensor to the CPU; the inference code moves it onto the worker's GPU.
 
 The Neuron packages are imported only here and only when their target is used.
 """
@@ -27,12 +29,23 @@ WEIGHTS_FILE = "weights.pt"
 # How each target keeps the weights once (None: every traced file inlines its own copy; torch-neuron
 # for inf1 has no weight separation). inf2 traces with inline_weights_to_neff=False so the NEFFs
 # hold no weights and the serving code attaches the shared ones with torch_neuronx.replace_weights.
-SHARED_WEIGHTS = {"cpu": "parameters", "inf2": "torch_neuronx.replace_weights", "inf1": None}
-FUNCTIONS = {"inf2": "torch_neuronx.trace", "inf1": "torch.neuron.trace", "cpu": "torch.jit.trace"}
+SHARED_WEIGHTS = {
+    "cpu": "parameters",
+    "cuda": "parameters",
+    "inf2": "torch_neuronx.replace_weights",
+    "inf1": None,
+}
+FUNCTIONS = {
+    "inf2": "torch_neuronx.trace",
+    "inf1": "torch.neuron.trace",
+    "cpu": "torch.jit.trace",
+    "cuda": "torch.jit.trace",
+}
 NEURON_PACKAGES = {
     "inf1": ("torch-neuron", "neuron-cc"),
     "inf2": ("torch-neuronx", "neuronx-cc"),
     "cpu": (),
+    "cuda": (),
 }
 _FUSED = re.compile(r"percent fused\s*=\s*([0-9.]+)\s*%")
 
@@ -72,14 +85,17 @@ def versions(target: str) -> dict[str, str]:
             continue
 
     sdk = os.environ.get("SMNEURON_NEURON_SDK") or os.environ.get("NEURON_SDK_VERSION")
-    if sdk and target != "cpu":
+    if sdk and target in ("inf1", "inf2"):
         out["neuron-sdk"] = sdk
     return out
 
 
 def require_backend(target: str) -> Any:
     """Import the Neuron package for ``target`` or explain how to get it."""
-    if target == "cpu":
+    if target in (
+        "cpu",
+        "cuda",
+    ):  # traced by torch itself (cuda: on this CPU, loaded onto the GPU at serve time)
         return None
     module, package = (
         ("torch_neuronx", "torch-neuronx") if target == "inf2" else ("torch_neuron", "torch-neuron")
@@ -176,3 +192,18 @@ def trace(
     log = captured.getvalue()
     found = _FUSED.findall(log)
     return TraceResult(traced, float(found[-1]) if found else None, log)
+
+
+def cpu_pinned_ops(traced: Any) -> list[str]:
+    """Operators of a traced graph that create tensors on a fixed CPU device (``aten::arange(..., device=cpu)``):
+    such a graph fails with a device mismatch once its weights and inputs are on a GPU."""
+    graph = str(traced.inlined_graph)
+    pinned = set(re.findall(r'(%[\w.]+) : Device = prim::Constant\[value="cpu"\]', graph))
+    found = []
+    for line in graph.splitlines():
+        if " = aten::" in line and any(re.search(re.escape(p) + r"[,)]", line) for p in pinned):
+            found.append(
+                line.split(" = ", 1)[1].split("(", 1)[0]
+                + (" # " + line.split("# ", 1)[1] if "# " in line else "")
+            )
+    return found

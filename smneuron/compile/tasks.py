@@ -90,12 +90,17 @@ def load(
     pooling: str = "auto",
     normalize: bool | None = None,
     allow_random_weights: bool = False,
+    precision: str | None = None,
 ) -> LoadedModel:
     """Load a save_pretrained model for ``task`` and wrap it for tracing.
 
     Raises:
         CompileError: the directory is not a loadable model for this task, or it lacks weights the task's head
             needs (random: refused unless ``allow_random_weights``).
+
+    ``precision`` (the cuda target): the model in that dtype, taking its attention mask prepared outside
+    (additive, 4-D): transformers' own mask code creates tensors on the tracing device, which a graph traced here
+    would keep pinned to the CPU.
     """
     torch = require_torch()
     import transformers
@@ -140,7 +145,11 @@ def load(
         labels = {str(k): str(v) for k, v in config.id2label.items()}
     pad = config.pad_token_id if getattr(config, "pad_token_id", None) is not None else 0
 
-    wrapper = _wrapper_class()(hf, task, pool, len(input_names) == 3)
+    mask_dtype = None
+    if precision is not None:
+        mask_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[precision]
+        hf = hf.to(mask_dtype)
+    wrapper = _wrapper_class()(hf, task, pool, len(input_names) == 3, mask_dtype)
     torch.set_grad_enabled(False)
     return LoadedModel(
         module=wrapper,
@@ -163,15 +172,22 @@ def _make_wrapper_class() -> type:
     class Wrapper(torch.nn.Module):
         """Fixes the positional signature and turns HF outputs into one plain tensor."""
 
-        def __init__(self, model: Any, task: str, pooling: str | None, with_token_types: bool) -> None:
+        def __init__(
+            self, model: Any, task: str, pooling: str | None, with_token_types: bool, mask_dtype: Any = None
+        ) -> None:
             super().__init__()
             self.model = model
             self.task = task
             self.pooling = pooling
             self.with_token_types = with_token_types
+            self.mask_dtype = mask_dtype
 
         def forward(self, input_ids, attention_mask, token_type_ids=None):  # type: ignore[no-untyped-def]
-            kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
+            mask = attention_mask
+            if self.mask_dtype is not None:  # additive 4-D mask: no device-pinned mask code in the graph
+                keep = attention_mask[:, None, None, :].to(self.mask_dtype)
+                mask = (1.0 - keep) * torch.finfo(self.mask_dtype).min
+            kwargs = {"input_ids": input_ids, "attention_mask": mask}
             if self.with_token_types:
                 kwargs["token_type_ids"] = token_type_ids
             out = self.model(**kwargs)

@@ -31,7 +31,12 @@ from smneuron.errors import ConfigError
 from smneuron.specs.models import EndpointSpec, ScalingSpec
 
 HOURS_PER_MONTH = 730
-_WHERE = {"inf1": "ml.inf1.*", "inf2": "ml.inf2.*", "cpu": "a CPU or GPU instance (e.g. ml.c6i.xlarge)"}
+_WHERE = {
+    "inf1": "ml.inf1.*",
+    "inf2": "ml.inf2.*",
+    "cuda": "a GPU instance (ml.g4dn / ml.g5 / ml.g6 / ml.g6e)",
+    "cpu": "a CPU instance (e.g. ml.c6i.xlarge)",
+}
 
 
 @dataclass(repr=False)

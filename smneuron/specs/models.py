@@ -28,7 +28,7 @@ Task = Literal[
     "question-answering",
     "text-generation",
 ]
-CompileTarget = Literal["inf1", "inf2", "cpu"]
+CompileTarget = Literal["inf1", "inf2", "cpu", "cuda"]
 
 
 class StrictModel(BaseModel):
@@ -87,6 +87,11 @@ class CompileSpec(StrictModel):
     normalize: bool | None = Field(
         None,
         description="feature-extraction: L2-normalise embeddings by default (auto from a Normalize module).",
+    )
+    precision: Literal["fp16", "bf16", "fp32"] = Field(
+        "fp16",
+        description="cuda: the dtype the GPU runs the model in (traced in it, checked against the fp32 model); "
+        "fp16 runs on every NVIDIA GPU SageMaker offers (bf16 needs Ampere or newer: not ml.g4dn's T4).",
     )
     allow_random_weights: bool = Field(
         False,

@@ -154,6 +154,14 @@ CASES = [
         None,
     ),
     (
+        "cpu-artifact-on-gpu",
+        "deploy {artifact} --instance ml.g6.xlarge --dry-run",
+        1,
+        ["compiled for cpu", "ml.g6.xlarge", "--target cuda"],
+        {},
+        None,
+    ),
+    (
         "bad-endpoint-name",
         "deploy {artifact} --instance ml.c6i.xlarge --name bad_name! --dry-run",
         1,
