@@ -10,7 +10,7 @@ import os
 
 import serving_codec
 import serving_tasks
-from serving_codec import RequestError
+from serving_codec import OPENAI_EMBEDDINGS, RequestError, openai_document
 from serving_model import LoadedArtifact
 
 DEFAULT_MAX_INPUTS = 1024
@@ -61,6 +61,13 @@ def predict_many(requests, model):
     flat = []  # (request index, input)
     for r, request in enumerate(requests):
         try:
+            if request.openai is not None and model.task != "feature-extraction":
+                raise RequestError(
+                    400,
+                    "not_embeddings",
+                    'This endpoint serves %s; the OpenAI embeddings shape ({"input": ...}) is for '
+                    'feature-extraction endpoints. Send {"inputs": ...} instead.' % model.task,
+                )
             serving_tasks.check_inputs(model.task, request)
         except RequestError as e:
             outcomes[r] = e
@@ -88,12 +95,14 @@ def predict_many(requests, model):
                 continue
             request = requests[r]
             try:
-                outcomes[r] = (
-                    serving_tasks.postprocess(
-                        model, request, [encodings[i] for i in idx], [row_of[i] for i in idx]
-                    ),
-                    model.task,
+                results = serving_tasks.postprocess(
+                    model, request, [encodings[i] for i in idx], [row_of[i] for i in idx]
                 )
+                if request.openai is not None:
+                    counts = [len(encodings[i].ids) for i in idx]
+                    outcomes[r] = (openai_document(results, counts, request.openai), OPENAI_EMBEDDINGS)
+                else:
+                    outcomes[r] = (results, model.task)
             except RequestError as e:
                 outcomes[r] = e
     model.stats["requests"] += len(requests)

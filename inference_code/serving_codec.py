@@ -6,6 +6,7 @@ client can send wrong becomes a ``RequestError`` with an HTTP status and a short
 
 import io
 import json
+import sys
 
 try:  # inside the DLC the toolkit maps this base class's status_code onto the HTTP response
     from sagemaker_inference.errors import BaseInferenceToolkitError as _ErrorBase
@@ -49,14 +50,40 @@ class RequestError(_ErrorBase):
         return self.message
 
 
+OPENAI_EMBEDDINGS = "openai-embeddings"  # the "task" of an answer in OpenAI's embeddings shape
+
+
+def openai_document(vectors, token_counts, meta):
+    """The /v1/embeddings answer: one entry per input, in order, with usage counted in the model's tokens."""
+    data = []
+    for i, vec in enumerate(vectors):
+        if meta["encoding_format"] == "base64":
+            import array
+            import base64
+
+            packed = array.array("f", [float(v) for v in vec])
+            if sys.byteorder != "little":
+                packed.byteswap()
+            vec = base64.b64encode(packed.tobytes()).decode("ascii")
+        data.append({"object": "embedding", "index": i, "embedding": vec})
+    tokens = int(sum(token_counts))
+    return {
+        "object": "list",
+        "data": data,
+        "model": meta["model"],
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
 class Request(object):
     """A decoded request: a list of inputs (str, or (str, str) pairs) and its parameters."""
 
-    __slots__ = ("inputs", "parameters")
+    __slots__ = ("inputs", "parameters", "openai")
 
-    def __init__(self, inputs, parameters):
+    def __init__(self, inputs, parameters, openai=None):
         self.inputs = inputs
         self.parameters = parameters
+        self.openai = openai  # an OpenAI embeddings request: {"model": ..., "encoding_format": ...}
 
 
 def media_type(header):
@@ -86,11 +113,11 @@ def decode(body, content_type, max_inputs):
     if not isinstance(body, str):
         raise RequestError(400, "bad_body", "The request body must be text.")
 
-    parameters = {}
+    parameters, openai = {}, []
     if ctype == TEXT:
         inputs = [body]
     elif ctype == JSON:
-        inputs, parameters = _from_document(_parse_json(body))
+        inputs, parameters, *openai = _from_document(_parse_json(body))
     else:
         inputs = []
         for n, line in enumerate(body.splitlines(), 1):
@@ -106,7 +133,7 @@ def decode(body, content_type, max_inputs):
             "The request has %d inputs; the limit is %d (split it, or raise SMNEURON_MAX_INPUTS)."
             % (len(inputs), max_inputs),
         )
-    return Request(inputs, _check_parameters(parameters))
+    return Request(inputs, _check_parameters(parameters), openai[0] if openai else None)
 
 
 def _parse_json(text, where=""):
@@ -122,6 +149,8 @@ def _parse_json(text, where=""):
 
 def _from_document(doc):
     parameters = {}
+    if isinstance(doc, dict) and "input" in doc and "inputs" not in doc:
+        return _openai_embeddings(doc)
     if isinstance(doc, dict) and ("inputs" in doc or "parameters" in doc):
         unknown = sorted(set(doc) - {"inputs", "parameters"})
         if unknown:
@@ -143,6 +172,36 @@ def _from_document(doc):
             '"inputs" must be a string, a list of strings, or a list of [text, text_pair] pairs.',
         )
     return [_one_input(x) for x in doc], parameters
+
+
+OPENAI_FIELDS = {"input", "model", "encoding_format", "user", "dimensions"}
+
+
+def _openai_embeddings(doc):
+    """``{"input": ..., "model": ...}`` as OpenAI's /v1/embeddings takes it (what GuideLLM, AIPerf and SageMaker's AI
+    benchmark jobs send): text inputs, float or base64 answers."""
+    unknown = sorted(set(doc) - OPENAI_FIELDS)
+    if unknown:
+        raise RequestError(
+            400, "unknown_field", "Unknown field(s) %s of an embeddings request." % ", ".join(unknown)
+        )
+    if doc.get("dimensions") is not None:
+        raise RequestError(
+            400, "unsupported_dimensions", '"dimensions" is not supported: the model answers its own size.'
+        )
+    fmt = doc.get("encoding_format") or "float"
+    if fmt not in ("float", "base64"):
+        raise RequestError(400, "bad_encoding_format", '"encoding_format" must be "float" or "base64".')
+    texts = doc["input"]
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise RequestError(
+            400,
+            "bad_input",
+            '"input" must be a string or a list of strings (token arrays are not supported: send text).',
+        )
+    return texts, {}, {"model": doc.get("model") or "", "encoding_format": fmt}
 
 
 def _one_input(x):
@@ -191,6 +250,10 @@ def encode(results, accept, task):
     kind = media_type(accept)
     if kind in ("", "*/*"):
         kind = JSON
+    if task == OPENAI_EMBEDDINGS:  # one OpenAI document, not a list of per-input results
+        if kind != JSON:
+            raise RequestError(406, "unsupported_accept", "An embeddings request is answered in JSON only.")
+        return json.dumps(results), JSON
     if kind == JSON:
         return json.dumps(results), JSON
     if kind == JSONLINES:

@@ -177,6 +177,7 @@ run""",
         "code",
         """strict = smneuron.run_pipeline_locally(None, MODEL, DATA, parameters={"MinAccuracy": "0.99"})
 print(strict.status, "-", strict.failure_reason)
+print("last steps:", [s.name for s in strict.steps][-2:])
 print("serving:", strict.left_running)""",
     ),
     (

@@ -141,7 +141,10 @@ def test_the_pipeline_notebook(tmp_path, monkeypatch):
     assert _plain(strict).startswith(
         "Failed - The candidate missed the accuracy gate, so the endpoint was not updated: FAILED: accuracy"
     )
-    assert "serving: []" in _plain(strict)
+    assert "last steps: ['CheckAccuracy', 'AccuracyGateFailed']" in _plain(strict)
+    assert "serving: []" in _plain(
+        strict
+    )  # nothing deployed (tests/pipeline covers the rest of a failing gate)
     assert "deployed: endpoint smneuron-pipeline" in _plain(deployed)
 
 

@@ -29,6 +29,7 @@ def bench_endpoint(
     session: Session | None = None,
     profile: str = "sweep",
     duration_s: float = 10,
+    openai: bool = False,
     **run: Any,
 ) -> Report | LlmReport:
     """Benchmark the endpoint ``name`` as it is deployed.
@@ -39,6 +40,7 @@ def bench_endpoint(
             ``tokenizer``'s vocabulary. Text generation: ``data`` is a prompts dataset; else synthetic prompts
             (``prompt_tokens`` / ``output_tokens`` in ``run``).
         profile, duration_s: the load profile and the length of each run.
+        openai: encoders: send OpenAI embeddings requests (``{"input": ...}``) instead of ``{"inputs": ...}``.
         run: everything else the encoder bench (``smneuron.run_bench``) or the text-generation bench
             (``smneuron.run_generation_bench``) takes; ``instance_type`` / ``instance_count`` default to the
             endpoint's own.
@@ -70,6 +72,8 @@ def bench_endpoint(
         payloads = [json.dumps({"inputs": t}).encode() for t in texts]
     else:
         payloads = prompts.load_payloads(data, tokenizer=tokenizer)
+    if openai:
+        payloads = prompts.as_openai_embeddings(payloads, name)
     return encoder.run(
         endpoint=name, session=sess, payloads=payloads, profile=profile, duration_s=duration_s, **run
     )

@@ -213,3 +213,25 @@ def load_payloads(
             texts.append(" ".join(text))
         bodies.append(json.dumps({"inputs": texts if batch > 1 else texts[0]}).encode())
     return bodies
+
+
+def as_openai_embeddings(payloads: list[bytes], model: str = "smneuron") -> list[bytes]:
+    """The same inputs as OpenAI embeddings requests (``{"input": ..., "model": ...}``), the shape GuideLLM, AIPerf
+    and SageMaker's AI benchmark jobs send: a bench of that path measures what they would.
+
+    Raises:
+        ConfigError: a request that is not ``{"inputs": text or texts}`` (pairs, parameters).
+    """
+    out = []
+    for body in payloads:
+        doc = json.loads(body)
+        texts = doc.get("inputs")
+        if set(doc) != {"inputs"} or not (
+            isinstance(texts, str) or isinstance(texts, list) and all(isinstance(t, str) for t in texts)
+        ):
+            raise ConfigError(
+                f"Cannot send {body[:60]!r} as an OpenAI embeddings request: only texts (no pairs, no parameters).",
+                hint="Bench with plain texts, or drop --openai.",
+            )
+        out.append(json.dumps({"input": texts, "model": model}).encode())
+    return out

@@ -36,6 +36,9 @@ def bench_cmd(
     data: Path = typer.Option(None, "--data", help="JSONL of inputs."),
     tokenizer: Path = typer.Option(None, "--tokenizer", help="tokenizer.json to generate texts with."),
     mean_tokens: int = typer.Option(24, "--mean-tokens", help="Generated text length (tokens)."),
+    openai: bool = typer.Option(
+        False, "--openai", help='Embeddings: send OpenAI requests ({"input": ...}) as GuideLLM / AIPerf do.'
+    ),
     spread: int = typer.Option(8, "--spread", help="Standard deviation of the length."),
     instance: str = typer.Option(None, "--instance", help="Instance type (for cost)."),
     count: int = typer.Option(
@@ -141,6 +144,8 @@ def bench_cmd(
         )
 
     payloads = prompts.load_payloads(data, tokenizer=tokenizer, mean_tokens=mean_tokens, spread=spread)
+    if openai:
+        payloads = prompts.as_openai_embeddings(payloads)
     session = None if url else state(ctx).session()
     if endpoint and not instance:  # the cost column: the endpoint says what it runs on
         found = deployed_on(endpoint, session=session)  # type: ignore[arg-type]

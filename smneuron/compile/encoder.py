@@ -4,6 +4,9 @@
 The artifact: ``model_b{batch}_s{seq}.pt`` per bucket (graphs without their weights on cpu and inf2),
 ``weights.pt`` (the parameters, once), tokenizer files, ``smneuron.json``. Before, every bucket file
 carried its own copy of the weights: MiniLM with 3 buckets packed to 2.7x its weights.
+
+One module because compiling, tracing a bucket and checking it against the model are one step (the worker
+processes of a parallel compile re-enter the same functions).
 """
 
 from __future__ import annotations

@@ -87,6 +87,8 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
         routes=[
             Route("/ping", ping, methods=["GET"]),
             Route("/invocations", invocations, methods=["POST"]),
+            # OpenAI's path for {"input": ...} embeddings requests (GuideLLM, AIPerf and openai clients call it)
+            Route("/v1/embeddings", invocations, methods=["POST"]),
             Route("/metrics", metrics, methods=["GET"]),
         ],
         lifespan=lifespan,

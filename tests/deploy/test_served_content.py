@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
-import pytest
-
 from smneuron.catalog import INSTANCE_TYPES
 from smneuron.compile.encoder import compile_model
 from smneuron.specs.models import EndpointSpec
@@ -66,34 +62,3 @@ def test_every_instance_family_caps_host_threads_per_worker():
         assert env["OMP_NUM_THREADS"] == want and env["MKL_NUM_THREADS"] == want, name
     inf2 = container_environment(INSTANCE_TYPES["ml.inf2.xlarge"], EndpointSpec())
     assert (inf2["SAGEMAKER_MODEL_SERVER_WORKERS"], inf2["OMP_NUM_THREADS"]) == ("2", "2")
-
-
-@pytest.mark.e2e
-def test_the_pipeline_deploys_the_model_it_evaluated(tiny_classifier, tmp_path):
-    """Bug 3: the Deploy job created a second Model with a freshly computed environment."""
-    from smneuron.local.pipeline.runner import run_local
-    from smneuron.specs.models import ProjectFile
-
-    data = tmp_path / "eval.jsonl"
-    data.write_text("".join(json.dumps({"inputs": t}) + "\n" for t in ["a b c", "hello world", "short"]))
-    project = ProjectFile.model_validate(
-        {
-            "model_name": "tiny",
-            "endpoint": {"name": "tiny-prod"},
-            "compile": {"task": "text-classification", "buckets": [16]},
-        }
-    )
-    seen = {}
-    run = run_local(
-        project,
-        tiny_classifier,
-        data,
-        work_dir=tmp_path / "w",
-        on_step=lambda s: seen.setdefault(s.name, s.detail),
-    )
-    assert run.status == "Succeeded", run.failure_reason
-    created = seen["CreateModel"]
-    assert run.deployment["model_name"] == created
-    assert run.deployment["served_model_name"] == created  # read back from the endpoint's config
-    assert run.deployment["models_created"] == []
-    assert run.deployment["status"] == "InService"  # the embedded SageMaker's model server answered its ping

@@ -359,3 +359,75 @@ def test_several_model_copies_per_worker_give_the_same_answers(code, classifier_
     a, _ = inf.predict_fn(request, single)
     b, _ = inf.predict_fn(request, double)
     assert [(x["label"], round(x["score"], 6)) for x in a] == [(x["label"], round(x["score"], 6)) for x in b]
+
+
+def test_openai_embeddings_requests_get_the_openai_shape(all_tasks, classifier_dir):
+    """{"input": ..., "model": ...} as GuideLLM, AIPerf and SageMaker's AI benchmark jobs send it: the same vectors
+    as {"inputs": ...}, in OpenAI's list shape, with usage in the model's tokens; base64 as the openai client asks."""
+    import base64
+
+    d = all_tasks["feature-extraction"]
+    with code_on_path(d) as mods:
+        inf = mods["inference"]
+        model = inf.model_fn(str(d))
+
+        def answer(doc: dict) -> dict:
+            body, ctype = inf.output_fn(
+                inf.predict_fn(inf.input_fn(json.dumps(doc), "application/json"), model), "*/*"
+            )
+            assert ctype == "application/json"
+            return json.loads(body)
+
+        plain = inf.predict_fn(inf.input_fn(json.dumps({"inputs": TEXTS[:2]}), "application/json"), model)[0]
+        doc = answer({"input": TEXTS[:2], "model": "minilm"})
+        assert doc["object"] == "list" and doc["model"] == "minilm"
+        assert [e["index"] for e in doc["data"]] == [0, 1] and {e["object"] for e in doc["data"]} == {
+            "embedding"
+        }
+        assert np.allclose([e["embedding"] for e in doc["data"]], plain, atol=1e-6)
+        tokens = sum(len(model.tokenizer.encode(t).ids) for t in TEXTS[:2])
+        assert doc["usage"] == {"prompt_tokens": tokens, "total_tokens": tokens}
+        b64 = answer({"input": TEXTS[0], "model": "m", "encoding_format": "base64"})["data"][0]["embedding"]
+        assert np.allclose(np.frombuffer(base64.b64decode(b64), dtype="<f4"), plain[0], atol=1e-6)
+        for bad, code_ in (
+            ({"input": [[1, 2, 3]], "model": "m"}, "bad_input"),
+            ({"input": "a", "model": "m", "dimensions": 8}, "unsupported_dimensions"),
+            ({"input": "a", "encoding_format": "int8"}, "bad_encoding_format"),
+            ({"input": "a", "temperature": 1}, "unknown_field"),
+        ):
+            with pytest.raises(mods["serving_codec"].RequestError) as e:
+                inf.input_fn(json.dumps(bad), "application/json")
+            assert e.value.status == 400 and e.value.code == code_
+    cls = classifier_dir
+    with code_on_path(cls) as mods:
+        inf = mods["inference"]
+        model = inf.model_fn(str(cls))
+        with pytest.raises(mods["serving_codec"].RequestError, match="feature-extraction endpoints") as e:
+            inf.predict_fn(inf.input_fn(json.dumps({"input": "a", "model": "m"}), "application/json"), model)
+        assert e.value.status == 400
+
+
+@pytest.mark.e2e
+def test_the_openai_client_gets_embeddings_from_a_local_endpoint(all_tasks, tmp_path):
+    """The openai package, nobody's code here, against /v1/embeddings of the local endpoint."""
+    import openai
+
+    from smneuron.artifact.packaging import package
+    from smneuron.serving.server import LocalEndpoint
+
+    pkg = package(all_tasks["feature-extraction"], tmp_path / "m.tar.gz").path
+    with LocalEndpoint(pkg, instance_type="ml.c6i.xlarge", workers=1) as ep:
+        client = openai.OpenAI(base_url=ep.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+        got = client.embeddings.create(model="tiny", input=TEXTS[:3])
+        import httpx
+
+        plain = httpx.post(ep.url + "/invocations", json={"inputs": TEXTS[:3]}, timeout=60).json()
+        from smneuron.bench import encoder as bench
+        from smneuron.bench.prompts import as_openai_embeddings
+
+        report = bench.run(url=ep.url, payloads=as_openai_embeddings([json.dumps({"inputs": t}).encode() for t in TEXTS]),
+                           profile="synchronous", duration_s=2, warmup_s=0, cooldown_s=0)  # fmt: skip
+    assert report.runs[0].requests_ok > 0 and report.runs[0].requests_failed == 0  # `bench --openai`
+    assert [len(e.embedding) for e in got.data] == [len(plain[0])] * 3
+    assert np.allclose([e.embedding for e in got.data], plain, atol=1e-5)
+    assert got.usage.prompt_tokens > 3 and got.model == "tiny"
