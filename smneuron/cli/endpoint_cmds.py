@@ -8,13 +8,13 @@ from pathlib import Path
 import typer
 
 from smneuron.artifact.kind import GENERATION, kind_of, kind_of_path
-from smneuron.catalog import load_prices
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 from smneuron.cli.generation_cmds import env_flags, generate
 from smneuron.cli.plan_render import render_plan
 from smneuron.cli.serve_cmd import describe_layout, serve_text_generation
 from smneuron.deploy import corridor as deploy
 from smneuron.endpoints.autoscaling import parse_schedule
+from smneuron.endpoints.describing import digest
 from smneuron.endpoints.handle import Endpoint, delete, scale, status
 from smneuron.errors import ConfigError, Interrupted
 from smneuron.serving.server import LocalEndpoint
@@ -167,7 +167,8 @@ def status_cmd(
 ) -> None:
     """Show an endpoint: status, instances, environment, autoscaling policies, alarms."""
 
-    s = status(name, session=state(ctx).session())
+    session = state(ctx).session()
+    s = status(name, session=session)
     if as_json:
         print_json(s)
         return
@@ -186,8 +187,7 @@ def status_cmd(
             ["model", s["model"]["ModelName"]],
             ["image", s["model"]["Image"]],
             ["model data", s["model"]["ModelDataUrl"]],
-            _serving_row(s),
-            ["cost", _cost(s)],
+            *_serving_and_cost(digest(s, session)),
         ],
         numeric=False,
     )
@@ -212,23 +212,21 @@ def status_cmd(
         console().print(f"alarm {a['AlarmName']}: {a['StateValue']}")
 
 
-def _serving_row(s: dict) -> list[str]:
-    """Workers per instance for an encoder; copies for text generation (which has no TorchServe workers)."""
-    if s["components"]:
-        comp = s["components"][0]
-        return ["copies", f"{comp['CurrentCopyCount']}/{comp['CopyCount']} (inference component)"]
-    workers = s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS")
-    return ["workers", f"{workers} per instance" if workers else "the toolkit's default (one per vCPU)"]
-
-
-def _cost(s: dict) -> str:
-    cfg, variants = s["config"], s["variants"]
-    count = variants[0].get("CurrentInstanceCount") if variants else None
-    count = cfg.get("InitialInstanceCount", 1) if count is None else count
-    hourly = load_prices().hourly(cfg["InstanceType"])
-    if hourly is None:
-        return "price unknown (`smneuron instances`)"
-    return f"${hourly * count:.3f}/hour ({count} x ${hourly:.3f}, {load_prices().source_of(cfg['InstanceType'])})"
+def _serving_and_cost(o: dict) -> list[list[str]]:
+    """Workers per instance for an encoder, copies for text generation (no TorchServe workers); the cost."""
+    if o["kind"] == "text-generation":
+        serving = ["copies", f"{o['copies']}/{o['desired_copies']} (inference component)"]
+    else:
+        serving = [
+            "workers",
+            f"{o['workers']} per instance" if o["workers"] else "the toolkit's default (one per vCPU)",
+        ]
+    if o["cost_per_hour_usd"] is None:
+        return [serving, ["cost", "price unknown (`smneuron instances`)"]]
+    cost = (
+        f"${o['cost_per_hour_usd']:.3f}/hour ({o['instances']} x ${o['hourly_usd']:.3f}, {o['price_source']})"
+    )
+    return [serving, ["cost", cost]]
 
 
 def invoke_cmd(

@@ -87,13 +87,19 @@ def overview(name: str, *, session: Session | None = None) -> dict:
     hour, where to look. From ``status`` (same calls); the figures a kind does not have are None."""
 
     sess = session or Session.from_env()
-    s = status(name, session=sess)
+    return digest(status(name, session=sess), sess)
+
+
+def digest(s: dict, session: Session) -> dict:
+    """``overview`` of an endpoint's ``status`` already read (`smneuron status` prints both)."""
+    name = s["endpoint"]["EndpointName"]
     cfg = s["config"]
     variant = next(iter(s["variants"]), {})
     instances = variant.get("CurrentInstanceCount", cfg.get("InitialInstanceCount"))
-    hourly = load_prices().hourly(cfg["InstanceType"])
+    prices = load_prices()
+    hourly = prices.hourly(cfg["InstanceType"])
     comp = s["components"][0] if s["components"] else None
-    env = s["model"]["Environment"]
+    workers = s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS")
     return {
         "name": name,
         "status": s["endpoint"]["EndpointStatus"],
@@ -101,16 +107,18 @@ def overview(name: str, *, session: Session | None = None) -> dict:
         "kind": "text-generation" if comp else "encoder",
         "instance_type": cfg["InstanceType"],
         "instances": instances,
-        # encoders: TorchServe workers per instance (one per NeuronCore); text generation: copies
-        "workers": None if comp else int(env.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1)),
+        # encoders: TorchServe workers per instance (None: the toolkit's default, one per vCPU); text generation:
+        # copies instead
+        "workers": None if comp or not workers else int(workers),
         "copies": None if comp is None else comp["CurrentCopyCount"],
         "desired_copies": None if comp is None else comp["CopyCount"],
         "hourly_usd": hourly,
+        "price_source": prices.source_of(cfg["InstanceType"]) if hourly is not None else None,
         "cost_per_hour_usd": None if hourly is None or instances is None else round(hourly * instances, 4),
         "model": s["model"]["ModelName"],
         "model_data": s["model"]["ModelDataUrl"],
-        "console_url": console_url(sess, name),
-        "where": sess.endpoint_url or sess.region,
+        "console_url": console_url(session, name),
+        "where": session.endpoint_url or session.region,
     }
 
 

@@ -338,7 +338,7 @@ class Endpoint(Displayed):
         except SmneuronError as e:
             return Card(title=f"endpoint {self.name}", brief=repr(self.name), rows=[("status", str(e))])
         if o["kind"] == "encoder":
-            serving = ("workers per instance", o["workers"])
+            serving = ("workers per instance", o["workers"] or "the toolkit's default (one per vCPU)")
         else:
             serving = ("copies", f"{o['copies']}/{o['desired_copies']}")
         cost = o["cost_per_hour_usd"]
