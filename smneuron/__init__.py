@@ -47,6 +47,7 @@ _EXPORTS = {  # public name -> (module, attribute)
     "list_endpoints": ("smneuron.endpoints.handle", "list_endpoints"),
     "run_bench": ("smneuron.bench.encoder", "run"),
     "bench_endpoint": ("smneuron.bench.endpoint", "bench_endpoint"),
+    "compare_instances": ("smneuron.bench.hardware", "compare_instances"),
     "run_pipeline_locally": ("smneuron.local.pipeline.runner", "run_local"),
     "run_generation_bench": ("smneuron.bench.generation", "bench_text_generation"),
     "synthetic_prompts": ("smneuron.bench.prompts", "synthetic_prompts"),

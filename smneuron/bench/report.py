@@ -90,6 +90,26 @@ def compare(a: dict, b: dict) -> list[dict[str, Any]]:
     return rows
 
 
+def sustainable(
+    report: dict, latency_p99_ms: float | None, headroom: float = 1.0
+) -> tuple[dict, float] | None:
+    """The run a report can sustain under the SLO and its req/s per instance, or None when no run meets it.
+
+    The run is the highest-throughput one whose p99 <= ``latency_p99_ms`` (any run without an SLO); req/s per
+    instance = its throughput / the instances it ran on x ``headroom``.
+    """
+    count = max(1, int(report.get("instance_count", 1)))
+    ok = [
+        r
+        for r in report["runs"]
+        if r["requests_ok"] and (latency_p99_ms is None or r["latency_ms"]["p99"] <= latency_p99_ms)
+    ]
+    if not ok:
+        return None
+    best = max(ok, key=lambda r: r["throughput_rps"])
+    return best, best["throughput_rps"] / count * headroom
+
+
 @dataclass
 class Option:
     instance_type: str
@@ -103,7 +123,7 @@ class Option:
 
 def recommend(
     reports: list[dict],
-    latency_p99_ms: float,
+    latency_p99_ms: float | None,
     rate: float,
     prices: dict[str, float] | None = None,
     headroom: float = 1.0,
@@ -111,7 +131,7 @@ def recommend(
     """The cheapest instance type and count that serves ``rate`` req/s at p99 <= the SLO.
 
     For each report: sustainable req/s per instance = the highest throughput among its runs whose
-    p99 meets the SLO, divided by the instances it ran on, times ``headroom``; instances needed =
+    p99 meets the SLO (any run without one), divided by the instances it ran on, times ``headroom``; instances needed =
     ceil(rate / that); cost = instances x hourly price. Options come back cheapest first (types
     without a price last); types that never meet the SLO are left out.
     """
@@ -125,11 +145,10 @@ def recommend(
                 f"The report for {rep.get('target')} has no instance_type; rerun bench with --instance."
             )
         count = max(1, int(rep.get("instance_count", 1)))
-        ok = [r for r in rep["runs"] if r["requests_ok"] and r["latency_ms"]["p99"] <= latency_p99_ms]
-        if not ok:
+        found = sustainable(rep, latency_p99_ms, headroom)
+        if found is None:
             continue
-        best = max(ok, key=lambda r: r["throughput_rps"])
-        per_instance = best["throughput_rps"] / count * headroom
+        best, per_instance = found
         n = max(1, math.ceil(rate / per_instance))
         hourly = rep.get("hourly_usd") or table.hourly(itype)
         cost = n * hourly if hourly else None

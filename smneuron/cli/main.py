@@ -19,6 +19,7 @@ from smneuron.cli import (
     artifact_cmds,
     bench_cmd,
     catalog_cmds,
+    compare_cmd,
     compile_cmd,
     demo_cmd,
     endpoint_cmds,
@@ -102,6 +103,7 @@ app.command("logs")(endpoint_watch_cmds.logs_cmd)
 app.command("wait")(endpoint_watch_cmds.wait_cmd)
 app.command("bench")(bench_cmd.bench_cmd)
 app.command("recommend")(bench_cmd.recommend_cmd)
+app.command("compare")(compare_cmd.compare_cmd)
 app.command("demo")(demo_cmd.demo_cmd)
 app.command("evaluate")(evaluate_cmd.evaluate_cmd)
 app.add_typer(infra_cmds.app, name="infra")

@@ -21,7 +21,7 @@ CLI = [sys.executable, "-m", "smneuron.cli.main"]
 
 
 @pytest.fixture(scope="module")
-def world(tiny_classifier, tiny_encoder, minilm_dir, tmp_path_factory):
+def world(tiny_classifier, tiny_encoder, tiny_llama, minilm_dir, tmp_path_factory):
     """Files a user might point smneuron at, and an embedded AWS to point it to."""
     from smneuron.compile.encoder import compile_model
     from smneuron.local.aws.embedded import embedded_aws
@@ -54,7 +54,7 @@ def world(tiny_classifier, tiny_encoder, minilm_dir, tmp_path_factory):
     shutil.copy(minilm_dir / "tokenizer.json", wrong / "tokenizer.json")
     with embedded_aws() as url:
         _an_encoder_endpoint(url, "enc")
-        yield {"root": root, "url": url, "model": tiny_classifier}
+        yield {"root": root, "url": url, "model": tiny_classifier, "llama": tiny_llama}
 
 
 def _an_encoder_endpoint(url: str, name: str) -> None:
@@ -466,6 +466,64 @@ CASES = [
         None,
     ),
     ("upload-missing", "upload {root}/nope", 1, ["does not exist", "s3://"], {}, None),
+    # compare: every mistake is refused before anything is compiled or deployed
+    (
+        "compare-instance-typo",
+        "compare {model} --instances ml.c7i.xlarge,ml.g6.xlarg",
+        1,
+        ["ml.g6.xlarg", "Did you mean", "ml.g6.xlarge"],
+        {},
+        None,
+    ),
+    ("compare-no-instances", "compare {model}", 2, ["Missing option", "--instances"], {}, None),
+    (
+        "compare-artifact-shape",
+        "compare {model} --instances ml.c7i.xlarge --artifact {artifact}",
+        2,
+        ["--artifact", "TARGET=DIR"],
+        {},
+        None,
+    ),
+    (
+        "compare-artifact-unused",
+        "compare {model} --instances ml.c7i.xlarge --artifact inf2={artifact}",
+        1,
+        ["artifact for inf2", "no instance type", "--instances"],
+        {},
+        None,
+    ),
+    (
+        "compare-artifact-wrong-target",
+        "compare {model} --instances ml.inf2.xlarge --artifact inf2={artifact}",
+        1,
+        ["holds a cpu artifact", "--artifact cpu="],
+        {},
+        None,
+    ),
+    (
+        "compare-negative-rate",
+        "compare {model} --instances ml.c7i.xlarge --rate -5",
+        1,
+        ["--rate -5", "above 0"],
+        {},
+        None,
+    ),
+    (
+        "compare-text-generation",
+        "compare {llama} --instances ml.c7i.xlarge",
+        1,
+        ["text-generation model", "smneuron recommend"],
+        {},
+        None,
+    ),
+    (
+        "compare-only-neuron-here",
+        "compare {model} --instances ml.inf2.xlarge",
+        1,
+        ["Nothing to compare", "torch-neuronx", "--artifact"],
+        {},
+        None,
+    ),
     ("wait-missing-endpoint", "wait no-such-endpoint", 1, ["does not exist"], {}, None),
     (
         "evaluate-without-candidate",
@@ -482,7 +540,12 @@ CASES = [
 def test_a_user_mistake_gets_a_clear_answer(world, case):
     name, args, code, needles, extra, stdin = case
     sock = busy_port() if "{busy}" in args else None
-    fill = {"artifact": world["root"] / "artifact", "model": world["model"], "root": world["root"]}
+    fill = {
+        "artifact": world["root"] / "artifact",
+        "model": world["model"],
+        "root": world["root"],
+        "llama": world["llama"],
+    }
     if sock:
         fill["busy"] = sock.getsockname()[1]
     before = _resources(world)

@@ -1,0 +1,412 @@
+"""``compare_instances``: Inferentia, GPU or CPU for this model, by measurement on one path.
+
+For each instance type: compile for its family's target (once per target), deploy an endpoint, run the same
+bench load (the same requests, the same profile) against each in turn, delete it. What cannot be compiled
+where this runs (a Neuron target without its SDK), deployed (a quota) or served (an endpoint that fails its
+health check, as a Neuron or GPU artifact does on the embedded SageMaker) is kept in the report with the reason,
+never dropped. The report (``hardware_report.Comparison``) holds the table, the plot and the recommendation.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from smneuron.artifact.staging import describe_local
+from smneuron.bench import encoder, prompts
+from smneuron.bench.hardware_report import MEASURED, Candidate, Comparison
+from smneuron.catalog import InstanceType, load_prices
+from smneuron.catalog.prices import PriceTable
+from smneuron.compile.entry import compile_model
+from smneuron.compile.generation import text_generation_note
+from smneuron.deploy.corridor import deploy, preview
+from smneuron.endpoints.handle import delete, wait_for_endpoint
+from smneuron.errors import (
+    AwsError,
+    BenchFailedError,
+    ConfigError,
+    EndpointFailedError,
+    MissingDependencyError,
+    SmneuronError,
+)
+from smneuron.session import Session
+from smneuron.specs.models import CompileSpec, EndpointSpec, override
+
+TARGETS = ("inf1", "inf2", "cuda", "cpu")
+
+
+def parse_instances(instances: str | Iterable[str]) -> list[InstanceType]:
+    """``"ml.inf2.xlarge,ml.c7i.xlarge"`` or a list: endpoint instance types in the order given, each once.
+
+    Raises:
+        UnknownInstanceTypeError: a name SageMaker hosting does not have (with the nearest one).
+        ConfigError: none given, or a Trainium type (no compile target smneuron deploys to it).
+    """
+    names = instances.split(",") if isinstance(instances, str) else list(instances)
+    parsed: list[InstanceType] = []
+    for name in (n.strip() for n in names):
+        if name:
+            t = InstanceType.parse(name, use="endpoint")
+            if t.is_trainium:
+                raise ConfigError(
+                    f"{t.name} is a Trainium type; smneuron compiles for inf1, inf2, cuda and cpu."
+                )
+            if t not in parsed:
+                parsed.append(t)
+    if not parsed:
+        raise ConfigError(
+            "Give the instance types to compare, e.g. --instances ml.inf2.xlarge,ml.g6.xlarge,ml.c7i.2xlarge."
+        )
+    return parsed
+
+
+def compare_instances(
+    model: str | Path | None,
+    instances: str | Iterable[str],
+    *,
+    texts: list[str] | None = None,
+    data: str | Path | None = None,
+    artifacts: dict[str, str | Path] | None = None,
+    spec: CompileSpec | None = None,
+    rate: float | None = None,
+    slo_p99_ms: float | None = None,
+    profile: str = "sweep",
+    duration_s: float = 10,
+    concurrency: int = 16,
+    rates: int = 3,
+    warmup_s: float = 1.0,
+    cooldown_s: float = 0.5,
+    openai: bool = False,
+    prices: dict[str, float] | None = None,
+    session: Session | None = None,
+    work_dir: str | Path | None = None,
+    timeout: float = 3600,
+    **compile_overrides: Any,
+) -> Comparison:
+    """Measure one encoder on several instance types under the same load and say which to choose.
+
+    Args:
+        model: a Hugging Face model directory, compiled once per target the instance types need; may be None
+            when ``artifacts`` covers every target.
+        instances: instance types, e.g. ``["ml.inf2.xlarge", "ml.g6.xlarge", "ml.c7i.2xlarge"]``.
+        texts: the inputs to send (each one request); else ``data`` (JSONL, as ``smneuron bench --data``); else
+            200 texts drawn from the tokenizer's vocabulary (seed 0: the same for every type).
+        artifacts: compiled artifacts to use instead of compiling, by target (``{"inf2": "artifact-inf2/"}``):
+            Neuron artifacts compiled elsewhere (in the Neuron DLC) when this machine has no Neuron SDK.
+        spec: compile settings (task, batch size, buckets, precision for cuda); ``compile_overrides`` on top.
+            The target is set per instance family.
+        rate, slo_p99_ms: size a fleet for ``rate`` req/s at p99 <= ``slo_p99_ms`` (each optional).
+        profile, duration_s, concurrency, rates, warmup_s, cooldown_s: the bench load (``smneuron bench``'s).
+        openai: send OpenAI embeddings requests (``{"input": ...}``) instead of ``{"inputs": ...}``.
+        prices: hourly USD per instance type over the catalog's prices.
+        work_dir: where the compiled artifacts go (default: a temporary directory, removed afterwards).
+        timeout: seconds to wait for each endpoint.
+
+    Returns:
+        The ``Comparison`` (a table, a plot and the recommendation in a notebook; ``write_html``, ``to_json``).
+
+    Raises:
+        ConfigError: no types, bad load or SLO settings, a text-generation model, an artifact for a target no
+            type needs, or an artifact that does not fit its type (before anything is deployed).
+        CompileError: the model does not compile (for a target this machine can compile).
+    """
+    types = parse_instances(instances)
+    _check_settings(rate, slo_p99_ms, artifacts, types)
+    encoder.check_window(duration_s, warmup_s, cooldown_s)
+    if (
+        model is not None
+        and text_generation_note(model, (spec.task if spec else None) or compile_overrides.get("task"))
+        is not None
+    ):
+        raise ConfigError(
+            f"{model} is a text-generation model; compare measures encoders (embeddings, classification).",
+            hint="For text generation, deploy each layout and run `smneuron bench ENDPOINT -o report.json` on each, "
+            "then `smneuron recommend *.json --rate R --slo-ttft-ms ...`. Only inf2 (optimum-neuron vLLM) and cpu "
+            "have a text-generation target in smneuron; GPU vLLM/TGI containers are not in its catalog.",
+        )
+    sess = session or Session.from_env()
+    price_table = load_prices(prices)
+    tmp = tempfile.TemporaryDirectory(prefix="smneuron-compare-") if work_dir is None else None
+    work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
+    try:
+        built, notes = _artifacts(
+            model, {t.target for t in types}, artifacts or {}, spec, compile_overrides, work
+        )
+        candidates = [
+            Candidate(
+                t.name,
+                t.target,
+                hourly_usd=price_table.hourly(t.name),
+                price_source=price_table.source_of(t.name),
+                price_kind=price_kind(price_table, t.name),
+            )
+            for t in types
+        ]
+        for c in candidates:
+            outcome = built[c.target]
+            if isinstance(outcome, str):
+                c.status, c.reason = "not compiled", outcome
+            else:  # refuse an artifact that does not fit its type before anything is created
+                preview(outcome, EndpointSpec(instance_type=c.instance_type), session=sess)
+        task = next((describe_local(a).task for a in built.values() if not isinstance(a, str)), "")
+        payloads, source = _payloads(texts, data, built, openai)
+        comparison = Comparison(
+            model=str(model) if model else ", ".join(str(a) for a in (artifacts or {}).values()),
+            task=task or "",
+            where=_where(sess),
+            caveat=_caveat(sess),
+            load={
+                "profile": profile,
+                "duration_s": duration_s,
+                "concurrency": concurrency,
+                "rates": rates,
+                "payloads": len(payloads),
+                "source": source,
+                "openai": openai,
+            },
+            rate=rate,
+            slo_p99_ms=slo_p99_ms,
+            candidates=candidates,
+            notes=notes,
+            created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        )
+        _measure(
+            comparison,
+            built,
+            payloads,
+            sess,
+            timeout,
+            profile,
+            duration_s,
+            concurrency,
+            rates,
+            warmup_s,
+            cooldown_s,
+        )
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    return comparison
+
+
+def price_kind(table: PriceTable, instance: str) -> str:
+    """list | estimate | override | none: where ``instance``'s price comes from, in a word."""
+    if instance in table.overridden:
+        return "override"
+    if instance in table.estimated:
+        return "estimate"
+    return "list" if table.hourly(instance) is not None else "none"
+
+
+def _check_settings(
+    rate: float | None, slo: float | None, artifacts: dict[str, Any] | None, types: list[InstanceType]
+) -> None:
+    if rate is not None and rate <= 0:
+        raise ConfigError(f"--rate {rate:g}: give the requests per second to serve, above 0.")
+    if slo is not None and slo <= 0:
+        raise ConfigError(f"--slo-p99-ms {slo:g}: give the p99 latency target in milliseconds, above 0.")
+    needed = {t.target for t in types}
+    for target in artifacts or {}:
+        if target not in TARGETS:
+            raise ConfigError(f"--artifact {target}=...: the target is one of {', '.join(TARGETS)}.")
+        if target not in needed:
+            raise ConfigError(
+                f"An artifact for {target} was given, but no instance type compared runs {target} artifacts.",
+                hint=f"Add a {target} instance type to --instances, or drop that --artifact.",
+            )
+
+
+def _artifacts(
+    model: str | Path | None,
+    targets: set[str],
+    given: dict[str, str | Path],
+    spec: CompileSpec | None,
+    overrides: dict[str, Any],
+    work: Path,
+) -> tuple[dict[str, Path | str], list[str]]:
+    """Per target: the artifact directory (given or compiled here) or why it could not be compiled here."""
+    out: dict[str, Path | str] = {}
+    notes: list[str] = []
+    for target in [t for t in TARGETS if t in targets]:
+        if target in given:
+            found = describe_local(given[target])
+            if found.target != target:
+                raise ConfigError(
+                    f"--artifact {target}={given[target]} holds a {found.target} artifact.",
+                    hint=f"Pass it as --artifact {found.target}=..., or compile the model with --target {target}.",
+                )
+            out[target] = Path(given[target])
+            notes.append(f"{target}: the given artifact {given[target]}")
+            continue
+        if model is None:
+            raise ConfigError(
+                f"No model to compile for {target}, and no --artifact {target}=... given.",
+                hint="Pass the model directory, or an artifact for every target the instance types need.",
+            )
+        base = spec or CompileSpec()
+        settings = {**overrides, "target": target}
+        if target != "cuda":
+            settings.pop("precision", None)
+        try:
+            result = compile_model(model, work / target, override(base, **settings))
+        except MissingDependencyError as e:
+            out[target] = str(e) + f" (or pass an artifact compiled elsewhere: --artifact {target}=DIR)"
+            continue
+        out[target] = result.out_dir
+        notes.append(
+            f"{target}: compiled in {result.seconds:.1f} s"
+            + (" (from the compile cache)" if getattr(result, "cache_hit", False) else "")
+        )
+        notes += [f"{target}: {n}" for n in result.notes]
+    notes = _shared_once(notes, [t for t, v in out.items() if not isinstance(v, str) and t not in given])
+    if all(isinstance(v, str) for v in out.values()):
+        raise ConfigError(
+            "Nothing to compare: no target the instance types need can be compiled here. "
+            + " ".join(f"{t}: {why}" for t, why in out.items()),
+            hint="Add a CPU type (ml.c7i.xlarge) or pass compiled artifacts with --artifact TARGET=DIR.",
+        )
+    return out, notes
+
+
+def _shared_once(notes: list[str], compiled: list[str]) -> list[str]:
+    """A note every compiled target made (the task inferred) said once, without the target's prefix."""
+    out: list[str] = []
+    for note in notes:
+        target, _, text = note.partition(": ")
+        if len(compiled) > 1 and all(f"{t}: {text}" in notes for t in compiled):
+            if text not in out:
+                out.append(text)
+        else:
+            out.append(note)
+    return out
+
+
+def _payloads(
+    texts: list[str] | None, data: str | Path | None, built: dict[str, Path | str], openai: bool
+) -> tuple[list[bytes], str]:
+    if texts:
+        bodies, source = [json.dumps({"inputs": t}).encode() for t in texts], "the texts given"
+    elif data:
+        bodies, source = prompts.load_payloads(data), str(data)
+    else:
+        tokenizer = next(
+            (
+                p / "tokenizer.json"
+                for p in built.values()
+                if not isinstance(p, str) and (p / "tokenizer.json").is_file()
+            ),
+            None,
+        )
+        if tokenizer is None:
+            raise ConfigError(
+                "No inputs to send: the artifacts have no tokenizer.json to draw texts from.",
+                hint="Pass --data requests.jsonl (one text per line).",
+            )
+        bodies, source = (
+            prompts.load_payloads(tokenizer=tokenizer),
+            "texts drawn from the model's vocabulary, seed 0",
+        )
+    return (prompts.as_openai_embeddings(bodies) if openai else bodies), source
+
+
+def _measure(
+    comparison: Comparison,
+    built: dict[str, Path | str],
+    payloads: list[bytes],
+    session: Session,
+    timeout: float,
+    profile: str,
+    duration_s: float,
+    concurrency: int,
+    rates: int,
+    warmup_s: float,
+    cooldown_s: float,
+) -> None:
+    """Create every endpoint (SageMaker brings them up side by side), then bench each in turn once all have
+    settled (so no start-up competes with a measurement on a shared host), deleting each after its bench.
+    Whatever happens, every endpoint created here is deleted; one that cannot be is named in ``left_behind``."""
+    token = secrets.token_hex(3)
+    live = [c for c in comparison.candidates if c.status == MEASURED]
+    created: list[str] = []
+    try:
+        for c in live:
+            name = f"smneuron-compare-{token}-{c.instance_type.removeprefix('ml.').replace('.', '-')}"
+            spec = EndpointSpec(name=name, instance_type=c.instance_type, tags={"smneuron:compare": token})
+            try:
+                created.append(name)
+                deploy(built[c.target], spec, session=session, wait=False)
+                c.endpoint = name
+            except AwsError as e:  # a quota, an access refusal: this type is not measured, the others are
+                c.status, c.reason = "not served", f"{e}"
+        for c in live:
+            if c.status != MEASURED:
+                continue
+            try:
+                wait_for_endpoint(c.endpoint, session=session, timeout=timeout)  # type: ignore[arg-type]
+            except EndpointFailedError as e:
+                c.status, c.reason = "not served", e.failure_reason or str(e)
+        for c in live:
+            if c.status != MEASURED:
+                continue
+            try:
+                report = encoder.run(
+                    endpoint=c.endpoint,
+                    session=session,
+                    payloads=payloads,
+                    profile=profile,
+                    duration_s=duration_s,
+                    concurrency=concurrency,
+                    rates=rates,
+                    warmup_s=warmup_s,
+                    cooldown_s=cooldown_s,
+                    instance_type=c.instance_type,
+                    price=c.hourly_usd,
+                )
+            except BenchFailedError as e:
+                c.status, c.reason = "bench failed", str(e)
+            else:
+                c.report = report.to_dict()
+                busiest = max(report.runs, key=lambda r: r.throughput_rps)
+                c.latencies_ms = busiest.latencies
+            comparison.removed += _delete(c.endpoint, session, comparison)  # type: ignore[arg-type]
+            created.remove(c.endpoint)  # type: ignore[arg-type]
+    finally:
+        for name in created:
+            comparison.removed += _delete(name, session, comparison)
+
+
+def _delete(name: str, session: Session, comparison: Comparison) -> list[str]:
+    try:
+        return delete(name, session=session)
+    except SmneuronError as e:
+        comparison.left_behind.append(f"endpoint {name}: {e}")
+        return []
+
+
+def _where(session: Session) -> str:
+    if _embedded(session):
+        return f"the embedded SageMaker at {session.endpoint_url} (this machine)"
+    return f"SageMaker in account {session.account_id}, {session.region}"
+
+
+def _caveat(session: Session) -> str:
+    if not _embedded(session):
+        return ""
+    return (
+        f"Every measured row ran on this machine's {os.cpu_count()} CPUs, not on the named instance type's "
+        "hardware: the rows compare the serving layouts smneuron plans for each type (workers, threads, batching) "
+        "on one host, and the prices are the types' real prices. Run the same command against an AWS account to "
+        "measure the types themselves; Neuron and GPU artifacts cannot serve here and say so."
+    )
+
+
+def _embedded(session: Session) -> bool:
+    host = urlparse(session.endpoint_url or "").hostname or ""
+    return host in ("127.0.0.1", "localhost", "::1")

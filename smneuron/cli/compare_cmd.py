@@ -1,0 +1,127 @@
+"""`smneuron compare`: one model on several instance types under the same load, and which to choose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from smneuron.bench.hardware import compare_instances
+from smneuron.bench.hardware_report import Comparison, table_head, table_row
+from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.errors import ConfigError
+from smneuron.specs.models import override
+
+
+def compare_cmd(
+    ctx: typer.Context,
+    model: Path = typer.Argument(None, help="HF model directory (default: `model` in smneuron.yaml)."),
+    instances: str = typer.Option(
+        ..., "--instances", help="Instance types to compare, e.g. ml.inf2.xlarge,ml.g6.xlarge,ml.c7i.2xlarge."
+    ),
+    rate: float = typer.Option(None, "--rate", help="Requests per second to serve: sizes a fleet per type."),
+    slo_p99_ms: float = typer.Option(None, "--slo-p99-ms", help="p99 latency target (ms)."),
+    artifact: list[str] = typer.Option(
+        None,
+        "--artifact",
+        help="TARGET=DIR: a compiled artifact to use for a target (e.g. inf2 compiled in its DLC).",
+    ),
+    task: str = typer.Option(None, "--task", help="The model's task (else inferred, and said)."),
+    batch_size: int = typer.Option(None, "--batch-size", help="Static batch size of every artifact."),
+    buckets: str = typer.Option(None, "--buckets", help="Sequence lengths, e.g. 32,64,128."),
+    precision: str = typer.Option(None, "--precision", help="cuda artifacts: fp16 (default), bf16 or fp32."),
+    data: Path = typer.Option(None, "--data", help="JSONL of inputs (else texts drawn from the vocabulary)."),
+    profile: str = typer.Option(
+        "sweep", "--rate-type", help="Load shape, as `smneuron bench` (default sweep)."
+    ),
+    duration: float = typer.Option(10, "--duration", help="Seconds per run."),
+    concurrency: int = typer.Option(16, "--concurrency", help="Requests in flight (throughput)."),
+    rates: int = typer.Option(3, "--rates", help="Constant rates in a sweep."),
+    warmup: float = typer.Option(1.0, "--warmup", help="Seconds not measured at the start of each run."),
+    cooldown: float = typer.Option(0.5, "--cooldown", help="Seconds not measured at the end of each run."),
+    openai: bool = typer.Option(False, "--openai", help="Send OpenAI embeddings requests."),
+    price: list[str] = typer.Option(None, "--price", help="TYPE=USD: an hourly price over the catalog's."),
+    out: Path = typer.Option(None, "--output", "-o", help="Write the JSON report here."),
+    html_out: Path = typer.Option(None, "--html", help="Write a self-contained HTML report here."),
+    plot: Path = typer.Option(None, "--plot", help="Write the plot (PNG) here."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Compile, deploy and bench MODEL on each instance type, delete them, and recommend one with its arithmetic."""
+
+    st = state(ctx)
+    project = st.project()
+    model = model or (Path(project.model) if project.model else None)
+    artifacts = _pairs(artifact, "--artifact", "TARGET=DIR", str)
+    if model is None and not artifacts:
+        raise ConfigError("No model directory given.", hint="Pass MODEL or set `model:` in smneuron.yaml.")
+    spec = override(project.compile, task=task, batch_size=batch_size, buckets=buckets, precision=precision)
+    comparison = compare_instances(
+        model,
+        instances,
+        data=data,
+        artifacts=artifacts,
+        spec=spec,
+        rate=rate,
+        slo_p99_ms=slo_p99_ms,
+        profile=profile,
+        duration_s=duration,
+        concurrency=concurrency,
+        rates=rates,
+        warmup_s=warmup,
+        cooldown_s=cooldown,
+        openai=openai,
+        prices=_pairs(price, "--price", "TYPE=USD", float),
+        session=st.session(),
+    )
+    if out:
+        comparison.write_json(out)
+    if html_out:
+        comparison.write_html(html_out)
+    if plot:
+        comparison.plot(plot)
+    if as_json:
+        print_json(comparison.to_dict())
+    else:
+        render(comparison)
+    if comparison.left_behind or not comparison.measured:
+        raise typer.Exit(1)
+
+
+def render(comparison: Comparison) -> None:
+    c = console()
+    table(
+        f"{comparison.model} on {comparison.where}",
+        table_head(comparison.rate),
+        [table_row(r, comparison.rate) for r in comparison.rows()],
+    )
+    for row in comparison.rows():
+        if row["reason"]:
+            c.print(f"[yellow]{row['instance_type']}[/yellow] {row['status']}: {row['reason']}")
+    for note in comparison.notes:
+        c.print(f"[dim]{note}[/dim]")
+    for line in comparison.price_lines():
+        c.print(f"[dim]price {line}[/dim]")
+    rec = comparison.recommendation()
+    if rec:
+        c.print(f"\n[bold]Choose {rec['instance_type']}[/bold]: {rec['why']}")
+        for line in rec["arithmetic"]:
+            c.print(f"  {line}")
+    else:
+        c.print("\n[bold red]No recommendation[/bold red]: no instance type was measured under the SLO.")
+    if comparison.caveat:
+        c.print(f"\n[yellow]Note:[/yellow] {comparison.caveat}")
+    for left in comparison.left_behind:
+        c.print(f"[red]Left behind[/red]: {left}")
+
+
+def _pairs(values: list[str] | None, flag: str, shape: str, convert):  # type: ignore[no-untyped-def]
+    out = {}
+    for value in values or []:
+        key, sep, raw = value.partition("=")
+        try:
+            if not (sep and key and raw):
+                raise ValueError
+            out[key.strip()] = convert(raw.strip())
+        except ValueError:
+            raise typer.BadParameter(f"{value!r}: give {shape}.", param_hint=flag) from None
+    return out or None

@@ -1,0 +1,98 @@
+"""`smneuron compare` end to end on the embedded SageMaker, as a user runs it: an inf2 artifact (compiled with the
+stand-in torch-neuronx, as it would be in its DLC) and a cuda artifact are deployed and refused to serve here with
+their reasons; ml.c7i and ml.m7i are really served and measured under the same load; everything is deleted; the
+report is JSON, a table with the recommendation, and an HTML page Chromium renders."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+STANDINS = Path(__file__).parents[1] / "standins"
+
+
+@pytest.fixture
+def inf2_artifact(tiny_classifier, tmp_path, monkeypatch) -> Path:
+    """The tiny classifier compiled for inf2 in this process only: the endpoints' workers cannot import the stand-in,
+    as this machine cannot run a real Neuron artifact."""
+    from smneuron.compile.encoder import compile_model
+
+    monkeypatch.syspath_prepend(str(STANDINS))
+    try:
+        out = compile_model(
+            tiny_classifier,
+            tmp_path / "inf2",
+            target="inf2",
+            task="text-classification",
+            buckets="32",
+            jobs=1,
+        )
+    finally:
+        for name in ("torch_neuronx", "_record"):
+            sys.modules.pop(name, None)
+    return out.out_dir
+
+
+def test_compare_measures_the_cpu_types_and_reports_why_the_others_were_not(
+    smneuron_cli, tiny_classifier, inf2_artifact, tmp_path
+):
+    up = json.loads(smneuron_cli("local", "up", "--json").stdout)
+    report, page = tmp_path / "compare.json", tmp_path / "compare.html"
+    out = smneuron_cli(
+        "--local", "compare", str(tiny_classifier),
+        "--instances", "ml.inf2.xlarge,ml.g6.xlarge,ml.c7i.xlarge,ml.m7i.xlarge",
+        "--artifact", f"inf2={inf2_artifact}", "--task", "text-classification", "--buckets", "32",
+        "--rate-type", "throughput", "--duration", "2.5", "--warmup", "0.5", "--cooldown", "0.2",
+        "--rate", "500", "-o", str(report), "--html", str(page),
+    )  # fmt: skip
+    data = json.loads(report.read_text())
+    rows = {r["instance_type"]: r for r in data["rows"]}
+    assert rows["ml.inf2.xlarge"]["status"] == "not served"
+    assert (
+        "ping health check" in rows["ml.inf2.xlarge"]["reason"]
+        and "torch-neuronx" in rows["ml.inf2.xlarge"]["reason"]
+    )
+    assert rows["ml.g6.xlarge"]["status"] == "not served" and "NVIDIA GPU" in rows["ml.g6.xlarge"]["reason"]
+    for cpu in ("ml.c7i.xlarge", "ml.m7i.xlarge"):
+        row = rows[cpu]
+        assert row["status"] == "measured" and row["target"] == "cpu", row
+        assert row["rps_per_instance"] > 1 and 0 < row["p50_ms"] <= row["p99_ms"]
+        assert row["instances"] == -(-500 // row["rps_per_instance"])  # ceil(rate / req/s per instance)
+        assert row["monthly_usd"] == pytest.approx(row["instances"] * row["hourly_usd"] * 730)
+        assert row["price_kind"] == "estimate"
+    rec = data["recommendation"]
+    assert rec["instance_type"] in ("ml.c7i.xlarge", "ml.m7i.xlarge") and len(rec["arithmetic"]) == 2
+    assert "this machine's" in data["caveat"]
+    # the same requests went to both types
+    reports = [c["report"] for c in data["candidates"] if c["report"]]
+    assert len(reports) == 2 and reports[0]["payloads"] == reports[1]["payloads"] == 200
+
+    said = out.stdout
+    assert f"Choose {rec['instance_type']}" in said and "not served" in said and "NVIDIA GPU" in said
+    assert "Note: Every measured row ran on this machine" in " ".join(said.split())
+
+    # nothing is left: the four endpoints, their configs and models are gone
+    assert sum(r.startswith("endpoint smneuron-compare-") for r in data["removed"]) == 4, data["removed"]
+    assert data["left_behind"] == []
+    assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []
+    import boto3
+
+    sm = boto3.client("sagemaker", endpoint_url=up["url"], region_name="us-east-1",
+                      aws_access_key_id="local", aws_secret_access_key="local")  # fmt: skip
+    assert sm.list_models()["Models"] == [] and sm.list_endpoint_configs()["EndpointConfigs"] == []
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "headless Chromium checks the HTML smneuron writes: scripts/test.sh installs it"
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'chrome'}",
+         "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert f"Recommendation: {rec['instance_type']}" in dom and "Not measured" in dom and "<img" in dom
