@@ -131,10 +131,14 @@ class EndpointFailedError(SmneuronError):
         msg += f": {failure_reason}" if failure_reason else "."
         if self.log_lines:
             msg += "\nLast log lines:\n  " + "\n  ".join(self.log_lines)
-        super().__init__(
-            msg,
-            hint=f"Inspect it with `smneuron status {name}`; remove it with `smneuron delete {name} --yes`.",
-        )
+        hint = f"Inspect it with `smneuron status {name}`; remove it with `smneuron delete {name} --yes`."
+        if failure_reason and "InsufficientInstanceCapacity" in failure_reason:
+            hint = (
+                "SageMaker had no capacity for the instance type: retry later, choose another type, or deploy with "
+                "instance pools that fall back when one is short (--instance ml.inf2.xlarge,ml.inf2.8xlarge,...). "
+                + hint
+            )
+        super().__init__(msg, hint=hint)
 
 
 class Interrupted(SmneuronError):

@@ -118,3 +118,17 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]], *, numer
     for r in rows:
         t.add_row(*["" if v is None else str(v) for v in r])
     console().print(t)
+
+
+def pairs(values: list[str] | None, flag: str, shape: str, convert):  # type: ignore[no-untyped-def]
+    """``KEY=VALUE`` options (repeated) as a dict, each value converted; None when none was given."""
+    out = {}
+    for value in values or []:
+        key, sep, raw = value.partition("=")
+        try:
+            if not (sep and key and raw):
+                raise ValueError
+            out[key.strip()] = convert(raw.strip())
+        except ValueError:
+            raise typer.BadParameter(f"{value!r}: give {shape}.", param_hint=flag) from None
+    return out or None

@@ -8,7 +8,7 @@ import typer
 
 from smneuron.bench.hardware import compare_instances
 from smneuron.bench.hardware_report import Comparison, table_head, table_row
-from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.cli._common import JsonOpt, console, pairs, print_json, state, table
 from smneuron.errors import ConfigError
 from smneuron.specs.models import override
 
@@ -51,7 +51,7 @@ def compare_cmd(
     st = state(ctx)
     project = st.project()
     model = model or (Path(project.model) if project.model else None)
-    artifacts = _pairs(artifact, "--artifact", "TARGET=DIR", str)
+    artifacts = pairs(artifact, "--artifact", "TARGET=DIR", str)
     if model is None and not artifacts:
         raise ConfigError("No model directory given.", hint="Pass MODEL or set `model:` in smneuron.yaml.")
     spec = override(project.compile, task=task, batch_size=batch_size, buckets=buckets, precision=precision)
@@ -70,7 +70,7 @@ def compare_cmd(
         warmup_s=warmup,
         cooldown_s=cooldown,
         openai=openai,
-        prices=_pairs(price, "--price", "TYPE=USD", float),
+        prices=pairs(price, "--price", "TYPE=USD", float),
         session=st.session(),
     )
     if out:
@@ -112,16 +112,3 @@ def render(comparison: Comparison) -> None:
         c.print(f"\n[yellow]Note:[/yellow] {comparison.caveat}")
     for left in comparison.left_behind:
         c.print(f"[red]Left behind[/red]: {left}")
-
-
-def _pairs(values: list[str] | None, flag: str, shape: str, convert):  # type: ignore[no-untyped-def]
-    out = {}
-    for value in values or []:
-        key, sep, raw = value.partition("=")
-        try:
-            if not (sep and key and raw):
-                raise ValueError
-            out[key.strip()] = convert(raw.strip())
-        except ValueError:
-            raise typer.BadParameter(f"{value!r}: give {shape}.", param_hint=flag) from None
-    return out or None

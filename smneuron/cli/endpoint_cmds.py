@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from smneuron.artifact.kind import GENERATION, kind_of, kind_of_path
-from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.cli._common import JsonOpt, console, pairs, print_json, state, table
 from smneuron.cli.generation_cmds import env_flags, generate
 from smneuron.cli.plan_render import render_plan
 from smneuron.cli.serve_cmd import describe_layout, serve_text_generation
@@ -96,6 +96,16 @@ def deploy_cmd(
     env: list[str] = typer.Option(
         None, "--env", help="Container variable KEY=VALUE (repeat; TGI names translated)."
     ),
+    pool_artifact: list[str] = typer.Option(
+        None,
+        "--artifact",
+        help="TARGET=PATH: with instance pools of another family, its artifact (e.g. cuda=artifact-cuda/).",
+    ),
+    provision_timeout: int = typer.Option(
+        None,
+        "--provision-timeout",
+        help="With instance pools: seconds SageMaker tries every pool for capacity (300-3600).",
+    ),
     local: bool = typer.Option(False, "--local", help="Serve locally instead (same flags)."),
     port: int = typer.Option(8080, "--port", help="--local: port."),
     no_wait: bool = typer.Option(False, "--no-wait", help="Return once creation has started."),
@@ -106,12 +116,16 @@ def deploy_cmd(
     spec = _endpoint_spec(
         ctx,
         instance_type=instance,
+        instance_pools=[]
+        if instance and "," not in instance
+        else None,  # --instance replaces the project's pools
         name=name,
         initial_instance_count=count,
         batch_size=batch_size,
         max_batch_delay_ms=max_batch_delay_ms,
         image_uri=image_uri,
         latency_p99_alarm_ms=latency_alarm_ms,
+        variant_instance_provision_timeout_in_seconds=provision_timeout,
         environment=env_flags(state(ctx).project().endpoint.environment, env),
         generation={
             "copies": copies,
@@ -125,7 +139,14 @@ def deploy_cmd(
         if slo_p99_ms is None:
             raise ConfigError("--bench-report needs --slo-p99-ms (the p99 latency the endpoint must meet).")
         scaling = ScalingSpec.from_bench_report(bench_report, slo_p99_ms, headroom=headroom, base=scaling)
+    artifacts = pairs(pool_artifact, "--artifact", "TARGET=PATH", str)
     if local:
+        if spec.instance_pools:
+            raise ConfigError(
+                "--local serves one instance type's layout; instance pools need SageMaker (or `smneuron --local "
+                "deploy`, the embedded SageMaker).",
+                hint="Give one --instance with --local.",
+            )
         if kind_of_path(artifact) == GENERATION:
             deploy.refuse_encoder_settings(spec, scaling, workers)
             return serve_text_generation(Path(artifact), "127.0.0.1", port)
@@ -139,12 +160,22 @@ def deploy_cmd(
     prices = state(ctx).project().prices or None
     if dry_run:
         render_plan(
-            deploy.preview(artifact, spec, scaling, session=session, workers=workers, prices=prices), as_json
+            deploy.preview(
+                artifact, spec, scaling, session=session, workers=workers, prices=prices, artifacts=artifacts
+            ),
+            as_json,
         )
         return
     try:
         r = deploy.deploy(
-            artifact, spec, scaling, session=session, wait=not no_wait, workers=workers, prices=prices
+            artifact,
+            spec,
+            scaling,
+            session=session,
+            wait=not no_wait,
+            workers=workers,
+            prices=prices,
+            artifacts=artifacts,
         )
     except KeyboardInterrupt as e:  # typer would swallow the cleanup report; say it and exit 130
         raise Interrupted(str(e) or "Interrupted.") from None
@@ -183,7 +214,20 @@ def status_cmd(
         ["", ""],
         [
             ["config", e["EndpointConfigName"]],
-            ["instance", f"{cfg['InitialInstanceCount']} x {cfg['InstanceType']}"],
+            ["instance", f"{cfg['InitialInstanceCount']} x {s['serving']['instance_type']}"],
+            *(
+                [
+                    [
+                        "instance pools",
+                        ", ".join(
+                            f"{p['priority']}: {p['instance_type']} ({p['instances']} running)"
+                            for p in s["serving"]["pools"]
+                        ),
+                    ]
+                ]
+                if s["serving"]["pools"]
+                else []
+            ),
             ["model", s["model"]["ModelName"]],
             ["image", s["model"]["Image"]],
             ["model data", s["model"]["ModelDataUrl"]],

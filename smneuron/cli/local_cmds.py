@@ -30,6 +30,12 @@ def up_cmd(
     fresh: bool = typer.Option(
         False, "--fresh", help="Start empty: discard what the previous embedded SageMaker kept."
     ),
+    no_capacity: str = typer.Option(
+        None,
+        "--no-capacity",
+        help="Instance types to have no capacity for, e.g. ml.inf2.xlarge: endpoints fail (or fall back to "
+        "their next instance pool) as on SageMaker.",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Start the embedded SageMaker in the background (once); print the environment that points at it.
@@ -37,7 +43,8 @@ def up_cmd(
     What it holds (S3 objects, roles, Models, endpoint configs, endpoints, inference components) is kept under
     its state directory and comes back at the next `local up`, model servers included; the rest is said."""
 
-    state = service.up(port, engine=engine, llm_engine=llm_engine, fresh=fresh)
+    short = [t.strip() for t in no_capacity.split(",") if t.strip()] if no_capacity is not None else None
+    state = service.up(port, engine=engine, llm_engine=llm_engine, fresh=fresh, no_capacity=short)
     env = local_environment(state)
     if as_json:
         print_json({**state, "environment": env})
@@ -55,6 +62,8 @@ def up_cmd(
         f"Embedded SageMaker {verb} at {state['url']} (pid {state['pid']}, engine {engine}, text generation "
         f"{state.get('llm_engine', 'stand-in')}, log {state['log']})."
     )
+    if state.get("no_capacity"):
+        console().print(f"No capacity for: {', '.join(state['no_capacity'])} (endpoints fall back or fail).")
     console().print("Use it with `smneuron --local ...` or SMNEURON_LOCAL=1, or export:")
     typer.echo("\n".join(f"export {k}={v}" for k, v in env.items()))
 

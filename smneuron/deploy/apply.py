@@ -222,9 +222,15 @@ def apply(
 def _sagemaker_resources(p: Plan, session: Session, ledger: Ledger) -> None:
     """The Model and endpoint config: named from their content, so one that exists is the same one."""
     sm = session.client("sagemaker")
-    if not p.existing_model and none_if_missing(sm.describe_model, ModelName=p.model_name) is None:
-        if _created(sm.create_model, **p.create_model_request(session.role_arn)):
-            ledger.add("model", p.model_name)
+    requests = (
+        p.create_model_requests(session.role_arn)
+        if isinstance(p, DeployPlan)
+        else ([] if p.existing_model else [p.create_model_request(session.role_arn)])
+    )
+    for request in requests:  # with instance pools, one Model per pool layout
+        if none_if_missing(sm.describe_model, ModelName=request["ModelName"]) is None:
+            if _created(sm.create_model, **request):
+                ledger.add("model", request["ModelName"])
     if none_if_missing(sm.describe_endpoint_config, EndpointConfigName=p.endpoint_config_name) is None:
         if _created(sm.create_endpoint_config, **p.endpoint_config_request(session.role_arn)):
             ledger.add("endpoint_config", p.endpoint_config_name)

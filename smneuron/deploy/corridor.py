@@ -33,6 +33,7 @@ def preview(
     session: Session | None = None,
     workers: int | None = None,
     prices: dict[str, float] | None = None,
+    artifacts: dict[str, str | Path] | None = None,
 ) -> DeployPlan:
     """Everything ``deploy`` would create, creating nothing (``--dry-run``): an s3:// URI is read with
     one HEAD request; a local artifact is hashed (packaged in a temp dir) without any AWS call.
@@ -42,15 +43,34 @@ def preview(
     """
     sess = session or Session.from_env()
     data = stage(artifact, session=sess, upload=False)
-    return _plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices)
+    others = {t: stage(a, session=sess, upload=False) for t, a in (artifacts or {}).items()}
+    return _plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices, others=others)
 
 
 def _plan(data: ModelData, spec: EndpointSpec, scaling: ScalingSpec | None, **kw: Any) -> Any:
     """The encoder plan, or for a text-generation artifact the inference-component plan."""
+    others = kw.pop("others", None) or {}
+    for target, other in others.items():
+        if other.target != target:
+            raise ConfigError(
+                f"The artifact given for {target} ({other.source}) was compiled for {other.target}.",
+                hint=f"Pass it as --artifact {other.target}=..., or compile the model with --target {target}.",
+            )
     if data.kind == GENERATION:
         refuse_encoder_settings(spec, scaling, kw.get("workers"))
+        if spec.instance_pools or others:
+            raise ConfigError(
+                "Instance pools are built for encoder endpoints; a text-generation endpoint takes one instance type.",
+                hint="Deploy it with a single --instance.",
+            )
         return plan_llm(data, spec, region=kw["region"], prices=kw.get("prices"))
-    return plan(data, spec, scaling, **kw)
+    if others and not spec.instance_pools:
+        raise ConfigError(
+            f"Artifacts for {', '.join(others)} were given beside the main one, but there are no instance pools to "
+            "serve them.",
+            hint="List the instance types in priority order: --instance ml.inf2.xlarge,ml.g6.xlarge.",
+        )
+    return plan(data, spec, scaling, others=others, **kw)
 
 
 # encoder settings a text-generation endpoint has no use for: field -> (flag, what it is)
@@ -115,8 +135,13 @@ def deploy(
     on_status: Callable[[str, float], None] | None = None,
     workers: int | None = None,
     prices: dict[str, float] | None = None,
+    artifacts: dict[str, str | Path] | None = None,
 ) -> DeployResult:
     """Create or update an endpoint for ``artifact`` (artifact dir, model.tar.gz, package dir or s3:// URI).
+
+    With instance pools (``spec.instance_pools``, or ``instance_type="a,b,c"``) that span families, ``artifacts``
+    gives the artifact for each other target (``{"cuda": "artifact-cuda/"}``): one Model per pool layout, each
+    pool's ``ModelNameOverride``.
 
     Checks the artifact against the instance before anything is uploaded, then stages it
     (content-addressed), plans from its content and applies. A second deploy of the same bytes and
@@ -130,10 +155,22 @@ def deploy(
         AwsError subclasses: access, quota, throttling.
     """
     sess = session or Session.from_env()
-    if not str(artifact).startswith("s3://"):  # refuse a wrong target or layout before uploading anything
-        _plan(describe_local(artifact), spec, scaling, region=sess.region, workers=workers, prices=prices)
+    given = {t: a for t, a in (artifacts or {}).items()}
+    if not any(str(a).startswith("s3://") for a in [artifact, *given.values()]):
+        # refuse a wrong target or layout before uploading anything
+        others = {t: describe_local(a) for t, a in given.items()}
+        _plan(
+            describe_local(artifact),
+            spec,
+            scaling,
+            region=sess.region,
+            workers=workers,
+            prices=prices,
+            others=others,
+        )
     data = stage(artifact, session=sess, name=spec.name)
-    p = _plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices)
+    others = {t: stage(a, session=sess, name=spec.name) for t, a in given.items()}
+    p = _plan(data, spec, scaling, region=sess.region, workers=workers, prices=prices, others=others)
     return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
 
 

@@ -39,6 +39,30 @@ _WHERE = {
 }
 
 
+@dataclass
+class Pool:
+    """One instance pool of a variant: its type, priority and the Model laid out for it (image, workers)."""
+
+    instance: InstanceType
+    priority: int
+    model_name: str
+    image_uri: str
+    environment: dict[str, str]
+    model_data: ModelData | None
+    hourly_usd: float | None
+
+    def to_dict(self) -> dict:
+        return {
+            "instance_type": self.instance.name,
+            "priority": self.priority,
+            "model": self.model_name,
+            "image_uri": self.image_uri,
+            "artifact_target": self.model_data.target if self.model_data else None,
+            "workers": int(self.environment.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1)),
+            "hourly_usd": self.hourly_usd,
+        }
+
+
 @dataclass(repr=False)
 class DeployPlan(Displayed):
     """The resources one deploy creates or reuses, and the requests that create them."""
@@ -63,6 +87,10 @@ class DeployPlan(Displayed):
     hourly_usd: float | None
     existing_model: bool = False
     notes: list[str] = field(default_factory=list)
+    pools: list[Pool] = field(
+        default_factory=list
+    )  # instance pools in priority order (the first is this plan's)
+    provision_timeout: int | None = None  # VariantInstanceProvisionTimeoutInSeconds
 
     @property
     def workers(self) -> int:
@@ -81,6 +109,11 @@ class DeployPlan(Displayed):
                     f"{self.initial_instance_count} x {self.instance.name} (autoscaling {lo}-{hi})",
                 ),
                 ("workers per instance", self.workers),
+                *(
+                    [("instance pools", ", ".join(f"{p.priority}: {p.instance.name}" for p in self.pools))]
+                    if self.pools
+                    else []
+                ),
                 ("model", self.model_name),
                 ("model data", f"{md.uri} (sha256 {md.sha256[:12]})" if md else "existing Model"),
                 ("image", self.image_uri),
@@ -104,13 +137,31 @@ class DeployPlan(Displayed):
     def create_model_request(self, role_arn: str) -> dict:
         """CreateModel arguments: the PyTorch DLC image, smneuron's environment, the staged model data."""
         assert self.model_data is not None, "an existing Model is not created again"
-        container = {
-            "Image": self.image_uri,
-            "Environment": dict(self.environment),
-            **self.model_data.container(),
-        }
+        return self._model_request(
+            self.model_name, self.image_uri, self.environment, self.model_data, role_arn
+        )
+
+    def create_model_requests(self, role_arn: str) -> list[dict]:
+        """CreateModel arguments for every Model the variant serves: this plan's, and with instance pools one per
+        other layout (a pool of another target or another worker count), each named from its content."""
+        out = [] if self.existing_model else [self.create_model_request(role_arn)]
+        seen = {self.model_name}
+        for pool in self.pools:
+            if pool.model_name not in seen and pool.model_data is not None:
+                seen.add(pool.model_name)
+                out.append(
+                    self._model_request(
+                        pool.model_name, pool.image_uri, pool.environment, pool.model_data, role_arn
+                    )
+                )
+        return out
+
+    def _model_request(
+        self, name: str, image: str, environment: dict[str, str], data: ModelData, role_arn: str
+    ) -> dict:
+        container = {"Image": image, "Environment": dict(environment), **data.container()}
         return {
-            "ModelName": self.model_name,
+            "ModelName": name,
             "ExecutionRoleArn": role_arn,
             "PrimaryContainer": container,
             "Tags": self.tag_list(),
@@ -131,6 +182,18 @@ class DeployPlan(Displayed):
             "ContainerStartupHealthCheckTimeoutInSeconds": self.startup_timeout,
             "ModelDataDownloadTimeoutInSeconds": self.download_timeout,
         }
+        if self.pools:  # the pools replace InstanceType; a pool laid out differently serves its own Model
+            del variant["InstanceType"]
+            variant["InstancePools"] = [
+                {
+                    "InstanceType": p.instance.name,
+                    "Priority": p.priority,
+                    **({"ModelNameOverride": p.model_name} if p.model_name != self.model_name else {}),
+                }
+                for p in self.pools
+            ]
+            if self.provision_timeout:
+                variant["VariantInstanceProvisionTimeoutInSeconds"] = self.provision_timeout
         return {
             "EndpointConfigName": self.endpoint_config_name,
             "ProductionVariants": [variant],
@@ -165,6 +228,8 @@ class DeployPlan(Displayed):
             "hourly_usd": self.hourly_usd,
             "monthly_usd_at_min": self.monthly_cost(self.scaling.min_capacity),
             "monthly_usd_at_max": self.monthly_cost(self.scaling.max_capacity),
+            "instance_pools": [p.to_dict() for p in self.pools],
+            "variant_instance_provision_timeout_in_seconds": self.provision_timeout,
             "notes": self.notes,
         }
 
@@ -276,37 +341,101 @@ def plan(
     region: str,
     workers: int | None = None,
     prices: dict[str, float] | None = None,
+    others: dict[str, ModelData] | None = None,
 ) -> DeployPlan:
     """Everything ``deploy`` creates for ``model_data``; no AWS call, no file read.
 
+    Args:
+        others: with instance pools of other families, the artifact for each other target (``{"cuda": ...}``).
+
     Raises:
-        ConfigError: artifact target vs instance family, too many workers or copies, bad names.
+        ConfigError: artifact target vs instance family (every pool's), too many workers or copies, bad names.
     """
-    instance = spec.instance
-    check_target(model_data.target, instance)
-    workers_for(instance, model_data.cores_per_model, workers)
+    check_target(model_data.target, spec.instance)
+    pool_targets = {InstanceType.parse(t).target for t in spec.instance_pools}
+    if spec.image_uri and len(pool_targets) > 1:
+        raise ConfigError(
+            f"--image-uri {spec.image_uri} would serve every instance pool, and the pools run "
+            f"{' and '.join(sorted(pool_targets))} artifacts, which need different images.",
+            hint="Drop --image-uri (smneuron picks each pool's image), or keep pools of one family.",
+        )
     base, note = endpoint_name(spec, model_data.source.rstrip("/").rsplit("/", 1)[-1].split(".")[0])
-    image = resolve_image(
-        instance, region, torch_version=spec.torch_version, neuron_sdk=spec.neuron_sdk, uri=spec.image_uri
-    )
-    env = container_environment(
-        instance, spec, cores_per_model=model_data.cores_per_model, region=region, workers=workers
-    )
-    check_memory(
-        instance, model_data.size_bytes, int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]) * spec.models_per_worker
-    )
-    model_name = f"{base[:50]}-{_digest(model_data.sha256, model_data.compression, image.uri, env)}"
-    return _finish(
+    laid = [
+        _lay_out(base, _data_for(t, model_data, others or {}), t, spec, region, workers, prices, i)
+        for i, t in enumerate([spec.instance_type, *spec.instance_pools[1:]], 1)
+    ]
+    first = laid[0]
+    p = _finish(
         base,
-        model_name,
-        instance,
-        image.uri,
-        env,
+        first.model_name,
+        first.instance,
+        first.image_uri,
+        first.environment,
         spec,
         scaling,
         model_data,
         prices,
         notes=[note] if note else [],
+    )
+    if spec.instance_pools:
+        p.pools, p.provision_timeout = laid, spec.variant_instance_provision_timeout_in_seconds
+        p.startup_timeout = max(
+            p.startup_timeout, *(timeouts(model_data.size_bytes, x.instance.is_neuron)[0] for x in laid)
+        )
+        p.endpoint_config_name = (
+            f"{p.endpoint_config_name}-{_digest([x.to_dict() for x in laid], p.provision_timeout, n=6)}"[:63]
+        )
+        p.notes.append(
+            "instance pools: "
+            + ", ".join(
+                f"{x.priority} {x.instance.name} ({x.model_data.target if x.model_data else '?'})"
+                for x in laid
+            )
+            + "; SageMaker provisions the next when one has no capacity"
+        )
+    return p
+
+
+def _data_for(instance_type: str, primary: ModelData, others: dict[str, ModelData]) -> ModelData:
+    """The artifact a pool's instance type runs: the deployed one, or the one given for its target."""
+    target = InstanceType.parse(instance_type).target
+    if primary.target == target:
+        return primary
+    if target in others:
+        return others[target]
+    raise ConfigError(
+        f"The instance pool {instance_type} runs {target} artifacts, and only a {primary.target} artifact was given.",
+        hint=f"Compile the model with --target {target} and pass it too: --artifact {target}=DIR "
+        f"(SDK: artifacts={{'{target}': DIR}}), or drop {instance_type} from the pools.",
+    )
+
+
+def _lay_out(
+    base: str,
+    data: ModelData,
+    instance_type: str,
+    spec: EndpointSpec,
+    region: str,
+    workers: int | None,
+    prices: dict[str, float] | None,
+    priority: int,
+) -> Pool:
+    """The Model for one instance type: image, container environment (workers, threads) and its content name."""
+    instance = InstanceType.parse(instance_type, use="endpoint")
+    check_target(data.target, instance)
+    workers_for(instance, data.cores_per_model, workers)
+    image = resolve_image(
+        instance, region, torch_version=spec.torch_version, neuron_sdk=spec.neuron_sdk, uri=spec.image_uri
+    )
+    env = container_environment(
+        instance, spec, cores_per_model=data.cores_per_model, region=region, workers=workers
+    )
+    check_memory(
+        instance, data.size_bytes, int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]) * spec.models_per_worker
+    )
+    model_name = f"{base[:50]}-{_digest(data.sha256, data.compression, image.uri, env)}"
+    return Pool(
+        instance, priority, model_name, image.uri, env, data, load_prices(prices).hourly(instance.name)
     )
 
 

@@ -16,6 +16,45 @@ def describe(session: Session, name: str) -> dict | None:
     return none_if_missing(sm.describe_endpoint, operation="DescribeEndpoint", EndpointName=name)
 
 
+def serving(variant_cfg: dict, summary: dict | None = None) -> dict:
+    """The instance type and Model a variant serves with: its ``InstanceType`` and ``ModelName``; with instance
+    pools, the pool that holds instances (DescribeEndpoint's ``InstancePools`` counts; the highest priority until
+    one does), its ``ModelNameOverride`` if any, and every pool as ``pools``."""
+    pools = sorted(variant_cfg.get("InstancePools") or [], key=lambda p: p["Priority"])
+    if not pools:
+        return {
+            "instance_type": variant_cfg["InstanceType"],
+            "model": variant_cfg.get("ModelName"),
+            "pools": [],
+        }
+    counts = {
+        p["InstanceType"]: p.get("CurrentInstanceCount", 0)
+        for p in (summary or {}).get("InstancePools") or []
+    }
+    chosen = next((p for p in pools if counts.get(p["InstanceType"])), pools[0])
+    return {
+        "instance_type": chosen["InstanceType"],
+        "model": chosen.get("ModelNameOverride") or variant_cfg.get("ModelName"),
+        "pools": [
+            {
+                "instance_type": p["InstanceType"],
+                "priority": p["Priority"],
+                "model": p.get("ModelNameOverride") or variant_cfg.get("ModelName"),
+                "instances": counts.get(p["InstanceType"], 0),
+            }
+            for p in pools
+        ],
+    }
+
+
+def pool_models(variant_cfg: dict) -> set[str]:
+    """Every Model a variant names: its own and its pools' overrides."""
+    names = {variant_cfg.get("ModelName")} | {
+        p.get("ModelNameOverride") for p in variant_cfg.get("InstancePools") or []
+    }
+    return {n for n in names if n}
+
+
 def require(session: Session, name: str) -> dict:
     """DescribeEndpoint, raising a clear NotFoundError when the endpoint does not exist."""
     d = describe(session, name)
@@ -43,7 +82,8 @@ def status(name: str, *, session: Session | None = None) -> dict:
 
     found = [components.describe(sess, c) for c in components.for_endpoint(sess, name)]
     found = [c for c in found if c]
-    model_name = variant_cfg.get("ModelName") or (found[0]["Specification"]["ModelName"] if found else None)
+    served = serving(variant_cfg, next(iter(d.get("ProductionVariants") or []), None))
+    model_name = served["model"] or (found[0]["Specification"]["ModelName"] if found else None)
     model = (
         sm.describe_model(ModelName=model_name) if model_name else {"ModelName": None, "PrimaryContainer": {}}
     )
@@ -62,6 +102,7 @@ def status(name: str, *, session: Session | None = None) -> dict:
         "endpoint": {k: d.get(k) for k in keys},
         "variants": d.get("ProductionVariants", []),
         "config": variant_cfg,
+        "serving": served,
         "model": {
             "ModelName": model["ModelName"],
             "Image": container.get("Image"),
@@ -97,7 +138,8 @@ def digest(s: dict, session: Session) -> dict:
     variant = next(iter(s["variants"]), {})
     instances = variant.get("CurrentInstanceCount", cfg.get("InitialInstanceCount"))
     prices = load_prices()
-    hourly = prices.hourly(cfg["InstanceType"])
+    itype = s["serving"]["instance_type"]
+    hourly = prices.hourly(itype)
     comp = s["components"][0] if s["components"] else None
     workers = s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS")
     return {
@@ -105,7 +147,8 @@ def digest(s: dict, session: Session) -> dict:
         "status": s["endpoint"]["EndpointStatus"],
         "failure_reason": s["endpoint"].get("FailureReason"),
         "kind": "text-generation" if comp else "encoder",
-        "instance_type": cfg["InstanceType"],
+        "instance_type": itype,
+        "instance_pools": s["serving"]["pools"],
         "instances": instances,
         # encoders: TorchServe workers per instance (None: the toolkit's default, one per vCPU); text generation:
         # copies instead
@@ -113,7 +156,7 @@ def digest(s: dict, session: Session) -> dict:
         "copies": None if comp is None else comp["CurrentCopyCount"],
         "desired_copies": None if comp is None else comp["CopyCount"],
         "hourly_usd": hourly,
-        "price_source": prices.source_of(cfg["InstanceType"]) if hourly is not None else None,
+        "price_source": prices.source_of(itype) if hourly is not None else None,
         "cost_per_hour_usd": None if hourly is None or instances is None else round(hourly * instances, 4),
         "model": s["model"]["ModelName"],
         "model_data": s["model"]["ModelDataUrl"],

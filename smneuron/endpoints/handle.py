@@ -20,7 +20,7 @@ from smneuron.display.progress import step
 from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.describing import console_url as console_url  # part of this module's API
 from smneuron.endpoints.describing import describe as describe
-from smneuron.endpoints.describing import overview, require, serves_encoder
+from smneuron.endpoints.describing import overview, pool_models, require, serves_encoder, serving
 from smneuron.endpoints.describing import status as status
 from smneuron.endpoints.invoke import HttpTarget, Response, invoke_endpoint
 from smneuron.endpoints.logs import log_events as log_events  # part of this module's API
@@ -93,7 +93,7 @@ def scale(name: str, spec: ScalingSpec, *, session: Session | None = None) -> au
     s = status(name, session=sess)
     if s["components"]:  # text generation: the copies scale, on the instances managed instance scaling adds
         return components.scale(sess, s["components"][0]["InferenceComponentName"], spec, endpoint=name)
-    instance = InstanceType.parse(s["config"]["InstanceType"])
+    instance = InstanceType.parse(s["serving"]["instance_type"])
     workers = int(s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
     p = autoscaling.plan(name, s["config"]["VariantName"], spec, instance, workers)
     autoscaling.reconcile(sess, p)
@@ -153,9 +153,7 @@ def delete(name: str, *, session: Session | None = None, variant: str = "AllTraf
             if d is None or owned.sagemaker_tags(sess, d["EndpointConfigArn"]).get(TAG_ENDPOINT) != name:
                 continue
             models |= {
-                v["ModelName"]
-                for v in d["ProductionVariants"]
-                if v.get("ModelName") and _model_owned(sess, v["ModelName"], name)
+                m for v in d["ProductionVariants"] for m in pool_models(v) if _model_owned(sess, m, name)
             }
             sm.delete_endpoint_config(EndpointConfigName=cfg)
             removed.append(f"endpoint config {cfg}")
@@ -197,12 +195,13 @@ def list_endpoints(*, session: Session | None = None) -> list[dict]:
                 "ProductionVariants"
             ][0]
             count = variant.get("CurrentInstanceCount", cfg["InitialInstanceCount"])
-            hourly = prices.hourly(cfg["InstanceType"])
+            itype = serving(cfg, variant)["instance_type"]
+            hourly = prices.hourly(itype)
             out.append(
                 {
                     "name": e["EndpointName"],
                     "status": e["EndpointStatus"],
-                    "instance_type": cfg["InstanceType"],
+                    "instance_type": itype,
                     "instance_count": count,
                     "hourly_usd": round(hourly * count, 3) if hourly is not None else None,
                     "created": str(e["CreationTime"]),

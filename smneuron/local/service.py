@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from smneuron.catalog import InstanceType
 from smneuron.errors import ConfigError, SmneuronError
 from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws
@@ -83,9 +84,11 @@ def up(
     llm_engine: str = "stand-in",
     *,
     fresh: bool = False,
+    no_capacity: list[str] | None = None,
 ) -> dict:
     """Start the service unless it runs; returns its state (with ``restored``: what came back from the kept
-    state, unless ``fresh`` discards it).
+    state, unless ``fresh`` discards it). ``no_capacity``: instance types it has no capacity for (an endpoint
+    asking for one fails as SageMaker's do, or falls back to its next instance pool).
 
     Raises:
         ConfigError: an unknown engine, or the torchserve engine without its packages.
@@ -99,8 +102,14 @@ def up(
         raise ConfigError(
             f"Unknown LLM engine {llm_engine!r}.", hint="Use --llm-engine stand-in or --llm-engine vllm."
         )
+    short = [InstanceType.parse(t, use="endpoint").name for t in no_capacity or []]
     running = status()
     if running:
+        if sorted(short) != sorted(running.get("no_capacity", [])) and no_capacity is not None:
+            raise ConfigError(
+                f"The embedded SageMaker already runs with no capacity for {running.get('no_capacity') or 'nothing'}.",
+                hint="Stop it first (`smneuron local down`), then start it with the --no-capacity you want.",
+            )
         return {**running, "started": False}
 
     path = state_path()
@@ -127,6 +136,7 @@ def up(
                 "--llm-engine",
                 llm_engine,
                 *(["--fresh"] if fresh else []),
+                *(["--no-capacity", ",".join(short)] if short else []),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -190,7 +200,14 @@ def _last_port(path: Path) -> int:
         return 0
 
 
-def serve(port: int, state_file: Path, engine: str = "smneuron", *, fresh: bool = False) -> None:
+def serve(
+    port: int,
+    state_file: Path,
+    engine: str = "smneuron",
+    *,
+    fresh: bool = False,
+    no_capacity: list[str] | None = None,
+) -> None:
     """The service process: embedded AWS + backed endpoints until SIGTERM; what it holds is kept under the
     state directory (smneuron.local.aws.persistence) and restored at the next start unless ``fresh``."""
 
@@ -206,7 +223,7 @@ def serve(port: int, state_file: Path, engine: str = "smneuron", *, fresh: bool 
     state_file.with_name("rundir").write_text(run_dir)
     tempfile.tempdir = os.environ["TMPDIR"] = run_dir
     with embedded_aws(port) as url:
-        activate(Backer(url, engine))
+        activate(Backer(url, engine, no_capacity=frozenset(no_capacity or [])))
 
         create_sagemaker_role(Session.embedded(url))
         keeper = Keeper(url, kept)
@@ -223,6 +240,7 @@ def serve(port: int, state_file: Path, engine: str = "smneuron", *, fresh: bool 
             "log": log,
             "engine": engine,
             "llm_engine": llm_engine,
+            "no_capacity": sorted(no_capacity or []),
             "sdk_config": str(sdk_config),
             "kept": str(kept),
             "restored": describe(report) if report else None,
@@ -248,6 +266,7 @@ if __name__ == "__main__":
     ap.add_argument("--engine", choices=["smneuron", "torchserve"], default="smneuron")
     ap.add_argument("--llm-engine", choices=["stand-in", "vllm"], default="stand-in")
     ap.add_argument("--fresh", action="store_true")
+    ap.add_argument("--no-capacity", default="")
     a = ap.parse_args()
     os.environ["SMNEURON_LLM_ENGINE"] = a.llm_engine  # the inference components' copies (local/generation/)
-    serve(a.port, a.state, a.engine, fresh=a.fresh)
+    serve(a.port, a.state, a.engine, fresh=a.fresh, no_capacity=[t for t in a.no_capacity.split(",") if t])

@@ -182,7 +182,22 @@ class EndpointSpec(StrictModel):
     """One real-time endpoint: where it runs and how its model server is laid out."""
 
     name: str | None = Field(None, description="Endpoint name; derived from the model name when unset.")
-    instance_type: str = Field("ml.inf2.xlarge", description="SageMaker instance type of the variant.")
+    instance_type: str = Field(
+        "ml.inf2.xlarge",
+        description="SageMaker instance type of the variant; a comma-separated list is instance pools in priority "
+        "order (the first is the instance type).",
+    )
+    instance_pools: list[str] = Field(
+        default_factory=list,
+        description="Instance types in priority order (2-5; the first is instance_type): when one has no capacity, "
+        "SageMaker provisions the next (ProductionVariant.InstancePools, one Model per pool layout).",
+    )
+    variant_instance_provision_timeout_in_seconds: int | None = Field(
+        None,
+        ge=300,
+        le=3600,
+        description="With instance pools: how long SageMaker tries to find capacity in all.",
+    )
     initial_instance_count: int = Field(1, ge=1, le=100, description="Instances at creation.")
     variant_name: str = Field("AllTraffic", description="Production variant name.")
     cores_per_model: int = Field(
@@ -214,10 +229,51 @@ class EndpointSpec(StrictModel):
         default_factory=GenerationSpec, description="text-generation endpoints (inference components)."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _pools_from_list(cls, data: Any) -> Any:
+        """``instance_type: "a,b,c"`` is the pools a, b, c; pools alone make their first the instance type."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        given = data.get("instance_type")
+        if isinstance(given, str) and "," in given:
+            data["instance_pools"] = [t.strip() for t in given.split(",") if t.strip()]
+            data["instance_type"] = data["instance_pools"][0] if data["instance_pools"] else given
+        elif data.get("instance_pools") and not given:
+            data["instance_type"] = data["instance_pools"][0]
+        return data
+
     @field_validator("instance_type")
     @classmethod
     def _instance(cls, v: str) -> str:
         return _check_instance(v, "endpoint")
+
+    @field_validator("instance_pools")
+    @classmethod
+    def _pools(cls, v: list[str]) -> list[str]:
+        names = [_check_instance(t, "endpoint") for t in v]
+        if v and not 2 <= len(names) <= 5:
+            raise ValueError(
+                f"instance pools take 2 to 5 instance types (SageMaker's limit); got {len(names)}"
+            )
+        if len(set(names)) != len(names):
+            raise ValueError(f"an instance type is listed twice among the pools: {', '.join(names)}")
+        return names
+
+    @model_validator(mode="after")
+    def _pools_agree(self) -> EndpointSpec:
+        if self.instance_pools and self.instance_pools[0] != self.instance_type:
+            raise ValueError(
+                f"instance_type {self.instance_type} must be the first instance pool "
+                f"({', '.join(self.instance_pools)}): list the pools in priority order"
+            )
+        if self.variant_instance_provision_timeout_in_seconds and not self.instance_pools:
+            raise ValueError(
+                "variant_instance_provision_timeout_in_seconds is for instance pools: give two or more instance "
+                "types (--instance a,b)"
+            )
+        return self
 
     @property
     def instance(self) -> InstanceType:

@@ -25,8 +25,10 @@ from typing import Any
 from smneuron.artifact.staging import fetch, stage, staged_by_smneuron
 from smneuron.artifact.storage import download
 from smneuron.errors import ArtifactError
+from smneuron.local.aws import pools
 from smneuron.local.aws.component_backing import Components
 from smneuron.local.aws.log_shipping import ENDPOINT_GROUP, LogShipper, instance_stream
+from smneuron.local.aws.pools import NoCapacity
 from smneuron.local.aws.routing import route
 from smneuron.serving.server import LocalEndpoint
 from smneuron.serving.torchserve import TorchServeStack
@@ -49,6 +51,9 @@ class Backing:
     turn: int = 0
     desired: int = 1  # instances asked for (the servers follow in the background)
     config_name: str = ""
+    instance_type: str = (
+        ""  # the type it was provisioned with (with instance pools: the pool that had capacity)
+    )
     stopped: bool = False  # deleted: a server still starting for it is stopped once it is up
     lock: threading.Lock = field(default_factory=threading.Lock)
     scaling: threading.Lock = field(default_factory=threading.Lock)  # one scale change at a time
@@ -57,11 +62,14 @@ class Backing:
 class Backer:
     """Starts, swaps and stops the local servers behind the embedded SageMaker's endpoints."""
 
-    def __init__(self, aws_url: str, engine: str = "smneuron") -> None:
+    def __init__(
+        self, aws_url: str, engine: str = "smneuron", no_capacity: frozenset[str] = frozenset()
+    ) -> None:
         import httpx
 
         self.aws_url = aws_url
         self.engine = engine  # smneuron (the local endpoint) or torchserve (the DLC's own stack)
+        self.no_capacity = no_capacity  # instance types this SageMaker has no capacity for (pools fall back)
         self.endpoints: dict[str, Backing] = {}
         self.http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=256))
 
@@ -106,8 +114,10 @@ class Backer:
                 else:
                     backing.status = "Failed"
                     backing.reason = (
-                        "The primary container for production variant AllTraffic did not pass the ping health "
-                        f"check. {_reason(e)}"
+                        str(e)
+                        if isinstance(e, NoCapacity)
+                        else "The primary container for production variant AllTraffic did not pass the ping "
+                        f"health check. {_reason(e)}"
                     )
             return
         with backing.lock:
@@ -132,7 +142,10 @@ class Backer:
         variant = sm.describe_endpoint_config(EndpointConfigName=config_name)["ProductionVariants"][0]
         if not variant.get("ModelName"):
             return None
-        container = sm.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]
+        instance_type, model_name = pools.choose(variant, self.no_capacity)  # raises NoCapacity
+        if name in self.endpoints:
+            self.endpoints[name].instance_type = instance_type
+        container = sm.describe_model(ModelName=model_name)["PrimaryContainer"]
         uri = container.get("ModelDataUrl") or container["ModelDataSource"]["S3DataSource"]["S3Uri"]
         env = container.get("Environment", {})
         log = self.logs.new_file(ENDPOINT_GROUP.format(name), instance_stream(variant["VariantName"]))
@@ -140,7 +153,7 @@ class Backer:
             return _as_the_dlc_serves(uri, container.get("Image", ""), env, session, log)
         data = stage(uri, session=session)
         spec = EndpointSpec(
-            instance_type=variant["InstanceType"],
+            instance_type=instance_type,
             batch_size=int(env.get("SAGEMAKER_TS_BATCH_SIZE", 8)),
             max_batch_delay_ms=int(env.get("SAGEMAKER_TS_MAX_BATCH_DELAY", 5)),
             model_server_timeout_in_seconds=int(env.get("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60)),
@@ -155,7 +168,7 @@ class Backer:
             return TorchServeStack(fetch(data, work, session=session), env, cleanup=work, log_path=log)
         return LocalEndpoint(
             data,
-            instance_type=variant["InstanceType"],
+            instance_type=instance_type,
             spec=spec,
             workers=workers,
             session=session,

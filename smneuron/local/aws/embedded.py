@@ -39,6 +39,7 @@ from typing import Any
 import botocore.session
 
 from smneuron.errors import MissingDependencyError
+from smneuron.local.aws import pools
 from smneuron.local.aws.components import patch_components
 from smneuron.local.aws.describe_shapes import patch_describe_shapes
 from smneuron.local.aws.iam_simulation import patch_policy_simulation
@@ -80,6 +81,7 @@ def patch_moto() -> None:
             )
 
     models.FakeEndpointConfig.validate_instance_type = validate_instance_type
+    pools.patch(models, ValidationError)
 
     def backend_update_endpoint(
         self: Any, endpoint_name: str, endpoint_config_name: str, deployment_config: dict | None

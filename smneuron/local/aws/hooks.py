@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from smneuron.local.aws import components as moto_components
-from smneuron.local.aws import stream_route
+from smneuron.local.aws import pools, stream_route
 from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.routing import invoke
 
@@ -110,6 +110,16 @@ def install() -> None:
             variants = [dict(v) for v in response["ProductionVariants"]]
             variants[0]["CurrentInstanceCount"] = running  # what really runs on this machine
             response = dict(response, ProductionVariants=variants)
+        config = self.endpoint_configs.get(response.get("EndpointConfigName"))
+        if config is not None and response.get("ProductionVariants"):
+            variant = config.production_variants[0]
+            if variant.get("InstancePools"):  # which pool holds the instances
+                backing = _ACTIVE.endpoints.get(endpoint_name) if _ACTIVE is not None else None
+                variants = [dict(v) for v in response["ProductionVariants"]]
+                variants[0]["InstancePools"] = pools.summaries(
+                    variant, backing.instance_type if backing else None, running
+                )
+                response = dict(response, ProductionVariants=variants)
         return response
 
     def list_endpoints(self: Any, *args: Any, status_equals: str | None = None, **kwargs: Any) -> Any:
