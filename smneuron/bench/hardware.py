@@ -5,6 +5,9 @@ bench load (the same requests, the same profile) against each in turn, delete it
 where this runs (a Neuron target without its SDK), deployed (a quota) or served (an endpoint that fails its
 health check, as a Neuron or GPU artifact does on the embedded SageMaker) is kept in the report with the reason,
 never dropped. The report (``hardware_report.Comparison``) holds the table, the plot and the recommendation.
+
+One module because it is one procedure: the checks before anything is created, the artifacts per target, the
+requests, and the deploy -> settle -> bench -> delete loop whose cleanup guarantee spans all of it.
 """
 
 from __future__ import annotations

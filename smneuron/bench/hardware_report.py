@@ -3,6 +3,9 @@ self-contained HTML page and a plot (latency vs throughput per type, $ per 1M re
 
 The arithmetic is ``bench.report``'s: the run a type sustains under the SLO (``sustainable``) and, for a rate,
 the cheapest count (``recommend``). A month is 730 hours (AWS's pricing convention).
+
+One module because the table, the JSON, the HTML page, the plot and the notebook card are renderings of one
+computation (``rows`` and ``recommendation``) and must never disagree.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Names derive from content, after the content exists: the Model's name hashes the
 sha256, the image and the container environment; the EndpointConfig's name hashes the Model's name
 and the variant settings. So "unchanged" means the same bytes and the same configuration, nothing
 else, and a changed artifact in the same directory always becomes a new Model.
+
+One module because the plan is one computation: the checks, the per-pool layouts, the content names and the
+requests they feed are derived from each other, and a name computed in two places is how deploys drifted.
 """
 
 from __future__ import annotations

@@ -450,6 +450,22 @@ CASES = [
     ("list-no-region", "list", 1, ["No AWS region", "--region"], {"AWS_REGION": ""}, None),
     ("local-engine-typo", "local up --engine nope", 1, ["Unknown engine", "--engine torchserve"], {}, None),
     (
+        "local-no-capacity-typo",
+        "local up --no-capacity ml.c7i.xlarg",
+        1,
+        ["ml.c7i.xlarg", "Did you mean"],
+        {},
+        None,
+    ),
+    (
+        "deploy-pools-local",
+        "deploy {artifact} --instance ml.c7i.xlarge,ml.m7i.xlarge --local",
+        1,
+        ["--local serves one instance type", "--instance"],
+        {},
+        None,
+    ),
+    (
         "package-not-an-artifact",
         "package {root}/not-a-model -o {root}/x.tar.gz",
         1,
