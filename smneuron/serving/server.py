@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.archive import extract_package
+from smneuron.artifact.packaging import package
 from smneuron.artifact.staging import ModelData, fetch
 from smneuron.catalog import InstanceType
 from smneuron.deploy.encoder_env import container_environment, workers_for
@@ -94,7 +95,8 @@ class LocalEndpoint:
     """A running local endpoint; use as a context manager or call ``start``/``stop``.
 
     Args:
-        package: model.tar.gz, an uncompressed package directory, an extracted model dir, or staged
+        package: model.tar.gz, an uncompressed package directory, an extracted model dir, a compiled artifact
+            directory (laid out as its package), or staged
             ``ModelData`` (an s3:// location is downloaded and verified with ``session``).
         instance_type: the instance to simulate (worker layout, environment).
         port: 0 picks a free port.
@@ -161,6 +163,9 @@ class LocalEndpoint:
             self.package = fetch(self.model_data, self._tmp, session=self.session)  # type: ignore[arg-type]
         if (self.package / "smneuron.json").is_file() and (self.package / "code").is_dir():
             self.model_dir = self.package
+        elif (self.package / "smneuron.json").is_file():  # a compiled artifact: laid out as its package would be
+            self._tmp = self._tmp or tempfile.mkdtemp(prefix="smneuron-serve-")
+            self.model_dir = package(self.package, Path(self._tmp) / "model", compression="none").path
         else:
             self._tmp = self._tmp or tempfile.mkdtemp(prefix="smneuron-serve-")
             self.model_dir = extract_package(self.package, Path(self._tmp) / "model")

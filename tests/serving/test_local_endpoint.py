@@ -255,3 +255,13 @@ def test_a_request_past_the_model_server_timeout_gets_504_and_the_worker_recover
         lines = out.stdout.splitlines()
         assert out.returncode == 0 and len(lines) == 4, out.stdout[:500]
         assert [len(v) for v in json.loads(out.stdout)] == [384, 384]
+
+
+def test_a_compiled_artifact_directory_is_served_as_its_package_would_be(tarball):
+    """`smneuron serve out/` with the directory `compile -o out/` wrote (no code/ in it): it said "No module named
+    'smneuron_handler'"; it is laid out as its package and answers as the tarball does."""
+    artifact = tarball.parent / "a"
+    with LocalEndpoint(artifact, instance_type="ml.c6i.xlarge", port=0) as ep:
+        got = httpx.post(ep.url + "/invocations", json={"inputs": TEXTS[:2]}, timeout=60)
+    assert got.status_code == 200 and len(got.json()) == 2 and "label" in got.json()[0]
+    assert not (artifact / "code").exists()  # the user's artifact is left as it was
