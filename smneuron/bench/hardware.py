@@ -193,6 +193,8 @@ def compare_instances(
             warmup_s,
             cooldown_s,
         )
+        if comparison.caveat:
+            comparison.notes += same_layout_notes(comparison)
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -344,8 +346,12 @@ def _measure(
             spec = EndpointSpec(name=name, instance_type=c.instance_type, tags={"smneuron:compare": token})
             try:
                 created.append(name)
-                deploy(built[c.target], spec, session=session, wait=False)
+                planned = deploy(built[c.target], spec, session=session, wait=False).plan.environment
                 c.endpoint = name
+                c.layout = (
+                    f"{planned.get('SAGEMAKER_MODEL_SERVER_WORKERS', '?')} workers x "
+                    f"{planned.get('OMP_NUM_THREADS', '?')} threads"
+                )
             except AwsError as e:  # a quota, an access refusal: this type is not measured, the others are
                 c.status, c.reason = "not served", f"{e}"
         for c in live:
@@ -383,6 +389,25 @@ def _measure(
     finally:
         for name in created:
             comparison.removed += _delete(name, session, comparison)
+
+
+def same_layout_notes(comparison: Comparison) -> list[str]:
+    """On one host, types that got the same serving layout measure the same thing: their difference is noise."""
+    rows = {r["instance_type"]: r for r in comparison.rows()}
+    groups: dict[str, list[str]] = {}
+    for c in comparison.measured:
+        if rows[c.instance_type].get("rps_per_instance"):
+            groups.setdefault(c.layout, []).append(c.instance_type)
+    notes = []
+    for layout, types in groups.items():
+        if len(types) > 1:
+            rps = [rows[t]["rps_per_instance"] for t in types]
+            notes.append(
+                f"{' and '.join(types)} get the same serving layout ({layout}) and ran on the same host here, so "
+                f"their difference ({max(rps) / min(rps):.2f}x in req/s) is measurement noise and the sweep's rate "
+                "grid, not hardware; only their prices differ for certain."
+            )
+    return notes
 
 
 def _delete(name: str, session: Session, comparison: Comparison) -> list[str]:

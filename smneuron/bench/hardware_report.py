@@ -37,6 +37,7 @@ class Candidate:
     status: str = MEASURED  # measured | not compiled | not served | bench failed
     reason: str = ""  # why it was not measured
     endpoint: str | None = None
+    layout: str = ""  # the serving layout its plan gave it: "2 workers x 2 threads"
     hourly_usd: float | None = None
     price_source: str = ""  # where the hourly price comes from (a URL and its terms, an estimate's rule)
     price_kind: str = "none"  # list | estimate | override | none: the table's short form of the source
@@ -94,6 +95,7 @@ class Comparison(Displayed):
                 "hourly_usd": c.hourly_usd,
                 "price_source": c.price_source,
                 "price_kind": c.price_kind,
+                "layout": c.layout,
                 **dict.fromkeys(FIGURES),
             }
             if c.status == MEASURED and c.report:
@@ -422,7 +424,7 @@ def table_row(row: dict, rate: float | None) -> list[str]:
         f"{row['p50_ms']:.1f}",
         f"{row['p99_ms']:.1f}",
         _money(row.get("cost_per_million_usd")),
-        row["price_source"] or "-",
+        row["price_kind"],
         str(row["instances"]) if rate else "1",
         "-" if row.get("monthly_usd") is None else f"${row['monthly_usd']:,.0f}",
         versus or "-",

@@ -163,7 +163,9 @@ class LocalEndpoint:
             self.package = fetch(self.model_data, self._tmp, session=self.session)  # type: ignore[arg-type]
         if (self.package / "smneuron.json").is_file() and (self.package / "code").is_dir():
             self.model_dir = self.package
-        elif (self.package / "smneuron.json").is_file():  # a compiled artifact: laid out as its package would be
+        elif (
+            self.package / "smneuron.json"
+        ).is_file():  # a compiled artifact: laid out as its package would be
             self._tmp = self._tmp or tempfile.mkdtemp(prefix="smneuron-serve-")
             self.model_dir = package(self.package, Path(self._tmp) / "model", compression="none").path
         else:

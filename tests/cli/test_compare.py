@@ -70,6 +70,9 @@ def test_compare_measures_the_cpu_types_and_reports_why_the_others_were_not(
     rec = data["recommendation"]
     assert rec["instance_type"] in ("ml.c7i.xlarge", "ml.m7i.xlarge") and len(rec["arithmetic"]) == 2
     assert "this machine's" in data["caveat"]
+    # both CPU types get the same layout (4 vCPUs each): on one host their difference is noise, and it says so
+    assert rows["ml.c7i.xlarge"]["layout"] == rows["ml.m7i.xlarge"]["layout"]
+    assert any("same serving layout" in n and "measurement noise" in n for n in data["notes"]), data["notes"]
     # the same requests went to both types
     reports = [c["report"] for c in data["candidates"] if c["report"]]
     assert len(reports) == 2 and reports[0]["payloads"] == reports[1]["payloads"] == 200
