@@ -71,8 +71,8 @@ class Comparison(Displayed):
         1M requests, instances for the rate, $ per month (for the rate, else per instance), and against the
         recommendation."""
         rec = self.recommendation()
-        chosen = next((r for r in self._rows() if rec and r["instance_type"] == rec["instance_type"]), None)
         rows = self._rows()
+        chosen = next((r for r in rows if rec and r["instance_type"] == rec["instance_type"]), None)
         for row in rows:
             row["chosen"] = bool(chosen) and row["instance_type"] == chosen["instance_type"]
             row["vs_recommended"] = None

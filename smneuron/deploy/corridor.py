@@ -155,7 +155,7 @@ def deploy(
         AwsError subclasses: access, quota, throttling.
     """
     sess = session or Session.from_env()
-    given = {t: a for t, a in (artifacts or {}).items()}
+    given = dict(artifacts or {})
     if not any(str(a).startswith("s3://") for a in [artifact, *given.values()]):
         # refuse a wrong target or layout before uploading anything
         others = {t: describe_local(a) for t, a in given.items()}
