@@ -27,12 +27,15 @@ from llm_bench_vs_guidellm import GUIDELLM, ensure_guidellm
 TOKENS = 24
 
 
-def serve(artifact: Path, port: int) -> subprocess.Popen:
+def serve(
+    artifact: Path, port: int, instance: str = "ml.c6i.xlarge", workers: int | None = None
+) -> subprocess.Popen:
+    """`smneuron serve ARTIFACT` on ``port`` as ``instance`` lays it out (``workers`` by hand), once /ping answers."""
     import httpx
 
     p = subprocess.Popen(
-        [sys.executable, "-m", "smneuron.cli.main", "serve", str(artifact), "--instance", "ml.c6i.xlarge",
-         "--port", str(port)],
+        [sys.executable, "-m", "smneuron.cli.main", "serve", str(artifact), "--instance", instance,
+         "--port", str(port), *(["--workers", str(workers)] if workers else [])],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip

@@ -122,7 +122,7 @@ def figures(report: dict) -> dict[str, bytes]:
     for r in runs:
         samples = r.get("latency_samples_ms") or []
         if samples:
-            ax.hist(samples, bins=30, alpha=0.5, label=_label(r))
+            ax.hist(samples, bins=30, alpha=0.5, label=run_label(r))
     ax.set(xlabel="request latency (ms)", ylabel="requests", title="latency histograms")
     if any(r.get("latency_samples_ms") for r in runs):
         ax.legend(fontsize=7)
@@ -139,7 +139,7 @@ def figures_html(report: dict) -> str:
     return "".join(png_html(png, name) for name, png in list(figs.items())[:1])
 
 
-def _label(run: dict) -> str:
+def run_label(run: dict) -> str:
     if run.get("concurrency"):
         return f"{run['profile']} c={run['concurrency']}"
     return f"{run['profile']} {run['rate']:.2f}/s" if run.get("rate") else run["profile"]
@@ -181,7 +181,7 @@ def write_html(report: dict, path: str | Path) -> Path:
         + "".join(
             f"<td>{e(str(c))}</td>"
             for c in [
-                _label(r),
+                run_label(r),
                 f"{r['requests_per_s']:.2f}",
                 f"{r['output_tokens_per_s']:.1f}",
                 _ms(r["ttft_ms"], "p50"),
@@ -241,7 +241,7 @@ def compare(a: dict, b: dict) -> list[dict]:
     """Runs of two reports side by side (matched in order), with b / a ratios of the key metrics."""
     rows = []
     for i, (ra, rb) in enumerate(zip(a["runs"], b["runs"], strict=False)):
-        row: dict = {"run": i, "a": _label(ra), "b": _label(rb)}
+        row: dict = {"run": i, "a": run_label(ra), "b": run_label(rb)}
         for name, key in (
             ("output_tokens_per_s", "output_tokens_per_s"),
             ("requests_per_s", "requests_per_s"),
@@ -254,6 +254,20 @@ def compare(a: dict, b: dict) -> list[dict]:
             row[name] = (va, vb, (vb / va) if va and vb is not None else None)
         rows.append(row)
     return rows
+
+
+def sustainable(
+    report: dict, *, ttft_ms: float | None, itl_ms: float | None, quantile: str = "p95"
+) -> dict | None:
+    """The run with the highest request rate whose TTFT and ITL (at ``quantile``) meet the SLOs; None if none."""
+    meeting = [
+        r
+        for r in report["runs"]
+        if r["successful"]
+        and (ttft_ms is None or r["ttft_ms"].get(quantile, math.inf) <= ttft_ms)
+        and (itl_ms is None or r["itl_ms"].get(quantile, math.inf) <= itl_ms)
+    ]
+    return max(meeting, key=lambda r: r["requests_per_s"]) if meeting else None
 
 
 @dataclass
@@ -281,23 +295,16 @@ def recommend(
     for rep in reports:
         copies = int(rep.get("copies") or 1)
         per_instance = int(rep.get("copies_per_instance") or copies)
-        meeting = [
-            r
-            for r in rep["runs"]
-            if r["successful"]
-            and (ttft_ms is None or r["ttft_ms"].get(quantile, math.inf) <= ttft_ms)
-            and (itl_ms is None or r["itl_ms"].get(quantile, math.inf) <= itl_ms)
-        ]
-        if not meeting:
+        best = sustainable(rep, ttft_ms=ttft_ms, itl_ms=itl_ms, quantile=quantile)
+        if best is None:
             continue
-        best = max(meeting, key=lambda r: r["requests_per_s"])
         per_copy = best["requests_per_s"] / copies
         need = math.ceil(rate / per_copy)
         instances = math.ceil(need / per_instance)
         hourly = rep.get("hourly_usd")
         cost = hourly * instances if hourly else None
         arithmetic = (
-            f"{_label(best)}: {best['requests_per_s']:.2f} req/s over {copies} copies = {per_copy:.2f} per copy "
+            f"{run_label(best)}: {best['requests_per_s']:.2f} req/s over {copies} copies = {per_copy:.2f} per copy "
             f"(TTFT {quantile} {best['ttft_ms'].get(quantile, 0):.0f} ms, ITL {quantile} {best['itl_ms'].get(quantile, 0):.1f} ms); "
             f"ceil({rate:g} / {per_copy:.2f}) = {need} copies; ceil({need} / {per_instance}) = {instances} instance(s)"
             + (f" x ${hourly:.3f}/h = ${cost:.2f}/h" if cost else "")

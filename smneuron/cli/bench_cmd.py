@@ -12,7 +12,7 @@ from smneuron.bench import profiles, prompts
 from smneuron.bench.endpoint import deployed_on
 from smneuron.bench.report import compare, load, recommend
 from smneuron.cli import generation_bench_cmd
-from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.cli._common import JsonOpt, console, print_json, state, table, whole_numbers
 from smneuron.errors import ArtifactError, ConfigError
 
 
@@ -101,12 +101,7 @@ def bench_cmd(
             return generation_bench_cmd.compare(reports, as_json)
         _compare(reports or [], as_json)
         return
-    try:
-        levels = [int(c) for c in concurrencies.split(",")] if concurrencies else None
-    except ValueError:
-        raise typer.BadParameter(
-            f"{concurrencies!r}: give whole numbers, e.g. 1,4,8.", param_hint="--concurrencies"
-        ) from None
+    levels = whole_numbers(concurrencies, "--concurrencies")
     llm_flags = prompt_tokens or output_tokens or dataset
     if llm_flags or generation_bench_cmd.has_components(ctx, endpoint, url):
         return generation_bench_cmd.run(

@@ -7,8 +7,9 @@ from pathlib import Path
 import typer
 
 from smneuron.bench.hardware import compare_instances
-from smneuron.bench.hardware_report import Comparison, table_head, table_row
-from smneuron.cli._common import JsonOpt, console, pairs, print_json, state, table
+from smneuron.bench.hardware_report import Comparison
+from smneuron.cli._common import JsonOpt, console, pairs, print_json, state, table, whole_numbers
+from smneuron.cli.generation_bench_cmd import lengths
 from smneuron.errors import ConfigError
 from smneuron.specs.models import override
 
@@ -20,7 +21,11 @@ def compare_cmd(
         ..., "--instances", help="Instance types to compare, e.g. ml.inf2.xlarge,ml.g6.xlarge,ml.c7i.2xlarge."
     ),
     rate: float = typer.Option(None, "--rate", help="Requests per second to serve: sizes a fleet per type."),
-    slo_p99_ms: float = typer.Option(None, "--slo-p99-ms", help="p99 latency target (ms)."),
+    slo_p99_ms: float = typer.Option(None, "--slo-p99-ms", help="Encoders: p99 latency target (ms)."),
+    slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="Text generation: TTFT p95 target (ms)."),
+    slo_itl_ms: float = typer.Option(
+        None, "--slo-itl-ms", help="Text generation: inter-token latency p95 (ms)."
+    ),
     artifact: list[str] = typer.Option(
         None,
         "--artifact",
@@ -30,12 +35,29 @@ def compare_cmd(
     batch_size: int = typer.Option(None, "--batch-size", help="Static batch size of every artifact."),
     buckets: str = typer.Option(None, "--buckets", help="Sequence lengths, e.g. 32,64,128."),
     precision: str = typer.Option(None, "--precision", help="cuda artifacts: fp16 (default), bf16 or fp32."),
-    data: Path = typer.Option(None, "--data", help="JSONL of inputs (else texts drawn from the vocabulary)."),
+    sequence_length: int = typer.Option(
+        None, "--sequence-length", help="Text generation: prompt + output tokens per sequence, compiled."
+    ),
+    data: Path = typer.Option(
+        None,
+        "--data",
+        help="JSONL of inputs: texts (encoders) or prompts / chat messages (text generation); else drawn from "
+        "the tokenizer's vocabulary.",
+    ),
+    prompt_tokens: str = typer.Option(
+        None, "--prompt-tokens", help="Text generation: prompt tokens, N or N,stdev,min,max (default 256)."
+    ),
+    output_tokens: str = typer.Option(
+        None, "--output-tokens", help="Text generation: output tokens, N or N,stdev,min,max (default 128)."
+    ),
     profile: str = typer.Option(
         "sweep", "--rate-type", help="Load shape, as `smneuron bench` (default sweep)."
     ),
     duration: float = typer.Option(10, "--duration", help="Seconds per run."),
     concurrency: int = typer.Option(16, "--concurrency", help="Requests in flight (throughput)."),
+    concurrencies: str = typer.Option(
+        None, "--concurrencies", help="The concurrent profile's levels, e.g. 1,4,8."
+    ),
     rates: int = typer.Option(3, "--rates", help="Constant rates in a sweep."),
     warmup: float = typer.Option(1.0, "--warmup", help="Seconds not measured at the start of each run."),
     cooldown: float = typer.Option(0.5, "--cooldown", help="Seconds not measured at the end of each run."),
@@ -54,7 +76,15 @@ def compare_cmd(
     artifacts = pairs(artifact, "--artifact", "TARGET=DIR", str)
     if model is None and not artifacts:
         raise ConfigError("No model directory given.", hint="Pass MODEL or set `model:` in smneuron.yaml.")
-    spec = override(project.compile, task=task, batch_size=batch_size, buckets=buckets, precision=precision)
+    spec = override(
+        project.compile,
+        task=task,
+        batch_size=batch_size,
+        buckets=buckets,
+        precision=precision,
+        sequence_length=sequence_length,
+    )
+    levels = whole_numbers(concurrencies, "--concurrencies")
     comparison = compare_instances(
         model,
         instances,
@@ -63,9 +93,14 @@ def compare_cmd(
         spec=spec,
         rate=rate,
         slo_p99_ms=slo_p99_ms,
+        slo_ttft_ms=slo_ttft_ms,
+        slo_itl_ms=slo_itl_ms,
+        prompt_tokens=lengths(prompt_tokens, "--prompt-tokens"),
+        output_tokens=lengths(output_tokens, "--output-tokens"),
         profile=profile,
         duration_s=duration,
         concurrency=concurrency,
+        concurrencies=levels,
         rates=rates,
         warmup_s=warmup,
         cooldown_s=cooldown,
@@ -91,8 +126,8 @@ def render(comparison: Comparison) -> None:
     c = console()
     table(
         f"{comparison.model} on {comparison.where}",
-        table_head(comparison.rate),
-        [table_row(r, comparison.rate) for r in comparison.rows()],
+        comparison.head(),
+        [comparison.cells(r) for r in comparison.rows()],
     )
     for row in comparison.rows():
         if row["reason"]:

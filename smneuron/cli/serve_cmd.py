@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from smneuron.artifact.archive import read_manifest
+from smneuron.artifact.hashing import size_of
 from smneuron.artifact.kind import GENERATION, kind_of_path
 from smneuron.artifact.staging import describe_local
 from smneuron.catalog import InstanceType
@@ -112,7 +113,9 @@ def _serve_torchserve(
         model_server_timeout_in_seconds=timeout,
     )
     cores = int(read_manifest(package)["compiler"].get("cores_per_model", 1))
-    env = container_environment(inst, spec, cores_per_model=cores, workers=workers)
+    env = container_environment(
+        inst, spec, cores_per_model=cores, workers=workers, model_bytes=size_of(package)
+    )
     stack = TorchServeStack(package, env, port=port)
     with console().status("starting TorchServe (the DLC's model server) and loading every worker"):
         stack.start()

@@ -14,6 +14,7 @@ lays the model server out the same way. The traps it avoids (see PLATFORM.md):
   oversubscribes the CPUs on every family, Inferentia included (the host still tokenizes, pads and
   runs any CPU-placed operators). Measured in the real TorchServe stack with the cpu artifact: below
   10 req/s instead of ~50 on 2 vCPUs. So OMP_NUM_THREADS = MKL_NUM_THREADS = vCPUs // workers.
+- GPUs (cuda artifacts): one worker per GPU, two when the model is small (``gpu_workers`` says why).
 """
 
 from __future__ import annotations
@@ -25,9 +26,61 @@ from smneuron.specs.models import EndpointSpec
 MODEL_DIR = "/opt/ml/model"
 HANDLER = f"{MODEL_DIR}/code/smneuron_handler.py:handle"
 
+# A cuda worker is one process with its own CUDA context (PyTorch 2.x on CUDA 12 with lazy module loading: about
+# 0.3-0.6 GiB before any tensor) that loads every traced file of the artifact onto its GPU, and needs about as much
+# again for activations at the largest bucket and for the caching allocator's slack. These are smneuron's margins,
+# not an NVIDIA figure.
+CUDA_CONTEXT_GIB = 0.5
+GPU_SHARE = 0.25  # a second worker only when one takes at most this share of a GPU's memory
+VCPUS_PER_GPU_WORKER = 2  # each worker tokenizes, pads and copies on the host
+WORKERS_PER_GPU_SMALL = 2
 
-def workers_for(instance: InstanceType, cores_per_model: int, requested: int | None = None) -> int:
-    """Model-server workers for ``instance``; refuse more workers than NeuronCores allow.
+
+def gpu_workers(instance: InstanceType, model_bytes: int | None) -> tuple[int, str]:
+    """Workers for a cuda artifact on ``instance``, and why, in one sentence.
+
+    One worker per GPU keeps it busy when the model's forward pass dominates: TorchServe batches requests and the
+    batch runs on the GPU. A small model's batch finishes on the GPU in about the time the host takes to prepare
+    the next (tokenize, pad, copy to the device), so one worker leaves the GPU idle half the time; a second
+    worker overlaps its host work with the other's GPU work. Two, not more: without MPS (SageMaker's GPU DLCs do
+    not run it) kernels of several processes time-slice the GPU, so a third adds a CUDA context and no overlap.
+    "Small" is decided by memory, which is known before deploying: a worker (CUDA context + twice the artifact's
+    traced weights) must fit in a quarter of one GPU, and the host must have 2 vCPUs per worker. Whether the
+    second worker pays off for a given model is measured by ``benchmarks/cuda_handler.py --workers 1,2``.
+    """
+    gpus = max(1, instance.gpus)
+    per_gpu = instance.accelerator_memory_gib / gpus
+    if not model_bytes:
+        return (
+            gpus,
+            "1 worker per GPU: the artifact's size is unknown here, so whether two fit is not decided",
+        )
+    footprint = CUDA_CONTEXT_GIB + 2 * model_bytes / 2**30
+    room = GPU_SHARE * per_gpu
+    cpus = instance.vcpus // gpus
+    sizes = (
+        f"one worker needs about {footprint:.1f} GiB (a {CUDA_CONTEXT_GIB:g} GiB CUDA context and twice the "
+        f"artifact's {model_bytes / 2**30:.2f} GiB)"
+    )
+    if footprint <= room and cpus >= WORKERS_PER_GPU_SMALL * VCPUS_PER_GPU_WORKER:
+        return WORKERS_PER_GPU_SMALL * gpus, (
+            f"{WORKERS_PER_GPU_SMALL} workers per GPU: {sizes}, within a quarter of the {instance.accelerator or 'GPU'}'s "
+            f"{per_gpu:g} GiB, and {cpus} vCPUs per GPU feed two; the second prepares its batch while the other's "
+            "runs (override with --workers)"
+        )
+    why = (
+        f"{sizes}, more than a quarter of the {instance.accelerator or 'GPU'}'s {per_gpu:g} GiB"
+        if footprint > room
+        else f"{cpus} vCPUs per GPU feed one worker"
+    )
+    return gpus, f"1 worker per GPU: {why} (override with --workers)"
+
+
+def workers_for(
+    instance: InstanceType, cores_per_model: int, requested: int | None = None, model_bytes: int | None = None
+) -> int:
+    """Model-server workers for ``instance``; refuse more workers than NeuronCores allow. On a GPU type the
+    artifact's size (``model_bytes``) decides between one and two workers per GPU (``gpu_workers``).
 
     Raises:
         ConfigError: the model needs more cores than the instance has, or ``requested`` exceeds
@@ -48,6 +101,8 @@ def workers_for(instance: InstanceType, cores_per_model: int, requested: int | N
                 hint="To serve more copies, raise models_per_worker (more copies inside each worker) instead.",
             )
         return requested or most
+    if instance.gpus:
+        return requested or gpu_workers(instance, model_bytes)[0]
     return requested or instance.recommended_workers()
 
 
@@ -58,9 +113,10 @@ def container_environment(
     cores_per_model: int = 1,
     region: str | None = None,
     workers: int | None = None,
+    model_bytes: int | None = None,
 ) -> dict[str, str]:
     """Every environment variable the serving container gets (user ``spec.environment`` last)."""
-    n = workers_for(instance, cores_per_model, workers)
+    n = workers_for(instance, cores_per_model, workers, model_bytes)
     timeout = str(spec.model_server_timeout_in_seconds)
     env = {
         "SAGEMAKER_PROGRAM": "inference.py",

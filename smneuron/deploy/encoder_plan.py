@@ -20,7 +20,7 @@ from smneuron._version import __version__
 from smneuron.artifact.kind import ENCODER, ModelKind
 from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType, load_prices, resolve_image
-from smneuron.deploy.encoder_env import container_environment, workers_for
+from smneuron.deploy.encoder_env import container_environment, gpu_workers, workers_for
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.naming import (
@@ -380,6 +380,14 @@ def plan(
         prices,
         notes=[note] if note else [],
     )
+    if (
+        workers is None
+    ):  # how the GPU pools' workers were decided, said (a CPU or Neuron layout is arithmetic)
+        p.notes += [
+            f"{x.instance.name}: {gpu_workers(x.instance, x.model_data.size_bytes)[1]}"
+            for x in laid
+            if x.instance.gpus and x.model_data
+        ]
     if spec.instance_pools:
         p.pools, p.provision_timeout = laid, spec.variant_instance_provision_timeout_in_seconds
         p.startup_timeout = max(
@@ -426,12 +434,17 @@ def _lay_out(
     """The Model for one instance type: image, container environment (workers, threads) and its content name."""
     instance = InstanceType.parse(instance_type, use="endpoint")
     check_target(data.target, instance)
-    workers_for(instance, data.cores_per_model, workers)
+    workers_for(instance, data.cores_per_model, workers, data.size_bytes)
     image = resolve_image(
         instance, region, torch_version=spec.torch_version, neuron_sdk=spec.neuron_sdk, uri=spec.image_uri
     )
     env = container_environment(
-        instance, spec, cores_per_model=data.cores_per_model, region=region, workers=workers
+        instance,
+        spec,
+        cores_per_model=data.cores_per_model,
+        region=region,
+        workers=workers,
+        model_bytes=data.size_bytes,
     )
     check_memory(
         instance, data.size_bytes, int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]) * spec.models_per_worker

@@ -133,6 +133,8 @@ def score(
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(Path(tokenizer_dir) / "tokenizer.json"))
+    tokenizer.no_padding()  # a tokenizer.json saved with padding or truncation would compare pads, or cut answers
+    tokenizer.no_truncation()
 
     def tokens(text: str) -> list[int]:
         return tokenizer.encode(text, add_special_tokens=False).ids

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.archive import extract_package
+from smneuron.artifact.hashing import size_of
 from smneuron.artifact.packaging import package
 from smneuron.artifact.staging import ModelData, fetch
 from smneuron.catalog import InstanceType
@@ -44,11 +45,17 @@ class Layout:
     env: dict[str, str]
 
 
-def plan_layout(manifest: dict, instance: InstanceType, spec: EndpointSpec, workers: int | None) -> Layout:
+def plan_layout(
+    manifest: dict,
+    instance: InstanceType,
+    spec: EndpointSpec,
+    workers: int | None,
+    model_bytes: int | None = None,
+) -> Layout:
     """Workers as the real endpoint would run them, capped by this machine's cores (said out loud)."""
 
     cores_per_model = int(manifest["compiler"].get("cores_per_model", 1))
-    wanted = workers_for(instance, cores_per_model, workers)
+    wanted = workers_for(instance, cores_per_model, workers, model_bytes)
     here = os.cpu_count() or 1
     n = min(wanted, here)
     env = container_environment(instance, spec, cores_per_model=cores_per_model, workers=wanted)
@@ -180,7 +187,9 @@ class LocalEndpoint:
         check_runnable(manifest)
         if self.port == 0:
             self.port = free_port()
-        self.layout = plan_layout(manifest, self.spec.instance, self.spec, self.requested_workers)
+        self.layout = plan_layout(
+            manifest, self.spec.instance, self.spec, self.requested_workers, size_of(self.model_dir)
+        )
         self.pool = WorkerPool(
             str(self.model_dir),
             self.layout.workers,

@@ -159,6 +159,16 @@ def test_generated_payloads_follow_the_token_length(tiny_classifier):
     assert all(20 <= n <= 22 for n in lengths)
 
 
+def test_generated_texts_reach_their_length_with_a_padding_tokenizer_given_as_a_directory(minilm_dir):
+    """all-MiniLM-L6-v2's tokenizer.json pads to 128 and truncates: counted with it as saved, every text came out
+    one word long (128 >= any target). `--tokenizer` takes the model or artifact directory too."""
+    bodies = prompts.load_payloads(tokenizer=minilm_dir, count=30, mean_tokens=24, spread=0)
+    tok = prompts.load_tokenizer(minilm_dir)  # padding and truncation off: the text's own tokens
+    lengths = [len(tok.encode(json.loads(b)["inputs"]).ids) for b in bodies]
+    assert all(24 <= n <= 26 for n in lengths), lengths  # [CLS] and [SEP] included
+    assert min(len(json.loads(b)["inputs"].split()) for b in bodies) > 5
+
+
 def test_jsonl_data_file(tmp_path):
     f = tmp_path / "d.jsonl"
     f.write_text('"hello"\n{"inputs": ["a", "b"], "parameters": {"top_k": 2}}\n\n')

@@ -99,3 +99,82 @@ def test_compare_measures_the_cpu_types_and_reports_why_the_others_were_not(
         capture_output=True, text=True, timeout=120,
     ).stdout  # fmt: skip
     assert f"Recommendation: {rec['instance_type']}" in dom and "Not measured" in dom and "<img" in dom
+
+
+@pytest.fixture
+def inf2_llm(optimum_standin, tiny_llama, tmp_path, monkeypatch) -> Path:
+    """The tiny Llama exported for inf2 by optimum-neuron's stand-in, as it would be in the vLLM DLC; the CLI's
+    processes then run without the stand-in (as on this machine, where optimum-neuron cannot install)."""
+    from smneuron.compile.generation import compile_llm
+    from smneuron.specs.models import CompileSpec
+
+    spec = CompileSpec(task="text-generation", target="inf2", batch_size=4, sequence_length=256)
+    out = compile_llm(tiny_llama, tmp_path / "inf2-llm", spec).out_dir
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    return out
+
+
+def test_compare_for_text_generation_measures_output_tokens_ttft_and_itl(
+    inf2_llm, smneuron_cli, tiny_llama, tmp_path
+):
+    smneuron_cli("local", "up")
+    report, page = tmp_path / "llm.json", tmp_path / "llm.html"
+    out = smneuron_cli(
+        "--local", "compare", str(tiny_llama),
+        "--instances", "ml.inf2.xlarge,ml.g6.xlarge,ml.c7i.large,ml.c7i.xlarge",
+        "--artifact", f"inf2={inf2_llm}", "--sequence-length", "256",
+        "--prompt-tokens", "16", "--output-tokens", "8",
+        "--rate-type", "concurrent", "--concurrencies", "1,2", "--duration", "2", "--warmup", "0", "--cooldown", "0",
+        "--rate", "20", "--slo-ttft-ms", "5000", "-o", str(report), "--html", str(page),
+    )  # fmt: skip
+    data = json.loads(report.read_text())
+    assert data["workload"] == "text-generation" and data["slo_ttft_ms"] == 5000
+    rows = {r["instance_type"]: r for r in data["rows"]}
+    # the inf2 export is deployed and its copy refuses to start on a host without NeuronCores, as SageMaker says
+    assert rows["ml.inf2.xlarge"]["status"] == "not served"
+    assert "needs NeuronCores" in rows["ml.inf2.xlarge"]["reason"], rows["ml.inf2.xlarge"]
+    assert (
+        rows["ml.g6.xlarge"]["status"] == "no target" and "GPU vLLM / TGI" in rows["ml.g6.xlarge"]["reason"]
+    )
+    layouts = {"ml.c7i.large": 1, "ml.c7i.xlarge": 2}  # one copy per 2 vCPUs
+    for cpu, copies in layouts.items():
+        row, measured = rows[cpu], next(c for c in data["candidates"] if c["instance_type"] == cpu)
+        assert row["status"] == "measured" and row["layout"] == f"{copies} copies x tp 1", row
+        assert (
+            row["output_tokens_per_s_per_instance"] > 0
+            and 0 < row["ttft_p50_ms"] <= row["ttft_p95_ms"] <= 5000
+        )
+        per_copy = row["rps_per_instance"] / copies
+        assert row["instances"] == -(-(-(-20 // per_copy)) // copies)  # ceil(ceil(rate / per copy) / copies)
+        # the same requests: 16 prompt tokens, exactly 8 streamed back, in every run of every type
+        for run in measured["report"]["runs"]:
+            assert run["prompt_tokens"]["min"] == run["prompt_tokens"]["max"] == 16
+            assert run["output_tokens"]["min"] == run["output_tokens"]["max"] == 8 and run["errored"] == 0
+    rec = data["recommendation"]
+    assert rec["instance_type"] in layouts and len(rec["arithmetic"]) == 2
+    said = " ".join(out.stdout.split())
+    assert f"Choose {rec['instance_type']}" in said and "out tok/s" in said and "needs NeuronCores" in said
+
+    # nothing is left: three endpoints were created (inf2 and both cpu types), each with its component
+    assert sum(r.startswith("endpoint smneuron-compare-") for r in data["removed"]) == 3, data["removed"]
+    assert sum(r.startswith("inference component") for r in data["removed"]) == 3, data["removed"]
+    import boto3
+
+    url = json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]
+    sm = boto3.client("sagemaker", endpoint_url=url, region_name="us-east-1",
+                      aws_access_key_id="local", aws_secret_access_key="local")  # fmt: skip
+    assert (
+        sm.list_inference_components()["InferenceComponents"] == [] and sm.list_endpoints()["Endpoints"] == []
+    )
+    assert sm.list_models()["Models"] == [] and sm.list_endpoint_configs()["EndpointConfigs"] == []
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "headless Chromium checks the HTML smneuron writes: scripts/test.sh installs it"
+    dom = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'chrome'}",
+         "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert (
+        f"Recommendation: {rec['instance_type']}" in dom and "out tok/s per instance" in dom and "<img" in dom
+    )

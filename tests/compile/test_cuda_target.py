@@ -84,3 +84,52 @@ def test_gpu_instances_get_the_pytorch_gpu_dlc_and_the_cuda_target(name):
         "763104351884.dkr.ecr.eu-west-1.amazonaws.com/pytorch-inference:2.6.0-gpu-py312-cu124-ubuntu22.04-sagemaker"
     )
     assert "-cpu-" in resolve_image("ml.c7i.2xlarge", "eu-west-1").uri
+
+
+def _gpu_plan(artifact, instance: str, size_bytes: int | None = None, workers: int | None = None):
+    from dataclasses import replace
+
+    from smneuron.artifact.staging import describe_local
+    from smneuron.deploy.encoder_plan import plan
+    from smneuron.specs.models import EndpointSpec
+
+    data = describe_local(artifact)
+    if size_bytes is not None:
+        data = replace(data, size_bytes=size_bytes)
+    return plan(data, EndpointSpec(name="gpu", instance_type=instance), region="us-east-1", workers=workers)
+
+
+def _layout(p) -> tuple[int, int, str]:
+    env = p.environment
+    notes = [n for n in p.notes if "worker" in n]
+    assert len(notes) <= 1, notes
+    return int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]), int(env["OMP_NUM_THREADS"]), (notes or [""])[0]
+
+
+def test_a_small_model_gets_two_workers_per_gpu_and_the_plan_says_why(cuda_artifact):
+    workers, threads, note = _layout(_gpu_plan(cuda_artifact, "ml.g6.xlarge"))
+    assert (workers, threads) == (2, 2)  # 4 vCPUs: 2 threads each
+    assert note.startswith("ml.g6.xlarge: 2 workers per GPU: one worker needs about 0.5 GiB")
+    assert "NVIDIA L4's 24 GiB" in note and "--workers" in note
+    # four GPUs: two workers each; the same rule per GPU
+    workers, threads, _ = _layout(_gpu_plan(cuda_artifact, "ml.g5.12xlarge"))
+    assert (workers, threads) == (8, 6)
+
+
+def test_a_large_model_keeps_one_worker_per_gpu_where_two_would_crowd_its_memory(cuda_artifact):
+    five_gib = (
+        5 * 2**30
+    )  # 0.5 + 2 x 5 = 10.5 GiB a worker: over a quarter of a T4 (4 GiB) and of an L40S (12 GiB)
+    workers, _, note = _layout(_gpu_plan(cuda_artifact, "ml.g4dn.xlarge", five_gib))
+    assert workers == 1 and "1 worker per GPU: one worker needs about 10.5 GiB" in note
+    assert "more than a quarter of the NVIDIA T4's 16 GiB" in note
+    two_gib = 2 * 2**30  # 4.5 GiB a worker: fits a quarter of the L40S's 48 GiB, not of the T4's 16
+    assert _layout(_gpu_plan(cuda_artifact, "ml.g6e.xlarge", two_gib))[0] == 2
+    assert _layout(_gpu_plan(cuda_artifact, "ml.g4dn.xlarge", two_gib))[0] == 1
+    unknown = _layout(_gpu_plan(cuda_artifact, "ml.g6.xlarge", 0))  # staged from an S3 prefix: no size
+    assert unknown[0] == 1 and "size is unknown" in unknown[2]
+
+
+def test_workers_given_by_hand_win_and_nothing_is_said_about_the_rule(cuda_artifact):
+    workers, threads, note = _layout(_gpu_plan(cuda_artifact, "ml.g6.xlarge", workers=3))
+    assert (workers, threads, note) == (3, 1, "")
