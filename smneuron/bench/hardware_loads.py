@@ -1,4 +1,4 @@
-"""The load ``compare_instances`` puts on each instance type, one class per model kind.
+"""The load ``compare_instances`` puts on each instance type, one class per model kind, and how it is built.
 
 A load knows what it sends (the same requests to every type), how to read the layout a deploy gave a type, when
 that type is ready to measure, and how to bench it: an encoder endpoint gets ``bench.encoder.run`` once the
@@ -8,16 +8,23 @@ component's copies run. The deploy -> settle -> bench -> delete loop around them
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from smneuron.bench import encoder
+from smneuron.artifact.staging import describe_local
+from smneuron.bench import encoder, prompts
 from smneuron.bench.generation import run_llm
 from smneuron.bench.generation_metrics import Slo
 from smneuron.bench.hardware_report import Candidate
+from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
 from smneuron.endpoints import components
 from smneuron.endpoints.handle import wait_for_endpoint
+from smneuron.errors import ConfigError
 from smneuron.session import Session
+
+DEFAULT_PROMPT_TOKENS, DEFAULT_OUTPUT_TOKENS = 256, 128
 
 
 @dataclass
@@ -137,3 +144,86 @@ class GenerationLoad:
             load=self.describe(),
         )
         c.report = report.to_dict()
+
+
+def encoder_load(
+    texts: list[str] | None,
+    data: str | Path | None,
+    built: dict[str, Any],
+    openai: bool,
+    profile: Profile,
+) -> EncoderLoad:
+    if texts:
+        bodies, source = [json.dumps({"inputs": t}).encode() for t in texts], "the texts given"
+    elif data:
+        bodies, source = prompts.load_payloads(data), str(data)
+    else:
+        tokenizer = _tokenizer(built)
+        if tokenizer is None:
+            raise ConfigError(
+                "No inputs to send: the artifacts have no tokenizer.json to draw texts from.",
+                hint="Pass --data requests.jsonl (one text per line).",
+            )
+        bodies, source = (
+            prompts.load_payloads(tokenizer=tokenizer),
+            "texts drawn from the model's vocabulary, seed 0",
+        )
+    return EncoderLoad(prompts.as_openai_embeddings(bodies) if openai else bodies, source, profile, openai)
+
+
+def _tokenizer(built: dict[str, Any]) -> Path | None:
+    """The tokenizer.json of the first artifact that has one (every target's comes from the same model)."""
+    return next(
+        (
+            p / "tokenizer.json"
+            for p in built.values()
+            if isinstance(p, Path) and (p / "tokenizer.json").is_file()
+        ),
+        None,
+    )
+
+
+def generation_load(
+    built: dict[str, Any],
+    data: str | Path | None,
+    prompt_tokens: Lengths | int | None,
+    output_tokens: Lengths | int | None,
+    profile: Profile,
+    slo_ttft_ms: float | None,
+    slo_itl_ms: float | None,
+) -> GenerationLoad:
+    """The streamed requests every type gets; refused when they cannot fit an artifact's sequence length."""
+    prompt = Lengths(prompt_tokens) if isinstance(prompt_tokens, int) else prompt_tokens
+    output = Lengths(output_tokens) if isinstance(output_tokens, int) else output_tokens
+    prompt = prompt or (None if data else Lengths(DEFAULT_PROMPT_TOKENS))
+    output = output or Lengths(DEFAULT_OUTPUT_TOKENS)
+    tokenizer = _tokenizer(built)
+    if not data and tokenizer is None:
+        raise ConfigError(
+            "No prompts to send: the artifacts have no tokenizer.json to make prompts of exact lengths with.",
+            hint="Pass --data prompts.jsonl (one prompt or chat per line).",
+        )
+    longest = (prompt.max or prompt.mean if prompt else 0) + (output.max or output.mean)
+    for target, artifact in built.items():
+        if isinstance(artifact, Path):
+            sequence = describe_local(artifact).generation.sequence_length  # type: ignore[union-attr]
+            if prompt and longest > sequence:
+                raise ConfigError(
+                    f"Prompt + output tokens reach {longest}, beyond the {target} artifact's sequence length "
+                    f"({sequence}).",
+                    hint="Lower --prompt-tokens / --output-tokens, or compile with a longer --sequence-length.",
+                )
+    bodies = requests_from(tokenizer_path=tokenizer, prompt_tokens=prompt, output_tokens=output, dataset=data)
+    source = (
+        str(data)
+        if data
+        else f"synthetic prompts of {prompt.mean} tokens exact to the model's tokenizer, seed 0"  # type: ignore[union-attr]
+    )
+    return GenerationLoad(
+        bodies,
+        source,
+        profile,
+        tokenizer=load_tokenizer(tokenizer) if tokenizer else None,
+        lengths={"prompt_tokens": prompt.mean if prompt else None, "output_tokens": output.mean},
+        slo=Slo(slo_ttft_ms, slo_itl_ms),
+    )

@@ -6,6 +6,7 @@ report is JSON, a table with the recommendation, and an HTML page Chromium rende
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -145,7 +146,7 @@ def test_compare_for_text_generation_measures_output_tokens_ttft_and_itl(
             and 0 < row["ttft_p50_ms"] <= row["ttft_p95_ms"] <= 5000
         )
         per_copy = row["rps_per_instance"] / copies
-        assert row["instances"] == -(-(-(-20 // per_copy)) // copies)  # ceil(ceil(rate / per copy) / copies)
+        assert row["instances"] == math.ceil(math.ceil(20 / per_copy) / copies)
         # the same requests: 16 prompt tokens, exactly 8 streamed back, in every run of every type
         for run in measured["report"]["runs"]:
             assert run["prompt_tokens"]["min"] == run["prompt_tokens"]["max"] == 16
