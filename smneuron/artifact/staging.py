@@ -45,6 +45,7 @@ META_VERSION = "smneuron-version"
 META_TARGET = "smneuron-target"
 META_TASK = "smneuron-task"
 META_CORES = "smneuron-cores-per-model"
+META_BATCH = "smneuron-batch-size"
 META_GENERATION = "smneuron-generation"  # text generation: compiled configuration + model shape (JSON)
 
 
@@ -92,6 +93,7 @@ class ModelData(Displayed):
     source: str
     skipped: bool | None = None  # True: the bytes were already there; None: not uploaded
     generation: GenerationConfig | None = None  # text generation only
+    batch_size: int | None = None  # encoders: the largest compiled batch size (None: not recorded)
 
     @property
     def kind(self) -> ModelKind:
@@ -219,6 +221,7 @@ def describe_local(artifact: str | Path) -> ModelData:
         cores_per_model=int(m["compiler"].get("cores_per_model", 1)),
         source=str(path),
         generation=generation,
+        batch_size=int(m["batch_size"]) if generation is None and m.get("batch_size") else None,
     )
 
 
@@ -283,6 +286,8 @@ def _metadata(m: ModelData) -> dict[str, str]:
         META_TASK: m.task,
         META_CORES: str(m.cores_per_model),
     }
+    if m.batch_size:
+        out[META_BATCH] = str(m.batch_size)
     if m.generation:
         out[META_GENERATION] = json.dumps(asdict(m.generation), separators=(",", ":"))
     return out
@@ -326,6 +331,7 @@ def _from_s3(uri: str, session: Session) -> ModelData:
         generation=GenerationConfig.from_dict(json.loads(meta[META_GENERATION]))
         if META_GENERATION in meta
         else None,
+        batch_size=int(meta[META_BATCH]) if META_BATCH in meta else None,
     )
 
 

@@ -88,7 +88,7 @@ def serve_cmd(
     layout = ep.prepare()
     console().print(describe_layout(layout))
     console().print(
-        f"Serving on {ep.url} (batch {ep.spec.batch_size}, max delay {ep.spec.max_batch_delay_ms} ms). "
+        f"Serving on {ep.url} (batch {ep.batch_size}, max delay {ep.spec.max_batch_delay_ms} ms). "
         "Ctrl-C or SIGTERM drains in-flight requests and stops."
     )
     ep.serve_forever()
@@ -112,16 +112,21 @@ def _serve_torchserve(
         max_batch_delay_ms=max_batch_delay_ms,
         model_server_timeout_in_seconds=timeout,
     )
-    cores = int(read_manifest(package)["compiler"].get("cores_per_model", 1))
+    manifest = read_manifest(package)
     env = container_environment(
-        inst, spec, cores_per_model=cores, workers=workers, model_bytes=size_of(package)
+        inst,
+        spec,
+        cores_per_model=int(manifest["compiler"].get("cores_per_model", 1)),
+        workers=workers,
+        model_bytes=size_of(package),
+        compiled_batch=manifest.get("batch_size"),
     )
     stack = TorchServeStack(package, env, port=port)
     with console().status("starting TorchServe (the DLC's model server) and loading every worker"):
         stack.start()
     console().print(
         f"TorchServe + sagemaker-pytorch-inference on {stack.url}: {env['SAGEMAKER_MODEL_SERVER_WORKERS']} "
-        f"worker(s) for {inst.name}, batch {spec.batch_size}, max delay {spec.max_batch_delay_ms} ms; "
+        f"worker(s) for {inst.name}, batch {env['SAGEMAKER_TS_BATCH_SIZE']}, max delay {spec.max_batch_delay_ms} ms; "
         f"management API {stack.management_url}. Ctrl-C stops."
     )
     stop = {"now": False}

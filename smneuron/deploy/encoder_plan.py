@@ -20,7 +20,7 @@ from smneuron._version import __version__
 from smneuron.artifact.kind import ENCODER, ModelKind
 from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType, load_prices, resolve_image
-from smneuron.deploy.encoder_env import container_environment, gpu_workers, workers_for
+from smneuron.deploy.encoder_env import container_environment, gpu_workers, serving_batch, workers_for
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.naming import (
@@ -380,9 +380,10 @@ def plan(
         prices,
         notes=[note] if note else [],
     )
-    if (
-        workers is None
-    ):  # how the GPU pools' workers were decided, said (a CPU or Neuron layout is arithmetic)
+    said = serving_batch(spec, model_data.batch_size)[1]
+    if said:
+        p.notes.append(said)
+    if workers is None:  # how GPU pools' workers were decided, said (a CPU or Neuron layout is arithmetic)
         p.notes += [
             f"{x.instance.name}: {gpu_workers(x.instance, x.model_data.size_bytes)[1]}"
             for x in laid
@@ -445,6 +446,7 @@ def _lay_out(
         region=region,
         workers=workers,
         model_bytes=data.size_bytes,
+        compiled_batch=data.batch_size,
     )
     check_memory(
         instance, data.size_bytes, int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]) * spec.models_per_worker

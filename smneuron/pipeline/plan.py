@@ -124,7 +124,11 @@ def plan(
             instance, sess.region, torch_version=ep.torch_version, neuron_sdk=ep.neuron_sdk, uri=ep.image_uri
         )
         env = container_environment(
-            instance, ep, cores_per_model=comp.neuroncore_pipeline_cores or 1, region=sess.region
+            instance,
+            ep,
+            cores_per_model=comp.neuroncore_pipeline_cores or 1,
+            region=sess.region,
+            compiled_batch=max(comp.all_batch_sizes),
         )
     choices = _instance_choices(instance)
     model_name = proj.model_name or spec.name

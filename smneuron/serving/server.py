@@ -27,7 +27,7 @@ from smneuron.artifact.hashing import size_of
 from smneuron.artifact.packaging import package
 from smneuron.artifact.staging import ModelData, fetch
 from smneuron.catalog import InstanceType
-from smneuron.deploy.encoder_env import container_environment, workers_for
+from smneuron.deploy.encoder_env import DEFAULT_BATCH, container_environment, workers_for
 from smneuron.errors import ArtifactError, ConfigError
 from smneuron.serving.app import build_app
 from smneuron.serving.pool import WorkerPool, WorkerStartError
@@ -58,7 +58,13 @@ def plan_layout(
     wanted = workers_for(instance, cores_per_model, workers, model_bytes)
     here = os.cpu_count() or 1
     n = min(wanted, here)
-    env = container_environment(instance, spec, cores_per_model=cores_per_model, workers=wanted)
+    env = container_environment(
+        instance,
+        spec,
+        cores_per_model=cores_per_model,
+        workers=wanted,
+        compiled_batch=manifest.get("batch_size") if "generation" not in manifest else None,
+    )
     # threads per worker follow THIS machine's cores (deploy.encoder_env sized them for the instance's vCPUs)
     env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(max(1, here // n))
     env["SMNEURON_MODEL_SERVER_WORKERS_LOCAL"] = str(n)
@@ -194,7 +200,7 @@ class LocalEndpoint:
             str(self.model_dir),
             self.layout.workers,
             self.layout.env,
-            batch_size=self.spec.batch_size,
+            batch_size=self.batch_size,
             max_batch_delay_ms=self.spec.max_batch_delay_ms,
             timeout_s=self.spec.model_server_timeout_in_seconds,
             log_path=self.log_path,
@@ -205,6 +211,13 @@ class LocalEndpoint:
             self.cleanup()
             raise ArtifactError(f"The model could not be loaded: {e}") from None
         return self.layout
+
+    @property
+    def batch_size(self) -> int:
+        """The batch size the workers take: the spec's, else the artifact's compiled one (as the deploy plans it)."""
+        if self.layout is None:
+            return self.spec.batch_size or DEFAULT_BATCH
+        return int(self.layout.env["SAGEMAKER_TS_BATCH_SIZE"])
 
     def config(self) -> Any:
         import uvicorn

@@ -206,7 +206,14 @@ class EndpointSpec(StrictModel):
     models_per_worker: int = Field(
         1, ge=1, le=8, description="Model copies loaded inside each worker (bounded by memory)."
     )
-    batch_size: int = Field(8, ge=1, le=256, description="TorchServe batch size (requests per handler call).")
+    batch_size: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description="TorchServe batch size (requests per handler call); default: the artifact's compiled batch "
+        "size, so that each batch is one forward pass and no worker takes requests another idle one could run "
+        "(8 when the artifact does not say).",
+    )
     max_batch_delay_ms: int = Field(5, ge=0, le=10000, description="TorchServe max batch delay.")
     model_server_timeout_in_seconds: int = Field(60, ge=1, le=3600, description="Per-request timeout.")
     container_startup_health_check_timeout_in_seconds: int | None = Field(

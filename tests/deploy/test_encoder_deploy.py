@@ -417,3 +417,27 @@ def test_two_deploys_of_one_name_at_once_one_wins_the_other_says_so(cpu_artifact
     sm = session.client("sagemaker")
     assert sm.describe_endpoint(EndpointName="twin")["EndpointConfigName"] == won[0].endpoint_config_name
     assert leftovers(session)["configs"] == 1 and leftovers(session)["endpoints"] == 1
+
+
+def test_torchserve_batches_follow_the_compiled_batch_size_also_from_s3(cpu_artifact, tmp_path, session):
+    """A TorchServe batch goes to one worker, which runs it in passes of the compiled (static) batch size: batch 8 over
+    a batch-2 artifact ran four passes in a row on one worker while the others could idle. The default is the compiled
+    size, said in the plan; a larger --batch-size is kept and warned about; S3 model data carries the size."""
+    from smneuron.artifact.staging import stage
+    from smneuron.deploy.encoder_plan import plan
+
+    local = stage(cpu_artifact, upload=False)
+    assert local.batch_size == 2
+    p = plan(local, EndpointSpec(name="b", instance_type="ml.c6i.xlarge"), region="us-east-1")
+    assert p.environment["SAGEMAKER_TS_BATCH_SIZE"] == "2"
+    assert any("TorchServe batch size 2: the artifact's compiled batch size" in n for n in p.notes), p.notes
+    wide = plan(local, EndpointSpec(name="b", instance_type="ml.c6i.xlarge", batch_size=8), region="us-east-1")
+    assert wide.environment["SAGEMAKER_TS_BATCH_SIZE"] == "8"
+    assert any("runs as 4 forward passes on one worker" in n for n in wide.notes), wide.notes
+
+    staged = stage(cpu_artifact, session=session)  # uploaded: the size travels in the object's metadata
+    again = stage(staged.uri, session=session)
+    assert again.batch_size == 2
+    code, out, err = run_cli("deploy", staged.uri, "--instance", "ml.c6i.xlarge", "--dry-run", "--json")
+    assert code == 0, err
+    assert json.loads(out)["environment"]["SAGEMAKER_TS_BATCH_SIZE"] == "2"

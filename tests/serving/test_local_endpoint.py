@@ -265,3 +265,29 @@ def test_a_compiled_artifact_directory_is_served_as_its_package_would_be(tarball
         got = httpx.post(ep.url + "/invocations", json={"inputs": TEXTS[:2]}, timeout=60)
     assert got.status_code == 200 and len(got.json()) == 2 and "label" in got.json()[0]
     assert not (artifact / "code").exists()  # the user's artifact is left as it was
+
+
+def test_a_batch_one_artifact_gets_batches_of_one_so_concurrent_requests_spread_over_the_workers(
+    tiny_classifier, tmp_path
+):
+    """With TorchServe's batch of 8 over a batch-1 artifact, 4 requests in flight landed in one worker's batch (four
+    passes in a row) while the other worker idled. The batch follows the compiled size unless one is given."""
+    compile_model(tiny_classifier, tmp_path / "b1", target="cpu", task="text-classification", buckets="16")
+    with LocalEndpoint(tmp_path / "b1", instance_type="ml.c6i.xlarge", port=0) as ep:
+        assert ep.layout.env["SAGEMAKER_TS_BATCH_SIZE"] == "1" and ep.batch_size == 1
+        before = metric(ep, "smneuron_worker_requests_total"), metric(ep, "smneuron_worker_batches_total")
+        with httpx.Client(timeout=60) as client, cf.ThreadPoolExecutor(4) as ex:
+            codes = list(
+                ex.map(
+                    lambda i: client.post(ep.url + "/invocations", json={"inputs": TEXTS[i % 8]}).status_code,
+                    range(80),
+                )
+            )
+        assert codes == [200] * 80
+        served = {w: n - before[0].get(w, 0) for w, n in metric(ep, "smneuron_worker_requests_total").items()}
+        batches = {w: n - before[1].get(w, 0) for w, n in metric(ep, "smneuron_worker_batches_total").items()}
+        assert sum(served.values()) == 80 and served == batches  # one request per batch
+        if os.cpu_count() >= 2:
+            assert len(served) == 2 and min(served.values()) > 0, served  # both workers took requests
+    with LocalEndpoint(tmp_path / "b1", instance_type="ml.c6i.xlarge", port=0, batch_size=4) as ep:
+        assert ep.layout.env["SAGEMAKER_TS_BATCH_SIZE"] == "4"  # given by hand: kept
