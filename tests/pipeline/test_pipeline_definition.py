@@ -213,7 +213,9 @@ def test_the_create_model_step_makes_the_model_smneuron_deploy_makes(session, ro
     d = _definition(session, instance)
     step = next(s for s in d["Steps"] if s["Type"] == "Model")
     target = instance.split(".")[1]
-    data = ModelData("s3://b/k/model.tar.gz", "0" * 64, 1, "gzip", target, "feature-extraction", 1, "k")
+    data = ModelData(
+        "s3://b/k/model.tar.gz", "0" * 64, 1, "gzip", target, "feature-extraction", 1, "k", batch_size=4
+    )  # as the compile step stages it: the compiled batch size in its metadata
     expected = plan(data, EndpointSpec(instance_type=instance, name="minilm-prod"), region=session.region)
     request = expected.create_model_request(role)
     got = step["Arguments"]
