@@ -38,7 +38,7 @@ def test_delete_while_creating_and_ctrl_c_during_deploy_leave_no_model_server(
         "deploy",
         str(tmp_path / "a"),
         "--instance",
-        "ml.c6i.xlarge",
+        "ml.c6i.large",
         "--name",
         "early",
         "--no-wait",
@@ -53,7 +53,7 @@ def test_delete_while_creating_and_ctrl_c_during_deploy_leave_no_model_server(
     env.update(SMNEURON_STATE_DIR=str(state), SMNEURON_CACHE_DIR=str(tmp_path / "cache"))
     deploy = subprocess.Popen(
         [sys.executable, "-m", "smneuron.cli.main", "--local", "deploy", str(tmp_path / "a"), "--instance",
-         "ml.c6i.xlarge", "--name", "interrupted"],
+         "ml.c6i.large", "--name", "interrupted"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     until(

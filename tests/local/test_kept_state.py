@@ -35,9 +35,9 @@ def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
     compile_model(tiny_llama, tmp_path / "llm", target="cpu", batch_size=2, sequence_length=128)
     state = tmp_path / "state"
     first = json.loads(smneuron_cli("local", "up", "--json").stdout)
-    smneuron_cli("--local", "deploy", str(tmp_path / "enc"), "--instance", "ml.c6i.xlarge", "--name", "enc",
+    smneuron_cli("--local", "deploy", str(tmp_path / "enc"), "--instance", "ml.c6i.large", "--name", "enc",
                  "--min", "1", "--max", "2")  # fmt: skip
-    smneuron_cli("--local", "deploy", str(tmp_path / "llm"), "--instance", "ml.c6i.xlarge", "--name", "chat",
+    smneuron_cli("--local", "deploy", str(tmp_path / "llm"), "--instance", "ml.c6i.large", "--name", "chat",
                  "--copies", "1")  # fmt: skip
     before = json.loads(smneuron_cli("--local", "status", "enc", "--json").stdout)
     answer = json.loads(smneuron_cli("--local", "invoke", "enc", "i loved it").stdout)

@@ -86,7 +86,7 @@ def test_the_cli_surface_in_local_mode_never_leaves_loopback(
     (tmp_path / "d.jsonl").write_text('{"inputs": "hello world"}\n')
     smneuron_cli("local", "up")  # the service itself runs in its own process
     (tmp_path / "smneuron.yaml").write_text(yaml.safe_dump({
-        "endpoint": {"instance_type": "ml.c6i.xlarge", "name": "lb"},
+        "endpoint": {"instance_type": "ml.c6i.large", "name": "lb"},
         "compile": {"task": "text-classification"},
         "pipeline": {"name": "nightly", "model_source_s3_uri": "s3://models/m/", "evaluation_data_s3_uri":
                      "s3://data/eval.jsonl", "scheduler_role": "smneuron-execution-role"},
