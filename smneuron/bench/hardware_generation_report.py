@@ -152,11 +152,7 @@ class GenerationComparison(Comparison):
             f"TTFT p50/{q} ms",
             f"ITL p50/{q} ms",
             "$/1M out tok",
-            "price",
-            f"instances for {self.rate_text()}" if self.rate else "instances",
-            "$/month",
-            "layout",
-            "vs chosen",
+            *self.fleet_head(),
         ]
 
     def cells(self, row: dict) -> list[str]:

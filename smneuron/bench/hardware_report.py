@@ -230,6 +230,12 @@ class Comparison(Displayed):
             "p50 ms",
             "p99 ms",
             "$/1M req",
+            *self.fleet_head(),
+        ]
+
+    def fleet_head(self) -> list[str]:
+        """The last columns every table shares (``fleet_cells``)."""
+        return [
             "price",
             f"instances for {self.rate_text()}" if self.rate else "instances",
             "$/month",

@@ -19,6 +19,17 @@ pytestmark = pytest.mark.e2e
 STANDINS = Path(__file__).parents[1] / "standins"
 
 
+def _rendered(page: Path, tmp_path: Path) -> str:
+    """The page's DOM as headless Chromium renders it."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "headless Chromium checks the HTML smneuron writes: scripts/test.sh installs it"
+    return subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'chrome'}",
+         "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+
+
 @pytest.fixture
 def inf2_artifact(tiny_classifier, tmp_path, monkeypatch) -> Path:
     """The tiny classifier compiled for inf2 in this process only: the endpoints' workers cannot import the stand-in,
@@ -92,13 +103,7 @@ def test_compare_measures_the_cpu_types_and_reports_why_the_others_were_not(
                       aws_access_key_id="local", aws_secret_access_key="local")  # fmt: skip
     assert sm.list_models()["Models"] == [] and sm.list_endpoint_configs()["EndpointConfigs"] == []
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "headless Chromium checks the HTML smneuron writes: scripts/test.sh installs it"
-    dom = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'chrome'}",
-         "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
-    ).stdout  # fmt: skip
+    dom = _rendered(page, tmp_path)
     assert f"Recommendation: {rec['instance_type']}" in dom and "Not measured" in dom and "<img" in dom
 
 
@@ -169,13 +174,7 @@ def test_compare_for_text_generation_measures_output_tokens_ttft_and_itl(
     )
     assert sm.list_models()["Models"] == [] and sm.list_endpoint_configs()["EndpointConfigs"] == []
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "headless Chromium checks the HTML smneuron writes: scripts/test.sh installs it"
-    dom = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'chrome'}",
-         "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
-    ).stdout  # fmt: skip
+    dom = _rendered(page, tmp_path)
     assert (
         f"Recommendation: {rec['instance_type']}" in dom and "out tok/s per instance" in dom and "<img" in dom
     )

@@ -431,7 +431,9 @@ def test_torchserve_batches_follow_the_compiled_batch_size_also_from_s3(cpu_arti
     p = plan(local, EndpointSpec(name="b", instance_type="ml.c6i.xlarge"), region="us-east-1")
     assert p.environment["SAGEMAKER_TS_BATCH_SIZE"] == "2"
     assert any("TorchServe batch size 2: the artifact's compiled batch size" in n for n in p.notes), p.notes
-    wide = plan(local, EndpointSpec(name="b", instance_type="ml.c6i.xlarge", batch_size=8), region="us-east-1")
+    wide = plan(
+        local, EndpointSpec(name="b", instance_type="ml.c6i.xlarge", batch_size=8), region="us-east-1"
+    )
     assert wide.environment["SAGEMAKER_TS_BATCH_SIZE"] == "8"
     assert any("runs as 4 forward passes on one worker" in n for n in wide.notes), wide.notes
 

@@ -53,9 +53,7 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     assert up["started"] and up["url"].startswith("http://127.0.0.1:")
     assert json.loads(smneuron_cli("local", "up", "--json").stdout)["started"] is False  # once
 
-    out = smneuron_cli(
-        "--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.large", "--name", "ep"
-    )
+    out = smneuron_cli("--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.large", "--name", "ep")
     assert "created: InService" in out.stdout
     assert 'Invoke it with `smneuron --local invoke ep "some text"`' in out.stdout  # works as printed
     answer = json.loads(smneuron_cli("--local", "invoke", "ep", "i loved it", "awful").stdout)
