@@ -17,9 +17,7 @@ from smneuron.bench.hardware_report import (
     HOURS_PER_MONTH,
     Candidate,
     Comparison,
-    fleet_cells,
     money_cell,
-    unmeasured_cells,
 )
 from smneuron.bench.report import Option
 
@@ -142,31 +140,17 @@ class GenerationComparison(Comparison):
             f"streamed requests ({load['source']})"
         )
 
-    def head(self) -> list[str]:
+    def figure_head(self) -> list[str]:
         q = self.quantile
-        return [
-            "instance",
-            "target",
-            "out tok/s per instance",
-            "req/s",
-            f"TTFT p50/{q} ms",
-            f"ITL p50/{q} ms",
-            "$/1M out tok",
-            *self.fleet_head(),
-        ]
+        return ["out tok/s per instance", "req/s", f"TTFT p50/{q} ms", f"ITL p50/{q} ms", "$/1M out tok"]
 
-    def cells(self, row: dict) -> list[str]:
-        if not row.get(self.throughput_key):
-            return unmeasured_cells(row, len(self.head()))
+    def figure_cells(self, row: dict) -> list[str]:
         return [
-            row["instance_type"],
-            row["target"],
             f"{row['output_tokens_per_s_per_instance']:.1f} ({row['run']})",
             f"{row['rps_per_instance']:.2f}",
             f"{row['ttft_p50_ms']:.0f} / {row['ttft_p95_ms']:.0f}",
             f"{row['itl_p50_ms']:.1f} / {row['itl_p95_ms']:.1f}",
             money_cell(row.get("cost_per_million_output_tokens_usd")),
-            *fleet_cells(row, self.rate),
         ]
 
     def run_table(self, c: Candidate) -> tuple[list[str], list[list[str]]]:

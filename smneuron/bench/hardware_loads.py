@@ -204,10 +204,12 @@ def generation_load(
             hint="Pass --data prompts.jsonl (one prompt or chat per line).",
         )
     longest = (prompt.max or prompt.mean if prompt else 0) + (output.max or output.mean)
-    for target, artifact in built.items():
+    for target, artifact in (
+        built.items() if prompt else ()
+    ):  # a dataset's prompts have no length to check here
         if isinstance(artifact, Path):
             sequence = describe_local(artifact).generation.sequence_length  # type: ignore[union-attr]
-            if prompt and longest > sequence:
+            if longest > sequence:
                 raise ConfigError(
                     f"Prompt + output tokens reach {longest}, beyond the {target} artifact's sequence length "
                     f"({sequence}).",

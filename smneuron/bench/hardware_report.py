@@ -223,38 +223,36 @@ class Comparison(Displayed):
         )
 
     def head(self) -> list[str]:
-        return [
-            "instance",
-            "target",
-            "req/s per instance",
-            "p50 ms",
-            "p99 ms",
-            "$/1M req",
-            *self.fleet_head(),
-        ]
-
-    def fleet_head(self) -> list[str]:
-        """The last columns every table shares (``fleet_cells``)."""
-        return [
-            "price",
-            f"instances for {self.rate_text()}" if self.rate else "instances",
-            "$/month",
-            "layout",
-            "vs chosen",
-        ]
+        """The table's columns: the type, its figures (``figure_head``), then the fleet columns every table shares."""
+        fleet = f"instances for {self.rate_text()}" if self.rate else "instances"
+        return ["instance", "target", *self.figure_head(), "price", fleet, "$/month", "layout", "vs chosen"]
 
     def cells(self, row: dict) -> list[str]:
         """One row of the table as text (what was not measured says why in the first figure's place)."""
         if not row.get(self.throughput_key):
-            return unmeasured_cells(row, len(self.head()))
+            dashes = ["-"] * (len(self.figure_head()) - 1)
+            return [
+                row["instance_type"],
+                row["target"],
+                _short(row),
+                *dashes,
+                row["price_kind"],
+                "-",
+                "-",
+                "-",
+                "-",
+            ]
+        return [row["instance_type"], row["target"], *self.figure_cells(row), *fleet_cells(row, self.rate)]
+
+    def figure_head(self) -> list[str]:
+        return ["req/s per instance", "p50 ms", "p99 ms", "$/1M req"]
+
+    def figure_cells(self, row: dict) -> list[str]:
         return [
-            row["instance_type"],
-            row["target"],
             f"{row['rps_per_instance']:.1f} ({row['run']})",
             f"{row['p50_ms']:.1f}",
             f"{row['p99_ms']:.1f}",
             money_cell(row.get("cost_per_million_usd")),
-            *fleet_cells(row, self.rate),
         ]
 
     def run_table(self, c: Candidate) -> tuple[list[str], list[list[str]]]:
@@ -445,13 +443,6 @@ class Comparison(Displayed):
             table=(self.head(), [self.cells(r) for r in self.rows()]),
             extra_html=extra,
         )
-
-
-def unmeasured_cells(row: dict, width: int) -> list[str]:
-    """A row without figures: its status in the first figure's place, the price kind, dashes elsewhere."""
-    cells = [row["instance_type"], row["target"], _short(row), *["-"] * (width - 3)]
-    cells[-5] = row["price_kind"]  # the price column stands fifth from the end in every table
-    return cells
 
 
 def fleet_cells(row: dict, rate: float | None) -> list[str]:
