@@ -28,7 +28,7 @@ TOKENIZER_FILES = (
 MEASURE = r"""
 import json, sys, time, os
 from pathlib import Path
-from smneuron.compile.encoder import compile_model
+from smneuron.compilation.encoder import compile_model
 from smneuron.artifact.packaging import package
 model, work = Path(sys.argv[1]), Path(sys.argv[2])
 compile_model(model, work / "a", target="cpu", task="feature-extraction", buckets="32,64,128", batch_size=8, cache=False)

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from smneuron.artifact.packaging import package
-from smneuron.bench import encoder as bench
-from smneuron.compile.encoder import compile_model
+from smneuron.benchmark import encoder as bench
+from smneuron.compilation.encoder import compile_model
 from smneuron.local.tiny_model import build_tiny_bert
 from smneuron.serving.ports import free_port
 from smneuron.serving.server import LocalEndpoint

@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from smneuron.compile.encoder import compile_model
+from smneuron.compilation.encoder import compile_model
 from smneuron.local.tiny_model import build_tiny_bert
 
 

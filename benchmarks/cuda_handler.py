@@ -4,7 +4,7 @@ code on the GPU, against the same model as a cpu artifact (answers and throughpu
     python benchmarks/cuda_handler.py [--model DIR] [--precision fp16] [--batch 8] [--seconds 10] [--workers 1,2]
 
 Needs torch with CUDA and a GPU (it exits saying so otherwise; the test suite checks the same path on a CPU in
-tests/compile/test_cuda_target.py). Prints cosine of the GPU answers to the cpu artifact's, and texts/s of each.
+tests/compilation/test_cuda_target.py). Prints cosine of the GPU answers to the cpu artifact's, and texts/s of each.
 
 ``--workers 1,2`` then serves the cuda artifact with `smneuron serve --instance ml.g6.xlarge --workers N` (the
 shipped inference code, TorchServe-style batching, every worker on the GPU) and drives it with `smneuron bench`
@@ -42,7 +42,7 @@ def main() -> int:
             "No NVIDIA GPU visible to torch (torch.cuda.is_available() is False): run this on a GPU machine."
         )
         return 1
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     model = args.model
     if model is None:
@@ -95,7 +95,7 @@ def served(artifact: Path, counts: list[int], seconds: float, instance: str = "m
 
     from smneuron.artifact.hashing import size_of
     from smneuron.catalog import InstanceType
-    from smneuron.deploy.encoder_env import gpu_workers
+    from smneuron.container.encoder_env import gpu_workers
 
     for name in ("ml.g4dn.xlarge", "ml.g6.xlarge"):
         print(f"smneuron's rule on {name}: {gpu_workers(InstanceType.parse(name), size_of(artifact))[1]}")

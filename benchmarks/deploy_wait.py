@@ -52,7 +52,7 @@ def cli_deploy(tree: Path, url: str, artifact: Path, name: str, env: dict[str, s
 
 def main() -> None:
     from smneuron.artifact.staging import stage
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
     from smneuron.local.aws.embedded import (
         create_sagemaker_role,
         embedded_aws,
@@ -94,7 +94,7 @@ def main() -> None:
         after = cli_deploy(REPO, url, art, "after", env)
 
         data = stage(art, session=session, name="sdk")
-        from smneuron.deploy.corridor import preview
+        from smneuron.deployment.corridor import preview
         from smneuron.specs.models import EndpointSpec
 
         p = preview(data.uri, EndpointSpec(name="via-sdk", instance_type="ml.c6i.xlarge"), session=session)

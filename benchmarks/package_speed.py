@@ -25,7 +25,7 @@ from smneuron.artifact.packaging import package
 
 
 def make_artifact(root: Path, mib: int) -> Path:
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
     from smneuron.local.tiny_model import build_tiny_bert
 
     art = root / "artifact"

@@ -540,7 +540,7 @@ def _generation(b: _Builder) -> Pipeline:
     p, P = b.p, b.P
     compile_step, compile_result = _compile_step(
         b,
-        "compile_llm",
+        "compile_generation",
         ["result", "reference"],
         ["--artifact-s3-uri", P["ArtifactS3Uri"], "--max-new-tokens", P["MaxNewTokens"].to_string()],
     )
@@ -557,7 +557,7 @@ def _generation(b: _Builder) -> Pipeline:
     evaluation = PropertyFile(name="Evaluation", output_name="evaluation", path="evaluation.json")
     staging = _staging_evaluate(
         b,
-        "staging_llm",
+        "staging_generation",
         ("reference", b.output_uri(compile_step, "reference")),
         model_name,
         evaluation,

@@ -12,8 +12,8 @@ import runpy
 import subprocess
 import sys
 
-STEPS = ("compile", "compile_llm", "score", "staging", "staging_llm", "cleanup", "endpoint", "deploy")
-EXTRAS = {"compile": "[compile,serve]", "compile_llm": "[compile,serve]", "staging_llm": "[serve]"}
+STEPS = ("compile", "compile_generation", "score", "staging", "staging_generation", "cleanup", "endpoint", "deploy")
+EXTRAS = {"compile": "[compile,serve]", "compile_generation": "[compile,serve]", "staging_generation": "[serve]"}
 
 
 def _install(step):

@@ -4,9 +4,13 @@ The SDK, one package per stage of the corridor (compile -> artifact -> deploy ->
 encoders and text generation alike:
 
     import smneuron
-    result = smneuron.compile_model("my-model", "artifact", target="inf2")     # either kind
-    endpoint = smneuron.deploy_model("artifact", smneuron.EndpointSpec(instance_type="ml.inf2.xlarge")).endpoint
+    result = smneuron.compile("my-model", "artifact", target="inf2")     # either kind
+    endpoint = smneuron.deploy("artifact", instance="ml.inf2.xlarge", count=2).endpoint
     endpoint.predict(["some text"])            # an encoder; endpoint.stream("...") for text generation
+    smneuron.bench(endpoint.name)              # what it serves, its instance and copies read from SageMaker
+
+The verbs are the CLI's (``smneuron compile | deploy | serve | bench | compare | evaluate | package``), with the
+CLI's flags as keywords; the older names (``compile_model``, ``deploy_model``, ...) stay as aliases.
 
 The names below resolve on first use (PEP 562), so ``import smneuron.artifact.resources`` works in a bare
 job container before smneuron's dependencies are installed, and ``import smneuron`` costs nothing. This
@@ -32,25 +36,33 @@ _EXPORTS = {  # public name -> (module, attribute)
     "ProjectFile": ("smneuron.specs.models", "ProjectFile"),
     "ModelKind": ("smneuron.artifact.kind", "ModelKind"),
     "kind_of": ("smneuron.artifact.kind", "kind_of"),
-    "compile_model": ("smneuron.compile.entry", "compile_model"),
+    "compile": ("smneuron.compilation.entry", "compile_model"),
+    "compile_model": ("smneuron.compilation.entry", "compile_model"),
     "package": ("smneuron.artifact.packaging", "package"),
     "inspect_package": ("smneuron.artifact.archive", "inspect_package"),
     "extract_package": ("smneuron.artifact.archive", "extract_package"),
     "stage": ("smneuron.artifact.staging", "stage"),
     "ModelData": ("smneuron.artifact.staging", "ModelData"),
     "download": ("smneuron.artifact.storage", "download"),
-    "deploy_model": ("smneuron.deploy.corridor", "deploy"),
-    "deploy_model_name": ("smneuron.deploy.corridor", "deploy_model_name"),
-    "preview_deploy": ("smneuron.deploy.corridor", "preview"),
-    "DeployResult": ("smneuron.deploy.apply", "DeployResult"),
+    "deploy": ("smneuron.deployment.corridor", "deploy"),
+    "preview": ("smneuron.deployment.corridor", "preview"),
+    "resolve_request": ("smneuron.deployment.request", "resolve"),
+    "DeployRequest": ("smneuron.deployment.request", "DeployRequest"),
+    "serve": ("smneuron.local.foreground", "serve"),
+    "deploy_model": ("smneuron.deployment.corridor", "deploy"),
+    "deploy_model_name": ("smneuron.deployment.corridor", "deploy_model_name"),
+    "preview_deploy": ("smneuron.deployment.corridor", "preview"),
+    "DeployResult": ("smneuron.deployment.apply", "DeployResult"),
     "Endpoint": ("smneuron.endpoints.handle", "Endpoint"),
     "list_endpoints": ("smneuron.endpoints.handle", "list_endpoints"),
-    "run_bench": ("smneuron.bench.encoder", "run"),
-    "bench_endpoint": ("smneuron.bench.endpoint", "bench_endpoint"),
-    "compare_instances": ("smneuron.bench.hardware", "compare_instances"),
+    "run_bench": ("smneuron.benchmark.encoder", "run"),
+    "bench": ("smneuron.benchmark.endpoint", "bench_endpoint"),
+    "bench_endpoint": ("smneuron.benchmark.endpoint", "bench_endpoint"),
+    "compare": ("smneuron.hardware.workflow", "compare_instances"),
+    "compare_instances": ("smneuron.hardware.workflow", "compare_instances"),
     "run_pipeline_locally": ("smneuron.local.pipeline.runner", "run_local"),
-    "run_generation_bench": ("smneuron.bench.generation", "bench_text_generation"),
-    "synthetic_prompts": ("smneuron.bench.prompts", "synthetic_prompts"),
+    "run_generation_bench": ("smneuron.benchmark.generation", "bench_text_generation"),
+    "synthetic_prompts": ("smneuron.benchmark.prompts", "synthetic_prompts"),
     "evaluate": ("smneuron.evaluation.scoring", "evaluate"),
     "LocalEndpoint": ("smneuron.serving.server", "LocalEndpoint"),
 }

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
-
-import botocore.exceptions as bex
-from botocore.exceptions import ClientError
 
 
 class SmneuronError(Exception):
@@ -248,6 +246,8 @@ def none_if_missing(call: Any, /, *, operation: str | None = None, **kwargs: Any
         AwsError subclasses for anything else: access denied or throttling is never "missing".
     """
 
+    from botocore.exceptions import ClientError  # loaded already: ``call`` is a boto3 client's
+
     try:
         return call(**kwargs)
     except ClientError as e:
@@ -312,6 +312,9 @@ def from_exception(err: BaseException) -> SmneuronError | None:
             )
         return None
 
+    bex = sys.modules.get("botocore.exceptions")  # not loaded: no AWS call was made, so no AWS error
+    if bex is None:
+        return _http_connection_error(err)
     if isinstance(err, bex.ClientError):
         return from_client_error(err)
     if isinstance(err, (bex.EndpointConnectionError, bex.ConnectTimeoutError, bex.ConnectionClosedError)):

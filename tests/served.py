@@ -21,7 +21,7 @@ def build_served(
 ) -> Path:
     from smneuron.artifact.archive import extract_package
     from smneuron.artifact.packaging import package
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     compile_model(
         model_dir,

@@ -113,7 +113,7 @@ def test_the_text_generation_notebook(tmp_path, monkeypatch):
     setup, compiled, deployed, streamed, bench, teardown = _run(
         "02_text_generation.ipynb", tmp_path, monkeypatch
     )
-    assert _plain(compiled).startswith("LlmCompileResult('llm-out', target=cpu, batch 4, sequence 256")
+    assert _plain(compiled).startswith("GenerationCompileResult('llm-out', target=cpu, batch 4, sequence 256")
     bars = _progress(deployed)
     assert any("waiting for its copies · InService, 1/1 copies" in b for b in bars), bars
     assert _plain(deployed).startswith("DeployResult('chat', InService, created, 1 copy on ml.c6i.xlarge")

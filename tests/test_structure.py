@@ -23,11 +23,13 @@ LAYERS = [
     "catalog",
     "specs",
     "artifact",
-    "compile",
+    "container",
+    "compilation",
     "endpoints",
-    "deploy",
+    "deployment",
     "serving",
-    "bench",
+    "benchmark",
+    "hardware",
     "evaluation",
     "pipeline",
     "infra",
@@ -153,17 +155,20 @@ def test_packages_import_only_downward_in_the_layer_order():
 def test_the_layer_check_catches_an_upward_import(tmp_path):
     pkg = tmp_path / "smneuron"
     (pkg / "endpoints").mkdir(parents=True)
-    (pkg / "endpoints" / "handle.py").write_text("from smneuron.deploy.apply import apply\n")
+    (pkg / "endpoints" / "handle.py").write_text("from smneuron.deployment.apply import apply\n")
     (pkg / "catalog.py").write_text("def f():\n    import smneuron.local.demo\n")
     (pkg / "deploy.py").write_text("from smneuron.endpoints import handle\n")  # downward: fine
     assert layer_violations(pkg) == [
         "smneuron.catalog -> smneuron.local.demo",
-        "smneuron.endpoints.handle -> smneuron.deploy.apply",
+        "smneuron.endpoints.handle -> smneuron.deployment.apply",
     ]
 
 
-def test_no_smneuron_import_inside_a_function():
-    assert smneuron_imports_in_functions() == []
+def test_no_smneuron_import_inside_a_function_outside_the_cli():
+    """An import moved into a function to dodge a cycle hides a layering fault. The CLI is the exception: its
+    command bodies import the SDK they call, so start-up loads only the command that runs (the import budget in
+    tests/cli/test_startup.py holds that end)."""
+    assert [f for f in smneuron_imports_in_functions() if not f.startswith("smneuron/cli/")] == []
 
 
 def test_the_function_import_check_sees_nested_and_aliased_imports(tmp_path):
@@ -252,7 +257,7 @@ with mock_aws():
 
 @pytest.mark.e2e
 def test_deploy_from_the_cli_and_the_sdk_never_loads_the_sagemaker_sdk(tiny_classifier, tmp_path):
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
     env = {

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import step_common
 
-from smneuron.deploy.corridor import deploy_model_name
+from smneuron.deployment.corridor import deploy_model_name
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec, ScalingSpec, validate
 

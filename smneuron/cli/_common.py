@@ -1,4 +1,8 @@
-"""What every command module shares: global options, the session, the project file, output."""
+"""What every command module shares: global options, the session, the project file, output.
+
+Imported at start-up (the root callback builds ``CliState``), so it imports typer alone: the session, the
+project file's schema and rich load when a command first asks for them.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
-
-from smneuron.session import Session, local_environment, require_local_service
-from smneuron.specs.models import ProjectFile, find_project_file
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -38,6 +37,8 @@ class CliState:
 
     def project(self) -> ProjectFile:
         """The project file (``--config`` or the nearest ``smneuron.yaml``), or defaults."""
+        from smneuron.specs.models import ProjectFile, find_project_file
+
         if self._project is None:
             path = self.config or find_project_file()
             self._project = ProjectFile.load(path) if path else ProjectFile()
@@ -49,6 +50,8 @@ class CliState:
         ``offline``: for commands that create nothing; missing credentials are fine and an unknown
         account shows as ``<account-id>`` (set SMNEURON_ACCOUNT to fill it in).
         """
+        from smneuron.session import Session, local_environment, require_local_service
+
         if self._session is None or overrides or offline:
             aws = self.project().aws
             if self.local:  # the embedded SageMaker: its URL, region and throwaway credentials
@@ -82,6 +85,8 @@ _console: Console | None = None
 
 def console() -> Console:
     global _console
+    from rich.console import Console
+
     if _console is None:
         # pipes and CI get a wide console so tables are not truncated to 80 columns
         _console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
@@ -105,6 +110,7 @@ _NUMBER_LIST = re.compile(rf"\[\s*({_NUMBER}(?:,\s*{_NUMBER})*)\s*\]")
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]], *, numeric: bool = True) -> None:
     """A rich table; ``numeric`` right-aligns every column but the first (use False for text)."""
+    from rich.table import Table
 
     t = Table(title=title, title_justify="left")
     # the first column names the row (instance type, endpoint, variable): never cut; others fold

@@ -7,10 +7,10 @@ from pathlib import Path
 import typer
 
 from smneuron.artifact.kind import GENERATION, kind_of_path
-from smneuron.bench import encoder as bench
-from smneuron.bench import profiles, prompts
-from smneuron.bench.endpoint import deployed_on
-from smneuron.bench.report import compare, load, recommend
+from smneuron.benchmark import encoder as bench
+from smneuron.benchmark import profiles, prompts
+from smneuron.benchmark.endpoint import deployed_on
+from smneuron.benchmark.report import compare, load, recommend
 from smneuron.cli import generation_bench_cmd
 from smneuron.cli._common import JsonOpt, console, print_json, state, table, whole_numbers
 from smneuron.errors import ArtifactError, ConfigError
@@ -102,8 +102,8 @@ def bench_cmd(
         _compare(reports or [], as_json)
         return
     levels = whole_numbers(concurrencies, "--concurrencies")
-    llm_flags = prompt_tokens or output_tokens or dataset
-    if llm_flags or generation_bench_cmd.has_components(ctx, endpoint, url):
+    generation_flags = prompt_tokens or output_tokens or dataset
+    if generation_flags or generation_bench_cmd.has_components(ctx, endpoint, url):
         return generation_bench_cmd.run(
             ctx,
             endpoint=endpoint,

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import typer
 
-from smneuron.bench.hardware import compare_instances
-from smneuron.bench.hardware_report import Comparison
 from smneuron.cli._common import JsonOpt, console, pairs, print_json, state, table, whole_numbers
 from smneuron.cli.generation_bench_cmd import lengths
 from smneuron.errors import ConfigError
+from smneuron.hardware.report import Comparison
+from smneuron.hardware.workflow import compare_instances
 from smneuron.specs.models import override
 
 

@@ -9,7 +9,7 @@ import typer
 from smneuron.artifact.kind import GENERATION, kind_of
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 from smneuron.cli.generation_cmds import render_text_generation
-from smneuron.compile import compile_model
+from smneuron.compilation import compile_model
 from smneuron.errors import ConfigError
 from smneuron.specs.models import override
 

@@ -11,7 +11,7 @@ from smneuron.cli._common import JsonOpt, console, print_json, table
 from smneuron.cli.bench_cmd import render as render_bench
 from smneuron.cli.generation_bench_cmd import render as render_generation_bench
 from smneuron.local.demo import run_demo
-from smneuron.local.demo_generation import run_llm_demo
+from smneuron.local.demo_generation import run_generation_demo
 
 
 def demo_cmd(
@@ -26,7 +26,7 @@ def demo_cmd(
     """compile -> package -> upload -> deploy -> serve -> invoke -> bench -> teardown, all local."""
 
     if llm or model:
-        return _llm_demo(instance, bench_seconds, model, as_json)
+        return _generation_demo(instance, bench_seconds, model, as_json)
 
     if as_json:
         result = run_demo(instance_type=instance, bench_seconds=bench_seconds)
@@ -66,10 +66,10 @@ def _with_progress(run):  # type: ignore[no-untyped-def]
     return run(on_stage)
 
 
-def _llm_demo(instance: str, bench_seconds: float, model: str | None, as_json: bool) -> None:
+def _generation_demo(instance: str, bench_seconds: float, model: str | None, as_json: bool) -> None:
 
     if as_json:
-        result = run_llm_demo(model_dir=model, instance_type=instance, bench_seconds=bench_seconds)
+        result = run_generation_demo(model_dir=model, instance_type=instance, bench_seconds=bench_seconds)
         return _print_result(result, answer=result.answer, ttft_s=result.ttft_s, bench=result.report)
     c = console()
     c.print(
@@ -77,7 +77,7 @@ def _llm_demo(instance: str, bench_seconds: float, model: str | None, as_json: b
     )
     started = time.perf_counter()
     result = _with_progress(
-        lambda on_stage: run_llm_demo(
+        lambda on_stage: run_generation_demo(
             model_dir=model, instance_type=instance, bench_seconds=bench_seconds, on_stage=on_stage
         )
     )

@@ -7,44 +7,8 @@ from pathlib import Path
 
 import typer
 
-from smneuron.artifact.kind import GENERATION, kind_of, kind_of_path
 from smneuron.cli._common import JsonOpt, console, pairs, print_json, state, table
-from smneuron.cli.generation_cmds import env_flags, generate
-from smneuron.cli.plan_render import render_plan
-from smneuron.cli.serve_cmd import describe_layout, serve_text_generation
-from smneuron.deploy import corridor as deploy
-from smneuron.endpoints.autoscaling import parse_schedule
-from smneuron.endpoints.describing import digest
-from smneuron.endpoints.handle import Endpoint, delete, scale, status
 from smneuron.errors import ConfigError, Interrupted
-from smneuron.serving.server import LocalEndpoint
-from smneuron.specs.models import ScalingSpec, override
-
-
-def _endpoint_spec(ctx: typer.Context, generation: dict | None = None, **flags):  # type: ignore[no-untyped-def]
-
-    base = state(ctx).project().endpoint
-    if generation and any(v is not None for v in generation.values()):
-        flags["generation"] = override(base.generation, **generation).model_dump()
-    return override(base, **flags)
-
-
-def _scaling_spec(
-    ctx: typer.Context,
-    min_: int | None,
-    max_: int | None,
-    target: float | None,
-    metric: str | None,
-    schedule: list[str] | None,
-):  # type: ignore[no-untyped-def]
-
-    base = state(ctx).project().scaling
-    if min_ is not None and max_ is None:
-        max_ = max(min_, base.max_capacity)
-    scheduled = [parse_schedule(s).model_dump() for s in schedule] if schedule else None
-    return override(
-        base, min_capacity=min_, max_capacity=max_, target_value=target, metric=metric, scheduled=scheduled
-    )
 
 
 def deploy_cmd(
@@ -106,77 +70,76 @@ def deploy_cmd(
         "--provision-timeout",
         help="With instance pools: seconds SageMaker tries every pool for capacity (300-3600).",
     ),
-    local: bool = typer.Option(False, "--local", help="Serve locally instead (same flags)."),
-    port: int = typer.Option(8080, "--port", help="--local: port."),
+    local: bool = typer.Option(
+        False, "--local", hidden=True, help="Old spelling of `smneuron serve` (one more release)."
+    ),
+    port: int = typer.Option(8080, "--port", hidden=True, help="With the old --local: port."),
     no_wait: bool = typer.Option(False, "--no-wait", help="Return once creation has started."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Deploy (or blue/green update) an endpoint with one worker per NeuronCore and autoscaling."""
+    """Deploy (or update) a SageMaker endpoint.
 
-    spec = _endpoint_spec(
-        ctx,
-        instance_type=instance,
-        instance_pools=[]
-        if instance and "," not in instance
-        else None,  # --instance replaces the project's pools
-        name=name,
-        initial_instance_count=count,
-        batch_size=batch_size,
-        max_batch_delay_ms=max_batch_delay_ms,
-        image_uri=image_uri,
-        latency_p99_alarm_ms=latency_alarm_ms,
-        variant_instance_provision_timeout_in_seconds=provision_timeout,
-        environment=env_flags(state(ctx).project().endpoint.environment, env),
-        generation={
-            "copies": copies,
-            "min_copies": min_copies,
-            "max_copies": max_copies,
-            "max_instances": max_instances,
-        },
-    )
-    scaling = _scaling_spec(ctx, min_, max_, target, metric, schedule)
+    Encoders: one worker per NeuronCore, instance autoscaling, blue/green updates. Text generation: copies as
+    inference components. Each kind refuses the other's settings.
+    """
+    from smneuron.cli.generation_cmds import env_pairs
+    from smneuron.cli.plan_render import render_plan
+    from smneuron.deployment import corridor
+    from smneuron.deployment.request import resolve
+    from smneuron.specs.models import ScalingSpec
+
+    st = state(ctx)
+    flags = {
+        "instance": instance,
+        "name": name,
+        "count": count,
+        "min_capacity": min_,
+        "max_capacity": max_,
+        "target_value": target,
+        "metric": metric,
+        "schedule": schedule or None,
+        "workers": workers,
+        "batch_size": batch_size,
+        "max_batch_delay_ms": max_batch_delay_ms,
+        "image_uri": image_uri,
+        "latency_p99_alarm_ms": latency_alarm_ms,
+        "provision_timeout": provision_timeout,
+        "env": env_pairs(env),
+        "copies": copies,
+        "min_copies": min_copies,
+        "max_copies": max_copies,
+        "max_instances": max_instances,
+    }
+    if local:  # the old spelling of `smneuron serve`, kept for one release
+        console().print(
+            "note: `smneuron deploy --local` is now `smneuron serve ARTIFACT --instance TYPE` (same flags); "
+            "`--local` here will be removed in the next release. `smneuron --local deploy` is the embedded "
+            "SageMaker."
+        )
+        return _serve(ctx, artifact, port, flags)
+    scaling = None
     if bench_report:
         if slo_p99_ms is None:
             raise ConfigError("--bench-report needs --slo-p99-ms (the p99 latency the endpoint must meet).")
-        scaling = ScalingSpec.from_bench_report(bench_report, slo_p99_ms, headroom=headroom, base=scaling)
-    artifacts = pairs(pool_artifact, "--artifact", "TARGET=PATH", str)
-    if local:
-        if spec.instance_pools:
-            raise ConfigError(
-                "--local serves one instance type's layout; instance pools need SageMaker (or `smneuron --local "
-                "deploy`, the embedded SageMaker).",
-                hint="Give one --instance with --local.",
-            )
-        if kind_of_path(artifact) == GENERATION:
-            deploy.refuse_encoder_settings(spec, scaling, workers)
-            return serve_text_generation(Path(artifact), "127.0.0.1", port)
-
-        ep = LocalEndpoint(artifact, spec=spec, instance_type=spec.instance_type, port=port, workers=workers)
-        console().print(describe_layout(ep.prepare()))
-        console().print(f"Serving on {ep.url}; `smneuron invoke --url {ep.url} ...` to call it.")
-        ep.serve_forever()
-        return
-    session = state(ctx).session(role=role, bucket=bucket, offline=dry_run)
-    prices = state(ctx).project().prices or None
-    if dry_run:
-        render_plan(
-            deploy.preview(
-                artifact, spec, scaling, session=session, workers=workers, prices=prices, artifacts=artifacts
-            ),
-            as_json,
+        scaling = ScalingSpec.from_bench_report(
+            bench_report, slo_p99_ms, headroom=headroom, base=st.project().scaling
         )
+    session = st.session(role=role, bucket=bucket, offline=dry_run)
+    data = corridor.stage(artifact, session=session, upload=False) if artifact.startswith("s3://") else None
+    request = resolve(
+        artifact,
+        project=st.project(),
+        scaling=scaling,
+        flags=flags,
+        data=data,
+        artifacts=pairs(pool_artifact, "--artifact", "TARGET=PATH", str),
+        where="cli",
+    )
+    if dry_run:
+        render_plan(corridor.preview(request, session=session), as_json)
         return
     try:
-        r = deploy.deploy(
-            artifact,
-            spec,
-            scaling,
-            session=session,
-            wait=not no_wait,
-            workers=workers,
-            prices=prices,
-            artifacts=artifacts,
-        )
+        r = corridor.deploy(request, session=session, wait=not no_wait)
     except KeyboardInterrupt as e:  # typer would swallow the cleanup report; say it and exit 130
         raise Interrupted(str(e) or "Interrupted.") from None
     if as_json:
@@ -185,18 +148,30 @@ def deploy_cmd(
     for note in r.plan.notes:
         console().print(f"note: {note}")
     verb = "already up to date" if r.unchanged else ("updated" if r.is_update else "created")
-    how = "--stream " if kind_of(r.plan) == GENERATION else ""
-    cli = "smneuron --local" if state(ctx).local else "smneuron"  # the hint works as printed
+    how = "--stream " if r.plan.component_request() is not None else ""
+    cli = "smneuron --local" if st.local else "smneuron"  # the hint works as printed
     console().print(
         f"Endpoint [bold]{r.endpoint_name}[/bold] {verb}: {r.status}. "
         f'Invoke it with `{cli} invoke {how}{r.endpoint_name} "some text"`.'
     )
 
 
+def _serve(ctx: typer.Context, artifact: str, port: int, flags: dict) -> None:
+    from smneuron.cli.serve_cmd import run_serve
+
+    run_serve(ctx, artifact, port=port, host="127.0.0.1", engine="smneuron", settings=flags)
+
+
 def status_cmd(
     ctx: typer.Context, name: str = typer.Argument(..., help="Endpoint name."), as_json: bool = JsonOpt
 ) -> None:
-    """Show an endpoint: status, instances, environment, autoscaling policies, alarms."""
+    """Show an endpoint: status, instances, scaling, cost.
+
+    Status, instances (with instance pools, the pool that holds them), model, image, workers or copies, cost
+    per hour, autoscaling policies, scheduled actions and alarms.
+    """
+    from smneuron.endpoints.describing import digest
+    from smneuron.endpoints.handle import status
 
     session = state(ctx).session()
     s = status(name, session=session)
@@ -288,7 +263,13 @@ def invoke_cmd(
     temperature: float = typer.Option(None, "--temperature", help="Text generation: 0 is greedy."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Invoke an endpoint with texts (or a raw body) and print the answer (--stream for text generation)."""
+    """Invoke an endpoint and print the answer.
+
+    Texts (or a raw body with --data) for an encoder; a prompt for text generation (--stream prints tokens as
+    they arrive).
+    """
+    from smneuron.cli.generation_cmds import generate
+    from smneuron.endpoints.handle import Endpoint
 
     if url and name:
         text = [name, *(text or [])]
@@ -349,9 +330,21 @@ def scale_cmd(
     schedule: list[str] = typer.Option(None, "--schedule", help='"cron(0 8 * * ? *)=2-6" (repeat).'),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Set an endpoint's autoscaling (target tracking and scheduled capacity)."""
+    """Set an endpoint's autoscaling.
 
-    spec = _scaling_spec(ctx, min_, max_, target, metric, schedule)
+    Target tracking and scheduled capacity: instances for an encoder, copies for text generation.
+    """
+    from smneuron.endpoints.autoscaling import parse_schedule
+    from smneuron.endpoints.handle import scale
+    from smneuron.specs.models import override
+
+    base = state(ctx).project().scaling
+    if min_ is not None and max_ is None:
+        max_ = max(min_, base.max_capacity)
+    scheduled = [parse_schedule(s).model_dump() for s in schedule] if schedule else None
+    spec = override(
+        base, min_capacity=min_, max_capacity=max_, target_value=target, metric=metric, scheduled=scheduled
+    )
     p = scale(name, spec, session=state(ctx).session())
     if as_json:
         print_json(
@@ -376,7 +369,11 @@ def delete_cmd(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Delete an endpoint and its configs, models, scaling policies and alarms (idempotent)."""
+    """Delete an endpoint and what smneuron made for it.
+
+    Its configs, Models, inference components, scaling policies and alarms (idempotent).
+    """
+    from smneuron.endpoints.handle import delete
 
     if not yes and not typer.confirm(f"Delete endpoint {name} and everything smneuron created for it?"):
         raise typer.Abort()

@@ -7,22 +7,15 @@ from pathlib import Path
 
 import typer
 
-from smneuron.bench.endpoint import deployed_on
-from smneuron.bench.generation import bench_text_generation
-from smneuron.bench.generation_metrics import Slo
-from smneuron.bench.generation_report import compare as compare_reports
-from smneuron.bench.generation_report import load, write_csv, write_html, write_pngs
-from smneuron.bench.generation_report import recommend as pick
-from smneuron.bench.profiles import check_error_rate
-from smneuron.bench.prompts import Lengths
 from smneuron.cli._common import console, print_json, state, table
-from smneuron.endpoints import components
-from smneuron.endpoints.handle import require
 from smneuron.errors import ConfigError
 
 
 def has_components(ctx: typer.Context, endpoint: str | None, url: str | None) -> bool:
     """A SageMaker endpoint that serves inference components (text generation) gets the streaming bench."""
+    from smneuron.endpoints import components
+    from smneuron.endpoints.handle import require
+
     if url or not endpoint:
         return False
 
@@ -33,6 +26,7 @@ def has_components(ctx: typer.Context, endpoint: str | None, url: str | None) ->
 
 def lengths(text: str | None, flag: str):  # type: ignore[no-untyped-def]
     """``N`` or ``N,stdev,min,max`` -> Lengths."""
+    from smneuron.benchmark.prompts import Lengths
 
     if text is None:
         return None
@@ -85,9 +79,23 @@ def run(
     max_error_rate,
 ) -> None:  # type: ignore[no-untyped-def]
 
+    from smneuron.benchmark.endpoint import deployed_on, serving_of
+    from smneuron.benchmark.generation import bench_text_generation
+    from smneuron.benchmark.generation_metrics import Slo
+    from smneuron.benchmark.generation_report import write_csv, write_html, write_pngs
+    from smneuron.benchmark.profiles import check_error_rate
+
     session = None if url else state(ctx).session()
-    if endpoint and not instance:  # the cost column: the endpoint says what it runs on
-        instance = deployed_on(endpoint, session=session)["instance_type"]  # type: ignore[arg-type]
+    given = {
+        "instance_type": instance,
+        "instance_count": count,
+        "copies": copies,
+        "copies_per_instance": copies_per_instance,
+        "tensor_parallel_size": tp,
+    }
+    # where the load lands (cost share, recommend): the endpoint says; flags override, the report says which
+    found = deployed_on(endpoint, session=session) if endpoint else {}  # type: ignore[arg-type]
+    serving, source = serving_of(found, given)
     report = bench_text_generation(
         url=url,
         endpoint=endpoint,
@@ -96,9 +104,10 @@ def run(
         output_tokens=lengths(output_tokens, "--output-tokens") or 128,
         dataset=dataset,
         tokenizer=tokenizer,
-        instance_count=count or 1,
-        copies=copies,
-        copies_per_instance=copies_per_instance,
+        instance_count=serving.get("instance_count") or 1,
+        copies=serving.get("copies"),
+        copies_per_instance=serving.get("copies_per_instance"),
+        serving_source=source,
         profile=profile,
         duration_s=duration,
         concurrencies=concurrencies,
@@ -111,8 +120,8 @@ def run(
         max_errors=max_errors,
         slo=Slo(*slo),
         goodput_target=goodput_target,
-        instance_type=instance,
-        tensor_parallel_size=tp,
+        instance_type=serving.get("instance_type"),
+        tensor_parallel_size=serving.get("tensor_parallel_size"),
         price=price,
     )
     data = report.to_dict()
@@ -195,6 +204,8 @@ def render(data: dict) -> None:
 
 
 def compare(paths: list[Path], as_json: bool) -> None:
+    from smneuron.benchmark.generation_report import compare as compare_reports
+    from smneuron.benchmark.generation_report import load
 
     a, b = load(paths[0]), load(paths[1])
     rows = compare_reports(a, b)
@@ -233,6 +244,9 @@ def compare(paths: list[Path], as_json: bool) -> None:
 def recommend(
     paths: list[Path], *, rate: float, ttft_ms: float | None, itl_ms: float | None, as_json: bool
 ) -> None:
+
+    from smneuron.benchmark.generation_report import load
+    from smneuron.benchmark.generation_report import recommend as pick
 
     if ttft_ms is None and itl_ms is None:
         raise ConfigError("Give the SLOs to meet: --slo-ttft-ms and/or --slo-itl-ms.")

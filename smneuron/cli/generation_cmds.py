@@ -42,7 +42,7 @@ def _count(n: int) -> str:
     return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M"
 
 
-def render_llm_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
     """The text-generation deploy plan: resources, capacity arithmetic, environment (token redacted), cost."""
 
     data = p.to_dict()
@@ -131,11 +131,11 @@ def print_stream(pieces, as_json: bool) -> None:  # type: ignore[no-untyped-def]
         )
 
 
-def env_flags(base: dict[str, str], env: list[str] | None) -> dict[str, str] | None:
-    """``--env KEY=VALUE`` flags on top of the project's endpoint environment (None: no flags)."""
+def env_pairs(env: list[str] | None) -> dict[str, str] | None:
+    """``--env KEY=VALUE`` flags (None: no flags); the request resolver puts them over the project's."""
     if not env:
         return None
-    out = dict(base)
+    out = {}
     for item in env:
         key, sep, value = item.partition("=")
         if not sep or not key:

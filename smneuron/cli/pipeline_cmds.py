@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.compile.tasks import pipeline_task, write_sample_records
+from smneuron.compilation.tasks import pipeline_task, write_sample_records
 from smneuron.errors import ConfigError, MissingRegionError
 from smneuron.local.demo import pick_model
 from smneuron.local.pipeline.runner import run_local

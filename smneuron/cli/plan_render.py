@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from smneuron.artifact.kind import GENERATION, kind_of
+from smneuron.artifact.kind import ENCODER, GENERATION
 from smneuron.cli._common import console, print_json, table
-from smneuron.cli.generation_cmds import render_llm_plan
+from smneuron.cli.generation_cmds import render_generation_plan
 
 
 def render_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
-    if kind_of(p) == GENERATION:
-        return render_llm_plan(p, as_json)
+    """The plan of either kind, by the kind's renderer."""
+    RENDERERS[p.kind](p, as_json)
+
+
+def render_encoder_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
     data = p.to_dict()
     if as_json:
         print_json(data)
@@ -65,3 +68,6 @@ def render_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
             f"{p.scaling.min_capacity}, ${data['monthly_usd_at_max']:,.2f}/month at {p.scaling.max_capacity} "
             "instance(s) (730 h/month; see `smneuron instances` for the price source)."
         )
+
+
+RENDERERS = {ENCODER: render_encoder_plan, GENERATION: render_generation_plan}

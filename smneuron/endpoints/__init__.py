@@ -5,5 +5,5 @@ what may be shown), ``invoke`` (the one InvokeEndpoint call), ``streaming`` (res
 ``components`` (inference components: copies), ``autoscaling`` (Application Auto Scaling of variants),
 ``logs`` (CloudWatch), ``polling``.
 
-May import: errors, session, catalog, specs, artifact. Never deploy/ (deploy builds on this package).
+May import: errors, session, catalog, specs, artifact. Never deployment/ (it builds on this package).
 """

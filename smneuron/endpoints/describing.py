@@ -3,7 +3,9 @@ components, alarms), and the at-a-glance overview a notebook card and `smneuron 
 
 from __future__ import annotations
 
-from smneuron.catalog import load_prices
+from smneuron.catalog import InstanceType, load_prices
+from smneuron.catalog.generation import copies_per_instance
+from smneuron.container.generation_env import served_configuration
 from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.naming import redacted
 from smneuron.errors import NotFoundError, none_if_missing
@@ -142,6 +144,7 @@ def digest(s: dict, session: Session) -> dict:
     hourly = prices.hourly(itype)
     comp = s["components"][0] if s["components"] else None
     workers = s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS")
+    tp = served_configuration(s["model"]["Environment"])["tensor_parallel_size"] if comp else None
     return {
         "name": name,
         "status": s["endpoint"]["EndpointStatus"],
@@ -155,6 +158,9 @@ def digest(s: dict, session: Session) -> dict:
         "workers": None if comp or not workers else int(workers),
         "copies": None if comp is None else comp["CurrentCopyCount"],
         "desired_copies": None if comp is None else comp["CopyCount"],
+        # text generation: from the component's Model (SM_ON_TENSOR_PARALLEL_SIZE) and the plan's arithmetic
+        "tensor_parallel_size": tp,
+        "copies_per_instance": copies_per_instance(InstanceType.parse(itype), tp or 1) if comp else None,
         "hourly_usd": hourly,
         "price_source": prices.source_of(itype) if hourly is not None else None,
         "cost_per_hour_usd": None if hourly is None or instances is None else round(hourly * instances, 4),

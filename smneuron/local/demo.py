@@ -16,11 +16,11 @@ from pathlib import Path
 
 from smneuron.artifact.packaging import package
 from smneuron.artifact.staging import stage as stage_model_data
-from smneuron.bench import encoder as bench
-from smneuron.bench import prompts
+from smneuron.benchmark import encoder as bench
+from smneuron.benchmark import prompts
 from smneuron.catalog import InstanceType
-from smneuron.compile.encoder import compile_model
-from smneuron.deploy.corridor import deploy
+from smneuron.compilation.encoder import compile_model
+from smneuron.deployment.corridor import deploy
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.handle import Endpoint, delete
 from smneuron.local.aws.backing import Backer

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from smneuron.artifact.staging import stage as stage_model_data
-from smneuron.bench.generation import run_llm
-from smneuron.bench.prompts import Lengths, load_tokenizer, requests_from
+from smneuron.benchmark.generation import run_generation
+from smneuron.benchmark.prompts import Lengths, load_tokenizer, requests_from
 from smneuron.catalog import InstanceType
-from smneuron.compile.generation import compile_llm
-from smneuron.deploy.corridor import deploy
+from smneuron.compilation.generation import compile_generation
+from smneuron.deployment.corridor import deploy
 from smneuron.endpoints.handle import Endpoint, delete
 from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
@@ -32,7 +32,7 @@ from smneuron.specs.models import CompileSpec, EndpointSpec, GenerationSpec
 
 
 @dataclass
-class LlmDemoResult:
+class GenerationDemoResult:
     model: str
     stages: list[tuple[str, float, str]] = field(default_factory=list)
     answer: str = ""
@@ -41,27 +41,27 @@ class LlmDemoResult:
     leftovers: dict[str, int] = field(default_factory=dict)
 
 
-def run_llm_demo(
+def run_generation_demo(
     *,
     model_dir: str | Path | None = None,
     instance_type: str = "ml.c6i.xlarge",
     bench_seconds: float = 4.0,
     on_stage: Callable[[str, float, str], None] | None = None,
     work_dir: str | Path | None = None,
-) -> LlmDemoResult:
+) -> GenerationDemoResult:
     """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes."""
     InstanceType.parse(instance_type, use="endpoint")  # a typo is refused before any work
 
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-llm-demo-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
     label = Path(model_dir).name if model_dir else "tiny-llama (random weights)"
-    result = LlmDemoResult(model=label)
+    result = GenerationDemoResult(model=label)
     stage = stage_recorder(result.stages, on_stage)
 
     try:
         source = Path(model_dir) if model_dir else build_tiny_llama(work / "tiny-llama")
         spec = CompileSpec(task="text-generation", target="cpu", batch_size=4, sequence_length=512)
-        compiled = compile_llm(source, work / "artifact", spec)
+        compiled = compile_generation(source, work / "artifact", spec)
         g = compiled.manifest.generation
         stage(
             "compile",
@@ -103,7 +103,7 @@ def run_llm_demo(
                 output_tokens=Lengths(16),
                 count=32,
             )
-            report = run_llm(
+            report = run_generation(
                 bodies=bodies,
                 endpoint=dep.endpoint_name,
                 session=session,

@@ -81,7 +81,7 @@ def up(
     port: int = 0,
     timeout: float = 120,
     engine: str = "smneuron",
-    llm_engine: str = "stand-in",
+    generation_engine: str = "stand-in",
     *,
     fresh: bool = False,
     no_capacity: list[str] | None = None,
@@ -98,9 +98,10 @@ def up(
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
     if engine == "torchserve":
         require_torchserve()
-    if llm_engine not in ("stand-in", "vllm"):
+    if generation_engine not in ("stand-in", "vllm"):
         raise ConfigError(
-            f"Unknown LLM engine {llm_engine!r}.", hint="Use --llm-engine stand-in or --llm-engine vllm."
+            f"Unknown LLM engine {generation_engine!r}.",
+            hint="Use --llm-engine stand-in or --llm-engine vllm.",
         )
     short = [InstanceType.parse(t, use="endpoint").name for t in no_capacity or []]
     running = status()
@@ -134,7 +135,7 @@ def up(
                 "--engine",
                 engine,
                 "--llm-engine",
-                llm_engine,
+                generation_engine,
                 *(["--fresh"] if fresh else []),
                 *(["--no-capacity", ",".join(short)] if short else []),
             ],
@@ -231,7 +232,7 @@ def serve(
         keeping = threading.Thread(target=keeper.run, args=(stop,), name="smneuron-keeper")
         keeping.start()
         log = str(state_file.with_name("local.log"))
-        llm_engine = os.environ.get("SMNEURON_LLM_ENGINE", "stand-in")
+        generation_engine = os.environ.get("SMNEURON_LLM_ENGINE", "stand-in")
         sdk_config = state_file.with_name("sagemaker-config.yaml")
         sdk_config.write_text(SDK_CONFIG)
         state = {
@@ -239,7 +240,7 @@ def serve(
             "pid": os.getpid(),
             "log": log,
             "engine": engine,
-            "llm_engine": llm_engine,
+            "generation_engine": generation_engine,
             "no_capacity": sorted(no_capacity or []),
             "sdk_config": str(sdk_config),
             "kept": str(kept),
@@ -268,5 +269,7 @@ if __name__ == "__main__":
     ap.add_argument("--fresh", action="store_true")
     ap.add_argument("--no-capacity", default="")
     a = ap.parse_args()
-    os.environ["SMNEURON_LLM_ENGINE"] = a.llm_engine  # the inference components' copies (local/generation/)
+    os.environ["SMNEURON_LLM_ENGINE"] = (
+        a.generation_engine
+    )  # the inference components' copies (local/generation/)
     serve(a.port, a.state, a.engine, fresh=a.fresh, no_capacity=[t for t in a.no_capacity.split(",") if t])

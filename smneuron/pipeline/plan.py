@@ -14,9 +14,9 @@ from smneuron._version import __version__
 from smneuron.artifact.staging import GenerationConfig
 from smneuron.catalog import INSTANCE_TYPES, InstanceType, resolve_image
 from smneuron.catalog.generation import resolve_vllm_image
-from smneuron.compile.tasks import TASKS
-from smneuron.deploy.encoder_env import container_environment
-from smneuron.deploy.generation_env import container_environment as generation_environment
+from smneuron.compilation.tasks import TASKS
+from smneuron.container.encoder_env import container_environment
+from smneuron.container.generation_env import container_environment as generation_environment
 from smneuron.errors import ConfigError
 from smneuron.session import Session
 from smneuron.specs.models import PipelineSpec, ProjectFile

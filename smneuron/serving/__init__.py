@@ -6,5 +6,5 @@ the production handler in ``inference_code/``. ``torchserve`` runs the DLC's own
 This is not only for local use: the evaluation's CPU reference outputs (in the pipeline's jobs too) come
 from it, which is why it sits below evaluation/ and outside local/.
 
-May import: errors, session, catalog, specs, artifact, compile, endpoints, deploy (the container environment).
+May import: errors, session, catalog, specs, artifact, container, compilation, endpoints.
 """

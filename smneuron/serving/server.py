@@ -27,7 +27,7 @@ from smneuron.artifact.hashing import size_of
 from smneuron.artifact.packaging import package
 from smneuron.artifact.staging import ModelData, fetch
 from smneuron.catalog import InstanceType
-from smneuron.deploy.encoder_env import DEFAULT_BATCH, container_environment, workers_for
+from smneuron.container.encoder_env import DEFAULT_BATCH, container_environment, workers_for
 from smneuron.errors import ArtifactError, ConfigError
 from smneuron.serving.app import build_app
 from smneuron.serving.pool import WorkerPool, WorkerStartError

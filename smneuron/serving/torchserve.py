@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.archive import extract_package
-from smneuron.deploy.encoder_env import MODEL_DIR
+from smneuron.container.encoder_env import MODEL_DIR
 from smneuron.errors import MissingDependencyError, SmneuronError
 from smneuron.serving.ports import free_port
 from smneuron.serving.server import check_port_free, check_runnable

@@ -12,7 +12,7 @@ import pytest
 from smneuron.artifact.archive import extract_package, inspect_package
 from smneuron.artifact.packaging import package
 from smneuron.artifact.resources import inference_code_dir
-from smneuron.compile.encoder import compile_model
+from smneuron.compilation.encoder import compile_model
 from smneuron.errors import ArtifactError, ConfigError
 
 

@@ -23,7 +23,7 @@ def calls(session):
 
 @pytest.fixture(scope="module")
 def artifact(tiny_classifier, tmp_path_factory) -> Path:
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     out = tmp_path_factory.mktemp("storage") / "a"
     compile_model(tiny_classifier, out, target="cpu", task="text-classification", buckets="16")

@@ -47,7 +47,7 @@ def test_compile_package_inspect_upload(tiny_classifier, tmp_path, session):
 
 def test_inspect_exits_1_on_tampering(tiny_classifier, tmp_path):
     from smneuron.artifact.packaging import package
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
     good = package(tmp_path / "a", tmp_path / "m.tar.gz").path

@@ -34,7 +34,7 @@ def _rendered(page: Path, tmp_path: Path) -> str:
 def inf2_artifact(tiny_classifier, tmp_path, monkeypatch) -> Path:
     """The tiny classifier compiled for inf2 in this process only: the endpoints' workers cannot import the stand-in,
     as this machine cannot run a real Neuron artifact."""
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     monkeypatch.syspath_prepend(str(STANDINS))
     try:
@@ -111,11 +111,11 @@ def test_compare_measures_the_cpu_types_and_reports_why_the_others_were_not(
 def inf2_llm(optimum_standin, tiny_llama, tmp_path, monkeypatch) -> Path:
     """The tiny Llama exported for inf2 by optimum-neuron's stand-in, as it would be in the vLLM DLC; the CLI's
     processes then run without the stand-in (as on this machine, where optimum-neuron cannot install)."""
-    from smneuron.compile.generation import compile_llm
+    from smneuron.compilation.generation import compile_generation
     from smneuron.specs.models import CompileSpec
 
     spec = CompileSpec(task="text-generation", target="inf2", batch_size=4, sequence_length=256)
-    out = compile_llm(tiny_llama, tmp_path / "inf2-llm", spec).out_dir
+    out = compile_generation(tiny_llama, tmp_path / "inf2-llm", spec).out_dir
     monkeypatch.delenv("PYTHONPATH", raising=False)
     return out
 

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.e2e
 
 
 def test_a_short_instance_type_falls_back_to_the_next_pool(smneuron_cli, tiny_classifier, tmp_path):
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     cpu, cuda = (
         compile_model(

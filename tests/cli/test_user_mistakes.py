@@ -23,7 +23,7 @@ CLI = [sys.executable, "-m", "smneuron.cli.main"]
 @pytest.fixture(scope="module")
 def world(tiny_classifier, tiny_encoder, tiny_llama, minilm_dir, tmp_path_factory):
     """Files a user might point smneuron at, and an embedded AWS to point it to."""
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
     from smneuron.local.aws.embedded import embedded_aws
 
     root = tmp_path_factory.mktemp("mistakes")
@@ -692,7 +692,7 @@ def test_images_names_the_text_generation_image_for_inf2(world):
 
 def test_a_text_generation_dry_run_on_a_cpu_instance_says_one_number_of_copies(world, tiny_llama):
     """It said "2 copies" in the header and "copies = 1" below, with NeuronCore and HBM arithmetic for ml.c6i."""
-    from smneuron.compile.entry import compile_model
+    from smneuron.compilation.entry import compile_model
 
     compile_model(tiny_llama, world["root"] / "llm", target="cpu", batch_size=2, sequence_length=128)
     code, said = _run_in_process(

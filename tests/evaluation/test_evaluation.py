@@ -110,7 +110,7 @@ def test_evaluate_cli_against_a_served_cpu_package(tiny_classifier, tmp_path):
     from conftest import run_cli
 
     from smneuron.artifact.packaging import package
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     compiled = compile_model(
         tiny_classifier,

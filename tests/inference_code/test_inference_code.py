@@ -422,8 +422,8 @@ def test_the_openai_client_gets_embeddings_from_a_local_endpoint(all_tasks, tmp_
         import httpx
 
         plain = httpx.post(ep.url + "/invocations", json={"inputs": TEXTS[:3]}, timeout=60).json()
-        from smneuron.bench import encoder as bench
-        from smneuron.bench.prompts import as_openai_embeddings
+        from smneuron.benchmark import encoder as bench
+        from smneuron.benchmark.prompts import as_openai_embeddings
 
         report = bench.run(url=ep.url, payloads=as_openai_embeddings([json.dumps({"inputs": t}).encode() for t in TEXTS]),
                            profile="synchronous", duration_s=2, warmup_s=0, cooldown_s=0)  # fmt: skip

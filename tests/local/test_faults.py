@@ -26,7 +26,7 @@ def _sagemaker(url: str):
 def test_delete_while_creating_and_ctrl_c_during_deploy_leave_no_model_server(
     smneuron_cli, tiny_classifier, tmp_path
 ):
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
     state = tmp_path / "state"

@@ -29,7 +29,7 @@ def _serving(cli, name: str, *args: str) -> dict:
 def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
     smneuron_cli, tiny_classifier, tiny_llama, tmp_path
 ):
-    from smneuron.compile.entry import compile_model
+    from smneuron.compilation.entry import compile_model
 
     compile_model(tiny_classifier, tmp_path / "enc", target="cpu", task="text-classification", buckets="16")
     compile_model(tiny_llama, tmp_path / "llm", target="cpu", batch_size=2, sequence_length=128)

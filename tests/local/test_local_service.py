@@ -45,7 +45,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_classifier, tmp_path):
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16,32")
     (tmp_path / "d.jsonl").write_text('{"inputs": "hello world"}\n{"inputs": "what a great film"}\n')
@@ -135,7 +135,7 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
 
 def test_a_neuron_artifact_fails_its_health_check_with_the_reason(smneuron_cli, tiny_classifier, tmp_path):
     from smneuron.artifact.packaging import package
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
     m = json.loads((tmp_path / "a" / "smneuron.json").read_text())
@@ -160,7 +160,7 @@ def test_plain_boto3_sees_sagemakers_statuses_refusals_and_bytes(smneuron_cli, t
     import boto3
 
     from smneuron.artifact.packaging import package
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
     m = json.loads((tmp_path / "a" / "smneuron.json").read_text())
@@ -228,7 +228,7 @@ def test_plain_boto3_sees_sagemakers_statuses_refusals_and_bytes(smneuron_cli, t
 
 
 def test_the_dlc_stack_can_back_the_endpoints(smneuron_cli, tiny_classifier, tmp_path):
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
     up = json.loads(smneuron_cli("local", "up", "--engine", "torchserve", "--json").stdout)

@@ -80,7 +80,7 @@ def guarded(monkeypatch):
 def test_the_cli_surface_in_local_mode_never_leaves_loopback(
     smneuron_cli, tiny_classifier, tmp_path, monkeypatch, guarded
 ):
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
     (tmp_path / "d.jsonl").write_text('{"inputs": "hello world"}\n')

@@ -14,14 +14,14 @@ pytestmark = pytest.mark.e2e  # a model server subprocess
 
 @pytest.fixture(scope="module")
 def standin(tiny_llama, tmp_path_factory):
-    from smneuron.compile.entry import compile_model
-    from smneuron.local.generation.copy import LlmServer
+    from smneuron.compilation.entry import compile_model
+    from smneuron.local.generation.copy import GenerationServer
 
     out = tmp_path_factory.mktemp("standin") / "a"
     compile_model(tiny_llama, out, target="cpu", batch_size=2, sequence_length=128)
     mp = pytest.MonkeyPatch()
     mp.setenv("SMNEURON_STANDIN_READ_TIMEOUT", "2")  # the read timeout under test, short
-    server = LlmServer(out, {})
+    server = GenerationServer(out, {})
     try:
         server.start()
     finally:

@@ -207,7 +207,7 @@ def test_the_create_model_step_makes_the_model_smneuron_deploy_makes(session, ro
     """One Model, two ways in: the pipeline's CreateModel step and `smneuron deploy` send the same
     container (image, environment) and role; and Deploy serves that step's Model by name."""
     from smneuron.artifact.staging import ModelData
-    from smneuron.deploy.encoder_plan import plan
+    from smneuron.deployment.encoder_plan import plan
     from smneuron.specs.models import EndpointSpec
 
     d = _definition(session, instance)
@@ -309,7 +309,7 @@ def test_the_text_generation_model_step_makes_the_model_smneuron_deploy_makes(se
     """CreateModel in the pipeline and `smneuron deploy` of the same compile settings: same image and
     environment (SM_ON_* from the compile spec), uncompressed model data."""
     from smneuron.artifact.staging import GenerationConfig, ModelData
-    from smneuron.deploy.generation_plan import plan_llm
+    from smneuron.deployment.generation_plan import plan_generation
     from smneuron.specs.models import EndpointSpec
 
     d = _definition(session, "ml.inf2.xlarge", LLM_COMPILE)
@@ -322,7 +322,7 @@ def test_the_text_generation_model_step_makes_the_model_smneuron_deploy_makes(se
     }
     gen = GenerationConfig(4, 2048, 2, "bf16", 1_200_000_000, shape={**shape, "vocab_size": 32000})
     data = ModelData("s3://b/k/", "0" * 64, 1, "none", "inf2", "text-generation", 1, "k", generation=gen)
-    expected = plan_llm(
+    expected = plan_generation(
         data, EndpointSpec(instance_type="ml.inf2.xlarge", name="minilm-prod"), region=session.region
     )
     request = expected.create_model_request(session.role_arn)["PrimaryContainer"]

@@ -176,7 +176,7 @@ PROMPTS = [
 ]
 
 
-def _llm_run(tiny_llama, tmp_path, **kw):
+def _generation_run(tiny_llama, tmp_path, **kw):
     from smneuron.local.pipeline.runner import run_local
 
     data = tmp_path / "prompts.jsonl"
@@ -193,7 +193,7 @@ def _llm_run(tiny_llama, tmp_path, **kw):
 
 
 def test_text_generation_passes_the_agreement_gate_and_deploys_the_evaluated_model(tiny_llama, tmp_path):
-    run = _llm_run(tiny_llama, tmp_path)
+    run = _generation_run(tiny_llama, tmp_path)
     assert run.status == "Succeeded", run.failure_reason
     assert [s.name for s in run.steps] == [
         "Compile",
@@ -214,14 +214,14 @@ def test_text_generation_passes_the_agreement_gate_and_deploys_the_evaluated_mod
 
 
 def test_text_generation_fails_at_the_gate_when_the_served_model_has_other_weights(tiny_llama, tmp_path):
-    from smneuron.compile.generation import compile_llm
+    from smneuron.compilation.generation import compile_generation
     from smneuron.local.tiny_model import build_tiny_llama
     from smneuron.specs.models import CompileSpec
 
     other = build_tiny_llama(tmp_path / "other", seed=1)
     spec = CompileSpec(task="text-generation", target="cpu", sequence_length=128, batch_size=2, dtype="fp32")
-    artifact = compile_llm(other, tmp_path / "other-artifact", spec).out_dir
-    run = _llm_run(tiny_llama, tmp_path, artifact=artifact)
+    artifact = compile_generation(other, tmp_path / "other-artifact", spec).out_dir
+    run = _generation_run(tiny_llama, tmp_path, artifact=artifact)
     assert run.status == "Failed"
     assert [s.name for s in run.steps][-2:] == ["CheckAgreement", "AgreementGateFailed"]
     m = run.evaluation["metrics"]

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from smneuron.catalog import InstanceType
-from smneuron.deploy.encoder_env import container_environment
+from smneuron.container.encoder_env import container_environment
 from smneuron.specs.models import EndpointSpec
 
 # several TorchServe stacks run side by side (own ports, sockets, pid file; smneuron/serving/ts_launch.py)
@@ -34,7 +34,7 @@ def post(url: str, body: bytes, content_type: str = "application/json") -> tuple
 @pytest.fixture(scope="module")
 def encoder_package(tiny_encoder, tmp_path_factory):
     from smneuron.artifact.packaging import package
-    from smneuron.compile.encoder import compile_model
+    from smneuron.compilation.encoder import compile_model
 
     root = tmp_path_factory.mktemp("dlc")
     compile_model(

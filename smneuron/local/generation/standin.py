@@ -11,7 +11,7 @@ at most batch size sequences decode at once (vLLM's --max-num-seqs), the rest qu
 max_tokens over the sequence length is a 400. Each decoding step takes the model lock, so concurrent
 sequences interleave token by token as in continuous batching.
 
-Run: ``python -m smneuron.local.generation.standin --model-dir DIR --port N`` (``LlmServer`` does it).
+Run: ``python -m smneuron.local.generation.standin --model-dir DIR --port N`` (``GenerationServer`` does it).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from typing import Any
 
 from smneuron.artifact.staging import stage
 from smneuron.artifact.storage import ensure_bucket, parse_s3_uri
-from smneuron.compile.tasks import pipeline_task
+from smneuron.compilation.tasks import pipeline_task
 from smneuron.display.cards import Card, Displayed
 from smneuron.endpoints import components
 from smneuron.endpoints.handle import Endpoint

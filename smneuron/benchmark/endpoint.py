@@ -1,0 +1,116 @@
+"""Bench a deployed endpoint by name, from a notebook or the CLI: what it serves (encoder or text generation), its
+instance type and count are read from SageMaker, so the report's cost column is filled without being told."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from smneuron.artifact.kind import GENERATION
+from smneuron.benchmark import encoder, prompts
+from smneuron.benchmark.encoder import Report
+from smneuron.benchmark.generation import GenerationReport, bench_text_generation
+from smneuron.endpoints.describing import overview
+from smneuron.session import Session
+
+# what a bench needs to know of where the load lands: bench keyword -> overview field
+_SERVING = {
+    "instance_type": "instance_type",
+    "instance_count": "instances",
+    "copies": "copies",
+    "copies_per_instance": "copies_per_instance",
+    "tensor_parallel_size": "tensor_parallel_size",
+}
+
+
+def deployed_on(name: str, *, session: Session) -> dict:
+    """What a SageMaker endpoint serves and on what (one status read): ``kind``, ``instance_type``,
+    ``instance_count``, and for text generation ``copies``, ``copies_per_instance`` and ``tensor_parallel_size``."""
+    o = overview(name, session=session)
+    found = {key: o[field_name] for key, field_name in _SERVING.items()}
+    found["instance_count"] = found["instance_count"] or 1
+    return {"kind": o["kind"], **found}
+
+
+def serving_of(found: dict, given: dict) -> tuple[dict, dict]:
+    """The serving figures a bench records: what the user gave overrides what the endpoint says.
+
+    Returns:
+        (values, source): each figure's value, and where it came from ("given" or "endpoint"); a figure neither
+        gave is left out of both (the report then says it is unknown).
+    """
+    values, source = {}, {}
+    for key in _SERVING:
+        if given.get(key) is not None:
+            values[key], source[key] = given[key], "given"
+        elif found.get(key) is not None:
+            values[key], source[key] = found[key], "endpoint"
+    return values, source
+
+
+def bench_endpoint(
+    name: str,
+    texts: list[str] | None = None,
+    *,
+    data: str | Path | None = None,
+    tokenizer: str | Path | None = None,
+    session: Session | None = None,
+    profile: str = "sweep",
+    duration_s: float = 10,
+    openai: bool = False,
+    **run: Any,
+) -> Report | GenerationReport:
+    """Benchmark the endpoint ``name`` as it is deployed.
+
+    Args:
+        name: the SageMaker endpoint.
+        texts: encoder inputs to send (cycled); else ``data`` (a JSONL file) or texts generated from
+            ``tokenizer``'s vocabulary. Text generation: ``data`` is a prompts dataset; else synthetic prompts
+            (``prompt_tokens`` / ``output_tokens`` in ``run``).
+        profile, duration_s: the load profile and the length of each run.
+        openai: encoders: send OpenAI embeddings requests (``{"input": ...}``) instead of ``{"inputs": ...}``.
+        run: everything else the encoder bench (``smneuron.run_bench``) or the text-generation bench
+            (``smneuron.run_generation_bench``) takes; ``instance_type``, ``instance_count`` and, for text
+            generation, ``copies``, ``copies_per_instance`` and ``tensor_parallel_size`` default to the endpoint's
+            own (what was given overrides; the text-generation report's ``serving_source`` says which).
+
+    Returns:
+        The report (``Report`` for encoders, ``GenerationReport`` for text generation): a table and a plot in a notebook.
+
+    Raises:
+        NotFoundError: no such endpoint.
+        ConfigError: no inputs, an unknown profile, a run too short for its warm-up.
+        BenchFailedError: every request failed.
+    """
+    sess = session or Session.from_env()
+    found = deployed_on(name, session=sess)
+    values, source = serving_of(found, {k: run.pop(k, None) for k in _SERVING})
+    if found["kind"] == GENERATION:
+        run.setdefault("prompt_tokens", None if data else 64)
+        return bench_text_generation(
+            endpoint=name,
+            session=sess,
+            dataset=data,
+            tokenizer=tokenizer,
+            profile=profile,
+            duration_s=duration_s,
+            serving_source=source,
+            **values,
+            **run,
+        )
+    (
+        values.pop("copies", None),
+        values.pop("copies_per_instance", None),
+        values.pop("tensor_parallel_size", None),
+    )
+    run.update(values)
+    if texts:
+        payloads = [json.dumps({"inputs": t}).encode() for t in texts]
+    else:
+        payloads = prompts.load_payloads(data, tokenizer=tokenizer)
+    if openai:
+        payloads = prompts.as_openai_embeddings(payloads, name)
+    return encoder.run(
+        endpoint=name, session=sess, payloads=payloads, profile=profile, duration_s=duration_s, **run
+    )

@@ -1,0 +1,147 @@
+"""Where a text-generation benchmark streams from: a URL (SSE over aiohttp) or a SageMaker endpoint
+(InvokeEndpointWithResponseStream in a thread pool). Each send returns a ``Timing`` stamped as the
+chunks arrive; output tokens come from the usage chunk when the server sends one, else from the
+tokenizer (when given), else one per content chunk."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from smneuron.benchmark.generation_metrics import Timing
+from smneuron.endpoints import components
+from smneuron.endpoints.handle import require
+from smneuron.endpoints.streaming import SseBuffer, sagemaker_chunks, text_of
+
+StreamSend = Callable[[bytes, float], Awaitable[Timing]]
+
+
+class _Tally:
+    """Token timing of one response as its events arrive."""
+
+    def __init__(self, start: float, t0: float) -> None:
+        self.start, self.t0 = start, t0
+        self.first: float | None = None
+        self.last: float | None = None
+        self.chunks = 0
+        self.text: list[str] = []
+        self.usage: dict | None = None
+        self.finished = False
+
+    def events(self, events: list[dict], now: float) -> None:
+        for event in events:
+            piece = text_of(event)
+            if piece:
+                self.chunks += 1
+                self.first = self.first if self.first is not None else now - self.t0
+                self.last = now - self.t0
+                self.text.append(piece)
+            if event.get("usage"):
+                self.usage = event["usage"]
+            if any(c.get("finish_reason") for c in event.get("choices") or []):
+                self.finished = True
+
+    def timing(self, body: bytes, end: float, tokenizer: Any, done: bool) -> Timing:
+        usage = self.usage or {}
+        output = usage.get("completion_tokens")
+        if output is None:
+            output = (
+                len(tokenizer.encode("".join(self.text), add_special_tokens=False).ids)
+                if tokenizer
+                else self.chunks
+            )
+        prompt = usage.get("prompt_tokens")
+        if prompt is None and tokenizer is not None:
+            prompt = len(
+                tokenizer.encode(str(json.loads(body).get("prompt", "")), add_special_tokens=False).ids
+            )
+        status = "ok" if (done or self.finished) else "incomplete"
+        return Timing(
+            self.start - self.t0,
+            end - self.t0,
+            self.first,
+            self.last,
+            int(prompt or 0),
+            int(output),
+            status,
+            None if status == "ok" else "the stream ended before the generation finished",
+        )
+
+
+def url_stream_sender(
+    url: str, concurrency: int, tokenizer: Any = None, path: str = "/invocations"
+) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
+    import aiohttp
+
+    session: aiohttp.ClientSession | None = None
+    target = url.rstrip("/") + path
+
+    async def send(body: bytes, t0: float) -> Timing:
+        nonlocal session
+        if session is None:
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=concurrency + 8),
+                timeout=aiohttp.ClientTimeout(total=600),
+            )
+        start = time.perf_counter()
+        tally = _Tally(start, t0)
+        parser = SseBuffer()
+        try:
+            async with session.post(target, data=body, headers={"Content-Type": "application/json"}) as r:
+                if r.status >= 400:
+                    text = (await r.read())[:200].decode(errors="replace")
+                    return Timing(
+                        start - t0, time.perf_counter() - t0, status="error", error=f"HTTP {r.status}: {text}"
+                    )
+                async for chunk in r.content.iter_any():
+                    tally.events(parser.feed(chunk), time.perf_counter())
+        except asyncio.CancelledError:
+            return tally.timing(body, time.perf_counter(), tokenizer, False)
+        except Exception as e:  # a refused connection, a broken stream, an error event: the request's error
+            return Timing(
+                start - t0, time.perf_counter() - t0, status="error", error=f"{type(e).__name__}: {e}"
+            )
+        return tally.timing(body, time.perf_counter(), tokenizer, parser.done)
+
+    async def close() -> None:
+        if session is not None:
+            await session.close()
+
+    return send, close
+
+
+def sagemaker_stream_sender(
+    name: str, session: Any, concurrency: int, tokenizer: Any = None, component: str | None = None
+) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
+    """Raises NotFoundError (before any load) when the endpoint does not exist."""
+
+    require(session, name)
+    component = component or next(iter(components.for_endpoint(session, name)), None)
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+
+    def call(body: bytes, t0: float) -> Timing:
+        start = time.perf_counter()
+        tally, parser = _Tally(start, t0), SseBuffer()
+        try:
+            for chunk in sagemaker_chunks(session, name, body, component):
+                tally.events(parser.feed(chunk), time.perf_counter())
+        except Exception as e:  # InvocationError, throttling, a broken stream: this request's error
+            return Timing(
+                start - t0,
+                time.perf_counter() - t0,
+                status="error",
+                error=getattr(e, "message", None) or str(e),
+            )
+        return tally.timing(body, time.perf_counter(), tokenizer, parser.done)
+
+    async def send(body: bytes, t0: float) -> Timing:
+        return await asyncio.get_running_loop().run_in_executor(pool, call, body, t0)
+
+    async def close() -> None:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    return send, close

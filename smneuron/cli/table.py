@@ -1,0 +1,105 @@
+"""The CLI's command table: name -> (module, attribute, short help), and the typer group that reads it.
+
+``smneuron --help`` lists the commands from this table alone; a command's module is imported only when that
+command (or its ``--help``) runs, so start-up costs typer and this file, not the SDK. The short help here is the
+first line of each command's docstring (``tests/cli/test_startup.py`` holds the two equal).
+"""
+
+from __future__ import annotations
+
+import importlib
+from difflib import get_close_matches
+from typing import Any, NamedTuple
+
+import typer
+from typer._click.exceptions import UsageError  # typer 0.29 bundles its own click
+from typer.core import TyperGroup
+
+
+class Entry(NamedTuple):
+    module: str
+    attribute: str  # a command function, or a typer.Typer sub-app (a command group)
+    help: str
+
+
+_CLI = "smneuron.cli."
+COMMANDS: dict[str, Entry] = {
+    "instances": Entry(
+        _CLI + "catalog_cmds", "instances", "Instance types: NeuronCores, memory, price, workers."
+    ),
+    "images": Entry(
+        _CLI + "catalog_cmds", "images", "The serving image smneuron deploys for an instance type."
+    ),
+    "compile": Entry(_CLI + "compile_cmd", "compile_cmd", "Compile a model for inf1, inf2, cuda or cpu."),
+    "package": Entry(_CLI + "artifact_cmds", "package_cmd", "Build model.tar.gz from a compiled artifact."),
+    "inspect": Entry(_CLI + "artifact_cmds", "inspect_cmd", "Show what a package or artifact holds."),
+    "upload": Entry(_CLI + "artifact_cmds", "upload_cmd", "Upload an artifact to S3 (content addressed)."),
+    "serve": Entry(_CLI + "serve_cmd", "serve_cmd", "Serve an artifact on this machine, in the foreground."),
+    "deploy": Entry(_CLI + "endpoint_cmds", "deploy_cmd", "Deploy (or update) a SageMaker endpoint."),
+    "status": Entry(
+        _CLI + "endpoint_cmds", "status_cmd", "Show an endpoint: status, instances, scaling, cost."
+    ),
+    "invoke": Entry(_CLI + "endpoint_cmds", "invoke_cmd", "Invoke an endpoint and print the answer."),
+    "scale": Entry(_CLI + "endpoint_cmds", "scale_cmd", "Set an endpoint's autoscaling."),
+    "delete": Entry(
+        _CLI + "endpoint_cmds", "delete_cmd", "Delete an endpoint and what smneuron made for it."
+    ),
+    "list": Entry(_CLI + "endpoint_watch_cmds", "list_cmd", "List endpoints with status and instance type."),
+    "logs": Entry(_CLI + "endpoint_watch_cmds", "logs_cmd", "Print (or follow) an endpoint's logs."),
+    "wait": Entry(_CLI + "endpoint_watch_cmds", "wait_cmd", "Wait until an endpoint is InService."),
+    "bench": Entry(_CLI + "bench_cmd", "bench_cmd", "Benchmark an endpoint: throughput, latency, cost."),
+    "recommend": Entry(
+        _CLI + "bench_cmd", "recommend_cmd", "The cheapest instance type and count for a rate."
+    ),
+    "compare": Entry(_CLI + "compare_cmd", "compare_cmd", "Measure one model on several instance types."),
+    "demo": Entry(_CLI + "demo_cmd", "demo_cmd", "The whole path on this machine, start to teardown."),
+    "evaluate": Entry(
+        _CLI + "evaluate_cmd", "evaluate_cmd", "Score an endpoint against CPU reference outputs."
+    ),
+    "infra": Entry(_CLI + "infra_cmds", "app", "CloudFormation: execution role and artifact bucket."),
+    "pipeline": Entry(
+        _CLI + "pipeline_cmds", "app", "The SageMaker Pipeline: compile -> evaluate -> deploy."
+    ),
+    "local": Entry(_CLI + "local_cmds", "app", "The embedded SageMaker on 127.0.0.1 (`--local` uses it)."),
+}
+
+
+def load(name: str) -> Any:
+    """The click command for ``name``, its module imported now."""
+    entry = COMMANDS[name]
+    target = getattr(importlib.import_module(entry.module), entry.attribute)
+    if isinstance(target, typer.Typer):
+        command = typer.main.get_command(target)
+    else:  # one function: a one-command typer app becomes that command
+        single = typer.Typer(rich_markup_mode=None)
+        single.command(name)(target)
+        command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class LazyGroup(TyperGroup):
+    """A typer group whose commands come from ``COMMANDS``, each loaded the first time it is asked for."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands[cmd_name] = load(cmd_name)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return self._click_resolve_command(ctx, args)
+        except UsageError as e:  # typer suggests from the loaded commands only: suggest from the table
+            matches = get_close_matches(args[0], list(COMMANDS)) if args else []
+            if matches:
+                e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
+            raise
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        width = max(len(n) for n in COMMANDS)
+        rows = [(name, entry.help) for name, entry in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows, col_max=width + 2)

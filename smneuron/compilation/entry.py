@@ -1,0 +1,85 @@
+"""``compile_model``: the one entry for compiling either kind; the kind is decided here, once.
+
+A causal LM (``--task text-generation``, or a config.json whose architecture is ``*ForCausalLM`` when no
+task is given) goes to ``generation`` (optimum-neuron's export for inf2, a served copy for cpu, or an entry
+of the optimum-neuron cache); everything else to ``encoder`` (TorchScript per sequence bucket). The CLI,
+the SDK, the pipeline's compile job and the demos all come through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from smneuron.artifact.kind import GENERATION
+from smneuron.compilation.encoder import CompileEvent, CompileResult
+from smneuron.compilation.encoder import compile_model as compile_encoder
+from smneuron.compilation.generation import (
+    GenerationCompileResult,
+    compile_from_cache,
+    compile_generation,
+    text_generation_note,
+)
+from smneuron.errors import ConfigError
+from smneuron.specs.models import CompileSpec, override
+
+
+def compile_model(
+    model: str | Path,
+    out_dir: str | Path,
+    spec: CompileSpec | None = None,
+    *,
+    from_cache: bool = False,
+    cache: bool = True,
+    cache_dir: str | Path | None = None,
+    jobs: int | None = None,
+    progress: Callable[[CompileEvent], None] | None = None,
+    **overrides: Any,
+) -> CompileResult | GenerationCompileResult:
+    """Compile ``model`` into the artifact directory ``out_dir``, for either kind of model.
+
+    Args:
+        model: a Hugging Face model directory (save_pretrained layout), or with ``from_cache`` a hub id.
+        out_dir: the artifact directory to create.
+        spec: compile settings; keyword ``overrides`` (``target="cpu"``, ``task="text-generation"``, ...)
+            are applied on top and validated like command-line flags.
+        from_cache: text generation: ``model`` is a hub id whose configuration is in the optimum-neuron cache.
+        cache, cache_dir, jobs, progress: encoders: the compile cache, parallel buckets, progress events.
+
+    Returns:
+        ``CompileResult`` (encoders) or ``GenerationCompileResult`` (text generation); both carry ``out_dir``,
+        ``manifest``, ``seconds`` and ``notes`` (what smneuron inferred, e.g. the task).
+
+    Raises:
+        ConfigError: bad settings, or ``from_cache`` for an encoder task.
+        MissingDependencyError: torch / transformers / the target's Neuron package / optimum-neuron missing.
+        CompileError: loading, tracing, exporting or validation failed.
+    """
+    spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
+    if from_cache and spec.task not in (None, GENERATION):
+        raise ConfigError(
+            f"--from-cache is for text generation (the optimum-neuron cache holds causal LMs); the task is {spec.task}.",
+            hint="Drop --from-cache, or use --task text-generation.",
+        )
+    if not from_cache and Path(model).is_file():
+        raise ConfigError(
+            f"{model} is a file; compile takes a model directory (config.json, the weights and the tokenizer, as "
+            "save_pretrained writes them).",
+            hint="Pass the directory the model was saved to. Texts to send go to `smneuron invoke`, `bench --data` "
+            "or the pipeline's evaluation data.",
+        )
+    note = "" if from_cache else text_generation_note(model, spec.task)
+    if note is None:
+        return compile_encoder(
+            model, out_dir, spec, cache=cache, cache_dir=cache_dir, jobs=jobs, progress=progress
+        )
+    spec = spec.model_copy(update={"task": GENERATION})
+    result = (
+        compile_from_cache(str(model), out_dir, spec)
+        if from_cache
+        else compile_generation(model, out_dir, spec)
+    )
+    if note:
+        result.notes.insert(0, note)
+    return result

@@ -1,0 +1,115 @@
+"""The vLLM container's environment: ``SM_ON_*`` variables from the compiled configuration, the TGI
+variables users migrate from, and the Hugging Face token (never printed).
+
+The optimum-neuron vLLM DLC's entrypoint turns every ``SM_ON_<X>`` variable into
+``optimum-cli neuron serve --<x>``; serve refuses to start when batch size, sequence length or tp
+differ from the compiled model's (optimum/commands/neuron/serve.py), so smneuron sets all three from
+``smneuron.json`` and refuses a mismatch before anything is created.
+"""
+
+from __future__ import annotations
+
+import os
+
+from smneuron.artifact.staging import GenerationConfig
+from smneuron.errors import ConfigError
+
+MODEL_DIR = "/opt/ml/model"
+# TGI-neuronx variable -> (SM_ON_ variable, what it meant there)
+TGI_VARIABLES = {
+    "HF_MODEL_ID": ("SM_ON_MODEL", "the model to serve"),
+    "HF_NUM_CORES": ("SM_ON_TENSOR_PARALLEL_SIZE", "NeuronCores per copy"),
+    "HF_BATCH_SIZE": ("SM_ON_BATCH_SIZE", "compiled batch size"),
+    "MAX_BATCH_SIZE": ("SM_ON_BATCH_SIZE", "served batch size"),
+    "HF_SEQUENCE_LENGTH": ("SM_ON_SEQUENCE_LENGTH", "compiled sequence length"),
+    "MAX_TOTAL_TOKENS": ("SM_ON_SEQUENCE_LENGTH", "prompt + output tokens"),
+}
+TGI_DROPPED = {
+    "MAX_INPUT_TOKENS": "vLLM bounds prompt + output by the sequence length only",
+    "MAX_INPUT_LENGTH": "vLLM bounds prompt + output by the sequence length only",
+    "HF_AUTO_CAST_TYPE": "the dtype is the compiled one (smneuron.json)",
+    "MAX_BATCH_PREFILL_TOKENS": "not a vLLM setting on Neuron",
+}
+
+
+def translate_tgi(environment: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """Turn TGI-neuronx variables into the vLLM container's ``SM_ON_*`` ones, with a notice for each.
+
+    Raises:
+        ConfigError: two TGI variables that map to one setting disagree (e.g. HF_BATCH_SIZE 4, MAX_BATCH_SIZE 8).
+    """
+    out = {k: v for k, v in environment.items() if k not in TGI_VARIABLES and k not in TGI_DROPPED}
+    notes = []
+    for old, (new, meaning) in TGI_VARIABLES.items():
+        if old not in environment:
+            continue
+        value = environment[old]
+        if new in out and out[new] != value:
+            raise ConfigError(
+                f"{old}={value} ({meaning}) disagrees with {new}={out[new]}.",
+                hint=f"Keep one of them; the vLLM container reads {new}.",
+            )
+        out[new] = value
+        notes.append(f"TGI variable {old}={value} translated to {new} (the optimum-neuron vLLM container)")
+    for old, why in TGI_DROPPED.items():
+        if old in environment:
+            notes.append(f"TGI variable {old} dropped: {why}")
+    if "HUGGING_FACE_HUB_TOKEN" in out:
+        out.setdefault("HF_TOKEN", out.pop("HUGGING_FACE_HUB_TOKEN"))
+        notes.append("HUGGING_FACE_HUB_TOKEN passed as HF_TOKEN")
+    return out, notes
+
+
+# GenerationConfig field -> the vLLM container's variable: the one mapping, both ways
+SERVED = {
+    "batch_size": "SM_ON_BATCH_SIZE",
+    "sequence_length": "SM_ON_SEQUENCE_LENGTH",
+    "tensor_parallel_size": "SM_ON_TENSOR_PARALLEL_SIZE",
+}
+
+
+def served_configuration(environment: dict[str, str]) -> dict[str, int | None]:
+    """Batch size, sequence length and tensor parallel size as a Model's container environment serves them
+    (None where a variable is missing or not a number): what ``container_environment`` wrote, read back."""
+    out: dict[str, int | None] = {}
+    for field_name, variable in SERVED.items():
+        value = environment.get(variable)
+        out[field_name] = int(value) if value is not None and str(value).isdigit() else None
+    return out
+
+
+def container_environment(
+    generation: GenerationConfig,
+    extra: dict[str, str],
+    *,
+    served_batch_size: int | None = None,
+    hf_token_env: str = "HF_TOKEN",
+) -> tuple[dict[str, str], list[str]]:
+    """The vLLM container environment for a compiled model (its smneuron.json ``generation`` section).
+
+    Raises:
+        ConfigError: a served batch size, sequence length or tp that differs from the compiled one.
+    """
+    env, notes = translate_tgi(extra)
+    compiled = {variable: str(getattr(generation, f)) for f, variable in SERVED.items()}
+    if served_batch_size is not None:
+        env["SM_ON_BATCH_SIZE"] = str(served_batch_size)
+    for key, value in compiled.items():
+        if key in env and env[key] != value:
+            what = key[len("SM_ON_") :].lower().replace("_", " ")
+            raise ConfigError(
+                f"{key}={env[key]} differs from the compiled {what} {value}: the optimum-neuron vLLM container "
+                "refuses to start a model with another batch size, sequence length or tensor parallel size.",
+                hint=f"Drop {key} (smneuron sets {value}), or recompile with the {what} you want.",
+            )
+        env[key] = value
+    hub = generation.hub_model_id
+    env["SM_ON_MODEL"] = env.get("SM_ON_MODEL") or hub or MODEL_DIR
+    token = os.environ.get(hf_token_env)
+    if hub and "HF_TOKEN" not in env:  # only a hub model is downloaded; shipped weights need no token
+        if token:
+            env["HF_TOKEN"] = token
+            notes.append(f"HF_TOKEN taken from ${hf_token_env} (redacted in every printout)")
+        else:
+            notes.append(f"no ${hf_token_env} set: a gated hub model will fail to download")
+    return env, notes

@@ -1,0 +1,381 @@
+"""``apply``: the one apply engine for both kinds of plan. It reconciles what the endpoint owns with the plan.
+
+A plan (``DeployPlan`` for encoders, ``GenerationPlan`` for text generation) says everything the endpoint should
+be: Model, endpoint config, endpoint, rollback alarms, inference component and its copies, autoscaling.
+``apply`` creates what is missing, updates what differs, and removes what the endpoint owns (found by its
+``smneuron:endpoint`` tag or its exact scaling resource id) that the plan no longer has. "Unchanged" means
+that nothing needed doing: every field the names hash and everything else the plan sets is already so.
+
+Every resource one call creates goes into a ledger; on a failure or Ctrl-C midway the ledger is undone,
+newest first, and the error says what (if anything) is left. Resources the call only updated are not
+rolled back (SageMaker's blue/green rollback covers the endpoint itself).
+
+The Model is created with boto3 ``create_model`` (exactly what the SageMaker SDK's ``PyTorchModel.create``
+would send, without importing the SDK).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from smneuron.deployment.planning import Plan
+from smneuron.display.cards import Card, Displayed, money
+from smneuron.endpoints import autoscaling, components, owned
+from smneuron.endpoints.handle import Endpoint, console_url, describe, set_instance_count, wait_for_endpoint
+from smneuron.errors import (
+    DeployInProgressError,
+    DeploymentRolledBackError,
+    SmneuronError,
+    from_client_error,
+    is_not_found,
+    none_if_missing,
+)
+from smneuron.session import Session
+
+
+@dataclass(repr=False)
+class DeployResult(Displayed):
+    endpoint_name: str
+    status: str
+    model_name: str
+    endpoint_config_name: str
+    model_data: str | None
+    unchanged: bool
+    plan: Plan
+    session: Session | None = None
+    created: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    @property
+    def is_update(self) -> bool:
+        return not self.unchanged and f"endpoint {self.endpoint_name}" not in self.created
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """An ``Endpoint`` for notebooks: ``.predict([...])``, ``.status()``, ``.delete()``."""
+        return Endpoint(self.endpoint_name, session=self.session)
+
+    def _card(self) -> Card:
+        p = self.plan
+        what = "unchanged" if self.unchanged else ("updated" if self.is_update else "created")
+        serving = p.serving
+        url = console_url(self.session, self.endpoint_name) if self.session else None
+        return Card(
+            title=f"endpoint {self.endpoint_name}: {self.status} ({what})",
+            brief=f"{self.endpoint_name!r}, {self.status}, {what}, {serving}",
+            rows=[
+                ("serving", serving),
+                ("cost", money(p.hourly_usd) + " per instance"),
+                ("model", self.model_name),
+                ("model data", self.model_data),
+                ("created", ", ".join(self.created) or "-"),
+                ("changed", ", ".join(self.changed) or "-"),
+                ("removed", ", ".join(self.removed) or "-"),
+            ],
+            link=("open in the SageMaker console", url) if url else None,
+        )
+
+    def to_dict(self) -> dict:
+        return {
+            "endpoint_name": self.endpoint_name,
+            "status": self.status,
+            "model_name": self.model_name,
+            "endpoint_config_name": self.endpoint_config_name,
+            "model_data": self.model_data,
+            "unchanged": self.unchanged,
+            "update": self.is_update,
+            "created": self.created,
+            "changed": self.changed,
+            "removed": self.removed,
+        }
+
+
+class Ledger:
+    """What one apply created (to undo on failure, newest first), changed and removed."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.created: list[tuple[str, str]] = []
+        self.changed: list[str] = []
+        self.removed: list[str] = []
+
+    def add(self, kind: str, name: str) -> None:
+        self.created.append((kind, name))
+
+    @property
+    def untouched(self) -> bool:
+        return not (self.created or self.changed or self.removed)
+
+    def labels(self) -> list[str]:
+        return [_label(k, n) for k, n in self.created]
+
+    def undo(self, *, keep_endpoint: bool) -> list[str]:
+        """Delete what this apply created, newest first; returns what could not be deleted."""
+        sm = self.session.client("sagemaker")
+        left = []
+        for kind, name in reversed(self.created):
+            if kind == "endpoint" and keep_endpoint:
+                continue
+            try:
+                if kind == "endpoint":
+                    sm.delete_endpoint(EndpointName=name)
+                    wait_for_endpoint(name, session=self.session, target="Deleted", timeout=600)
+                elif kind == "endpoint_config":
+                    sm.delete_endpoint_config(EndpointConfigName=name)
+                elif kind == "model":
+                    sm.delete_model(ModelName=name)
+                elif kind == "inference_component":
+                    components.delete(self.session, name)
+                elif kind == "alarm":
+                    owned.delete_alarms(self.session, [name])
+                else:  # scalable_target, scaling_policy, scheduled_action
+                    autoscaling.undo(self.session, kind, name)
+            except ClientError as e:
+                if not is_not_found(e):
+                    left.append(_label(kind, name))
+            except SmneuronError:
+                left.append(_label(kind, name))
+        return left
+
+
+def apply(
+    p: Plan,
+    *,
+    session: Session,
+    wait: bool = True,
+    timeout: float = 3600,
+    on_status: Callable[[str, float], None] | None = None,
+) -> DeployResult:
+    """Make the endpoint of plan ``p`` what the plan says (create, update, or nothing).
+
+    Raises:
+        EndpointFailedError: the endpoint or a component reached Failed (with FailureReason and log lines).
+        DeploymentRolledBackError: an update was rolled back by SageMaker.
+        AwsError subclasses: access, quota, throttling.
+        KeyboardInterrupt: after removing what this call created (the message lists what remains).
+    """
+    current = describe(session, p.endpoint_name)
+    ledger = Ledger(session)
+    is_update = current is not None
+    status = current["EndpointStatus"] if current else "Creating"
+    try:
+        _sagemaker_resources(p, session, ledger)
+        alarm_names = _alarms(p, session, ledger, p.alarms)  # rollback alarms exist before an update
+        status = _endpoint(p, session, ledger, current, wait, timeout, on_status)
+        if p.component_request() is not None:
+            status = _component(p, session, ledger, wait, timeout, on_status) or status
+        done = autoscaling.reconcile(session, p.scaling)
+        ledger.created += done.created
+        ledger.changed += done.changed
+        ledger.removed += done.removed
+        if p.pinned_instance_count is not None and is_update and status == "InService":
+            pinned = set_instance_count(session, p.endpoint_name, p.variant_name, p.pinned_instance_count)
+            ledger.changed += [pinned] if pinned else []  # a count autoscaling had moved, pinned back
+        from_zero = p.scaling.alarm_request(done)
+        if from_zero:
+            alarm_names += _alarms(p, session, ledger, [from_zero])
+        stale = [
+            a["AlarmName"]
+            for a in owned.alarms(session, p.endpoint_name)
+            if a["AlarmName"] not in alarm_names
+        ]
+        ledger.removed += owned.delete_alarms(session, stale)
+    except KeyboardInterrupt:
+        left = ledger.undo(keep_endpoint=is_update)
+        removed = [x for x in ledger.labels() if x not in left]
+        raise _interrupted(p, removed, left, is_update) from None
+    except (ClientError, SmneuronError) as e:
+        error = from_client_error(e) if isinstance(e, ClientError) else e
+        left = ledger.undo(keep_endpoint=is_update)
+        if left:
+            error.message += (
+                " Cleanup left: " + ", ".join(left) + f" (remove with `smneuron delete {p.endpoint_name}`)."
+            )
+        raise error from e
+    return DeployResult(
+        p.endpoint_name,
+        status,
+        p.model_name,
+        p.endpoint_config_name,
+        p.model_data.uri if p.model_data else None,
+        ledger.untouched,
+        p,
+        session,
+        ledger.labels(),
+        ledger.changed,
+        ledger.removed,
+    )
+
+
+def _sagemaker_resources(p: Plan, session: Session, ledger: Ledger) -> None:
+    """The Model and endpoint config: named from their content, so one that exists is the same one."""
+    sm = session.client("sagemaker")
+    for request in p.model_requests(session.role_arn):  # with instance pools, one Model per pool layout
+        if none_if_missing(sm.describe_model, ModelName=request["ModelName"]) is None:
+            if _created(sm.create_model, **request):
+                ledger.add("model", request["ModelName"])
+    if none_if_missing(sm.describe_endpoint_config, EndpointConfigName=p.endpoint_config_name) is None:
+        if _created(sm.create_endpoint_config, **p.endpoint_config_request(session.role_arn)):
+            ledger.add("endpoint_config", p.endpoint_config_name)
+
+
+def _created(create: Callable[..., Any], **request: Any) -> bool:
+    """Create; False when a deploy running beside this one created it first (the name comes from the content,
+    so it is the same resource, and it is that deploy's to remove on failure, not this one's)."""
+    try:
+        create(**request)
+    except ClientError as e:
+        if "already exist" in str(e):
+            return False
+        raise
+    return True
+
+
+def _alarms(p: Plan, session: Session, ledger: Ledger, wanted: list[dict]) -> list[str]:
+    """Put the alarms that are missing or differ; returns their names."""
+    cw = session.client("cloudwatch")
+    for alarm in wanted:
+        found = cw.describe_alarms(AlarmNames=[alarm["AlarmName"]])["MetricAlarms"]
+        if found and owned.holds(found[0], alarm):
+            continue
+        owned.put_alarm(session, alarm, p.endpoint_name, p.tags)
+        if found:
+            ledger.changed.append(f"alarm {alarm['AlarmName']}")
+        else:
+            ledger.add("alarm", alarm["AlarmName"])
+    return [a["AlarmName"] for a in wanted]
+
+
+def _endpoint(
+    p: Plan,
+    session: Session,
+    ledger: Ledger,
+    current: dict | None,
+    wait: bool,
+    timeout: float,
+    on_status: Callable[[str, float], None] | None,
+) -> str:
+    """Create the endpoint, or update it to the plan's config (blue/green for encoders); its status."""
+    sm = session.client("sagemaker")
+    if current is not None and current["EndpointConfigName"] == p.endpoint_config_name:
+        if current["EndpointStatus"] == "InService" or not wait:
+            return current["EndpointStatus"]
+        return wait_for_endpoint(p.endpoint_name, session=session, timeout=timeout, on_status=on_status)[
+            "EndpointStatus"
+        ]
+    if current is not None and current["EndpointStatus"] in ("Creating", "Updating"):
+        raise _in_progress(p.endpoint_name, current["EndpointStatus"])
+    try:
+        if current is None:
+            sm.create_endpoint(
+                EndpointName=p.endpoint_name, EndpointConfigName=p.endpoint_config_name, Tags=p.tag_list()
+            )
+        else:
+            sm.update_endpoint(
+                EndpointName=p.endpoint_name, EndpointConfigName=p.endpoint_config_name, **p.update_request()
+            )
+    except ClientError as e:  # another deploy got there between our describe and this call
+        words = str(e)
+        if "already existing endpoint" in words or "in-progress endpoint" in words:
+            raise _in_progress(p.endpoint_name, "Creating" if current is None else "Updating") from e
+        raise
+    if current is None:
+        ledger.add("endpoint", p.endpoint_name)
+    else:
+        ledger.changed.append(f"endpoint {p.endpoint_name} -> config {p.endpoint_config_name}")
+    # a text-generation endpoint must be InService before its component can be placed
+    if not wait and not p.endpoint_must_serve_first:
+        return "Updating" if current else "Creating"
+    status = wait_for_endpoint(p.endpoint_name, session=session, timeout=timeout, on_status=on_status)[
+        "EndpointStatus"
+    ]
+    if (
+        current is not None
+        and describe(session, p.endpoint_name)["EndpointConfigName"] != p.endpoint_config_name
+    ):  # type: ignore[index]
+        raise DeploymentRolledBackError(
+            f"The update of {p.endpoint_name} was rolled back: it still serves its previous config.",
+            hint="An alarm fired during the blue/green bake; check `smneuron status` and the alarms.",
+        )
+    return status
+
+
+def _component(
+    p: Plan,
+    session: Session,
+    ledger: Ledger,
+    wait: bool,
+    timeout: float,
+    on_status: Callable[[str, float], None] | None,
+) -> str | None:
+    """Create the inference component, or update its Model or copy count; remove the endpoint's others."""
+    sm = session.client("sagemaker")
+    request = p.component_request()
+    assert request is not None  # apply asks only plans that have a component
+    name, copies = request["InferenceComponentName"], request["RuntimeConfig"]["CopyCount"]
+    existing = components.describe(session, name)
+    others = [c for c in components.for_endpoint(session, p.endpoint_name) if c != name]
+    status = None
+    if existing is None:
+        sm.create_inference_component(**request)
+        ledger.add("inference_component", name)
+    elif not (
+        owned.holds(existing["Specification"], request["Specification"])
+        and existing.get("RuntimeConfig", {}).get("DesiredCopyCount") == request["RuntimeConfig"]["CopyCount"]
+    ):  # a new Model or another copy count: SageMaker replaces or adds copies (rolling)
+        sm.update_inference_component(
+            InferenceComponentName=name,
+            Specification=request["Specification"],
+            RuntimeConfig=request["RuntimeConfig"],
+        )
+        ledger.changed.append(f"inference component {name} ({copies} copies)")
+    elif existing.get("InferenceComponentStatus") == "InService":
+        status = "InService"
+    if status is None:
+        status = "Creating"
+        if wait:
+            served = components.wait(session, name, timeout=timeout, on_status=on_status)
+            status = served["InferenceComponentStatus"]
+            if served["Specification"].get("ModelName") != p.model_name:
+                raise DeploymentRolledBackError(
+                    f"The update of inference component {name} was rolled back: it still serves "
+                    f"{served['Specification'].get('ModelName')}. {served.get('FailureReason') or ''}".strip(),
+                    hint=f"See `smneuron status {p.endpoint_name}` and `smneuron logs {p.endpoint_name}`.",
+                )
+    for old in others:  # a redeploy under a new component name replaces the old copies
+        ledger.removed += components.delete(session, old)
+    return status
+
+
+def _in_progress(name: str, status: str) -> DeployInProgressError:
+    return DeployInProgressError(
+        f"Endpoint {name} is {status}: another deploy is in progress. This deploy did not touch the endpoint "
+        "and removed what it had created.",
+        hint=f"Wait for it (`smneuron status {name}`), then deploy again if {name} should serve something else.",
+    )
+
+
+def _label(kind: str, name: str) -> str:
+    if kind in ("scalable_target", "scaling_policy", "scheduled_action"):
+        name = name.split("|")[-1] if kind != "scalable_target" else name.split("|")[0]
+    return f"{kind.replace('_', ' ')} {name}"
+
+
+def _interrupted(p: Plan, removed: list[str], left: list[str], is_update: bool) -> KeyboardInterrupt:
+    lines = ["Interrupted."]
+    if removed:
+        lines.append("Removed what this deploy created: " + ", ".join(removed) + ".")
+    if left:
+        lines.append(
+            "Still there: " + ", ".join(left) + f"; remove with `smneuron delete {p.endpoint_name} --yes`."
+        )
+    if is_update:
+        lines.append(
+            f"The update of {p.endpoint_name} may still be in progress; check `smneuron status {p.endpoint_name}`."
+        )
+    return KeyboardInterrupt(" ".join(lines))

