@@ -12,8 +12,21 @@ import runpy
 import subprocess
 import sys
 
-STEPS = ("compile", "compile_generation", "score", "staging", "staging_generation", "cleanup", "endpoint", "deploy")
-EXTRAS = {"compile": "[compile,serve]", "compile_generation": "[compile,serve]", "staging_generation": "[serve]"}
+STEPS = (
+    "compile",
+    "compile_generation",
+    "score",
+    "staging",
+    "staging_generation",
+    "cleanup",
+    "endpoint",
+    "deploy",
+)
+EXTRAS = {
+    "compile": "[compile,serve]",
+    "compile_generation": "[compile,serve]",
+    "staging_generation": "[serve]",
+}
 
 
 def _install(step):

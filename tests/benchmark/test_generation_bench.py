@@ -114,7 +114,9 @@ def test_metrics_against_a_server_with_known_timings():
 
     bodies = [completion_body("one two three", 20)]
     with ScriptedServer(Script(ttft_ms=100, itl_ms=20, error_every=5)) as url:
-        report = run_generation(bodies=bodies, url=url, profile="concurrent", concurrencies=[2], duration_s=2.0)
+        report = run_generation(
+            bodies=bodies, url=url, profile="concurrent", concurrencies=[2], duration_s=2.0
+        )
     run = report.runs[0]
     n = run.successful + run.errored
     assert run.errored == n // 5 and run.incomplete == 0

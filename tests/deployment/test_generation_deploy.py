@@ -70,14 +70,18 @@ def test_a_failed_export_shows_the_compilers_words(optimum_standin, llama_8b, tm
 
     monkeypatch.setenv("SMNEURON_STANDIN_FAIL", "1")
     with pytest.raises(CompileError, match="neuronx-cc: ERROR: compilation failed"):
-        compile_generation(llama_8b, tmp_path / "out", CompileSpec(task="text-generation", tensor_parallel_size=8))
+        compile_generation(
+            llama_8b, tmp_path / "out", CompileSpec(task="text-generation", tensor_parallel_size=8)
+        )
 
 
 def test_inf2_without_optimum_neuron_says_where_it_runs(llama_8b, tmp_path):
     from smneuron.compilation.generation import compile_generation
 
     with pytest.raises(MissingDependencyError) as e:
-        compile_generation(llama_8b, tmp_path / "out", CompileSpec(task="text-generation", tensor_parallel_size=8))
+        compile_generation(
+            llama_8b, tmp_path / "out", CompileSpec(task="text-generation", tensor_parallel_size=8)
+        )
     assert (
         "optimum-neuron" in e.value.message and "vLLM DLC" in e.value.hint and "--target cpu" in e.value.hint
     )

@@ -15,7 +15,6 @@ from conftest import run_cli
 
 from smneuron.artifact.staging import describe_local
 from smneuron.compilation.encoder import compile_model
-from smneuron.deployment import corridor
 from smneuron.deployment.encoder_plan import plan
 from smneuron.deployment.planning import plan_request
 from smneuron.deployment.request import resolve

@@ -64,7 +64,9 @@ def test_another_instance_type_updates_the_endpoint_to_the_config_it_names(hub_l
     assert served == moved.endpoint_config_name
     variant = sm.describe_endpoint_config(EndpointConfigName=served)["ProductionVariants"][0]
     assert variant["InstanceType"] == "ml.inf2.24xlarge"
-    wider = dp.deploy(hub_llm, _generation_spec("ml.inf2.24xlarge", copies=1, max_instances=3), session=session)
+    wider = dp.deploy(
+        hub_llm, _generation_spec("ml.inf2.24xlarge", copies=1, max_instances=3), session=session
+    )
     served = sm.describe_endpoint(EndpointName="chat")["EndpointConfigName"]
     assert served == wider.endpoint_config_name != moved.endpoint_config_name
     assert (
@@ -142,7 +144,13 @@ def test_encoder_settings_are_refused_for_a_text_generation_artifact(hub_llm, se
             workers=2,
             session=session,
         )
-    for keyword in ("batch_size=", "workers=", "min_capacity=", "max_capacity=", "schedule="):  # the SDK's words
+    for keyword in (
+        "batch_size=",
+        "workers=",
+        "min_capacity=",
+        "max_capacity=",
+        "schedule=",
+    ):  # the SDK's words
         assert f"{keyword} (" in e.value.message, keyword
     assert "min_copies=" in e.value.hint
     assert leftovers(session)["endpoints"] == 0  # refused before anything was created
