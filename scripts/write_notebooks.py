@@ -27,7 +27,6 @@ QUICKSTART = [
     (
         "code",
         """import smneuron
-from smneuron import EndpointSpec
 
 LOCAL = True  # False: your AWS account, an ml.inf2 endpoint
 MODEL = "./my-model"  # a Hugging Face save_pretrained directory
@@ -44,18 +43,18 @@ TARGET, INSTANCE = ("cpu", "ml.c6i.xlarge") if LOCAL else ("inf2", "ml.inf2.xlar
     ),
     (
         "code",
-        """compiled = smneuron.compile_model(MODEL, "out", target=TARGET, task="feature-extraction", buckets="32,128")
+        """compiled = smneuron.compile(MODEL, "out", target=TARGET, task="feature-extraction", buckets="32,128")
 compiled""",
     ),
-    ("md", "What a deploy would create, with no AWS call: names, workers per instance, image, cost."),
     (
-        "code",
-        """spec = EndpointSpec(instance_type=INSTANCE, name="embeddings")
-smneuron.preview_deploy("out", spec)""",
+        "md",
+        "What a deploy would create, with no AWS call: names, workers per instance, image, cost. The keywords are "
+        "`smneuron deploy`'s flags (`count=2` is `--count 2`).",
     ),
+    ("code", """smneuron.preview("out", instance=INSTANCE, name="embeddings")"""),
     (
         "code",
-        """deployed = smneuron.deploy_model("out", spec)  # stage (content-addressed upload) -> Model -> endpoint
+        """deployed = smneuron.deploy("out", instance=INSTANCE, name="embeddings")  # stage -> Model -> endpoint
 deployed""",
     ),
     (
@@ -71,8 +70,8 @@ ep  # status, instances, workers, cost per hour""",
     ),
     (
         "code",
-        """report = smneuron.bench_endpoint("embeddings", ["first text", "a somewhat longer second text"] * 8,
-                                 profile="throughput", duration_s=3, concurrency=4)
+        """report = smneuron.bench("embeddings", ["first text", "a somewhat longer second text"] * 8,
+                        profile="throughput", duration_s=3, concurrency=4)
 report""",
     ),
     ("code", """ep.logs()[-3:]"""),
@@ -97,7 +96,6 @@ TEXT_GENERATION = [
     (
         "code",
         """import smneuron
-from smneuron import EndpointSpec, GenerationSpec
 
 LOCAL = True  # False: your AWS account, ml.inf2
 MODEL = "./my-llm"  # a causal LM in save_pretrained layout
@@ -110,13 +108,12 @@ TARGET, INSTANCE = ("cpu", "ml.c6i.xlarge") if LOCAL else ("inf2", "ml.inf2.xlar
     ),
     (
         "code",
-        """compiled = smneuron.compile_model(MODEL, "llm-out", target=TARGET, batch_size=4, sequence_length=256)
+        """compiled = smneuron.compile(MODEL, "llm-out", target=TARGET, batch_size=4, sequence_length=256)
 compiled""",
     ),
     (
         "code",
-        """spec = EndpointSpec(instance_type=INSTANCE, name="chat", generation=GenerationSpec(copies=1, max_copies=2))
-deployed = smneuron.deploy_model("llm-out", spec)
+        """deployed = smneuron.deploy("llm-out", instance=INSTANCE, name="chat", copies=1, max_copies=2)
 deployed""",
     ),
     (
@@ -128,8 +125,9 @@ ep  # status, copies, cost per hour""",
     ),
     (
         "code",
-        """report = smneuron.bench_endpoint("chat", profile="synchronous", duration_s=3, prompt_tokens=32,
-                                 output_tokens=16, tokenizer=MODEL)
+        """# copies, copies per instance and tensor parallel size are read from the endpoint (report.serving_source)
+report = smneuron.bench("chat", profile="synchronous", duration_s=3, prompt_tokens=32, output_tokens=16,
+                        tokenizer=MODEL)
 report""",
     ),
     (

@@ -7,10 +7,6 @@ from pathlib import Path
 
 import typer
 
-from smneuron.artifact.archive import inspect_package
-from smneuron.artifact.kind import GENERATION, kind_of
-from smneuron.artifact.packaging import package
-from smneuron.artifact.staging import stage
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 from smneuron.errors import ConfigError
 
@@ -31,6 +27,7 @@ def package_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Build model.tar.gz in the layout the DLC expects; deterministic, multi-threaded."""
+    from smneuron.artifact.packaging import package
 
     if compression not in ("gzip", "none"):
         raise ConfigError(f"--compression must be gzip or none, not {compression!r}.")
@@ -64,6 +61,8 @@ def inspect_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """List a package's entries and verify them against its manifest (exit 1 on any mismatch)."""
+    from smneuron.artifact.archive import inspect_package
+    from smneuron.artifact.kind import GENERATION, kind_of
 
     r = inspect_package(package_path)
     if as_json:
@@ -115,6 +114,7 @@ def upload_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Upload to S3 under a content-addressed key; a second upload of the same bytes is skipped."""
+    from smneuron.artifact.staging import stage
 
     st = state(ctx)
     project = st.project()

@@ -6,12 +6,6 @@ from pathlib import Path
 
 import typer
 
-from smneuron.artifact.kind import GENERATION, kind_of_path
-from smneuron.benchmark import encoder as bench
-from smneuron.benchmark import profiles, prompts
-from smneuron.benchmark.endpoint import deployed_on
-from smneuron.benchmark.report import compare, load, recommend
-from smneuron.cli import generation_bench_cmd
 from smneuron.cli._common import JsonOpt, console, print_json, state, table, whole_numbers
 from smneuron.errors import ArtifactError, ConfigError
 
@@ -95,6 +89,11 @@ def bench_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
+    from smneuron.artifact.kind import GENERATION
+    from smneuron.benchmark import encoder as bench
+    from smneuron.benchmark import profiles, prompts
+    from smneuron.benchmark.endpoint import deployed_on
+    from smneuron.cli import generation_bench_cmd
 
     if endpoint == "compare":
         if reports and len(reports) == 2 and _kind_of_report(reports[0]) == GENERATION:
@@ -179,6 +178,8 @@ def bench_cmd(
 
 def _compare(paths: list[Path], as_json: bool) -> None:
 
+    from smneuron.benchmark.report import compare, load
+
     if len(paths) != 2:
         raise ConfigError("`smneuron bench compare` takes two report files.")
     a, b = load(paths[0]), load(paths[1])
@@ -223,6 +224,9 @@ def recommend_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """The cheapest instance type and count meeting a p99 SLO at a rate, with the arithmetic."""
+    from smneuron.artifact.kind import GENERATION
+    from smneuron.benchmark.report import load, recommend
+    from smneuron.cli import generation_bench_cmd
 
     if reports and _kind_of_report(reports[0]) == GENERATION:
         return generation_bench_cmd.recommend(
@@ -288,6 +292,8 @@ def render(report) -> None:  # type: ignore[no-untyped-def]
 
 def _kind_of_report(path: Path) -> str | None:
     """A report's kind; an unreadable file is the report loader's to explain."""
+    from smneuron.artifact.kind import kind_of_path
+
     try:
         return kind_of_path(path)
     except ArtifactError:

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from smneuron.catalog import INSTANCE_TYPES, InstanceType, image_versions, load_prices, resolve_image
-from smneuron.catalog.generation import VLLM_TAGS, resolve_vllm_image
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 from smneuron.errors import ConfigError, MissingRegionError
-from smneuron.session import resolve_region
 
 
 def instances(
@@ -21,6 +18,7 @@ def instances(
     as_json: bool = JsonOpt,
 ) -> None:
     """List instance types: NeuronCores, memory, hourly price and recommended workers."""
+    from smneuron.catalog import INSTANCE_TYPES, load_prices
 
     families = sorted({t.family for t in INSTANCE_TYPES.values()})
     if family and family not in families:
@@ -106,6 +104,9 @@ def images(
     as_json: bool = JsonOpt,
 ) -> None:
     """Show the DLC image smneuron deploys for an instance type, and the other known tags."""
+    from smneuron.catalog import InstanceType, image_versions, resolve_image
+    from smneuron.catalog.generation import VLLM_TAGS, resolve_vllm_image
+    from smneuron.session import resolve_region
 
     st = state(ctx)
     region = resolve_region(region or st.region or st.project().aws.region)

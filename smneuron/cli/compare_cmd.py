@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
+if TYPE_CHECKING:
+    from smneuron.hardware.report import Comparison
+
 from smneuron.cli._common import JsonOpt, console, pairs, print_json, state, table, whole_numbers
-from smneuron.cli.generation_bench_cmd import lengths
 from smneuron.errors import ConfigError
-from smneuron.hardware.report import Comparison
-from smneuron.hardware.workflow import compare_instances
-from smneuron.specs.models import override
 
 
 def compare_cmd(
@@ -69,6 +69,9 @@ def compare_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Compile, deploy and bench MODEL on each instance type, delete them, and recommend one with its arithmetic."""
+    from smneuron.cli.generation_bench_cmd import lengths
+    from smneuron.hardware.workflow import compare_instances
+    from smneuron.specs.models import override
 
     st = state(ctx)
     project = st.project()

@@ -6,12 +6,8 @@ from pathlib import Path
 
 import typer
 
-from smneuron.artifact.kind import GENERATION, kind_of
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.cli.generation_cmds import render_text_generation
-from smneuron.compilation import compile_model
 from smneuron.errors import ConfigError
-from smneuron.specs.models import override
 
 
 def compile_cmd(
@@ -63,6 +59,10 @@ def compile_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Compile a model: one traced file per sequence bucket, tokenizer, manifest; cached."""
+    from smneuron.artifact.kind import GENERATION, kind_of
+    from smneuron.cli.generation_cmds import render_text_generation
+    from smneuron.compilation import compile_model
+    from smneuron.specs.models import override
 
     project = state(ctx).project()
     model_dir = model_dir or (Path(project.model) if project.model else None)

@@ -8,10 +8,6 @@ import time
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, table
-from smneuron.cli.bench_cmd import render as render_bench
-from smneuron.cli.generation_bench_cmd import render as render_generation_bench
-from smneuron.local.demo import run_demo
-from smneuron.local.demo_generation import run_generation_demo
 
 
 def demo_cmd(
@@ -24,6 +20,8 @@ def demo_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """compile -> package -> upload -> deploy -> serve -> invoke -> bench -> teardown, all local."""
+    from smneuron.cli.bench_cmd import render as render_bench
+    from smneuron.local.demo import run_demo
 
     if llm or model:
         return _generation_demo(instance, bench_seconds, model, as_json)
@@ -67,6 +65,9 @@ def _with_progress(run):  # type: ignore[no-untyped-def]
 
 
 def _generation_demo(instance: str, bench_seconds: float, model: str | None, as_json: bool) -> None:
+
+    from smneuron.cli.generation_bench_cmd import render as render_generation_bench
+    from smneuron.local.demo_generation import run_generation_demo
 
     if as_json:
         result = run_generation_demo(model_dir=model, instance_type=instance, bench_seconds=bench_seconds)

@@ -7,11 +7,11 @@ import time
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.endpoints.handle import list_endpoints, log_events, require, wait_for_endpoint
 
 
 def list_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """List the endpoints smneuron manages: instance, count, status, hourly cost, creation time."""
+    from smneuron.endpoints.handle import list_endpoints
 
     rows = list_endpoints(session=state(ctx).session())
     if as_json:
@@ -38,6 +38,7 @@ def logs_cmd(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines until Ctrl-C."),
 ) -> None:
     """Print the newest lines of the endpoint's CloudWatch logs (and follow them with --follow)."""
+    from smneuron.endpoints.handle import log_events, require
 
     session = state(ctx).session()
     require(session, name)
@@ -61,6 +62,7 @@ def wait_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Wait until the endpoint is InService (exit 1 with the reason if it fails)."""
+    from smneuron.endpoints.handle import wait_for_endpoint
 
     d = wait_for_endpoint(name, session=state(ctx).session(), timeout=timeout)
     if as_json:

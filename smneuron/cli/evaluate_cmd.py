@@ -7,8 +7,6 @@ from pathlib import Path
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.evaluation.scoring import evaluate
-from smneuron.specs.models import override
 
 
 def evaluate_cmd(
@@ -31,6 +29,8 @@ def evaluate_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Score a candidate against the reference; exit 1 when a gate fails."""
+    from smneuron.evaluation.scoring import evaluate
+    from smneuron.specs.models import override
 
     st = state(ctx)
     project = st.project()

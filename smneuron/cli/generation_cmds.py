@@ -7,7 +7,6 @@ import time
 import typer
 
 from smneuron.cli._common import console, print_json, table
-from smneuron.endpoints.naming import redacted
 from smneuron.errors import ConfigError
 
 
@@ -44,6 +43,7 @@ def _count(n: int) -> str:
 
 def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
     """The text-generation deploy plan: resources, capacity arithmetic, environment (token redacted), cost."""
+    from smneuron.endpoints.naming import redacted
 
     data = p.to_dict()
     if as_json:

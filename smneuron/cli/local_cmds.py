@@ -5,10 +5,9 @@ from __future__ import annotations
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json
-from smneuron.local import service
-from smneuron.session import local_environment, local_service
 
 app = typer.Typer(
+    rich_markup_mode=None,  # plain click help: rich costs ~0.15 s of imports
     help="The embedded SageMaker: deploy, invoke, bench, scale and delete without an AWS account.",
     no_args_is_help=True,
 )
@@ -42,6 +41,8 @@ def up_cmd(
 
     What it holds (S3 objects, roles, Models, endpoint configs, endpoints, inference components) is kept under
     its state directory and comes back at the next `local up`, model servers included; the rest is said."""
+    from smneuron.local import service
+    from smneuron.session import local_environment
 
     short = [t.strip() for t in no_capacity.split(",") if t.strip()] if no_capacity is not None else None
     state = service.up(
@@ -73,6 +74,7 @@ def up_cmd(
 @app.command("down")
 def down_cmd(as_json: bool = JsonOpt) -> None:
     """Stop the embedded SageMaker and every model server behind its endpoints."""
+    from smneuron.local import service
 
     stopped = service.down()
     if as_json:
@@ -84,6 +86,7 @@ def down_cmd(as_json: bool = JsonOpt) -> None:
 @app.command("status")
 def status_cmd(as_json: bool = JsonOpt) -> None:
     """Whether the embedded SageMaker runs, and where (exit 1 when it does not)."""
+    from smneuron.session import local_service
 
     state = local_service()
     if as_json:

@@ -9,16 +9,10 @@ from pathlib import Path
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.compilation.tasks import pipeline_task, write_sample_records
 from smneuron.errors import ConfigError, MissingRegionError
-from smneuron.local.demo import pick_model
-from smneuron.local.pipeline.runner import run_local
-from smneuron.pipeline.runs import definition, start, status, upsert
-from smneuron.pipeline.schedule import list_pipelines, schedule, unschedule
-from smneuron.specs.models import override
-from smneuron.specs.schedules import next_runs, parse
 
 app = typer.Typer(
+    rich_markup_mode=None,  # plain click help: rich costs ~0.15 s of imports
     help="The SageMaker Pipeline: compile -> evaluate accuracy on Neuron -> deploy, on a schedule.",
     no_args_is_help=True,
 )
@@ -50,6 +44,8 @@ def definition_cmd(
     """Print the pipeline definition JSON (nothing is uploaded or created; works offline: an unknown
     account shows as <account-id>, set SMNEURON_ACCOUNT or pipeline.role to fill it in; without a region,
     us-east-1 is used and said). Only the JSON goes to stdout."""
+    from smneuron.pipeline.runs import definition
+    from smneuron.specs.models import override
 
     st = state(ctx)
     project = st.project()
@@ -70,6 +66,7 @@ def definition_cmd(
 @app.command("upsert")
 def upsert_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Upload the step code and smneuron wheel, then create or update the pipeline."""
+    from smneuron.pipeline.runs import upsert
 
     st = state(ctx)
     r = upsert(st.project(), session=st.session())
@@ -90,6 +87,7 @@ def start_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Start an execution (parameters default to those set at upsert)."""
+    from smneuron.pipeline.runs import start
 
     st = state(ctx)
     arn = start(_name(ctx, name), _params(param), session=st.session())
@@ -107,6 +105,7 @@ def status_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """The newest (or given) execution and its steps."""
+    from smneuron.pipeline.runs import status
 
     s = status(_name(ctx, name), execution, session=state(ctx).session())
     if as_json:
@@ -129,6 +128,7 @@ def status_cmd(
 @app.command("list")
 def list_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Pipelines with their newest execution status and schedule."""
+    from smneuron.pipeline.schedule import list_pipelines
 
     rows = list_pipelines(session=state(ctx).session())
     if as_json:
@@ -157,6 +157,8 @@ def schedule_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Start the pipeline on a schedule (EventBridge Scheduler via PipelineSchedule)."""
+    from smneuron.pipeline.schedule import schedule
+    from smneuron.specs.schedules import next_runs, parse
 
     st = state(ctx)
     spec = st.project().pipeline
@@ -192,6 +194,7 @@ def unschedule_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Remove the pipeline's schedule."""
+    from smneuron.pipeline.schedule import unschedule
 
     removed = unschedule(_name(ctx, name), session=state(ctx).session())
     if as_json:
@@ -203,7 +206,9 @@ def unschedule_cmd(
 @app.command("run")
 def run_cmd(
     ctx: typer.Context,
-    local: bool = typer.Option(False, "--local", help="Run every step on this machine (required for now)."),
+    local: bool = typer.Option(
+        False, "--local", hidden=True, help="Old spelling: `pipeline run` always runs on this machine."
+    ),
     model: Path = typer.Option(
         None, "--model", help="Model dir (default: project model, else the demo model)."
     ),
@@ -220,12 +225,25 @@ def run_cmd(
     param: list[str] = ParamOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Run the pipeline's definition locally: cpu target, local endpoint for the hardware, embedded AWS."""
+    """Run the pipeline's definition on this machine.
 
-    if not local:
-        raise ConfigError(
-            "Only --local runs are started from here.",
-            hint="On AWS: `smneuron pipeline upsert` then `smneuron pipeline start`.",
+    Every step runs here: the cpu target, a local model server for the Neuron hardware, and an embedded AWS of
+    its own (`smneuron local up` is not needed). On AWS: `smneuron pipeline upsert`, then `start`.
+    """
+    from smneuron.compilation.tasks import pipeline_task, write_sample_records
+    from smneuron.local.demo import pick_model
+    from smneuron.local.pipeline.runner import run_local
+    from smneuron.specs.models import override
+
+    if local:
+        typer.echo(
+            "note: `pipeline run --local` is now `pipeline run` (it always runs on this machine); --local will be "
+            "removed in the next release. `smneuron --local ...` means the embedded SageMaker of `local up`.",
+            err=True,
+        )
+    if not as_json:
+        console().print(
+            "Running every step on this machine: cpu target, a local model server, an embedded AWS of its own."
         )
     st = state(ctx)
     project = st.project()

@@ -25,15 +25,35 @@ class Entry(NamedTuple):
 _CLI = "smneuron.cli."
 COMMANDS: dict[str, Entry] = {
     "instances": Entry(
-        _CLI + "catalog_cmds", "instances", "Instance types: NeuronCores, memory, price, workers."
+        _CLI + "catalog_cmds",
+        "instances",
+        "List instance types: NeuronCores, memory, hourly price and recommended workers.",
     ),
     "images": Entry(
-        _CLI + "catalog_cmds", "images", "The serving image smneuron deploys for an instance type."
+        _CLI + "catalog_cmds",
+        "images",
+        "Show the DLC image smneuron deploys for an instance type, and the other known tags.",
     ),
-    "compile": Entry(_CLI + "compile_cmd", "compile_cmd", "Compile a model for inf1, inf2, cuda or cpu."),
-    "package": Entry(_CLI + "artifact_cmds", "package_cmd", "Build model.tar.gz from a compiled artifact."),
-    "inspect": Entry(_CLI + "artifact_cmds", "inspect_cmd", "Show what a package or artifact holds."),
-    "upload": Entry(_CLI + "artifact_cmds", "upload_cmd", "Upload an artifact to S3 (content addressed)."),
+    "compile": Entry(
+        _CLI + "compile_cmd",
+        "compile_cmd",
+        "Compile a model: one traced file per sequence bucket, tokenizer, manifest; cached.",
+    ),
+    "package": Entry(
+        _CLI + "artifact_cmds",
+        "package_cmd",
+        "Build model.tar.gz in the layout the DLC expects; deterministic, multi-threaded.",
+    ),
+    "inspect": Entry(
+        _CLI + "artifact_cmds",
+        "inspect_cmd",
+        "List a package's entries and verify them against its manifest (exit 1 on any mismatch).",
+    ),
+    "upload": Entry(
+        _CLI + "artifact_cmds",
+        "upload_cmd",
+        "Upload to S3 under a content-addressed key; a second upload of the same bytes is skipped.",
+    ),
     "serve": Entry(_CLI + "serve_cmd", "serve_cmd", "Serve an artifact on this machine, in the foreground."),
     "deploy": Entry(_CLI + "endpoint_cmds", "deploy_cmd", "Deploy (or update) a SageMaker endpoint."),
     "status": Entry(
@@ -44,23 +64,61 @@ COMMANDS: dict[str, Entry] = {
     "delete": Entry(
         _CLI + "endpoint_cmds", "delete_cmd", "Delete an endpoint and what smneuron made for it."
     ),
-    "list": Entry(_CLI + "endpoint_watch_cmds", "list_cmd", "List endpoints with status and instance type."),
-    "logs": Entry(_CLI + "endpoint_watch_cmds", "logs_cmd", "Print (or follow) an endpoint's logs."),
-    "wait": Entry(_CLI + "endpoint_watch_cmds", "wait_cmd", "Wait until an endpoint is InService."),
-    "bench": Entry(_CLI + "bench_cmd", "bench_cmd", "Benchmark an endpoint: throughput, latency, cost."),
+    "list": Entry(
+        _CLI + "endpoint_watch_cmds",
+        "list_cmd",
+        "List the endpoints smneuron manages: instance, count, status, hourly cost, creation time.",
+    ),
+    "logs": Entry(
+        _CLI + "endpoint_watch_cmds",
+        "logs_cmd",
+        "Print the newest lines of the endpoint's CloudWatch logs (and follow them with --follow).",
+    ),
+    "wait": Entry(
+        _CLI + "endpoint_watch_cmds",
+        "wait_cmd",
+        "Wait until the endpoint is InService (exit 1 with the reason if it fails).",
+    ),
+    "bench": Entry(
+        _CLI + "bench_cmd",
+        "bench_cmd",
+        "Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput.",
+    ),
     "recommend": Entry(
-        _CLI + "bench_cmd", "recommend_cmd", "The cheapest instance type and count for a rate."
+        _CLI + "bench_cmd",
+        "recommend_cmd",
+        "The cheapest instance type and count meeting a p99 SLO at a rate, with the arithmetic.",
     ),
-    "compare": Entry(_CLI + "compare_cmd", "compare_cmd", "Measure one model on several instance types."),
-    "demo": Entry(_CLI + "demo_cmd", "demo_cmd", "The whole path on this machine, start to teardown."),
+    "compare": Entry(
+        _CLI + "compare_cmd",
+        "compare_cmd",
+        "Compile, deploy and bench MODEL on each instance type, delete them, and recommend one with its arithmetic.",
+    ),
+    "demo": Entry(
+        _CLI + "demo_cmd",
+        "demo_cmd",
+        "compile -> package -> upload -> deploy -> serve -> invoke -> bench -> teardown, all local.",
+    ),
     "evaluate": Entry(
-        _CLI + "evaluate_cmd", "evaluate_cmd", "Score an endpoint against CPU reference outputs."
+        _CLI + "evaluate_cmd",
+        "evaluate_cmd",
+        "Score a candidate against the reference; exit 1 when a gate fails.",
     ),
-    "infra": Entry(_CLI + "infra_cmds", "app", "CloudFormation: execution role and artifact bucket."),
+    "infra": Entry(
+        _CLI + "infra_cmds",
+        "app",
+        "CloudFormation for the execution role, artifact bucket and pipeline roles.",
+    ),
     "pipeline": Entry(
-        _CLI + "pipeline_cmds", "app", "The SageMaker Pipeline: compile -> evaluate -> deploy."
+        _CLI + "pipeline_cmds",
+        "app",
+        "The SageMaker Pipeline: compile -> evaluate accuracy on Neuron -> deploy, on a schedule.",
     ),
-    "local": Entry(_CLI + "local_cmds", "app", "The embedded SageMaker on 127.0.0.1 (`--local` uses it)."),
+    "local": Entry(
+        _CLI + "local_cmds",
+        "app",
+        "The embedded SageMaker: deploy, invoke, bench, scale and delete without an AWS account.",
+    ),
 }
 
 

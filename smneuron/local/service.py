@@ -265,7 +265,9 @@ if __name__ == "__main__":
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--state", type=Path, required=True)
     ap.add_argument("--engine", choices=["smneuron", "torchserve"], default="smneuron")
-    ap.add_argument("--llm-engine", choices=["stand-in", "vllm"], default="stand-in")
+    ap.add_argument(
+        "--llm-engine", dest="generation_engine", choices=["stand-in", "vllm"], default="stand-in"
+    )
     ap.add_argument("--fresh", action="store_true")
     ap.add_argument("--no-capacity", default="")
     a = ap.parse_args()

@@ -420,7 +420,7 @@ CASES = [
     # pipeline
     (
         "pipeline-gate-without-labels",
-        "pipeline run --local --model {model} --data {root}/data.jsonl -p MinAccuracy=0.9",
+        "pipeline run --model {model} --data {root}/data.jsonl -p MinAccuracy=0.9",
         1,
         ["needs labels", "MinAccuracy=none"],
         {},
@@ -434,7 +434,6 @@ CASES = [
         {},
         None,
     ),
-    ("pipeline-run-without-local", "pipeline run", 1, ["--local"], {}, None),
     # the rest of the command surface
     ("demo-instance-typo", "demo --instance ml.m5.xlrge", 1, ["Did you mean 'ml.m5.xlarge'"], {}, None),
     (
@@ -458,10 +457,10 @@ CASES = [
         None,
     ),
     (
-        "deploy-pools-local",
-        "deploy {artifact} --instance ml.c7i.xlarge,ml.m7i.xlarge --local",
+        "serve-pools",
+        "serve {artifact} --instance ml.c7i.xlarge,ml.m7i.xlarge",
         1,
-        ["--local serves one instance type", "--instance"],
+        ["lays out one instance type", "Give one instance type"],
         {},
         None,
     ),

@@ -135,6 +135,33 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
         run["output_tokens"]["min"] == run["output_tokens"]["max"] == 8
     )  # ignore_eos: the lengths asked for
     assert run["prompt_tokens"]["min"] == 16 and run["ttft_ms"]["count"] == run["successful"]
+    # where the load landed is read from the endpoint (it recorded copies and tp as unknown, so `recommend
+    # --rate` sized fleets wrong): 1 copy, tp 1, 2 copies fit on ml.c6i.xlarge's 4 vCPUs
+    served = ("instance_type", "instance_count", "copies", "copies_per_instance", "tensor_parallel_size")
+    assert [bench[k] for k in served[:1] + served[2:]] == ["ml.c6i.xlarge", 1, 2, 1]
+    assert bench["serving_source"] == dict.fromkeys(served, "endpoint")
+    given = json.loads(
+        smneuron_cli(
+            "--local",
+            "bench",
+            "chat",
+            "--prompt-tokens",
+            "8",
+            "--output-tokens",
+            "4",
+            "--rate-type",
+            "synchronous",
+            "--duration",
+            "1",
+            "--copies",
+            "2",
+            "--json",
+        ).stdout
+    )
+    assert (
+        given["copies"] == 2 and given["serving_source"]["copies"] == "given"
+    )  # a flag overrides, and says so
+    assert given["serving_source"]["tensor_parallel_size"] == "endpoint"
 
     scaled = smneuron_cli("--local", "scale", "chat", "--min", "2", "--max", "2").stdout
     assert "autoscaling 2-2 copies" in scaled  # it sets copies, and says so (it said "instances")

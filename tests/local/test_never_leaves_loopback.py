@@ -143,7 +143,7 @@ def test_the_cli_surface_in_local_mode_never_leaves_loopback(
     ]
     surface.insert(
         -2,
-        ("pipeline", "run", "--local", "--model", str(tiny_classifier), "--data", str(tmp_path / "d.jsonl")),
+        ("pipeline", "run", "--model", str(tiny_classifier), "--data", str(tmp_path / "d.jsonl")),
     )
     said = {}
     for args in surface:

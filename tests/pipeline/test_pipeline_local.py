@@ -1,4 +1,4 @@
-"""`smneuron pipeline run --local`: the definition executed on this machine, end to end."""
+"""`smneuron pipeline run`: the definition executed on this machine, end to end."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def test_minilm_pipeline_from_the_cli(minilm_dir, tmp_path):
     from conftest import run_cli
 
     code, out, err = run_cli(
-        "pipeline", "run", "--local", "--model", str(minilm_dir), "--data", str(_data(tmp_path)), "--json"
+        "pipeline", "run", "--model", str(minilm_dir), "--data", str(_data(tmp_path)), "--json"
     )
     result = json.loads(out)
     assert code == 0, (result.get("failure_reason"), err)
@@ -115,17 +115,11 @@ def test_an_impossible_threshold_is_refused_before_anything_runs(tiny_encoder, t
         "--param", "MaxAbsDiff=-1", "--json",
     )  # fmt: skip
     assert code == 1 and out == ""
+    assert "`pipeline run --local` is now `pipeline run`" in err  # the old spelling still works, and says so
     assert (
         "Pipeline parameter MaxAbsDiff='-1' is not a valid threshold" in err
         and "greater than or equal to 0" in err
     )
-
-
-def test_run_needs_local(tmp_path):
-    from conftest import run_cli
-
-    code, _, err = run_cli("pipeline", "run")
-    assert code == 1 and "smneuron pipeline upsert" in err
 
 
 def test_wheel_for_jobs_is_deterministic_and_installable(tmp_path):

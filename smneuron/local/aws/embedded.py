@@ -281,7 +281,7 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
     except ImportError as e:
         raise MissingDependencyError(
             "moto",
-            "The embedded AWS (smneuron demo, pipeline run --local)",
+            "The embedded AWS (smneuron demo, pipeline run)",
             "Install it with `pip install 'smneuron[local]'` (moto's server runs on 127.0.0.1 only).",
         ) from e
     patch_moto()

@@ -1,4 +1,4 @@
-"""`smneuron pipeline run --local`: execute the pipeline's own definition on this machine.
+"""`smneuron pipeline run`: execute the pipeline's own definition on this machine.
 
 The pipeline is built and upserted exactly as for AWS (into the embedded AWS: moto on loopback),
 then this module reads the definition back from the fake SageMaker and carries out each step the

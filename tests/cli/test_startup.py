@@ -1,0 +1,86 @@
+"""The CLI's start-up: an import budget for `smneuron --help` and `smneuron X --help` (checked in a fresh
+interpreter, as SkyPilot guards `import sky`), the command table's help against each command's docstring, and
+typos answered from the whole table."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+from smneuron.cli.table import COMMANDS
+
+# heavy third-party packages no --help may load (typer itself brings pydantic for its own parameter adapters)
+NEVER_AT_START = ("botocore", "boto3", "yaml", "rich", "torch", "transformers", "numpy", "moto", "sagemaker")
+# the only smneuron modules `smneuron --help` may load
+HELP_BUDGET = {
+    "smneuron",
+    "smneuron._version",
+    "smneuron.cli",
+    "smneuron.cli._common",
+    "smneuron.cli.main",
+    "smneuron.cli.table",
+    "smneuron.display",
+    "smneuron.display.progress",
+    "smneuron.errors",
+}
+
+PROBE = r"""
+import json, sys
+from smneuron.cli.main import run
+try:
+    run(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("smneuron",) + tuple(json.loads(%r)))), file=sys.stderr)
+"""
+
+
+def loaded(*argv: str) -> set[str]:
+    """The modules a fresh interpreter holds after running the CLI with ``argv``."""
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE % json.dumps(NEVER_AT_START), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return set(json.loads(out.stderr.strip().splitlines()[-1]))
+
+
+def test_help_loads_only_the_command_table():
+    mods = loaded("--help")
+    assert mods - HELP_BUDGET == set(), "smneuron --help loaded more than its budget"
+    assert not [m for m in mods if m.split(".")[0] in NEVER_AT_START]
+
+
+@pytest.mark.parametrize("argv", [["deploy", "--help"], ["bench", "--help"], ["pipeline", "run", "--help"]])
+def test_a_commands_help_loads_its_cli_module_and_no_sdk(argv):
+    mods = loaded(*argv)
+    assert not [m for m in mods if m.split(".")[0] in NEVER_AT_START], argv
+    sdk = sorted(m for m in mods - HELP_BUDGET if not m.startswith("smneuron.cli."))
+    assert sdk == [], f"{' '.join(argv)} loaded SDK modules: {sdk}"
+
+
+def test_the_table_says_what_each_commands_docstring_says():
+    for name, entry in COMMANDS.items():
+        target = getattr(importlib.import_module(entry.module), entry.attribute)
+        doc = (target.info.help if hasattr(target, "info") else target.__doc__) or ""
+        first = doc.strip().splitlines()[0] if doc.strip() else ""
+        assert first == entry.help, f"{name}: table says {entry.help!r}, the command says {first!r}"
+
+
+def test_every_command_in_the_table_loads():
+    from smneuron.cli.table import load
+
+    for name in COMMANDS:
+        assert load(name).name == name
+
+
+def test_a_typo_is_answered_from_the_whole_table():
+    from conftest import run_cli
+
+    code, _, err = run_cli("compre")
+    assert code == 2 and "No such command 'compre'" in err and "'compare'" in err
