@@ -40,13 +40,14 @@ class ModelKind(str):
     settings: tuple[str, ...]  # names in SETTINGS this kind owns
     serves_with: str  # one line on how it is served, for refusals
 
-    def refuse_foreign(self, given: Mapping[str, str], *, where: str = "cli") -> None:
+    def refuse_foreign(self, given: Mapping[str, str], *, where: str = "cli", scope: str = "deploy") -> None:
         """Refuse any setting of the other kind that was given, naming each the way the user gave it.
 
         Args:
             given: setting name (a key of ``SETTINGS``) -> where it came from ("flag" for the command line or an
                 SDK keyword, else the project file's path).
             where: "cli" names flags (``--copies``), "sdk" names keywords (``copies=``).
+            scope: "deploy" (deploy, preview, serve) or "bench": which of the kind's own settings the hint lists.
 
         Raises:
             ConfigError: one or more settings belong to the other kind; none is dropped silently.
@@ -59,13 +60,18 @@ class ModelKind(str):
             s = SETTINGS[name]
             label = s.key if given[name] != "flag" else (s.flag if where == "cli" else f"{s.keyword}=")
             said.append(f"{label} ({s.what})")
-        own = [SETTINGS[n] for n in self.settings if SETTINGS[n].flag.startswith("--")]
+        in_scope = (
+            (lambda n: n in BENCH_SETTINGS) if scope == "bench" else (lambda n: n not in BENCH_SETTINGS)
+        )
+        own = [SETTINGS[n] for n in self.settings if SETTINGS[n].flag.startswith("--") and in_scope(n)]
         mine = ", ".join((s.flag if where == "cli" else f"{s.keyword}=") for s in own[:6])
         raise ConfigError(
-            f"This is {_article(self.title)} {self.title} model, served {self.serves_with}; these settings are "
-            f"for {OTHER[self].title} endpoints and would be ignored: " + "; ".join(said) + ".",
+            f"This is {_article(self.title)} {self.title} {'endpoint' if scope == 'bench' else 'model'}, served "
+            f"{self.serves_with}; these settings are for {OTHER[self].title} endpoints and would be ignored: "
+            + "; ".join(said)
+            + ".",
             hint=f"Remove them (from the command line, the SDK call or smneuron.yaml). {self.title.capitalize()} "
-            f"endpoints take {mine}.",
+            f"{'benchmarks' if scope == 'bench' else 'endpoints'} take {mine}.",
         )
 
 
@@ -141,8 +147,31 @@ SETTINGS: dict[str, Setting] = {
     ),
 }
 
-_ENCODER_SETTINGS = tuple(list(SETTINGS)[: list(SETTINGS).index("copies")])
-_GENERATION_SETTINGS = tuple(list(SETTINGS)[list(SETTINGS).index("copies") :])
+# bench settings (`smneuron bench`, `smneuron.bench`): what the load is made of differs by kind
+BENCH_SETTINGS: dict[str, Setting] = {
+    "mean_tokens": Setting("--mean-tokens", "-", "mean_tokens", "generated encoder texts"),
+    "spread": Setting("--spread", "-", "spread", "generated encoder texts"),
+    "openai": Setting("--openai", "-", "openai", "OpenAI embeddings requests"),
+    "slo_p99_ms": Setting("--slo-p99-ms", "-", "slo_p99_ms", "the encoder latency SLO"),
+    "prompt_tokens": Setting("--prompt-tokens", "-", "prompt_tokens", "synthetic prompts"),
+    "output_tokens": Setting("--output-tokens", "-", "output_tokens", "tokens generated per request"),
+    "dataset": Setting("--dataset", "-", "dataset", "a prompts dataset"),
+    "slo_ttft_ms": Setting("--slo-ttft-ms", "-", "slo_ttft_ms", "the time-to-first-token SLO"),
+    "slo_itl_ms": Setting("--slo-itl-ms", "-", "slo_itl_ms", "the inter-token latency SLO"),
+    "copies_per_instance": Setting(
+        "--copies-per-instance", "-", "copies_per_instance", "the copies' share of an instance"
+    ),
+    "tensor_parallel_size": Setting(
+        "--tensor-parallel-size", "-", "tensor_parallel_size", "NeuronCores per copy"
+    ),
+    "csv": Setting("--csv", "-", "csv", "the text-generation CSV report"),
+    "png_dir": Setting("--png-dir", "-", "png_dir", "the text-generation plots"),
+}
+_ENCODER_BENCH = ("mean_tokens", "spread", "openai", "slo_p99_ms")
+SETTINGS.update(BENCH_SETTINGS)
+
+_ENCODER_SETTINGS = (*list(SETTINGS)[: list(SETTINGS).index("copies")], *_ENCODER_BENCH)
+_GENERATION_SETTINGS = tuple(n for n in SETTINGS if n not in _ENCODER_SETTINGS)
 
 
 class Encoder(ModelKind):

@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.kind import GENERATION
+from smneuron.artifact.kind import ENCODER, GENERATION, SETTINGS, ModelKind, kind_of
 from smneuron.benchmark import encoder, prompts
 from smneuron.benchmark.encoder import Report
 from smneuron.benchmark.generation import GenerationReport, bench_text_generation
 from smneuron.endpoints.describing import overview
+from smneuron.errors import ConfigError
 from smneuron.session import Session
 
 # what a bench needs to know of where the load lands: bench keyword -> overview field
@@ -31,6 +32,31 @@ def deployed_on(name: str, *, session: Session) -> dict:
     found = {key: o[field_name] for key, field_name in _SERVING.items()}
     found["instance_count"] = found["instance_count"] or 1
     return {"kind": o["kind"], **found}
+
+
+def target_kind(
+    endpoint: str | None, url: str | None, given: dict[str, str], *, session: Session | None
+) -> tuple[ModelKind, dict]:
+    """What a bench is pointed at, decided once: a SageMaker endpoint says what it serves (one status read, also
+    returned); a URL says nothing, so it is text generation when a text-generation bench setting was given (a
+    key of ``given``), else an encoder. The other kind's bench settings are then refused by the kind.
+
+    Raises:
+        NotFoundError: no such endpoint.
+        ConfigError: a setting of the other kind (``ModelKind.refuse_foreign``, scope "bench").
+    """
+    if endpoint and not url:
+        found = deployed_on(endpoint, session=session or Session.from_env())
+        return kind_of(found), found
+    mixed = {k: [n for n in given if n in k.settings] for k in (ENCODER, GENERATION)}
+    if all(mixed.values()):
+        flags = {k: ", ".join(SETTINGS[n].flag for n in names) for k, names in mixed.items()}
+        raise ConfigError(
+            f"{url} does not say what it serves, and these settings disagree: {flags[ENCODER]} are for an "
+            f"encoder, {flags[GENERATION]} for text generation.",
+            hint="Give the settings of the kind the URL serves (text generation: --prompt-tokens/--output-tokens).",
+        )
+    return (GENERATION if mixed[GENERATION] else ENCODER), {}
 
 
 def serving_of(found: dict, given: dict) -> tuple[dict, dict]:
@@ -85,8 +111,12 @@ def bench_endpoint(
     """
     sess = session or Session.from_env()
     found = deployed_on(name, session=sess)
+    given = {k: "flag" for k, v in run.items() if k in SETTINGS and v is not None}
+    kind_of(found).refuse_foreign(
+        {**given, **({"openai": "flag"} if openai else {})}, where="sdk", scope="bench"
+    )
     values, source = serving_of(found, {k: run.pop(k, None) for k in _SERVING})
-    if found["kind"] == GENERATION:
+    if kind_of(found) == GENERATION:
         run.setdefault("prompt_tokens", None if data else 64)
         return bench_text_generation(
             endpoint=name,

@@ -29,11 +29,13 @@ def bench_cmd(
     rates: int = typer.Option(3, "--rates", help="Constant rates in a sweep."),
     data: Path = typer.Option(None, "--data", help="JSONL of inputs."),
     tokenizer: Path = typer.Option(None, "--tokenizer", help="tokenizer.json to generate texts with."),
-    mean_tokens: int = typer.Option(24, "--mean-tokens", help="Generated text length (tokens)."),
+    mean_tokens: int = typer.Option(
+        None, "--mean-tokens", help="Encoders: generated text length (24 tokens)."
+    ),
     openai: bool = typer.Option(
         False, "--openai", help='Embeddings: send OpenAI requests ({"input": ...}) as GuideLLM / AIPerf do.'
     ),
-    spread: int = typer.Option(8, "--spread", help="Standard deviation of the length."),
+    spread: int = typer.Option(None, "--spread", help="Encoders: standard deviation of the length (8)."),
     instance: str = typer.Option(None, "--instance", help="Instance type (for cost)."),
     count: int = typer.Option(
         None, "--instance-count", help="Instances serving (for cost; default: the endpoint's, else 1)."
@@ -92,7 +94,7 @@ def bench_cmd(
     from smneuron.artifact.kind import GENERATION
     from smneuron.benchmark import encoder as bench
     from smneuron.benchmark import profiles, prompts
-    from smneuron.benchmark.endpoint import deployed_on
+    from smneuron.benchmark.endpoint import serving_of, target_kind
     from smneuron.cli import generation_bench_cmd
 
     if endpoint == "compare":
@@ -101,12 +103,31 @@ def bench_cmd(
         _compare(reports or [], as_json)
         return
     levels = whole_numbers(concurrencies, "--concurrencies")
-    generation_flags = prompt_tokens or output_tokens or dataset
-    if generation_flags or generation_bench_cmd.has_components(ctx, endpoint, url):
+    settings = {
+        "mean_tokens": mean_tokens,
+        "spread": spread,
+        "openai": openai or None,
+        "prompt_tokens": prompt_tokens,
+        "output_tokens": output_tokens,
+        "dataset": dataset,
+        "slo_ttft_ms": slo_ttft_ms,
+        "slo_itl_ms": slo_itl_ms,
+        "copies": copies,
+        "copies_per_instance": copies_per_instance,
+        "tensor_parallel_size": tp,
+        "csv": csv_out,
+        "png_dir": png_dir,
+    }
+    given = {name: "flag" for name, value in settings.items() if value is not None}
+    session = None if url else state(ctx).session()
+    kind, found = target_kind(endpoint, url, given, session=session)  # decided once
+    kind.refuse_foreign(given, where="cli", scope="bench")
+    if kind == GENERATION:
         return generation_bench_cmd.run(
             ctx,
             endpoint=endpoint,
             url=url,
+            found=found,
             profile=profile,
             duration=duration,
             concurrency=concurrency,
@@ -137,13 +158,16 @@ def bench_cmd(
             max_error_rate=max_error_rate,
         )
 
-    payloads = prompts.load_payloads(data, tokenizer=tokenizer, mean_tokens=mean_tokens, spread=spread)
+    payloads = prompts.load_payloads(
+        data,
+        tokenizer=tokenizer,
+        mean_tokens=24 if mean_tokens is None else mean_tokens,
+        spread=8 if spread is None else spread,
+    )
     if openai:
         payloads = prompts.as_openai_embeddings(payloads)
-    session = None if url else state(ctx).session()
-    if endpoint and not instance:  # the cost column: the endpoint says what it runs on
-        found = deployed_on(endpoint, session=session)  # type: ignore[arg-type]
-        instance, count = found["instance_type"], count or found["instance_count"]
+    # the cost column: the endpoint says what it runs on; flags override
+    serving, _ = serving_of(found, {"instance_type": instance, "instance_count": count})
     report = bench.run(
         url=url,
         endpoint=endpoint,
@@ -154,8 +178,8 @@ def bench_cmd(
         concurrency=concurrency,
         rate=rate,
         rates=rates,
-        instance_type=instance,
-        instance_count=count or 1,
+        instance_type=serving.get("instance_type"),
+        instance_count=serving.get("instance_count") or 1,
         price=price,
         max_requests=max_requests,
         max_errors=max_errors,

@@ -11,19 +11,6 @@ from smneuron.cli._common import console, print_json, state, table
 from smneuron.errors import ConfigError
 
 
-def has_components(ctx: typer.Context, endpoint: str | None, url: str | None) -> bool:
-    """A SageMaker endpoint that serves inference components (text generation) gets the streaming bench."""
-    from smneuron.endpoints import components
-    from smneuron.endpoints.handle import require
-
-    if url or not endpoint:
-        return False
-
-    session = state(ctx).session()
-    require(session, endpoint)
-    return bool(components.for_endpoint(session, endpoint))
-
-
 def lengths(text: str | None, flag: str):  # type: ignore[no-untyped-def]
     """``N`` or ``N,stdev,min,max`` -> Lengths."""
     from smneuron.benchmark.prompts import Lengths
@@ -49,6 +36,7 @@ def run(
     *,
     endpoint,
     url,
+    found,
     profile,
     duration,
     concurrency,
@@ -79,7 +67,7 @@ def run(
     max_error_rate,
 ) -> None:  # type: ignore[no-untyped-def]
 
-    from smneuron.benchmark.endpoint import deployed_on, serving_of
+    from smneuron.benchmark.endpoint import serving_of
     from smneuron.benchmark.generation import bench_text_generation
     from smneuron.benchmark.generation_metrics import Slo
     from smneuron.benchmark.generation_report import write_csv, write_html, write_pngs
@@ -94,7 +82,6 @@ def run(
         "tensor_parallel_size": tp,
     }
     # where the load lands (cost share, recommend): the endpoint says; flags override, the report says which
-    found = deployed_on(endpoint, session=session) if endpoint else {}  # type: ignore[arg-type]
     serving, source = serving_of(found, given)
     report = bench_text_generation(
         url=url,

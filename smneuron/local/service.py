@@ -24,6 +24,7 @@ from smneuron.errors import ConfigError, SmneuronError
 from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws
 from smneuron.local.aws.hooks import activate
+from smneuron.local.aws.patching import EmbeddedAwsError
 from smneuron.local.aws.persistence import Keeper, describe
 from smneuron.serving.ports import free_port
 from smneuron.serving.server import check_port_free
@@ -40,6 +41,7 @@ from smneuron.session import local_service_path as state_path
 
 # every process the service starts inherits it; its value is the state directory
 OWNER = "SMNEURON_LOCAL_OWNER"
+REFUSED, REFUSED_EXIT = "smneuron-refused: ", 3  # the service's word that moto does not fit its patches
 
 
 def sweep(owner: Path) -> list[int]:
@@ -154,7 +156,11 @@ def up(
         if proc.poll() is not None:
             break
         time.sleep(0.2)
-    tail = "\n".join(log.read_text().splitlines()[-10:]) if log.exists() else ""
+    lines = log.read_text().splitlines() if log.exists() else []
+    refused = [json.loads(x[len(REFUSED) :]) for x in lines[-10:] if x.startswith(REFUSED)]
+    if proc.poll() == REFUSED_EXIT and refused:
+        raise EmbeddedAwsError(refused[-1]["message"], hint=refused[-1]["hint"])
+    tail = "\n".join(lines[-10:])
     raise SmneuronError(
         f"The embedded SageMaker did not start (log {log}):\n{tail}", hint="Run `smneuron local up` again."
     )
@@ -271,7 +277,11 @@ if __name__ == "__main__":
     ap.add_argument("--fresh", action="store_true")
     ap.add_argument("--no-capacity", default="")
     a = ap.parse_args()
-    os.environ["SMNEURON_LLM_ENGINE"] = (
-        a.generation_engine
-    )  # the inference components' copies (local/generation/)
-    serve(a.port, a.state, a.engine, fresh=a.fresh, no_capacity=[t for t in a.no_capacity.split(",") if t])
+    os.environ["SMNEURON_LLM_ENGINE"] = a.generation_engine  # the inference components' copies
+    try:
+        serve(
+            a.port, a.state, a.engine, fresh=a.fresh, no_capacity=[t for t in a.no_capacity.split(",") if t]
+        )
+    except EmbeddedAwsError as e:  # moto does not fit the patches: say why, and `up` refuses with it
+        print(REFUSED + json.dumps({"message": e.message, "hint": e.hint}), flush=True)
+        sys.exit(REFUSED_EXIT)

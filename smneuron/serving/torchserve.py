@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -76,6 +77,39 @@ def _get(url: str, timeout: float = 2) -> tuple[int, bytes]:
         return e.code, e.read()
     except OSError:
         return 0, b""
+
+
+LOAD_HINT = (
+    "Fix model_fn (or the files it reads) and deploy again; the whole traceback is in the endpoint's logs "
+    "(`smneuron logs NAME`)."
+)
+_MODEL_LOG = re.compile(r"MODEL_LOG - (.*)$")
+
+
+class ModelLoadError(SmneuronError):
+    """The model server's workers could not load the model (model_fn raised, a file is missing, an import failed)."""
+
+
+def load_failure(console: str, *, after: int = 2) -> str | None:
+    """The last lines of the exception a worker died of while loading the model, once ``after`` loads have failed
+    (TorchServe retries a dead worker with a back-off for as long as it runs); None before that.
+
+    Read from the toolkit's console output: the backend worker's own lines arrive as ``MODEL_LOG - ...``.
+    """
+    lines = console.splitlines()
+    failures = [i for i, line in enumerate(lines) if "MODEL_LOG - Failed to load model" in line]
+    if len(failures) < after:
+        return None
+    block = []
+    for line in lines[failures[-1] :]:
+        m = _MODEL_LOG.search(line)
+        if not m:
+            continue
+        if m[1].startswith("Backend worker process died"):
+            break
+        block.append(m[1])
+    frames = [x.strip() for x in block[1:] if x.strip() and not set(x.strip()) <= set("^~ ")]
+    return " | ".join(frames[-4:]) or block[0]
 
 
 class TorchServeStack:
@@ -178,6 +212,10 @@ class TorchServeStack:
                 break
             if (self.ping() == 200) if until == "ping" else self.ready():
                 return self
+            failure = load_failure(self.console_log.read_text(errors="replace")) if until == "ready" else None
+            if failure:  # TorchServe retries a worker forever; a model that fails twice will not load
+                self.stop()
+                raise ModelLoadError(f"The model failed to load: {failure}", hint=LOAD_HINT)
             time.sleep(0.5)
         tail = self.log_tail()
         self.stop()

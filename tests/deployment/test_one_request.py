@@ -130,3 +130,22 @@ def test_an_unknown_sdk_keyword_is_refused_with_the_known_ones(encoder_artifact)
     with pytest.raises(ConfigError, match="Unknown deploy setting") as e:
         smneuron.preview(encoder_artifact, instance="ml.c6i.xlarge", replicas=3)
     assert "count" in e.value.hint and "copies" in e.value.hint
+
+
+def test_bench_refuses_the_other_kinds_settings_and_a_url_with_both():
+    """A URL says nothing of what it serves: one kind's settings decide, both at once are refused."""
+    code, _, err = run_cli(
+        "bench",
+        "--url",
+        "http://127.0.0.1:9",
+        "--prompt-tokens",
+        "16",
+        "--mean-tokens",
+        "30",
+        "--copies",
+        "2",
+    )
+    assert code == 1 and "does not say what it serves" in err
+    assert (
+        "--mean-tokens are for an encoder" in err and "--prompt-tokens, --copies for text generation" in err
+    )

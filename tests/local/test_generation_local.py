@@ -162,6 +162,9 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
         given["copies"] == 2 and given["serving_source"]["copies"] == "given"
     )  # a flag overrides, and says so
     assert given["serving_source"]["tensor_parallel_size"] == "endpoint"
+    refused = smneuron_cli("--local", "bench", "chat", "--mean-tokens", "30", "--openai", check=False)
+    assert refused.returncode == 1 and "This is a text generation endpoint" in refused.stderr
+    assert "--mean-tokens (" in refused.stderr and "--openai (" in refused.stderr
 
     scaled = smneuron_cli("--local", "scale", "chat", "--min", "2", "--max", "2").stdout
     assert "autoscaling 2-2 copies" in scaled  # it sets copies, and says so (it said "instances")

@@ -109,11 +109,13 @@ class Backer:
             with backing.lock:
                 if update:  # the old fleet keeps serving; the update is what failed, and is rolled back
                     backing.updating = False
-                    backing.reason = f"Update to {config_name} failed and was rolled back: {_reason(e)}"
+                    backing.reason = _failure(
+                        f"Update to {config_name} failed and was rolled back: {_reason(e)}"
+                    )
                     revert()
                 else:
                     backing.status = "Failed"
-                    backing.reason = (
+                    backing.reason = _failure(
                         str(e)
                         if isinstance(e, NoCapacity)
                         else "The primary container for production variant AllTraffic did not pass the ping "
@@ -315,3 +317,11 @@ def _as_the_dlc_serves(
 
 def _reason(e: BaseException) -> str:
     return getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+
+
+FAILURE_REASON_MAX = 1024  # botocore's sagemaker FailureReason shape: max length 1024
+
+
+def _failure(reason: str) -> str:
+    """A FailureReason as SageMaker can carry it: the end of a long one is what says why, so keep the end."""
+    return reason if len(reason) <= FAILURE_REASON_MAX else "..." + reason[-(FAILURE_REASON_MAX - 3) :]

@@ -14,6 +14,8 @@ from typing import Any
 
 import botocore.session
 
+from smneuron.local.aws import patching
+
 listener: Any = None  # start_component(name, record) / stop_component(name) / component_state(name)
 
 
@@ -146,15 +148,17 @@ def patch_components() -> None:
             listener.stop_component(name)
         return ActionResult({})
 
-    original_validate = models.SageMakerModelBackend.validate_production_variants
+    original_validate = patching.original(models.SageMakerModelBackend, "validate_production_variants")
 
     def validate_production_variants(self: Any, production_variants: list[dict[str, Any]]) -> None:
         # a variant without ModelName hosts inference components (its config carries ExecutionRoleArn)
         original_validate(self, [v for v in production_variants if v.get("ModelName")])
 
-    models.SageMakerModelBackend.validate_production_variants = validate_production_variants
+    patching.replace(
+        models.SageMakerModelBackend, "validate_production_variants", validate_production_variants
+    )
     _patch_copy_dimension()
-    original_delete_endpoint = models.SageMakerModelBackend.delete_endpoint
+    original_delete_endpoint = patching.original(models.SageMakerModelBackend, "delete_endpoint")
 
     def delete_endpoint(self: Any, endpoint_name: str) -> None:
         left = [n for n, r in _store(self).items() if r["EndpointName"] == endpoint_name]
@@ -164,7 +168,7 @@ def patch_components() -> None:
             )
         return original_delete_endpoint(self, endpoint_name)
 
-    original_resource = models.SageMakerModelBackend._get_resource_from_arn
+    original_resource = patching.original(models.SageMakerModelBackend, "_get_resource_from_arn")
 
     class _Tagged:  # what moto's AddTags / ListTags / DeleteTags need of a resource: its tags list
         def __init__(self, record: dict) -> None:
@@ -186,14 +190,14 @@ def patch_components() -> None:
             raise ValidationError(message=f'Could not find inference component "{arn}".')
         return original_resource(self, arn)
 
-    models.SageMakerModelBackend._get_resource_from_arn = resource_from_arn
-    responses.SageMakerResponse.create_inference_component = create
-    responses.SageMakerResponse.describe_inference_component = describe
-    responses.SageMakerResponse.list_inference_components = list_
-    responses.SageMakerResponse.update_inference_component = update
-    responses.SageMakerResponse.update_inference_component_runtime_config = update_runtime
-    responses.SageMakerResponse.delete_inference_component = delete
-    models.SageMakerModelBackend.delete_endpoint = delete_endpoint
+    patching.replace(models.SageMakerModelBackend, "_get_resource_from_arn", resource_from_arn)
+    patching.add(responses.SageMakerResponse, "create_inference_component", create)
+    patching.add(responses.SageMakerResponse, "describe_inference_component", describe)
+    patching.add(responses.SageMakerResponse, "list_inference_components", list_)
+    patching.add(responses.SageMakerResponse, "update_inference_component", update)
+    patching.add(responses.SageMakerResponse, "update_inference_component_runtime_config", update_runtime)
+    patching.add(responses.SageMakerResponse, "delete_inference_component", delete)
+    patching.replace(models.SageMakerModelBackend, "delete_endpoint", delete_endpoint)
 
 
 def _patch_copy_dimension() -> None:
@@ -207,8 +211,8 @@ def _patch_copy_dimension() -> None:
     values = list(known.shape_for("ScalableDimension").enum)
     values += [d.value for d in aas_models.ScalableDimensionValueSet if d.value not in values]
     dimensions = Enum("ScalableDimensionValueSet", {f"D{i}": v for i, v in enumerate(values)})  # type: ignore[misc]
-    aas_models.ScalableDimensionValueSet = dimensions
-    aas_responses.ScalableDimensionValueSet = dimensions
+    patching.replace(aas_models, "ScalableDimensionValueSet", dimensions)
+    patching.replace(aas_responses, "ScalableDimensionValueSet", dimensions)
 
 
 def components_of(endpoint: str) -> list[dict]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from smneuron.local.aws import patching
+
 KEEP_EMPTY = {"ProductionVariants", "Tags"}  # lists SageMaker answers even when empty
 
 
@@ -31,6 +33,10 @@ def patch_describe_shapes() -> None:
 
         return describe
 
-    SageMakerResponse.describe_model = describer("describe_model", "ModelName")
-    SageMakerResponse.describe_endpoint = describer("describe_endpoint", "EndpointName")
-    SageMakerResponse.describe_endpoint_config = describer("describe_endpoint_config", "EndpointConfigName")
+    patching.replace(SageMakerResponse, "describe_model", describer("describe_model", "ModelName"))
+    patching.replace(SageMakerResponse, "describe_endpoint", describer("describe_endpoint", "EndpointName"))
+    patching.replace(
+        SageMakerResponse,
+        "describe_endpoint_config",
+        describer("describe_endpoint_config", "EndpointConfigName"),
+    )

@@ -39,7 +39,7 @@ from typing import Any
 import botocore.session
 
 from smneuron.errors import MissingDependencyError
-from smneuron.local.aws import pools
+from smneuron.local.aws import patching, pools
 from smneuron.local.aws.components import patch_components
 from smneuron.local.aws.describe_shapes import patch_describe_shapes
 from smneuron.local.aws.iam_simulation import patch_policy_simulation
@@ -80,7 +80,7 @@ def patch_moto() -> None:
                 f"Member must satisfy enum value set: {valid}"
             )
 
-    models.FakeEndpointConfig.validate_instance_type = validate_instance_type
+    patching.replace(models.FakeEndpointConfig, "validate_instance_type", validate_instance_type)
     pools.patch(models, ValidationError)
 
     def backend_update_endpoint(
@@ -108,8 +108,8 @@ def patch_moto() -> None:
         )
         return ActionResult({"EndpointArn": endpoint.arn})
 
-    original_create = models.SageMakerModelBackend.create_endpoint
-    original_describe = models.SageMakerModelBackend.describe_endpoint
+    original_create = patching.original(models.SageMakerModelBackend, "create_endpoint")
+    original_describe = patching.original(models.SageMakerModelBackend, "describe_endpoint")
 
     def create_endpoint(self: Any, endpoint_name: str, *args: Any, **kwargs: Any) -> Any:
         if endpoint_name in self.endpoints:  # moto replaced it silently; SageMaker refuses
@@ -126,10 +126,10 @@ def patch_moto() -> None:
             response = dict(response, EndpointStatus=busy[0])
         return response
 
-    models.SageMakerModelBackend.create_endpoint = create_endpoint
-    models.SageMakerModelBackend.describe_endpoint = describe_endpoint
-    models.SageMakerModelBackend.update_endpoint = backend_update_endpoint
-    responses.SageMakerResponse.update_endpoint = response_update_endpoint
+    patching.replace(models.SageMakerModelBackend, "create_endpoint", create_endpoint)
+    patching.replace(models.SageMakerModelBackend, "describe_endpoint", describe_endpoint)
+    patching.add(models.SageMakerModelBackend, "update_endpoint", backend_update_endpoint)
+    patching.add(responses.SageMakerResponse, "update_endpoint", response_update_endpoint)
     _patch_pipeline_steps(models, responses, ActionResult)
 
     patch_components()
@@ -137,7 +137,18 @@ def patch_moto() -> None:
     patch_describe_shapes()
     _patch_s3_conditional_denies()
     _patch_cloudformation()
+    _require_private_members(models)
     _PATCHED = True
+    patching.check()  # refuse a moto whose members moved: the patches would answer wrongly
+
+
+def _require_private_members(models: Any) -> None:
+    """The private moto members smneuron calls without replacing them."""
+    from moto.cloudformation.models import Stack
+
+    patching.requires(Stack, "_parse_template")
+    patching.requires(Stack, "_create_output_map")
+    patching.requires(models.FakeEndpoint, "_process_production_variants")
 
 
 def _patch_pipeline_steps(models: Any, responses: Any, ActionResult: Any) -> None:
@@ -166,7 +177,9 @@ def _patch_pipeline_steps(models: Any, responses: Any, ActionResult: Any) -> Non
             }
         )
 
-    responses.SageMakerResponse.list_pipeline_execution_steps = response_list_pipeline_execution_steps
+    patching.add(
+        responses.SageMakerResponse, "list_pipeline_execution_steps", response_list_pipeline_execution_steps
+    )
 
 
 def _patch_cloudformation() -> None:
@@ -175,7 +188,7 @@ def _patch_cloudformation() -> None:
     from moto.core.common_models import CloudFormationModel
     from moto.s3.models import s3_backends
 
-    original_clean = parsing.clean_json
+    original_clean = patching.original(parsing, "clean_json")
 
     def clean_json(resource_json: Any, resources_map: Any) -> Any:
         if isinstance(resource_json, list):  # Fn::If ... AWS::NoValue removes the element
@@ -183,7 +196,7 @@ def _patch_cloudformation() -> None:
             return [v for v in cleaned if v is not None]
         return original_clean(resource_json, resources_map)
 
-    parsing.clean_json = clean_json
+    patching.replace(parsing, "clean_json", clean_json)
 
     class BucketPolicy(CloudFormationModel):
         def __init__(self, bucket: str) -> None:
@@ -236,7 +249,7 @@ def _patch_cloudformation() -> None:
 
     from moto.cloudformation import models as cfn_models
 
-    original_apply = cfn_models.ChangeSet.apply
+    original_apply = patching.original(cfn_models.ChangeSet, "apply")
 
     def apply(self: Any) -> None:
         original_apply(self)
@@ -244,7 +257,7 @@ def _patch_cloudformation() -> None:
         self.stack._parse_template()
         self.stack.output_map = self.stack._create_output_map()
 
-    cfn_models.ChangeSet.apply = apply
+    patching.replace(cfn_models.ChangeSet, "apply", apply)
     parsing.get_model_map.cache_clear()
     parsing.get_name_type_map.cache_clear()
 
@@ -269,7 +282,7 @@ def _patch_s3_conditional_denies() -> None:
             return PermissionResult.NEUTRAL
         return IAMPolicy(json.dumps(doc)).is_action_permitted(action, resource)
 
-    s3_models.FakeBucket.get_permission = get_permission
+    patching.replace(s3_models.FakeBucket, "get_permission", get_permission)
 
 
 @contextmanager
@@ -290,7 +303,8 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
     port = port or free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
-
+    patching.requires(server, "_server")
+    patching.check()
     server._server.app = StreamRouter(server._server.app)  # InvokeEndpointWithResponseStream (moto has none)
     url = f"http://127.0.0.1:{port}"
     # moto keeps its state per process: each embedded AWS starts empty and leaves nothing behind

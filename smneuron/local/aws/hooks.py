@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from smneuron.local.aws import components as moto_components
-from smneuron.local.aws import pools, stream_route
+from smneuron.local.aws import patching, pools, stream_route
 from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.routing import invoke
 
@@ -61,18 +61,17 @@ def install() -> None:
     from moto.sagemakerruntime import responses as runtime
 
     create, update, delete = (
-        models.SageMakerModelBackend.create_endpoint,
-        models.SageMakerModelBackend.update_endpoint,
-        models.SageMakerModelBackend.delete_endpoint,
+        patching.original(models.SageMakerModelBackend, name)
+        for name in ("create_endpoint", "update_endpoint", "delete_endpoint")
     )
-    describe = models.SageMakerModelBackend.describe_endpoint
-    plain_list = models.SageMakerModelBackend.list_endpoints
-    plain_summary = models.FakeEndpoint.summary
-    update_weights = models.SageMakerModelBackend.update_endpoint_weights_and_capacities
-    plain_invoke = runtime.SageMakerRuntimeResponse.invoke_endpoint
+    describe = patching.original(models.SageMakerModelBackend, "describe_endpoint")
+    plain_list = patching.original(models.SageMakerModelBackend, "list_endpoints")
+    plain_summary = patching.original(models.FakeEndpoint, "summary")
+    update_weights = patching.original(models.SageMakerModelBackend, "update_endpoint_weights_and_capacities")
+    plain_invoke = patching.original(runtime.SageMakerRuntimeResponse, "invoke_endpoint")
     from moto.applicationautoscaling import models as aas
 
-    register = aas.ApplicationAutoscalingBackend.register_scalable_target
+    register = patching.original(aas.ApplicationAutoscalingBackend, "register_scalable_target")
 
     def create_endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
         endpoint = create(self, *args, **kwargs)
@@ -172,16 +171,19 @@ def install() -> None:
                 _ACTIVE.scale(parts[1], wanted)
         return target
 
-    models.SageMakerModelBackend.create_endpoint = create_endpoint
-    models.SageMakerModelBackend.update_endpoint = update_endpoint
-    models.SageMakerModelBackend.delete_endpoint = delete_endpoint
-    models.SageMakerModelBackend.describe_endpoint = describe_endpoint
-    models.SageMakerModelBackend.list_endpoints = list_endpoints
-    models.FakeEndpoint.summary = summary
-    runtime.SageMakerRuntimeResponse.invoke_endpoint = invoke_endpoint
+    patching.replace(models.SageMakerModelBackend, "create_endpoint", create_endpoint)
+    patching.replace(models.SageMakerModelBackend, "update_endpoint", update_endpoint)
+    patching.replace(models.SageMakerModelBackend, "delete_endpoint", delete_endpoint)
+    patching.replace(models.SageMakerModelBackend, "describe_endpoint", describe_endpoint)
+    patching.replace(models.SageMakerModelBackend, "list_endpoints", list_endpoints)
+    patching.replace(models.FakeEndpoint, "summary", summary)
+    patching.replace(runtime.SageMakerRuntimeResponse, "invoke_endpoint", invoke_endpoint)
     # moto decodes every request body as UTF-8 before routing (an image or .npy body was an HTML 500): the
     # runtime's bodies are the container's, bytes untouched
-    runtime.SageMakerRuntimeResponse.use_raw_body = True
-    models.SageMakerModelBackend.update_endpoint_weights_and_capacities = update_capacities
-    aas.ApplicationAutoscalingBackend.register_scalable_target = register_scalable_target
+    patching.replace(runtime.SageMakerRuntimeResponse, "use_raw_body", True)
+    patching.replace(
+        models.SageMakerModelBackend, "update_endpoint_weights_and_capacities", update_capacities
+    )
+    patching.replace(aas.ApplicationAutoscalingBackend, "register_scalable_target", register_scalable_target)
     _INSTALLED = True
+    patching.check()  # a moto whose members moved: refuse rather than answer wrongly

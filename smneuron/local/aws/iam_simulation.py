@@ -15,6 +15,8 @@ import json
 from typing import Any
 from urllib.parse import unquote
 
+from smneuron.local.aws import patching
+
 
 def decision(documents: list[dict], action: str, resource: str = "*") -> str:
     """``allowed``, ``explicitDeny`` or ``implicitDeny`` for ``action`` on ``resource``."""
@@ -64,4 +66,4 @@ def patch_policy_simulation() -> None:
         ]
         return ActionResult({"EvaluationResults": results, "IsTruncated": False})
 
-    IamResponse.simulate_principal_policy = simulate_principal_policy
+    patching.add(IamResponse, "simulate_principal_policy", simulate_principal_policy)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from smneuron.local.aws import patching
+
 # SageMaker's words when no pool (or the single instance type) could be provisioned
 NO_CAPACITY = "Unable to provision requested ML compute capacity due to InsufficientInstanceCapacity error."
 
@@ -57,8 +59,8 @@ def summaries(variant: dict, serving: str | None, running: int) -> list[dict]:
 
 def patch(models: Any, ValidationError: Any) -> None:
     """Teach moto's CreateEndpointConfig the ``InstancePools`` shape (it wants InstanceType or ServerlessConfig)."""
-    plain_config_check = models.FakeEndpointConfig.validate_production_variants
-    plain_backend_check = models.SageMakerModelBackend.validate_production_variants
+    plain_config_check = patching.original(models.FakeEndpointConfig, "validate_production_variants")
+    plain_backend_check = patching.original(models.SageMakerModelBackend, "validate_production_variants")
 
     def validate_production_variants(self: Any, production_variants: list[dict[str, Any]]) -> None:
         plain = [v for v in production_variants if not v.get("InstancePools")]
@@ -89,5 +91,5 @@ def patch(models: Any, ValidationError: Any) -> None:
                     arn = f"arn:aws:sagemaker:{self.region_name}:{self.account_id}:model/{name}"
                     raise ValidationError(message=f"Could not find model '{arn}'.")
 
-    models.FakeEndpointConfig.validate_production_variants = validate_production_variants
-    models.SageMakerModelBackend.validate_production_variants = backend_validate
+    patching.replace(models.FakeEndpointConfig, "validate_production_variants", validate_production_variants)
+    patching.replace(models.SageMakerModelBackend, "validate_production_variants", backend_validate)

@@ -1,0 +1,103 @@
+"""A model that cannot load is Failed fast, with the exception in FailureReason and the traceback in the logs.
+
+SageMaker takes many minutes and says only "did not pass the ping health check"; the embedded SageMaker exists
+to answer faster and clearer. Two ways in: a Model made the SageMaker SDK way (the DLC's TorchServe stack runs its
+``inference.py``, whose ``model_fn`` raises) and a smneuron artifact whose weights file is broken.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+import time
+
+import boto3
+import pytest
+from conftest import until
+
+import smneuron
+
+pytestmark = pytest.mark.e2e
+
+INFERENCE = """
+def model_fn(model_dir):
+    raise RuntimeError("weights file model.pth is corrupt: expected 42 tensors, found 0")
+
+
+def predict_fn(data, model):
+    return data
+"""
+
+
+def _clients(url: str) -> tuple:
+    kw = dict(region_name="us-east-1", endpoint_url=url, aws_access_key_id="l", aws_secret_access_key="l")
+    return boto3.client("sagemaker", **kw), boto3.client("s3", **kw), boto3.client("logs", **kw)
+
+
+def _failed(sm, name: str) -> tuple[dict, float]:
+    started = time.monotonic()
+    # polled well past the ~10-20 s a failed load takes here, and far short of TorchServe's 300 s start limit
+    described = until(
+        lambda: (d := sm.describe_endpoint(EndpointName=name))["EndpointStatus"] != "Creating" and d,
+        f"{name} to leave Creating",
+        timeout=150,
+    )
+    return described, time.monotonic() - started
+
+
+def test_a_model_fn_that_raises_fails_the_endpoint_with_its_exception(smneuron_cli, tiny_encoder, tmp_path):
+    smneuron_cli("local", "up")
+    url = json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]
+    sm, s3, logs = _clients(url)
+
+    # the SageMaker SDK's way: a tarball with code/inference.py, the PyTorch DLC image, its environment
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "inference.py").write_text(INFERENCE)
+    with tarfile.open(tmp_path / "model.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "code", arcname="code")
+    s3.create_bucket(Bucket="models")
+    s3.upload_file(str(tmp_path / "model.tar.gz"), "models", "broken/model.tar.gz")
+    image = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.5-cpu-py311"
+    sm.create_model(
+        ModelName="broken",
+        ExecutionRoleArn="arn:aws:iam::123456789012:role/smneuron-execution-role",
+        PrimaryContainer={
+            "Image": image,
+            "ModelDataUrl": "s3://models/broken/model.tar.gz",
+            "Environment": {
+                "SAGEMAKER_PROGRAM": "inference.py",
+                "SAGEMAKER_SUBMIT_DIRECTORY": "/opt/ml/model/code",
+            },
+        },
+    )
+    variant = {"VariantName": "AllTraffic", "ModelName": "broken", "InstanceType": "ml.c6i.large"}
+    sm.create_endpoint_config(
+        EndpointConfigName="broken", ProductionVariants=[{**variant, "InitialInstanceCount": 1}]
+    )
+    sm.create_endpoint(EndpointName="broken", EndpointConfigName="broken")
+    described, seconds = _failed(sm, "broken")
+    print(f"Failed after {seconds:.1f} s")  # measured for the record, not asserted (-s shows it)
+    reason = described["FailureReason"]
+    assert described["EndpointStatus"] == "Failed"
+    assert "did not pass the ping health check" in reason and "The model failed to load" in reason
+    assert "RuntimeError: weights file model.pth is corrupt: expected 42 tensors, found 0" in reason
+    assert "inference.py" in reason and "in model_fn" in reason and len(reason) <= 1024
+    status = smneuron_cli("--local", "status", "broken", check=False).stdout
+    assert "Failed" in status and "weights file model.pth is corrupt" in status
+    events = until(
+        lambda: logs.filter_log_events(logGroupName="/aws/sagemaker/Endpoints/broken")["events"],
+        "the model server's log lines",
+        timeout=60,
+    )
+    text = "\n".join(e["message"] for e in events)
+    assert "Traceback (most recent call last)" in text and "in model_fn" in text  # the whole traceback
+
+    # smneuron's own artifact with a broken weights file: the same, through `smneuron deploy`
+    art = tmp_path / "art"
+    smneuron.compile(tiny_encoder, art, target="cpu", task="feature-extraction", buckets="16")
+    (art / "weights.pt").write_bytes(b"not a torch file")
+    out = smneuron_cli(
+        "--local", "deploy", str(art), "--instance", "ml.c6i.large", "--name", "broken-weights", check=False
+    )
+    assert out.returncode == 1 and "did not pass the ping health check" in out.stderr
+    assert "could not load the model" in out.stderr and "UnpicklingError" in out.stderr

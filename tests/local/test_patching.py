@@ -1,0 +1,72 @@
+"""The embedded SageMaker's changes to moto fail loudly: a replaced member moto no longer has, or an added
+operation moto now implements itself, stops `smneuron local up` with the moto version and the failed check."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import tomllib
+from conftest import REPO
+
+from smneuron.local.aws import patching
+
+
+def _local_up_with(edit: str, tmp_path) -> subprocess.CompletedProcess:
+    # `smneuron local up` and the service it starts, each with moto edited at start-up (as a release that renamed or
+    # added a member would ship it)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import moto.sagemaker.models as m\n" + edit + "\n")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(site),
+        "SMNEURON_STATE_DIR": str(tmp_path / "state"),
+        "SMNEURON_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "smneuron.cli.main", "local", "up"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "smneuron.cli.main", "local", "down"], env=env, capture_output=True
+        )
+
+
+def test_local_up_refuses_a_moto_without_a_member_it_replaces(tmp_path):
+    out = _local_up_with("del m.SageMakerModelBackend.list_endpoints", tmp_path)
+    assert out.returncode == 1, out.stderr[-1500:]
+    assert f"does not fit moto {patching.moto_version()}" in out.stderr
+    assert "SageMakerModelBackend.list_endpoints is not in moto" in out.stderr
+    assert "pip install 'moto[server]>=5.2,<5.3'" in out.stderr
+    assert not (tmp_path / "state" / "local.json").exists()  # nothing left serving
+
+
+def test_local_up_refuses_a_moto_that_implements_an_operation_smneuron_adds(tmp_path):
+    edit = "m.SageMakerModelBackend.update_endpoint = lambda self, *a, **k: None  # a newer moto's own"
+    out = _local_up_with(edit, tmp_path)
+    assert out.returncode == 1, out.stderr[-1500:]
+    assert "moto now implements moto.sagemaker.models.SageMakerModelBackend.update_endpoint" in out.stderr
+
+
+def test_every_patch_landed_on_the_installed_moto_and_moto_is_pinned_to_the_tested_range():
+    from smneuron.local.aws.embedded import patch_moto
+    from smneuron.local.aws.hooks import install
+
+    patch_moto()
+    install()
+    assert patching.problems() == []
+    kinds = {p.kind for p in patching.APPLIED}
+    assert kinds == {"replaces", "adds", "requires"}
+    added = {p.name for p in patching.APPLIED if p.kind == "adds"}
+    assert {"update_endpoint", "create_inference_component", "simulate_principal_policy"} <= added
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["local"]
+    assert f"moto[server]{patching.TESTED_MOTO}" in deps
+    assert json.dumps(patching.table())  # what `docs/architecture.md` lists
