@@ -149,6 +149,8 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
             "8",
             "--output-tokens",
             "4",
+            "--tokenizer",
+            str(tmp_path / "a"),
             "--rate-type",
             "synchronous",
             "--duration",
