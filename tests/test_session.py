@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from smneuron.errors import MissingCredentialsError, MissingRegionError
@@ -48,5 +50,35 @@ def test_role_and_bucket_defaults_use_the_account(session):
     assert Session.from_env(role="arn:aws:iam::1:role/x").role_arn == "arn:aws:iam::1:role/x"
 
 
-def test_repr_never_contains_credentials(session):
-    assert "testing" not in repr(session)
+@pytest.mark.e2e  # two CLI subprocesses
+def test_credentials_never_appear_in_reprs_errors_or_tracebacks(aws, monkeypatch):
+    """The session holds the secret (so a careless repr or error would show it); nothing a user sees does."""
+    import subprocess
+    import sys
+
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYSECRETKEY"
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    session = Session.from_env()
+    assert session.boto_session.get_credentials().secret_key == secret  # it is there to leak
+    assert secret in repr(vars(session.boto_session.get_credentials()))  # and this check would see it
+    shown = [repr(session), str(session), repr(session.client("sagemaker")), repr(session.client("s3"))]
+    # a failing AWS call through the CLI, with and without the debug traceback (a real AWS URL that refuses)
+    for debug in ("0", "1"):
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "smneuron.cli.main",
+                "--endpoint-url",
+                "http://127.0.0.1:9",
+                "status",
+                "x",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "SMNEURON_DEBUG": debug, "AWS_MAX_ATTEMPTS": "1"},
+            timeout=120,
+        )
+        assert out.returncode != 0
+        shown += [out.stdout, out.stderr]
+    assert not [text for text in shown if secret in text]

@@ -3,6 +3,7 @@ cost, reports (checked in headless Chromium), compare and recommend."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import statistics
@@ -133,6 +134,7 @@ def test_metrics_against_a_server_with_known_timings():
 @pytest.mark.e2e
 def test_open_loop_profiles_schedule_their_rates():
     from smneuron.benchmark.generation import run_generation
+    from smneuron.benchmark.profiles import send_times
     from smneuron.benchmark.prompts import completion_body
     from smneuron.local.generation.scripted import Script, ScriptedServer
 
@@ -148,10 +150,15 @@ def test_open_loop_profiles_schedule_their_rates():
             duration_s=1.0,
             max_concurrency=4,
         )
-    starts = sorted(t.start for t in report.runs[0].timings)
-    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
-    assert 25 <= len(starts) <= 100  # 60 expected; Poisson counts vary
+    # the seeded Poisson schedule decides how many requests a 3 s run sends and when: exactly those, never early
+    scheduled = list(itertools.takewhile(lambda t: t < 3.0, send_times(20, poisson=True, seed=7)))
+    gaps = [b - a for a, b in itertools.pairwise(scheduled)]
     assert statistics.pstdev(gaps) > 0.4 * statistics.mean(gaps)  # exponential gaps, not a fixed interval
+    starts = sorted(t.start for t in report.runs[0].timings)
+    assert len(starts) == len(scheduled)
+    assert all(
+        start >= at for start, at in zip(starts, scheduled, strict=True)
+    )  # an open loop is never early
     assert [r.profile for r in sweep.runs] == ["synchronous", "throughput", "constant", "constant"]
     assert sweep.runs[0].requests_per_s < sweep.runs[2].rate < sweep.runs[3].rate
 

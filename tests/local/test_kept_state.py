@@ -88,7 +88,7 @@ def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
     run_dir = Path((state / "rundir").read_text())  # the service's downloads, the copies' weights, its logs
     assert any(run_dir.glob("smneuron-llm-*"))
     os.kill(second["pid"], signal.SIGKILL)
-    time.sleep(1)
+    until(lambda: not Path(f"/proc/{second['pid']}").exists(), "the killed service to be gone", 30)
     assert all(p in service_processes(state) for p in copies)  # still running, nobody's
     up = smneuron_cli("local", "up")
     assert "model server process(es) a previous embedded SageMaker left running" in up.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -213,16 +214,21 @@ def test_plain_boto3_sees_sagemakers_statuses_refusals_and_bytes(smneuron_cli, t
     (tmp_path / "d.jsonl").write_text('{"inputs": "hello world"}\n{"inputs": "what a great film"}\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
     env.update(SMNEURON_STATE_DIR=str(tmp_path / "state"), SMNEURON_CACHE_DIR=str(tmp_path / "cache"))
+    env.update(
+        SMNEURON_PROGRESS="1"
+    )  # the bench says how many requests returned: down comes mid-run, not before
     bench = subprocess.Popen(
         [sys.executable, "-m", "smneuron.cli.main", "--local", "bench", "good", "--data", str(tmp_path / "d.jsonl"),
-         "--duration", "30", "--json"],
+         "--duration", "60", "--json"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    time.sleep(4)  # it is sending by now (and if it is not, it meets a service that is gone all the same)
+    seen = _read_until(bench.stderr, re.compile(r"\b([1-9]\d*) requests \(0 errors\)"), timeout=120)
     smneuron_cli("local", "down")
-    _, err = bench.communicate(timeout=180)
-    # either the error rate fails the run or the first unreachable request stops it; never a result that looks fine
-    assert bench.returncode == 1 and ("--max-error-rate" in err or "Cannot reach AWS" in err), err[-2000:]
+    out, err = bench.communicate(timeout=180)
+    err = seen + err
+    # the service is gone: the bench stops at the first request that cannot reach it, says so, and prints no report
+    assert bench.returncode == 1 and out == "", err[-2000:]
+    assert "Cannot reach AWS at http://127.0.0.1:" in err and "is the embedded AWS running?" in err
     assert "Traceback" not in err and "Unexpected error" not in err
     nothing_is_left(tmp_path / "state")
 
@@ -252,3 +258,14 @@ def test_the_dlc_stack_can_back_the_endpoints(smneuron_cli, tiny_classifier, tmp
     smneuron_cli("--local", "delete", "ts-ep", "--yes")
     smneuron_cli("local", "down")
     assert not _alive(service) and not any(_alive(p) for p in java)
+
+
+def _read_until(stream, pattern: re.Pattern, timeout: float) -> str:  # type: ignore[no-untyped-def]
+    """What ``stream`` said up to the first match of ``pattern`` (progress lines are redrawn with \\r)."""
+    seen, deadline = "", time.monotonic() + timeout
+    while not pattern.search(seen):
+        assert time.monotonic() < deadline, seen[-1000:]
+        chunk = stream.read(1)
+        assert chunk, seen[-1000:]  # the bench ended before any request returned
+        seen += chunk
+    return seen
