@@ -14,8 +14,25 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session")
+def shared_compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One compile cache for the whole run, shared by the xdist workers (entries are stored atomically and verified
+    on every hit): a tiny model compiled with the same settings in many tests is traced once. A test that checks
+    hits and misses asks for an empty one with ``@pytest.mark.fresh_cache``."""
+    root = tmp_path_factory.getbasetemp()
+    root = root.parent if root.name.startswith("popen-gw") else root
+    path = root / "shared-compile-cache"
+    path.mkdir(exist_ok=True)
+    return path
+
+
 @pytest.fixture(autouse=True)
-def _no_real_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _no_real_aws(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    shared_compile_cache: Path,
+) -> None:
     """Never reach a real account: fake credentials, no profile files, no hub downloads."""
     for var in (
         "AWS_PROFILE",
@@ -38,7 +55,10 @@ def _no_real_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    monkeypatch.setenv("SMNEURON_CACHE_DIR", str(tmp_path / "smneuron-cache"))
+    fresh = request.node.get_closest_marker("fresh_cache") is not None
+    monkeypatch.setenv(
+        "SMNEURON_CACHE_DIR", str(tmp_path / "smneuron-cache" if fresh else shared_compile_cache)
+    )
 
 
 @pytest.fixture
@@ -185,7 +205,7 @@ def smneuron_cli(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
     env.update(
         SMNEURON_STATE_DIR=str(tmp_path / "state"),
-        SMNEURON_CACHE_DIR=str(tmp_path / "cache"),
+        SMNEURON_CACHE_DIR=os.environ["SMNEURON_CACHE_DIR"],
         AWS_CONFIG_FILE=str(tmp_path / "none"),
         AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
     )

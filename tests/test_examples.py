@@ -39,11 +39,12 @@ def _run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[lis
     """Execute examples/NAME in a fresh kernel with tmp_path as its folder and state; the outputs per code cell."""
     from nbclient import NotebookClient
 
+    cache = os.environ["SMNEURON_CACHE_DIR"]  # the run's shared compile cache
     for var in list(os.environ):
         if var.startswith(("AWS_", "SMNEURON_")):
             monkeypatch.delenv(var)
     monkeypatch.setenv("SMNEURON_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("SMNEURON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("SMNEURON_CACHE_DIR", cache)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     nb = nbformat.read(EXAMPLES / name, as_version=4)

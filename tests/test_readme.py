@@ -52,7 +52,9 @@ def test_the_no_account_block_runs_as_written(tiny_classifier, tmp_path):
     shutil.copytree(tiny_classifier, tmp_path / "my-model")
     (tmp_path / "texts.jsonl").write_text('{"inputs": "what a great film"}\n{"inputs": "I fell asleep"}\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
-    env.update(SMNEURON_STATE_DIR=str(tmp_path / "state"), SMNEURON_CACHE_DIR=str(tmp_path / "cache"))
+    env.update(
+        SMNEURON_STATE_DIR=str(tmp_path / "state"), SMNEURON_CACHE_DIR=os.environ["SMNEURON_CACHE_DIR"]
+    )
     processes: set[int] = set()
     try:
         for line in lines:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -265,7 +266,7 @@ def test_deploy_from_the_cli_and_the_sdk_never_loads_the_sagemaker_sdk(tiny_clas
         "AWS_SECRET_ACCESS_KEY": "t",
         "AWS_REGION": "us-east-1",
         "PATH": "/usr/bin:/bin",
-        "SMNEURON_CACHE_DIR": str(tmp_path / "cache"),
+        "SMNEURON_CACHE_DIR": os.environ["SMNEURON_CACHE_DIR"],
         "HOME": str(tmp_path),
     }
     out = subprocess.run(

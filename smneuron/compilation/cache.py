@@ -67,8 +67,15 @@ def store(root: Path, key: str, artifact_dir: Path) -> Path:
     tmp = root / "compile" / f".tmp-{key}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(artifact_dir, tmp)
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
+    if final.exists():  # another process stored the same key while this one compiled: same content, keep it
+        shutil.rmtree(tmp, ignore_errors=True)
+        return final
+    try:
+        os.replace(tmp, final)
+    except OSError:  # it got there between the check and the rename
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not final.exists():
+            raise
     return final
 
 

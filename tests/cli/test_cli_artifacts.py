@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import tarfile
 
+import pytest
 from conftest import run_cli
 
 
+@pytest.mark.fresh_cache
 def test_compile_package_inspect_upload(tiny_classifier, tmp_path, session):
     out = tmp_path / "out"
     args = [

@@ -223,6 +223,7 @@ def test_neuron_targets_without_the_sdk_explain_what_to_do(tiny_classifier, tmp_
         compile_model(tiny_classifier, tmp_path / "out", target="inf1")
 
 
+@pytest.mark.fresh_cache
 def test_second_identical_compile_is_a_cache_hit_without_tracing(neuron_standins, tiny_classifier, tmp_path):
     kw = dict(target="inf2", task="text-classification", batch_size=2, buckets="16")
     first = compile_model(tiny_classifier, tmp_path / "a", **kw)
@@ -238,6 +239,7 @@ def test_second_identical_compile_is_a_cache_hit_without_tracing(neuron_standins
     "change",
     ["batch_size", "buckets", "auto_cast", "compiler_args", "task", "model_file", "compiler_version"],
 )
+@pytest.mark.fresh_cache
 def test_changing_any_key_input_misses_the_cache(
     neuron_standins, tiny_classifier, tmp_path, monkeypatch, change
 ):
@@ -265,6 +267,7 @@ def test_changing_any_key_input_misses_the_cache(
     assert not compile_model(model, tmp_path / "b", **kw).cache_hit
 
 
+@pytest.mark.fresh_cache
 def test_corrupt_cache_entry_is_rebuilt_not_served(tiny_classifier, tmp_path):
     kw = dict(target="cpu", task="text-classification", batch_size=1, buckets="16")
     first = compile_model(tiny_classifier, tmp_path / "a", **kw)
@@ -277,6 +280,7 @@ def test_corrupt_cache_entry_is_rebuilt_not_served(tiny_classifier, tmp_path):
     assert compile_model(tiny_classifier, tmp_path / "c", **kw).cache_hit  # and the cache is healthy
 
 
+@pytest.mark.fresh_cache
 def test_no_cache_always_recompiles(tiny_classifier, tmp_path):
     kw = dict(target="cpu", task="text-classification", batch_size=1, buckets="16")
     compile_model(tiny_classifier, tmp_path / "a", **kw)

@@ -29,7 +29,7 @@ def test_sigint_while_the_endpoint_is_creating_removes_what_the_deploy_created(t
         create_sagemaker_role(session)
         set_endpoint_delay(600)  # Creating for 10 minutes, like a real endpoint
         try:
-            env = {**os.environ, "SMNEURON_CACHE_DIR": str(tmp_path / "cache")}
+            env = {**os.environ, "SMNEURON_CACHE_DIR": os.environ["SMNEURON_CACHE_DIR"]}
             cmd = [
                 sys.executable,
                 "-m",

@@ -50,7 +50,7 @@ def test_delete_while_creating_and_ctrl_c_during_deploy_leave_no_model_server(
     only_the_service_is_left(state, up["pid"])
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
-    env.update(SMNEURON_STATE_DIR=str(state), SMNEURON_CACHE_DIR=str(tmp_path / "cache"))
+    env.update(SMNEURON_STATE_DIR=str(state), SMNEURON_CACHE_DIR=os.environ["SMNEURON_CACHE_DIR"])
     deploy = subprocess.Popen(
         [sys.executable, "-m", "smneuron.cli.main", "--local", "deploy", str(tmp_path / "a"), "--instance",
          "ml.c6i.large", "--name", "interrupted"],

@@ -213,7 +213,9 @@ def test_plain_boto3_sees_sagemakers_statuses_refusals_and_bytes(smneuron_cli, t
     # `local down` in the middle of a bench (issue 22 #12, #3): the bench fails, and nothing of the run is left
     (tmp_path / "d.jsonl").write_text('{"inputs": "hello world"}\n{"inputs": "what a great film"}\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
-    env.update(SMNEURON_STATE_DIR=str(tmp_path / "state"), SMNEURON_CACHE_DIR=str(tmp_path / "cache"))
+    env.update(
+        SMNEURON_STATE_DIR=str(tmp_path / "state"), SMNEURON_CACHE_DIR=os.environ["SMNEURON_CACHE_DIR"]
+    )
     env.update(
         SMNEURON_PROGRESS="1"
     )  # the bench says how many requests returned: down comes mid-run, not before

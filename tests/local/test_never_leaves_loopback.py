@@ -6,6 +6,7 @@ real-looking credentials and another region in the environment. The first attemp
 from __future__ import annotations
 
 import json
+import os
 import socket
 
 import pytest
@@ -99,7 +100,7 @@ def test_the_cli_surface_in_local_mode_never_leaves_loopback(
         "PYTHONPATH": str(guard_dir),  # the processes the commands start are guarded too
         "SMNEURON_TEST_GUARD_LOG": str(guard_log),
         "SMNEURON_STATE_DIR": str(tmp_path / "state"),
-        "SMNEURON_CACHE_DIR": str(tmp_path / "cache"),
+        "SMNEURON_CACHE_DIR": os.environ["SMNEURON_CACHE_DIR"],
         # what a real shell may hold: it must not matter in local mode
         "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
         "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",

@@ -8,10 +8,13 @@ import os
 import subprocess
 import sys
 
+import pytest
 import tomllib
 from conftest import REPO
 
 from smneuron.local.aws import patching
+
+LOCAL_UP = pytest.mark.e2e  # `smneuron local up` in subprocesses
 
 
 def _local_up_with(edit: str, tmp_path) -> subprocess.CompletedProcess:
@@ -24,7 +27,7 @@ def _local_up_with(edit: str, tmp_path) -> subprocess.CompletedProcess:
         **os.environ,
         "PYTHONPATH": str(site),
         "SMNEURON_STATE_DIR": str(tmp_path / "state"),
-        "SMNEURON_CACHE_DIR": str(tmp_path / "cache"),
+        "SMNEURON_CACHE_DIR": os.environ["SMNEURON_CACHE_DIR"],
     }
     try:
         return subprocess.run(
@@ -40,6 +43,7 @@ def _local_up_with(edit: str, tmp_path) -> subprocess.CompletedProcess:
         )
 
 
+@LOCAL_UP
 def test_local_up_refuses_a_moto_without_a_member_it_replaces(tmp_path):
     out = _local_up_with("del m.SageMakerModelBackend.list_endpoints", tmp_path)
     assert out.returncode == 1, out.stderr[-1500:]
@@ -49,6 +53,7 @@ def test_local_up_refuses_a_moto_without_a_member_it_replaces(tmp_path):
     assert not (tmp_path / "state" / "local.json").exists()  # nothing left serving
 
 
+@LOCAL_UP
 def test_local_up_refuses_a_moto_that_implements_an_operation_smneuron_adds(tmp_path):
     edit = "m.SageMakerModelBackend.update_endpoint = lambda self, *a, **k: None  # a newer moto's own"
     out = _local_up_with(edit, tmp_path)
