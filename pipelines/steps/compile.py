@@ -14,7 +14,7 @@ from pathlib import Path
 import step_common
 
 from smneuron.artifact.staging import stage
-from smneuron.compilation.encoder import compile_model
+from smneuron.compilation.entry import compile_model
 from smneuron.evaluation import scoring as evaluation
 from smneuron.specs.models import CompileSpec, validate
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import step_common
 
 from smneuron.artifact.staging import stage
-from smneuron.compilation.generation import compile_generation
+from smneuron.compilation.entry import compile_model
 from smneuron.evaluation import generation
 from smneuron.evaluation import scoring as evaluation
 from smneuron.specs.models import CompileSpec, validate
@@ -41,7 +41,7 @@ def main() -> None:
     records = evaluation.read_records(data_file)
     with tempfile.TemporaryDirectory(prefix="smneuron-compile-") as tmp:
         if args.artifact_s3_uri.strip().lower() in ("", "none"):
-            compiled = compile_generation(args.model_dir, Path(tmp) / "artifact", spec)
+            compiled = compile_model(args.model_dir, Path(tmp) / "artifact", spec)
             for note in compiled.notes:
                 print(f"[compile] {note}", flush=True)
             staged = stage(

@@ -46,14 +46,30 @@ def cache_key(model_hash: str, spec_fields: dict, compiler_args: list[str], vers
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+SEAL = ".smneuron-cache-manifest.sha256"  # the manifest's own hash: the files' hashes live in the manifest
+
+
+def _sealed(entry: Path) -> bool:
+    try:
+        seal = (entry / SEAL).read_text().strip()
+    except OSError:
+        return False
+    return seal == hashlib.sha256((entry / MANIFEST_NAME).read_bytes()).hexdigest()
+
+
 def lookup(root: Path, key: str) -> Path | None:
-    """The cached artifact for ``key`` if present and intact; a corrupt entry is removed."""
+    """The cached artifact for ``key`` if present and intact; a corrupt entry is removed.
+
+    Intact: the manifest is the one stored (its seal) and every file matches the manifest's hashes. An artifact
+    materialised from the cache shares its files by hard link, so an edit made in place in an output directory
+    reaches the entry: the seal and the hashes are what keep it from being served.
+    """
     entry = root / "compile" / key
     if not (entry / MANIFEST_NAME).is_file():
         return None
     try:
         manifest = Manifest.read(entry)
-        if manifest.cache_key == key and not verify_files(entry, manifest):
+        if manifest.cache_key == key and _sealed(entry) and not verify_files(entry, manifest):
             return entry
     except Exception:  # unreadable or foreign manifest: same as corrupt
         pass
@@ -67,6 +83,7 @@ def store(root: Path, key: str, artifact_dir: Path) -> Path:
     tmp = root / "compile" / f".tmp-{key}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(artifact_dir, tmp)
+    (tmp / SEAL).write_text(hashlib.sha256((tmp / MANIFEST_NAME).read_bytes()).hexdigest())
     if final.exists():  # another process stored the same key while this one compiled: same content, keep it
         shutil.rmtree(tmp, ignore_errors=True)
         return final
@@ -80,12 +97,18 @@ def store(root: Path, key: str, artifact_dir: Path) -> Path:
 
 
 def materialise(entry: Path, out_dir: Path) -> None:
-    """Put a cached artifact at ``out_dir``: hard links when possible (instant), else copies."""
+    """Put a cached artifact at ``out_dir``: hard links when possible (instant), else copies. The manifest is
+    always copied: it is small, and an edit of the output's manifest must not change the cache's."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for p in entry.iterdir():
+        if p.name == SEAL:
+            continue
         dest = out_dir / p.name
         if dest.exists():
             dest.unlink()
+        if p.name == MANIFEST_NAME:
+            shutil.copy2(p, dest)
+            continue
         try:
             os.link(p, dest)
         except OSError:

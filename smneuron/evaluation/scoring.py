@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.packaging import package
-from smneuron.compilation.encoder import compile_model
+from smneuron.compilation.entry import compile_model
 from smneuron.compilation.tasks import TASKS, infer_task
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError, SmneuronError

@@ -19,7 +19,7 @@ from smneuron.artifact.staging import stage as stage_model_data
 from smneuron.benchmark import encoder as bench
 from smneuron.benchmark import prompts
 from smneuron.catalog import InstanceType
-from smneuron.compilation.encoder import compile_model
+from smneuron.compilation.entry import compile_model
 from smneuron.deployment.corridor import deploy
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.handle import Endpoint, delete

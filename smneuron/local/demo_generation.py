@@ -19,7 +19,7 @@ from smneuron.artifact.staging import stage as stage_model_data
 from smneuron.benchmark.generation import run_generation
 from smneuron.benchmark.prompts import Lengths, load_tokenizer, requests_from
 from smneuron.catalog import InstanceType
-from smneuron.compilation.generation import compile_generation
+from smneuron.compilation.entry import compile_model
 from smneuron.deployment.corridor import deploy
 from smneuron.endpoints.handle import Endpoint, delete
 from smneuron.local.aws.backing import Backer
@@ -61,7 +61,7 @@ def run_generation_demo(
     try:
         source = Path(model_dir) if model_dir else build_tiny_llama(work / "tiny-llama")
         spec = CompileSpec(task="text-generation", target="cpu", batch_size=4, sequence_length=512)
-        compiled = compile_generation(source, work / "artifact", spec)
+        compiled = compile_model(source, work / "artifact", spec)
         g = compiled.manifest.generation
         stage(
             "compile",

@@ -281,6 +281,25 @@ def test_corrupt_cache_entry_is_rebuilt_not_served(tiny_classifier, tmp_path):
 
 
 @pytest.mark.fresh_cache
+def test_editing_an_artifact_served_from_the_cache_never_changes_the_cache(tiny_classifier, tmp_path):
+    """A cache hit shares the entry's files by hard link: an edit made in place in one output (its manifest, a
+    graph) must not reach the next compile. Found when the test suite began sharing one cache."""
+    kw = dict(target="cpu", task="text-classification", batch_size=1, buckets="16")
+    compile_model(tiny_classifier, tmp_path / "a", **kw)
+    hit = compile_model(tiny_classifier, tmp_path / "b", **kw)
+    assert hit.cache_hit
+    manifest = json.loads((tmp_path / "b" / "smneuron.json").read_text())
+    manifest["compiler"]["target"] = "inf2"
+    (tmp_path / "b" / "smneuron.json").write_text(json.dumps(manifest))  # in place: same inode if linked
+    again = compile_model(tiny_classifier, tmp_path / "c", **kw)
+    assert again.cache_hit and again.manifest.compiler.target == "cpu"
+    (tmp_path / "c" / "model_b1_s16.pt").write_bytes(b"garbage")  # a linked graph edited in place
+    rebuilt = compile_model(tiny_classifier, tmp_path / "d", **kw)
+    assert not rebuilt.cache_hit  # the entry no longer matches its manifest: rebuilt, not served
+    torch.jit.load(str(tmp_path / "d" / "model_b1_s16.pt"))
+
+
+@pytest.mark.fresh_cache
 def test_no_cache_always_recompiles(tiny_classifier, tmp_path):
     kw = dict(target="cpu", task="text-classification", batch_size=1, buckets="16")
     compile_model(tiny_classifier, tmp_path / "a", **kw)
