@@ -125,9 +125,11 @@ ep  # status, copies, cost per hour""",
     ),
     (
         "code",
-        """# copies, copies per instance and tensor parallel size are read from the endpoint (report.serving_source)
-report = smneuron.bench("chat", profile="synchronous", duration_s=3, prompt_tokens=32, output_tokens=16,
+        """report = smneuron.bench("chat", profile="synchronous", duration_s=3, prompt_tokens=32, output_tokens=16,
                         tokenizer=MODEL)
+# where the load landed, read from the endpoint: what recommend() sizes a fleet with
+print(f"{report.copies} copy of {report.copies_per_instance} per instance, tp {report.tensor_parallel_size} "
+      f"on {report.instance_type}, from the {set(report.serving_source.values())}")
 report""",
     ),
     (

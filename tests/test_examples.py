@@ -123,6 +123,7 @@ def test_the_text_generation_notebook(tmp_path, monkeypatch):
     (bar,) = _progress(bench)
     assert "TTFT p50" in bar and "ITL p50" in bar
     assert "TTFT p50 ms" in _html(bench)[-1] and "(ml.c6i.xlarge)" in _html(bench)[-1]
+    assert "1 copy of 2 per instance, tp 1 on ml.c6i.xlarge, from the {'endpoint'}" in _plain(bench)
     removed = _plain(teardown)
     assert (
         removed.startswith("removed: scaling policy")

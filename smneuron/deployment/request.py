@@ -144,6 +144,12 @@ def resolve(
     )
 
 
+def project_settings(project: ProjectFile) -> dict[str, str]:
+    """The kind-specific settings a project file gives (by its keys), for paths that take no flags (the
+    pipeline): the same table the resolver reads, so the pipeline refuses what deploy refuses."""
+    return _given(project.endpoint, project.scaling, {}, from_file=True, scaling_from_file=True)
+
+
 def _given(
     base: EndpointSpec,
     base_scaling: ScalingSpec,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
+from smneuron.artifact.kind import ENCODER, GENERATION
 from smneuron.artifact.staging import describe_local
 from smneuron.benchmark import encoder
 from smneuron.benchmark.prompts import Lengths
@@ -249,18 +250,17 @@ def _is_generation(
     model: str | Path | None, spec: CompileSpec | None, overrides: dict[str, Any], artifacts: dict | None
 ) -> bool:
     """A causal LM (by its task or config.json) or text-generation artifacts; refuses a mix of kinds."""
-    kinds = {describe_local(a).generation is not None for a in (artifacts or {}).values()}
-    if model is not None:
-        kinds.add(
-            text_generation_note(model, (spec.task if spec else None) or overrides.get("task")) is not None
-        )
+    kinds = {describe_local(a).kind for a in (artifacts or {}).values()}  # the artifacts' manifests say
+    if model is not None:  # the model's task, or its config.json: the resolver compile itself uses
+        task = (spec.task if spec else None) or overrides.get("task")
+        kinds.add(GENERATION if text_generation_note(model, task) is not None else ENCODER)
     if len(kinds) > 1:
         raise ConfigError(
             "The model and the --artifact directories are not all of one kind: some are text generation, some are "
             "encoders.",
             hint="Compare one model: pass artifacts compiled from the model you name.",
         )
-    return kinds == {True}
+    return kinds == {GENERATION}
 
 
 def _check_kind(

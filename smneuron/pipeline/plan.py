@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from smneuron._version import __version__
+from smneuron.artifact.kind import GENERATION, kind_of
 from smneuron.artifact.staging import GenerationConfig
 from smneuron.catalog import INSTANCE_TYPES, InstanceType, resolve_image
 from smneuron.catalog.generation import resolve_vllm_image
 from smneuron.compilation.tasks import TASKS
 from smneuron.container.encoder_env import container_environment
 from smneuron.container.generation_env import container_environment as generation_environment
+from smneuron.deployment.request import project_settings
 from smneuron.errors import ConfigError
 from smneuron.session import Session
 from smneuron.specs.models import PipelineSpec, ProjectFile
@@ -101,7 +103,9 @@ def plan(
             "the pipeline runs.",
             hint=f"Set compile.task in smneuron.yaml (or --task) to one of: {', '.join(TASKS)}.",
         )
-    generation = comp.task == "text-generation"
+    kind = kind_of(comp)  # from compile.task, decided once
+    kind.refuse_foreign(project_settings(proj))  # what deploy refuses, the pipeline refuses (by file key)
+    generation = kind == GENERATION
     if generation and instance.family == "inf1":
         raise ConfigError(
             "Text generation is compiled with optimum-neuron for inf2; the pipeline cannot serve it on inf1.",

@@ -149,3 +149,13 @@ def test_bench_refuses_the_other_kinds_settings_and_a_url_with_both():
     assert (
         "--mean-tokens are for an encoder" in err and "--prompt-tokens, --copies for text generation" in err
     )
+
+
+def test_the_pipeline_refuses_what_deploy_refuses(tmp_path):
+    """The pipeline takes no flags: its project file's settings of the other kind are refused by file key."""
+    project = tmp_path / "smneuron.yaml"
+    project.write_text(
+        "compile: {task: feature-extraction}\nendpoint:\n  instance_type: ml.c6i.xlarge\n  generation: {copies: 2}\n"
+    )
+    code, out, err = run_cli("--config", str(project), "pipeline", "definition")
+    assert code == 1 and out == "" and "endpoint.generation.copies (" in err and "This is an encoder" in err
