@@ -119,13 +119,23 @@ class EndpointFailedError(SmneuronError):
     """An endpoint reached Failed (or did not reach its target status in time)."""
 
     def __init__(
-        self, name: str, status: str, failure_reason: str | None, log_lines: list[str] | None = None
+        self,
+        name: str,
+        status: str,
+        failure_reason: str | None,
+        log_lines: list[str] | None = None,
+        *,
+        component: str | None = None,
     ) -> None:
-        self.name = name
+        self.name = name  # the endpoint (status, delete and logs take its name)
+        self.component = component  # an inference component of it, when that is what failed
         self.status = status
         self.failure_reason = failure_reason
         self.log_lines = log_lines or []
-        msg = f"Endpoint {name!r} is {status}"
+        what = (
+            f"Inference component {component!r} of endpoint {name!r}" if component else f"Endpoint {name!r}"
+        )
+        msg = f"{what} is {status}"
         msg += f": {failure_reason}" if failure_reason else "."
         if self.log_lines:
             msg += "\nLast log lines:\n  " + "\n  ".join(self.log_lines)

@@ -69,7 +69,10 @@ def wait(
                 return d  # type: ignore[return-value]
             if status in ("Failed", "Deleted"):
                 raise EndpointFailedError(
-                    name, status, (d or {}).get("FailureReason") or "the component was removed"
+                    (d or {}).get("EndpointName") or name,
+                    status,
+                    (d or {}).get("FailureReason") or "the component was removed",
+                    component=name,
                 )
             if time.monotonic() - start > timeout:
                 raise TimeoutError(f"inference component {name} not InService after {timeout:.0f} s")

@@ -45,7 +45,9 @@ def _failed(sm, name: str) -> tuple[dict, float]:
     return described, time.monotonic() - started
 
 
-def test_a_model_fn_that_raises_fails_the_endpoint_with_its_exception(smneuron_cli, tiny_encoder, tmp_path):
+def test_a_model_fn_that_raises_fails_the_endpoint_with_its_exception(
+    smneuron_cli, tiny_encoder, tiny_llama, tmp_path
+):
     smneuron_cli("local", "up")
     url = json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]
     sm, s3, logs = _clients(url)
@@ -101,3 +103,15 @@ def test_a_model_fn_that_raises_fails_the_endpoint_with_its_exception(smneuron_c
     )
     assert out.returncode == 1 and "did not pass the ping health check" in out.stderr
     assert "could not load the model" in out.stderr and "UnpicklingError" in out.stderr
+
+    # a text-generation copy whose weights are broken: the component fails, and the error names both it and the
+    # endpoint that `status` and `delete` take
+    llm = tmp_path / "llm"
+    smneuron.compile(tiny_llama, llm, target="cpu", task="text-generation", sequence_length=256, batch_size=2)
+    for weights in llm.glob("*.safetensors"):
+        weights.write_bytes(b"garbage")
+    out = smneuron_cli(
+        "--local", "deploy", str(llm), "--instance", "ml.c6i.xlarge", "--name", "chat", check=False
+    )
+    assert out.returncode == 1 and "of endpoint 'chat' is Failed" in out.stderr
+    assert "SafetensorError" in out.stderr and "smneuron status chat" in out.stderr
