@@ -334,17 +334,11 @@ def scale_cmd(
 
     Target tracking and scheduled capacity: instances for an encoder, copies for text generation.
     """
-    from smneuron.endpoints.autoscaling import parse_schedule
+    from smneuron.deployment.request import scaling_spec
     from smneuron.endpoints.handle import scale
-    from smneuron.specs.models import override
 
-    base = state(ctx).project().scaling
-    if min_ is not None and max_ is None:
-        max_ = max(min_, base.max_capacity)
-    scheduled = [parse_schedule(s).model_dump() for s in schedule] if schedule else None
-    spec = override(
-        base, min_capacity=min_, max_capacity=max_, target_value=target, metric=metric, scheduled=scheduled
-    )
+    flags = {"min_capacity": min_, "max_capacity": max_, "target_value": target, "metric": metric}
+    spec = scaling_spec(state(ctx).project().scaling, {**flags, "schedule": schedule or None})
     p = scale(name, spec, session=state(ctx).session())
     if as_json:
         print_json(

@@ -211,12 +211,7 @@ def _scaling(
     count = spec.initial_instance_count
     if not _any_scaling(given):
         return ScalingSpec(min_capacity=count, max_capacity=count)
-    values = {field_name: flags[k] for k, field_name in _SCALING_FIELDS.items() if k in flags}
-    if "scheduled" in values:
-        values["scheduled"] = [_schedule(s) for s in values["scheduled"]]
-    if "min_capacity" in values and "max_capacity" not in values:
-        values["max_capacity"] = max(values["min_capacity"], base.max_capacity)
-    scaling = override(base, **values)
+    scaling = scaling_spec(base, flags)
     if not scaling.min_capacity <= count <= scaling.max_capacity and "initial_instance_count" in given:
         flag = "--count" if where == "cli" else "count="
         raise ConfigError(
@@ -225,6 +220,22 @@ def _scaling(
             hint=f"Give a count between {scaling.min_capacity} and {scaling.max_capacity}, or widen --min/--max.",
         )
     return scaling
+
+
+def scaling_spec(base: ScalingSpec, flags: Mapping[str, Any]) -> ScalingSpec:
+    """Autoscaling settings: ``flags`` (min_capacity, max_capacity, target_value, metric, schedule; None is "not
+    given") over ``base``. A floor given alone keeps the base's ceiling, raised to the floor if it is below it.
+    ``deploy`` (encoders) and ``smneuron scale`` (instances or copies) both read it here.
+
+    Raises:
+        ConfigError: a schedule outside the grammar, max below min.
+    """
+    values = {field_name: flags[k] for k, field_name in _SCALING_FIELDS.items() if flags.get(k) is not None}
+    if "scheduled" in values:
+        values["scheduled"] = [_schedule(s).model_dump() for s in values["scheduled"]]
+    if "min_capacity" in values and "max_capacity" not in values:
+        values["max_capacity"] = max(values["min_capacity"], base.max_capacity)
+    return override(base, **values)
 
 
 def _schedule(value: Any) -> ScheduledScaling:
