@@ -88,9 +88,11 @@ def response_problems(value: Any, shape: Any, path: str = "") -> list[str]:
     return out
 
 
-def error_problems(operation: Any, status: int, body: dict) -> list[str]:
-    """An error answer: its code is one the operation declares (or a common one), with AWS's HTTP status."""
-    code = str(body.get("__type", body.get("code", ""))).rsplit("#", 1)[-1]
+def error_problems(operation: Any, status: int, body: dict, headers: dict | None = None) -> list[str]:
+    """An error answer: its code is one the operation declares (or a common one), with AWS's HTTP status. The
+    code comes from the ``x-amzn-ErrorType`` header (REST protocols) or the body's ``__type``."""
+    typed = {k.lower(): v for k, v in (headers or {}).items()}.get("x-amzn-errortype", "")
+    code = (typed.split(":", 1)[0] or str(body.get("__type", body.get("code", "")))).rsplit("#", 1)[-1]
     declared = {
         s.name: s.metadata.get("error", {}).get("httpStatusCode", 400) for s in operation.error_shapes
     }
@@ -104,11 +106,27 @@ def error_problems(operation: Any, status: int, body: dict) -> list[str]:
     return []
 
 
+def header_problems(headers: dict, shape: Any) -> list[str]:
+    """A REST answer whose body is its payload (InvokeEndpoint): the members carried in headers, checked."""
+    got = {k.lower(): v for k, v in headers.items()}
+    out = []
+    for name, member in shape.members.items():
+        if member.serialization.get("location") != "header":
+            continue
+        value = got.get(member.serialization["name"].lower())
+        if value is None and name in shape.required_members:
+            out.append(f"{shape.name}: required header {member.serialization['name']} is missing")
+        elif value is not None and member.enum and value not in member.enum:
+            out.append(f"{shape.name}.{name}: {value!r} is not one of its values")
+    return out
+
+
 @dataclass
 class Recorder:
     """Every answer a client received: (operation name, HTTP status, raw body)."""
 
     answers: list[tuple[str, int, bytes]] = field(default_factory=list)
+    headers: list[dict] = field(default_factory=list)
 
     def attach(self, client: Any) -> Any:
         service = client.meta.service_model.service_name
@@ -117,18 +135,23 @@ class Recorder:
 
     def _capture(self, operation_model: Any, response_dict: dict, **_: Any) -> None:
         body = response_dict.get("body", b"")
-        self.answers.append((operation_model.name, response_dict["status_code"], bytes(body or b"")))
+        body = body if isinstance(body, bytes | bytearray) else b""  # an event stream: not read here
+        self.answers.append((operation_model.name, response_dict["status_code"], bytes(body)))
+        self.headers.append(dict(response_dict.get("headers", {})))
 
     def problems(self, service: str) -> dict[str, list[str]]:
         """Per operation answered: what in its answers botocore's model does not allow."""
         model = service_model(service)
         found: dict[str, list[str]] = {}
-        for name, status, raw in self.answers:
+        for (name, status, raw), headers in zip(self.answers, self.headers, strict=True):
             operation = model.operation_model(name)
-            body = json.loads(raw) if raw.strip() else {}
             if status >= 300:
-                found.setdefault(name, []).extend(error_problems(operation, status, body))
+                body = json.loads(raw) if raw.strip() else {}
+                found.setdefault(name, []).extend(error_problems(operation, status, body, headers))
+            elif operation.output_shape is not None and operation.output_shape.serialization.get("payload"):
+                found.setdefault(name, []).extend(header_problems(headers, operation.output_shape))
             elif operation.output_shape is not None:
+                body = json.loads(raw) if raw.strip() else {}
                 found.setdefault(name, []).extend(response_problems(body, operation.output_shape))
             else:
                 found.setdefault(name, [])

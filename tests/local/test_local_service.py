@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import cmdline, model_servers, nothing_is_left, service_processes, until
+from contract import Recorder
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 
@@ -189,6 +190,8 @@ def test_plain_boto3_sees_sagemakers_statuses_refusals_and_bytes(smneuron_cli, t
     # InvokeEndpoint's refusals in SageMaker's words (issue 22 #9): an unknown variant is refused, never served
     runtime = boto3.client("sagemaker-runtime", endpoint_url=up["url"], region_name="us-east-1",
                            aws_access_key_id="local", aws_secret_access_key="local")  # fmt: skip
+    answers = Recorder()  # every InvokeEndpoint answer below is held against botocore's model
+    answers.attach(runtime)
     ok = runtime.invoke_endpoint(EndpointName="good", Body=b'"fine"', ContentType="application/json",
                                  TargetVariant="AllTraffic")  # fmt: skip
     assert ok["InvokedProductionVariant"] == "AllTraffic"
@@ -209,6 +212,10 @@ def test_plain_boto3_sees_sagemakers_statuses_refusals_and_bytes(smneuron_cli, t
         )
     assert e.value.response["Error"]["Code"] == "ModelError" and e.value.response["OriginalStatusCode"] == 415
     assert "unsupported_content_type" in e.value.response["OriginalMessage"]  # the container's own answer
+    assert answers.problems("sagemaker-runtime") == {
+        "InvokeEndpoint": []
+    }  # ModelError 424, ValidationError 400
+    assert {status for _, status, _ in answers.answers} >= {200, 400, 424}
 
     # `local down` in the middle of a bench (issue 22 #12, #3): the bench fails, and nothing of the run is left
     (tmp_path / "d.jsonl").write_text('{"inputs": "hello world"}\n{"inputs": "what a great film"}\n')
