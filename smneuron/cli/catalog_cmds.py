@@ -97,10 +97,15 @@ def instances(
 
 def images(
     ctx: typer.Context,
-    instance: str = typer.Option(..., "--instance", "-i", help="Instance type, e.g. ml.inf2.xlarge."),
+    instance: str = typer.Option(None, "--instance", "-i", help="Instance type, e.g. ml.inf2.xlarge."),
     region: str = typer.Option(None, "--region", help="AWS region (default: the session's)."),
     torch_version: str = typer.Option(None, "--torch", help="Pin a torch version."),
     neuron_sdk: str = typer.Option(None, "--neuron-sdk", help="Pin a Neuron SDK version."),
+    matrix: bool = typer.Option(
+        False,
+        "--matrix",
+        help="The compatibility matrix: every image's Neuron SDK, compiler, runtime, sources.",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Show the DLC image smneuron deploys for an instance type, and the other known tags."""
@@ -108,6 +113,12 @@ def images(
     from smneuron.catalog.generation import VLLM_TAGS, resolve_vllm_image
     from smneuron.session import resolve_region
 
+    if matrix:
+        return _matrix(as_json)
+    if not instance:
+        raise typer.BadParameter(
+            "give the instance type (or --matrix for every image).", param_hint="--instance"
+        )
     st = state(ctx)
     region = resolve_region(region or st.region or st.project().aws.region)
     if not region:
@@ -165,3 +176,41 @@ def images(
             f"Text generation (causal LMs) on {inst.name}: [bold]{llm[-1].uri}[/bold] (the optimum-neuron vLLM "
             f"DLC; known tags: {', '.join(VLLM_TAGS)})"
         )
+
+
+def _matrix(as_json: bool) -> None:
+    """Every serving image smneuron can choose, with what it holds and where each fact was read."""
+    from dataclasses import asdict
+
+    from smneuron.catalog import matrix
+
+    rows, drivers = matrix.rows(), matrix.host_drivers()
+    if as_json:
+        print_json({"images": [asdict(r) for r in rows], "host_drivers": [asdict(d) for d in drivers]})
+        return
+
+    def short(text: str) -> str:  # the package name is in the header; the version is what differs
+        return (
+            text.removeprefix("aws-neuronx-runtime-lib ")
+            .removeprefix("neuronx-cc ")
+            .removeprefix("neuron-cc ")
+        )
+
+    table(
+        "Serving images (smneuron/catalog/data/compatibility.json)",
+        ["image", "kind", "Neuron SDK", "compiler", "runtime lib", "torch / py", "status", "src"],
+        [
+            [f"{r.repository}:{r.tag}", r.kind, r.neuron_sdk, short(r.compiler), short(r.runtime),
+             f"{r.torch} / {r.python}", r.status.split(":")[0], i]
+            for i, r in enumerate(rows, 1)
+        ],
+        numeric=False,
+    )  # fmt: skip
+    table(
+        "Host Neuron drivers",
+        ["InferenceAmiVersion", "driver", "note"],
+        [[d.inference_ami_version, d.neuron_driver, d.note] for d in drivers],
+        numeric=False,
+    )
+    for i, r in enumerate(rows, 1):
+        console().print(f"[dim]{i}. {r.source} (checked {r.checked})[/dim]")

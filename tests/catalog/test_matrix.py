@@ -1,0 +1,53 @@
+"""The compatibility matrix holds every image the catalog can choose, with its sources; the catalog's defaults
+must be rows the matrix describes as current (a default no source describes, or one the matrix calls superseded,
+fails here)."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli
+
+from smneuron.catalog import matrix
+from smneuron.catalog.generation import VLLM_REPOSITORY, VLLM_TAGS
+from smneuron.catalog.images import IMAGES
+
+
+def test_every_catalog_image_is_a_matrix_row_that_agrees_with_it():
+    for image in IMAGES:
+        row = matrix.row_for(image.repository, image.tag)
+        assert row is not None, f"{image.repository}:{image.tag} has no row (and no source) in the matrix"
+        assert (row.torch, row.python) == (image.torch, image.python_version), image.tag
+        assert row.neuron_sdk == (image.neuron_sdk or "-"), image.tag
+
+
+def test_the_catalogs_defaults_are_the_rows_the_matrix_calls_current():
+    defaults = {}
+    for image in IMAGES:  # oldest first: the last of each family is its default
+        defaults[image.family] = image
+    for family, image in defaults.items():
+        status = matrix.row_for(image.repository, image.tag).status  # type: ignore[union-attr]
+        assert not status.startswith("superseded"), (
+            f"{family} default {image.tag} is superseded in the matrix"
+        )
+    llm = matrix.row_for(VLLM_REPOSITORY, VLLM_TAGS[-1])
+    assert llm is not None and llm.kind == "text-generation" and llm.status.startswith("current")
+
+
+def test_each_row_says_where_it_comes_from_and_says_unknown_rather_than_guess():
+    for row in matrix.rows():
+        assert row.source and row.checked == "2026-11-25", row.tag
+        for value in (row.compiler, row.runtime, row.torch):
+            assert value and "?" not in value, row.tag  # a missing fact is written "unknown"
+    assert {d.neuron_driver for d in matrix.host_drivers()} == {"unknown"}  # not published: not guessed
+
+
+def test_images_matrix_from_the_cli():
+    code, out, err = run_cli("images", "--matrix", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert len(data["images"]) == len(matrix.rows()) and data["host_drivers"]
+    final = [r for r in data["images"] if r["status"].startswith("final")]
+    assert [r["tag"] for r in final] == ["2.9.0-neuronx-py312-sdk2.31.1-ubuntu24.04"]
+    code, _, err = run_cli("images")
+    assert code == 2 and "--instance" in err and "--matrix" in err
