@@ -47,6 +47,8 @@ META_TASK = "smneuron-task"
 META_CORES = "smneuron-cores-per-model"
 META_BATCH = "smneuron-batch-size"
 META_GENERATION = "smneuron-generation"  # text generation: compiled configuration + model shape (JSON)
+META_VERSIONS = "smneuron-compiler-versions"  # the Neuron compiler and framework it was compiled with (JSON)
+NEURON_PACKAGES = ("neuron-cc", "torch-neuron", "neuronx-cc", "torch-neuronx", "optimum-neuron", "neuron-sdk")
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,7 @@ class ModelData(Displayed):
     skipped: bool | None = None  # True: the bytes were already there; None: not uploaded
     generation: GenerationConfig | None = None  # text generation only
     batch_size: int | None = None  # encoders: the largest compiled batch size (None: not recorded)
+    versions: dict[str, str] | None = None  # the Neuron packages it was compiled with (None: not recorded)
 
     @property
     def kind(self) -> ModelKind:
@@ -222,6 +225,7 @@ def describe_local(artifact: str | Path) -> ModelData:
         source=str(path),
         generation=generation,
         batch_size=int(m["batch_size"]) if generation is None and m.get("batch_size") else None,
+        versions={k: v for k, v in (m.get("versions") or {}).items() if k in NEURON_PACKAGES} or None,
     )
 
 
@@ -290,6 +294,8 @@ def _metadata(m: ModelData) -> dict[str, str]:
         out[META_BATCH] = str(m.batch_size)
     if m.generation:
         out[META_GENERATION] = json.dumps(asdict(m.generation), separators=(",", ":"))
+    if m.versions:
+        out[META_VERSIONS] = json.dumps(m.versions, separators=(",", ":"), sort_keys=True)
     return out
 
 
@@ -332,6 +338,7 @@ def _from_s3(uri: str, session: Session) -> ModelData:
         if META_GENERATION in meta
         else None,
         batch_size=int(meta[META_BATCH]) if META_BATCH in meta else None,
+        versions=json.loads(meta[META_VERSIONS]) if META_VERSIONS in meta else None,
     )
 
 

@@ -33,6 +33,16 @@ class Row:
     source: str
     checked: str
 
+    def packages(self) -> dict[str, str]:
+        """The compiler's and framework's versions this image ships (``{"neuronx-cc": "2.26.6360.0", ...}``);
+        an "unknown" one is left out."""
+        out = {}
+        for text in (self.compiler, *self.framework.split(" + ")):
+            name, _, version = text.strip().partition(" ")
+            if version and version[0].isdigit():
+                out[name] = version
+        return out
+
 
 @dataclass(frozen=True)
 class HostDriver:

@@ -21,6 +21,7 @@ from smneuron.artifact.kind import ENCODER, ModelKind
 from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType, load_prices, resolve_image
 from smneuron.container.encoder_env import container_environment, gpu_workers, serving_batch, workers_for
+from smneuron.deployment import preflight
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.naming import (
@@ -401,6 +402,9 @@ def plan(
     said = serving_batch(spec, model_data.batch_size)[1]
     if said:
         p.notes.append(said)
+    for x in laid:  # the artifact's compiler against each image that would serve it (refused when known bad)
+        if x.model_data is not None:
+            p.notes += preflight.check(x.model_data, x.image_uri)
     if workers is None:  # how GPU pools' workers were decided, said (a CPU or Neuron layout is arithmetic)
         p.notes += [
             f"{x.instance.name}: {gpu_workers(x.instance, x.model_data.size_bytes)[1]}"

@@ -20,6 +20,7 @@ from smneuron.catalog import InstanceType, load_prices
 from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check
 from smneuron.catalog.generation import accelerators_per_copy, copies_per_instance, resolve_vllm_image
 from smneuron.container.generation_env import container_environment
+from smneuron.deployment import preflight
 from smneuron.deployment.encoder_plan import _digest
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling
@@ -307,6 +308,8 @@ def plan_generation(
         gen, spec.environment, served_batch_size=g.batch_size, hf_token_env=g.hf_token_env
     )
     notes += env_notes
+    if instance.is_neuron:  # what can be checked of the export against the container, and what cannot
+        notes += preflight.check(model_data, image.uri)
     base, name_note = endpoint_name(spec, model_data.source.rstrip("/").rsplit("/", 1)[-1].split(".")[0])
     if name_note:
         notes.append(name_note)

@@ -1,0 +1,100 @@
+"""Preflight: the artifact's Neuron framework and compiler against the image that would serve it, from the
+compatibility matrix, before anything is created. An artifact compiled with a newer torch-neuronx than the image
+ships is refused with the fix (the shipped inference code would refuse it at start, after the endpoint was made); a
+newer compiler is said, since whether the older runtime reads its output is not known."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from conftest import run_cli
+
+import smneuron
+from smneuron.artifact.staging import stage
+from smneuron.errors import ConfigError
+
+FINAL = "pytorch-inference-neuronx:2.9.0-neuronx-py312-sdk2.31.1-ubuntu24.04"
+
+
+@pytest.fixture(scope="module")
+def cpu_artifact(tiny_encoder, tmp_path_factory):
+    out = tmp_path_factory.mktemp("preflight") / "cpu"
+    smneuron.compile(tiny_encoder, out, target="cpu", task="feature-extraction", buckets="16")
+    return out
+
+
+def _as_inf2(cpu_artifact, where, versions: dict | None):  # type: ignore[no-untyped-def]
+    """The same artifact as an export for inf2 with the given compile-time versions (nothing here runs it)."""
+    art = where / "inf2"
+    shutil.copytree(cpu_artifact, art)
+    manifest = json.loads((art / "smneuron.json").read_text())
+    manifest["compiler"]["target"] = "inf2"
+    manifest["versions"] = {k: v for k, v in manifest["versions"].items() if k in ("torch", "transformers")}
+    manifest["versions"].update(versions or {})
+    (art / "smneuron.json").write_text(json.dumps(manifest))
+    return art
+
+
+def test_a_newer_framework_than_the_image_ships_is_refused_before_anything_is_created(cpu_artifact, tmp_path):
+    art = _as_inf2(
+        cpu_artifact, tmp_path, {"neuronx-cc": "2.26.6360.0", "torch-neuronx": "2.10.0.2.16.1+abc"}
+    )
+    code, out, err = run_cli("deploy", str(art), "--instance", "ml.inf2.xlarge", "--dry-run")
+    assert code == 1 and out == ""
+    said = f"compiled with torch-neuronx 2.10.0.2.16.1+abc, and {FINAL} ships torch-neuronx 2.9.0.2.15.32035"
+    assert said in err and "which is older" in err
+    assert "smneuron images --matrix" in err and "compile it in the image that serves it" in err
+    with pytest.raises(ConfigError, match="which is older"):
+        smneuron.preview(art, instance="ml.inf2.xlarge")
+
+
+def test_a_newer_compiler_than_the_image_ships_is_said_not_refused(cpu_artifact, tmp_path):
+    art = _as_inf2(cpu_artifact, tmp_path, {"neuronx-cc": "2.30.1.0", "torch-neuronx": "2.9.0.2.15.32035"})
+    notes = smneuron.preview(art, instance="ml.inf2.xlarge").notes
+    said = "compiled with neuronx-cc 2.30.1.0, newer than the 2.26.6360.0"
+    assert any(said in n and "not known here" in n for n in notes), notes
+
+
+def test_an_older_image_pinned_by_the_project_is_checked_too(cpu_artifact, tmp_path):
+    art = _as_inf2(cpu_artifact, tmp_path, {"neuronx-cc": "2.26.6360.0", "torch-neuronx": "2.9.0.2.15.32035"})
+    project = tmp_path / "smneuron.yaml"
+    project.write_text("endpoint:\n  neuron_sdk: 2.26.1\n")
+    code, _, err = run_cli(
+        "--config", str(project), "deploy", str(art), "--instance", "ml.inf2.xlarge", "--dry-run"
+    )
+    assert (
+        code == 1 and "2.8.0-neuronx-py311-sdk2.26.1-ubuntu22.04 ships torch-neuronx 2.8.0.2.10.16998" in err
+    )
+
+
+def test_what_passes_and_what_is_unknown_is_said_in_the_plan(cpu_artifact, tmp_path):
+    checked = _as_inf2(
+        cpu_artifact, tmp_path / "a", {"neuronx-cc": "2.19.8089.0", "torch-neuronx": "2.7.0.2.8.6734"}
+    )
+    notes = smneuron.preview(checked, instance="ml.inf2.xlarge").notes
+    assert any(
+        f"{FINAL} passes the runtime's version check" in n and "neuronx-cc 2.19.8089.0 <= 2.26.6360.0" in n
+        for n in notes
+    ), notes
+    assert any("host's Neuron driver is not published" in n for n in notes)
+    unrecorded = _as_inf2(cpu_artifact, tmp_path / "b", None)
+    notes = smneuron.preview(unrecorded, instance="ml.inf2.xlarge").notes
+    assert any(
+        "neuronx-cc: the artifact does not record the version it was compiled with" in n for n in notes
+    )
+    mine = smneuron.preview(
+        checked, instance="ml.inf2.xlarge", image_uri="example.com/my-neuron-image:1"
+    ).notes
+    assert any("my-neuron-image:1 is not in the compatibility matrix" in n for n in mine)
+    assert not any(
+        "version check" in n for n in smneuron.preview(cpu_artifact, instance="ml.c6i.xlarge").notes
+    )
+
+
+def test_the_compile_versions_travel_with_the_staged_model_data(cpu_artifact, tmp_path, session, role):
+    art = _as_inf2(cpu_artifact, tmp_path, {"neuronx-cc": "2.19.8089.0", "torch-neuronx": "2.7.0.2.8.6734"})
+    staged = stage(art, session=session)
+    again = stage(staged.uri, session=session, upload=False)  # an s3:// URI: read from its metadata
+    assert again.versions == {"neuronx-cc": "2.19.8089.0", "torch-neuronx": "2.7.0.2.8.6734"}
