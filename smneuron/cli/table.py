@@ -55,6 +55,11 @@ COMMANDS: dict[str, Entry] = {
         "Upload to S3 under a content-addressed key; a second upload of the same bytes is skipped.",
     ),
     "serve": Entry(_CLI + "serve_cmd", "serve_cmd", "Serve an artifact on this machine, in the foreground."),
+    "doctor": Entry(
+        _CLI + "doctor_cmd",
+        "doctor_cmd",
+        "Check an artifact against an instance type and its image, creating nothing.",
+    ),
     "deploy": Entry(_CLI + "endpoint_cmds", "deploy_cmd", "Deploy (or update) a SageMaker endpoint."),
     "status": Entry(
         _CLI + "endpoint_cmds", "status_cmd", "Show an endpoint: status, instances, scaling, cost."

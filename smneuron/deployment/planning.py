@@ -29,6 +29,7 @@ class Plan(Protocol):
     variant_name: str
     model_data: ModelData | None
     instance: InstanceType
+    image_uri: str
     alarms: list[dict]
     tags: dict[str, str]
     hourly_usd: float | None

@@ -98,3 +98,18 @@ def test_the_compile_versions_travel_with_the_staged_model_data(cpu_artifact, tm
     staged = stage(art, session=session)
     again = stage(staged.uri, session=session, upload=False)  # an s3:// URI: read from its metadata
     assert again.versions == {"neuronx-cc": "2.19.8089.0", "torch-neuronx": "2.7.0.2.8.6734"}
+
+
+def test_doctor_says_what_the_plan_would_check_and_creates_nothing(cpu_artifact, tmp_path):
+    art = _as_inf2(
+        cpu_artifact, tmp_path / "ok", {"neuronx-cc": "2.19.8089.0", "torch-neuronx": "2.7.0.2.8.6734"}
+    )
+    code, out, err = run_cli("doctor", str(art), "--instance", "ml.inf2.xlarge")
+    assert code == 0, err
+    assert (
+        f"can be deployed to ml.inf2.xlarge with 763104351884.dkr.ecr.us-east-1.amazonaws.com/{FINAL}" in out
+    )
+    assert "passes the runtime's version check" in out and "Neuron driver is not published" in out
+    bad = _as_inf2(cpu_artifact, tmp_path / "bad", {"torch-neuronx": "2.10.0.2.16.1"})
+    code, out, err = run_cli("doctor", str(bad), "--instance", "ml.inf2.xlarge", "--json")
+    assert code == 1 and out == "" and "which is older" in err
