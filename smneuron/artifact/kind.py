@@ -85,7 +85,7 @@ SETTINGS: dict[str, Setting] = {
     "initial_instance_count": Setting(
         "--count", "endpoint.initial_instance_count", "count", "instances at creation"
     ),
-    "workers": Setting("--workers", "endpoint.workers", "workers", "model-server workers per instance"),
+    "workers": Setting("--workers", "--workers", "workers", "model-server workers per instance"),
     "batch_size": Setting("--batch-size", "endpoint.batch_size", "batch_size", "TorchServe batching"),
     "max_batch_delay_ms": Setting(
         "--max-batch-delay-ms", "endpoint.max_batch_delay_ms", "max_batch_delay_ms", "TorchServe batching"
@@ -167,11 +167,15 @@ BENCH_SETTINGS: dict[str, Setting] = {
     "csv": Setting("--csv", "-", "csv", "the text-generation CSV report"),
     "png_dir": Setting("--png-dir", "-", "png_dir", "the text-generation plots"),
 }
-_ENCODER_BENCH = ("mean_tokens", "spread", "openai", "slo_p99_ms")
 SETTINGS.update(BENCH_SETTINGS)
 
-_ENCODER_SETTINGS = (*list(SETTINGS)[: list(SETTINGS).index("copies")], *_ENCODER_BENCH)
-_GENERATION_SETTINGS = tuple(n for n in SETTINGS if n not in _ENCODER_SETTINGS)
+# which kind owns each setting, said once: text generation's are listed, every other one is an encoder's
+_GENERATION_SETTINGS = (
+    *("copies", "min_copies", "max_copies", "max_instances", "concurrent_requests_per_copy"),
+    *("accelerators_per_copy", "image_version", "prompt_tokens", "output_tokens", "dataset"),
+    *("slo_ttft_ms", "slo_itl_ms", "copies_per_instance", "tensor_parallel_size", "csv", "png_dir"),
+)
+_ENCODER_SETTINGS = tuple(n for n in SETTINGS if n not in _GENERATION_SETTINGS)
 
 
 class Encoder(ModelKind):

@@ -70,7 +70,7 @@ def run_serve(
         project=state(ctx).project(),
         where="cli",
         on_ready=ready,
-        **{k: v for k, v in settings.items() if k not in ("name",)},
+        **settings,
     )
     if code:
         raise typer.Exit(code)

@@ -1,8 +1,8 @@
-"""Deploy: ``stage`` the artifact, ``plan`` from its content, ``apply`` the plan. The one corridor.
+"""Deploy: ``resolve`` the request, ``stage`` the artifact, ``plan`` from its content, ``apply`` the plan.
 
-CLI, SDK (``smneuron.deploy_model``), the pipeline's Deploy step and the demo all come through here:
+CLI, SDK (``smneuron.deploy`` / ``smneuron.preview``), the pipeline's Deploy step and the demo all come through here:
 
-    stage(artifact) -> ModelData -> plan(ModelData, EndpointSpec, ScalingSpec) -> DeployPlan -> apply
+    resolve(artifact, project, flags) -> DeployRequest -> stage -> ModelData -> plan_request -> Plan -> apply
 """
 
 from __future__ import annotations

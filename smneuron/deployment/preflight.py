@@ -56,11 +56,12 @@ def check(data: ModelData, image_uri: str) -> list[str]:
     for dist in PACKAGES[data.target]:
         built, has = compiled.get(dist), shipped.get(dist)
         if built is None or has is None:
-            notes.append(
-                f"{dist}: {'the artifact does not record the version it was compiled with' if built is None else ''}"
-                f"{' and ' if built is None and has is None else ''}"
-                f"{f'{repository}:{tag} does not say which it ships' if has is None else ''}: not checked"
-            )
+            missing = []
+            if built is None:
+                missing.append("the artifact does not record the version it was compiled with")
+            if has is None:
+                missing.append(f"{repository}:{tag} does not say which it ships")
+            notes.append(f"{dist}: {' and '.join(missing)}: not checked")
             continue
         fix = (
             f"Serve it with an image that ships {dist} {built} or newer (`smneuron images --matrix`; pin it with "
