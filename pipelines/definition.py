@@ -23,8 +23,9 @@ Text generation (inf2)::
     --> CreateModel (ModelStep) --> StagingEvaluate (Processing: short-lived staging component, greedy
         prompts, scored, deleted) [+ RemoveStaging on failure]
     --> CheckAgreement (Condition)
-          pass: EnsureEndpoint (Processing: the endpoint, created only if missing)
-                --> DeployComponent (InferenceComponentStep: the evaluated Model, by name)
+          pass: Deploy (Processing: smneuron's apply serves the evaluated Model, by name, as the endpoint's
+                component: the endpoint if missing, a rolling copy update rolled back by the 5XX alarm,
+                copy autoscaling reconciled)
           fail: AgreementGateFailed (Fail, quoting the agreement numbers)
 """
 
@@ -47,7 +48,6 @@ from sagemaker.core.workflow.pipeline_definition_config import PipelineDefinitio
 from sagemaker.core.workflow.properties import PropertyFile
 from sagemaker.mlops.workflow.condition_step import ConditionStep
 from sagemaker.mlops.workflow.fail_step import FailStep
-from sagemaker.mlops.workflow.inference_component_step import InferenceComponentStep
 from sagemaker.mlops.workflow.model_step import ModelStep
 from sagemaker.mlops.workflow.pipeline import Pipeline
 from sagemaker.mlops.workflow.retry import (
@@ -537,7 +537,7 @@ def _encoder(b: _Builder) -> Pipeline:
 
 
 def _generation(b: _Builder) -> Pipeline:
-    p, P = b.p, b.P
+    P = b.P
     compile_step, compile_result = _compile_step(
         b,
         "compile_generation",
@@ -574,47 +574,16 @@ def _generation(b: _Builder) -> Pipeline:
             P["MaxPerplexityDiff"].to_string(),
         ],
     )
-    endpoint_file = PropertyFile(name="EndpointPlan", output_name="endpoint", path="endpoint.json")
-    ensure = _endpoint_job(
-        b, "EnsureEndpoint", "endpoint", "endpoint", model_name, property_files=[endpoint_file]
-    )
-
-    def planned(path: str) -> JsonGet:
-        return JsonGet(step_name=ensure.name, property_file=endpoint_file, json_path=path)
-
-    deploy = InferenceComponentStep(
-        name="DeployComponent",
-        step_args=b.sm.create_inference_component(
-            inference_component_name=P["ComponentName"],
-            endpoint_name=P["EndpointName"],
-            variant_name=p.variant_name,
-            specification={
-                "ModelName": model_name,
-                "StartupParameters": {
-                    "ModelDataDownloadTimeoutInSeconds": planned("download_timeout"),
-                    "ContainerStartupHealthCheckTimeoutInSeconds": planned("startup_timeout"),
-                },
-                "ComputeResourceRequirements": {
-                    # JsonGet yields a number, not an object: one per field, the family's own
-                    (
-                        "NumberOfAcceleratorDevicesRequired" if p.neuron else "NumberOfCpuCoresRequired"
-                    ): planned("accelerators" if p.neuron else "cpu_cores"),
-                    "MinMemoryRequiredInMb": planned("memory_mb"),
-                },
-            },
-            runtime_config={"CopyCount": planned("copies")},
-            tags=b.tags,
-            wait=False,
-        ),
-        depends_on=[ensure],
-    )
+    # smneuron's apply in a job (as the encoders' Deploy): the endpoint if missing, a rolling update of the copies with
+    # the 5XX alarm as auto-rollback, copy autoscaling reconciled; an InferenceComponentStep can only create
+    deploy = _endpoint_job(b, "Deploy", "deploy_generation", "deployment", model_name)
     gate = _gate(
         b,
         "CheckAgreement",
         staging,
         evaluation,
         [("metrics.prefix_match_mean", P["MinPrefixMatch"])],
-        [ensure, deploy],
+        [deploy],
         "AgreementGateFailed",
         "The candidate's generations disagree with the reference, so the endpoint was not updated:",
     )
@@ -632,7 +601,6 @@ def _parameters(p: Any) -> list[Any]:
     if p.task == "text-generation":
         return [
             *common,
-            ParameterString("ComponentName", default_value=d["ComponentName"]),
             # "none": compile from ModelSourceS3Uri; else the s3:// prefix of an artifact compiled before
             ParameterString("ArtifactS3Uri", default_value=d["ArtifactS3Uri"]),
             ParameterInteger("MaxNewTokens", default_value=d["MaxNewTokens"]),

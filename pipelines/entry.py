@@ -19,7 +19,7 @@ STEPS = (
     "staging",
     "staging_generation",
     "cleanup",
-    "endpoint",
+    "deploy_generation",
     "deploy",
 )
 EXTRAS = {

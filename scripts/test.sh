@@ -9,6 +9,11 @@ if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
     || echo "warning: could not install chromium (the HTML report test will say so)" >&2
 fi
 . .venv/bin/activate
+# the suite starts hundreds of Python processes (CLI calls, model servers, jobs): let them reuse compiled bytecode
+# (and pytest its rewritten test modules) even where the environment sets PYTHONDONTWRITEBYTECODE
+unset PYTHONDONTWRITEBYTECODE
 ruff check smneuron inference_code pipelines tests benchmarks scripts
 ruff format --check --quiet smneuron inference_code pipelines tests benchmarks scripts  # ruff owns the layout
-python -m pytest -n 2 "$@"  # two processes: much of the suite waits on servers
+# two processes (much of the suite waits on servers); an idle one takes tests from the busy one (worksteal), so that
+# both finish together: the slowest files are collected first (tests/conftest.py)
+python -m pytest -n 2 --dist worksteal "$@"

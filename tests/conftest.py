@@ -269,9 +269,26 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def helper(pid: int) -> bool:
+    """multiprocessing's own idle helpers: the resource tracker, and the forkserver the model servers' workers fork
+    from (it loads no model and listens on no TCP port; the workers it forks carry its command line too, so it is
+    the one whose parent is not a forkserver)."""
+    line = cmdline(pid)
+    if "resource_tracker" in line:
+        return True
+    return "multiprocessing.forkserver" in line and "multiprocessing.forkserver" not in cmdline(_parent(pid))
+
+
 def model_servers(state_dir: Path, service: int) -> list[int]:
-    """The run's processes other than the service and its multiprocessing helper (the resource tracker)."""
-    return [p for p in service_processes(state_dir) if p != service and "resource_tracker" not in cmdline(p)]
+    """The run's processes other than the service and multiprocessing's helpers."""
+    return [p for p in service_processes(state_dir) if p != service and not helper(p)]
 
 
 def only_the_service_is_left(state_dir: Path, service: int) -> None:
@@ -325,8 +342,26 @@ def llama_8b(tiny_llama, tmp_path) -> Path:
     return d
 
 
+# The files whose tests take longest (measured with --durations): they start first, so that the two workers finish
+# together on short tests instead of one waiting out a long one at the end. A stale list costs time, never coverage.
+SLOWEST_FIRST = (
+    "test_pipeline_local.py", "test_examples.py", "test_local_service.py", "test_rolling_update.py",
+    "test_compare.py", "test_kept_state.py", "test_never_leaves_loopback.py", "test_outside_clients.py",
+    "test_generation_local.py", "test_load_failures.py", "test_demo.py", "test_readme.py",
+)  # fmt: skip
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The real MiniLM model makes a test end to end too: `pytest -m "not e2e"` leaves it out."""
+    """The real MiniLM model makes a test end to end too: `pytest -m "not e2e"` leaves it out. The slowest files run
+    first, then the other end-to-end tests, then the rest (pytest-xdist hands tests out in this order)."""
     for item in items:
         if item.get_closest_marker("integration") and not item.get_closest_marker("e2e"):
             item.add_marker(pytest.mark.e2e)
+
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        if name in SLOWEST_FIRST:
+            return SLOWEST_FIRST.index(name)
+        return len(SLOWEST_FIRST) + (item.get_closest_marker("e2e") is None)
+
+    items.sort(key=rank)  # stable: the order within each file stays

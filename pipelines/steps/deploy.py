@@ -18,12 +18,7 @@ from smneuron.specs.models import EndpointSpec, ScalingSpec, validate
 
 
 def main() -> None:
-    ap = step_common.parser(__doc__)
-    ap.add_argument("--model-name", required=True)
-    ap.add_argument("--endpoint-name", required=True)
-    ap.add_argument("--instance-type", required=True)
-    ap.add_argument("--out-dir", required=True)
-    args = ap.parse_args()
+    args = step_common.serving_args(__doc__)
     config = step_common.load_config(args.config)
     spec = validate(
         EndpointSpec,

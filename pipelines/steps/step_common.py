@@ -26,6 +26,16 @@ def parser(description: str) -> argparse.ArgumentParser:
     return ap
 
 
+def serving_args(description: str) -> argparse.Namespace:
+    """The arguments of a job that serves the evaluated Model on the production endpoint (the Deploy jobs)."""
+    ap = parser(description)
+    ap.add_argument("--model-name", required=True)
+    ap.add_argument("--endpoint-name", required=True)
+    ap.add_argument("--instance-type", required=True)
+    ap.add_argument("--out-dir", required=True)
+    return ap.parse_args()
+
+
 def add_thresholds(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--min-top1-agreement", type=float, required=True)
     ap.add_argument("--min-cosine", type=float, required=True)

@@ -127,6 +127,24 @@ SETTINGS: dict[str, Setting] = {
     "max_instances": Setting(
         "--max-instances", "endpoint.generation.max_instances", "max_instances", "managed instance scaling"
     ),
+    "data_caching": Setting(
+        "--no-data-caching",
+        "endpoint.generation.data_caching",
+        "data_caching",
+        "inference-component data caching",
+    ),
+    "rolling_batch": Setting(
+        "--rolling-batch", "endpoint.generation.rolling_batch", "rolling_batch", "rolling copy updates"
+    ),
+    "rolling_wait_s": Setting(
+        "--rolling-wait", "endpoint.generation.rolling_wait_s", "rolling_wait_s", "rolling copy updates"
+    ),
+    "scale_in": Setting(
+        "endpoint.generation.scale_in", "endpoint.generation.scale_in", "scale_in", "scale-in policy"
+    ),
+    "placement": Setting(
+        "endpoint.generation.placement", "endpoint.generation.placement", "placement", "copy placement"
+    ),
     "concurrent_requests_per_copy": Setting(
         "endpoint.generation.concurrent_requests_per_copy",
         "endpoint.generation.concurrent_requests_per_copy",
@@ -171,7 +189,8 @@ SETTINGS.update(BENCH_SETTINGS)
 
 # which kind owns each setting, said once: text generation's are listed, every other one is an encoder's
 _GENERATION_SETTINGS = (
-    *("copies", "min_copies", "max_copies", "max_instances", "concurrent_requests_per_copy"),
+    *("copies", "min_copies", "max_copies", "max_instances", "concurrent_requests_per_copy", "data_caching"),
+    *("rolling_batch", "rolling_wait_s", "scale_in", "placement"),
     *("accelerators_per_copy", "image_version", "prompt_tokens", "output_tokens", "dataset"),
     *("slo_ttft_ms", "slo_itl_ms", "copies_per_instance", "tensor_parallel_size", "csv", "png_dir"),
 )

@@ -212,16 +212,28 @@ def capacity(
 
 
 def smallest_fit(
-    shape: ModelShape, *, batch_size: int, sequence_length: int, dtype: str, tensor_parallel_size: int | None
+    shape: ModelShape,
+    *,
+    batch_size: int,
+    sequence_length: int,
+    dtype: str,
+    tensor_parallel_size: int | None,
+    family: str = "inf2",
 ) -> Capacity | None:
-    """The cheapest inf2 instance (and tp, when not pinned) where one copy fits."""
+    """The cheapest ``family`` instance (and tp, when not pinned) where one copy fits; CPU types at tp 1."""
     prices = load_prices()
     found = []
     for inst in INSTANCE_TYPES.values():
-        if inst.family != "inf2":
+        if inst.family != family or "endpoint" not in inst.uses:
             continue
-        for tp in [tensor_parallel_size] if tensor_parallel_size else [1, 2, 4, 8, 12, 24]:
-            if tp > inst.neuron_cores:
+        for tp in (
+            [1]
+            if family == "cpu"
+            else [tensor_parallel_size]
+            if tensor_parallel_size
+            else [1, 2, 4, 8, 12, 24]
+        ):
+            if family != "cpu" and tp > inst.neuron_cores:
                 continue
             c = capacity(
                 shape,
@@ -274,6 +286,15 @@ def check(c: Capacity, shape: ModelShape) -> None:
             "No inf2 instance holds this model at this batch size and sequence length: recompile with a lower "
             "--batch-size or --sequence-length."
         )
+        cpu = smallest_fit(
+            shape, batch_size=c.batch_size, sequence_length=c.sequence_length, dtype=c.dtype,
+            tensor_parallel_size=None, family="cpu",
+        )  # fmt: skip
+        if cpu:  # the way forward where inf2 (and trn1, the same container and HBM) cannot hold it
+            where.append(
+                f"Or serve it on CPU: {cpu.instance} holds it (`smneuron compile MODEL --target cpu`, then "
+                f"--instance {cpu.instance}); smneuron does not serve text generation on GPU types yet."
+            )
     raise ConfigError(
         f"{shape.parameters / 1e9:.2f}B parameters at batch {c.batch_size} x sequence {c.sequence_length}, tp "
         f"{c.tensor_parallel_size}, {c.dtype} does not fit on {c.instance}: "

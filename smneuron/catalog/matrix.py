@@ -2,7 +2,9 @@
 torch, Python, the families it serves, its status) and where each fact was read (``data/compatibility.json``).
 
 Facts come with their source and the date they were checked; what no source says is "unknown" there, never a
-guess (which Neuron driver an InferenceAmiVersion carries, for one). ``tests/catalog/test_matrix.py`` holds the
+guess (which Neuron driver a variant without InferenceAmiVersion gets, or which driver a runtime needs, for two).
+Text-generation rows also list the architectures the container serves and whether it loads only an export made by
+its own compiler and optimum-neuron versions (optimum-neuron's ``NeuronConfig.from_dict`` refuses any other). ``tests/catalog/test_matrix.py`` holds the
 catalog's images (``images.IMAGES``, ``generation.VLLM_TAGS``) against these rows, so a default that no source
 describes fails the suite. ``smneuron images --matrix`` prints it.
 """
@@ -13,6 +15,8 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+
+from smneuron.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,12 @@ class Row:
     status: str
     source: str
     checked: str
+    architectures: tuple[
+        str, ...
+    ] = ()  # model_type values the container serves (text generation); () = not listed
+    exact_export: bool = (
+        False  # the container loads only an export made by its own compiler and library versions
+    )
 
     def packages(self) -> dict[str, str]:
         """The compiler's and framework's versions this image ships (``{"neuronx-cc": "2.26.6360.0", ...}``);
@@ -47,6 +57,7 @@ class Row:
 @dataclass(frozen=True)
 class HostDriver:
     inference_ami_version: str
+    accelerator: str
     neuron_driver: str
     note: str
     source: str
@@ -60,7 +71,10 @@ def _data() -> dict:
 
 def rows() -> tuple[Row, ...]:
     """Every image row, in the file's order (oldest first within a family)."""
-    return tuple(Row(**{**r, "serves": tuple(r["serves"])}) for r in _data()["images"])
+    return tuple(
+        Row(**{**r, "serves": tuple(r["serves"]), "architectures": tuple(r.get("architectures", ()))})
+        for r in _data()["images"]
+    )
 
 
 def host_drivers() -> tuple[HostDriver, ...]:
@@ -70,3 +84,47 @@ def host_drivers() -> tuple[HostDriver, ...]:
 def row_for(repository: str, tag: str) -> Row | None:
     """The row of one image, or None when no source in the matrix describes it."""
     return next((r for r in rows() if r.repository == repository and r.tag == tag), None)
+
+
+def host_driver(inference_ami_version: str | None) -> HostDriver:
+    """What the matrix knows of the host a variant with ``inference_ami_version`` gets (None: none given)."""
+    wanted = inference_ami_version or "(none given)"
+    found = next((d for d in host_drivers() if d.inference_ami_version == wanted), None)
+    return found or HostDriver(wanted, "unknown", "unknown", "not in the compatibility matrix", "-", "-")
+
+
+# botocore's documentation of each InferenceAmiVersion names the accelerators it is for (the matrix's host rows)
+_AMI_FAMILIES = {"Inferentia2 and Trainium": ("inf2", "trn"), "GPU": ("gpu",)}
+
+
+def default_inference_ami(family: str) -> str | None:
+    """The InferenceAmiVersion smneuron sets for an instance family: the one Neuron AMI on inf2 / trn, none on inf1
+    (botocore lists no AMI for it), CPU or GPU (SageMaker's default host)."""
+    if family == "gpu":  # SageMaker's default GPU host is what the PyTorch DLCs are published for
+        return None
+    for d in host_drivers():
+        if family in _AMI_FAMILIES.get(d.accelerator, ()):
+            return d.inference_ami_version
+    return None
+
+
+def check_ami(inference_ami_version: str, family: str, instance_type: str) -> None:
+    """Refuse an InferenceAmiVersion SageMaker does not have, or one made for another accelerator."""
+    known = {d.inference_ami_version: d for d in host_drivers() if d.inference_ami_version != "(none given)"}
+    d = known.get(inference_ami_version)
+    if d is None:
+        raise ConfigError(
+            f"Unknown InferenceAmiVersion {inference_ami_version!r}.",
+            hint=f"SageMaker has: {', '.join(known)} (`smneuron images --matrix` shows their drivers).",
+        )
+    if family not in _AMI_FAMILIES.get(d.accelerator, ()):
+        fitting = [n for n, x in known.items() if family in _AMI_FAMILIES.get(x.accelerator, ())]
+        raise ConfigError(
+            f"InferenceAmiVersion {inference_ami_version} is for {d.accelerator} instances, not {instance_type}.",
+            hint=(
+                f"Use one of: {', '.join(fitting)}."
+                if fitting
+                else "Leave it unset: SageMaker has no "
+                f"InferenceAmiVersion for {instance_type}, and its default host is used."
+            ),
+        )

@@ -207,10 +207,14 @@ def _matrix(as_json: bool) -> None:
         numeric=False,
     )  # fmt: skip
     table(
-        "Host Neuron drivers",
-        ["InferenceAmiVersion", "driver", "note"],
-        [[d.inference_ami_version, d.neuron_driver, d.note] for d in drivers],
+        "Hosts (InferenceAmiVersion)",
+        ["InferenceAmiVersion", "accelerator", "Neuron driver", "note"],
+        [[d.inference_ami_version, d.accelerator, d.neuron_driver, d.note] for d in drivers],
         numeric=False,
     )
+    for r in rows:
+        if r.architectures:
+            console().print(f"{r.repository}:{r.tag} serves: {', '.join(r.architectures)}")
     for i, r in enumerate(rows, 1):
         console().print(f"[dim]{i}. {r.source} (checked {r.checked})[/dim]")
+    console().print(f"[dim]hosts: {drivers[0].source} (checked {drivers[0].checked})[/dim]")

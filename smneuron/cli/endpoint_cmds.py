@@ -43,6 +43,11 @@ def deploy_cmd(
         None, "--workers", help="Model-server workers (max NeuronCores / cores per model)."
     ),
     image_uri: str = typer.Option(None, "--image-uri", help="Override the DLC image."),
+    inference_ami_version: str = typer.Option(
+        None,
+        "--inference-ami-version",
+        help="The host AMI (its Neuron/NVIDIA driver); default from `smneuron images --matrix`.",
+    ),
     latency_alarm_ms: int = typer.Option(
         None, "--latency-p99-alarm-ms", help="Roll back updates above this p99."
     ),
@@ -56,6 +61,13 @@ def deploy_cmd(
     max_copies: int = typer.Option(None, "--max-copies", help="Text generation: autoscaling ceiling."),
     max_instances: int = typer.Option(
         None, "--max-instances", help="Text generation: managed instance ceiling."
+    ),
+    rolling_batch: int = typer.Option(
+        None, "--rolling-batch", help="Text generation: copies per redeploy batch."
+    ),
+    rolling_wait: int = typer.Option(None, "--rolling-wait", help="Text generation: bake seconds per batch."),
+    data_caching: bool = typer.Option(
+        None, "--data-caching/--no-data-caching", help="Text generation: cache model data on instances."
     ),
     env: list[str] = typer.Option(
         None, "--env", help="Container variable KEY=VALUE (repeat; TGI names translated)."
@@ -102,6 +114,7 @@ def deploy_cmd(
         "batch_size": batch_size,
         "max_batch_delay_ms": max_batch_delay_ms,
         "image_uri": image_uri,
+        "inference_ami_version": inference_ami_version,
         "latency_p99_alarm_ms": latency_alarm_ms,
         "provision_timeout": provision_timeout,
         "env": env_pairs(env),
@@ -109,6 +122,9 @@ def deploy_cmd(
         "min_copies": min_copies,
         "max_copies": max_copies,
         "max_instances": max_instances,
+        "data_caching": data_caching,
+        "rolling_batch": rolling_batch,
+        "rolling_wait_s": rolling_wait,
     }
     if local:  # the old spelling of `smneuron serve`, kept for one release
         console().print(

@@ -73,7 +73,7 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
         ["  instances", f"1-{p.max_instances} x {p.instance.name} (managed instance scaling)"],
         [
             "  volume / AMI",
-            f"{p.volume_size_in_gb} GB / {p.inference_ami_version if p.instance.is_neuron else '-'}",
+            f"{p.volume_size_in_gb} GB / {p.inference_ami_version or '-'}",
         ],
         ["Endpoint", p.endpoint_name],
         ["InferenceComponent", p.component_name],
@@ -83,6 +83,21 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
             + f", {p.memory_mb_per_copy} MB host memory",
         ],
         ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],
+        [
+            "  data caching",
+            "on (scale-out copies start from the instance's cache; --no-data-caching)"
+            if p.data_caching
+            else "off",
+        ],
+        [
+            "  redeploy",
+            f"rolling: {' + '.join(map(str, p.batches))} copies, {p.rolling_wait_s} s bake after each, rolled back "
+            f"by {', '.join(a['AlarmName'] for a in p.alarms)}",
+        ],
+        [
+            "  placement / scale-in",
+            f"{p.placement} (copies over instances) / {p.scale_in} (ScaleInPolicy)",
+        ],
         ["Copy autoscaling", scaling],
     ]
     table(None, ["resource", "name / value"], rows, numeric=False)

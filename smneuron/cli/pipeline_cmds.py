@@ -77,6 +77,8 @@ def upsert_cmd(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
         f"pipeline {r.name}: {r.arn}\n  role {r.role}\n  steps {' -> '.join(r.steps)}\n"
         f"  code {r.code['wheel']}"
     )
+    for note in r.notes:
+        console().print(f"note: {note}")
 
 
 @app.command("start")

@@ -43,6 +43,7 @@ def render_encoder_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-de
         ],
         ["EndpointConfig", p.endpoint_config_name],
         ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],
+        ["  InferenceAmiVersion", p.inference_ami_version or "- (SageMaker's default host)"],
         ["Endpoint", p.endpoint_name],
         ["Autoscaling", scaling],
         *[

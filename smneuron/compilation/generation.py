@@ -201,6 +201,7 @@ def compile_generation(model: str | Path, out_dir: str | Path, spec: CompileSpec
         command = export_command(str(src), out, spec)
         _run_export(command)
         function = "optimum-cli export neuron"
+        exported = export_versions(out)
     files = {p.relative_to(out).as_posix(): sha256_file(p) for p in sorted(out.rglob("*")) if p.is_file()}
     manifest = _manifest(
         shape,
@@ -211,9 +212,24 @@ def compile_generation(model: str | Path, out_dir: str | Path, spec: CompileSpec
         args=command[3:],
         files=files,
         source_sha=tree_hash(src),
+        exported=exported if spec.target != "cpu" else None,
     )
     manifest.write(out)
     return GenerationCompileResult(out, manifest, time.monotonic() - started, command, notes)
+
+
+def export_versions(out: Path) -> dict[str, str]:
+    """The versions optimum-neuron wrote into the export's neuron_config.json (NeuronConfig.to_dict): the container
+    loads the export only with these very optimum-neuron and neuronx-cc versions (NeuronConfig.from_dict)."""
+    try:
+        config = json.loads((out / "neuron_config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    found = {
+        "optimum-neuron": config.get("optimum_neuron_version"),
+        "neuronx-cc": config.get("neuronxcc_version"),
+    }
+    return {k: str(v) for k, v in found.items() if v}
 
 
 def compile_from_cache(model_id: str, out_dir: str | Path, spec: CompileSpec) -> GenerationCompileResult:
@@ -286,6 +302,7 @@ def _manifest(
     files: dict[str, str],
     source_sha: str,
     hub_model_id: str | None = None,
+    exported: dict[str, str] | None = None,
 ) -> GenerationManifest:
     return GenerationManifest(
         smneuron_version=__version__,
@@ -302,7 +319,10 @@ def _manifest(
         compiler=Compiler(
             target=target, function=function, args=args, cores_per_model=spec.tensor_parallel_size
         ),
-        versions=_versions(),
+        versions={
+            **_versions(),
+            **(exported or {}),
+        },  # the export's own record wins: it is what the container checks
         model_files=files,
         source_model_sha256=source_sha,
         created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

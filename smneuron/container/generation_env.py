@@ -78,6 +78,9 @@ def served_configuration(environment: dict[str, str]) -> dict[str, int | None]:
     return out
 
 
+ALLOW_COMPILE = "SM_ON_ALLOW_NON_CACHED_MODEL"  # the container's permission to compile at start
+
+
 def container_environment(
     generation: GenerationConfig,
     extra: dict[str, str],
@@ -105,6 +108,22 @@ def container_environment(
         env[key] = value
     hub = generation.hub_model_id
     env["SM_ON_MODEL"] = env.get("SM_ON_MODEL") or hub or MODEL_DIR
+    if env.get(
+        ALLOW_COMPILE
+    ):  # the entrypoint passes a value as an argument after the flag: argparse refuses it
+        raise ConfigError(
+            f"{ALLOW_COMPILE}={env[ALLOW_COMPILE]}: the container's entrypoint turns SM_ON_X=value into `--x value`, "
+            "and --allow_non_cached_model takes no value, so the container would exit at start.",
+            hint=f"Set it empty ({ALLOW_COMPILE}=) to let the container compile, or leave it out.",
+        )
+    if (
+        ALLOW_COMPILE in env
+    ):  # optimum-neuron v0.4.5 optimum/commands/neuron/serve.py: --allow_non_cached_model
+        notes.append(
+            f"{ALLOW_COMPILE} is set: a model with no cached configuration is compiled by the container at start, "
+            "at every cold start and scale-out (minutes to an hour); without it the container fails fast with "
+            "'No cached version found'. smneuron never sets it"
+        )
     token = os.environ.get(hf_token_env)
     if hub and "HF_TOKEN" not in env:  # only a hub model is downloaded; shipped weights need no token
         if token:

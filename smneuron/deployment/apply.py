@@ -327,13 +327,18 @@ def _component(
     elif not (
         owned.holds(existing["Specification"], request["Specification"])
         and existing.get("RuntimeConfig", {}).get("DesiredCopyCount") == request["RuntimeConfig"]["CopyCount"]
-    ):  # a new Model or another copy count: SageMaker replaces or adds copies (rolling)
+    ):  # a new Model: a rolling update of the copies, batch by batch, rolled back by the alarms
+        rolling = existing["Specification"].get("ModelName") != request["Specification"]["ModelName"]
         sm.update_inference_component(
             InferenceComponentName=name,
             Specification=request["Specification"],
             RuntimeConfig=request["RuntimeConfig"],
+            **(p.component_update_request() if rolling else {}),
         )
-        ledger.changed.append(f"inference component {name} ({copies} copies)")
+        ledger.changed.append(
+            f"inference component {name} ({copies} copies"
+            + (f", rolled in batches of {' + '.join(map(str, p.batches))})" if rolling else ")")
+        )
     elif existing.get("InferenceComponentStatus") == "InService":
         status = "InService"
     if status is None:

@@ -19,9 +19,10 @@ from typing import ClassVar
 from smneuron._version import __version__
 from smneuron.artifact.kind import ENCODER, ModelKind
 from smneuron.artifact.staging import ModelData
-from smneuron.catalog import InstanceType, load_prices, resolve_image
+from smneuron.catalog import InstanceType, load_prices, matrix, resolve_image
 from smneuron.container.encoder_env import container_environment, gpu_workers, serving_batch, workers_for
 from smneuron.deployment import preflight
+from smneuron.deployment.rollback import alarms
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.naming import (
@@ -95,6 +96,7 @@ class DeployPlan(Displayed):
         default_factory=list
     )  # instance pools in priority order (the first is this plan's)
     provision_timeout: int | None = None  # VariantInstanceProvisionTimeoutInSeconds
+    inference_ami_version: str | None = None  # the host's AMI (catalog.matrix's default for the family)
 
     @property
     def workers(self) -> int:
@@ -114,6 +116,11 @@ class DeployPlan(Displayed):
     def model_requests(self, role_arn: str) -> list[dict]:
         """CreateModel requests not yet made: none for an existing Model, one per pool layout otherwise."""
         return [] if self.existing_model else self.create_model_requests(role_arn)
+
+    batches: ClassVar[list[int]] = []  # no copies: blue/green updates the instances
+
+    def component_update_request(self) -> dict:
+        return {}
 
     def component_request(self) -> None:
         return None
@@ -204,6 +211,8 @@ class DeployPlan(Displayed):
             "ContainerStartupHealthCheckTimeoutInSeconds": self.startup_timeout,
             "ModelDataDownloadTimeoutInSeconds": self.download_timeout,
         }
+        if self.inference_ami_version:
+            variant["InferenceAmiVersion"] = self.inference_ami_version
         if self.pools:  # the pools replace InstanceType; a pool laid out differently serves its own Model
             del variant["InstanceType"]
             variant["InstancePools"] = [
@@ -232,6 +241,7 @@ class DeployPlan(Displayed):
             "instance_type": self.instance.name,
             "initial_instance_count": self.initial_instance_count,
             "image_uri": self.image_uri,
+            "inference_ami_version": self.inference_ami_version,
             "model_data": self.model_data.to_dict() if self.model_data else None,
             "artifact": self.model_data.source if self.model_data else None,
             "artifact_target": self.model_data.target if self.model_data else None,
@@ -295,43 +305,6 @@ def timeouts(size_bytes: int | None, neuron: bool) -> tuple[int, int]:
     download = int(min(3600, max(300, 120 + 60 * gib)))
     startup = int(min(3600, max(600 if neuron else 300, (600 if neuron else 180) + 120 * gib)))
     return startup, download
-
-
-def alarms(endpoint: str, variant: str, latency_p99_ms: int | None) -> list[dict]:
-    """The CloudWatch alarms that roll a blue/green update back (5XX; latency p99 when asked)."""
-    dims = [{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": variant}]
-    common = {
-        "Namespace": "AWS/SageMaker",
-        "Dimensions": dims,
-        "Period": 60,
-        "TreatMissingData": "notBreaching",
-    }
-    out = [
-        {
-            **common,
-            "AlarmName": f"smneuron-{endpoint}-5xx",
-            "MetricName": "Invocation5XXErrors",
-            "Statistic": "Sum",
-            "EvaluationPeriods": 1,
-            "Threshold": 0.0,
-            "ComparisonOperator": "GreaterThanThreshold",
-            "AlarmDescription": "smneuron: roll back a deployment that serves 5XX errors",
-        }
-    ]
-    if latency_p99_ms:
-        out.append(
-            {
-                **common,
-                "AlarmName": f"smneuron-{endpoint}-latency-p99",
-                "MetricName": "ModelLatency",
-                "ExtendedStatistic": "p99",
-                "EvaluationPeriods": 3,
-                "Threshold": float(latency_p99_ms * 1000),
-                "ComparisonOperator": "GreaterThanThreshold",
-                "AlarmDescription": f"smneuron: roll back when model latency p99 exceeds {latency_p99_ms} ms",
-            }
-        )
-    return out
 
 
 def deployment_config(spec: EndpointSpec, alarm_names: list[str]) -> dict:
@@ -402,9 +375,16 @@ def plan(
     said = serving_batch(spec, model_data.batch_size)[1]
     if said:
         p.notes.append(said)
+    amis = {spec.inference_ami_version or matrix.default_inference_ami(x.instance.family) for x in laid}
+    if len(amis) > 1:  # one variant, one AMI: pools of families with different hosts take SageMaker's default
+        p.inference_ami_version = None
+        p.notes.append(
+            "instance pools of families with different hosts: no InferenceAmiVersion (each pool gets SageMaker's "
+            "default host, whose driver is not published)"
+        )
     for x in laid:  # the artifact's compiler against each image that would serve it (refused when known bad)
         if x.model_data is not None:
-            p.notes += preflight.check(x.model_data, x.image_uri)
+            p.notes += preflight.check(x.model_data, x.image_uri, p.inference_ami_version)
     if workers is None:  # how GPU pools' workers were decided, said (a CPU or Neuron layout is arithmetic)
         p.notes += [
             f"{x.instance.name}: {gpu_workers(x.instance, x.model_data.size_bytes)[1]}"
@@ -416,9 +396,9 @@ def plan(
         p.startup_timeout = max(
             p.startup_timeout, *(timeouts(model_data.size_bytes, x.instance.is_neuron)[0] for x in laid)
         )
-        p.endpoint_config_name = (
-            f"{p.endpoint_config_name}-{_digest([x.to_dict() for x in laid], p.provision_timeout, n=6)}"[:63]
-        )
+        p.endpoint_config_name = f"{p.endpoint_config_name}-{_digest([x.to_dict() for x in laid], p.provision_timeout, p.inference_ami_version, n=6)}"[
+            :63
+        ]
         p.notes.append(
             "instance pools: "
             + ", ".join(
@@ -527,7 +507,10 @@ def _finish(
         min_capacity=spec.initial_instance_count, max_capacity=spec.initial_instance_count
     )
     count = max(spec.initial_instance_count, scaling.min_capacity)
-    config = _digest(model_name, instance.name, count, spec.variant_name, startup, download, n=8)
+    if spec.inference_ami_version:
+        matrix.check_ami(spec.inference_ami_version, instance.family, instance.name)
+    ami = spec.inference_ami_version or matrix.default_inference_ami(instance.family)
+    config = _digest(model_name, instance.name, count, spec.variant_name, startup, download, ami, n=8)
     workers = int(env.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
     alarm_list = alarms(base, spec.variant_name, spec.latency_p99_alarm_ms)
     tags = {TAG_VERSION: __version__, TAG_ENDPOINT: base, **spec.tags}
@@ -552,4 +535,5 @@ def _finish(
         hourly_usd=load_prices(prices).hourly(instance.name),
         existing_model=model_data is None,
         notes=notes,
+        inference_ami_version=ami,
     )

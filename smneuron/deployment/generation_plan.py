@@ -5,6 +5,9 @@ uncompressed model data), an EndpointConfig whose variant has managed instance s
 AMI, the Endpoint, and one inference component running ``copies`` data-parallel copies, each on
 ``tp`` NeuronCores, with copy autoscaling on ConcurrentRequestsPerCopy (and scale-to-zero when
 min_copies is 0). Capacity is checked before any of it is created.
+
+One module because the plan's requests (create, the rolling update, autoscaling) and the arithmetic that sizes them
+(copies, memory, timeouts, volume) change together: each request field is computed here once, next to its use.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ from typing import ClassVar
 from smneuron._version import __version__
 from smneuron.artifact.kind import GENERATION, ModelKind
 from smneuron.artifact.staging import ModelData
-from smneuron.catalog import InstanceType, load_prices
+from smneuron.catalog import InstanceType, load_prices, matrix
 from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check
 from smneuron.catalog.generation import accelerators_per_copy, copies_per_instance, resolve_vllm_image
 from smneuron.container.generation_env import container_environment
 from smneuron.deployment import preflight
 from smneuron.deployment.encoder_plan import _digest
+from smneuron.deployment.rollback import alarms, batches, copy_batch, rolling_update
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.naming import (
@@ -61,18 +65,39 @@ class GenerationPlan(Displayed):
     startup_timeout: int
     download_timeout: int
     volume_size_in_gb: int
-    inference_ami_version: str
+    inference_ami_version: str | None
+    data_caching: bool
+    rolling_batch: int  # copies a redeploy replaces at a time
+    rolling_wait_s: int
+    scale_in: str  # ManagedInstanceScaling.ScaleInPolicy.Strategy
+    placement: str  # the component's SchedulingConfig.PlacementStrategy
     concurrent_requests_per_copy: float
     tags: dict[str, str]
     hourly_usd: float | None
     notes: list[str] = field(default_factory=list)
 
     existing_model = False  # a text-generation deploy always stages its own Model
-    alarms: list[dict] = field(default_factory=list)  # the scale-from-zero alarm comes with ``scaling``
+    alarms: list[dict] = field(
+        default_factory=list
+    )  # rollback alarms; the scale-from-zero one comes with ``scaling``
 
     def update_request(self) -> dict:
         """UpdateEndpoint's arguments beyond the names (a new instance type, volume, AMI): a plain update."""
         return {}
+
+    def component_update_request(self) -> dict:
+        """UpdateInferenceComponent's arguments beyond the name for a new Model: a rolling update of the copies,
+        rolled back by the endpoint's alarms."""
+        return {
+            "DeploymentConfig": rolling_update(
+                self.rolling_batch, self.rolling_wait_s, [a["AlarmName"] for a in self.alarms]
+            )
+        }
+
+    @property
+    def batches(self) -> list[int]:
+        """Copies replaced by each batch of a redeploy's rolling update."""
+        return batches(self.copies, self.rolling_batch)
 
     @property
     def serving(self) -> str:
@@ -132,11 +157,12 @@ class GenerationPlan(Displayed):
                 "Status": "ENABLED",
                 "MinInstanceCount": 0 if self.scale_to_zero else 1,
                 "MaxInstanceCount": self.max_instances,
+                "ScaleInPolicy": {"Strategy": self.scale_in.upper().replace("-", "_")},
             },
             "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
             "VolumeSizeInGB": self.volume_size_in_gb,
         }
-        if self.instance.is_neuron:  # the AMI with the Neuron driver the vLLM DLC needs
+        if self.inference_ami_version:  # the host's AMI (catalog.matrix's, or endpoint.inference_ami_version)
             variant["InferenceAmiVersion"] = self.inference_ami_version
         return {
             "EndpointConfigName": self.endpoint_config_name,
@@ -164,6 +190,8 @@ class GenerationPlan(Displayed):
                     ),
                     "MinMemoryRequiredInMb": self.memory_mb_per_copy,
                 },
+                "DataCacheConfig": {"EnableCaching": self.data_caching},
+                "SchedulingConfig": {"PlacementStrategy": self.placement.upper()},
             },
             "RuntimeConfig": {"CopyCount": self.copies},
             "Tags": self.tag_list(),
@@ -220,7 +248,13 @@ class GenerationPlan(Displayed):
                 },
                 "CreateEndpointConfig": self.endpoint_config_request(role),
                 "CreateInferenceComponent": self.component_request(),
+                "UpdateInferenceComponent (a redeploy with another Model)": self.component_update_request(),
                 "Autoscaling": self.scaling_requests(),
+            },
+            "rolling_update": {
+                "batches": self.batches,
+                "wait_s": self.rolling_wait_s,
+                "alarms": [a["AlarmName"] for a in self.alarms],
             },
             "hourly_usd_per_instance": self.hourly_usd,
             "hourly_usd_per_copy": round(self.hourly_usd / self.capacity.copies, 4)
@@ -304,12 +338,15 @@ def plan_generation(
             hint=f"Raise --max-instances to {math.ceil(max_copies / fit)} or lower {flag}.",
         )
     image = resolve_vllm_image(region, version=g.image_version, uri=spec.image_uri)
+    if spec.inference_ami_version:
+        matrix.check_ami(spec.inference_ami_version, instance.family, instance.name)
+    ami = spec.inference_ami_version or matrix.default_inference_ami(instance.family)
     env, env_notes = container_environment(
         gen, spec.environment, served_batch_size=g.batch_size, hf_token_env=g.hf_token_env
     )
     notes += env_notes
     if instance.is_neuron:  # what can be checked of the export against the container, and what cannot
-        notes += preflight.check(model_data, image.uri)
+        notes += preflight.check(model_data, image.uri, ami)
     base, name_note = endpoint_name(spec, model_data.source.rstrip("/").rsplit("/", 1)[-1].split(".")[0])
     if name_note:
         notes.append(name_note)
@@ -324,7 +361,10 @@ def plan_generation(
         min(instance.memory_gib * 1024 * 0.9 / max(fit, 1), max(2048, weights_gib * 1024 * 1.2 + 1024))
     )
     model_name = f"{base[:50]}-{_digest(model_data.sha256, image.uri, env)}"
-    config_name = f"{base[:41]}-{_digest(model_name)}-{_digest(instance.name, g.max_instances, volume, g.inference_ami_version, min_copies == 0, n=8)}"
+    # the config holds no Model (the component does): a new Model keeps it, so a redeploy updates only the copies
+    config_name = (
+        f"{base[:41]}-{_digest(instance.name, g.max_instances, volume, ami, min_copies == 0, g.scale_in)}"
+    )
     tags = {
         TAG_VERSION: __version__,
         TAG_ENDPOINT: base,
@@ -336,7 +376,7 @@ def plan_generation(
         endpoint_name=base,
         model_name=model_name,
         endpoint_config_name=config_name,
-        component_name=f"{base[:50]}-{_digest(model_name, n=8)}",
+        component_name=f"{base[:59]}-ic",  # stable: a new Model is a rolling update of the same component
         variant_name=spec.variant_name,
         instance=instance,
         max_instances=g.max_instances,
@@ -353,7 +393,13 @@ def plan_generation(
         startup_timeout=startup,
         download_timeout=download,
         volume_size_in_gb=volume,
-        inference_ami_version=g.inference_ami_version,
+        inference_ami_version=ami,
+        data_caching=g.data_caching,
+        rolling_batch=copy_batch(copies, g.rolling_batch),
+        rolling_wait_s=g.rolling_wait_s,
+        scale_in=g.scale_in,
+        placement=g.placement,
+        alarms=alarms(base, spec.variant_name, None),
         concurrent_requests_per_copy=g.concurrent_requests_per_copy,
         tags=tags,
         hourly_usd=load_prices(prices).hourly(instance.name),

@@ -55,6 +55,11 @@ class Plan(Protocol):
 
     def component_request(self) -> dict | None: ...
 
+    def component_update_request(self) -> dict: ...  # a redeploy with another Model: the rolling update
+
+    @property
+    def batches(self) -> list[int]: ...  # copies per batch of that rolling update
+
     def tag_list(self) -> list[dict[str, str]]: ...
 
     def to_dict(self) -> dict: ...

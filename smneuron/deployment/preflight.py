@@ -1,5 +1,10 @@
 """Preflight: before anything is created, the artifact's compiler against the image that would serve it.
 
+Text generation (the optimum-neuron vLLM container): an export is loaded only by the optimum-neuron and neuronx-cc
+versions that made it (optimum-neuron's ``NeuronConfig.from_dict`` raises for any other, and the container then fails
+at start), and only for the architectures the container registers; both are refused here with the way forward. The
+export's batch, sequence length, tp and dtype are the container's by construction (``SM_ON_*`` are set from them).
+
 The versions come from the artifact (its manifest's ``versions``, carried by ``ModelData``) and from the
 compatibility matrix (``catalog.matrix``: what each image ships, with sources). The known-bad combination is refused
 with the fix: an artifact compiled with a newer Neuron framework (torch-neuronx / torch-neuron) than the image ships
@@ -32,7 +37,7 @@ def image_of(uri: str) -> tuple[str, str]:
     return name, tag
 
 
-def check(data: ModelData, image_uri: str) -> list[str]:
+def check(data: ModelData, image_uri: str, inference_ami_version: str | None = None) -> list[str]:
     """What the plan should say about serving ``data`` with ``image_uri``; raises for a known-bad pair.
 
     Returns:
@@ -50,6 +55,8 @@ def check(data: ModelData, image_uri: str) -> list[str]:
             f"{repository}:{tag} is not in the compatibility matrix: whether its Neuron runtime loads this "
             "artifact is unknown (`smneuron images --matrix` lists the images that are described)"
         ]
+    if row.exact_export:
+        return [*_generation(data, row), host(row.runtime, inference_ami_version)]
     shipped = row.packages()
     compiled = data.versions or {}
     notes, compared = [], []
@@ -87,5 +94,76 @@ def check(data: ModelData, image_uri: str) -> list[str]:
             + ", ".join(compared)
             + " (versions from the compatibility matrix)",
         )
-    notes.append("the host's Neuron driver is not published for any InferenceAmiVersion: not checked")
+    notes.append(host(row.runtime, inference_ami_version))
+    return notes
+
+
+def host(row_runtime: str, inference_ami_version: str | None) -> str:
+    """What is known of the host's Neuron driver under ``inference_ami_version`` against the image's runtime."""
+    driver = matrix.host_driver(inference_ami_version)
+    if driver.neuron_driver == "unknown":
+        return (
+            f"host: {driver.note}; whether it runs the image's runtime ({row_runtime}) is not checked "
+            "(set --inference-ami-version to a Neuron AMI whose driver is known)"
+        )
+    return (
+        f"host: {driver.inference_ami_version} has Neuron driver {driver.neuron_driver} (botocore's documentation of "
+        f"InferenceAmiVersion); the driver the image's runtime ({row_runtime}) needs is not published: not checked"
+    )
+
+
+def _generation(data: ModelData, row: matrix.Row) -> list[str]:
+    """The optimum-neuron vLLM container: the same export versions and a registered architecture, or refused."""
+    image = f"{row.repository}:{row.tag}"
+    notes: list[str] = []
+    model_type = (data.generation.shape.get("model_type") if data.generation else None) or None
+    if row.architectures and model_type is None:
+        notes.append(f"the artifact does not record its model_type: whether {image} serves it is not checked")
+    elif row.architectures and model_type not in row.architectures:
+        raise ConfigError(
+            f"{image} does not serve {model_type} models: its optimum-neuron registers text generation for "
+            f"{', '.join(row.architectures)} only, so the endpoint would fail at start on any Neuron instance "
+            "(trn1 runs the same container).",
+            hint="Serve it on a CPU instance type (`smneuron compile MODEL --target cpu`, then "
+            "`--instance ml.c7i.4xlarge` or larger), or pick a model of a listed architecture.",
+        )
+    if data.generation is not None and data.generation.hub_model_id:
+        notes.append(
+            f"{data.generation.hub_model_id} is served from the optimum-neuron cache: the container fetches the entry "
+            f"its own neuronx-cc made ({row.compiler}), so nothing is recompiled when the entry exists"
+        )
+        return notes
+    shipped, made = row.packages(), data.versions or {}
+    same = []
+    for dist in ("optimum-neuron", "neuronx-cc"):
+        built, has = made.get(dist), shipped.get(dist)
+        if built is None or has is None:
+            notes.append(
+                f"{dist}: "
+                + ("the export does not record its version" if built is None else f"{image} does not say")
+                + ": not checked"
+            )
+            continue
+        if built != has:
+            raise ConfigError(
+                f"The export was made with {dist} {built}; {image} runs {dist} {has}, and optimum-neuron loads an "
+                "export only with the very versions that made it: the endpoint would fail at start.",
+                hint=f"Re-export with optimum-neuron {shipped.get('optimum-neuron', '?')} and neuronx-cc "
+                f"{shipped.get('neuronx-cc', '?')} (the container's: compile inside it, as `smneuron pipeline` "
+                "does), or serve it with the tag whose versions match (`smneuron images --matrix`; "
+                "endpoint.generation.image_version).",
+            )
+        same.append(f"{dist} {built}")
+    if same and not any(n.startswith(("optimum-neuron", "neuronx-cc")) for n in notes):
+        g = data.generation
+        shape = (
+            f"batch {g.batch_size}, sequence {g.sequence_length}, tp {g.tensor_parallel_size}, {g.dtype}"
+            if g
+            else ""
+        )
+        notes.insert(
+            0,
+            f"will load without compiling: the export's {' and '.join(same)} are {image}'s, and SM_ON_* serve it "
+            f"as it was compiled ({shape})",
+        )
     return notes

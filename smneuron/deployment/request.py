@@ -38,11 +38,15 @@ _ENDPOINT_FIELDS = {
     "max_batch_delay_ms": "max_batch_delay_ms",
     "timeout": "model_server_timeout_in_seconds",
     "image_uri": "image_uri",
+    "inference_ami_version": "inference_ami_version",
     "latency_p99_alarm_ms": "latency_p99_alarm_ms",
     "provision_timeout": "variant_instance_provision_timeout_in_seconds",
     "env": "environment",
 }
-_GENERATION_FIELDS = ("copies", "min_copies", "max_copies", "max_instances")
+_GENERATION_FIELDS = (
+    *("copies", "min_copies", "max_copies", "max_instances", "data_caching"),
+    *("rolling_batch", "rolling_wait_s", "scale_in", "placement"),
+)
 _SCALING_FIELDS = {
     "min_capacity": "min_capacity",
     "max_capacity": "max_capacity",

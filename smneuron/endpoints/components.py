@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from smneuron.display.progress import step
 from smneuron.endpoints import autoscaling, owned
 from smneuron.endpoints.autoscaling import COPY_DIMENSION, ScalingPlan
-from smneuron.endpoints.polling import poll_intervals
+from smneuron.endpoints.polling import intervals_for
 from smneuron.errors import EndpointFailedError, from_client_error, is_not_found, none_if_missing
 from smneuron.session import Session
 from smneuron.specs.models import ScalingSpec
@@ -56,7 +56,7 @@ def wait(
 
     start = time.monotonic()
     with step(f"inference component {name}: waiting for its copies") as shown:
-        for delay in poll_intervals():
+        for delay in intervals_for(session):
             d = describe(session, name)
             status = d["InferenceComponentStatus"] if d else "Deleted"
             runtime = (d or {}).get("RuntimeConfig", {})
@@ -100,8 +100,10 @@ def delete(session: Session, name: str) -> list[str]:
             return removed
         raise from_client_error(e) from e
     deadline = time.monotonic() + 1800
-    while describe(session, name) is not None and time.monotonic() < deadline:
-        time.sleep(0.5)
+    for delay in intervals_for(session):
+        if describe(session, name) is None or time.monotonic() > deadline:
+            break
+        time.sleep(delay)
     removed.append(f"inference component {name}")
     return removed
 

@@ -26,6 +26,7 @@ from smneuron.endpoints.invoke import HttpTarget, Response, invoke_endpoint
 from smneuron.endpoints.logs import log_events as log_events  # part of this module's API
 from smneuron.endpoints.logs import log_tail
 from smneuron.endpoints.naming import TAG_ENDPOINT
+from smneuron.endpoints.polling import intervals_for
 from smneuron.endpoints.polling import poll_intervals as poll_intervals  # part of this module's API
 from smneuron.endpoints.streaming import open_stream, request_body, text_pieces
 from smneuron.errors import (
@@ -59,7 +60,7 @@ def wait_for_endpoint(
     """
     started = time.monotonic()
     with step(f"endpoint {name}: waiting for {target}") as shown:
-        for delay in intervals or poll_intervals():
+        for delay in intervals or intervals_for(session):
             d = describe(session, name)
             if d is None:
                 if target == "Deleted":

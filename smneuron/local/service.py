@@ -8,6 +8,7 @@ or ``SMNEURON_LOCAL=1`` (or the printed environment). ``down`` stops it and ever
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -129,7 +130,7 @@ def up(
             [
                 sys.executable,
                 "-m",
-                "smneuron.local.service",
+                "smneuron.local",  # its __main__: workers forked for model servers do not re-import a main module
                 "--port",
                 str(port),
                 "--state",
@@ -264,9 +265,8 @@ def serve(
     state_file.unlink(missing_ok=True)
 
 
-if __name__ == "__main__":
-    import argparse
-
+def main(argv: list[str] | None = None) -> None:
+    """The service process's command line (`python -m smneuron.local`, started by `up`)."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--state", type=Path, required=True)
@@ -276,7 +276,7 @@ if __name__ == "__main__":
     )
     ap.add_argument("--fresh", action="store_true")
     ap.add_argument("--no-capacity", default="")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     os.environ["SMNEURON_LLM_ENGINE"] = a.generation_engine  # the inference components' copies
     try:
         serve(

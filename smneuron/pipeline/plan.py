@@ -7,17 +7,18 @@ Images, roles, instance choices, parameter defaults, the model's container envir
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from smneuron._version import __version__
 from smneuron.artifact.kind import GENERATION, kind_of
 from smneuron.artifact.staging import GenerationConfig
-from smneuron.catalog import INSTANCE_TYPES, InstanceType, resolve_image
+from smneuron.catalog import INSTANCE_TYPES, InstanceType, matrix, resolve_image
 from smneuron.catalog.generation import resolve_vllm_image
 from smneuron.compilation.tasks import TASKS
 from smneuron.container.encoder_env import container_environment
 from smneuron.container.generation_env import container_environment as generation_environment
+from smneuron.deployment import preflight
 from smneuron.deployment.request import project_settings
 from smneuron.errors import ConfigError
 from smneuron.session import Session
@@ -57,6 +58,7 @@ class PipelinePlan:
     capacity_retries: int = 3
     transform_concurrency: int = 1
     max_runtime_in_seconds: int = 4 * 3600
+    notes: list[str] = field(default_factory=list)  # the preflight: what is known of image, compiler and host
 
     @property
     def target(self) -> str:
@@ -170,7 +172,6 @@ def plan(
             "ModelSourceS3Uri": spec.model_source_s3_uri or "",
             "EvaluationDataS3Uri": spec.evaluation_data_s3_uri or "",
             "InstanceType": instance.name,
-            "ComponentName": f"{endpoint_name[:50]}-component",
             "ArtifactS3Uri": "none",
             "MaxNewTokens": g.max_new_tokens,
             "MinPrefixMatch": g.min_prefix_match,
@@ -202,7 +203,31 @@ def plan(
             "scaling": proj.scaling.model_dump(),
             "prefix": proj.aws.prefix,
         },
+        notes=_preflight(image.uri, instance, ep.inference_ami_version),
     )
+
+
+def _preflight(image_uri: str, instance: InstanceType, ami: str | None) -> list[str]:
+    """The pipeline's preflight: it compiles in the image that serves (the Compile step runs in it), so the
+    artifact's compiler and framework are the image's own; what remains is the image against the host."""
+    if not instance.is_neuron:
+        return []
+    repository, tag = preflight.image_of(image_uri)
+    row = matrix.row_for(repository, tag)
+    if row is None:
+        return [
+            f"{repository}:{tag} is not in the compatibility matrix: its runtime and host are not checked"
+        ]
+    if ami:
+        matrix.check_ami(ami, instance.family, instance.name)
+    ami = ami or matrix.default_inference_ami(instance.family)
+    notes = [f"compiles in {repository}:{tag}, the image that serves: the compiler and runtime are its own"]
+    if row.architectures:
+        notes.append(
+            f"the model is a pipeline parameter: its architecture is checked by the export in the Compile step and "
+            f"by the deploy step's preflight ({repository}:{tag} serves {', '.join(row.architectures)})"
+        )
+    return [*notes, preflight.host(row.runtime, ami)]
 
 
 def role_arn(role: str, session: Session) -> str:

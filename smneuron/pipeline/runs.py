@@ -18,7 +18,7 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -198,6 +198,7 @@ class UpsertResult:
     role: str
     steps: list[str]
     code: dict[str, str]
+    notes: list[str] = field(default_factory=list)  # the plan's preflight
 
 
 def upsert(
@@ -230,6 +231,7 @@ def upsert(
         p.pipeline_role,
         steps,
         {"entry": p.entry_uri, "wheel": p.wheel_uri, "config": p.config_uri},
+        p.notes,
     )
 
 

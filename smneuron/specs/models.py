@@ -171,8 +171,29 @@ class GenerationSpec(StrictModel):
         description="NumberOfAcceleratorDevicesRequired; derived from tp (see catalog.generation).",
     )
     volume_size_in_gb: int | None = Field(None, ge=1, le=512, description="Sized from the model when unset.")
-    inference_ami_version: str = Field(
-        "al2-ami-sagemaker-inference-neuron-2", description="Variant InferenceAmiVersion (Neuron driver)."
+    rolling_batch: int | None = Field(
+        None,
+        ge=1,
+        description="Copies a redeploy replaces at a time (rolling update); default: 1 or 20% of the copies, whichever "
+        "is larger.",
+    )
+    rolling_wait_s: int = Field(
+        60, ge=0, le=3600, description="Bake time after each batch, while the rollback alarms are watched."
+    )
+    scale_in: Literal["consolidation", "idle-release"] = Field(
+        "consolidation",
+        description="ManagedInstanceScaling.ScaleInPolicy: consolidation packs copies to free instances (cost); "
+        "idle-release frees only instances that hold no copy.",
+    )
+    placement: Literal["spread", "binpack"] = Field(
+        "spread",
+        description="The component's SchedulingConfig.PlacementStrategy: spread copies over instances "
+        "(availability) or binpack them (fewer instances).",
+    )
+    data_caching: bool = Field(
+        True,
+        description="Specification.DataCacheConfig.EnableCaching: the instance keeps the model data and image, so a "
+        "copy added by scale-out (or a restart) starts from the cache instead of downloading again.",
     )
     hf_token_env: str = Field("HF_TOKEN", description="Local variable whose value becomes HF_TOKEN.")
     image_version: str | None = Field(None, description="Pin the optimum-neuron vLLM image tag.")
@@ -223,6 +244,12 @@ class EndpointSpec(StrictModel):
         None, ge=60, le=3600, description="Sized from the artifact size when unset."
     )
     image_uri: str | None = Field(None, description="Full DLC image URI; overrides the catalog.")
+    inference_ami_version: str | None = Field(
+        None,
+        description="Variant InferenceAmiVersion (the host's AMI and so its Neuron or NVIDIA driver); default: the "
+        "compatibility matrix's for the instance family (al2-ami-sagemaker-inference-neuron-2 on ml.inf2 / ml.trn1, "
+        "none elsewhere). `smneuron images --matrix` lists them with their drivers.",
+    )
     torch_version: str | None = Field(None, description="Pin the DLC's torch version.")
     neuron_sdk: str | None = Field(None, description="Pin the DLC's Neuron SDK version.")
     neuron_monitor: bool = Field(False, description="Publish NeuronCore metrics to CloudWatch.")

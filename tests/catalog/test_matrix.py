@@ -39,7 +39,18 @@ def test_each_row_says_where_it_comes_from_and_says_unknown_rather_than_guess():
         assert row.source and row.checked == "2026-11-25", row.tag
         for value in (row.compiler, row.runtime, row.torch):
             assert value and "?" not in value, row.tag  # a missing fact is written "unknown"
-    assert {d.neuron_driver for d in matrix.host_drivers()} == {"unknown"}  # not published: not guessed
+    drivers = {d.inference_ami_version: d.neuron_driver for d in matrix.host_drivers()}
+    assert drivers["al2-ami-sagemaker-inference-neuron-2"] == "2.19"  # botocore's documentation says so
+    assert drivers["(none given)"] == "unknown"  # not published: not guessed
+
+
+def test_every_inference_ami_version_botocore_knows_is_a_host_row():
+    """The AMIs SageMaker accepts (botocore's enum) are the matrix's host rows: a new one fails here until described."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    enum = set(model.shape_for("ProductionVariantInferenceAmiVersion").enum)
+    assert enum == {d.inference_ami_version for d in matrix.host_drivers()} - {"(none given)"}
 
 
 def test_images_matrix_from_the_cli():

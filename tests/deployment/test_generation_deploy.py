@@ -257,6 +257,18 @@ def test_the_seed_layout_plans_three_copies_with_requests_botocore_accepts(
         "Status": "ENABLED",
         "MinInstanceCount": 0,
         "MaxInstanceCount": 2,
+        "ScaleInPolicy": {"Strategy": "CONSOLIDATION"},  # the default, said in the plan
+    }
+    component = p.component_request()["Specification"]
+    assert component["SchedulingConfig"] == {"PlacementStrategy": "SPREAD"}
+    assert component["DataCacheConfig"] == {"EnableCaching": True}
+    assert p.batches == [1, 1, 1] and p.component_update_request()["DeploymentConfig"] == {
+        "RollingUpdatePolicy": {
+            "MaximumBatchSize": {"Type": "COPY_COUNT", "Value": 1},
+            "WaitIntervalInSeconds": 60,
+            "RollbackMaximumBatchSize": {"Type": "COPY_COUNT", "Value": 1},
+        },
+        "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": "smneuron-llama-8b-5xx"}]},
     }
     scaling = p.scaling_requests()
     assert scaling["target"]["ScalableDimension"] == "sagemaker:inference-component:DesiredCopyCount"
@@ -265,6 +277,11 @@ def test_the_seed_layout_plans_three_copies_with_requests_botocore_accepts(
         ("sagemaker", "CreateModel", model),
         ("sagemaker", "CreateEndpointConfig", config),
         ("sagemaker", "CreateInferenceComponent", p.component_request()),
+        (
+            "sagemaker",
+            "UpdateInferenceComponent",
+            {"InferenceComponentName": p.component_name, **p.component_update_request()},
+        ),  # fmt: skip
         ("application-autoscaling", "RegisterScalableTarget", scaling["target"]),
         *[("application-autoscaling", "PutScalingPolicy", x) for x in scaling["policies"]],
         ("cloudwatch", "PutMetricAlarm", {**scaling["alarm"], "AlarmActions": ["arn:aws:autoscaling:x"]}),
@@ -362,7 +379,8 @@ def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(
     )
     assert s["components"][0]["copy_autoscaling"] == [{"MinCapacity": 0, "MaxCapacity": 3}]
     cw = session.client("cloudwatch").describe_alarms()["MetricAlarms"]
-    assert [a["MetricName"] for a in cw] == ["NoCapacityInvocationFailures"]  # scale out from zero copies
+    # the rollback alarm of a redeploy's rolling update, and scale-out from zero copies
+    assert sorted(a["MetricName"] for a in cw) == ["Invocation5XXErrors", "NoCapacityInvocationFailures"]
     again = deploy(
         art,
         EndpointSpec(name="llama", instance_type="ml.inf2.48xlarge", generation=generation),
@@ -375,6 +393,7 @@ def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(
         f"scalable target inference-component/{c}",
         f"alarm smneuron-{c}-no-capacity",
         f"inference component {c}",
+        "alarm smneuron-llama-5xx",
     } <= set(removed)
     assert removed.index(f"inference component {c}") < removed.index("endpoint llama")  # copies first
     sm, aas = session.client("sagemaker"), session.client("application-autoscaling")

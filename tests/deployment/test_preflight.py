@@ -78,7 +78,12 @@ def test_what_passes_and_what_is_unknown_is_said_in_the_plan(cpu_artifact, tmp_p
         f"{FINAL} passes the runtime's version check" in n and "neuronx-cc 2.19.8089.0 <= 2.26.6360.0" in n
         for n in notes
     ), notes
-    assert any("host's Neuron driver is not published" in n for n in notes)
+    # the host: the matrix's Neuron AMI on the variant, its driver from botocore's documentation, the rest unknown
+    assert any(
+        "host: al2-ami-sagemaker-inference-neuron-2 has Neuron driver 2.19" in n
+        and "the driver the image's runtime (aws-neuronx-runtime-lib 2.33.10.0) needs is not published" in n
+        for n in notes
+    ), notes
     unrecorded = _as_inf2(cpu_artifact, tmp_path / "b", None)
     notes = smneuron.preview(unrecorded, instance="ml.inf2.xlarge").notes
     assert any(
@@ -109,7 +114,25 @@ def test_doctor_says_what_the_plan_would_check_and_creates_nothing(cpu_artifact,
     assert (
         f"can be deployed to ml.inf2.xlarge with 763104351884.dkr.ecr.us-east-1.amazonaws.com/{FINAL}" in out
     )
-    assert "passes the runtime's version check" in out and "Neuron driver is not published" in out
+    assert "passes the runtime's version check" in out and "has Neuron driver 2.19" in out
     bad = _as_inf2(cpu_artifact, tmp_path / "bad", {"torch-neuronx": "2.10.0.2.16.1"})
     code, out, err = run_cli("doctor", str(bad), "--instance", "ml.inf2.xlarge", "--json")
     assert code == 1 and out == "" and "which is older" in err
+
+
+def test_an_inf1_artifact_from_a_newer_torch_neuron_than_the_last_inf1_image_is_refused(
+    cpu_artifact, tmp_path
+):
+    art = tmp_path / "inf1"
+    shutil.copytree(cpu_artifact, art)
+    manifest = json.loads((art / "smneuron.json").read_text())
+    manifest["compiler"]["target"] = "inf1"
+    manifest["versions"] = {"torch-neuron": "1.13.1.2.12.0.0", "neuron-cc": "1.24.0.0"}
+    (art / "smneuron.json").write_text(json.dumps(manifest))
+    code, out, err = run_cli("deploy", str(art), "--instance", "ml.inf1.xlarge", "--dry-run")
+    err = " ".join(err.split())
+    assert code == 1 and out == ""
+    assert (
+        "compiled with torch-neuron 1.13.1.2.12.0.0" in err and "ships torch-neuron 1.13.1.2.11.13.0" in err
+    )
+    assert "pytorch-inference-neuron:1.13.1-neuron-py310-sdk2.20.2-ubuntu20.04" in err

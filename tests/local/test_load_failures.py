@@ -46,7 +46,7 @@ def _failed(sm, name: str) -> tuple[dict, float]:
 
 
 def test_a_model_fn_that_raises_fails_the_endpoint_with_its_exception(
-    smneuron_cli, tiny_encoder, tiny_llama, tmp_path
+    smneuron_cli, tiny_encoder, tiny_llama, tmp_path, optimum_standin, llama_8b, monkeypatch
 ):
     smneuron_cli("local", "up")
     url = json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]
@@ -115,3 +115,62 @@ def test_a_model_fn_that_raises_fails_the_endpoint_with_its_exception(
     )
     assert out.returncode == 1 and "of endpoint 'chat' is Failed" in out.stderr
     assert "SafetensorError" in out.stderr and "smneuron status chat" in out.stderr
+
+    # an inf2 export made by another neuronx-cc, staged, and made a Model with boto3 (no smneuron preflight on this path): the
+    # stand-in of the vLLM container refuses it with optimum-neuron's own words (NeuronConfig.from_dict, v0.4.5),
+    # and the inference component's FailureReason says which version did not match
+    from smneuron.compilation.generation import CompileSpec, compile_generation
+
+    monkeypatch.setenv("SMNEURON_STANDIN_NEURONXCC", "2.22.1.0")
+    spec = CompileSpec(
+        task="text-generation", target="inf2", batch_size=4, sequence_length=4096, tensor_parallel_size=2
+    )
+    export = compile_generation(llama_8b, tmp_path / "export", spec).out_dir
+    from smneuron.artifact.staging import stage
+    from smneuron.session import Session
+
+    staged = stage(export, session=Session.embedded(url))
+    vllm = (
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/"
+        "huggingface-vllm-inference-neuronx:0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
+    )
+    role = "arn:aws:iam::123456789012:role/smneuron-execution-role"
+    source = {"S3Uri": staged.uri, "S3DataType": "S3Prefix", "CompressionType": "None"}
+    sm.create_model(ModelName="export", ExecutionRoleArn=role, PrimaryContainer={
+        "Image": vllm, "ModelDataSource": {"S3DataSource": source},
+        "Environment": {"SM_ON_MODEL": "/opt/ml/model", "SM_ON_BATCH_SIZE": "4", "SM_ON_SEQUENCE_LENGTH": "4096",
+                        "SM_ON_TENSOR_PARALLEL_SIZE": "2"},
+    })  # fmt: skip
+    sm.create_endpoint_config(EndpointConfigName="gen", ExecutionRoleArn=role, ProductionVariants=[{
+        "VariantName": "AllTraffic", "InstanceType": "ml.inf2.8xlarge", "InitialInstanceCount": 1,
+        "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 1, "MaxInstanceCount": 1},
+        "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+    }])  # fmt: skip
+    sm.create_endpoint(EndpointName="gen", EndpointConfigName="gen")
+    until(
+        lambda: sm.describe_endpoint(EndpointName="gen")["EndpointStatus"] == "InService",
+        "gen InService",
+        120,
+    )
+    sm.create_inference_component(
+        InferenceComponentName="gen-ic", EndpointName="gen", VariantName="AllTraffic",
+        Specification={"ModelName": "export", "ComputeResourceRequirements": {
+            "NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024}},
+        RuntimeConfig={"CopyCount": 1},
+    )  # fmt: skip
+    component = until(
+        lambda: (
+            (d := sm.describe_inference_component(InferenceComponentName="gen-ic"))[
+                "InferenceComponentStatus"
+            ]
+            not in ("Creating", "Updating")
+            and d
+        ),
+        "the component to leave Creating",
+        timeout=120,
+    )
+    assert component["InferenceComponentStatus"] == "Failed"
+    assert (
+        "exported using version 2.22.1.0 of the neuronxcc compiler, but 2.21.33363.0 is installed"
+        in component["FailureReason"]
+    ), component["FailureReason"]

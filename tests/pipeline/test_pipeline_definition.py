@@ -88,15 +88,13 @@ def test_definition_matches_snapshot(session, role, instance, variant, compile):
     ],
 )
 def test_every_step_is_a_valid_request_for_every_instance_choice(session, role, instance, compile):
-    """CreateProcessingJob, CreateModel, CreateTransformJob, CreateModelPackage, CreateInferenceComponent:
-    each step's arguments against botocore's shapes, for every instance the InstanceType parameter allows."""
+    """CreateProcessingJob, CreateModel, CreateTransformJob, CreateModelPackage: each step's arguments against botocore's shapes, for every instance the InstanceType parameter allows."""
     d = _definition(session, instance, compile)
     params = {p["Name"]: p.get("DefaultValue") for p in d["Parameters"]}
     choices = next(p for p in d["Parameters"] if p["Name"] == "InstanceType")["EnumValues"]
     steps = [s for s in all_steps(d["Steps"]) if s["Type"] not in ("Condition", "Fail")]
-    expected = (
-        {"Processing", "Model", "InferenceComponent"} if compile else {"Processing", "Model", "RegisterModel"}
-    )
+    # text generation deploys with a Processing job (smneuron's apply: the rolling update), not an InferenceComponent step
+    expected = {"Processing", "Model"} if compile else {"Processing", "Model", "RegisterModel"}
     assert {s["Type"] for s in steps} >= expected
     for choice in choices:
         for step in steps:
@@ -285,16 +283,14 @@ def test_text_generation_evaluates_a_staging_component_and_deploys_the_evaluated
     assert steps["RemoveStaging"]["DependsOn"] == [{"Step": "StagingEvaluate", "Trigger": "Failed"}]
     gate = steps["CheckAgreement"]["Arguments"]
     assert gate["Conditions"][0]["LeftValue"]["Std:JsonGet"]["Path"] == "metrics.prefix_match_mean"
-    assert [s["Name"] for s in gate["IfSteps"]] == ["EnsureEndpoint", "DeployComponent"]
+    # one Deploy job runs smneuron's apply: the rolling update with rollback and copy autoscaling need more than
+    # an InferenceComponentStep (which can only create)
+    assert [s["Name"] for s in gate["IfSteps"]] == ["Deploy"]
     assert gate["ElseSteps"][0]["Name"] == "AgreementGateFailed"
-    component = steps["DeployComponent"]["Arguments"]
-    assert component["Specification"]["ModelName"] == {
-        "Get": "Steps.CreateModel.ModelName"
-    }  # the evaluated one
-    assert set(component["Specification"]["ComputeResourceRequirements"]) == {
-        "NumberOfAcceleratorDevicesRequired",
-        "MinMemoryRequiredInMb",
-    }
+    deploy = next(s for s in gate["IfSteps"] if s["Name"] == "Deploy")["Arguments"]
+    args = deploy["AppSpecification"]["ContainerArguments"]
+    assert "deploy_generation" in " ".join(map(str, deploy["AppSpecification"]["ContainerEntrypoint"] + args))
+    assert args[args.index("--model-name") + 1] == {"Get": "Steps.CreateModel.ModelName"}  # the evaluated one
     params = {p["Name"]: p.get("DefaultValue") for p in d["Parameters"]}
     t = GenerationThresholds()
     assert (params["MinPrefixMatch"], params["FirstTokens"], params["MaxPerplexityDiff"]) == (
@@ -302,7 +298,7 @@ def test_text_generation_evaluates_a_staging_component_and_deploys_the_evaluated
         t.first_tokens,
         t.max_perplexity_diff,
     )
-    assert params["ArtifactS3Uri"] == "none" and params["ComponentName"] == "minilm-prod-component"
+    assert params["ArtifactS3Uri"] == "none" and "ComponentName" not in params  # named from the endpoint
 
 
 def test_the_text_generation_model_step_makes_the_model_smneuron_deploy_makes(session, role):

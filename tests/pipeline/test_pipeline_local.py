@@ -194,8 +194,7 @@ def test_text_generation_passes_the_agreement_gate_and_deploys_the_evaluated_mod
         "CreateModel",
         "StagingEvaluate",
         "CheckAgreement",
-        "EnsureEndpoint",
-        "DeployComponent",
+        "Deploy",
     ]
     m = run.evaluation["metrics"]
     assert run.evaluation["task"] == "text-generation" and run.evaluation["count"] == len(PROMPTS)
@@ -204,7 +203,7 @@ def test_text_generation_passes_the_agreement_gate_and_deploys_the_evaluated_mod
     created = next(s for s in run.steps if s.name == "CreateModel").detail
     assert run.deployment["model_name"] == created and run.deployment["status"] == "InService"
     # what bills afterwards: the production endpoint and its component, no staging endpoint
-    assert run.left_running == ["endpoint tiny-llm-prod", "inference component tiny-llm-prod-component"]
+    assert run.left_running == ["endpoint tiny-llm-prod", "inference component tiny-llm-prod-ic"]
 
 
 def test_text_generation_fails_at_the_gate_when_the_served_model_has_other_weights(tiny_llama, tmp_path):
@@ -228,3 +227,52 @@ def test_text_generation_fails_at_the_gate_when_the_served_model_has_other_weigh
     )
     assert "First differences: " in run.failure_reason
     assert run.deployment is None and run.left_running == []  # the staging component went with the run
+
+
+def test_a_scheduled_redeploy_rolls_the_copies_and_keeps_copy_autoscaling(smneuron_cli, tiny_llama, tmp_path):
+    """Two runs against one embedded SageMaker (`local up`), the second with other weights: its Deploy job rolls the
+    copies onto the new Model (the component keeps its name) and copy autoscaling is registered after each run."""
+    import boto3
+
+    from smneuron.local.pipeline.runner import run_local
+    from smneuron.local.tiny_model import build_tiny_llama
+
+    smneuron_cli("local", "up")
+    url = json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]
+    kw = dict(region_name="us-east-1", endpoint_url=url, aws_access_key_id="l", aws_secret_access_key="l")
+    sm, aas = boto3.client("sagemaker", **kw), boto3.client("application-autoscaling", **kw)
+    data = tmp_path / "prompts.jsonl"
+    data.write_text("".join(json.dumps({"inputs": t}) + "\n" for t in PROMPTS))
+    project = ProjectFile.model_validate(
+        {
+            "model_name": "tiny-llm",
+            "endpoint": {
+                "name": "tiny-llm-prod",
+                "generation": {"copies": 2, "min_copies": 1, "max_copies": 2, "rolling_wait_s": 1},
+            },
+            "compile": {"task": "text-generation", "sequence_length": 128, "batch_size": 2, "dtype": "fp32"},
+            "pipeline": {"name": "tiny-llm-pipeline"},
+        }
+    )
+
+    def targets() -> list[tuple]:
+        found = aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]
+        return [(t["ResourceId"], t["MinCapacity"], t["MaxCapacity"]) for t in found]
+
+    served = []
+    for i, model in enumerate([tiny_llama, build_tiny_llama(tmp_path / "retrained", seed=1)]):
+        run = run_local(project, model, data, work_dir=tmp_path / f"w{i}", aws_url=url)
+        assert run.status == "Succeeded", run.failure_reason
+        created = next(s for s in run.steps if s.name == "CreateModel").detail
+        component = sm.describe_inference_component(InferenceComponentName="tiny-llm-prod-ic")
+        assert component["Specification"]["ModelName"] == created == run.deployment["served_model_name"]
+        assert targets() == [("inference-component/tiny-llm-prod-ic", 1, 2)]  # registered, and kept
+        served.append(created)
+    assert served[0] != served[1]
+    rolled = component["LastDeploymentConfig"]["RollingUpdatePolicy"]  # the second run rolled the copies
+    assert rolled["MaximumBatchSize"] == {"Type": "COPY_COUNT", "Value": 1} and run.deployment[
+        "rolling_batches"
+    ] == [1, 1]
+    assert [c["InferenceComponentName"] for c in sm.list_inference_components()["InferenceComponents"]] == [
+        "tiny-llm-prod-ic"
+    ]

@@ -5,14 +5,20 @@ stand-in server for the component's Model (its uncompressed model data from the 
 container environment); the component is Creating until every copy answers /ping, then InService, or
 Failed with the server's reason (e.g. an SM_ON_* value that differs from the compiled model's, or an
 inf2 artifact on a CPU host). An update brings the new copies up before stopping the old ones;
-UpdateInferenceComponentRuntimeConfig (and copy autoscaling's target) starts or stops copies.
+UpdateInferenceComponentRuntimeConfig (and copy autoscaling's target) starts or stops copies. An update with a
+DeploymentConfig rolls: each batch of new copies starts and answers before as many old ones stop (the rest keep
+serving, so answers are mixed meanwhile), then the bake (WaitIntervalInSeconds) watches the AutoRollbackConfiguration
+alarms in the embedded CloudWatch; one in ALARM rolls the new copies back to the old Model in batches of
+RollbackMaximumBatchSize, and the component says so in FailureReason while it serves the old Model.
 """
 
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +27,7 @@ from typing import Any
 from smneuron.artifact.staging import fetch, stage
 from smneuron.local.aws.log_shipping import COMPONENT_GROUP, LogShipper, copy_stream
 from smneuron.local.generation.copy import GenerationServer
+from smneuron.local.generation.standin import IMAGE_VARIABLE
 
 MAX_LOCAL_COPIES = 4
 WORK_PREFIX = "smneuron-llm-"  # a copy's weights, downloaded from the embedded S3; removed with the copies
@@ -54,13 +61,99 @@ class Components:
         log = self.logs.new_file(COMPONENT_GROUP.format(name), copy_stream()) if self.logs else None
         return GenerationServer(model_dir, env, log_path=log)
 
-    def start_component(self, name: str, record: dict) -> None:
+    def start_component(self, name: str, record: dict, deployment: dict | None = None) -> None:
         copies = self.items.setdefault(name, Copies(name))
         copies.desired = int(record["RuntimeConfig"]["DesiredCopyCount"])
         # an update keeps the old copies serving while the new ones start, as SageMaker's rolling update does
         copies.status, copies.reason = ("Updating" if copies.servers else "Creating"), None
         model = record["Specification"]["ModelName"]
-        threading.Thread(target=self._bring_up, args=(name, model), daemon=True).start()
+        rolling = bool(deployment and copies.servers and model != copies.model)
+        target = self._roll if rolling else self._bring_up
+        args = (name, model, deployment) if rolling else (name, model)
+        threading.Thread(target=target, args=args, daemon=True).start()
+
+    def _roll(self, name: str, model: str, deployment: dict) -> None:
+        """The rolling update: batch by batch, baked and watched, rolled back on an alarm or a failed copy."""
+        copies = self.items[name]
+        policy = deployment["RollingUpdatePolicy"]
+        want = min(max(copies.desired, 1), MAX_LOCAL_COPIES)
+        batch = _size(policy["MaximumBatchSize"], want)
+        back = _size(policy.get("RollbackMaximumBatchSize") or policy["MaximumBatchSize"], want)
+        alarms = [a["AlarmName"] for a in deployment.get("AutoRollbackConfiguration", {}).get("Alarms", [])]
+        old_model, old_dir, old_env = copies.model, copies.model_dir, copies.environment
+        try:
+            model_dir, env = self._fetch(model)
+        except Exception as e:
+            with copies.lock:
+                copies.status, copies.reason = (
+                    "InService",
+                    f"The update failed and was rolled back: {_reason(e)}",
+                )
+            return
+        new: list = []
+        while len(new) < want:
+            batch_new = [self._copy(name, model_dir, env) for _ in range(min(batch, want - len(new)))]
+            try:
+                _start_all(batch_new)
+            except Exception as e:
+                _remove(batch_new, None)
+                why = f"a new copy did not pass the ping health check: {_reason(e)}"
+                return self._roll_back(copies, new, old_model, old_dir, old_env, model_dir, back, why)
+            with copies.lock:
+                retired = [s for s in copies.servers if s not in new][: len(batch_new)]
+                copies.servers = [s for s in copies.servers if s not in retired] + batch_new
+            _remove(retired, None)  # the old Model's files stay until the update is done
+            new += batch_new
+            fired = self._bake(alarms, int(policy["WaitIntervalInSeconds"]), copies)
+            if fired:
+                why = f"alarm {fired} went into ALARM"
+                return self._roll_back(copies, new, old_model, old_dir, old_env, model_dir, back, why)
+        with copies.lock:
+            copies.model_dir, copies.environment, copies.model = model_dir, env, model
+            copies.status, copies.reason = "InService", None
+        _remove([], old_dir)
+
+    def _bake(self, alarms: list[str], seconds: int, copies: Copies) -> str | None:
+        """Wait ``seconds`` watching the rollback alarms; the name of one in ALARM, else None."""
+        cloudwatch = self._session().client("cloudwatch") if alarms else None
+        deadline = time.monotonic() + seconds
+        while True:
+            if cloudwatch is not None:
+                for a in cloudwatch.describe_alarms(AlarmNames=alarms)["MetricAlarms"]:
+                    if a["StateValue"] == "ALARM":
+                        return a["AlarmName"]
+            if time.monotonic() >= deadline or copies.stopped:
+                return None
+            time.sleep(0.2)
+
+    def _roll_back(
+        self,
+        copies: Copies,
+        new: list,
+        model: str | None,
+        model_dir: str,
+        env: dict,
+        new_dir: str,
+        back: int,
+        why: str,
+    ) -> None:
+        """Replace the new copies by copies of the old Model, ``back`` at a time; the component says why."""
+        while new:
+            batch = [self._copy(copies.name, model_dir, env) for _ in range(min(back, len(new)))]
+            try:
+                _start_all(batch)
+            except Exception:  # the old Model no longer starts: keep what serves
+                _remove(batch, None)
+                break
+            with copies.lock:
+                retired, new = new[: len(batch)], new[len(batch) :]
+                copies.servers = [s for s in copies.servers if s not in retired] + batch
+            _remove(retired, None)
+        with copies.lock:
+            copies.model, copies.model_dir, copies.environment = model, model_dir, env
+            copies.status, copies.reason = "InService", f"The update was rolled back: {why}."
+        if not new:
+            _remove([], new_dir)
 
     def _bring_up(self, name: str, model: str) -> None:
 
@@ -97,7 +190,7 @@ class Components:
 
         session = self._session()
         container = session.client("sagemaker").describe_model(ModelName=model)["PrimaryContainer"]
-        env = dict(container.get("Environment", {}))
+        env = {**container.get("Environment", {}), IMAGE_VARIABLE: container.get("Image", "")}
         source = container.get("ModelDataSource", {}).get("S3DataSource", {}).get("S3Uri") or container.get(
             "ModelDataUrl"
         )
@@ -209,6 +302,13 @@ def _remove(servers: list, model_dir: str | None) -> None:
     work = next((p for p in Path(model_dir or "").parents if p.name.startswith(WORK_PREFIX)), None)
     if work is not None:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _size(size: dict, copies: int) -> int:
+    """A MaximumBatchSize in copies: COPY_COUNT as given, CAPACITY_PERCENT of ``copies`` (at least one)."""
+    if size["Type"] == "CAPACITY_PERCENT":
+        return max(1, math.floor(copies * int(size["Value"]) / 100))
+    return max(1, int(size["Value"]))
 
 
 def _reason(e: BaseException) -> str:

@@ -123,8 +123,11 @@ def patch_components() -> None:
         if self._get_param("RuntimeConfig"):
             record["RuntimeConfig"] = {"DesiredCopyCount": int(self._get_param("RuntimeConfig")["CopyCount"])}
         record["LastModifiedTime"] = dt.datetime.now(dt.timezone.utc)
+        deployment = self._get_param("DeploymentConfig")
+        if deployment:
+            record["LastDeploymentConfig"] = deployment
         if listener is not None:
-            listener.start_component(record["InferenceComponentName"], record)
+            listener.start_component(record["InferenceComponentName"], record, deployment)
         return ActionResult({"InferenceComponentArn": record["InferenceComponentArn"]})
 
     def update_runtime(self: Any) -> Any:

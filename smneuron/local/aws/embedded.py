@@ -359,7 +359,8 @@ LOCAL_ROLE_POLICY = {
 
 
 def create_sagemaker_role(session: Any, name: str = "smneuron-execution-role") -> str:
-    """A role SageMaker may assume, in the embedded AWS (the demo's and local runs' execution role)."""
+    """A role SageMaker may assume, in the embedded AWS (the demo's and local runs' execution role); one that exists
+    (a local run against `local up`'s service, which made it) is kept and its policy put again."""
 
     trust = {
         "Version": "2012-10-17",
@@ -372,7 +373,10 @@ def create_sagemaker_role(session: Any, name: str = "smneuron-execution-role") -
         ],
     }
     iam = session.client("iam")
-    arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    try:
+        arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    except iam.exceptions.EntityAlreadyExistsException:
+        arn = iam.get_role(RoleName=name)["Role"]["Arn"]
     # what an execution role needs in the embedded account (one account, nothing else in it); the
     # SageMaker SDK v3 simulates the role's policies before it creates anything (iam_simulation)
     iam.put_role_policy(

@@ -88,14 +88,17 @@ class Keeper:
         that fails says why in the service's log and leaves the previous one in place."""
         while not stop.wait(INTERVAL_S):
             self._try(clean=False)
-        self._try(clean=True)
+        for _ in range(3):  # the clean stop's: what `up` restores says "clean stop" only when it was written
+            if self._try(clean=True):
+                return
 
-    def _try(self, *, clean: bool) -> None:
+    def _try(self, *, clean: bool) -> bool:
         try:
-            self.snapshot(clean=clean, force=clean)
+            return self.snapshot(clean=clean, force=clean)
         except Exception:  # keep snapshotting: the next one may well work; the log has the reason
             print("smneuron: the snapshot of the embedded AWS failed:", file=sys.stderr, flush=True)
             traceback.print_exc()
+            return False
 
     def snapshot(self, *, clean: bool, force: bool = False) -> bool:
         """Write the snapshot if anything changed since the last one (or ``force``); True when written."""
@@ -113,7 +116,8 @@ class Keeper:
                 "autoscaling": self._autoscaling(),
                 "not_kept": self._not_kept(),
             }
-        except (ClientError, OSError):  # the service is going away mid-snapshot: the previous one stands
+        except (ClientError, OSError) as e:  # something went away mid-snapshot: the previous one stands
+            print(f"smneuron: no snapshot this time ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
             return False
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".partial")

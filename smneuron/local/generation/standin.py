@@ -28,13 +28,50 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from smneuron.catalog import matrix
+
 
 class Refused(Exception):
     """The container would not start (configuration differs from the compiled model)."""
 
 
+IMAGE_VARIABLE = (
+    "SMNEURON_CONTAINER_IMAGE"  # the Model's image, given to a local copy by the embedded SageMaker
+)
+
+
+def check_export(model_dir: Path, image: str | None) -> None:
+    """An optimum-neuron export is loaded only by the optimum-neuron and neuronx-cc that made it: the container's
+    ``NeuronConfig.from_dict`` (optimum-neuron v0.4.5, configuration_utils.py) raises with these words otherwise.
+    The container's versions are its row in the compatibility matrix; an image the matrix does not describe is
+    not checked here (nor is a model without neuron_config.json: not an optimum-neuron export)."""
+    path = model_dir / "neuron_config.json"
+    if not path.is_file() or not image:
+        return
+    repository, _, tag = image.rsplit("/", 1)[-1].partition(":")
+    row = matrix.row_for(repository, tag)
+    if row is None:
+        return
+    config, has = json.loads(path.read_text()), row.packages()
+    version, installed = config.get("optimum_neuron_version"), has.get("optimum-neuron")
+    if version is None or config.get("neuronxcc_version") is None:
+        raise Refused("Invalid neuron configuration: missing mandatory optimum_neuron_version attribute.")
+    if installed and version != installed:
+        raise Refused(
+            f"This neuron configuration file was generated with optimum-neuron version {version}, but this version "
+            f"is {installed}."
+        )
+    compiled, compiler = config["neuronxcc_version"], has.get("neuronx-cc")
+    if compiler and compiled != compiler:
+        raise Refused(
+            f"This neuron configuration corresponds to a model exported using version {compiled} of the neuronxcc "
+            f"compiler, but {compiler} is installed."
+        )
+
+
 def configuration(model_dir: Path, env: dict[str, str]) -> dict:
     """The served configuration from SM_ON_*, checked against smneuron.json as optimum-neuron's serve does."""
+    check_export(model_dir, env.get(IMAGE_VARIABLE))
     manifest = json.loads((model_dir / "smneuron.json").read_text())
     gen, target = manifest["generation"], manifest["compiler"]["target"]
     if target != "cpu":

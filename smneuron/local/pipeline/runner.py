@@ -22,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,9 +103,13 @@ def run_local(
     work_dir: str | Path | None = None,
     on_step: Callable[[StepRun], None] | None = None,
     artifact: str | Path | None = None,
+    aws_url: str | None = None,
 ) -> LocalRun:
     """Run the whole pipeline locally with ``model_dir`` as the model source and ``data`` as the
     evaluation JSONL; returns the run (``status`` Succeeded or Failed with ``failure_reason``).
+
+    ``aws_url``: an embedded SageMaker that is already running (`smneuron local up`'s) to run against, so that runs
+    meet what earlier runs deployed (a scheduled redeploy, rehearsed); default: an embedded AWS of this run's own.
 
     ``artifact`` (text generation): a compiled artifact directory to serve instead of compiling
     ``model_dir`` (it is staged and passed as the ArtifactS3Uri parameter); the reference still comes
@@ -132,8 +137,7 @@ def run_local(
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-pipeline-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
     try:
-        with embedded_aws() as url, local_credentials():
-            activate(Backer(url))  # the Deploy step's endpoint really serves, as in the embedded SageMaker
+        with _aws(aws_url) as url, local_credentials():
             session = Session.embedded(url)
             for role in {session.role_arn, proj.pipeline.role or session.role_arn}:
                 create_sagemaker_role(session, role.rsplit("/", 1)[-1])
@@ -158,9 +162,23 @@ def run_local(
             run.left_running = _serving(sm)
             return run
     finally:
-        activate(None)
         if tmp is not None:
             tmp.cleanup()
+
+
+@contextmanager
+def _aws(url: str | None) -> Iterator[str]:
+    """The embedded AWS the run uses: ``url``'s (its service backs the endpoints), or one of its own whose Deploy
+    step's endpoint really serves, as in the embedded SageMaker."""
+    if url is not None:
+        yield url
+        return
+    with embedded_aws() as own:
+        activate(Backer(own))
+        try:
+            yield own
+        finally:
+            activate(None)
 
 
 class _Runner:

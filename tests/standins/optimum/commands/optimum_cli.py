@@ -4,7 +4,10 @@ Checks the arguments the way optimum-neuron's parser does (parse_args_neuronx: -
 --torch_dtype choices, --num_cores as an alias of --tensor_parallel_size, the output directory positional),
 records them in $SMNEURON_STANDIN_LOG, and writes what an export leaves: the model's config and tokenizer
 files, a neuron_config.json with the compiled configuration (target "trn1" for inf2, as optimum-neuron
-normalizes it) and a placeholder compiled model. $SMNEURON_STANDIN_FAIL makes it fail like a compiler error.
+normalizes it) and the keys NeuronConfig.to_dict adds at v0.4.5 (``_serialized_key``, ``optimum_neuron_version``: this
+stand-in's 0.4.5, ``neuronxcc_version``: the neuronx-cc 0.4.5 pins, 2.21.33363.0, or $SMNEURON_STANDIN_NEURONXCC as
+another compiler would write), and a placeholder compiled model. $SMNEURON_STANDIN_FAIL makes it fail like a
+compiler error.
 """
 
 import argparse
@@ -60,6 +63,9 @@ def main(argv=None):
         "tp_degree": args.tensor_parallel_size,
         "torch_dtype": args.torch_dtype,
         "target": INSTANCE_VALUE_MAP[args.instance_type],
+        "_serialized_key": "NxDNeuronConfig",
+        "optimum_neuron_version": "0.4.5",
+        "neuronxcc_version": os.environ.get("SMNEURON_STANDIN_NEURONXCC", "2.21.33363.0"),
     }
     (args.output / "neuron_config.json").write_text(json.dumps(neuron_config, indent=2))
     (args.output / "model.pt").write_bytes(b"stand-in compiled model")
