@@ -3,9 +3,13 @@
 Profiles (as GuideLLM defines them): ``synchronous`` (one request at a time), ``throughput``
 (``concurrency`` requests in flight), ``constant`` (a fixed request rate, open loop: each request is
 sent at its scheduled time whether or not earlier ones have returned), ``sweep`` (synchronous, then
-throughput, then ``rates`` constant rates evenly between their two throughputs).
+throughput, then ``rates`` constant rates evenly between their two throughputs), ``find-max`` (the highest
+constant rate whose p99 meets ``slo_p99_ms``, searched: ``benchmark/search.py``).
 Latency quantiles are numpy's linear-interpolation percentiles of the requests measured, i.e.
 those that *started* after the warm-up and before the cool-down window.
+
+One module because a run's loops, its statistics and the report that carries them are one measurement: a field a
+run records is summarized and reported here, together.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 
 from smneuron.benchmark import profiles
 from smneuron.benchmark.report import plot, plot_html
+from smneuron.benchmark.search import find_max, meets_p99
 from smneuron.benchmark.targets import (
     ErrorLog,
     Send,
@@ -70,6 +75,7 @@ class Report(Displayed):
     generator: dict[str, float] = field(default_factory=dict)
     cloudwatch: dict[str, dict[str, float]] = field(default_factory=dict)
     created_at: str = ""
+    search: dict | None = None  # --find-max: the SLO, the best rate and every step (benchmark/search.py)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -253,6 +259,9 @@ async def _run(
     max_errors: int | None,
     concurrencies: list[int],
     seed: int,
+    slo_p99_ms: float | None = None,
+    precision: float = 0.1,
+    search: dict | None = None,
 ) -> list[RunStats]:
     async def closed(c: int, name: str) -> RunStats:
         t = time.perf_counter()
@@ -278,6 +287,22 @@ async def _run(
             s, kind, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=time.perf_counter() - t, rate=r
         )
 
+    if profile == "find-max":
+        if not slo_p99_ms:
+            raise ConfigError(
+                "--find-max searches the highest rate that meets a latency SLO: give --slo-p99-ms MS."
+            )
+        peak = [] if rate else [await closed(concurrency, "throughput")]  # where to start: half the peak
+        runs, found = await find_max(
+            lambda r: opened("constant", r),
+            lambda r: meets_p99(r, slo_p99_ms),
+            lambda r: r.throughput_rps,
+            start=rate or max(peak[0].throughput_rps / 2, 0.1),
+            precision=precision,
+        )
+        if search is not None:
+            search.update(found, slo={"p99_ms": slo_p99_ms}, profile="constant")
+        return [*peak, *runs]
     return await profiles.runs(
         profile,
         closed=lambda kind, c: closed(c, kind),
@@ -310,6 +335,8 @@ def run(
     price: float | None = None,
     concurrencies: list[int] | None = None,
     seed: int = 0,
+    slo_p99_ms: float | None = None,
+    precision: float = 0.1,
 ) -> Report:
     """Run a benchmark profile (``profiles.PROFILES``) against a local URL or a SageMaker endpoint; returns
     the report. ``concurrencies``: the concurrent profile's levels; ``seed``: the poisson profile's gaps."""
@@ -318,6 +345,7 @@ def run(
         raise ConfigError("Benchmark a --url (local endpoint) or an --endpoint name.")
     check_window(duration_s, warmup_s, cooldown_s)
     errors = ErrorLog()
+    search: dict = {}
     hourly = price if price is not None else (load_prices().hourly(instance_type) if instance_type else None)
 
     async def main(shown: Step) -> list[RunStats]:
@@ -341,6 +369,9 @@ def run(
                 max_errors=max_errors,
                 concurrencies=concurrencies or [1, 2, 4, 8],
                 seed=seed,
+                slo_p99_ms=slo_p99_ms,
+                precision=precision,
+                search=search,
             )
         finally:
             await close()
@@ -365,6 +396,7 @@ def run(
         runs=runs,
         generator=generator_overhead(),
         created_at=started.isoformat(timespec="seconds"),
+        search=search or None,
     )
     if endpoint and session is not None:
         report.cloudwatch = endpoint_latency_metrics(

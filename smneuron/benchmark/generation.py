@@ -34,6 +34,7 @@ from smneuron.benchmark.generation_metrics import (
 )
 from smneuron.benchmark.generation_report import figures_html
 from smneuron.benchmark.prompts import Lengths, load_tokenizer, requests_from
+from smneuron.benchmark.search import find_max, meets_stream
 from smneuron.benchmark.stream_targets import StreamSend, sagemaker_stream_sender, url_stream_sender
 from smneuron.catalog import load_prices
 from smneuron.display.cards import Card, Displayed
@@ -61,6 +62,7 @@ class GenerationReport(Displayed):
     runs: list[GenerationRun] = field(default_factory=list)
     best_good_rate: float | None = None
     created_at: str = ""
+    search: dict | None = None  # --find-max: the SLOs, the best rate and every step (benchmark/search.py)
     # where instance_type / instance_count / copies / copies_per_instance / tensor_parallel_size came from:
     # "endpoint" (read from SageMaker) or "given" (a flag or keyword); absent: unknown
     serving_source: dict = field(default_factory=dict)
@@ -193,6 +195,8 @@ async def _profile(
     cooldown_s: float,
     progress: Callable[[Progress], None] | None,
     seed: int,
+    search: dict | None = None,
+    precision: float = 0.1,
 ) -> list[GenerationRun]:
     async def run(kind: str, *, concurrency: int | None = None, at: float | None = None) -> GenerationRun:
         label = f"{kind}" + (f" c={concurrency}" if concurrency else "") + (f" {at:.2f}/s" if at else "")
@@ -220,6 +224,25 @@ async def _profile(
             slo=slo,
         )
 
+    if profile == "find-max":
+        if slo.ttft_ms is None and slo.itl_ms is None:
+            raise ConfigError(
+                "--find-max searches the highest rate that meets the SLOs: give --slo-ttft-ms and/or --slo-itl-ms."
+            )
+        peak = [] if rate else [await run("throughput", concurrency=max_concurrency)]
+        runs, found = await find_max(
+            lambda r: run("constant", at=r),
+            lambda r: meets_stream(r, slo.ttft_ms, slo.itl_ms),
+            lambda r: r.requests_per_s,
+            start=rate or max(peak[0].requests_per_s / 2, 0.05),
+            precision=precision,
+            floor=0.01,
+        )
+        if search is not None:
+            search.update(
+                found, slo={"ttft_p95_ms": slo.ttft_ms, "itl_p95_ms": slo.itl_ms}, profile="constant"
+            )
+        return [*peak, *runs]
     return await profiles.runs(
         profile,
         closed=lambda kind, c: run(kind, concurrency=c),
@@ -278,6 +301,7 @@ def run_generation(
     serving_source: dict | None = None,
     progress: Callable[[Progress], None] | None = None,
     seed: int = 0,
+    precision: float = 0.1,
 ) -> GenerationReport:
     """Stream ``bodies`` at a URL or a SageMaker endpoint under ``profile``; returns the report.
 
@@ -289,10 +313,11 @@ def run_generation(
         BenchFailedError: every request failed (with the first distinct errors).
     """
 
-    if profile not in profiles.PROFILES:
+    if profile not in (*profiles.PROFILES, "find-max"):
         raise ConfigError(
-            f"Unknown profile {profile!r}.", hint=f"Use one of: {', '.join(profiles.PROFILES)}."
+            f"Unknown profile {profile!r}.", hint=f"Use one of: {', '.join(profiles.PROFILES)}, find-max."
         )
+    search: dict = {}
     if not (url or endpoint):
         raise ConfigError("Benchmark a --url or an endpoint name.")
 
@@ -331,6 +356,8 @@ def run_generation(
                 cooldown_s=cooldown_s,
                 progress=live,
                 seed=seed,
+                search=search,
+                precision=precision,
             )
         finally:
             await close()
@@ -370,6 +397,7 @@ def run_generation(
         runs=runs,
         best_good_rate=best.requests_per_s if best else None,
         created_at=started.isoformat(timespec="seconds"),
+        search=search or None,
     )
 
 

@@ -20,7 +20,7 @@ def bench_cmd(
     profile: str = typer.Option(
         "sweep",
         "--rate-type",
-        help="Load shape: synchronous, concurrent, throughput, constant, poisson or sweep "
+        help="Load shape: synchronous, concurrent, throughput, constant, poisson, sweep or find-max "
         "(--profile is the AWS profile).",
     ),
     duration: float = typer.Option(10, "--duration", help="Seconds per run."),
@@ -69,6 +69,21 @@ def bench_cmd(
         "--cooldown",
         help="Seconds not measured at the end of each run (default 0.5; text generation 0).",
     ),
+    find_max: bool = typer.Option(
+        False,
+        "--find-max",
+        help="Search the highest rate meeting the SLOs (--slo-p99-ms; --slo-ttft/itl-ms).",
+    ),
+    slo_p99_ms: float = typer.Option(
+        None, "--slo-p99-ms", help="Encoders, with --find-max: the p99 latency SLO."
+    ),
+    precision: float = typer.Option(
+        0.1,
+        "--precision",
+        min=0.01,
+        max=1.0,
+        help="--find-max: stop when the bracket is within this fraction.",
+    ),
     slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="Goodput: time to first token target."),
     slo_itl_ms: float = typer.Option(None, "--slo-itl-ms", help="Goodput: inter-token latency target."),
     slo_latency_ms: float = typer.Option(None, "--slo-latency-ms", help="Goodput: request latency target."),
@@ -103,6 +118,10 @@ def bench_cmd(
         _compare(reports or [], as_json)
         return
     levels = whole_numbers(concurrencies, "--concurrencies")
+    if find_max:  # the search is its own profile: bracketing, then bisection on a constant rate
+        if profile not in ("sweep", "find-max"):
+            raise typer.BadParameter(f"--find-max searches the rate itself; drop --rate-type {profile}.")
+        profile = "find-max"
     settings = {
         "mean_tokens": mean_tokens,
         "spread": spread,
@@ -112,6 +131,7 @@ def bench_cmd(
         "dataset": dataset,
         "slo_ttft_ms": slo_ttft_ms,
         "slo_itl_ms": slo_itl_ms,
+        "slo_p99_ms": slo_p99_ms,
         "copies": copies,
         "copies_per_instance": copies_per_instance,
         "tensor_parallel_size": tp,
@@ -156,6 +176,7 @@ def bench_cmd(
             png_dir=png_dir,
             as_json=as_json,
             max_error_rate=max_error_rate,
+            precision=precision,
         )
 
     payloads = prompts.load_payloads(
@@ -184,6 +205,8 @@ def bench_cmd(
         max_requests=max_requests,
         max_errors=max_errors,
         concurrencies=levels,
+        slo_p99_ms=slo_p99_ms,
+        precision=precision,
         **{k: v for k, v in (("warmup_s", warmup), ("cooldown_s", cooldown)) if v is not None},
     )
     if out:

@@ -65,6 +65,7 @@ def run(
     png_dir,
     as_json,
     max_error_rate,
+    precision=0.1,
 ) -> None:  # type: ignore[no-untyped-def]
 
     from smneuron.benchmark.endpoint import serving_of
@@ -110,6 +111,7 @@ def run(
         instance_type=serving.get("instance_type"),
         tensor_parallel_size=serving.get("tensor_parallel_size"),
         price=price,
+        precision=precision,
     )
     data = report.to_dict()
     if out:

@@ -137,7 +137,9 @@ def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
         "generator",
         "cloudwatch",
         "created_at",
+        "search",  # --find-max only
     }
+    assert data["search"] is None
     assert set(data["runs"][0]["latency_ms"]) == {"p50", "p90", "p95", "p99", "max", "mean"}
 
 

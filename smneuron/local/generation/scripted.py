@@ -1,7 +1,8 @@
 """An OpenAI-compatible streaming server with scripted timings: the yardstick for benchmark clients.
 
 Every request streams ``max_tokens`` tokens (or ``tokens``), the first after ``ttft_ms``, then one every
-``itl_ms``; every ``error_every``-th request is a 500; the usage chunk reports the prompt's word count
+``itl_ms``; with ``slots`` > 0 at most that many stream at once and the rest wait for a slot (vLLM's max_num_seqs:
+time to first token then grows with the load, so the server has a capacity); every ``error_every``-th request is a 500; the usage chunk reports the prompt's word count
 and the tokens sent. With ttft_ms = itl_ms = 0 it is an instant server, which measures how many
 streamed tokens per second a client itself can take. Serves /invocations, /v1/completions,
 /v1/chat/completions, /v1/models, /health and /ping, on aiohttp (so the server is not the bottleneck).
@@ -29,6 +30,7 @@ class Script:
     itl_ms: float = 10.0
     tokens: int | None = None  # None: the request's max_tokens
     error_every: int = 0  # 0: never
+    slots: int = 0  # sequences streamed at once (0: no limit); the others queue
     model: str = "scripted"
     tokenizer: str | None = None  # tokenizer.json (or its directory) to count prompt tokens; else words
 
@@ -37,6 +39,7 @@ def app(script: Script):  # type: ignore[no-untyped-def]
     from aiohttp import web
 
     counter = itertools.count(1)
+    slots = asyncio.Semaphore(script.slots) if script.slots else None
     tok = None
     if script.tokenizer:
         tok = load_tokenizer(script.tokenizer)
@@ -67,7 +70,11 @@ def app(script: Script):  # type: ignore[no-untyped-def]
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
         try:
-            await stream(resp, body, chat, tokens, usage, base, kind)
+            if slots is None:
+                await stream(resp, body, chat, tokens, usage, base, kind)
+            else:
+                async with slots:  # queued until a sequence slot frees: the wait is part of its TTFT
+                    await stream(resp, body, chat, tokens, usage, base, kind)
         except (ConnectionError, asyncio.CancelledError):  # the client went away (a cut-off request)
             pass
         return resp
