@@ -212,28 +212,16 @@ def capacity(
 
 
 def smallest_fit(
-    shape: ModelShape,
-    *,
-    batch_size: int,
-    sequence_length: int,
-    dtype: str,
-    tensor_parallel_size: int | None,
-    family: str = "inf2",
+    shape: ModelShape, *, batch_size: int, sequence_length: int, dtype: str, tensor_parallel_size: int | None
 ) -> Capacity | None:
-    """The cheapest ``family`` instance (and tp, when not pinned) where one copy fits; CPU types at tp 1."""
+    """The cheapest inf2 instance (and tp, when not pinned) where one copy fits."""
     prices = load_prices()
     found = []
     for inst in INSTANCE_TYPES.values():
-        if inst.family != family or "endpoint" not in inst.uses:
+        if inst.family != "inf2":
             continue
-        for tp in (
-            [1]
-            if family == "cpu"
-            else [tensor_parallel_size]
-            if tensor_parallel_size
-            else [1, 2, 4, 8, 12, 24]
-        ):
-            if family != "cpu" and tp > inst.neuron_cores:
+        for tp in [tensor_parallel_size] if tensor_parallel_size else [1, 2, 4, 8, 12, 24]:
+            if tp > inst.neuron_cores:
                 continue
             c = capacity(
                 shape,
@@ -247,6 +235,22 @@ def smallest_fit(
             if c.fits:
                 found.append((prices.hourly(inst.name) or float("inf"), inst.neuron_cores, tp, c))
     return min(found, key=lambda f: f[:3])[3] if found else None
+
+
+def cpu_fit(shape: ModelShape, *, batch_size: int, sequence_length: int) -> tuple[str, float] | None:
+    """(the cheapest CPU endpoint type whose usable memory holds one copy, GiB needed), or None: smneuron's CPU target
+    serves fp32 weights and KV cache (the vLLM container's stand-in and vLLM on CPU load float32)."""
+    need = (
+        shape.parameters * 4
+        + 2 * shape.layers * batch_size * sequence_length * shape.kv_heads * shape.head_dim * 4
+    )
+    prices = load_prices()
+    fits = [
+        (prices.hourly(i.name) or float("inf"), i.memory_gib, i.name)
+        for i in INSTANCE_TYPES.values()
+        if i.family == "cpu" and "endpoint" in i.uses and i.memory_gib * HOST_USABLE >= need / GIB
+    ]
+    return (min(fits)[2], need / GIB) if fits else None
 
 
 def check(c: Capacity, shape: ModelShape) -> None:
@@ -286,14 +290,12 @@ def check(c: Capacity, shape: ModelShape) -> None:
             "No inf2 instance holds this model at this batch size and sequence length: recompile with a lower "
             "--batch-size or --sequence-length."
         )
-        cpu = smallest_fit(
-            shape, batch_size=c.batch_size, sequence_length=c.sequence_length, dtype=c.dtype,
-            tensor_parallel_size=None, family="cpu",
-        )  # fmt: skip
-        if cpu:  # the way forward where inf2 (and trn1, the same container and HBM) cannot hold it
+        cpu = cpu_fit(shape, batch_size=c.batch_size, sequence_length=c.sequence_length)
+        if cpu:  # the way forward where inf2 (and trn1: the same container and HBM) cannot hold it
             where.append(
-                f"Or serve it on CPU: {cpu.instance} holds it (`smneuron compile MODEL --target cpu`, then "
-                f"--instance {cpu.instance}); smneuron does not serve text generation on GPU types yet."
+                f"Or serve it on CPU: {cpu[0]} holds one fp32 copy ({cpu[1]:.0f} GiB of weights and KV cache; "
+                f"`smneuron compile MODEL --target cpu`, then --instance {cpu[0]}). smneuron does not serve text "
+                "generation on GPU types yet."
             )
     raise ConfigError(
         f"{shape.parameters / 1e9:.2f}B parameters at batch {c.batch_size} x sequence {c.sequence_length}, tp "

@@ -172,6 +172,17 @@ def test_impossible_layouts_are_refused_with_the_arithmetic_and_what_fits():
         dtype="bf16",
     )
     assert any("per NeuronCore (weights + KV cache)" in p for p in big.problems)
+    with pytest.raises(ConfigError) as e:  # no inf2 holds batch 32 x 32k: the way forward is a CPU type
+        check(
+            capacity(shape, InstanceType.parse("ml.inf2.48xlarge"), batch_size=32, sequence_length=32768,
+                     tensor_parallel_size=24, dtype="bf16"),
+            shape,
+        )  # fmt: skip
+    assert "No inf2 instance holds this model" in e.value.hint
+    assert (
+        "Or serve it on CPU: ml.m5.24xlarge holds one fp32 copy (286 GiB of weights and KV cache"
+        in e.value.hint
+    )
     over = capacity(
         shape,
         InstanceType.parse("ml.inf2.24xlarge"),
