@@ -60,6 +60,9 @@ FLAGS = {
     "min_copies": "--min-copies",
     "max_copies": "--max-copies",
     "max_instances": "--max-instances",
+    "rolling_batch": "--rolling-batch",
+    "rolling_wait_s": "--rolling-wait",
+    "inference_ami_version": "--inference-ami-version",
 }
 SECTIONS = {
     "CompileSpec": "compile",
