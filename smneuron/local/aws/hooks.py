@@ -136,7 +136,8 @@ def install() -> None:
     def invoke_endpoint(self: Any) -> Any:
         if _ACTIVE is not None:
             return invoke(_ACTIVE, self)
-        if isinstance(self.body, bytes):  # moto's own (queued) answer puts the body into JSON: text, as it had it
+        # moto's own (queued) answer puts the body into JSON: give it text, as it had before use_raw_body
+        if isinstance(self.body, bytes):
             self.body = self.body.decode("utf-8", "replace")
         return plain_invoke(self)
 
