@@ -19,7 +19,10 @@ import shutil
 import tempfile
 import threading
 import time
+from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +58,30 @@ class Components:
         self._session = session_factory
         self.items: dict[str, Copies] = {}
         self.logs = logs
+        self._inflight: Counter[str] = Counter()  # requests the routers are relaying, by copy URL
+        self._inflight_lock = threading.Lock()
+
+    @contextmanager
+    def relaying(self, url: str) -> Iterator[None]:
+        """Held by a router while a request (or a stream) to ``url`` is in flight: a copy taken out of routing is
+        stopped only once what it is serving has finished (SageMaker drains a copy before it removes it)."""
+        with self._inflight_lock:
+            self._inflight[url] += 1
+        try:
+            yield
+        finally:
+            with self._inflight_lock:
+                self._inflight[url] -= 1
+
+    def _drain(self, servers: list, timeout: float = 120) -> None:
+        """Wait until no request is in flight to ``servers`` (already out of routing), at most ``timeout`` s; a
+        request routed just before they left routing gets a moment to be counted first."""
+        if not servers:
+            return
+        time.sleep(0.2)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(self._inflight[s.url] > 0 for s in servers):
+            time.sleep(0.05)
 
     def _copy(self, name: str, model_dir: str, env: dict) -> GenerationServer:
         """One copy, its output shipped to the component's log group (a stream per copy)."""
@@ -102,6 +129,7 @@ class Components:
             with copies.lock:
                 retired = [s for s in copies.servers if s not in new][: len(batch_new)]
                 copies.servers = [s for s in copies.servers if s not in retired] + batch_new
+            self._drain(retired)
             _remove(retired, None)  # the old Model's files stay until the update is done
             new += batch_new
             fired = self._bake(alarms, int(policy["WaitIntervalInSeconds"]), copies)
@@ -148,6 +176,7 @@ class Components:
             with copies.lock:
                 retired, new = new[: len(batch)], new[len(batch) :]
                 copies.servers = [s for s in copies.servers if s not in retired] + batch
+            self._drain(retired)
             _remove(retired, None)
         with copies.lock:
             copies.model, copies.model_dir, copies.environment = model, model_dir, env
@@ -184,6 +213,7 @@ class Components:
             old, old_dir, copies.servers = copies.servers, copies.model_dir, new
             copies.model_dir, copies.environment, copies.model = model_dir, env, model
             copies.status, copies.reason = "InService", None
+        self._drain(old)
         _remove(old, old_dir)
 
     def _fetch(self, model: str) -> tuple[str, dict]:
@@ -218,9 +248,10 @@ class Components:
     def _scale(self, copies: Copies) -> None:
 
         want = min(copies.desired, MAX_LOCAL_COPIES)
-        while len(copies.servers) > want:
+        while len(copies.servers) > want:  # scale-in: out of routing, drained, stopped
             with copies.lock:
                 server = copies.servers.pop()
+            self._drain([server])
             server.stop()
         while len(copies.servers) < want and copies.model_dir:
             server = self._copy(copies.name, copies.model_dir, copies.environment)

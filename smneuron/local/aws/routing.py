@@ -91,7 +91,10 @@ def invoke(backer: Any, self: Any) -> Any:
         return error(*url)
     headers = container_headers(self.headers.get)
     try:
-        r = backer.http.post(url + "/invocations", content=body, headers=headers)
+        with backer.components.relaying(
+            url
+        ):  # a copy leaving routing (rolling update, scale-in) drains first
+            r = backer.http.post(url + "/invocations", content=body, headers=headers)
     except httpx.HTTPError as e:
         return error(424, "ModelError", f"The model did not answer: {e}", original=(502, str(e)))
     if r.status_code >= 400:
