@@ -25,7 +25,7 @@ from typing import Any
 
 from smneuron.benchmark import profiles
 from smneuron.benchmark.report import plot, plot_html
-from smneuron.benchmark.search import find_max, meets_p99
+from smneuron.benchmark.search import meets_p99, searched
 from smneuron.benchmark.targets import (
     ErrorLog,
     Send,
@@ -292,17 +292,19 @@ async def _run(
             raise ConfigError(
                 "--find-max searches the highest rate that meets a latency SLO: give --slo-p99-ms MS."
             )
-        peak = [] if rate else [await closed(concurrency, "throughput")]  # where to start: half the peak
-        runs, found = await find_max(
-            lambda r: opened("constant", r),
-            lambda r: meets_p99(r, slo_p99_ms),
+        return await searched(
+            lambda kind, c: closed(c, kind),
+            opened,
             lambda r: r.throughput_rps,
-            start=rate or max(peak[0].throughput_rps / 2, 0.1),
+            lambda r: meets_p99(r, slo_p99_ms),
+            max_concurrency=concurrency,
+            rate=rate,
             precision=precision,
+            floor=0.05,
+            start_floor=0.1,
+            slo={"p99_ms": slo_p99_ms},
+            search=search,
         )
-        if search is not None:
-            search.update(found, slo={"p99_ms": slo_p99_ms}, profile="constant")
-        return [*peak, *runs]
     return await profiles.runs(
         profile,
         closed=lambda kind, c: closed(c, kind),

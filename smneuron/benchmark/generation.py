@@ -34,7 +34,7 @@ from smneuron.benchmark.generation_metrics import (
 )
 from smneuron.benchmark.generation_report import figures_html
 from smneuron.benchmark.prompts import Lengths, load_tokenizer, requests_from
-from smneuron.benchmark.search import find_max, meets_stream
+from smneuron.benchmark.search import meets_stream, searched
 from smneuron.benchmark.stream_targets import StreamSend, sagemaker_stream_sender, url_stream_sender
 from smneuron.catalog import load_prices
 from smneuron.display.cards import Card, Displayed
@@ -229,20 +229,19 @@ async def _profile(
             raise ConfigError(
                 "--find-max searches the highest rate that meets the SLOs: give --slo-ttft-ms and/or --slo-itl-ms."
             )
-        peak = [] if rate else [await run("throughput", concurrency=max_concurrency)]
-        runs, found = await find_max(
-            lambda r: run("constant", at=r),
-            lambda r: meets_stream(r, slo.ttft_ms, slo.itl_ms),
+        return await searched(
+            lambda kind, c: run(kind, concurrency=c),
+            lambda kind, r: run(kind, at=r),
             lambda r: r.requests_per_s,
-            start=rate or max(peak[0].requests_per_s / 2, 0.05),
+            lambda r: meets_stream(r, slo.ttft_ms, slo.itl_ms),
+            max_concurrency=max_concurrency,
+            rate=rate,
             precision=precision,
             floor=0.01,
+            start_floor=0.05,
+            slo={"ttft_p95_ms": slo.ttft_ms, "itl_p95_ms": slo.itl_ms},
+            search=search,
         )
-        if search is not None:
-            search.update(
-                found, slo={"ttft_p95_ms": slo.ttft_ms, "itl_p95_ms": slo.itl_ms}, profile="constant"
-            )
-        return [*peak, *runs]
     return await profiles.runs(
         profile,
         closed=lambda kind, c: run(kind, concurrency=c),

@@ -85,8 +85,40 @@ async def find_max(
     }
 
 
+async def searched(
+    closed: Callable[[str, int], Awaitable[R]],
+    opened: Callable[[str, float], Awaitable[R]],
+    achieved: Callable[[R], float],
+    meets: Callable[[R], tuple[bool, str]],
+    *,
+    max_concurrency: int,
+    rate: float | None,
+    precision: float,
+    floor: float,
+    start_floor: float,
+    slo: dict[str, Any],
+    search: dict | None,
+) -> list[R]:
+    """The ``find-max`` profile of a bench (``closed`` / ``opened`` as ``profiles.runs`` takes them): from ``rate``,
+    else half the measured throughput (at least ``start_floor``), the search on a constant rate; ``search`` gets the
+    record with the SLO. The runs: the throughput run when there was one, then one per step."""
+    peak = [] if rate else [await closed("throughput", max_concurrency)]
+    runs, found = await find_max(
+        lambda r: opened("constant", r),
+        meets,
+        achieved,
+        start=rate or max(achieved(peak[0]) / 2, start_floor),
+        precision=precision,
+        floor=floor,
+    )
+    if search is not None:
+        search.update(found, slo=slo, profile="constant")
+    return [*peak, *runs]
+
+
 def meets_p99(run: Any, slo_p99_ms: float) -> tuple[bool, str]:
-    """Whether an open-loop encoder run (``encoder.RunStats``) met the p99 SLO, sent what was asked and failed nothing (and why not)."""
+    """Whether an open-loop encoder run (``encoder.RunStats``) met the p99 SLO, sent what was asked and failed nothing
+    (and why not)."""
     why = []
     if run.requests_failed:
         why.append(f"{run.requests_failed} request(s) failed")

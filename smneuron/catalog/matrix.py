@@ -4,9 +4,9 @@ torch, Python, the families it serves, its status) and where each fact was read 
 Facts come with their source and the date they were checked; what no source says is "unknown" there, never a
 guess (which Neuron driver a variant without InferenceAmiVersion gets, or which driver a runtime needs, for two).
 Text-generation rows also list the architectures the container serves and whether it loads only an export made by
-its own compiler and optimum-neuron versions (optimum-neuron's ``NeuronConfig.from_dict`` refuses any other). ``tests/catalog/test_matrix.py`` holds the
-catalog's images (``images.IMAGES``, ``generation.VLLM_TAGS``) against these rows, so a default that no source
-describes fails the suite. ``smneuron images --matrix`` prints it.
+its own compiler and optimum-neuron versions (optimum-neuron's ``NeuronConfig.from_dict`` refuses any other).
+``tests/catalog/test_matrix.py`` holds the catalog's images (``images.IMAGES``, ``generation.VLLM_TAGS``) against
+these rows, so a default that no source describes fails the suite. ``smneuron images --matrix`` prints it.
 """
 
 from __future__ import annotations
@@ -36,12 +36,10 @@ class Row:
     status: str
     source: str
     checked: str
-    architectures: tuple[
-        str, ...
-    ] = ()  # model_type values the container serves (text generation); () = not listed
-    exact_export: bool = (
-        False  # the container loads only an export made by its own compiler and library versions
-    )
+    # model_type values the container serves (text generation); () = not listed
+    architectures: tuple[str, ...] = ()
+    # the container loads only an export made by its own compiler and library versions
+    exact_export: bool = False
 
     def packages(self) -> dict[str, str]:
         """The compiler's and framework's versions this image ships (``{"neuronx-cc": "2.26.6360.0", ...}``);
@@ -81,6 +79,12 @@ def host_drivers() -> tuple[HostDriver, ...]:
     return tuple(HostDriver(**d) for d in _data()["host_drivers"])
 
 
+def image_of(uri: str) -> tuple[str, str]:
+    """(repository, tag) of an image URI."""
+    name, _, tag = uri.rsplit("/", 1)[-1].partition(":")
+    return name, tag
+
+
 def row_for(repository: str, tag: str) -> Row | None:
     """The row of one image, or None when no source in the matrix describes it."""
     return next((r for r in rows() if r.repository == repository and r.tag == tag), None)
@@ -108,6 +112,14 @@ def default_inference_ami(family: str) -> str | None:
     return None
 
 
+def inference_ami(given: str | None, family: str, instance_type: str) -> str | None:
+    """The InferenceAmiVersion a variant of ``instance_type`` gets: ``given`` once checked, else the family's default."""
+    if given:
+        check_ami(given, family, instance_type)
+        return given
+    return default_inference_ami(family)
+
+
 def check_ami(inference_ami_version: str, family: str, instance_type: str) -> None:
     """Refuse an InferenceAmiVersion SageMaker does not have, or one made for another accelerator."""
     known = {d.inference_ami_version: d for d in host_drivers() if d.inference_ami_version != "(none given)"}
@@ -121,10 +133,7 @@ def check_ami(inference_ami_version: str, family: str, instance_type: str) -> No
         fitting = [n for n, x in known.items() if family in _AMI_FAMILIES.get(x.accelerator, ())]
         raise ConfigError(
             f"InferenceAmiVersion {inference_ami_version} is for {d.accelerator} instances, not {instance_type}.",
-            hint=(
-                f"Use one of: {', '.join(fitting)}."
-                if fitting
-                else "Leave it unset: SageMaker has no "
-                f"InferenceAmiVersion for {instance_type}, and its default host is used."
-            ),
+            hint=f"Use one of: {', '.join(fitting)}."
+            if fitting
+            else f"Leave it unset: SageMaker has no InferenceAmiVersion for {instance_type}; its default host is used.",
         )

@@ -171,6 +171,7 @@ def compile_generation(model: str | Path, out_dir: str | Path, spec: CompileSpec
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     command: list[str] = []
+    exported: dict[str, str] | None = None  # the export's own versions (inf2); the cpu target exports nothing
     if spec.target == "cpu":
         if spec.tensor_parallel_size != 1:
             raise ConfigError(
@@ -212,7 +213,7 @@ def compile_generation(model: str | Path, out_dir: str | Path, spec: CompileSpec
         args=command[3:],
         files=files,
         source_sha=tree_hash(src),
-        exported=exported if spec.target != "cpu" else None,
+        exported=exported,
     )
     manifest.write(out)
     return GenerationCompileResult(out, manifest, time.monotonic() - started, command, notes)
@@ -319,10 +320,8 @@ def _manifest(
         compiler=Compiler(
             target=target, function=function, args=args, cores_per_model=spec.tensor_parallel_size
         ),
-        versions={
-            **_versions(),
-            **(exported or {}),
-        },  # the export's own record wins: it is what the container checks
+        # the export's own record wins: it is what the container checks
+        versions={**_versions(), **(exported or {})},
         model_files=files,
         source_model_sha256=source_sha,
         created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

@@ -108,17 +108,15 @@ def container_environment(
         env[key] = value
     hub = generation.hub_model_id
     env["SM_ON_MODEL"] = env.get("SM_ON_MODEL") or hub or MODEL_DIR
-    if env.get(
-        ALLOW_COMPILE
-    ):  # the entrypoint passes a value as an argument after the flag: argparse refuses it
+    # optimum-neuron v0.4.5 optimum/commands/neuron/serve.py: --allow_non_cached_model, a flag without value (the
+    # entrypoint passes SM_ON_X=value as `--x value`, which argparse refuses)
+    if env.get(ALLOW_COMPILE):
         raise ConfigError(
             f"{ALLOW_COMPILE}={env[ALLOW_COMPILE]}: the container's entrypoint turns SM_ON_X=value into `--x value`, "
             "and --allow_non_cached_model takes no value, so the container would exit at start.",
             hint=f"Set it empty ({ALLOW_COMPILE}=) to let the container compile, or leave it out.",
         )
-    if (
-        ALLOW_COMPILE in env
-    ):  # optimum-neuron v0.4.5 optimum/commands/neuron/serve.py: --allow_non_cached_model
+    if ALLOW_COMPILE in env:
         notes.append(
             f"{ALLOW_COMPILE} is set: a model with no cached configuration is compiled by the container at start, "
             "at every cold start and scale-out (minutes to an hour); without it the container fails fast with "

@@ -327,7 +327,7 @@ def _component(
     elif not (
         owned.holds(existing["Specification"], request["Specification"])
         and existing.get("RuntimeConfig", {}).get("DesiredCopyCount") == request["RuntimeConfig"]["CopyCount"]
-    ):  # a new Model: a rolling update of the copies, batch by batch, rolled back by the alarms
+    ):  # another specification or copy count; a new Model rolls onto the copies, rolled back by the alarms
         rolling = existing["Specification"].get("ModelName") != request["Specification"]["ModelName"]
         sm.update_inference_component(
             InferenceComponentName=name,

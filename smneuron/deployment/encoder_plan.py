@@ -507,9 +507,7 @@ def _finish(
         min_capacity=spec.initial_instance_count, max_capacity=spec.initial_instance_count
     )
     count = max(spec.initial_instance_count, scaling.min_capacity)
-    if spec.inference_ami_version:
-        matrix.check_ami(spec.inference_ami_version, instance.family, instance.name)
-    ami = spec.inference_ami_version or matrix.default_inference_ami(instance.family)
+    ami = matrix.inference_ami(spec.inference_ami_version, instance.family, instance.name)
     config = _digest(model_name, instance.name, count, spec.variant_name, startup, download, ami, n=8)
     workers = int(env.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
     alarm_list = alarms(base, spec.variant_name, spec.latency_p99_alarm_ms)

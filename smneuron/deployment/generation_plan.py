@@ -77,9 +77,8 @@ class GenerationPlan(Displayed):
     notes: list[str] = field(default_factory=list)
 
     existing_model = False  # a text-generation deploy always stages its own Model
-    alarms: list[dict] = field(
-        default_factory=list
-    )  # rollback alarms; the scale-from-zero one comes with ``scaling``
+    # rollback alarms; the scale-from-zero one comes with ``scaling``
+    alarms: list[dict] = field(default_factory=list)
 
     def update_request(self) -> dict:
         """UpdateEndpoint's arguments beyond the names (a new instance type, volume, AMI): a plain update."""
@@ -338,9 +337,7 @@ def plan_generation(
             hint=f"Raise --max-instances to {math.ceil(max_copies / fit)} or lower {flag}.",
         )
     image = resolve_vllm_image(region, version=g.image_version, uri=spec.image_uri)
-    if spec.inference_ami_version:
-        matrix.check_ami(spec.inference_ami_version, instance.family, instance.name)
-    ami = spec.inference_ami_version or matrix.default_inference_ami(instance.family)
+    ami = matrix.inference_ami(spec.inference_ami_version, instance.family, instance.name)
     env, env_notes = container_environment(
         gen, spec.environment, served_batch_size=g.batch_size, hf_token_env=g.hf_token_env
     )

@@ -31,12 +31,6 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text.split("+", 1)[0]))
 
 
-def image_of(uri: str) -> tuple[str, str]:
-    """(repository, tag) of an image URI."""
-    name, _, tag = uri.rsplit("/", 1)[-1].partition(":")
-    return name, tag
-
-
 def check(data: ModelData, image_uri: str, inference_ami_version: str | None = None) -> list[str]:
     """What the plan should say about serving ``data`` with ``image_uri``; raises for a known-bad pair.
 
@@ -48,7 +42,7 @@ def check(data: ModelData, image_uri: str, inference_ami_version: str | None = N
     """
     if data.target not in PACKAGES:
         return []
-    repository, tag = image_of(image_uri)
+    repository, tag = matrix.image_of(image_uri)
     row = matrix.row_for(repository, tag)
     if row is None:
         return [
@@ -154,16 +148,12 @@ def _generation(data: ModelData, row: matrix.Row) -> list[str]:
                 "endpoint.generation.image_version).",
             )
         same.append(f"{dist} {built}")
-    if same and not any(n.startswith(("optimum-neuron", "neuronx-cc")) for n in notes):
-        g = data.generation
-        shape = (
-            f"batch {g.batch_size}, sequence {g.sequence_length}, tp {g.tensor_parallel_size}, {g.dtype}"
-            if g
-            else ""
-        )
+    g = data.generation
+    if len(same) == 2 and g is not None:  # both versions recorded and equal to the container's
         notes.insert(
             0,
             f"will load without compiling: the export's {' and '.join(same)} are {image}'s, and SM_ON_* serve it "
-            f"as it was compiled ({shape})",
+            f"as it was compiled (batch {g.batch_size}, sequence {g.sequence_length}, tp {g.tensor_parallel_size}, "
+            f"{g.dtype})",
         )
     return notes

@@ -212,15 +212,13 @@ def _preflight(image_uri: str, instance: InstanceType, ami: str | None) -> list[
     artifact's compiler and framework are the image's own; what remains is the image against the host."""
     if not instance.is_neuron:
         return []
-    repository, tag = preflight.image_of(image_uri)
+    repository, tag = matrix.image_of(image_uri)
     row = matrix.row_for(repository, tag)
     if row is None:
         return [
             f"{repository}:{tag} is not in the compatibility matrix: its runtime and host are not checked"
         ]
-    if ami:
-        matrix.check_ami(ami, instance.family, instance.name)
-    ami = ami or matrix.default_inference_ami(instance.family)
+    ami = matrix.inference_ami(ami, instance.family, instance.name)
     notes = [f"compiles in {repository}:{tag}, the image that serves: the compiler and runtime are its own"]
     if row.architectures:
         notes.append(

@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -61,17 +61,29 @@ class Components:
         self._inflight: Counter[str] = Counter()  # requests the routers are relaying, by copy URL
         self._inflight_lock = threading.Lock()
 
-    @contextmanager
-    def relaying(self, url: str) -> Iterator[None]:
-        """Held by a router while a request (or a stream) to ``url`` is in flight: a copy taken out of routing is
-        stopped only once what it is serving has finished (SageMaker drains a copy before it removes it)."""
+    def hold(self, url: str) -> Callable[[], None]:
+        """Count a request (or a stream) a router relays to ``url``; returns its release (safe to call twice). A copy
+        taken out of routing is stopped only once what it serves has finished (SageMaker drains a copy first)."""
         with self._inflight_lock:
             self._inflight[url] += 1
+        released = threading.Event()
+
+        def release() -> None:
+            if not released.is_set():
+                released.set()
+                with self._inflight_lock:
+                    self._inflight[url] -= 1
+
+        return release
+
+    @contextmanager
+    def relaying(self, url: str) -> Iterator[None]:
+        """``hold`` for the length of a ``with`` block (a request answered in one piece)."""
+        release = self.hold(url)
         try:
             yield
         finally:
-            with self._inflight_lock:
-                self._inflight[url] -= 1
+            release()
 
     def _drain(self, servers: list, timeout: float = 120) -> None:
         """Wait until no request is in flight to ``servers`` (already out of routing), at most ``timeout`` s; a

@@ -91,9 +91,8 @@ def invoke(backer: Any, self: Any) -> Any:
         return error(*url)
     headers = container_headers(self.headers.get)
     try:
-        with backer.components.relaying(
-            url
-        ):  # a copy leaving routing (rolling update, scale-in) drains first
+        # a copy leaving routing (rolling update, scale-in) drains first
+        with backer.components.relaying(url):
             r = backer.http.post(url + "/invocations", content=body, headers=headers)
     except httpx.HTTPError as e:
         return error(424, "ModelError", f"The model did not answer: {e}", original=(502, str(e)))

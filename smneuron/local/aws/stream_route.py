@@ -14,7 +14,7 @@ import binascii
 import json
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
 
@@ -94,16 +94,15 @@ class StreamRouter:
             return environ.get(key if key == "CONTENT_TYPE" else "HTTP_" + key)
 
         headers = container_headers(get)
-        held = backer.components.relaying(url)  # released when the stream ends: a copy drains before it stops
-        held.__enter__()
+        release = backer.components.hold(url)  # until the stream ends: a copy drains before it stops
         try:
             request = backer.http.build_request("POST", url + "/invocations", content=body, headers=headers)
             response = backer.http.send(request, stream=True)
         except httpx.HTTPError as e:
-            held.__exit__(None, None, None)
+            release()
             return _json_error(start_response, 424, "ModelError", f"The model did not answer: {e}")
         if response.status_code >= 400:
-            held.__exit__(None, None, None)
+            release()
             text = response.read().decode(errors="replace")
             response.close()
             message = f'Received client error ({response.status_code}) from primary with message "{text}".'
@@ -121,10 +120,10 @@ class StreamRouter:
         if response.headers.get(CUSTOM_ATTRIBUTES):
             out.append((CUSTOM_ATTRIBUTES, response.headers[CUSTOM_ATTRIBUTES]))
         start_response("200 OK", out)
-        return _frames(response, held)
+        return _frames(response, release)
 
 
-def _frames(response: Any, held: Any) -> Iterator[bytes]:
+def _frames(response: Any, release: Callable[[], None]) -> Iterator[bytes]:
     import httpx
 
     try:
@@ -135,7 +134,7 @@ def _frames(response: Any, held: Any) -> Iterator[bytes]:
         yield stream_error(f"The model stream broke: {e}")
     finally:
         response.close()
-        held.__exit__(None, None, None)
+        release()
 
 
 def _json_error(

@@ -2,8 +2,8 @@
 
 Every request streams ``max_tokens`` tokens (or ``tokens``), the first after ``ttft_ms``, then one every
 ``itl_ms``; with ``slots`` > 0 at most that many stream at once and the rest wait for a slot (vLLM's max_num_seqs:
-time to first token then grows with the load, so the server has a capacity); every ``error_every``-th request is a 500; the usage chunk reports the prompt's word count
-and the tokens sent. With ttft_ms = itl_ms = 0 it is an instant server, which measures how many
+time to first token then grows with the load, so the server has a capacity); every ``error_every``-th request is a
+500; the usage chunk reports the prompt's word count and the tokens sent. With ttft_ms = itl_ms = 0 it is an instant server, which measures how many
 streamed tokens per second a client itself can take. Serves /invocations, /v1/completions,
 /v1/chat/completions, /v1/models, /health and /ping, on aiohttp (so the server is not the bottleneck).
 

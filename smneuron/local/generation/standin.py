@@ -35,9 +35,8 @@ class Refused(Exception):
     """The container would not start (configuration differs from the compiled model)."""
 
 
-IMAGE_VARIABLE = (
-    "SMNEURON_CONTAINER_IMAGE"  # the Model's image, given to a local copy by the embedded SageMaker
-)
+# the Model's image, given to a local copy by the embedded SageMaker
+IMAGE_VARIABLE = "SMNEURON_CONTAINER_IMAGE"
 
 
 def check_export(model_dir: Path, image: str | None) -> None:
@@ -48,8 +47,7 @@ def check_export(model_dir: Path, image: str | None) -> None:
     path = model_dir / "neuron_config.json"
     if not path.is_file() or not image:
         return
-    repository, _, tag = image.rsplit("/", 1)[-1].partition(":")
-    row = matrix.row_for(repository, tag)
+    row = matrix.row_for(*matrix.image_of(image))
     if row is None:
         return
     config, has = json.loads(path.read_text()), row.packages()
