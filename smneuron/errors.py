@@ -50,8 +50,8 @@ class MissingRegionError(ConfigError):
     def __init__(self) -> None:
         super().__init__(
             "No AWS region is configured.",
-            hint="Pass --region (e.g. --region us-east-1), set SMNEURON_REGION or AWS_REGION, "
-            "or run `aws configure set region us-east-1`.",
+            hint="Pass --region before the command (`smneuron --region us-east-1 deploy ...`), set SMNEURON_REGION "
+            "or AWS_REGION, or run `aws configure set region us-east-1`.",
         )
 
 

@@ -1,4 +1,4 @@
-"""Capacity arithmetic for text generation on Neuron: does a (batch, sequence, tp, dtype) layout fit?
+"""Capacity arithmetic for text generation on Neuron and GPUs: does a (batch, sequence, tp, dtype) layout fit?
 
 No I/O and no AWS call: ``--dry-run`` shows it, and deploy refuses an impossible layout before anything
 is uploaded. Head sharding follows optimum-neuron's own rule (``get_shardable_head_counts`` in
@@ -6,6 +6,11 @@ optimum/neuron/models/inference/backend/modules/attention/gqa.py): query heads a
 of tp; K/V heads are replicated up to tp when tp is a multiple of them, otherwise converted to one K/V
 head per (padded) query head. The KV cache is sized from the result, since that is what the export
 allocates.
+
+On a GPU (AWS's vLLM image) a copy is sharded over ``tp`` GPUs; vLLM takes ``gpu_memory_utilization`` (0.9, its
+default) of each GPU for the weights and a paged KV cache, refuses to start when not even one sequence of
+``max_model_len`` tokens fits beside the weights, and refuses a tp that does not divide the attention heads
+(vllm/config: ModelConfig.verify_with_parallel_config); K/V heads fewer than tp are replicated (one per GPU).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from smneuron.catalog import INSTANCE_TYPES, InstanceType, load_prices
-from smneuron.catalog.generation import HBM_PER_CORE_GIB, HBM_USABLE, HOST_USABLE
+from smneuron.catalog.generation import GPU_MEMORY_UTILIZATION, HBM_PER_CORE_GIB, HBM_USABLE, HOST_USABLE
 from smneuron.errors import ConfigError
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -109,6 +114,12 @@ class Capacity:
     head_strategy: str
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    device: str = "NeuronCore"  # what a copy is sharded over: NeuronCore or GPU
+
+    @property
+    def usable(self) -> float:
+        """GiB of each device the weights and KV cache may take."""
+        return self.hbm_per_core_gib * (GPU_MEMORY_UTILIZATION if self.device == "GPU" else HBM_USABLE)
 
     @property
     def fits(self) -> bool:
@@ -128,17 +139,27 @@ class Capacity:
                 f"{self.host_gib * HOST_USABLE:.1f} usable ({self.host_gib} GiB x {HOST_USABLE})",
                 f"copies = {self.copies} (one per 2 vCPUs of {self.instance})",
             ]
-        return [
+        d = self.device
+        memory = (
+            f"{self.hbm_per_core_gib:g} GiB x {GPU_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization"
+            if d == "GPU"
+            else f"{self.hbm_per_core_gib} GiB HBM x {HBM_USABLE}"
+        )
+        lines = [
             f"weights {self.weights_gib:.2f} GiB ({self.dtype}) / tp {self.tensor_parallel_size} = "
-            f"{self.weights_per_core_gib:.2f} GiB per NeuronCore",
+            f"{self.weights_per_core_gib:.2f} GiB per {d}",
             f"KV cache {self.batch_size} x {self.sequence_length} tokens ({self.kv_heads} K/V heads, "
-            f"{self.head_strategy}) = {self.kv_cache_per_core_gib:.2f} GiB per NeuronCore",
-            f"per NeuronCore {self.need_per_core_gib:.2f} GiB of {self.hbm_per_core_gib * HBM_USABLE:.1f} usable "
-            f"({self.hbm_per_core_gib} GiB HBM x {HBM_USABLE})",
+            f"{self.head_strategy}) = {self.kv_cache_per_core_gib:.2f} GiB per {d}",
+            f"per {d} {self.need_per_core_gib:.2f} GiB of {self.usable:.1f} usable ({memory})",
+        ]
+        host = [
             f"host memory {self.host_need_gib:.1f} GiB for {self.copies} {'copy' if self.copies == 1 else 'copies'} of the weights, of "
             f"{self.host_gib * HOST_USABLE:.1f} usable ({self.host_gib} GiB x {HOST_USABLE})",
-            f"copies = {self.copies} ({self.idle_cores} NeuronCores idle)",
         ]
+        copies = [f"copies = {self.copies} ({self.idle_cores} {d}s idle)"]
+        return (
+            lines + (host if d == "NeuronCore" else []) + copies
+        )  # vLLM on a GPU maps the weights, not copies them
 
 
 def capacity(
@@ -151,7 +172,17 @@ def capacity(
     dtype: str,
     copies: int | None = None,
 ) -> Capacity:
-    """Fit ``shape`` in (batch, sequence, tp, dtype) on ``instance``; copies default to cores // tp."""
+    """Fit ``shape`` in (batch, sequence, tp, dtype) on ``instance``; copies default to cores (GPUs) // tp."""
+    if instance.family == "gpu":
+        return _gpu_capacity(
+            shape,
+            instance,
+            batch_size=batch_size,
+            sequence_length=sequence_length,
+            tensor_parallel_size=tensor_parallel_size,
+            dtype=dtype,
+            copies=copies,
+        )
     tp = tensor_parallel_size
     nbytes = DTYPE_BYTES[dtype]
     cores = instance.neuron_cores
@@ -211,17 +242,99 @@ def capacity(
     return c
 
 
+# GPUs without bf16 (compute capability below 8.0: torch.cuda.is_bf16_supported() is False on them)
+NO_BF16 = ("NVIDIA T4", "NVIDIA V100", "NVIDIA K80")
+
+
+def _gpu_capacity(
+    shape: ModelShape,
+    instance: InstanceType,
+    *,
+    batch_size: int,
+    sequence_length: int,
+    tensor_parallel_size: int,
+    dtype: str,
+    copies: int | None,
+) -> Capacity:
+    """The arithmetic on a GPU type: weights + paged KV cache per GPU under vLLM's memory share."""
+    tp, nbytes, gpus = tensor_parallel_size, DTYPE_BYTES[dtype], instance.gpus
+    per_gpu = instance.accelerator_memory_gib / gpus if gpus else 0.0
+    fit = gpus // tp if gpus else 0
+    n = copies if copies is not None else max(fit, 1)
+    kv_heads = max(shape.kv_heads, tp)  # vLLM replicates K/V heads fewer than tp, one per GPU
+    weights = shape.parameters * nbytes
+    kv = 2 * shape.layers * batch_size * sequence_length * kv_heads * shape.head_dim * nbytes
+    c = Capacity(
+        instance.name,
+        tp,
+        batch_size,
+        sequence_length,
+        dtype,
+        n,
+        max(gpus - n * tp, 0),
+        round(weights / GIB, 3),
+        round(weights / tp / GIB, 3),
+        round(kv / tp / GIB, 3),
+        round((weights + kv) / tp / GIB, 3),
+        round(per_gpu, 3),
+        round(n * weights / GIB, 2),
+        instance.memory_gib,
+        kv_heads,
+        "replicated to tp" if kv_heads > shape.kv_heads else "shard",
+        device="GPU",
+    )
+    if not gpus:
+        c.problems.append(f"smneuron's catalog does not know the GPUs of {instance.name} (count and memory).")
+        return c
+    if tp > gpus:
+        c.problems.append(f"tp {tp} needs {tp} GPUs; {instance.name} has {gpus}.")
+    elif copies is not None and copies > fit:
+        c.problems.append(f"{copies} copies of tp {tp} need {copies * tp} GPUs; {instance.name} has {gpus}.")
+    if shape.heads % tp:
+        c.problems.append(
+            f"tp {tp} does not divide the {shape.heads} attention heads (vLLM refuses to start)."
+        )
+    if dtype == "bf16" and instance.accelerator in NO_BF16:
+        c.problems.append(
+            f"the {instance.accelerator} has no bf16 (compute capability below 8.0): compile with --dtype fp16."
+        )
+    one_sequence = (weights + kv / batch_size) / tp / GIB
+    if one_sequence > c.usable:
+        c.problems.append(
+            f"one copy needs {one_sequence:.2f} GiB per GPU for its weights and one {sequence_length}-token sequence of "
+            f"KV cache; the {instance.accelerator} has {per_gpu:g} GiB, {c.usable:.1f} usable (vLLM refuses to start)."
+        )
+    elif c.need_per_core_gib > c.usable:
+        at_once = int((c.usable - weights / tp / GIB) / (kv / batch_size / tp / GIB))
+        c.notes.append(
+            f"the KV cache of {batch_size} full {sequence_length}-token sequences does not fit beside the weights on "
+            f"{instance.name}: vLLM holds about {at_once} at full length and preempts the rest (lower --batch-size, or "
+            "raise --tensor-parallel-size)."
+        )
+    # host memory is not counted: vLLM streams safetensors weights to the GPU through a memory map
+    if c.idle_cores and c.fits:
+        c.notes.append(f"{c.idle_cores} of {gpus} GPUs stay idle with tp {tp}.")
+    return c
+
+
 def smallest_fit(
-    shape: ModelShape, *, batch_size: int, sequence_length: int, dtype: str, tensor_parallel_size: int | None
+    shape: ModelShape,
+    *,
+    batch_size: int,
+    sequence_length: int,
+    dtype: str,
+    tensor_parallel_size: int | None,
+    family: str = "inf2",
 ) -> Capacity | None:
-    """The cheapest inf2 instance (and tp, when not pinned) where one copy fits."""
+    """The cheapest instance of ``family`` (inf2 or gpu; and tp, when not pinned) where one copy fits."""
     prices = load_prices()
     found = []
     for inst in INSTANCE_TYPES.values():
-        if inst.family != "inf2":
+        if inst.family != family or "endpoint" not in inst.uses:
             continue
+        devices = inst.gpus if family == "gpu" else inst.neuron_cores
         for tp in [tensor_parallel_size] if tensor_parallel_size else [1, 2, 4, 8, 12, 24]:
-            if tp > inst.neuron_cores:
+            if tp > devices:
                 continue
             c = capacity(
                 shape,
@@ -233,7 +346,7 @@ def smallest_fit(
                 copies=1,
             )
             if c.fits:
-                found.append((prices.hourly(inst.name) or float("inf"), inst.neuron_cores, tp, c))
+                found.append((prices.hourly(inst.name) or float("inf"), devices, tp, c))
     return min(found, key=lambda f: f[:3])[3] if found else None
 
 
@@ -261,12 +374,14 @@ def check(c: Capacity, shape: ModelShape) -> None:
     """
     if c.fits:
         return
+    family = INSTANCE_TYPES[c.instance].family
     same = smallest_fit(
         shape,
         batch_size=c.batch_size,
         sequence_length=c.sequence_length,
         dtype=c.dtype,
         tensor_parallel_size=c.tensor_parallel_size,
+        family=family,
     )
     best = smallest_fit(
         shape,
@@ -274,6 +389,7 @@ def check(c: Capacity, shape: ModelShape) -> None:
         sequence_length=c.sequence_length,
         dtype=c.dtype,
         tensor_parallel_size=None,
+        family=family,
     )
     where = []
     if same:
@@ -283,19 +399,36 @@ def check(c: Capacity, shape: ModelShape) -> None:
     if best and (same is None or best.instance != same.instance):
         where.append(
             f"Recompiled with --tensor-parallel-size {best.tensor_parallel_size}, {best.instance} fits "
-            f"({best.need_per_core_gib:.2f} GiB per NeuronCore)."
+            f"({best.need_per_core_gib:.2f} GiB per {best.device})."
         )
     if not where:
         where.append(
-            "No inf2 instance holds this model at this batch size and sequence length: recompile with a lower "
+            f"No {family} instance holds this model at this batch size and sequence length: recompile with a lower "
             "--batch-size or --sequence-length."
         )
+        gpu = (
+            smallest_fit(
+                shape,
+                batch_size=c.batch_size,
+                sequence_length=c.sequence_length,
+                dtype=c.dtype,
+                tensor_parallel_size=None,
+                family="gpu",
+            )
+            if family != "gpu"
+            else None
+        )
+        if gpu:  # the way forward where inf2 (and trn1: the same container and HBM) cannot hold it
+            where.append(
+                f"Or serve it on a GPU: {gpu.instance} holds one copy at tp {gpu.tensor_parallel_size} "
+                f"({gpu.need_per_core_gib:.1f} GiB per GPU; `smneuron compile MODEL --target cuda --tensor-parallel-size "
+                f"{gpu.tensor_parallel_size}`, then --instance {gpu.instance})."
+            )
         cpu = cpu_fit(shape, batch_size=c.batch_size, sequence_length=c.sequence_length)
-        if cpu:  # the way forward where inf2 (and trn1: the same container and HBM) cannot hold it
+        if cpu:
             where.append(
                 f"Or serve it on CPU: {cpu[0]} holds one fp32 copy ({cpu[1]:.0f} GiB of weights and KV cache; "
-                f"`smneuron compile MODEL --target cpu`, then --instance {cpu[0]}). smneuron does not serve text "
-                "generation on GPU types yet."
+                f"`smneuron compile MODEL --target cpu`, then --instance {cpu[0]})."
             )
     raise ConfigError(
         f"{shape.parameters / 1e9:.2f}B parameters at batch {c.batch_size} x sequence {c.sequence_length}, tp "

@@ -110,7 +110,7 @@ def images(
 ) -> None:
     """Show the DLC image smneuron deploys for an instance type, and the other known tags."""
     from smneuron.catalog import InstanceType, image_versions, resolve_image
-    from smneuron.catalog.generation import VLLM_TAGS, resolve_vllm_image
+    from smneuron.catalog.generation import VLLM_GPU_TAGS, VLLM_TAGS, resolve_vllm_image
     from smneuron.session import resolve_region
 
     if matrix:
@@ -130,8 +130,14 @@ def images(
         resolve_image(inst, region, torch_version=v.torch, neuron_sdk=v.neuron_sdk or None)
         for v in image_versions(family)
     ]
-    # text generation on inf2 is served by the optimum-neuron vLLM image, not the PyTorch one
-    llm = [resolve_vllm_image(region, version=t) for t in VLLM_TAGS] if inst.family == "inf2" else []
+    # text generation is served by a vLLM image, not the PyTorch one: optimum-neuron's on inf2, AWS's on a GPU
+    llm = (
+        [resolve_vllm_image(region, version=t) for t in VLLM_TAGS]
+        if inst.family == "inf2"
+        else [resolve_vllm_image(region, version=t, target="cuda") for t in VLLM_GPU_TAGS]
+        if inst.family == "gpu"
+        else []
+    )
     if as_json:
         print_json(
             {
@@ -173,8 +179,12 @@ def images(
     )
     if llm:
         console().print(
-            f"Text generation (causal LMs) on {inst.name}: [bold]{llm[-1].uri}[/bold] (the optimum-neuron vLLM "
-            f"DLC; known tags: {', '.join(VLLM_TAGS)})"
+            f"Text generation (causal LMs) on {inst.name}: [bold]{llm[-1].uri}[/bold] ("
+            + (
+                f"AWS's GPU vLLM image, for cuda artifacts; known tags: {', '.join(VLLM_GPU_TAGS)})"
+                if inst.family == "gpu"
+                else f"the optimum-neuron vLLM DLC; known tags: {', '.join(VLLM_TAGS)})"
+            )
         )
 
 

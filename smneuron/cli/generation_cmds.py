@@ -63,7 +63,7 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
         else f"{p.copies} copies (fixed)"
     )
     rows = [
-        ["Model (optimum-neuron vLLM DLC)", p.model_name],
+        [f"Model ({p.container})", p.model_name],
         ["  image", p.image_uri],
         [
             "  model data",
@@ -79,7 +79,11 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
         ["InferenceComponent", p.component_name],
         [
             "  per copy",
-            (f"{p.accelerators_per_copy} accelerator(s)" if p.instance.is_neuron else "2 vCPUs")
+            (
+                f"{p.accelerators_per_copy} {'GPU(s)' if p.instance.family == 'gpu' else 'accelerator(s)'}"
+                if p.accelerated
+                else "2 vCPUs"
+            )
             + f", {p.memory_mb_per_copy} MB host memory",
         ],
         ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],

@@ -130,15 +130,16 @@ def text_generation_note(model: str | Path, task: str | None) -> str | None:
 
 
 def compile_generation(model: str | Path, out_dir: str | Path, spec: CompileSpec) -> GenerationCompileResult:
-    """Compile (inf2) or prepare (cpu) a causal LM into an artifact directory the vLLM container serves.
+    """Compile (inf2) or prepare (cpu, cuda) a causal LM into an artifact directory a vLLM container serves.
 
     Args:
         model: a local model directory (config.json, weights, tokenizer).
         out_dir: artifact directory to create.
-        spec: ``batch_size``, ``sequence_length``, ``tensor_parallel_size``, ``dtype``, ``target``.
+        spec: ``batch_size``, ``sequence_length``, ``tensor_parallel_size``, ``dtype``, ``target`` (cuda: tp is GPUs
+            per copy, and batch size and sequence length are the served defaults vLLM starts with).
 
     Raises:
-        ConfigError: not a causal LM, inf1, tp on cpu, or a layout no inf2 instance holds.
+        ConfigError: not a causal LM, inf1, tp on cpu (or one that does not divide the heads on cuda), or a layout no inf2 instance holds.
         MissingDependencyError: inf2 without optimum-neuron (it runs in the vLLM DLC / Neuron hosts).
         CompileError: no tokenizer, or the export failed (with its last output lines).
     """
@@ -172,17 +173,31 @@ def compile_generation(model: str | Path, out_dir: str | Path, spec: CompileSpec
     out.mkdir(parents=True, exist_ok=True)
     command: list[str] = []
     exported: dict[str, str] | None = None  # the export's own versions (inf2); the cpu target exports nothing
-    if spec.target == "cpu":
-        if spec.tensor_parallel_size != 1:
+    if spec.target in ("cpu", "cuda"):
+        if spec.target == "cpu" and spec.tensor_parallel_size != 1:
             raise ConfigError(
-                f"--tensor-parallel-size {spec.tensor_parallel_size} applies to inf2; the cpu target serves one "
-                "unsharded copy.",
+                f"--tensor-parallel-size {spec.tensor_parallel_size} applies to inf2 and cuda; the cpu target serves "
+                "one unsharded copy.",
                 hint="Drop --tensor-parallel-size for --target cpu.",
+            )
+        if spec.target == "cuda" and shape.heads % spec.tensor_parallel_size:
+            # vLLM's ModelConfig.verify_with_parallel_config refuses the same at start
+            raise ConfigError(
+                f"--tensor-parallel-size {spec.tensor_parallel_size} does not divide the model's "
+                f"{shape.heads} attention heads: vLLM refuses to shard it so.",
+                hint="Use one that divides them: "
+                + ", ".join(str(n) for n in range(1, 9) if shape.heads % n == 0)
+                + " (up to the 8 GPUs of the largest instances).",
             )
         for f in sorted(src.iterdir()):
             if f.is_file() and f.name.endswith(MODEL_FILE_SUFFIXES) and f.name != "smneuron.json":
                 shutil.copyfile(f, out / f.name)
-        function = "none: served by transformers (the local stand-in of the vLLM container)"
+        # cuda: the weights as they are; vLLM loads them in the recorded dtype (SM_VLLM_DTYPE), no compile step
+        function = (
+            "none: served by AWS's GPU vLLM image (weights as saved, loaded in the recorded dtype)"
+            if spec.target == "cuda"
+            else "none: served by transformers (the local stand-in of the vLLM container)"
+        )
     else:
         if (
             smallest_fit(

@@ -1,5 +1,11 @@
-"""The vLLM container's environment: ``SM_ON_*`` variables from the compiled configuration, the TGI
-variables users migrate from, and the Hugging Face token (never printed).
+"""The vLLM container's environment: ``SM_ON_*`` variables from the compiled configuration (inf2), ``SM_VLLM_*``
+ones for AWS's GPU vLLM image (cuda), the TGI variables users migrate from, and the Hugging Face token (never
+printed).
+
+AWS's GPU image (aws/deep-learning-containers vllm/build_artifacts/sagemaker_entrypoint.sh) turns every
+``SM_VLLM_<ARG>=value`` into ``--<arg> value`` of vLLM's OpenAI server: there batch size (--max-num-seqs) and
+sequence length (--max-model-len) are runtime settings, not compiled ones, so a user's value wins (said in a note);
+tp and dtype are the artifact's, since the capacity arithmetic is done with them.
 
 The optimum-neuron vLLM DLC's entrypoint turns every ``SM_ON_<X>`` variable into
 ``optimum-cli neuron serve --<x>``; serve refuses to start when batch size, sequence length or tp
@@ -68,11 +74,21 @@ SERVED = {
 }
 
 
+# the same fields as AWS's GPU vLLM image takes them (vLLM server flags)
+GPU_SERVED = {
+    "batch_size": "SM_VLLM_MAX_NUM_SEQS",
+    "sequence_length": "SM_VLLM_MAX_MODEL_LEN",
+    "tensor_parallel_size": "SM_VLLM_TENSOR_PARALLEL_SIZE",
+}
+VLLM_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}  # vLLM's --dtype names
+
+
 def served_configuration(environment: dict[str, str]) -> dict[str, int | None]:
     """Batch size, sequence length and tensor parallel size as a Model's container environment serves them
     (None where a variable is missing or not a number): what ``container_environment`` wrote, read back."""
     out: dict[str, int | None] = {}
-    for field_name, variable in SERVED.items():
+    served = GPU_SERVED if any(k.startswith("SM_VLLM_") for k in environment) else SERVED
+    for field_name, variable in served.items():
         value = environment.get(variable)
         out[field_name] = int(value) if value is not None and str(value).isdigit() else None
     return out
@@ -85,14 +101,27 @@ def container_environment(
     generation: GenerationConfig,
     extra: dict[str, str],
     *,
+    target: str = "inf2",
     served_batch_size: int | None = None,
     hf_token_env: str = "HF_TOKEN",
 ) -> tuple[dict[str, str], list[str]]:
-    """The vLLM container environment for a compiled model (its smneuron.json ``generation`` section).
+    """The vLLM container environment for a compiled model (its smneuron.json ``generation`` section) and its
+    ``target`` (cuda: AWS's GPU vLLM image, ``SM_VLLM_*``; inf2 and cpu: optimum-neuron's, ``SM_ON_*``).
 
     Raises:
-        ConfigError: a served batch size, sequence length or tp that differs from the compiled one.
+        ConfigError: a served batch size, sequence length or tp that differs from the compiled one (inf2), a tp or
+            dtype that differs from the artifact's (cuda), or a variable of the other image.
     """
+    if target == "cuda":
+        env, notes = _gpu_environment(generation, extra, served_batch_size)
+        return env, notes + _hf_token(env, generation.hub_model_id, hf_token_env)
+    wrong = sorted(k for k in extra if k.startswith("SM_VLLM_"))
+    if wrong:
+        raise ConfigError(
+            f"{', '.join(wrong)}: a variable of AWS's GPU vLLM image, and this artifact is served by optimum-neuron's "
+            "vLLM container (SM_ON_* variables).",
+            hint="Set the SM_ON_<ARG> variable instead, or drop it; for a GPU, compile with --target cuda.",
+        )
     env, notes = translate_tgi(extra)
     compiled = {variable: str(getattr(generation, f)) for f, variable in SERVED.items()}
     if served_batch_size is not None:
@@ -122,11 +151,61 @@ def container_environment(
             "at every cold start and scale-out (minutes to an hour); without it the container fails fast with "
             "'No cached version found'. smneuron never sets it"
         )
+    return env, notes + _hf_token(env, hub, hf_token_env)
+
+
+def _hf_token(env: dict[str, str], hub: str | None, hf_token_env: str) -> list[str]:
+    """HF_TOKEN for a hub model (only a hub model is downloaded; shipped weights need no token)."""
     token = os.environ.get(hf_token_env)
-    if hub and "HF_TOKEN" not in env:  # only a hub model is downloaded; shipped weights need no token
-        if token:
-            env["HF_TOKEN"] = token
-            notes.append(f"HF_TOKEN taken from ${hf_token_env} (redacted in every printout)")
-        else:
-            notes.append(f"no ${hf_token_env} set: a gated hub model will fail to download")
+    if not hub or "HF_TOKEN" in env:
+        return []
+    if token:
+        env["HF_TOKEN"] = token
+        return [f"HF_TOKEN taken from ${hf_token_env} (redacted in every printout)"]
+    return [f"no ${hf_token_env} set: a gated hub model will fail to download"]
+
+
+def _gpu_environment(
+    generation: GenerationConfig, extra: dict[str, str], served_batch_size: int | None
+) -> tuple[dict[str, str], list[str]]:
+    """``SM_VLLM_*`` for AWS's GPU vLLM image; TGI variables translated to them."""
+    wrong = sorted(k for k in extra if k.startswith("SM_ON_"))
+    if wrong:
+        raise ConfigError(
+            f"{', '.join(wrong)}: a variable of optimum-neuron's vLLM container (inf2), and this cuda artifact is "
+            "served by AWS's GPU vLLM image (SM_VLLM_* variables).",
+            hint="Set the SM_VLLM_<ARG> variable instead (SM_VLLM_MAX_NUM_SEQS for the batch size, SM_VLLM_MAX_MODEL_LEN "
+            "for the sequence length), or drop it.",
+        )
+    translated, tgi_notes = translate_tgi(extra)
+    rename = {v: GPU_SERVED[f] for f, v in SERVED.items()} | {"SM_ON_MODEL": "SM_VLLM_MODEL"}
+    env = {rename.get(k, k): v for k, v in translated.items()}
+    notes = []
+    for note in tgi_notes:
+        for old, new in rename.items():
+            note = note.replace(f"{old} (the optimum-neuron vLLM container)", f"{new} (AWS's GPU vLLM image)")
+        notes.append(note)
+    artifact = {
+        "SM_VLLM_TENSOR_PARALLEL_SIZE": str(generation.tensor_parallel_size),
+        "SM_VLLM_DTYPE": VLLM_DTYPES.get(generation.dtype, generation.dtype),
+    }
+    for key, value in artifact.items():
+        if key in env and env[key] != value:
+            raise ConfigError(
+                f"{key}={env[key]} differs from the artifact's {value}: smneuron sized the GPUs per copy with it.",
+                hint=f"Drop {key}, or compile again with the value you want (`smneuron compile MODEL --target cuda "
+                "--tensor-parallel-size N --dtype bf16|fp16|fp32`).",
+            )
+        env[key] = value
+    runtime = {
+        "SM_VLLM_MAX_NUM_SEQS": str(served_batch_size or generation.batch_size),
+        "SM_VLLM_MAX_MODEL_LEN": str(generation.sequence_length),
+    }
+    for key, value in runtime.items():
+        if key in env and env[key] != value:
+            notes.append(
+                f"{key}={env[key]} as given (the artifact records {value}): a vLLM runtime setting on a GPU"
+            )
+        env.setdefault(key, value)
+    env["SM_VLLM_MODEL"] = env.get("SM_VLLM_MODEL") or generation.hub_model_id or MODEL_DIR
     return env, notes

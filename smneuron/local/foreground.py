@@ -160,9 +160,11 @@ def _torchserve(request: DeployRequest, port: int, on_ready: Callable) -> int:
 
 
 def _generation(request: DeployRequest, host: str, port: int, engine: str, on_ready: Callable) -> int:
-    """The stand-in of the optimum-neuron vLLM container, with the environment a deploy would give it."""
+    """The stand-in of the vLLM container (optimum-neuron's, or AWS's GPU image for a cuda artifact), with the
+    environment a deploy would give it."""
     model_dir = Path(request.artifact)
-    environment, _ = generation_environment(describe_local(model_dir).generation, {})  # type: ignore[arg-type]
+    found = describe_local(model_dir)
+    environment, _ = generation_environment(found.generation, {}, target=found.target)  # type: ignore[arg-type]
     check_port_free(host, port)
     url = f"http://{host}:{port}"
     on_ready(

@@ -118,10 +118,13 @@ def plan(
     if not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}", spec.name):
         raise ConfigError(f"Pipeline name {spec.name!r} may hold only letters, digits and hyphens.")
     if generation:
-        image = resolve_vllm_image(sess.region, version=ep.generation.image_version, uri=ep.image_uri)
+        image = resolve_vllm_image(
+            sess.region, version=ep.generation.image_version, uri=ep.image_uri, target=comp.target
+        )
         env, _ = generation_environment(
             GenerationConfig(comp.batch_size, comp.sequence_length, comp.tensor_parallel_size, comp.dtype),
             ep.environment,
+            target=comp.target,
             served_batch_size=ep.generation.batch_size,
             hf_token_env=ep.generation.hf_token_env,
         )

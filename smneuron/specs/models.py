@@ -196,7 +196,10 @@ class GenerationSpec(StrictModel):
         "copy added by scale-out (or a restart) starts from the cache instead of downloading again.",
     )
     hf_token_env: str = Field("HF_TOKEN", description="Local variable whose value becomes HF_TOKEN.")
-    image_version: str | None = Field(None, description="Pin the optimum-neuron vLLM image tag.")
+    image_version: str | None = Field(
+        None,
+        description="Pin the vLLM image tag (optimum-neuron's on inf2, AWS's GPU image for a cuda artifact).",
+    )
 
 
 class EndpointSpec(StrictModel):

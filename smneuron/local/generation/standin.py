@@ -1,4 +1,5 @@
-"""A local stand-in for the optimum-neuron vLLM container: its contract, served by transformers on CPU.
+"""A local stand-in for the vLLM containers (optimum-neuron's on inf2; AWS's GPU image for a cuda artifact, whose
+``SM_VLLM_*`` variables are vLLM's own flags): their contract, served by transformers on CPU.
 
 What it shares with the container (optimum/commands/neuron/serve.py + vLLM's OpenAI server): the
 configuration comes from ``SM_ON_*`` variables and must match the compiled model (batch size, sequence
@@ -68,14 +69,23 @@ def check_export(model_dir: Path, image: str | None) -> None:
 
 
 def configuration(model_dir: Path, env: dict[str, str]) -> dict:
-    """The served configuration from SM_ON_*, checked against smneuron.json as optimum-neuron's serve does."""
+    """The served configuration: from SM_ON_*, checked against smneuron.json as optimum-neuron's serve does; or, for
+    a cuda artifact under AWS's GPU vLLM image, from SM_VLLM_* (vLLM's own flags: batch and length are runtime
+    settings there, checked as vLLM checks them)."""
     check_export(model_dir, env.get(IMAGE_VARIABLE))
     manifest = json.loads((model_dir / "smneuron.json").read_text())
     gen, target = manifest["generation"], manifest["compiler"]["target"]
-    if target != "cpu":
+    if target not in ("cpu", "cuda"):
         raise Refused(
             f"The model was compiled for {target} and needs NeuronCores (torch-neuronx / optimum-neuron); "
             "this CPU host has none."
+        )
+    if any(k.startswith("SM_VLLM_") for k in env):
+        return _vllm_configuration(model_dir, env, gen)
+    if target == "cuda":
+        raise Refused(
+            "The model is a cuda artifact (weights for AWS's GPU vLLM image, SM_VLLM_* variables); optimum-neuron's "
+            "serve (SM_ON_*) loads only Neuron exports."
         )
     served = {}
     for key, field in (
@@ -91,6 +101,27 @@ def configuration(model_dir: Path, env: dict[str, str]) -> dict:
             )
         served[field] = int(gen[field])
     served["model"] = env.get("SM_ON_MODEL", str(model_dir))
+    return served
+
+
+def _vllm_configuration(model_dir: Path, env: dict[str, str], gen: dict) -> dict:
+    """What vLLM's OpenAI server serves with SM_VLLM_* as its flags (aws/deep-learning-containers
+    vllm/build_artifacts/sagemaker_entrypoint.sh): its --max-num-seqs, --max-model-len, --tensor-parallel-size, and the
+    served name (--served-model-name, else --model). A length beyond the model's max_position_embeddings is refused
+    as vLLM refuses it at start."""
+    served = {
+        "batch_size": int(env.get("SM_VLLM_MAX_NUM_SEQS") or gen["batch_size"]),
+        "sequence_length": int(env.get("SM_VLLM_MAX_MODEL_LEN") or gen["sequence_length"]),
+        "tensor_parallel_size": int(env.get("SM_VLLM_TENSOR_PARALLEL_SIZE") or gen["tensor_parallel_size"]),
+        "model": env.get("SM_VLLM_SERVED_MODEL_NAME") or env.get("SM_VLLM_MODEL") or str(model_dir),
+    }
+    config = json.loads((model_dir / "config.json").read_text())
+    limit = config.get("max_position_embeddings")
+    if limit and served["sequence_length"] > int(limit):
+        raise Refused(
+            f"User-specified max_model_len ({served['sequence_length']}) is greater than the derived max_model_len "
+            f"(max_position_embeddings={limit} in model's config.json)."
+        )
     return served
 
 
