@@ -112,9 +112,6 @@ SETTINGS: dict[str, Setting] = {
         "endpoint.torch_version", "endpoint.torch_version", "torch_version", "the PyTorch DLC"
     ),
     "neuron_sdk": Setting("endpoint.neuron_sdk", "endpoint.neuron_sdk", "neuron_sdk", "the PyTorch DLC"),
-    "instance_pools": Setting(
-        "--instance A,B", "endpoint.instance_pools", "instance='A,B'", "instance pools"
-    ),
     "min_capacity": Setting("--min", "scaling.min_capacity", "min_capacity", "instance autoscaling"),
     "max_capacity": Setting("--max", "scaling.max_capacity", "max_capacity", "instance autoscaling"),
     "target_value": Setting("--target-value", "scaling.target_value", "target_value", "instance autoscaling"),

@@ -11,6 +11,9 @@ On a GPU (AWS's vLLM image) a copy is sharded over ``tp`` GPUs; vLLM takes ``gpu
 default) of each GPU for the weights and a paged KV cache, refuses to start when not even one sequence of
 ``max_model_len`` tokens fits beside the weights, and refuses a tp that does not divide the attention heads
 (vllm/config: ModelConfig.verify_with_parallel_config); K/V heads fewer than tp are replicated (one per GPU).
+
+One module because the Neuron, GPU and CPU arithmetic share one record (``Capacity``), its words, and the refusal
+that says, across families, where a model that does not fit would fit.
 """
 
 from __future__ import annotations

@@ -70,7 +70,15 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
             f"{p.model_data.source} (uncompressed S3 prefix, sha256 {p.model_data.sha256[:12]})",
         ],
         ["EndpointConfig", p.endpoint_config_name],
-        ["  instances", f"1-{p.max_instances} x {p.instance.name} (managed instance scaling)"],
+        [
+            "  instances",
+            f"1-{p.max_instances} x {p.instance.name} (managed instance scaling)"
+            + (
+                "; instance pools " + ", ".join(f"{i}: {x.instance.name}" for i, x in enumerate(p.pools, 1))
+                if p.pools
+                else ""
+            ),
+        ],
         [
             "  volume / AMI",
             f"{p.volume_size_in_gb} GB / {p.inference_ami_version or '-'}",
@@ -114,6 +122,16 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
         [[k, v] for k, v in sorted(redacted(p.environment).items())],
         numeric=False,
     )
+    for i, x in enumerate(p.pools[1:], 2):  # the other pools: their own Model, image and arithmetic
+        c.print(
+            f"[bold]Instance pool {i}[/bold]: {x.instance.name} ({x.model_data.target} artifact), Model "
+            f"{x.model_name} ({x.container}: {x.image_uri}); per copy "
+            + (f"{x.accelerators_per_copy} accelerator(s)" if x.accelerated else "2 vCPUs")
+            + f", {x.memory_mb_per_copy} MB; {', '.join(f'{k}={v}' for k, v in sorted(redacted(x.environment).items()))}",
+            highlight=False,
+        )
+        for line in x.capacity.lines():
+            c.print(f"  {line}", highlight=False)
     if p.hourly_usd is not None:
         per_copy = p.hourly_usd / max(p.capacity.copies, 1)
         c.print(

@@ -318,6 +318,7 @@ def _component(
     request = p.component_request()
     assert request is not None  # apply asks only plans that have a component
     name, copies = request["InferenceComponentName"], request["RuntimeConfig"]["CopyCount"]
+    wanted = components.specifications(request)  # one, or one per instance pool
     existing = components.describe(session, name)
     others = [c for c in components.for_endpoint(session, p.endpoint_name) if c != name]
     status = None
@@ -325,13 +326,13 @@ def _component(
         sm.create_inference_component(**request)
         ledger.add("inference_component", name)
     elif not (
-        owned.holds(existing["Specification"], request["Specification"])
+        owned.holds(components.specifications(existing), wanted)
         and existing.get("RuntimeConfig", {}).get("DesiredCopyCount") == request["RuntimeConfig"]["CopyCount"]
     ):  # another specification or copy count; a new Model rolls onto the copies, rolled back by the alarms
-        rolling = existing["Specification"].get("ModelName") != request["Specification"]["ModelName"]
+        rolling = _models(components.specifications(existing)) != _models(wanted)
         sm.update_inference_component(
             InferenceComponentName=name,
-            Specification=request["Specification"],
+            **{k: request[k] for k in ("Specification", "Specifications") if k in request},
             RuntimeConfig=request["RuntimeConfig"],
             **(p.component_update_request() if rolling else {}),
         )
@@ -346,15 +347,20 @@ def _component(
         if wait:
             served = components.wait(session, name, timeout=timeout, on_status=on_status)
             status = served["InferenceComponentStatus"]
-            if served["Specification"].get("ModelName") != p.model_name:
+            left = _models(components.specifications(served)) - _models(wanted)
+            if left:
                 raise DeploymentRolledBackError(
                     f"The update of inference component {name} was rolled back: it still serves "
-                    f"{served['Specification'].get('ModelName')}. {served.get('FailureReason') or ''}".strip(),
+                    f"{', '.join(sorted(left))}. {served.get('FailureReason') or ''}".strip(),
                     hint=f"See `smneuron status {p.endpoint_name}` and `smneuron logs {p.endpoint_name}`.",
                 )
     for old in others:  # a redeploy under a new component name replaces the old copies
         ledger.removed += components.delete(session, old)
     return status
+
+
+def _models(specifications: list[dict]) -> set[str]:
+    return {x.get("ModelName") or "" for x in specifications}
 
 
 def _in_progress(name: str, status: str) -> DeployInProgressError:

@@ -347,16 +347,10 @@ def plan(
         ConfigError: artifact target vs instance family (every pool's), too many workers or copies, bad names.
     """
     check_target(model_data.target, spec.instance)
-    pool_targets = {InstanceType.parse(t).target for t in spec.instance_pools}
-    if spec.image_uri and len(pool_targets) > 1:
-        raise ConfigError(
-            f"--image-uri {spec.image_uri} would serve every instance pool, and the pools run "
-            f"{' and '.join(sorted(pool_targets))} artifacts, which need different images.",
-            hint="Drop --image-uri (smneuron picks each pool's image), or keep pools of one family.",
-        )
+    check_pool_image(spec)
     base, note = endpoint_name(spec, model_data.source.rstrip("/").rsplit("/", 1)[-1].split(".")[0])
     laid = [
-        _lay_out(base, _data_for(t, model_data, others or {}), t, spec, region, workers, prices, i)
+        _lay_out(base, data_for(t, model_data, others or {}), t, spec, region, workers, prices, i)
         for i, t in enumerate([spec.instance_type, *spec.instance_pools[1:]], 1)
     ]
     first = laid[0]
@@ -410,7 +404,22 @@ def plan(
     return p
 
 
-def _data_for(instance_type: str, primary: ModelData, others: dict[str, ModelData]) -> ModelData:
+def check_pool_image(spec: EndpointSpec) -> None:
+    """One --image-uri cannot serve instance pools of several targets (each needs its own image).
+
+    Raises:
+        ConfigError: it would.
+    """
+    pool_targets = {InstanceType.parse(t).target for t in spec.instance_pools}
+    if spec.image_uri and len(pool_targets) > 1:
+        raise ConfigError(
+            f"--image-uri {spec.image_uri} would serve every instance pool, and the pools run "
+            f"{' and '.join(sorted(pool_targets))} artifacts, which need different images.",
+            hint="Drop --image-uri (smneuron picks each pool's image), or keep pools of one family.",
+        )
+
+
+def data_for(instance_type: str, primary: ModelData, others: dict[str, ModelData]) -> ModelData:
     """The artifact a pool's instance type runs: the deployed one, or the one given for its target."""
     target = InstanceType.parse(instance_type).target
     if primary.target == target:

@@ -24,7 +24,7 @@ from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check
 from smneuron.catalog.generation import accelerators_per_copy, copies_per_instance, resolve_vllm_image
 from smneuron.container.generation_env import container_environment
 from smneuron.deployment import preflight
-from smneuron.deployment.encoder_plan import _digest
+from smneuron.deployment.encoder_plan import _digest, check_pool_image, data_for
 from smneuron.deployment.rollback import alarms, batches, copy_batch, rolling_update
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling
@@ -87,6 +87,10 @@ class GenerationPlan(Displayed):
     existing_model = False  # a text-generation deploy always stages its own Model
     # rollback alarms; the scale-from-zero one comes with ``scaling``
     alarms: list[dict] = field(default_factory=list)
+    # instance pools in priority order, each planned for its own type (the first is this plan): one Model and one
+    # component Specification per type, SageMaker provisions the next type when one has no capacity
+    pools: list[GenerationPlan] = field(default_factory=list)
+    provision_timeout: int | None = None
 
     def update_request(self) -> dict:
         """UpdateEndpoint's arguments beyond the names (a new instance type, volume, AMI): a plain update."""
@@ -124,7 +128,15 @@ class GenerationPlan(Displayed):
     endpoint_must_serve_first = True  # a component is placed only on an InService endpoint
 
     def model_requests(self, role_arn: str) -> list[dict]:
-        return [] if self.existing_model else [self.create_model_request(role_arn)]
+        """CreateModel for this plan's Model, and with instance pools one per other type's Model."""
+        if self.existing_model:
+            return []
+        out, seen = [], set()
+        for x in self.pools or [self]:
+            if x.model_name not in seen:
+                seen.add(x.model_name)
+                out.append(x.create_model_request(role_arn))
+        return out
 
     @property
     def scale_to_zero(self) -> bool:
@@ -144,6 +156,16 @@ class GenerationPlan(Displayed):
                     + f"{self.memory_mb_per_copy} MB memory",
                 ),
                 ("inference component", self.component_name),
+                *(
+                    [
+                        (
+                            "instance pools",
+                            ", ".join(f"{i}: {x.instance.name}" for i, x in enumerate(self.pools, 1)),
+                        )
+                    ]
+                    if self.pools
+                    else []
+                ),
                 ("model data", f"{self.model_data.uri} (sha256 {self.model_data.sha256[:12]})"),
                 ("image", self.image_uri),
                 ("cost", money(self.hourly_usd) + " per instance"),
@@ -181,6 +203,13 @@ class GenerationPlan(Displayed):
         }
         if self.inference_ami_version:  # the host's AMI (catalog.matrix's, or endpoint.inference_ami_version)
             variant["InferenceAmiVersion"] = self.inference_ami_version
+        if self.pools:  # the pools replace InstanceType; the component's Specifications say what runs on each
+            del variant["InstanceType"]
+            variant["InstancePools"] = [
+                {"InstanceType": x.instance.name, "Priority": i} for i, x in enumerate(self.pools, 1)
+            ]
+            if self.provision_timeout:
+                variant["VariantInstanceProvisionTimeoutInSeconds"] = self.provision_timeout
         return {
             "EndpointConfigName": self.endpoint_config_name,
             "ExecutionRoleArn": role_arn,
@@ -189,29 +218,39 @@ class GenerationPlan(Displayed):
         }
 
     def component_request(self) -> dict:
+        if self.pools:
+            specification = {
+                "Specifications": [{"InstanceType": x.instance.name, **x.specification()} for x in self.pools]
+            }
+        else:
+            specification = {"Specification": self.specification()}
         return {
             "InferenceComponentName": self.component_name,
             "EndpointName": self.endpoint_name,
             "VariantName": self.variant_name,
-            "Specification": {
-                "ModelName": self.model_name,
-                "StartupParameters": {
-                    "ModelDataDownloadTimeoutInSeconds": self.download_timeout,
-                    "ContainerStartupHealthCheckTimeoutInSeconds": self.startup_timeout,
-                },
-                "ComputeResourceRequirements": {
-                    **(
-                        {"NumberOfAcceleratorDevicesRequired": float(self.accelerators_per_copy)}
-                        if self.accelerated
-                        else {"NumberOfCpuCoresRequired": 2.0}
-                    ),
-                    "MinMemoryRequiredInMb": self.memory_mb_per_copy,
-                },
-                "DataCacheConfig": {"EnableCaching": self.data_caching},
-                "SchedulingConfig": {"PlacementStrategy": self.placement.upper()},
-            },
+            **specification,
             "RuntimeConfig": {"CopyCount": self.copies},
             "Tags": self.tag_list(),
+        }
+
+    def specification(self) -> dict:
+        """The component's Specification for this plan's instance type."""
+        return {
+            "ModelName": self.model_name,
+            "StartupParameters": {
+                "ModelDataDownloadTimeoutInSeconds": self.download_timeout,
+                "ContainerStartupHealthCheckTimeoutInSeconds": self.startup_timeout,
+            },
+            "ComputeResourceRequirements": {
+                **(
+                    {"NumberOfAcceleratorDevicesRequired": float(self.accelerators_per_copy)}
+                    if self.accelerated
+                    else {"NumberOfCpuCoresRequired": 2.0}
+                ),
+                "MinMemoryRequiredInMb": self.memory_mb_per_copy,
+            },
+            "DataCacheConfig": {"EnableCaching": self.data_caching},
+            "SchedulingConfig": {"PlacementStrategy": self.placement.upper()},
         }
 
     @property
@@ -273,6 +312,19 @@ class GenerationPlan(Displayed):
                 "wait_s": self.rolling_wait_s,
                 "alarms": [a["AlarmName"] for a in self.alarms],
             },
+            "instance_pools": [
+                {
+                    "priority": i,
+                    "instance_type": x.instance.name,
+                    "target": x.model_data.target,
+                    "model": x.model_name,
+                    "image_uri": x.image_uri,
+                    "copies_per_instance": copies_per_instance(x.instance, x.capacity.tensor_parallel_size),
+                    "accelerators_per_copy": x.accelerators_per_copy,
+                    "arithmetic": x.capacity.lines(),
+                }
+                for i, x in enumerate(self.pools, 1)
+            ],
             "hourly_usd_per_instance": self.hourly_usd,
             "hourly_usd_per_copy": round(self.hourly_usd / self.capacity.copies, 4)
             if self.hourly_usd and self.capacity.copies
@@ -287,8 +339,121 @@ def plan_generation(
     *,
     region: str,
     prices: dict[str, float] | None = None,
+    others: dict[str, ModelData] | None = None,
 ) -> GenerationPlan:
-    """Everything a text-generation deploy creates; no AWS call, no file read.
+    """Everything a text-generation deploy creates; no AWS call, no file read. With instance pools
+    (``spec.instance_pools``), each type is planned on its own (its artifact: ``model_data`` or, for another target,
+    ``others[target]``; its image, environment and capacity arithmetic) and the component gets one Specification
+    per type.
+
+    Raises:
+        ConfigError: what ``_plan_one`` refuses (capacity, copies beyond --max-instances), for any pool's type
+            (named); a pool artifact missing; a type with no text-generation target.
+    """
+    if not spec.instance_pools:
+        return _plan_one(model_data, spec, region=region, prices=prices)
+    check_pool_image(spec)
+    types = [spec.instance_type, *spec.instance_pools[1:]]
+    said = []
+    if (
+        spec.generation.copies is None
+    ):  # one copy count for the component: as many as one instance of every pool holds
+        fits = {}
+        for t in types:
+            instance = _servable(t)
+            gen = data_for(t, model_data, others or {}).generation
+            fits[instance.name] = copies_per_instance(instance, gen.tensor_parallel_size if gen else 1)
+        fewest = max(1, min(fits.values()))
+        spec = spec.model_copy(update={"generation": spec.generation.model_copy(update={"copies": fewest})})
+        said.append(
+            f"copies = {fewest}: as many as one instance of every pool holds ("
+            + ", ".join(f"{t} {n}" for t, n in fits.items())
+            + ")"
+        )
+    first = _pool(model_data, spec, types[0], region, prices, others or {}, spec.name)
+    first.notes[:0] = said
+    laid = [first] + [
+        _pool(model_data, spec, t, region, prices, others or {}, first.endpoint_name) for t in types[1:]
+    ]
+    first.pools, first.provision_timeout = laid, spec.variant_instance_provision_timeout_in_seconds
+    if len({x.inference_ami_version for x in laid}) > 1:  # one variant, one AMI
+        first.inference_ami_version = None
+        first.notes.append(
+            "instance pools of families with different hosts: no InferenceAmiVersion (each pool gets SageMaker's "
+            "default host, whose driver is not published)"
+        )
+    first.volume_size_in_gb = max(x.volume_size_in_gb for x in laid)
+    first.endpoint_config_name = (
+        f"{first.endpoint_name[:41]}-"
+        f"{_digest(first.endpoint_config_name, types, first.provision_timeout, first.inference_ami_version, first.volume_size_in_gb)}"
+    )
+    first.notes += [f"{x.instance.name}: {n}" for x in laid[1:] for n in x.notes if n not in first.notes]
+    first.notes.append(
+        "instance pools: "
+        + ", ".join(f"{i} {x.instance.name} ({x.model_data.target})" for i, x in enumerate(laid, 1))
+        + "; SageMaker provisions the next when one has no capacity, and the inference component has one "
+        "Specification per type"
+    )
+    return first
+
+
+def _pool(
+    model_data: ModelData,
+    spec: EndpointSpec,
+    instance_type: str,
+    region: str,
+    prices: dict[str, float] | None,
+    others: dict[str, ModelData],
+    name: str | None,
+) -> GenerationPlan:
+    """One instance pool's plan: the type alone, with the artifact of its target; a refusal names the pool."""
+    _servable(instance_type)
+    data = data_for(instance_type, model_data, others)
+    alone = spec.model_copy(
+        update={
+            "instance_type": instance_type,
+            "instance_pools": [],
+            "name": name,
+            "variant_instance_provision_timeout_in_seconds": None,
+        }
+    )
+    try:
+        return _plan_one(data, alone, region=region, prices=prices)
+    except ConfigError as e:
+        if instance_type == spec.instance_type:
+            raise
+        raise ConfigError(
+            f"The instance pool {instance_type} cannot serve this model: {e.message}",
+            hint=f"{e.hint + ' ' if e.hint else ''}Or drop {instance_type} from the pools.",
+        ) from None
+
+
+def _servable(instance_type: str) -> InstanceType:
+    """The pool's type, when smneuron has a text-generation target for it.
+
+    Raises:
+        ConfigError: it has none (inf1, Trainium).
+    """
+    instance = InstanceType.parse(instance_type, use="endpoint")
+    if instance.is_trainium or instance.target not in FOR_TARGET:
+        raise ConfigError(
+            f"The instance pool {instance.name} cannot serve text generation: smneuron has no text-generation target "
+            f"for {instance.family} (optimum-neuron exports for inf2 and trn1; trn1 is not deployed yet).",
+            hint=f"Drop {instance.name} from the pools; text generation runs on "
+            + "; ".join(FOR_TARGET.values())
+            + ".",
+        )
+    return instance
+
+
+def _plan_one(
+    model_data: ModelData,
+    spec: EndpointSpec,
+    *,
+    region: str,
+    prices: dict[str, float] | None = None,
+) -> GenerationPlan:
+    """The plan for one instance type (no pools).
 
     Raises:
         ConfigError: not inf2 / cpu-compatible, tp or copies that do not fit, a layout that does not fit
@@ -324,8 +489,11 @@ def plan_generation(
         sequence_length=gen.sequence_length,
         tensor_parallel_size=tp,
         dtype=gen.dtype,
-        # a cpu artifact: as many copies as the plan runs (one per 2 vCPUs), so both say the same number
-        copies=g.copies if instance.is_neuron or gpu else g.copies or max(1, instance.vcpus // 2),
+        # copies on one instance: more than fit are placed on more instances (managed instance scaling, checked
+        # against --max-instances below); a cpu artifact: as many as the plan runs (one per 2 vCPUs)
+        copies=(min(g.copies, copies_per_instance(instance, tp)) or g.copies if g.copies else None)
+        if instance.is_neuron or gpu
+        else g.copies or max(1, instance.vcpus // 2),
     )
     if instance.is_neuron or gpu:
         check(cap, shape)

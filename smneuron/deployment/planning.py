@@ -65,15 +65,20 @@ class Plan(Protocol):
     def to_dict(self) -> dict: ...
 
 
-def _encoder(
-    data: ModelData, request: DeployRequest, region: str, others: dict[str, ModelData]
-) -> DeployPlan:
+def _pools_for(others: dict[str, ModelData], request: DeployRequest) -> None:
+    """Artifacts for other targets are served only by instance pools of those targets."""
     if others and not request.endpoint.instance_pools:
         raise ConfigError(
             f"Artifacts for {', '.join(others)} were given beside the main one, but there are no instance pools to "
             "serve them.",
             hint="List the instance types in priority order: --instance ml.inf2.xlarge,ml.g6.xlarge.",
         )
+
+
+def _encoder(
+    data: ModelData, request: DeployRequest, region: str, others: dict[str, ModelData]
+) -> DeployPlan:
+    _pools_for(others, request)
     p = plan(
         data,
         request.endpoint,
@@ -90,13 +95,8 @@ def _encoder(
 def _generation(
     data: ModelData, request: DeployRequest, region: str, others: dict[str, ModelData]
 ) -> GenerationPlan:
-    if others:
-        raise ConfigError(
-            "Instance pools are built for encoder endpoints; a text-generation endpoint takes one instance type, "
-            f"so the artifacts given for {', '.join(others)} would not be served.",
-            hint="Deploy it with a single --instance and no --artifact.",
-        )
-    return plan_generation(data, request.endpoint, region=region, prices=request.prices)
+    _pools_for(others, request)
+    return plan_generation(data, request.endpoint, region=region, prices=request.prices, others=others)
 
 
 PLANNERS: dict[ModelKind, Callable[..., Any]] = {ENCODER: _encoder, GENERATION: _generation}

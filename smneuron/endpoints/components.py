@@ -119,7 +119,7 @@ def summary(session: Session, described: dict) -> dict:
         "InferenceComponentName": described["InferenceComponentName"],
         "InferenceComponentStatus": described.get("InferenceComponentStatus"),
         "FailureReason": described.get("FailureReason"),
-        "ModelName": described["Specification"].get("ModelName"),
+        "ModelName": model_for(described),
         "CopyCount": described.get("RuntimeConfig", {}).get("DesiredCopyCount"),
         "CurrentCopyCount": described.get("RuntimeConfig", {}).get("CurrentCopyCount"),
         "copy_autoscaling": [
@@ -170,3 +170,17 @@ def set_copies(session: Session, name: str, count: int) -> str | None:
     except ClientError as e:
         raise from_client_error(e) from e
     return f"copies of {name} {now} -> {count}"
+
+
+def specifications(described: dict) -> list[dict]:
+    """A component's specifications: its one ``Specification``, or its ``Specifications`` (one per instance type)."""
+    if described.get("Specifications"):
+        return list(described["Specifications"])
+    return [described["Specification"]] if described.get("Specification") else []
+
+
+def model_for(described: dict, instance_type: str | None = None) -> str | None:
+    """The Model a component's copies run on ``instance_type`` (the instance pool that serves), else its first."""
+    specs = specifications(described)
+    chosen = next((x for x in specs if instance_type and x.get("InstanceType") == instance_type), None)
+    return (chosen or (specs[0] if specs else {})).get("ModelName")

@@ -85,7 +85,9 @@ def status(name: str, *, session: Session | None = None) -> dict:
     found = [components.describe(sess, c) for c in components.for_endpoint(sess, name)]
     found = [c for c in found if c]
     served = serving(variant_cfg, next(iter(d.get("ProductionVariants") or []), None))
-    model_name = served["model"] or (found[0]["Specification"]["ModelName"] if found else None)
+    model_name = served["model"] or (
+        components.model_for(found[0], served["instance_type"]) if found else None
+    )
     model = (
         sm.describe_model(ModelName=model_name) if model_name else {"ModelName": None, "PrimaryContainer": {}}
     )

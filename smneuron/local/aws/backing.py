@@ -74,9 +74,13 @@ class Backer:
         self.http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=256))
 
         self.logs = LogShipper(self._session)  # model servers' output into the embedded CloudWatch Logs
-        self.components = Components(
-            self._session, self.logs
-        )  # inference components: stand-in (or vLLM) copies
+        self.components = Components(  # inference components: stand-in (or vLLM) copies
+            self._session,
+            self.logs,
+            instance_of=lambda endpoint: (
+                self.endpoints[endpoint].instance_type if endpoint in self.endpoints else ""
+            ),
+        )
         self._closed = threading.Event()
         threading.Thread(target=self.watch, name="smneuron-health-checks", daemon=True).start()
         threading.Thread(
@@ -142,11 +146,11 @@ class Backer:
         session = self._session()
         sm = session.client("sagemaker")
         variant = sm.describe_endpoint_config(EndpointConfigName=config_name)["ProductionVariants"][0]
-        if not variant.get("ModelName"):
-            return None
         instance_type, model_name = pools.choose(variant, self.no_capacity)  # raises NoCapacity
         if name in self.endpoints:
             self.endpoints[name].instance_type = instance_type
+        if not model_name:  # a variant for inference components: their copies run per component
+            return None
         container = sm.describe_model(ModelName=model_name)["PrimaryContainer"]
         uri = container.get("ModelDataUrl") or container["ModelDataSource"]["S3DataSource"]["S3Uri"]
         env = container.get("Environment", {})

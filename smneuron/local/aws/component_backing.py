@@ -54,8 +54,14 @@ class Copies:
 class Components:
     """The listener ``local.aws.components`` reports component changes to."""
 
-    def __init__(self, session_factory: Any, logs: LogShipper | None = None) -> None:
+    def __init__(
+        self,
+        session_factory: Any,
+        logs: LogShipper | None = None,
+        instance_of: Callable[[str], str] = lambda endpoint: "",
+    ) -> None:
         self._session = session_factory
+        self._instance_of = instance_of  # the instance type an endpoint was provisioned with (its pool)
         self.items: dict[str, Copies] = {}
         self.logs = logs
         self._inflight: Counter[str] = Counter()  # requests the routers are relaying, by copy URL
@@ -100,12 +106,35 @@ class Components:
         log = self.logs.new_file(COMPONENT_GROUP.format(name), copy_stream()) if self.logs else None
         return GenerationServer(model_dir, env, log_path=log)
 
+    def specification(self, record: dict) -> dict | None:
+        """The Specification the copies run: the component's one, or of its Specifications (one per instance type)
+        the one for the instance type the endpoint was provisioned with (the first pool with capacity); None when
+        none is for that type."""
+        several = record.get("Specifications")
+        if not several:
+            return record["Specification"]
+        if len(several) == 1 and not several[0].get("InstanceType"):
+            return several[0]
+        serving = self._instance_of(record["EndpointName"])
+        return next((x for x in several if x.get("InstanceType") == serving), None)
+
     def start_component(self, name: str, record: dict, deployment: dict | None = None) -> None:
         copies = self.items.setdefault(name, Copies(name))
         copies.desired = int(record["RuntimeConfig"]["DesiredCopyCount"])
+        spec = self.specification(record)
+        if spec is None:
+            serving = self._instance_of(record["EndpointName"])
+            copies.status, copies.reason = (
+                "Failed",
+                (
+                    f"No Specification is for {serving}, the instance type endpoint {record['EndpointName']} was "
+                    f"provisioned with; they are for {', '.join(str(x.get('InstanceType')) for x in record['Specifications'])}."
+                ),
+            )
+            return
         # an update keeps the old copies serving while the new ones start, as SageMaker's rolling update does
         copies.status, copies.reason = ("Updating" if copies.servers else "Creating"), None
-        model = record["Specification"]["ModelName"]
+        model = spec["ModelName"]
         rolling = bool(deployment and copies.servers and model != copies.model)
         target = self._roll if rolling else self._bring_up
         args = (name, model, deployment) if rolling else (name, model)

@@ -2,7 +2,7 @@
 
 Create / Describe / List / Update / UpdateRuntimeConfig / Delete with SageMaker's shapes and checks
 (the endpoint, its variant and the Model must exist; names are unique; an endpoint with components
-cannot be deleted). Status: InService at once, unless a ``listener`` (the embedded SageMaker's backer)
+cannot be deleted; ``Specification`` or ``Specifications``, one per instance type, not both). Status: InService at once, unless a ``listener`` (the embedded SageMaker's backer)
 runs the copies, in which case it reports Creating until they answer /ping, or Failed with the reason.
 """
 
@@ -16,7 +16,8 @@ import botocore.session
 
 from smneuron.local.aws import patching
 
-listener: Any = None  # start_component(name, record) / stop_component(name) / component_state(name)
+# start_component(name, record) / stop_component(name) / component_state(name) / specification(record)
+listener: Any = None
 
 
 def _store(backend: Any) -> dict[str, dict]:
@@ -39,7 +40,13 @@ def _describe(backend: Any, record: dict) -> dict:
         RuntimeConfig={"DesiredCopyCount": copies, "CurrentCopyCount": current},
     )
     if served and status == "InService":  # a failed update rolled back: the copies serve the old Model
-        out["Specification"] = {**out["Specification"], "ModelName": served}
+        if "Specifications" in out:  # one per instance type: the copies run the endpoint's type's
+            running = listener.specification(record)
+            out["Specifications"] = [
+                {**x, "ModelName": served} if x is running else x for x in out["Specifications"]
+            ]
+        else:
+            out["Specification"] = {**out["Specification"], "ModelName": served}
     if reason:
         out["FailureReason"] = reason
     return out
@@ -58,11 +65,30 @@ def patch_components() -> None:
             )
         return record
 
+    def specifications(self: Any, required: bool) -> dict:
+        """``{"Specification": ...}`` or ``{"Specifications": [...]}`` as given (not both; with several, each names
+        its InstanceType, once), every Model checked to exist; ``{}`` when neither is given and none is required."""
+        one, several = self._get_param("Specification"), self._get_param("Specifications")
+        if one and several:
+            raise ValidationError(message="Specify either Specification or Specifications, not both.")
+        if not one and not several:
+            if required:
+                raise ValidationError(message="Specification or Specifications is required.")
+            return {}
+        for spec in several or [one]:
+            self.sagemaker_backend.describe_model(spec.get("ModelName"))  # raises for an unknown Model
+        if several and len(several) > 1:
+            types = [x.get("InstanceType") for x in several]
+            if None in types or len(set(types)) != len(types):
+                raise ValidationError(
+                    message=f"Each of several Specifications needs its own InstanceType, once: {types}."
+                )
+        return {"Specifications": several} if several else {"Specification": one}
+
     def create(self: Any) -> Any:
         backend = self.sagemaker_backend
         name = self._get_param("InferenceComponentName")
         endpoint_name = self._get_param("EndpointName")
-        spec = self._get_param("Specification") or {}
         if name in _store(backend):
             raise ValidationError(
                 message=f'Cannot create already existing inference component "{_arn(backend, "inference-component", name)}".'
@@ -76,7 +102,7 @@ def patch_components() -> None:
         config = backend.describe_endpoint_config(endpoint.endpoint_config_name)
         if variant not in [v["VariantName"] for v in config["ProductionVariants"]]:
             raise ValidationError(message=f"Variant {variant} is not part of endpoint {endpoint_name}.")
-        backend.describe_model(spec.get("ModelName"))  # raises for an unknown Model
+        given = specifications(self, required=True)
         copies = int((self._get_param("RuntimeConfig") or {}).get("CopyCount", 1))
         now = dt.datetime.now(dt.timezone.utc)
         record = {
@@ -85,7 +111,7 @@ def patch_components() -> None:
             "EndpointName": endpoint_name,
             "EndpointArn": _arn(backend, "endpoint", endpoint_name),
             "VariantName": variant,
-            "Specification": spec,
+            **given,
             "RuntimeConfig": {"DesiredCopyCount": copies},
             "CreationTime": now,
             "LastModifiedTime": now,
@@ -107,7 +133,7 @@ def patch_components() -> None:
             {
                 k: v
                 for k, v in _describe(backend, r).items()
-                if k not in ("Specification", "RuntimeConfig", "FailureReason")
+                if k not in ("Specification", "Specifications", "RuntimeConfig", "FailureReason")
             }
             for r in _store(backend).values()
             if endpoint is None or r["EndpointName"] == endpoint
@@ -117,9 +143,11 @@ def patch_components() -> None:
     def update(self: Any) -> Any:
         backend = self.sagemaker_backend
         record = find(backend, self._get_param("InferenceComponentName"))
-        if self._get_param("Specification"):
-            backend.describe_model(self._get_param("Specification").get("ModelName"))
-            record["Specification"] = self._get_param("Specification")
+        given = specifications(self, required=False)
+        if given:  # the new form replaces the old one
+            record.pop("Specification", None)
+            record.pop("Specifications", None)
+            record.update(given)
         if self._get_param("RuntimeConfig"):
             record["RuntimeConfig"] = {"DesiredCopyCount": int(self._get_param("RuntimeConfig")["CopyCount"])}
         record["LastModifiedTime"] = dt.datetime.now(dt.timezone.utc)

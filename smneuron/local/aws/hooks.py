@@ -115,8 +115,12 @@ def install() -> None:
             if variant.get("InstancePools"):  # which pool holds the instances
                 backing = _ACTIVE.endpoints.get(endpoint_name) if _ACTIVE is not None else None
                 variants = [dict(v) for v in response["ProductionVariants"]]
+                # an endpoint for inference components runs no server of its own: its instance holds the copies
+                held = running or int(
+                    bool(backing and backing.status == "InService" and backing.instance_type)
+                )
                 variants[0]["InstancePools"] = pools.summaries(
-                    variant, backing.instance_type if backing else None, running
+                    variant, backing.instance_type if backing else None, held
                 )
                 response = dict(response, ProductionVariants=variants)
         return response

@@ -245,7 +245,8 @@ class Keeper:
             d = sm.describe_inference_component(InferenceComponentName=c["InferenceComponentName"])
             components.append({
                 "InferenceComponentName": d["InferenceComponentName"], "EndpointName": d["EndpointName"],
-                "VariantName": d["VariantName"], "Specification": d["Specification"],
+                "VariantName": d["VariantName"],
+                **{k: d[k] for k in ("Specification", "Specifications") if k in d},
                 "RuntimeConfig": {"CopyCount": d["RuntimeConfig"]["DesiredCopyCount"]},
                 "Tags": tags(d["InferenceComponentArn"]),
             })  # fmt: skip

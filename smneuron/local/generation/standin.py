@@ -13,6 +13,9 @@ max_tokens over the sequence length is a 400. Each decoding step takes the model
 sequences interleave token by token as in continuous batching.
 
 Run: ``python -m smneuron.local.generation.standin --model-dir DIR --port N`` (``GenerationServer`` does it).
+
+One module because it is one program, the container's stand-in: the configuration checks the real entrypoints make
+(``configuration``, also used before vLLM is started) and the server that honours what they let through.
 """
 
 from __future__ import annotations
