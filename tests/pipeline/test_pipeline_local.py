@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
@@ -276,3 +278,41 @@ def test_a_scheduled_redeploy_rolls_the_copies_and_keeps_copy_autoscaling(smneur
     assert [c["InferenceComponentName"] for c in sm.list_inference_components()["InferenceComponents"]] == [
         "tiny-llm-prod-ic"
     ]
+
+    # a third run whose rollback fires: the 5XX alarm goes into ALARM while the copies roll; the run ends Failed
+    # with the alarm's name, and every copy serves the second run's Model again
+    cw = boto3.client("cloudwatch", **kw)
+    slow = project.model_copy(deep=True)
+    slow.endpoint.generation.rolling_wait_s = 30  # the bake the alarm fires in
+    fired = threading.Event()
+
+    def fire_when_rolling() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not fired.is_set():
+            c = sm.describe_inference_component(InferenceComponentName="tiny-llm-prod-ic")
+            if c["InferenceComponentStatus"] == "Updating":
+                cw.set_alarm_state(
+                    AlarmName="smneuron-tiny-llm-prod-5xx", StateValue="ALARM", StateReason="test"
+                )
+                fired.set()
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=fire_when_rolling, daemon=True)
+    watcher.start()
+    run = run_local(
+        slow, build_tiny_llama(tmp_path / "worse", seed=2), data, work_dir=tmp_path / "w2", aws_url=url
+    )
+    watcher.join(5)
+    cw.set_alarm_state(AlarmName="smneuron-tiny-llm-prod-5xx", StateValue="OK", StateReason="test over")
+    assert fired.is_set() and run.status == "Failed", run.failure_reason
+    assert "smneuron-tiny-llm-prod-5xx" in run.failure_reason and "rolled back" in run.failure_reason
+    component = sm.describe_inference_component(InferenceComponentName="tiny-llm-prod-ic")
+    assert (
+        component["Specification"]["ModelName"] == served[1]
+        and component["InferenceComponentStatus"] == "InService"
+    )
+    assert component["RuntimeConfig"]["CurrentCopyCount"] == 2
+    answer = smneuron_cli(
+        "--local", "invoke", "tiny-llm-prod", "hello", "--stream", "--max-tokens", "8", "--json"
+    ).stdout
+    assert json.loads(answer)["pieces"] > 0  # the old copies keep serving
