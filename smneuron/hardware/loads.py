@@ -116,7 +116,7 @@ class GenerationLoad:
     def placed(self, c: Candidate, plan: Any) -> None:
         tp = plan.model_data.generation.tensor_parallel_size
         c.component, c.copies = plan.component_name, plan.copies
-        c.layout = f"{plan.copies} copies x tp {tp}"
+        c.layout = f"{plan.copies} {'copy' if plan.copies == 1 else 'copies'} x tp {tp}"
 
     def settle(self, c: Candidate, session: Session, timeout: float) -> None:
         components.wait(session, c.component, timeout=timeout)  # type: ignore[arg-type]

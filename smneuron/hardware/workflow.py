@@ -199,7 +199,7 @@ def compare_instances(
             model=str(model) if model else ", ".join(str(a) for a in (artifacts or {}).values()),
             task=task or "",
             where=_where(sess),
-            caveat=_caveat(sess),
+            caveat=_caveat(sess, generation),
             load=load.describe(),
             rate=rate,
             slo_p99_ms=slo_p99_ms,
@@ -457,14 +457,20 @@ def _where(session: Session) -> str:
     return f"SageMaker in account {session.account_id}, {session.region}"
 
 
-def _caveat(session: Session) -> str:
+def _caveat(session: Session, generation: bool = False) -> str:
     if not _embedded(session):
         return ""
+    cannot = (
+        "Neuron artifacts cannot serve here and say so; a GPU row's copies run the GPU image's server contract on these "
+        "CPUs"
+        if generation
+        else "Neuron and GPU artifacts cannot serve here and say so"
+    )
     return (
         f"Every measured row ran on this machine's {os.cpu_count()} CPUs, not on the named instance type's "
         "hardware: the rows compare the serving layouts smneuron plans for each type (workers, threads and batching; "
-        "copies for text generation) on one host, and the prices are the types' real prices. Run the same command against an AWS account to "
-        "measure the types themselves; Neuron and GPU artifacts cannot serve here and say so."
+        "copies for text generation) on one host, and the prices are the types' real prices. Run the same command "
+        f"against an AWS account to measure the types themselves; {cannot}."
     )
 
 

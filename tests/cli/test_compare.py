@@ -148,7 +148,10 @@ def test_compare_for_text_generation_measures_output_tokens_ttft_and_itl(
     }  # one copy per 2 vCPUs; per GPU on g6
     for cpu, copies in layouts.items():
         row, measured = rows[cpu], next(c for c in data["candidates"] if c["instance_type"] == cpu)
-        assert row["status"] == "measured" and row["layout"] == f"{copies} copies x tp 1", row
+        assert (
+            row["status"] == "measured"
+            and row["layout"] == f"{copies} {'copy' if copies == 1 else 'copies'} x tp 1"
+        ), row
         assert (
             row["output_tokens_per_s_per_instance"] > 0
             and 0 < row["ttft_p50_ms"] <= row["ttft_p95_ms"] <= 5000
