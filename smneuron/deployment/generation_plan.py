@@ -19,8 +19,8 @@ from typing import ClassVar
 from smneuron._version import __version__
 from smneuron.artifact.kind import GENERATION, ModelKind
 from smneuron.artifact.staging import ModelData
-from smneuron.catalog import InstanceType, load_prices, matrix
-from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check
+from smneuron.catalog import INSTANCE_TYPES, InstanceType, load_prices, matrix
+from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check, smallest_fit
 from smneuron.catalog.generation import accelerators_per_copy, copies_per_instance, resolve_vllm_image
 from smneuron.container.generation_env import container_environment
 from smneuron.deployment import preflight
@@ -351,7 +351,11 @@ def plan_generation(
             (named); a pool artifact missing; a type with no text-generation target.
     """
     if not spec.instance_pools:
-        return _plan_one(model_data, spec, region=region, prices=prices)
+        single = _plan_one(model_data, spec, region=region, prices=prices)
+        offer = _fallback(single)
+        if offer:
+            single.notes.append(offer)
+        return single
     check_pool_image(spec)
     types = [spec.instance_type, *spec.instance_pools[1:]]
     said = []
@@ -426,6 +430,53 @@ def _pool(
             f"The instance pool {instance_type} cannot serve this model: {e.message}",
             hint=f"{e.hint + ' ' if e.hint else ''}Or drop {instance_type} from the pools.",
         ) from None
+
+
+def _fallback(p: GenerationPlan) -> str | None:
+    """For an inf2 deploy without instance pools, the pools that would catch a capacity shortage: the cheapest other
+    inf2 type that holds this artifact as compiled, and the cheapest GPU type that holds the model (a cuda artifact)."""
+    if p.instance.family != "inf2" or p.model_data.generation is None:
+        return None
+    gen = p.model_data.generation
+    shape = ModelShape.from_config(gen.shape, gen.num_parameters)
+    prices = load_prices()
+    same = [
+        (prices.hourly(t.name) or float("inf"), t.name)
+        for t in INSTANCE_TYPES.values()
+        if t.family == "inf2"
+        and t.name != p.instance.name
+        and "endpoint" in t.uses
+        and capacity(
+            shape,
+            t,
+            batch_size=gen.batch_size,
+            sequence_length=gen.sequence_length,
+            tensor_parallel_size=gen.tensor_parallel_size,
+            dtype=gen.dtype,
+        ).fits
+    ]
+    gpu = smallest_fit(
+        shape,
+        batch_size=gen.batch_size,
+        sequence_length=gen.sequence_length,
+        dtype=gen.dtype,
+        tensor_parallel_size=None,
+        family="gpu",
+    )
+    offers = []
+    if same:
+        offers.append(f"--instance {p.instance.name},{min(same)[1]} (the same artifact)")
+    if gpu:
+        offers.append(
+            f"--instance {p.instance.name},{gpu.instance} --artifact cuda=DIR (`smneuron compile MODEL --target cuda "
+            f"--tensor-parallel-size {gpu.tensor_parallel_size}`)"
+        )
+    if not offers:
+        return None
+    return (
+        f"no instance pools: when {p.instance.name} has no capacity the endpoint fails. A fallback pool: "
+        + "; or ".join(offers)
+    )
 
 
 def _servable(instance_type: str) -> InstanceType:

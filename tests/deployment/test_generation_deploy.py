@@ -250,6 +250,10 @@ def test_the_seed_layout_plans_three_copies_with_requests_botocore_accepts(
         region="us-east-1",
     )
     assert (p.copies, p.capacity.copies, p.accelerators_per_copy) == (3, 3, 4)
+    # no pools: the plan offers the fallback pools that would hold this model (#35: a way forward)
+    offer = next(n for n in p.notes if n.startswith("no instance pools"))
+    assert "--instance ml.inf2.48xlarge,ml.inf2.24xlarge (the same artifact)" in offer, offer
+    assert "--artifact cuda=DIR" in offer and "--target cuda" in offer, offer
     env = p.environment
     assert env["SM_ON_MODEL"] == "/opt/ml/model" and env["SM_ON_TENSOR_PARALLEL_SIZE"] == "8"
     assert (env["SM_ON_BATCH_SIZE"], env["SM_ON_SEQUENCE_LENGTH"]) == ("8", "16512")
