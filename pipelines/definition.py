@@ -572,6 +572,16 @@ def _generation(b: _Builder) -> Pipeline:
             P["FirstTokens"].to_string(),
             "--max-perplexity-diff",
             P["MaxPerplexityDiff"].to_string(),
+            "--top-logprobs",
+            P["TopLogprobs"].to_string(),
+            "--min-logit-match",
+            P["MinLogitMatch"].to_string(),
+            "--divergence-tol",
+            P["DivergenceTolerance"].to_string(),
+            "--min-bhattacharyya",
+            P["MinBhattacharyya"].to_string(),
+            "--min-task-exact-match",
+            P["MinTaskExactMatch"],
         ],
     )
     # smneuron's apply in a job (as the encoders' Deploy): the endpoint if missing, a rolling update of the copies with
@@ -608,6 +618,14 @@ def _parameters(p: Any) -> list[Any]:
             ParameterInteger("FirstTokens", default_value=d["FirstTokens"]),
             ParameterFloat("MinFirstTokensMatch", default_value=d["MinFirstTokensMatch"]),
             ParameterFloat("MaxPerplexityDiff", default_value=d["MaxPerplexityDiff"]),
+            # Neuron's own criteria (smneuron.evaluation.logits): top-k logit matching and Bhattacharyya similarity
+            ParameterInteger("TopLogprobs", default_value=d["TopLogprobs"]),
+            ParameterFloat("MinLogitMatch", default_value=d["MinLogitMatch"]),
+            ParameterFloat("DivergenceTolerance", default_value=d["DivergenceTolerance"]),
+            ParameterFloat("MinBhattacharyya", default_value=d["MinBhattacharyya"]),
+            ParameterString(
+                "MinTaskExactMatch", default_value=d["MinTaskExactMatch"]
+            ),  # "none": no task floor
         ]
     return [
         *common,

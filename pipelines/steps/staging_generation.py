@@ -2,7 +2,7 @@
 
 Places one copy of the candidate Model (the one CreateModel made, by name) on a staging endpoint of the
 target instance type, asks it every evaluation prompt at temperature 0 (and for the prompt's
-log-probabilities), deletes the staging endpoint whatever happened, and scores the answers against the
+log-probabilities, and its top log-probabilities teacher-forced on the reference's continuation), deletes the staging endpoint whatever happened, and scores the answers against the
 CPU reference. Writes ``evaluation.json``.
 """
 
@@ -32,6 +32,11 @@ def main() -> None:
     ap.add_argument("--min-first-tokens-match", type=float, required=True)
     ap.add_argument("--first-tokens", type=int, required=True)
     ap.add_argument("--max-perplexity-diff", type=float, required=True)
+    ap.add_argument("--top-logprobs", type=int, default=20)
+    ap.add_argument("--min-logit-match", type=float, default=1.0)
+    ap.add_argument("--divergence-tol", type=float, default=0.001)
+    ap.add_argument("--min-bhattacharyya", type=float, default=0.99)
+    ap.add_argument("--min-task-exact-match", default="none")  # "none": no task-score floor
     args = ap.parse_args()
     config = step_common.load_config(args.config)
     thresholds = GenerationThresholds(
@@ -40,6 +45,13 @@ def main() -> None:
         min_first_tokens_match=args.min_first_tokens_match,
         first_tokens=args.first_tokens,
         max_perplexity_diff=args.max_perplexity_diff,
+        top_logprobs=args.top_logprobs,
+        min_logit_match=args.min_logit_match,
+        divergence_tol=args.divergence_tol,
+        min_bhattacharyya=args.min_bhattacharyya,
+        min_task_exact_match=None
+        if args.min_task_exact_match == "none"
+        else float(args.min_task_exact_match),
     )
     records = step_common.reference_records(args)
     reference = evaluation.read_outputs(Path(args.reference_dir) / "reference.jsonl")
@@ -55,7 +67,7 @@ def main() -> None:
                     return None
                 raise
 
-        candidate = generation.collect(invoke, records, args.max_new_tokens)
+        candidate = generation.collect(invoke, records, args.max_new_tokens, reference, args.top_logprobs)
     result = generation.score(
         reference,
         candidate,

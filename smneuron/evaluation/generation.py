@@ -14,18 +14,27 @@ on how a server splits its output):
 - ``first_tokens_match``: the share of prompts whose first N tokens match;
 - ``perplexity_rel_diff``: |candidate perplexity / reference perplexity - 1| over all evaluation texts
   (None when the container returned no log-probabilities: that gate is then not applied, and the summary
-  says so).
+  says so);
+- ``logit_match`` and ``bhattacharyya_mean``: Neuron's own criteria (``evaluation.logits``, with their sources): the
+  candidate teacher-forced on the reference's greedy continuation, its top log-probabilities per position against
+  the reference's logits; the summary names the first failing position (prompt, position, both tokens, both
+  log-probabilities) and the top-k slices the container's answers could not check;
+- ``task_exact_match``: with labels, the share of prompts whose continuation starts with the label.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from smneuron.evaluation.scoring import Evaluation, EvaluationError, Gate, Record, verdict
+from smneuron.endpoints.handle import Endpoint
+from smneuron.errors import InvocationError
+from smneuron.evaluation import logits
+from smneuron.evaluation.scoring import Evaluation, EvaluationError, Gate, Record, read_records, verdict
 from smneuron.specs.models import GenerationThresholds
 
 TOKENIZER_DIR = "tokenizer"
@@ -58,8 +67,8 @@ def reference_outputs(
         text = _text(record)
         ids = tokenizer(text, return_tensors="pt")["input_ids"]
         with torch.no_grad():
-            logits = model(input_ids=ids).logits[0]
-            logp = torch.log_softmax(logits[:-1].float(), dim=-1)
+            scores = model(input_ids=ids).logits[0]
+            logp = torch.log_softmax(scores[:-1].float(), dim=-1)
             token_logprobs = logp.gather(1, ids[0, 1:].unsqueeze(1)).squeeze(1)
             generated = model.generate(
                 ids,
@@ -68,23 +77,48 @@ def reference_outputs(
                 do_sample=False,
                 pad_token_id=tokenizer.eos_token_id,
             )[0, ids.shape[1] :]
+            # teacher forcing: the logits that predict each continuation token, read in one pass over the sequence
+            every = torch.cat([ids[0], generated])
+            forced = (
+                model(input_ids=every.unsqueeze(0)).logits[0, ids.shape[1] - 1 : every.numel() - 1].float()
+            )
         out.append(
             {
                 "continuation": tokenizer.decode(generated, skip_special_tokens=True),
                 "prompt_logprob_sum": float(token_logprobs.sum()),
                 "prompt_logprob_count": int(token_logprobs.numel()),
+                "prompt_ids": ids[0].tolist(),
+                "continuation_ids": generated.tolist(),
+                "positions": [_top(row, torch) for row in forced],
             }
         )
     return out
 
 
+def _top(row: Any, torch: Any) -> dict:
+    """The reference's most likely tokens at one position, best first: ids, logits, log-probabilities."""
+    values, ids = torch.topk(row, min(logits.REFERENCE_TOP, row.numel()))
+    logp = torch.log_softmax(row, dim=-1)[ids]
+    return {
+        "ids": ids.tolist(),
+        "logits": [round(float(v), 6) for v in values],
+        "logprobs": [round(float(v), 6) for v in logp],
+    }
+
+
 def collect(
-    invoke: Callable[[dict], dict | None], records: Sequence[Record], max_new_tokens: int
+    invoke: Callable[[dict], dict | None],
+    records: Sequence[Record],
+    max_new_tokens: int,
+    reference: Sequence[dict] | None = None,
+    top_logprobs: int = 20,
 ) -> list[dict]:
     """The candidate's answers: ``invoke(request)`` returns the container's JSON answer, or None when it
-    refused the request (a 4xx): only the log-probability request may be refused."""
+    refused the request (a 4xx): only the log-probability requests may be refused. With the ``reference``
+    (``reference_outputs``), also the candidate's top ``top_logprobs`` log-probabilities teacher-forced on the
+    reference's continuation (``teacher``: per position, [token id, logprob] pairs)."""
     out = []
-    for record in records:
+    for n, record in enumerate(records):
         text = _text(record)
         answer = invoke(generation_request(text, max_new_tokens))
         if answer is None:
@@ -92,6 +126,18 @@ def collect(
         entry: dict[str, Any] = {"continuation": _choice_text(answer)}
         scored = invoke(logprobs_request(text))
         entry.update(_prompt_logprobs(scored) if scored else {})
+        ref = reference[n] if reference is not None else {}
+        if ref.get("continuation_ids"):
+            ids = ref["prompt_ids"] + ref["continuation_ids"]
+            forced = invoke(logits.teacher_request(ids, top_logprobs))
+            found = (
+                logits.candidate_positions(forced, len(ref["prompt_ids"]), len(ref["continuation_ids"]))
+                if forced
+                else None
+            )
+            if found is not None:
+                entry["teacher"] = [sorted(p.items(), key=lambda x: -x[1]) for p in found]
+                entry["top_logprobs_returned"] = top_logprobs
         out.append(entry)
     return out
 
@@ -158,6 +204,15 @@ def score(
     }
     ref_ppl, cand_ppl = metrics["perplexity_reference"], metrics["perplexity_candidate"]
     metrics["perplexity_rel_diff"] = abs(cand_ppl / ref_ppl - 1) if ref_ppl and cand_ppl is not None else None
+    matching = _matching(reference, candidate, thresholds)
+    metrics["logit_match"] = matching.share if matching else None
+    metrics["bhattacharyya_mean"] = matching.bhattacharyya if matching else None
+    labelled = [(c, r) for c, r in zip(candidate, records, strict=True) if r.label is not None]
+    metrics["task_exact_match"] = (
+        sum(c["continuation"].strip().startswith(str(r.label).strip()) for c, r in labelled) / len(labelled)
+        if labelled
+        else None
+    )
     metrics = {k: None if v is None else round(float(v), 8) for k, v in metrics.items()}
     gates = [
         Gate.check(metrics, "prefix_match_mean", "min_prefix_match", thresholds.min_prefix_match, ">="),
@@ -178,12 +233,111 @@ def score(
                 metrics, "perplexity_rel_diff", "max_perplexity_diff", thresholds.max_perplexity_diff, "<="
             )
         )
+    if matching is None:
+        notes.append(
+            "logits not matched: the container returned no top log-probabilities as token ids (vLLM gives them for "
+            "echo + logprobs + return_tokens_as_token_ids)"
+        )
+    else:
+        gates.append(Gate.check(metrics, "logit_match", "min_logit_match", thresholds.min_logit_match, ">="))
+        gates.append(
+            Gate.check(metrics, "bhattacharyya_mean", "min_bhattacharyya", thresholds.min_bhattacharyya, ">=")
+        )
+        if matching.unchecked:
+            notes.append(
+                f"logit matching checked {', '.join(matching.checked) or 'no top-k slice'}; "
+                f"{', '.join(matching.unchecked)} not checked: the container gave {matching.returned} log-probabilities "
+                "per position (vLLM's --max-logprobs)"
+            )
+    if thresholds.min_task_exact_match is not None:
+        if not labelled:
+            raise EvaluationError(
+                "min_task_exact_match is set but no evaluation record has a label.",
+                hint='Add the expected answer as "label" to the JSONL lines, or unset min_task_exact_match.',
+            )
+        gates.append(
+            Gate.check(
+                metrics, "task_exact_match", "min_task_exact_match", thresholds.min_task_exact_match, ">="
+            )
+        )
     passed, summary = verdict(gates)
+    first = matching.first_failure if matching else None
+    if first is not None:
+        summary += ". First logit mismatch: " + _described(first, records, tokenizer)
     if not passed and examples:
         summary += ". First differences: " + " | ".join(examples)
     if notes:
         summary += " (" + "; ".join(notes) + ")"
     return Evaluation("text-generation", len(records), metrics, gates, passed, summary)
+
+
+def evaluate_generation(
+    data: str | Path,
+    *,
+    model: str | Path,
+    thresholds: GenerationThresholds | None = None,
+    endpoint: str | None = None,
+    url: str | None = None,
+    session: Any = None,
+) -> Evaluation:
+    """Score a served causal LM against its fp32 reference on CPU (``smneuron evaluate`` for text generation): the
+    pipeline's CheckAgreement, run by hand.
+
+    Args:
+        data: JSONL of prompts (``{"inputs": "..."}``, with ``"label"``: the expected answer, for the task score).
+        model: the uncompiled model directory (the reference runs it on CPU in fp32).
+        thresholds: the gates (default ``GenerationThresholds()``).
+        endpoint: the candidate as a SageMaker endpoint; or ``url``: a running local server (``smneuron serve``).
+
+    Raises:
+        ConfigError: unreadable data; EvaluationError: the candidate refused a plain completion, or a task floor
+            without labels; InvocationError: the endpoint failed.
+    """
+    t = thresholds or GenerationThresholds()
+    records = read_records(data)
+    target = Endpoint(endpoint, url=url, session=session)
+
+    def invoke(request: dict) -> dict | None:
+        try:
+            return target.invoke(json.dumps(request)).json()
+        except InvocationError as e:
+            if 400 <= e.status < 500 and request.get(
+                "echo"
+            ):  # log-probabilities are optional for a container
+                return None
+            raise
+
+    with tempfile.TemporaryDirectory(prefix="smneuron-evaluate-") as work:
+        reference = reference_outputs(model, records, t.max_new_tokens, work)
+        candidate = collect(invoke, records, t.max_new_tokens, reference, t.top_logprobs)
+        return score(reference, candidate, records, t, Path(work) / TOKENIZER_DIR)
+
+
+def _matching(
+    reference: Sequence[dict], candidate: Sequence[dict], thresholds: GenerationThresholds
+) -> logits.Matching | None:
+    """The logit matching of every prompt both sides have positions for; None when the candidate gave none."""
+    if not all("teacher" in c and "positions" in r for r, c in zip(reference, candidate, strict=True)):
+        return None
+    return logits.compare(
+        [r["positions"] for r in reference],
+        [[{int(t): float(v) for t, v in pos} for pos in c["teacher"]] for c in candidate],
+        returned=min(c["top_logprobs_returned"] for c in candidate),
+        divergence_tol=thresholds.divergence_tol,
+    )
+
+
+def _described(p: logits.Position, records: Sequence[Record], tokenizer: Any) -> str:
+    """Where and how a position failed, with both tokens as text and their log-probabilities."""
+
+    def token(t: int) -> str:
+        return repr(tokenizer.decode([t], skip_special_tokens=False))
+
+    return (
+        f"prompt {p.prompt + 1} ({_text(records[p.prompt])[:40]!r}), generated position {p.index + 1}: reference "
+        f"{token(p.reference_token)} (id {p.reference_token}, logprob {p.reference_logprob:.4f}), served "
+        f"{token(p.candidate_token)} (id {p.candidate_token}, logprob {p.candidate_logprob:.4f}); {p.failed}"
+    )
 
 
 def _perplexity(answers: Sequence[dict]) -> float | None:

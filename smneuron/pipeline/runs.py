@@ -299,6 +299,11 @@ _THRESHOLDS = {
     "FirstTokens": (GenerationThresholds, "first_tokens"),
     "MinFirstTokensMatch": (GenerationThresholds, "min_first_tokens_match"),
     "MaxPerplexityDiff": (GenerationThresholds, "max_perplexity_diff"),
+    "TopLogprobs": (GenerationThresholds, "top_logprobs"),
+    "MinLogitMatch": (GenerationThresholds, "min_logit_match"),
+    "DivergenceTolerance": (GenerationThresholds, "divergence_tol"),
+    "MinBhattacharyya": (GenerationThresholds, "min_bhattacharyya"),
+    "MinTaskExactMatch": (GenerationThresholds, "min_task_exact_match"),
 }
 
 

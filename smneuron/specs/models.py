@@ -438,6 +438,41 @@ class GenerationThresholds(StrictModel):
         description="Largest relative difference of the evaluation texts' perplexity (|candidate/reference - 1|); "
         "applied when the container returns prompt log-probabilities.",
     )
+    top_logprobs: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Log-probabilities asked per position for logit matching (vLLM's --max-logprobs, 20 by default, "
+        "caps what a container gives; top-k slices beyond it are reported as not checked).",
+    )
+    min_logit_match: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="Share of teacher-forced positions whose top-k logits match the fp32 reference within NxD "
+        "Inference / vLLM Neuron tolerances (rtol 0.011 / 0.02 / 0.03 / 0.05 for top-5 / 50 / 1000 / all) with no "
+        "greedy divergence beyond divergence_tol.",
+    )
+    divergence_tol: float = Field(
+        0.001,
+        ge=0,
+        description="A greedy divergence is tolerated where the reference's logits of the two tokens differ by at most "
+        "this (NxD Inference's divergence_difference_tol).",
+    )
+    min_bhattacharyya: float = Field(
+        0.99,
+        ge=0,
+        le=1,
+        description="Mean Bhattacharyya coefficient of the candidate's and the reference's next-token distributions "
+        "(vLLM Neuron's agg_bc_threshold), over the candidate's returned tokens plus one bucket for the rest.",
+    )
+    min_task_exact_match: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description='Task score floor: share of prompts whose greedy continuation starts with the record\'s "label" '
+        "(whitespace-trimmed); unset: not applied.",
+    )
 
 
 class PipelineSpec(StrictModel):

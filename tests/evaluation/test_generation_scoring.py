@@ -37,3 +37,41 @@ def test_collect_reads_echoed_prompt_logprobs_and_survives_a_server_without_them
     assert got == [{"continuation": " c", "prompt_logprob_sum": -3.0, "prompt_logprob_count": 2}]
     refused = collect(lambda r: None if r.get("echo") else {"choices": [{"text": "x"}]}, [Record("a")], 4)
     assert refused == [{"continuation": "x"}]
+
+
+def test_the_stand_in_answers_top_logprobs_as_vllm_does(tiny_llama, tmp_path):
+    """echo + logprobs N: the top N per position and the token itself, keyed token_id:ID on request; more than vLLM's
+    default --max-logprobs (20) is refused with vLLM's words."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    import httpx
+
+    from smneuron.compilation.generation import compile_generation
+    from smneuron.local.generation.standin import Generator, configuration, handler_for
+    from smneuron.specs.models import CompileSpec
+
+    art = compile_generation(
+        tiny_llama, tmp_path / "a", CompileSpec(task="text-generation", target="cpu", sequence_length=128)
+    ).out_dir
+    served = configuration(art, {})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(Generator(art, 2, 128), served))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/invocations"
+    try:
+        ids = [1, 5, 9, 12]
+        body = {"prompt": ids, "max_tokens": 1, "temperature": 0, "echo": True, "logprobs": 5}
+        answer = httpx.post(url, json={**body, "return_tokens_as_token_ids": True}).json()
+        top = answer["choices"][0]["logprobs"]["top_logprobs"]
+        assert top[0] is None and len(top) == len(ids) + 1  # the prompt's tokens and the generated one
+        for position, token in enumerate(ids[1:], 1):
+            entry = top[position]
+            assert all(k.startswith("token_id:") for k in entry) and 5 <= len(entry) <= 6
+            assert f"token_id:{token}" in entry  # the prompt's own token, as vLLM adds it
+        plain = httpx.post(url, json=body).json()["choices"][0]["logprobs"]["top_logprobs"]
+        assert not any(k.startswith("token_id:") for k in plain[1])  # token strings unless asked
+        refused = httpx.post(url, json={**body, "logprobs": 21})
+        assert refused.status_code == 400
+        assert "Requested sample logprobs of 21, which is greater than max allowed: 20" in refused.text
+    finally:
+        server.shutdown()

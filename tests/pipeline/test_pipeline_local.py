@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 
@@ -202,6 +203,10 @@ def test_text_generation_passes_the_agreement_gate_and_deploys_the_evaluated_mod
     assert run.evaluation["task"] == "text-generation" and run.evaluation["count"] == len(PROMPTS)
     assert m["prefix_match_mean"] == 1.0 and m["first_tokens_match"] == 1.0  # same weights, greedy
     assert m["perplexity_rel_diff"] < 1e-4  # the served copy's prompt log-probabilities (echo + logprobs)
+    # Neuron's criteria: every teacher-forced position within the top-k tolerances, the same distributions
+    assert m["logit_match"] == 1.0 and m["bhattacharyya_mean"] >= 0.999999
+    said = run.evaluation["summary"]
+    assert "logit_match 1 >= 1 (min_logit_match)" in said and "top-50, top-1000, all not checked" in said
     created = next(s for s in run.steps if s.name == "CreateModel").detail
     assert run.deployment["model_name"] == created and run.deployment["status"] == "InService"
     # what bills afterwards: the production endpoint and its component, no staging endpoint
@@ -228,6 +233,12 @@ def test_text_generation_fails_at_the_gate_when_the_served_model_has_other_weigh
         f"prefix_match_mean {m['prefix_match_mean']:.6g} < 0.9 (min_prefix_match)"
     )
     assert "First differences: " in run.failure_reason
+    # the logit gates fail too, and the failure names the first mismatching position with both tokens' log-probs
+    assert m["logit_match"] < 1.0 and m["bhattacharyya_mean"] < 0.99
+    assert "logit_match" in run.failure_reason and "First logit mismatch: prompt " in run.failure_reason
+    assert re.search(
+        r"reference '.*' \(id \d+, logprob -?\d+\.\d{4}\), served '.*' \(id \d+, logprob", run.failure_reason
+    )
     assert run.deployment is None and run.left_running == []  # the staging component went with the run
 
 

@@ -7,7 +7,9 @@ length and tp, else it refuses to start); GET /ping; POST /invocations routes ``
 completions and ``prompt`` to completions (also /v1/chat/completions, /v1/completions); ``"stream":
 true`` answers with server-sent events, chunk per token, ``data: [DONE]`` last, and a usage chunk
 when ``stream_options.include_usage``; ``max_tokens``, ``ignore_eos``, ``temperature``, ``seed``; for
-completions, ``echo`` with ``logprobs`` (the prompt's token log-probabilities, vLLM's prompt logprobs);
+completions, ``echo`` with ``logprobs`` (the prompt's token log-probabilities, vLLM's prompt logprobs; with
+``logprobs`` N the top N per position, at most 20 as vLLM's default --max-logprobs, keyed ``token_id:ID`` with
+``return_tokens_as_token_ids``);
 at most batch size sequences decode at once (vLLM's --max-num-seqs), the rest queue; a prompt +
 max_tokens over the sequence length is a 400. Each decoding step takes the model lock, so concurrent
 sequences interleave token by token as in continuous batching.
@@ -171,6 +173,21 @@ class Generator:
         logp = torch.log_softmax(logits[:-1].float(), dim=-1)
         return [None, *(float(logp[i, t]) for i, t in enumerate(ids[1:]))]
 
+    def top_logprobs(self, ids: list[int], top: int) -> list[dict[int, float] | None]:
+        """Per token of ``ids``: the ``top`` most likely tokens at its position and its own (None for the first), as
+        vLLM's prompt logprobs give them."""
+        torch = self.torch
+        with self.lock, torch.no_grad():
+            logits = self.model(input_ids=torch.tensor([ids])).logits[0]
+        logp = torch.log_softmax(logits[:-1].float(), dim=-1)
+        out: list[dict[int, float] | None] = [None]
+        for i, token in enumerate(ids[1:]):
+            values, found = torch.topk(logp[i], min(top, logp.shape[-1]))
+            entry = {int(t): float(v) for t, v in zip(found, values, strict=True)}
+            entry.setdefault(int(token), float(logp[i, token]))
+            out.append(entry)
+        return out
+
     def tokens(self, ids: list[int], request: dict) -> Iterator[tuple[str, int, float]]:
         """Yield (text piece, token id, its log-probability) per generated token."""
         torch = self.torch
@@ -293,6 +310,11 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
                 return self._json(400, _error(f"Cannot read the request: {e}", 400))
             try:
                 max_tokens = sampling(request)[0]
+                wanted = request.get("logprobs")
+                if isinstance(wanted, int) and wanted > MAX_LOGPROBS:  # vLLM's processor refuses it so
+                    raise ValueError(
+                        f"Requested sample logprobs of {wanted}, which is greater than max allowed: {MAX_LOGPROBS}"
+                    )
             except ValueError as e:  # before any byte of a stream: a 400 JSON answer, as vLLM gives
                 return self._json(400, _error(str(e), 400))
             if len(ids) + max_tokens > gen.sequence_length:
@@ -319,14 +341,7 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
                 if not chat and request.get("echo"):
                     choice["text"] = gen.tokenizer.decode(ids, skip_special_tokens=True) + text
                 if not chat and request.get("logprobs") is not None:
-                    prompt = gen.prompt_logprobs(ids) if request.get("echo") else []
-                    choice["logprobs"] = {
-                        "tokens": [gen.tokenizer.decode([t]) for t in (ids if prompt else [])]
-                        + [gen.tokenizer.decode([t]) for _, t, _ in produced],
-                        "token_logprobs": prompt + [lp for _, _, lp in produced],
-                        "top_logprobs": None,
-                        "text_offset": None,
-                    }
+                    choice["logprobs"] = _logprobs(gen, ids, produced, request)
                 choice["finish_reason"] = "length" if n >= max_tokens else "stop"
                 return self._json(
                     200, {**base, "object": kind, "choices": [choice], "usage": _usage(len(ids), n)}
@@ -369,6 +384,39 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
 
     return Handler
+
+
+MAX_LOGPROBS = 20  # vLLM's default --max-logprobs
+
+
+def _logprobs(gen: Generator, ids: list[int], produced: list, request: dict) -> dict:
+    """A completion's ``logprobs`` as vLLM's OpenAI server gives them: with ``echo`` the prompt's too; with
+    ``logprobs`` N > 0 the top N per position (and the token itself), keyed ``token_id:ID`` when the request asks
+    ``return_tokens_as_token_ids``."""
+    top = int(request.get("logprobs") or 0)
+    as_ids = bool(request.get("return_tokens_as_token_ids"))
+
+    def key(token: int) -> str:
+        return f"token_id:{token}" if as_ids else gen.tokenizer.decode([token])
+
+    every = ids + [t for _, t, _ in produced] if request.get("echo") else None
+    if every is not None:
+        prompt = gen.prompt_logprobs(ids)
+        tops = gen.top_logprobs(every, top) if top else None
+    else:
+        prompt, tops = (
+            [],
+            (gen.top_logprobs(ids + [t for _, t, _ in produced], top)[len(ids) :] if top else None),
+        )
+    shown = (ids if request.get("echo") else []) + [t for _, t, _ in produced]
+    return {
+        "tokens": [key(t) for t in shown],
+        "token_logprobs": prompt + [lp for _, _, lp in produced],
+        "top_logprobs": [None if e is None else {key(t): v for t, v in e.items()} for e in tops]
+        if tops
+        else None,
+        "text_offset": None,
+    }
 
 
 def _usage(prompt: int, completion: int) -> dict:
