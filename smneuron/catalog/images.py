@@ -48,6 +48,7 @@ IMAGES: tuple[ImageVersion, ...] = (
     _nx("2.5.1", "py310", "2.22.0", "ubuntu22.04"),
     _nx("2.7.0", "py310", "2.24.1", "ubuntu22.04"),
     _nx("2.8.0", "py311", "2.26.1", "ubuntu22.04"),
+    _nx("2.9.0", "py312", "2.30.0", "ubuntu24.04"),
     _nx("2.9.0", "py312", "2.31.1", "ubuntu24.04"),
     ImageVersion("cpu", "pytorch-inference", "2.6.0", "py312", "", "ubuntu22.04"),
     # the same PyTorch inference DLC line built for NVIDIA GPUs (the SDK resolves its floating 2.6.0-gpu-py312)

@@ -79,6 +79,22 @@ def host_drivers() -> tuple[HostDriver, ...]:
     return tuple(HostDriver(**d) for d in _data()["host_drivers"])
 
 
+@dataclass(frozen=True)
+class RuntimeDriverIssue:
+    """A published incompatibility: Neuron runtime ``runtime`` (major.minor) fails on a driver ``driver_at_most`` or
+    older."""
+
+    runtime: str
+    driver_at_most: str
+    what: str
+    source: str
+    checked: str
+
+
+def runtime_driver_issues() -> tuple[RuntimeDriverIssue, ...]:
+    return tuple(RuntimeDriverIssue(**x) for x in _data().get("runtime_driver_issues", ()))
+
+
 def image_of(uri: str) -> tuple[str, str]:
     """(repository, tag) of an image URI."""
     name, _, tag = uri.rsplit("/", 1)[-1].partition(":")

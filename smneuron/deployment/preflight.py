@@ -93,13 +93,35 @@ def check(data: ModelData, image_uri: str, inference_ami_version: str | None = N
 
 
 def host(row_runtime: str, inference_ami_version: str | None) -> str:
-    """What is known of the host's Neuron driver under ``inference_ami_version`` against the image's runtime."""
+    """What is known of the host's Neuron driver under ``inference_ami_version`` against the image's runtime.
+
+    Raises:
+        ConfigError: the runtime is published as failing on that driver (``matrix.runtime_driver_issues``).
+    """
     driver = matrix.host_driver(inference_ami_version)
     if driver.neuron_driver == "unknown":
         return (
             f"host: {driver.note}; whether it runs the image's runtime ({row_runtime}) is not checked "
             "(set --inference-ami-version to a Neuron AMI whose driver is known)"
         )
+    runtime = _version(row_runtime)[:2]
+    for issue in matrix.runtime_driver_issues():
+        if _version(driver.neuron_driver) > _version(issue.driver_at_most):
+            continue
+        if runtime == _version(issue.runtime):
+            raise ConfigError(
+                f"The image's Neuron runtime ({row_runtime}) fails on the host: {driver.inference_ami_version} has "
+                f"Neuron driver {driver.neuron_driver}, and {issue.what} ({issue.source}).",
+                hint="Pin an image with another runtime: `endpoint: {neuron_sdk: 2.31.1}` in smneuron.yaml (runtime "
+                "2.33) or 2.26.1 (runtime 2.28), or --image-uri; `smneuron images --matrix` lists them. "
+                "SageMaker has no Neuron AMI with a newer driver (botocore's InferenceAmiVersion).",
+            )
+        if runtime > _version(issue.runtime):
+            return (
+                f"host: {driver.inference_ami_version} has Neuron driver {driver.neuron_driver}; runtime "
+                f"{issue.runtime} fails on drivers up to {issue.driver_at_most} ({issue.source}), and whether this "
+                f"image's newer runtime ({row_runtime}) does is not published: not checked"
+            )
     return (
         f"host: {driver.inference_ami_version} has Neuron driver {driver.neuron_driver} (botocore's documentation of "
         f"InferenceAmiVersion); the driver the image's runtime ({row_runtime}) needs is not published: not checked"

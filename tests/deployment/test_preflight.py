@@ -69,6 +69,23 @@ def test_an_older_image_pinned_by_the_project_is_checked_too(cpu_artifact, tmp_p
     )
 
 
+def test_a_runtime_published_as_failing_on_the_hosts_driver_is_refused(cpu_artifact, tmp_path):
+    """Neuron 2.30.0's runtime 2.32 fails on drivers up to 2.26 (the runtime release notes); SageMaker's only Neuron
+    AMI has driver 2.19 (botocore): an image pinned to that SDK is refused before anything is created."""
+    art = _as_inf2(cpu_artifact, tmp_path, {"neuronx-cc": "2.25.3371.0", "torch-neuronx": "2.9.0.2.14.27725"})
+    project = tmp_path / "smneuron.yaml"
+    project.write_text("endpoint:\n  neuron_sdk: 2.30.0\n")
+    code, out, err = run_cli(
+        "--config", str(project), "deploy", str(art), "--instance", "ml.inf2.xlarge", "--dry-run"
+    )
+    said = " ".join(err.split())
+    assert code == 1 and out == "" and "Unexpected" not in said
+    assert "runtime (aws-neuronx-runtime-lib 2.32.31.0) fails on the host" in said
+    assert "al2-ami-sagemaker-inference-neuron-2 has Neuron driver 2.19" in said
+    assert "not backward-compatible with Neuron Driver 2.26 or earlier" in said and "runtime.rst" in said
+    assert "neuron_sdk: 2.31.1" in said  # the way forward
+
+
 def test_what_passes_and_what_is_unknown_is_said_in_the_plan(cpu_artifact, tmp_path):
     checked = _as_inf2(
         cpu_artifact, tmp_path / "a", {"neuronx-cc": "2.19.8089.0", "torch-neuronx": "2.7.0.2.8.6734"}
@@ -81,7 +98,9 @@ def test_what_passes_and_what_is_unknown_is_said_in_the_plan(cpu_artifact, tmp_p
     # the host: the matrix's Neuron AMI on the variant, its driver from botocore's documentation, the rest unknown
     assert any(
         "host: al2-ami-sagemaker-inference-neuron-2 has Neuron driver 2.19" in n
-        and "the driver the image's runtime (aws-neuronx-runtime-lib 2.33.10.0) needs is not published" in n
+        and "runtime 2.32 fails on drivers up to 2.26" in n
+        and "whether this image's newer runtime (aws-neuronx-runtime-lib 2.33.10.0) does is not published"
+        in n
         for n in notes
     ), notes
     unrecorded = _as_inf2(cpu_artifact, tmp_path / "b", None)
