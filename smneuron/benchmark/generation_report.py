@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from smneuron.benchmark.search import provenance
 from smneuron.display.cards import png_html
 from smneuron.errors import ConfigError
 
@@ -308,6 +309,7 @@ def recommend(
             f"(TTFT {quantile} {best['ttft_ms'].get(quantile, 0):.0f} ms, ITL {quantile} {best['itl_ms'].get(quantile, 0):.1f} ms); "
             f"ceil({rate:g} / {per_copy:.2f}) = {need} copies; ceil({need} / {per_instance}) = {instances} instance(s)"
             + (f" x ${hourly:.3f}/h = ${cost:.2f}/h" if cost else "")
+            + provenance(rep)
         )
         out.append(
             Choice(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smneuron.benchmark.search import provenance
 from smneuron.catalog import load_prices
 from smneuron.display.cards import png_html
 from smneuron.errors import ConfigError
@@ -156,6 +157,7 @@ def recommend(
             f"{best['profile']} run: {best['throughput_rps']:.1f} req/s at p99 {best['latency_ms']['p99']:.1f} ms "
             f"on {count} instance(s) -> {per_instance:.1f} req/s each; ceil({rate:g} / {per_instance:.1f}) = {n}"
             + (f"; {n} x ${hourly:.3f}/h = ${cost:.2f}/h" if cost else "; no price")
+            + provenance(rep)
         )
         options.append(Option(itype, per_instance, n, hourly, cost, rep.get("target", ""), arithmetic))
     return sorted(options, key=lambda o: (o.cost_per_hour is None, o.cost_per_hour or 0))

@@ -142,3 +142,15 @@ def meets_stream(run: Any, ttft_ms: float | None, itl_ms: float | None) -> tuple
     if run.rate and run.requests_per_s < 0.9 * run.rate:
         why.append(f"served {run.requests_per_s:.2f} of the {run.rate:.2f} req/s asked")
     return not why, "; ".join(why)
+
+
+def provenance(report: dict) -> str:
+    """How a recommendation's rate was found, when the report carries a ``--find-max`` search ("" otherwise): the
+    highest searched rate that met the SLO, of how many steps, and whether it converged to its precision."""
+    found = report.get("search") or {}
+    if found.get("best_rate") is None:
+        return ""
+    return (
+        f" (--find-max: {found['best_rate']:g} req/s was the highest of {len(found['steps'])} searched rates that met "
+        f"the SLO, {'converged' if found['converged'] else 'not converged'} to {found['precision']:.0%})"
+    )

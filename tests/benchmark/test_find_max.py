@@ -92,6 +92,14 @@ def test_find_max_against_a_server_of_known_capacity(one_at_a_time):
     failed = [x for x in s["steps"] if not x["passed"]]
     assert failed and all(("p99" in x["why"]) or ("served" in x["why"]) for x in failed)
     assert json.loads(r.to_json())["search"]["best_rate"] == best
+    # recommend reads the search's runs and says where its rate came from
+    from smneuron.benchmark.report import recommend
+
+    report = {**json.loads(r.to_json()), "instance_type": "ml.c7i.xlarge"}
+    option = recommend([report], 250, rate=100)[0]
+    assert (
+        f"--find-max: {best:g} req/s was the highest of {len(s['steps'])} searched rates" in option.arithmetic
+    )
 
 
 def test_find_max_from_the_cli_and_its_mistakes(one_at_a_time, tmp_path):
