@@ -181,6 +181,7 @@ BENCH_SETTINGS: dict[str, Setting] = {
     ),
     "csv": Setting("--csv", "-", "csv", "the text-generation CSV report"),
     "png_dir": Setting("--png-dir", "-", "png_dir", "the text-generation plots"),
+    "in_account": Setting("--in-account", "-", "in_account", "SageMaker AI benchmark jobs (LLM endpoints)"),
 }
 SETTINGS.update(BENCH_SETTINGS)
 
@@ -189,7 +190,15 @@ _GENERATION_SETTINGS = (
     *("copies", "min_copies", "max_copies", "max_instances", "concurrent_requests_per_copy", "data_caching"),
     *("rolling_batch", "rolling_wait_s", "scale_in", "placement"),
     *("accelerators_per_copy", "image_version", "prompt_tokens", "output_tokens", "dataset"),
-    *("slo_ttft_ms", "slo_itl_ms", "copies_per_instance", "tensor_parallel_size", "csv", "png_dir"),
+    *(
+        "slo_ttft_ms",
+        "slo_itl_ms",
+        "copies_per_instance",
+        "tensor_parallel_size",
+        "csv",
+        "png_dir",
+        "in_account",
+    ),
 )
 _ENCODER_SETTINGS = tuple(n for n in SETTINGS if n not in _GENERATION_SETTINGS)
 

@@ -103,6 +103,12 @@ def bench_cmd(
     max_error_rate: float = typer.Option(
         0.01, "--max-error-rate", min=0.0, max=1.0, help="Fail (exit 1) above this share of failed requests."
     ),
+    in_account: bool = typer.Option(
+        False,
+        "--in-account",
+        help="Text generation: run the profile as a SageMaker AI benchmark job (AIPerf, next to the endpoint) and "
+        "from here; a table of both.",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
@@ -137,11 +143,26 @@ def bench_cmd(
         "tensor_parallel_size": tp,
         "csv": csv_out,
         "png_dir": png_dir,
+        "in_account": in_account or None,
     }
     given = {name: "flag" for name, value in settings.items() if value is not None}
     session = None if url else state(ctx).session()
     kind, found = target_kind(endpoint, url, given, session=session)  # decided once
     kind.refuse_foreign(given, where="cli", scope="bench")
+    if kind == GENERATION and in_account:
+        return generation_bench_cmd.in_account(
+            ctx,
+            endpoint=endpoint,
+            url=url,
+            concurrency=concurrency,
+            concurrencies=levels,
+            prompt_tokens=prompt_tokens,
+            output_tokens=output_tokens,
+            max_requests=max_requests,
+            tokenizer=tokenizer,
+            out=out,
+            as_json=as_json,
+        )
     if kind == GENERATION:
         return generation_bench_cmd.run(
             ctx,

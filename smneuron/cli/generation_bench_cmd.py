@@ -130,6 +130,91 @@ def run(
     check_error_rate(sum(r.successful for r in report.runs) + failed, failed, max_error_rate, report.target)
 
 
+def in_account(
+    ctx: typer.Context,
+    *,
+    endpoint: str | None,
+    url: str | None,
+    concurrency: int,
+    concurrencies: list[int] | None,
+    prompt_tokens: str | None,
+    output_tokens: str | None,
+    max_requests: int | None,
+    tokenizer: Path | None,
+    out: Path | None,
+    as_json: bool,
+) -> None:
+    """``--in-account``: the profile as a SageMaker AI benchmark job (AIPerf, next to the endpoint) and the same
+    profile from here with smneuron's bench; a table of what each measured."""
+    from smneuron.benchmark.endpoint import bench_endpoint
+    from smneuron.benchmark.jobs import comparison, run_in_account
+    from smneuron.benchmark.prompts import Lengths
+
+    if url or not endpoint:
+        raise typer.BadParameter(
+            "--in-account runs the load inside the AWS account against a SageMaker endpoint: give its name, not --url.",
+            param_hint="--in-account",
+        )
+    if concurrencies and len(concurrencies) > 1:
+        raise typer.BadParameter(
+            "--in-account runs one closed loop (AIPerf's concurrency): give one level, e.g. --concurrency 4.",
+            param_hint="--concurrencies",
+        )
+    level = concurrencies[0] if concurrencies else concurrency
+    prompt = lengths(prompt_tokens, "--prompt-tokens") or Lengths(64)
+    output = lengths(output_tokens, "--output-tokens") or Lengths(128)
+    count = max_requests or 50
+    session = state(ctx).session()
+    c = console()
+    if not as_json:
+        c.print(
+            f"SageMaker AI benchmark job on {endpoint}: concurrency {level}, {count} requests, {prompt.mean} prompt / "
+            f"{output.mean} output tokens (streamed, OpenAI chat completions) ..."
+        )
+    job = run_in_account(
+        endpoint,
+        prompt_tokens=prompt,
+        output_tokens=output,
+        concurrency=level,
+        request_count=count,
+        session=session,
+        on_status=None if as_json else (lambda s, t: c.print(f"  job {s} after {t:.0f} s", highlight=False)),
+    )
+    local = bench_endpoint(
+        endpoint,
+        session=session,
+        tokenizer=tokenizer,
+        profile="concurrent",
+        concurrencies=[level],
+        max_requests=count,
+        prompt_tokens=prompt,
+        output_tokens=output,
+        duration_s=600,
+        warmup_s=0,
+        cooldown_s=0,
+    ).to_dict()
+    rows = comparison(job, local["runs"][0])
+    data = {"benchmark_job": job.to_dict(), "local": local, "comparison": rows}
+    if out:
+        out.write_text(json.dumps(data, indent=2, default=str))
+    if as_json:
+        print_json(data)
+        return
+    table(
+        f"{endpoint}: the same profile measured twice",
+        ["metric", f"benchmark job {job.job} ({job.measured_by})", "smneuron bench (from this machine)"],
+        rows,
+    )
+    if job.found_in:
+        c.print(f"The job's metrics: {job.found_in} ({job.seconds:.0f} s in all).", highlight=False)
+    else:
+        c.print(
+            "The job's output holds no file with the documented metrics (their file layout is not documented); "
+            f"it wrote: {', '.join(job.files) or 'nothing'}.",
+            highlight=False,
+        )
+
+
 def _ms(d: dict, q: str) -> str:
     return f"{d[q]:.1f}" if q in d else "-"
 

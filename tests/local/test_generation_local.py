@@ -168,6 +168,36 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     assert refused.returncode == 1 and "This is a text generation endpoint" in refused.stderr
     assert "--mean-tokens (" in refused.stderr and "--openai (" in refused.stderr
 
+    # --in-account: the profile as a SageMaker AI benchmark job (the embedded one runs smneuron's bench as the job,
+    # against the component, and writes the documented metrics under a clearly named prefix), and the same profile
+    # from here; the table says who measured what, and the workload config does not outlive the job
+    both = json.loads(
+        smneuron_cli(
+            "--local", "bench", "chat", "--in-account", "--concurrency", "2", "--max-requests", "8",
+            "--prompt-tokens", "8", "--output-tokens", "4", "--tokenizer", str(tiny_llama), "--json",
+        ).stdout
+    )  # fmt: skip
+    job = both["benchmark_job"]
+    assert job["status"] == "Completed" and job["found_in"].endswith(
+        f"/{job['job']}/smneuron-embedded-sagemaker/metrics.json"
+    )
+    assert "not AIPerf" in job["measured_by"]
+    spec = job["workload_spec"]
+    assert spec["benchmark"] == {"type": "aiperf"} and spec["parameters"]["concurrency"] == 2
+    assert (spec["parameters"]["request_count"], spec["parameters"]["output_tokens_mean"]) == (8, 4)
+    assert both["local"]["runs"][0]["successful"] == 8  # the same 8 requests from here
+    assert [row[0] for row in both["comparison"]][:3] == ["requests/s", "output tokens/s", "TTFT p50 ms"]
+    assert all(row[1] != "-" and row[2] != "-" for row in both["comparison"]), both["comparison"]
+    assert sm.list_ai_workload_configs()["AIWorkloadConfigs"] == []
+    listed = sm.list_ai_benchmark_jobs()["AIBenchmarkJobs"]
+    assert [(j["AIBenchmarkJobName"], j["AIBenchmarkJobStatus"]) for j in listed] == [
+        (job["job"], "Completed")
+    ]
+    target = sm.describe_ai_benchmark_job(AIBenchmarkJobName=job["job"])["BenchmarkTarget"]
+    assert target == {"Endpoint": {"Identifier": "chat", "InferenceComponents": [{"Identifier": "chat-ic"}]}}
+    refused = smneuron_cli("--local", "bench", "--url", "http://127.0.0.1:9", "--in-account", check=False)
+    assert refused.returncode == 2 and "give its name, not --url" in " ".join(refused.stderr.split())
+
     scaled = smneuron_cli("--local", "scale", "chat", "--min", "2", "--max", "2").stdout
     assert "autoscaling 2-2 copies" in scaled  # it sets copies, and says so (it said "instances")
     comp = _wait_copies(smneuron_cli, "chat", 2)  # a second copy (a second stand-in server) runs

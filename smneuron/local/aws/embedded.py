@@ -40,6 +40,7 @@ import botocore.session
 
 from smneuron.errors import MissingDependencyError
 from smneuron.local.aws import patching, pools
+from smneuron.local.aws.benchmark_jobs import patch_benchmark_jobs
 from smneuron.local.aws.components import patch_components
 from smneuron.local.aws.describe_shapes import patch_describe_shapes
 from smneuron.local.aws.iam_simulation import patch_policy_simulation
@@ -133,6 +134,7 @@ def patch_moto() -> None:
     _patch_pipeline_steps(models, responses, ActionResult)
 
     patch_components()
+    patch_benchmark_jobs()
     patch_policy_simulation()
     patch_describe_shapes()
     _patch_s3_conditional_denies()

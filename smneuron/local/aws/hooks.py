@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from smneuron.local.aws import benchmark_jobs, patching, pools, stream_route
 from smneuron.local.aws import components as moto_components
-from smneuron.local.aws import patching, pools, stream_route
 from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.routing import invoke
 
@@ -48,6 +48,9 @@ def activate(backer: Backer | None) -> None:
         _ACTIVE.stop_all()
     _ACTIVE = backer
     moto_components.listener = backer.components if backer is not None else None
+    benchmark_jobs.runner = (
+        backer._session if backer is not None else None
+    )  # AI benchmark jobs run smneuron's bench
     stream_route.ACTIVE = backer
 
 
