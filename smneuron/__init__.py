@@ -63,7 +63,9 @@ _EXPORTS = {  # public name -> (module, attribute)
     "run_pipeline_locally": ("smneuron.local.pipeline.runner", "run_local"),
     "run_generation_bench": ("smneuron.benchmark.generation", "bench_text_generation"),
     "synthetic_prompts": ("smneuron.benchmark.prompts", "synthetic_prompts"),
+    "bench_in_account": ("smneuron.benchmark.jobs", "run_in_account"),
     "evaluate": ("smneuron.evaluation.scoring", "evaluate"),
+    "evaluate_generation": ("smneuron.evaluation.generation", "evaluate_generation"),
     "LocalEndpoint": ("smneuron.serving.server", "LocalEndpoint"),
 }
 
