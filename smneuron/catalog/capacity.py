@@ -165,6 +165,40 @@ class Capacity:
         )  # vLLM on a GPU maps the weights, not copies them
 
 
+def _record(
+    instance: InstanceType,
+    layout: tuple[int, int, int, str, int],
+    idle: int,
+    weights: float,
+    kv: float,
+    per_device_gib: float,
+    kv_heads: int,
+    strategy: str,
+    device: str = "NeuronCore",
+) -> Capacity:
+    """The Capacity of (tp, batch, sequence, dtype, copies) with ``weights`` and ``kv`` bytes over tp devices."""
+    tp, batch_size, sequence_length, dtype, n = layout
+    return Capacity(
+        instance.name,
+        tp,
+        batch_size,
+        sequence_length,
+        dtype,
+        n,
+        idle,
+        round(weights / GIB, 3),
+        round(weights / tp / GIB, 3),
+        round(kv / tp / GIB, 3),
+        round((weights + kv) / tp / GIB, 3),
+        per_device_gib,
+        round(n * weights / GIB, 2),
+        instance.memory_gib,
+        kv_heads,
+        strategy,
+        device=device,
+    )
+
+
 def capacity(
     shape: ModelShape,
     instance: InstanceType,
@@ -195,24 +229,11 @@ def capacity(
     weights = shape.parameters * nbytes
     kv = 2 * shape.layers * batch_size * sequence_length * kv_heads * shape.head_dim * nbytes
     per_core = (weights + kv) / tp / GIB
-    c = Capacity(
-        instance.name,
-        tp,
-        batch_size,
-        sequence_length,
-        dtype,
-        n,
-        max(cores - n * tp, 0),
-        round(weights / GIB, 3),
-        round(weights / tp / GIB, 3),
-        round(kv / tp / GIB, 3),
-        round(per_core, 3),
+    c = _record(
+        instance, (tp, batch_size, sequence_length, dtype, n), max(cores - n * tp, 0), weights, kv,
         HBM_PER_CORE_GIB if instance.family == "inf2" else 0.0,  # a CPU instance has no HBM to count
-        round(n * weights / GIB, 2),
-        instance.memory_gib,
-        kv_heads,
-        strategy,
-    )
+        kv_heads, strategy,
+    )  # fmt: skip
     if instance.family != "inf2":
         c.problems.append(
             f"{instance.name} has no NeuronCore-v2: smneuron serves text generation on ml.inf2.* (optimum-neuron)."
@@ -267,25 +288,10 @@ def _gpu_capacity(
     kv_heads = max(shape.kv_heads, tp)  # vLLM replicates K/V heads fewer than tp, one per GPU
     weights = shape.parameters * nbytes
     kv = 2 * shape.layers * batch_size * sequence_length * kv_heads * shape.head_dim * nbytes
-    c = Capacity(
-        instance.name,
-        tp,
-        batch_size,
-        sequence_length,
-        dtype,
-        n,
-        max(gpus - n * tp, 0),
-        round(weights / GIB, 3),
-        round(weights / tp / GIB, 3),
-        round(kv / tp / GIB, 3),
-        round((weights + kv) / tp / GIB, 3),
-        round(per_gpu, 3),
-        round(n * weights / GIB, 2),
-        instance.memory_gib,
-        kv_heads,
-        "replicated to tp" if kv_heads > shape.kv_heads else "shard",
-        device="GPU",
-    )
+    c = _record(
+        instance, (tp, batch_size, sequence_length, dtype, n), max(gpus - n * tp, 0), weights, kv, round(per_gpu, 3),
+        kv_heads, "replicated to tp" if kv_heads > shape.kv_heads else "shard", device="GPU",
+    )  # fmt: skip
     if not gpus:
         c.problems.append(f"smneuron's catalog does not know the GPUs of {instance.name} (count and memory).")
         return c

@@ -114,48 +114,25 @@ class GenerationServer:
                 "SMNEURON_VLLM_PYTHON=.venv-vllm/bin/python"
             )
         if any(k.startswith("SM_VLLM_") for k in self.environment):
-            return [python, *self._gpu_image_arguments(served)]
+            model, flags = self._gpu_image_flags()
+        else:  # what optimum-neuron's serve passes vLLM
+            model, flags = (
+                str(self.model_dir),
+                [
+                    "--max-num-seqs",
+                    str(served["batch_size"]),
+                    "--max-model-len",
+                    str(served["sequence_length"]),
+                    "--tensor-parallel-size",
+                    str(served["tensor_parallel_size"]),
+                ],
+            )
         return [
             python,
             "-m",
             "vllm.entrypoints.openai.api_server",
             "--model",
-            str(self.model_dir),
-            "--served-model-name",
-            served["model"],
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--max-num-seqs",
-            str(served["batch_size"]),
-            "--max-model-len",
-            str(served["sequence_length"]),
-            "--tensor-parallel-size",
-            str(served["tensor_parallel_size"]),
-            # on the CPU backend this is the share of host memory vLLM reserves: its default, 0.92, is more than
-            # a machine shared with other copies and the embedded AWS has free, and the worker fails to start
-            "--gpu-memory-utilization",
-            os.environ.get("SMNEURON_VLLM_MEMORY", "0.25"),
-        ]
-
-    def _gpu_image_arguments(self, served: dict) -> list[str]:
-        """What AWS's GPU vLLM image runs (vllm/build_artifacts/sagemaker_entrypoint.sh in aws/deep-learning-containers):
-        every SM_VLLM_<ARG>=value as ``--<arg> value`` (an empty value: the flag alone), with this copy's address for
-        port 8080, the model directory where the container would see /opt/ml/model (served under that name, as
-        there), and this machine's memory share."""
-        flags: list[str] = []
-        local = {"MODEL", "SERVED_MODEL_NAME", "PORT", "HOST", "GPU_MEMORY_UTILIZATION"}
-        for key, value in self.environment.items():
-            if not key.startswith("SM_VLLM_") or key[len("SM_VLLM_") :] in local:
-                continue
-            flags += [f"--{key[len('SM_VLLM_') :].lower().replace('_', '-')}", *([value] if value else [])]
-        model = self.environment.get("SM_VLLM_MODEL") or str(self.model_dir)
-        return [
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            str(self.model_dir) if model == "/opt/ml/model" else model,
+            model,
             "--served-model-name",
             served["model"],
             "--host",
@@ -163,9 +140,25 @@ class GenerationServer:
             "--port",
             str(self.port),
             *flags,
+            # on the CPU backend this is the share of host memory vLLM reserves: its default, 0.92, is more than
+            # a machine shared with other copies and the embedded AWS has free, and the worker fails to start
             "--gpu-memory-utilization",
             os.environ.get("SMNEURON_VLLM_MEMORY", "0.25"),
         ]
+
+    def _gpu_image_flags(self) -> tuple[str, list[str]]:
+        """(the model, the flags) AWS's GPU vLLM image runs (vllm/build_artifacts/sagemaker_entrypoint.sh in
+        aws/deep-learning-containers): every SM_VLLM_<ARG>=value as ``--<arg> value`` (an empty value: the flag
+        alone); the model directory stands where the container would see /opt/ml/model; this copy's address and
+        this machine's memory share replace port 8080 and the GPU's."""
+        flags: list[str] = []
+        local = {"MODEL", "SERVED_MODEL_NAME", "PORT", "HOST", "GPU_MEMORY_UTILIZATION"}
+        for key, value in self.environment.items():
+            if not key.startswith("SM_VLLM_") or key[len("SM_VLLM_") :] in local:
+                continue
+            flags += [f"--{key[len('SM_VLLM_') :].lower().replace('_', '-')}", *([value] if value else [])]
+        model = self.environment.get("SM_VLLM_MODEL") or str(self.model_dir)
+        return (str(self.model_dir) if model == "/opt/ml/model" else model), flags
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
