@@ -291,6 +291,19 @@ def model_servers(state_dir: Path, service: int) -> list[int]:
     return [p for p in service_processes(state_dir) if p != service and not helper(p)]
 
 
+def llm_copies(state_dir: Path) -> list[int]:
+    """The run's text-generation copies: forked from the forkserver, each runs in its model directory, which the
+    embedded SageMaker downloads under a ``smneuron-llm-*`` directory (as a container's /opt/ml/model)."""
+    found = []
+    for pid in service_processes(state_dir):
+        try:
+            if Path(os.readlink(f"/proc/{pid}/cwd")).parent.name.startswith("smneuron-llm-"):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
 def only_the_service_is_left(state_dir: Path, service: int) -> None:
     """No model server process of the run remains, and the service listens on nothing but its API port."""
     until(lambda: not model_servers(state_dir, service), "the model servers to stop", 60)

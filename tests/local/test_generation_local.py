@@ -14,7 +14,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from conftest import cmdline, nothing_is_left, service_processes, until
+from conftest import llm_copies, nothing_is_left, until
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 
@@ -70,9 +70,10 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     (component,) = [
         c["InferenceComponentName"] for c in sm.list_inference_components()["InferenceComponents"]
     ]
-    (copy,) = [p for p in service_processes(state) if "generation.standin" in cmdline(p)]
-    args = cmdline(copy).split()
-    weights = Path(args[args.index("--model-dir") + 1]).parent  # where the copy's weights were downloaded
+    (copy,) = llm_copies(state)  # the one copy: a process of its own, forked from the forkserver
+    weights = Path(
+        os.readlink(f"/proc/{copy}/cwd")
+    ).parent  # it runs in its model directory, as a container does
     assert weights.name.startswith("smneuron-llm-") and weights.exists()
     os.kill(copy, signal.SIGKILL)
 
@@ -84,7 +85,7 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     )
     assert "exited (code -9)" in dead["FailureReason"] and "being replaced" in dead["FailureReason"]
     until(lambda: described()["RuntimeConfig"]["CurrentCopyCount"] == 1, "a replacement copy")
-    assert [p for p in service_processes(state) if "generation.standin" in cmdline(p)] != [copy]
+    assert until(lambda: llm_copies(state), "the replacement copy's process") != [copy]
     assert "FailureReason" not in described()  # whole again
 
     streamed = json.loads(

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import service_processes, until
+from conftest import llm_copies, service_processes, until
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses and the embedded service: not in the fast loop
 
@@ -73,11 +73,7 @@ def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
     assert [a["AlarmName"] for a in after["alarms"]] == [a["AlarmName"] for a in before["alarms"]]
 
     # kill -9: the copy it started is orphaned; the next `local up` stops it and restores the last snapshot
-    copies = [
-        p
-        for p in service_processes(state)
-        if b"generation.standin" in open(f"/proc/{p}/cmdline", "rb").read()
-    ]
+    copies = llm_copies(state)
     assert copies
 
     def snapshot_after_restore() -> bool:  # one is taken within 2 s of any change; the restore was one

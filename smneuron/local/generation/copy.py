@@ -10,7 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from smneuron.local.generation.standin import Refused, configuration
+from smneuron.local.generation.standin import Refused, configuration, run_copy
+from smneuron.serving.pool import PRELOAD, worker_context
 from smneuron.serving.ports import free_port
 
 ENGINES = ("stand-in", "vllm")
@@ -49,20 +50,28 @@ class GenerationServer:
         import httpx
 
         # a file, not a pipe: a chatty server never blocks (the embedded SageMaker ships it to CloudWatch Logs)
-        self._log = open(self.log_path, "a+") if self.log_path else tempfile.TemporaryFile(mode="w+")
+        if self.log_path is None:
+            handle, name = tempfile.mkstemp(prefix="smneuron-copy-", suffix=".log")
+            os.close(handle)
+            self.log_path, self._own_log = Path(name), True
+        self._log = open(self.log_path, "a+")
         env = {
-            **os.environ,
             **self.environment,
             "OMP_NUM_THREADS": self.environment.get("OMP_NUM_THREADS", "1"),
         }
-        self.process = subprocess.Popen(
-            self._command(),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        if (
+            self.engine == "stand-in"
+        ):  # forked from the process's preloaded forkserver: torch is imported already
+            self.process = Forked(self.model_dir, env, self.port, self.log_path)
+        else:
+            self.process = subprocess.Popen(
+                self._command(),
+                env={**os.environ, **env},
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -167,3 +176,46 @@ class GenerationServer:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+        if getattr(self, "_own_log", False) and self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)
+
+
+class Forked:
+    """A stand-in copy forked from multiprocessing's forkserver (``serving.pool.worker_context``, with transformers
+    and the stand-in preloaded too), behind the part of ``subprocess.Popen`` the copies' callers use (``poll``,
+    ``returncode``, ``terminate``, ``kill``, ``wait``, ``pid``). A copy no longer imports torch and transformers
+    (seconds of CPU) at each start, restart or scale-out; it is still a process of its own (its pid, kill -9, exit
+    code), with the container environment, its output in its log, and the model directory as its working one."""
+
+    PRELOAD = [*PRELOAD, "transformers", "smneuron.local.generation.standin"]
+
+    def __init__(self, model_dir: Path, environment: dict[str, str], port: int, log_path: Path) -> None:
+        ctx = worker_context()
+        if hasattr(
+            ctx, "set_forkserver_preload"
+        ):  # the first to start the process's forkserver sets its preload
+            ctx.set_forkserver_preload(self.PRELOAD)
+        self._process = ctx.Process(
+            target=run_copy, args=(str(model_dir), environment, port, str(log_path)), daemon=False
+        )
+        self._process.start()
+        self.pid = self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.exitcode
+
+    def poll(self) -> int | None:
+        return None if self._process.is_alive() else self._process.exitcode
+
+    def terminate(self) -> None:
+        self._process.terminate()
+
+    def kill(self) -> None:
+        self._process.kill()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._process.join(timeout)
+        if self._process.exitcode is None:
+            raise subprocess.TimeoutExpired(f"copy {self.pid}", timeout or 0)
+        return self._process.exitcode

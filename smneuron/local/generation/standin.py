@@ -452,6 +452,22 @@ def serve(model_dir: Path, environment: dict[str, str], host: str = "127.0.0.1",
     return 0
 
 
+def run_copy(model_dir: str, environment: dict[str, str], port: int, log_path: str) -> None:
+    """A copy forked from a preloaded forkserver (``copy.Forked``): its output to ``log_path``, the container
+    environment as its own, the model directory as its working one (as /opt/ml/model is a container's), then
+    ``serve`` until stopped; exits 1 when the configuration is refused, as the container does."""
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    os.environ.update(environment)
+    model = Path(model_dir).resolve()
+    os.chdir(model)
+    sys.exit(serve(model, dict(os.environ), "127.0.0.1", port))
+
+
 def main(argv: list[str] | None = None) -> int:
     """The container's entry point: the environment is this process's own (a copy's subprocess)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
