@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from smneuron.endpoints.describing import require
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import InvocationError
 from smneuron.evaluation import logits
@@ -296,6 +297,8 @@ def evaluate_generation(
     t = thresholds or GenerationThresholds()
     records = read_records(data)
     target = Endpoint(endpoint, url=url, session=session)
+    if endpoint:  # a missing endpoint is said before the reference spends its minutes on CPU
+        require(target.session, endpoint)
 
     def invoke(request: dict) -> dict | None:
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from smneuron.evaluation.generation import collect, score
 from smneuron.evaluation.scoring import Record
 from smneuron.specs.models import GenerationThresholds
@@ -75,3 +77,56 @@ def test_the_stand_in_answers_top_logprobs_as_vllm_does(tiny_llama, tmp_path):
         assert "Requested sample logprobs of 21, which is greater than max allowed: 20" in refused.text
     finally:
         server.shutdown()
+
+
+def _served(artifact, tmp_path):  # type: ignore[no-untyped-def]
+    """The stand-in serving ``artifact`` in this process; returns (url, server)."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from smneuron.local.generation.standin import Generator, configuration, handler_for
+
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), handler_for(Generator(artifact, 2, 128), configuration(artifact, {}))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}", server
+
+
+def test_evaluate_a_served_llm_from_the_cli_with_neurons_criteria(tiny_llama, tmp_path):
+    from conftest import run_cli
+
+    from smneuron.compilation.generation import compile_generation
+    from smneuron.local.tiny_model import build_tiny_llama
+    from smneuron.specs.models import CompileSpec
+
+    spec = CompileSpec(task="text-generation", target="cpu", sequence_length=128, batch_size=2)
+    same = compile_generation(tiny_llama, tmp_path / "same", spec).out_dir
+    other = compile_generation(build_tiny_llama(tmp_path / "m1", seed=1), tmp_path / "other", spec).out_dir
+    data = tmp_path / "prompts.jsonl"
+    data.write_text('{"inputs": "the weather in paris is"}\n{"inputs": "john and mary went to"}\n')
+    for artifact, passes in ((same, True), (other, False)):
+        url, server = _served(artifact, tmp_path)
+        try:
+            code, out, err = run_cli(
+                "evaluate", str(data), "--model", str(tiny_llama), "--url", url, "--json"
+            )
+        finally:
+            server.shutdown()
+        result = json.loads(out)
+        assert result["passed"] is passes and code == (0 if passes else 1), err
+        assert result["task"] == "text-generation" and result["metrics"]["logit_match"] == (
+            1.0 if passes else 0.0
+        )
+        if not passes:
+            assert (
+                "First logit mismatch: prompt 1 ('the weather in paris is'), generated position"
+                in result["summary"]
+            )
+    # the other kind's gate, or no candidate: usage errors, with the way to call it
+    code, _, err = run_cli(
+        "evaluate", str(data), "--model", str(tiny_llama), "--url", "http://x", "--min-cosine", "0.9"
+    )
+    assert code == 2 and "not for a text-generation model" in err
+    code, _, err = run_cli("evaluate", str(data), "--model", str(tiny_llama))
+    assert code == 2 and "--endpoint NAME or --url URL" in " ".join(err.split())
