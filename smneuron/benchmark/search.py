@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from smneuron.errors import SmneuronError
+
 R = TypeVar("R")
 
 
@@ -153,4 +155,24 @@ def provenance(report: dict) -> str:
     return (
         f" (--find-max: {found['best_rate']:g} req/s was the highest of {len(found['steps'])} searched rates that met "
         f"the SLO, {'converged' if found['converged'] else 'not converged'} to {found['precision']:.0%})"
+    )
+
+
+def unmet(found: dict | None) -> SmneuronError | None:
+    """The refusal when a search found no rate that meets the SLO: what the lowest rate tried measured (the floor of
+    the endpoint's latency under any load) against the SLO, and the way forward; None when a rate passed."""
+    if not found or found.get("best_rate") is not None or not found.get("steps"):
+        return None
+    served = [s for s in found["steps"] if s.get("achieved")]
+    if not served:
+        return SmneuronError(
+            "No load meets the SLO, and no step served a request: each run was too short for its rate.",
+            hint="Raise --duration (or start the search higher with --rate).",
+        )
+    lowest = min(served, key=lambda s: s["rate"])
+    return SmneuronError(
+        f"No load meets the SLO: even at {lowest['rate']:g} req/s, the lowest rate that served requests, "
+        f"{lowest['why']}. That is this endpoint's latency with next to no load, so no rate can meet the SLO.",
+        hint="Relax the SLO to at least what was measured there, or serve on faster hardware (smneuron compare); "
+        "the report keeps every step.",
     )

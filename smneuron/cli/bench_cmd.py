@@ -116,6 +116,7 @@ def bench_cmd(
     from smneuron.benchmark import encoder as bench
     from smneuron.benchmark import profiles, prompts
     from smneuron.benchmark.endpoint import serving_of, target_kind
+    from smneuron.benchmark.search import unmet
     from smneuron.cli import generation_bench_cmd
 
     if endpoint == "compare":
@@ -242,6 +243,9 @@ def bench_cmd(
     profiles.check_error_rate(
         sum(r.requests_ok for r in report.runs) + failed, failed, max_error_rate, report.target
     )
+    refused = unmet(report.search)
+    if refused:
+        raise refused
 
 
 def _compare(paths: list[Path], as_json: bool) -> None:

@@ -73,6 +73,7 @@ def run(
     from smneuron.benchmark.generation_metrics import Slo
     from smneuron.benchmark.generation_report import write_csv, write_html, write_pngs
     from smneuron.benchmark.profiles import check_error_rate
+    from smneuron.benchmark.search import unmet
 
     session = None if url else state(ctx).session()
     given = {
@@ -128,6 +129,9 @@ def run(
         render(data)
     failed = sum(r.errored + r.incomplete for r in report.runs)
     check_error_rate(sum(r.successful for r in report.runs) + failed, failed, max_error_rate, report.target)
+    refused = unmet(report.search)
+    if refused:
+        raise refused
 
 
 def in_account(

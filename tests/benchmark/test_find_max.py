@@ -119,6 +119,13 @@ def test_find_max_from_the_cli_and_its_mistakes(one_at_a_time, tmp_path):
     )
     code, _, err = run_cli(*args, "--find-max", "--slo-p99-ms", "250", "--rate-type", "constant")
     assert code == 2 and "drop --rate-type constant" in err
+    # an SLO below what one request alone takes (20 ms here): no rate meets it, refused with the measured floor
+    code, out, err = run_cli(
+        *args, "--find-max", "--slo-p99-ms", "5", "--rate", "10", "-o", str(tmp_path / "r.json")
+    )
+    said = " ".join(err.split())
+    assert code == 1 and "No load meets the SLO: even at" in said and "> 5 ms" in said, err
+    assert json.loads((tmp_path / "r.json").read_text())["search"]["best_rate"] is None  # the report is kept
 
 
 def test_a_text_generation_step_meets_ttft_and_itl_p95_or_says_which_it_missed():
