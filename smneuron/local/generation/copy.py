@@ -55,7 +55,8 @@ class GenerationServer:
             os.close(handle)
             self.log_path, self._own_log = Path(name), True
         self._log = open(self.log_path, "a+")
-        env = {
+        env = {  # this process's environment, then the container's, as the subprocess copy had
+            **os.environ,
             **self.environment,
             "OMP_NUM_THREADS": self.environment.get("OMP_NUM_THREADS", "1"),
         }
@@ -66,7 +67,7 @@ class GenerationServer:
         else:
             self.process = subprocess.Popen(
                 self._command(),
-                env={**os.environ, **env},
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,

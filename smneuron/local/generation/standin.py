@@ -251,13 +251,16 @@ def sampling(request: dict) -> tuple[int, float, int | None]:
     return max_tokens, temperature, number("seed", int, None)
 
 
-READ_TIMEOUT_S = float(os.environ.get("SMNEURON_STANDIN_READ_TIMEOUT", "60"))  # a body that never comes
+def read_timeout_s() -> float:
+    """Seconds a request's body may take to arrive; read when the handler is made (a copy forked from a preloaded
+    forkserver imported this module before its environment was set)."""
+    return float(os.environ.get("SMNEURON_STANDIN_READ_TIMEOUT", "60"))
 
 
 def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.0"  # a stream ends when the connection closes, as SSE over HTTP/1.0 does
-        timeout = READ_TIMEOUT_S  # the socket's: a request announcing 1 GB no longer holds a thread forever
+        timeout = read_timeout_s()  # the socket's: a request announcing 1 GB no longer holds a thread forever
 
         def log_message(self, *args: Any) -> None:
             pass
