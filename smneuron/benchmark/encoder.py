@@ -25,7 +25,7 @@ from typing import Any
 
 from smneuron.benchmark import profiles
 from smneuron.benchmark.report import plot, plot_html
-from smneuron.benchmark.search import meets_p99, searched
+from smneuron.benchmark.search import MEASURABLE, meets_p99, searched
 from smneuron.benchmark.targets import (
     ErrorLog,
     Send,
@@ -300,7 +300,7 @@ async def _run(
             max_concurrency=concurrency,
             rate=rate,
             precision=precision,
-            floor=0.05,
+            floor=max(0.05, MEASURABLE / duration_s),
             start_floor=0.1,
             slo={"p99_ms": slo_p99_ms},
             search=search,

@@ -34,7 +34,7 @@ from smneuron.benchmark.generation_metrics import (
 )
 from smneuron.benchmark.generation_report import figures_html
 from smneuron.benchmark.prompts import Lengths, load_tokenizer, requests_from
-from smneuron.benchmark.search import meets_stream, searched
+from smneuron.benchmark.search import MEASURABLE, meets_stream, searched
 from smneuron.benchmark.stream_targets import StreamSend, sagemaker_stream_sender, url_stream_sender
 from smneuron.catalog import load_prices
 from smneuron.display.cards import Card, Displayed
@@ -237,7 +237,7 @@ async def _profile(
             max_concurrency=max_concurrency,
             rate=rate,
             precision=precision,
-            floor=0.01,
+            floor=max(0.01, MEASURABLE / limits["duration_s"]),
             start_floor=0.05,
             slo={"ttft_p95_ms": slo.ttft_ms, "itl_p95_ms": slo.itl_ms},
             search=search,

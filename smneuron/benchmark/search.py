@@ -16,6 +16,9 @@ from typing import Any, TypeVar
 from smneuron.errors import SmneuronError
 
 R = TypeVar("R")
+# requests a run's window must be able to hold for its rate to be judged: the search does not halve below
+# MEASURABLE / duration (a rate that brings less than that into a run measures nothing)
+MEASURABLE = 2.0
 
 
 async def find_max(
