@@ -136,9 +136,9 @@ def run_in_account(
         described = _wait(sm, name, sess, timeout, on_status, started)
     except KeyboardInterrupt:
         _stop(sm, name)
-        _delete_config(sm, name)
         raise
-    _delete_config(sm, name)
+    finally:  # the config is the job's: it goes whatever ended the job (or kept it from starting)
+        _delete_config(sm, name)
     status = described["AIBenchmarkJobStatus"]
     if status != "Completed":
         raise BenchFailedError(

@@ -334,12 +334,14 @@ def smallest_fit(
     dtype: str,
     tensor_parallel_size: int | None,
     family: str = "inf2",
+    excluding: str | None = None,
 ) -> Capacity | None:
-    """The cheapest instance of ``family`` (inf2 or gpu; and tp, when not pinned) where one copy fits."""
+    """The cheapest instance of ``family`` (inf2 or gpu; and tp, when not pinned) where one copy fits, other than
+    ``excluding``."""
     prices = load_prices()
     found = []
     for inst in INSTANCE_TYPES.values():
-        if inst.family != family or "endpoint" not in inst.uses:
+        if inst.family != family or "endpoint" not in inst.uses or inst.name == excluding:
             continue
         devices = inst.gpus if family == "gpu" else inst.neuron_cores
         for tp in [tensor_parallel_size] if tensor_parallel_size else [1, 2, 4, 8, 12, 24]:

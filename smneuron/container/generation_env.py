@@ -38,25 +38,30 @@ TGI_DROPPED = {
 }
 
 
-def translate_tgi(environment: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """Turn TGI-neuronx variables into the vLLM container's ``SM_ON_*`` ones, with a notice for each.
+def translate_tgi(
+    environment: dict[str, str],
+    names: dict[str, str] | None = None,
+    container: str = "the optimum-neuron vLLM container",
+) -> tuple[dict[str, str], list[str]]:
+    """Turn TGI-neuronx variables into the vLLM container's ``SM_ON_*`` ones (or, through ``names``, another
+    container's: ``SM_ON_X`` -> its variable), with a notice for each.
 
     Raises:
         ConfigError: two TGI variables that map to one setting disagree (e.g. HF_BATCH_SIZE 4, MAX_BATCH_SIZE 8).
     """
     out = {k: v for k, v in environment.items() if k not in TGI_VARIABLES and k not in TGI_DROPPED}
     notes = []
-    for old, (new, meaning) in TGI_VARIABLES.items():
+    for old, (on, meaning) in TGI_VARIABLES.items():
         if old not in environment:
             continue
-        value = environment[old]
+        new, value = (names or {}).get(on, on), environment[old]
         if new in out and out[new] != value:
             raise ConfigError(
                 f"{old}={value} ({meaning}) disagrees with {new}={out[new]}.",
                 hint=f"Keep one of them; the vLLM container reads {new}.",
             )
         out[new] = value
-        notes.append(f"TGI variable {old}={value} translated to {new} (the optimum-neuron vLLM container)")
+        notes.append(f"TGI variable {old}={value} translated to {new} ({container})")
     for old, why in TGI_DROPPED.items():
         if old in environment:
             notes.append(f"TGI variable {old} dropped: {why}")
@@ -177,14 +182,8 @@ def _gpu_environment(
             hint="Set the SM_VLLM_<ARG> variable instead (SM_VLLM_MAX_NUM_SEQS for the batch size, SM_VLLM_MAX_MODEL_LEN "
             "for the sequence length), or drop it.",
         )
-    translated, tgi_notes = translate_tgi(extra)
-    rename = {v: GPU_SERVED[f] for f, v in SERVED.items()} | {"SM_ON_MODEL": "SM_VLLM_MODEL"}
-    env = {rename.get(k, k): v for k, v in translated.items()}
-    notes = []
-    for note in tgi_notes:
-        for old, new in rename.items():
-            note = note.replace(f"{old} (the optimum-neuron vLLM container)", f"{new} (AWS's GPU vLLM image)")
-        notes.append(note)
+    names = {v: GPU_SERVED[f] for f, v in SERVED.items()} | {"SM_ON_MODEL": "SM_VLLM_MODEL"}
+    env, notes = translate_tgi(extra, names, "AWS's GPU vLLM image")
     artifact = {
         "SM_VLLM_TENSOR_PARALLEL_SIZE": str(generation.tensor_parallel_size),
         "SM_VLLM_DTYPE": VLLM_DTYPES.get(generation.dtype, generation.dtype),

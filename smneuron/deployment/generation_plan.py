@@ -19,7 +19,7 @@ from typing import ClassVar
 from smneuron._version import __version__
 from smneuron.artifact.kind import GENERATION, ModelKind
 from smneuron.artifact.staging import ModelData
-from smneuron.catalog import INSTANCE_TYPES, InstanceType, load_prices, matrix
+from smneuron.catalog import InstanceType, load_prices, matrix
 from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check, smallest_fit
 from smneuron.catalog.generation import accelerators_per_copy, copies_per_instance, resolve_vllm_image
 from smneuron.container.generation_env import container_environment
@@ -439,22 +439,14 @@ def _fallback(p: GenerationPlan) -> str | None:
         return None
     gen = p.model_data.generation
     shape = ModelShape.from_config(gen.shape, gen.num_parameters)
-    prices = load_prices()
-    same = [
-        (prices.hourly(t.name) or float("inf"), t.name)
-        for t in INSTANCE_TYPES.values()
-        if t.family == "inf2"
-        and t.name != p.instance.name
-        and "endpoint" in t.uses
-        and capacity(
-            shape,
-            t,
-            batch_size=gen.batch_size,
-            sequence_length=gen.sequence_length,
-            tensor_parallel_size=gen.tensor_parallel_size,
-            dtype=gen.dtype,
-        ).fits
-    ]
+    same = smallest_fit(
+        shape,
+        batch_size=gen.batch_size,
+        sequence_length=gen.sequence_length,
+        dtype=gen.dtype,
+        tensor_parallel_size=gen.tensor_parallel_size,
+        excluding=p.instance.name,
+    )
     gpu = smallest_fit(
         shape,
         batch_size=gen.batch_size,
@@ -465,7 +457,7 @@ def _fallback(p: GenerationPlan) -> str | None:
     )
     offers = []
     if same:
-        offers.append(f"--instance {p.instance.name},{min(same)[1]} (the same artifact)")
+        offers.append(f"--instance {p.instance.name},{same.instance} (the same artifact)")
     if gpu:
         offers.append(
             f"--instance {p.instance.name},{gpu.instance} --artifact cuda=DIR (`smneuron compile MODEL --target cuda "

@@ -53,7 +53,7 @@ class WorkerStartError(RuntimeError):
 PRELOAD = ["torch", "tokenizers", "numpy", "smneuron.serving.worker"]
 
 
-def worker_context() -> Any:
+def worker_context(preload: list[str] = PRELOAD) -> Any:
     """Workers are forked from multiprocessing's forkserver, one process per server process that has imported
     ``PRELOAD`` once: a worker (and a restart after a crash) starts in a fraction of a second instead of importing
     torch anew (about 2 s of CPU each). The forkserver starts no threads and loads no model, so each worker is as
@@ -61,7 +61,7 @@ def worker_context() -> Any:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)
+    ctx.set_forkserver_preload(preload)  # the first to start the process's forkserver decides what it imports
     return ctx
 
 

@@ -38,6 +38,8 @@ runner: Any = (
 )
 RESULTS = "smneuron-embedded-sagemaker/metrics.json"
 DEFAULTS = {"concurrency": 1, "request_count": 10, "output_tokens_mean": 128, "prompt_input_tokens_mean": 550}
+# the documented statistic -> smneuron's
+_STATS = {"avg": "mean", "min": "min", "max": "max", "p50": "p50", "p90": "p90", "p99": "p99"}
 # the documented metric name -> smneuron's run field (milliseconds)
 LATENCIES = {
     "request_latency": "latency_ms",
@@ -306,9 +308,6 @@ def _run(record: dict, config: dict) -> None:
         _end(record, "Completed")
     except Exception as e:  # any failure is the job's FailureReason, as SageMaker reports it
         _end(record, "Failed", f"{type(e).__name__}: {e}")
-
-
-_STATS = {"avg": "mean", "min": "min", "max": "max", "p50": "p50", "p90": "p90", "p99": "p99"}
 
 
 def _tokenizer(session: Any, endpoint: str, component: str | None, work: Path) -> Path:

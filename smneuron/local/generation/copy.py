@@ -43,6 +43,7 @@ class GenerationServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
         self.log_path = Path(log_path) if log_path else None  # its stdout and stderr (else a temporary file)
+        self._own_log = False  # the temporary file made when no log_path was given, removed on stop
 
     def start(self, timeout: float = 300) -> None:
         """Start and wait for /ping; raise RuntimeError with the server's last words if it exits."""
@@ -99,16 +100,7 @@ class GenerationServer:
         return lines[-1] + (f" (cause: {cause})" if cause and cause not in lines[-1] else "")
 
     def _command(self) -> list[str]:
-        if self.engine == "stand-in":
-            return [
-                sys.executable,
-                "-m",
-                "smneuron.local.generation.standin",
-                "--model-dir",
-                str(self.model_dir),
-                "--port",
-                str(self.port),
-            ]
+        """The vLLM engine's command line (a stand-in copy is forked: ``Forked``)."""
         try:
             served = configuration(self.model_dir, self.environment)
         except Refused as e:
@@ -177,7 +169,7 @@ class GenerationServer:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-        if getattr(self, "_own_log", False) and self.log_path is not None:
+        if self._own_log and self.log_path is not None:
             self.log_path.unlink(missing_ok=True)
 
 
@@ -191,11 +183,7 @@ class Forked:
     PRELOAD = [*PRELOAD, "transformers", "smneuron.local.generation.standin"]
 
     def __init__(self, model_dir: Path, environment: dict[str, str], port: int, log_path: Path) -> None:
-        ctx = worker_context()
-        if hasattr(
-            ctx, "set_forkserver_preload"
-        ):  # the first to start the process's forkserver sets its preload
-            ctx.set_forkserver_preload(self.PRELOAD)
+        ctx = worker_context(self.PRELOAD)
         self._process = ctx.Process(
             target=run_copy, args=(str(model_dir), environment, port, str(log_path)), daemon=False
         )

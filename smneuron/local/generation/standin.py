@@ -14,7 +14,8 @@ at most batch size sequences decode at once (vLLM's --max-num-seqs), the rest qu
 max_tokens over the sequence length is a 400. Each decoding step takes the model lock, so concurrent
 sequences interleave token by token as in continuous batching.
 
-Run: ``python -m smneuron.local.generation.standin --model-dir DIR --port N`` (``GenerationServer`` does it).
+Run: the embedded SageMaker forks a copy into ``run_copy`` (``copy.Forked``); by hand,
+``python -m smneuron.local.generation.standin --model-dir DIR --port N``.
 
 One module because it is one program, the container's stand-in: the configuration checks the real entrypoints make
 (``configuration``, also used before vLLM is started) and the server that honours what they let through.
