@@ -328,14 +328,7 @@ def from_exception(err: BaseException) -> SmneuronError | None:
     if isinstance(err, bex.ClientError):
         return from_client_error(err)
     if isinstance(err, (bex.EndpointConnectionError, bex.ConnectTimeoutError, bex.ConnectionClosedError)):
-        url = getattr(err, "kwargs", {}).get("endpoint_url", "") or str(err)
-        return AwsError(
-            f"Cannot reach AWS at {url}.",
-            code="EndpointConnectionError",
-            hint="Check your network connection, the region (--region) and, if you set one, --endpoint-url "
-            "or AWS_ENDPOINT_URL (is the embedded AWS running?). Commands that create nothing, like "
-            "`deploy --dry-run` and `pipeline definition`, work offline.",
-        )
+        return unreachable(getattr(err, "kwargs", {}).get("endpoint_url", "") or str(err))
     if isinstance(err, bex.ReadTimeoutError):
         return AwsError(
             f"AWS did not answer in time: {err}.", code="ReadTimeout", hint="Try again in a minute."
@@ -345,6 +338,17 @@ def from_exception(err: BaseException) -> SmneuronError | None:
     if isinstance(err, bex.NoRegionError):
         return MissingRegionError()
     return _http_connection_error(err)
+
+
+def unreachable(url: str, detail: str = "") -> AwsError:
+    """AWS (or the embedded AWS) cannot be reached at ``url``, or stopped answering mid-answer (``detail``)."""
+    return AwsError(
+        f"Cannot reach AWS at {url}{f': {detail}' if detail else ''}.",
+        code="EndpointConnectionError",
+        hint="Check your network connection, the region (--region) and, if you set one, --endpoint-url "
+        "or AWS_ENDPOINT_URL (is the embedded AWS running?). Commands that create nothing, like "
+        "`deploy --dry-run` and `pipeline definition`, work offline.",
+    )
 
 
 def _http_connection_error(err: BaseException) -> SmneuronError | None:

@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ResponseStreamingError
 
-from smneuron.errors import InvocationError, SmneuronError, from_client_error
+from smneuron.errors import InvocationError, SmneuronError, from_client_error, unreachable
 from smneuron.session import Session
 
 
@@ -84,4 +84,8 @@ def invoke_endpoint(
         if e.response.get("OriginalStatusCode"):
             raise InvocationError(int(e.response["OriginalStatusCode"]), err.get("Message", "")) from e
         raise from_client_error(e, operation="InvokeEndpoint") from e
-    return Response(200, out.get("ContentType", ""), out["Body"].read())
+    try:
+        data = out["Body"].read()
+    except ResponseStreamingError as e:  # the service went away while its answer was being read
+        raise unreachable(runtime.meta.endpoint_url, "the connection broke while the answer was read") from e
+    return Response(200, out.get("ContentType", ""), data)
