@@ -68,6 +68,7 @@ class Backer:
         import httpx
 
         self.aws_url = aws_url
+        self._aws: Session | None = None
         self.engine = engine  # smneuron (the local endpoint) or torchserve (the DLC's own stack)
         self.no_capacity = no_capacity  # instance types this SageMaker has no capacity for (pools fall back)
         self.endpoints: dict[str, Backing] = {}
@@ -88,8 +89,10 @@ class Backer:
         ).start()
 
     def _session(self) -> Any:
-
-        return Session.embedded(self.aws_url)
+        """The embedded AWS's session, made once: each new one loads botocore's service models again."""
+        if self._aws is None:
+            self._aws = Session.embedded(self.aws_url)
+        return self._aws
 
     def start(self, name: str, config_name: str, *, revert: Any = None) -> None:
         """Bring up a server for ``config_name`` in the background. With ``revert`` it is a blue/green
