@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import operator
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +39,7 @@ from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, loc
 from smneuron.local.aws.hooks import activate
 from smneuron.local.pipeline.graph import dependencies, ordered_steps, path_get
 from smneuron.local.pipeline.inputs import check_gates_have_data, upload_dir
+from smneuron.local.pipeline.job_process import run_job
 from smneuron.pipeline import runs as pipeline
 from smneuron.serving.server import LocalEndpoint
 from smneuron.session import Session
@@ -316,8 +316,7 @@ class _Runner:
             "PYTHONUNBUFFERED": "1",
         }
         log = root / "job.log"
-        with log.open("w") as fh:
-            code = subprocess.call(command, env=env, stdout=fh, stderr=subprocess.STDOUT, cwd=root)
+        code = run_job(command, env, root, log)
         if code != 0:
             tail = "\n".join(log.read_text().splitlines()[-15:])
             raise PipelineFailedError(
