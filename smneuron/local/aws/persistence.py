@@ -1,7 +1,9 @@
 """What the embedded SageMaker keeps across `local down` / `local up` and across a crash, and what it does not.
 
 moto keeps everything in memory. The service writes a snapshot under its state directory whenever something
-changed (checked every ``INTERVAL_S`` seconds) and once more when it stops cleanly:
+changed and once more when it stops cleanly. It looks every ``INTERVAL_S`` seconds after the service answered a
+request, and every ``QUIET_S`` seconds without one (what the service changes on its own, a rollback's
+Specification for one, is caught then): an idle service no longer spends a tenth of a core asking itself.
 
 - ``aws/resources.json``: S3 buckets (policy, default encryption) and their objects' keys, content types and
   metadata; IAM roles (trust policy, attached and inline policies); SageMaker Models, endpoint configs,
@@ -17,7 +19,7 @@ may be missing: the snapshot's time is said.
 One module because snapshot and restore must agree field by field: what a snapshot keeps of each kind is
 exactly what its restore call takes back, and the two read best side by side.
 
-May import: smneuron.session.
+May import: smneuron.session, smneuron.local.aws.stream_route (the count of answered requests).
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smneuron.local.aws import stream_route
 from smneuron.session import Session
 
 INTERVAL_S = 2.0
+QUIET_S = 20.0
 
 _MODEL_KEYS = (
     "ModelName",
@@ -68,11 +72,16 @@ _NOT_KEPT = {  # kind -> (service, list call, result key, extra arguments)
 }  # fmt: skip
 
 
+def _mark_as_the_keepers(request: Any, **_: Any) -> None:
+    request.headers[stream_route.KEEPER_HEADER] = "1"  # not counted as a request that may change something
+
+
 class Keeper:
     """Snapshots the embedded AWS at ``url`` into ``root`` (``root/resources.json``, ``root/objects/``)."""
 
     def __init__(self, url: str, root: Path) -> None:
         self.session = Session.embedded(url)
+        self.session.boto_session.events.register("request-created", _mark_as_the_keepers)
         self.root = root
         self.objects = root / "objects"
         self._fingerprint: str | None = None
@@ -86,7 +95,12 @@ class Keeper:
     def run(self, stop: threading.Event) -> None:
         """Snapshot whenever something changed, until ``stop``; once more at the end (a clean stop). A snapshot
         that fails says why in the service's log and leaves the previous one in place."""
+        seen, looked = -1, 0.0
         while not stop.wait(INTERVAL_S):
+            now = stream_route.answered  # read before the look: a request answered during it brings another
+            if now == seen and time.monotonic() - looked < QUIET_S:
+                continue
+            seen, looked = now, time.monotonic()
             self._try(clean=False)
         for _ in range(3):  # the clean stop's: what `up` restores says "clean stop" only when it was written
             if self._try(clean=True):

@@ -23,6 +23,10 @@ from smneuron.local.aws.routing import CUSTOM_ATTRIBUTES, container_headers, too
 _PATH = re.compile(r"^/endpoints/([^/]+)/invocations-response-stream$")
 COMPONENT_HEADER = "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT"
 ACTIVE: Any = None  # the embedded SageMaker's Backer (set by hooks.activate)
+KEEPER_HEADER = "X-Smneuron-Keeper"  # the snapshot's own reads (persistence.Keeper): they change nothing
+answered = (
+    0  # API requests answered, the snapshot's own left out: persistence.Keeper looks again when it grows
+)
 
 
 def _header(name: str, value: str) -> bytes:
@@ -66,9 +70,15 @@ class StreamRouter:
         self.app = app
 
     def __call__(self, environ: dict, start_response: Any) -> Any:
+        global answered
+
         match = _PATH.match(environ.get("PATH_INFO", ""))
         if environ.get("REQUEST_METHOD") != "POST" or match is None:
-            return self.app(environ, start_response)
+            try:
+                return self.app(environ, start_response)
+            finally:  # counted once answered: a snapshot that sees the count sees what the request changed
+                if "HTTP_" + KEEPER_HEADER.upper().replace("-", "_") not in environ:
+                    answered += 1
         backer = ACTIVE
         length = int(environ.get("CONTENT_LENGTH") or 0)
         refused = too_large(length)  # on what it announces, before a byte of it is read
