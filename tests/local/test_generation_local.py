@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import boto3
@@ -19,14 +18,22 @@ from conftest import llm_copies, nothing_is_left, until
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 
 
-def _wait_copies(cli, name: str, want: int) -> dict:
-    deadline = time.monotonic() + 120
-    while True:
-        comp = json.loads(cli("--local", "status", name, "--json").stdout)["components"][0]
-        if comp["CurrentCopyCount"] == want and comp["InferenceComponentStatus"] == "InService":
-            return comp
-        assert time.monotonic() < deadline, comp
-        time.sleep(0.5)
+def _wait_copies(cli, sm, name: str, want: int) -> dict:
+    """``status``'s view of the component once ``want`` copies serve (waited for with boto3: a CLI call per poll
+    costs half a second of imports)."""
+
+    def serving() -> bool:
+        (found,) = sm.list_inference_components(EndpointNameEquals=name)["InferenceComponents"]
+        comp = sm.describe_inference_component(InferenceComponentName=found["InferenceComponentName"])
+        return (
+            comp["RuntimeConfig"]["CurrentCopyCount"] == want
+            and comp["InferenceComponentStatus"] == "InService"
+        )
+
+    until(serving, f"{want} copies in service", 120)
+    comp = json.loads(cli("--local", "status", name, "--json").stdout)["components"][0]
+    assert comp["CurrentCopyCount"] == want and comp["InferenceComponentStatus"] == "InService", comp
+    return comp
 
 
 def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron_cli, tiny_llama, tmp_path):
@@ -201,7 +208,7 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
 
     scaled = smneuron_cli("--local", "scale", "chat", "--min", "2", "--max", "2").stdout
     assert "autoscaling 2-2 copies" in scaled  # it sets copies, and says so (it said "instances")
-    comp = _wait_copies(smneuron_cli, "chat", 2)  # a second copy (a second stand-in server) runs
+    comp = _wait_copies(smneuron_cli, sm, "chat", 2)  # a second copy (a second stand-in server) runs
     assert comp["copy_autoscaling"] == [] and comp["CopyCount"] == 2  # min == max: pinned, no autoscaling
 
     removed = json.loads(smneuron_cli("--local", "delete", "chat", "--yes", "--json").stdout)["removed"]

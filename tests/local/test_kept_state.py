@@ -10,20 +10,34 @@ import signal
 import time
 from pathlib import Path
 
+import boto3
 import pytest
+from botocore.exceptions import ClientError
 from conftest import llm_copies, service_processes, until
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses and the embedded service: not in the fast loop
 
 
-def _serving(cli, name: str, *args: str) -> dict:
-    deadline = time.monotonic() + 180  # restored model servers start again; the machine may be loaded
-    while True:
-        out = cli("--local", "invoke", name, *args, check=False)
-        if out.returncode == 0:
-            return json.loads(out.stdout)
-        assert time.monotonic() < deadline, out.stderr
-        time.sleep(1)
+def _serving(cli, url: str, name: str, *args: str) -> dict:
+    """The CLI's answer from ``name`` once it serves again (restored model servers start again; waited for with
+    boto3's InvokeEndpoint, not a CLI call per poll)."""
+    kw = dict(region_name="us-east-1", endpoint_url=url, aws_access_key_id="l", aws_secret_access_key="l")
+    sm, runtime = boto3.client("sagemaker", **kw), boto3.client("sagemaker-runtime", **kw)
+
+    def answers() -> bool:
+        components = sm.list_inference_components(EndpointNameEquals=name)["InferenceComponents"]
+        target = {"InferenceComponentName": components[0]["InferenceComponentName"]} if components else {}
+        body = {"prompt": "hello", "max_tokens": 1} if components else {"inputs": "hello"}
+        try:
+            runtime.invoke_endpoint(
+                EndpointName=name, Body=json.dumps(body), ContentType="application/json", **target
+            )
+        except ClientError:
+            return False
+        return True
+
+    until(answers, f"{name} to serve again", 180)  # the machine may be loaded
+    return json.loads(cli("--local", "invoke", name, *args).stdout)
 
 
 def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
@@ -50,9 +64,11 @@ def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
     assert "2 endpoints" in up.stdout and "1 inference component" in up.stdout and "alarm" in up.stdout
     second = json.loads(smneuron_cli("local", "status", "--json").stdout)
     assert second["url"] == first["url"]  # the same port: the URL users exported still works
-    assert _serving(smneuron_cli, "enc", "i loved it") == answer  # the same Model, serving again
     assert (
-        _serving(smneuron_cli, "chat", "hello", "--max-tokens", "2", "--seed", "0")["usage"][
+        _serving(smneuron_cli, first["url"], "enc", "i loved it") == answer
+    )  # the same Model, serving again
+    assert (
+        _serving(smneuron_cli, first["url"], "chat", "hello", "--max-tokens", "2", "--seed", "0")["usage"][
             "completion_tokens"
         ]
         >= 1
@@ -91,7 +107,7 @@ def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
     assert "the last snapshot before the service stopped uncleanly" in up.stdout
     assert not set(copies) & set(service_processes(state)) and not run_dir.exists()
     assert (
-        _serving(smneuron_cli, "chat", "hello", "--max-tokens", "2", "--seed", "0")["usage"][
+        _serving(smneuron_cli, first["url"], "chat", "hello", "--max-tokens", "2", "--seed", "0")["usage"][
             "completion_tokens"
         ]
         >= 1

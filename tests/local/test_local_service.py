@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import boto3
 import pytest
 from conftest import cmdline, model_servers, nothing_is_left, service_processes, until
 from contract import Recorder
@@ -103,11 +104,17 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     smneuron_cli("--local", "scale", "ep", "--min", "2", "--max", "3")
     status = json.loads(smneuron_cli("--local", "status", "ep", "--json").stdout)
     assert status["autoscaling"]["targets"][0]["MaxCapacity"] == 3
-    deadline = time.monotonic() + 120  # a second instance: a second model server starts here
-    while status["variants"][0].get("CurrentInstanceCount") != 2:
-        assert time.monotonic() < deadline, status["variants"]
-        time.sleep(0.5)
-        status = json.loads(smneuron_cli("--local", "status", "ep", "--json").stdout)
+    sm = boto3.client("sagemaker", endpoint_url=up["url"], region_name="us-east-1",
+                      aws_access_key_id="local", aws_secret_access_key="local")  # fmt: skip
+    until(  # a second instance: a second model server starts here (polled with boto3, not a CLI per poll)
+        lambda: (
+            sm.describe_endpoint(EndpointName="ep")["ProductionVariants"][0].get("CurrentInstanceCount") == 2
+        ),
+        "a second instance",
+        120,
+    )
+    status = json.loads(smneuron_cli("--local", "status", "ep", "--json").stdout)
+    assert status["variants"][0]["CurrentInstanceCount"] == 2
     smneuron_cli("--local", "scale", "ep", "--min", "1", "--max", "1")
 
     out = smneuron_cli(
@@ -158,8 +165,6 @@ def test_plain_boto3_sees_sagemakers_statuses_refusals_and_bytes(smneuron_cli, t
     DescribeEndpoint said Creating or Failed (and StatusEquals filtered on that); an unknown TargetVariant was
     served; a binary body was an HTML 500."""
     import time
-
-    import boto3
 
     from smneuron.artifact.packaging import package
     from smneuron.compilation.encoder import compile_model

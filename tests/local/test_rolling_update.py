@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import boto3
 import pytest
@@ -73,6 +74,9 @@ def test_a_redeploy_rolls_copies_and_an_alarm_rolls_them_back(smneuron_cli, tmp_
         rolling.poll() is None
     ):  # the old copies serve until the new ones answer: both models answer meanwhile
         seen.append(_answer(runtime, component))
+        time.sleep(
+            0.1
+        )  # a request every tenth of a second is enough to see both; a tight loop slows the roll
     out, err = rolling.communicate()
     assert rolling.returncode == 0, err[-2000:]
     new = _answer(runtime, component)
