@@ -16,6 +16,7 @@ pytestmark = pytest.mark.e2e  # a forkserver that imports torch and transformers
 SCRIPT = """
 import json, os, sys
 print(json.dumps({"env": os.environ.get("JOB_SETTING"), "leaked": os.environ.get("ONLY_THE_RUNNER"),
+                  "site": os.environ.get("CUSTOMIZED"),
                   "cwd": os.getcwd(), "argv": sys.argv, "path": sys.path[:2], "main": __name__}))
 what = sys.argv[1]
 if what == "raise":
@@ -32,6 +33,9 @@ def job(tmp_path, monkeypatch):
     (tmp_path / "code").mkdir()
     (tmp_path / "code" / "job.py").write_text(SCRIPT)
     (tmp_path / "work").mkdir()
+
+    (tmp_path / "extra").mkdir()
+    (tmp_path / "extra" / "sitecustomize.py").write_text("import os\nos.environ['CUSTOMIZED'] = 'yes'\n")
 
     def run(arg: str) -> tuple[int, str]:
         env = {
@@ -54,6 +58,9 @@ def test_a_job_has_its_own_environment_folder_arguments_and_path(job, tmp_path):
     assert seen["cwd"] == str(tmp_path / "work") and seen["main"] == "__main__"
     assert seen["argv"] == [str(tmp_path / "code" / "job.py"), "3"]
     assert seen["path"] == [str(tmp_path / "code"), str(tmp_path / "extra")]  # script folder, then PYTHONPATH
+    assert (
+        seen["site"] == "yes"
+    )  # the sitecustomize on its PYTHONPATH ran at its start, as the interpreter's does
 
 
 def test_a_job_that_raises_or_is_killed_ends_as_an_interpreter_would(job):

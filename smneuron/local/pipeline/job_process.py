@@ -4,12 +4,14 @@ imports (a compile job spent 3 to 5 s of its 7 s importing them).
 
 The job is still a process of its own, with the environment, working directory, arguments, ``sys.path`` and
 output file a fresh interpreter would have: ``sys.path`` is the script's folder, then ``PYTHONPATH``'s entries, then
-the interpreter's own (read once from a fresh one). What it changes in ``os.environ`` is not what ``/proc`` shows as
+the interpreter's own (read once from a fresh one), and a ``sitecustomize`` on its PYTHONPATH runs first. What it changes in ``os.environ`` is not what ``/proc`` shows as
 its environment; nothing reads that of a job."""
 
 from __future__ import annotations
 
 import functools
+import importlib.machinery
+import importlib.util
 import json
 import os
 import runpy
@@ -78,6 +80,7 @@ def _job(script: str, args: list[str], env: dict[str, str], cwd: str, log: str, 
     os.chdir(cwd)
     sys.argv = [script, *args]
     sys.path[:] = path
+    _sitecustomize(_pythonpath(env))
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit:
@@ -91,6 +94,17 @@ def _job(script: str, args: list[str], env: dict[str, str], cwd: str, log: str, 
         traceback.print_exc()
         _flush()
         os._exit(1)
+
+
+def _sitecustomize(entries: list[str]) -> None:
+    """A ``sitecustomize`` module on the job's PYTHONPATH, run as the interpreter's start-up runs it (the
+    forkserver ran the one its own start found, before the job's PYTHONPATH existed)."""
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", entries)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
 
 
 def _flush() -> None:
