@@ -660,10 +660,13 @@ def test_a_mistake_through_the_real_executable(world):
 
 
 def _resources(world) -> list:
-    """What a mistake must never leave behind in the embedded AWS this worker's cases share."""
+    """What a mistake must never leave behind in the embedded AWS this worker's cases share (one session for
+    them all: a new one loads botocore's service models again, a third of a second per case)."""
     from smneuron.session import Session
 
-    sess = Session.from_env(region="us-east-1", endpoint_url=world["url"])
+    if "session" not in world:
+        world["session"] = Session.from_env(region="us-east-1", endpoint_url=world["url"])
+    sess = world["session"]
     sm = sess.client("sagemaker")
     return [
         sm.list_endpoints()["Endpoints"],
