@@ -8,6 +8,7 @@ by a placeholder of the right type.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import botocore.session
@@ -80,7 +81,7 @@ def problems(value: Any, shape: Any, path: str = "") -> list[str]:
 def validate_step(step: dict, params: dict[str, Any]) -> list[str]:
     """Every problem the real CreateXxx call would reject in this step's arguments."""
     operation, name_member = OPERATIONS[step["Type"]]
-    model = botocore.session.get_session().get_service_model("sagemaker")
+    model = _service_model("sagemaker")
     shape = model.operation_model(operation).input_shape
     args = substitute(step["Arguments"], params, shape)
     if name_member:
@@ -99,10 +100,16 @@ def all_steps(steps: list[dict]) -> list[dict]:
     return out
 
 
+@functools.cache
+def _service_model(service: str) -> Any:
+    """botocore's model of ``service``, parsed once per run (a new session parses its JSON again: up to 0.2 s)."""
+    return botocore.session.get_session().get_service_model(service)
+
+
 def validate_request(service: str, operation: str, args: dict[str, Any]) -> list[str]:
     """Every problem the real ``operation`` of ``service`` would reject in ``args`` (types, required
     members, enums, lengths, ranges)."""
-    model = botocore.session.get_session().get_service_model(service)
+    model = _service_model(service)
     shape = model.operation_model(operation).input_shape
     report = ParamValidator().validate(args, shape)
     found = [str(report.generate_report())] if report.has_errors() else []

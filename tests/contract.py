@@ -9,6 +9,7 @@ operation declares (or a common AWS one) with the HTTP status AWS documents for 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,9 @@ COMMON_ERRORS = {
 }
 
 
+@functools.cache
 def service_model(name: str) -> Any:
+    """botocore's model of ``name``, parsed once per run."""
     return botocore.session.get_session().get_service_model(name)
 
 
