@@ -61,7 +61,7 @@ def test_compare_measures_the_cpu_types_and_reports_why_the_others_were_not(
         "--local", "compare", str(tiny_classifier),
         "--instances", "ml.inf2.xlarge,ml.g6.xlarge,ml.c7i.xlarge,ml.m7i.xlarge",
         "--artifact", f"inf2={inf2_artifact}", "--task", "text-classification", "--buckets", "32",
-        "--rate-type", "throughput", "--duration", "2.5", "--warmup", "0.5", "--cooldown", "0.2",
+        "--rate-type", "throughput", "--duration", "1.5", "--warmup", "0.3", "--cooldown", "0.1",
         "--rate", "500", "-o", str(report), "--html", str(page),
     )  # fmt: skip
     data = json.loads(report.read_text())
@@ -130,7 +130,7 @@ def test_compare_for_text_generation_measures_output_tokens_ttft_and_itl(
         "--instances", "ml.inf2.xlarge,ml.g6.xlarge,ml.c7i.large,ml.c7i.xlarge",
         "--artifact", f"inf2={inf2_llm}", "--sequence-length", "256",
         "--prompt-tokens", "16", "--output-tokens", "8",
-        "--rate-type", "concurrent", "--concurrencies", "1,2", "--duration", "2", "--warmup", "0", "--cooldown", "0",
+        "--rate-type", "concurrent", "--concurrencies", "1,2", "--duration", "1", "--warmup", "0", "--cooldown", "0",
         "--rate", "20", "--slo-ttft-ms", "5000", "-o", str(report), "--html", str(page),
     )  # fmt: skip
     data = json.loads(report.read_text())

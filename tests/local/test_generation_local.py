@@ -132,7 +132,7 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
             "--concurrencies",
             "1,2",
             "--duration",
-            "2",
+            "1",
             "--json",
         ).stdout
     )
