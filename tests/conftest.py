@@ -355,12 +355,13 @@ def llama_8b(tiny_llama, tmp_path) -> Path:
     return d
 
 
-# The files whose tests take longest (measured with --durations): they start first, so that the two workers finish
-# together on short tests instead of one waiting out a long one at the end. A stale list costs time, never coverage.
+# The files whose tests take longest (measured with --durations; ordered by their longest test): they start first,
+# so that the workers finish together on short tests instead of one waiting out a long one at the end. A stale list costs time, never coverage.
 SLOWEST_FIRST = (
-    "test_pipeline_local.py", "test_examples.py", "test_local_service.py", "test_rolling_update.py",
-    "test_compare.py", "test_kept_state.py", "test_never_leaves_loopback.py", "test_outside_clients.py",
-    "test_generation_local.py", "test_load_failures.py", "test_demo.py", "test_readme.py",
+    "test_outside_clients.py", "test_kept_state.py", "test_generation_local.py", "test_pipeline_local.py",
+    "test_local_service.py", "test_never_leaves_loopback.py", "test_load_failures.py", "test_rolling_update.py",
+    "test_compare.py", "test_pool_fallback.py", "test_examples.py", "test_readme.py", "test_demo.py",
+    "test_dlc_stack.py", "test_local_endpoint.py",
 )  # fmt: skip
 
 
