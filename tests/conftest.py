@@ -262,6 +262,30 @@ def until(check: Any, what: str, timeout: float = 120) -> Any:
         time.sleep(0.2)
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, their children, ...), from `ps` as a user would look."""
+    import subprocess
+
+    out, todo = [], [pid]
+    while todo:
+        listed = subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", str(todo.pop())], capture_output=True, text=True
+        )
+        kids = [int(x) for x in listed.stdout.split()]
+        out += kids
+        todo += kids
+    return out
+
+
+def alive(pid: int) -> bool:
+    """``pid`` runs (a zombie does not)."""
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
 def cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()

@@ -12,9 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
-from test_local_service import _alive as alive
-from test_local_service import _descendants as descendants
+from conftest import REPO, alive, descendants
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 

@@ -9,42 +9,19 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import boto3
 import pytest
-from conftest import cmdline, model_servers, nothing_is_left, service_processes, until
+from conftest import alive, cmdline, model_servers, nothing_is_left, service_processes, until
 from contract import Recorder
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
-
-
-def _children(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
-    return [int(x) for x in out.split()]
-
-
-def _descendants(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        kids = _children(todo.pop())
-        out += kids
-        todo += kids
-    return out
 
 
 def _torchserve_java(state_dir) -> list[int]:
     """The TorchServe Java frontends this test's embedded SageMaker started (reparented when `torchserve --start`
     exits; other tests' stacks may run beside them)."""
     return [p for p in service_processes(state_dir) if "java" in cmdline(p)]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
 
 
 def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_classifier, tmp_path):
@@ -271,7 +248,7 @@ def test_the_dlc_stack_can_back_the_endpoints(smneuron_cli, tiny_classifier, tmp
     assert answer[0]["label"] in ("NEGATIVE", "POSITIVE")
     smneuron_cli("--local", "delete", "ts-ep", "--yes")
     smneuron_cli("local", "down")
-    assert not _alive(service) and not any(_alive(p) for p in java)
+    assert not alive(service) and not any(alive(p) for p in java)
 
 
 def _read_until(stream, pattern: re.Pattern, timeout: float) -> str:  # type: ignore[no-untyped-def]
