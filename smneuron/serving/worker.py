@@ -16,13 +16,22 @@ from typing import Any
 from smneuron.serving.ts_context import TorchServeContext
 
 
+def output_to(path: str, mode: int = 0o644) -> None:
+    """This forked process's stdout and stderr (the file descriptors and Python's streams, line-buffered) appended
+    to ``path``, as a container's output goes to its log."""
+    sys.stdout.flush(), sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+    os.dup2(fd, 1), os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+
+
 def worker_main(model_dir: str, env: dict[str, str], conn: Any) -> None:
     """Process entry point: load, report ready, then answer batches until the pipe closes."""
     os.environ.update(env)
     if env.get("SMNEURON_WORKER_LOG"):  # the model's prints and tracebacks, as a container's stdout/stderr
-        fd = os.open(env["SMNEURON_WORKER_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        sys.stdout.flush(), sys.stderr.flush()
-        os.dup2(fd, 1), os.dup2(fd, 2)
+        output_to(env["SMNEURON_WORKER_LOG"], 0o600)
     try:
         import torch
 

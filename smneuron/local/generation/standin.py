@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.catalog import matrix
+from smneuron.serving.worker import output_to
 
 
 class Refused(Exception):
@@ -460,12 +461,7 @@ def run_copy(model_dir: str, environment: dict[str, str], port: int, log_path: s
     """A copy forked from a preloaded forkserver (``copy.Forked``): its output to ``log_path``, the container
     environment as its own, the model directory as its working one (as /opt/ml/model is a container's), then
     ``serve`` until stopped; exits 1 when the configuration is refused, as the container does."""
-    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    sys.stdout = open(1, "w", buffering=1, closefd=False)
-    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    output_to(log_path)
     os.environ.update(environment)
     model = Path(model_dir).resolve()
     os.chdir(model)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from smneuron.local.generation.copy import Forked
 from smneuron.serving.pool import worker_context
+from smneuron.serving.worker import output_to
 
 
 def run_job(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> int:
@@ -69,12 +70,7 @@ def _interpreter_path() -> list[str]:
 def _job(script: str, args: list[str], env: dict[str, str], cwd: str, log: str, path: list[str]) -> None:
     """The forked job: its output to ``log``, the job's environment, folder, arguments and path, then the script as
     ``__main__``; a SystemExit or an exception ends it as it would end the interpreter."""
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    sys.stdout = open(1, "w", buffering=1, closefd=False)
-    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    output_to(log)
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
