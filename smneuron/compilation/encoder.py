@@ -209,7 +209,7 @@ def _build(
     shapes = [(bs, seq) for seq in spec.buckets for bs in spec.all_batch_sizes]
     if parallel > 1 and len(shapes) > 1:
         del loaded  # each worker process loads its own copy
-        with ProcessPoolExecutor(max_workers=parallel, mp_context=_spawn()) as pool:
+        with ProcessPoolExecutor(max_workers=parallel, mp_context=_workers()) as pool:
             futures = {}
             for bs, seq in shapes:
                 notify(CompileEvent("bucket_started", seq, batch_size=bs))
@@ -221,6 +221,7 @@ def _build(
                     seq,
                     args,
                     str(build),
+                    dict(os.environ),
                 )
             for (bs, seq), fut in futures.items():
                 buckets.append(Bucket.model_validate(fut.result()))
@@ -378,8 +379,18 @@ def compare(reference: Any, candidate: Any) -> Validation:
 
 
 def _bucket_in_subprocess(
-    model_dir: str, spec_data: dict, bs: int, seq: int, args: list[str], build: str
+    model_dir: str,
+    spec_data: dict,
+    bs: int,
+    seq: int,
+    args: list[str],
+    build: str,
+    environment: dict[str, str],
 ) -> dict:
+    """One bucket's compile in a worker forked from the preloaded forkserver (torch and transformers imported once,
+    no threads started: as clean as a spawned process), with this compile's environment, not the forkserver's."""
+    os.environ.clear()
+    os.environ.update(environment)
     spec = CompileSpec.model_validate(spec_data)
     reference = _load(Path(model_dir), spec, precision=None) if spec.target == "cuda" else None
     return _compile_bucket(
@@ -387,9 +398,16 @@ def _bucket_in_subprocess(
     ).model_dump()
 
 
-def _spawn() -> Any:
-
-    return multiprocessing.get_context("spawn")  # fork after torch threads start is unsafe
+def _workers() -> Any:
+    """Bucket compiles run in processes forked from multiprocessing's forkserver, which imports torch and
+    transformers once (each spawned worker spent 3-4 s of CPU importing them); it starts no threads, so a worker
+    is as clean as a spawned one (forking a process whose torch threads run is unsafe). Where there is no
+    forkserver (not POSIX), workers are spawned. The first user of a process's forkserver decides what it imports."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "transformers", "transformers.modeling_utils"])
+    return ctx
 
 
 def _check_out_dir(out_dir: Path) -> None:
