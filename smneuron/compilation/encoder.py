@@ -402,7 +402,8 @@ def _workers() -> Any:
     """Bucket compiles run in processes forked from multiprocessing's forkserver, which imports torch and
     transformers once (each spawned worker spent 3-4 s of CPU importing them); it starts no threads, so a worker
     is as clean as a spawned one (forking a process whose torch threads run is unsafe). Where there is no
-    forkserver (not POSIX), workers are spawned. The first user of a process's forkserver decides what it imports."""
+    forkserver (not POSIX), workers are spawned. The first user of a process's forkserver decides what it imports.
+    (``serving.pool.worker_context`` does the same for model servers; compilation sits below serving.)"""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")

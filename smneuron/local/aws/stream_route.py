@@ -24,9 +24,9 @@ _PATH = re.compile(r"^/endpoints/([^/]+)/invocations-response-stream$")
 COMPONENT_HEADER = "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT"
 ACTIVE: Any = None  # the embedded SageMaker's Backer (set by hooks.activate)
 KEEPER_HEADER = "X-Smneuron-Keeper"  # the snapshot's own reads (persistence.Keeper): they change nothing
-answered = (
-    0  # API requests answered, the snapshot's own left out: persistence.Keeper looks again when it grows
-)
+_KEEPER_ENVIRON = "HTTP_" + KEEPER_HEADER.upper().replace("-", "_")  # the header as WSGI names it
+# API requests answered, the snapshot's own left out: persistence.Keeper looks again when it grows
+answered = 0
 
 
 def _header(name: str, value: str) -> bytes:
@@ -77,7 +77,7 @@ class StreamRouter:
             try:
                 return self.app(environ, start_response)
             finally:  # counted once answered: a snapshot that sees the count sees what the request changed
-                if "HTTP_" + KEEPER_HEADER.upper().replace("-", "_") not in environ:
+                if _KEEPER_ENVIRON not in environ:
                     answered += 1
         backer = ACTIVE
         length = int(environ.get("CONTENT_LENGTH") or 0)

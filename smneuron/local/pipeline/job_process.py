@@ -4,8 +4,8 @@ imports (a compile job spent 3 to 5 s of its 7 s importing them).
 
 The job is still a process of its own, with the environment, working directory, arguments, ``sys.path`` and
 output file a fresh interpreter would have: ``sys.path`` is the script's folder, then ``PYTHONPATH``'s entries, then
-the interpreter's own (read once from a fresh one), and a ``sitecustomize`` on its PYTHONPATH runs first. What it changes in ``os.environ`` is not what ``/proc`` shows as
-its environment; nothing reads that of a job."""
+the interpreter's own (read once from a fresh one), and a ``sitecustomize`` on its PYTHONPATH runs first. What it
+changes in ``os.environ`` is not what ``/proc`` shows as its environment; nothing reads that of a job."""
 
 from __future__ import annotations
 
