@@ -75,3 +75,19 @@ def test_every_patch_landed_on_the_installed_moto_and_moto_is_pinned_to_the_test
     deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["local"]
     assert f"moto[server]{patching.TESTED_MOTO}" in deps
     assert json.dumps(patching.table())  # what `docs/architecture.md` lists
+
+
+def test_every_botocore_session_of_the_embedded_aws_reads_botocore_data_once(aws):
+    """moto's own sessions (each backend's regions) and smneuron's share the process's loader: the endpoint rules
+    and service models are parsed once per process, not once per session. moto's loader stays its own."""
+    import boto3
+    import moto.core.utils
+
+    from smneuron.session import Session, shared_loader
+
+    loader = boto3.Session()._session.get_component("data_loader")
+    assert loader is shared_loader()
+    assert Session.from_env().boto_session._session.get_component("data_loader") is loader
+    endpoints = loader.load_data("endpoints")
+    assert boto3.Session()._session.get_component("data_loader").load_data("endpoints") is endpoints
+    assert moto.core.utils.create_loader is not shared_loader  # it merges moto's extras

@@ -46,6 +46,7 @@ from smneuron.local.aws.describe_shapes import patch_describe_shapes
 from smneuron.local.aws.iam_simulation import patch_policy_simulation
 from smneuron.local.aws.stream_route import StreamRouter
 from smneuron.serving.ports import free_port
+from smneuron.session import shared_loader
 
 _PATCHED = False
 _ENDPOINT_DELAY_S = 0.0
@@ -68,6 +69,10 @@ def patch_moto() -> None:
     global _PATCHED
     if _PATCHED:
         return
+    # every botocore session here reads botocore's data through the process's one loader: moto's (each backend's
+    # regions; three at EC2's import, so before it) parsed the 1.2 MB endpoint rules again. moto's own loader stays
+    # its own: it merges moto's extras into the models it reads
+    patching.replace(botocore.session, "create_loader", shared_loader)
     from moto.core.responses import ActionResult
     from moto.sagemaker import models, responses
     from moto.sagemaker.exceptions import ValidationError
