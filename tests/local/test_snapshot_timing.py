@@ -26,7 +26,12 @@ def test_a_request_is_snapshotted_and_the_snapshots_own_reads_are_not_requests(t
         looking = threading.Thread(target=keeper.run, args=(stop,))
         looking.start()
         try:
-            Session.embedded(url).client("s3").create_bucket(Bucket="kept")
+            client = Session.embedded(url)
+            client.client("s3").list_buckets()  # reads change nothing: they bring no look
+            client.client("sagemaker").list_endpoints()
+            client.client("cloudwatch").describe_alarms()
+            assert stream_route.answered == before
+            client.client("s3").create_bucket(Bucket="kept")
             assert stream_route.answered == before + 1
 
             def kept() -> bool:
@@ -37,3 +42,35 @@ def test_a_request_is_snapshotted_and_the_snapshots_own_reads_are_not_requests(t
         finally:
             stop.set()
             looking.join(30)
+
+
+def test_what_can_change_the_embedded_aws_is_told_from_what_cannot():
+    """Reads by every protocol's naming, and invocations, bring no look; a write, or a request whose action is in
+    its body (IAM's query protocol), does."""
+
+    def env(method: str, path: str = "/", target: str | None = None) -> dict:
+        return {
+            "REQUEST_METHOD": method,
+            "PATH_INFO": path,
+            **({"HTTP_X_AMZ_TARGET": target} if target else {}),
+        }
+
+    reads = [
+        env("POST", target="SageMaker.DescribeEndpoint"),
+        env("POST", target="AnyScaleFrontendService.DescribeScalableTargets"),
+        env("POST", target="Logs_20140328.GetLogEvents"),
+        env("POST", "/service/GraniteServiceVersion20100801/operation/DescribeAlarms"),
+        env("GET", "/bucket/key"),
+        env("HEAD", "/bucket/key"),
+        env("POST", "/endpoints/ep/invocations"),
+    ]
+    writes = [
+        env("POST", target="SageMaker.CreateEndpoint"),
+        env("POST", target="SageMaker.UpdateEndpointWeightsAndCapacities"),
+        env("POST", "/service/GraniteServiceVersion20100801/operation/PutMetricAlarm"),
+        env("PUT", "/bucket/key"),
+        env("DELETE", "/bucket/key"),
+        env("POST", "/"),  # IAM / STS: the action is in the form body
+    ]
+    assert [stream_route.may_change(e) for e in reads] == [False] * len(reads)
+    assert [stream_route.may_change(e) for e in writes] == [True] * len(writes)

@@ -1,9 +1,10 @@
 """What the embedded SageMaker keeps across `local down` / `local up` and across a crash, and what it does not.
 
 moto keeps everything in memory. The service writes a snapshot under its state directory whenever something
-changed and once more when it stops cleanly. It looks every ``INTERVAL_S`` seconds after the service answered a
-request, and every ``QUIET_S`` seconds without one (what the service changes on its own, a rollback's
-Specification for one, is caught then): an idle service no longer spends a tenth of a core asking itself.
+changed and once more when it stops cleanly. It looks ``INTERVAL_S`` seconds after the service answered a
+request that can change something (``stream_route.may_change``: not a read, not an invocation), and every ``QUIET_S``
+seconds without one (what the service changes on its own, a rollback's Specification for one, is caught then): an
+idle service, or one busy answering reads and invocations, does not spend its CPU asking itself what changed.
 
 - ``aws/resources.json``: S3 buckets (policy, default encryption) and their objects' keys, content types and
   metadata; IAM roles (trust policy, attached and inline policies); SageMaker Models, endpoint configs,

@@ -25,8 +25,23 @@ COMPONENT_HEADER = "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT"
 ACTIVE: Any = None  # the embedded SageMaker's Backer (set by hooks.activate)
 KEEPER_HEADER = "X-Smneuron-Keeper"  # the snapshot's own reads (persistence.Keeper): they change nothing
 _KEEPER_ENVIRON = "HTTP_" + KEEPER_HEADER.upper().replace("-", "_")  # the header as WSGI names it
-# API requests answered, the snapshot's own left out: persistence.Keeper looks again when it grows
+# API requests answered that can change something (``may_change``), the snapshot's own left out:
+# persistence.Keeper looks again when it grows
 answered = 0
+_READ_PREFIXES = ("Describe", "List", "Get", "Head")  # AWS's read-only operations, by name
+
+
+def may_change(environ: dict) -> bool:
+    """Whether a request can change what the embedded AWS holds. Reads cannot: GET and HEAD (S3, moto's own API),
+    operations named Describe/List/Get (JSON and CBOR protocols name them), invocations. Anything else counts,
+    an IAM query-protocol POST included (its action is in the body): a look too many, never one too few."""
+    if environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
+        return False
+    path = environ.get("PATH_INFO", "")
+    if path.startswith("/endpoints/") and path.endswith("/invocations"):
+        return False
+    target = environ.get("HTTP_X_AMZ_TARGET") or (path if "/operation/" in path else "")
+    return not target.rsplit(".", 1)[-1].rsplit("/", 1)[-1].startswith(_READ_PREFIXES)
 
 
 def _header(name: str, value: str) -> bytes:
@@ -77,7 +92,7 @@ class StreamRouter:
             try:
                 return self.app(environ, start_response)
             finally:  # counted once answered: a snapshot that sees the count sees what the request changed
-                if _KEEPER_ENVIRON not in environ:
+                if _KEEPER_ENVIRON not in environ and may_change(environ):
                     answered += 1
         backer = ACTIVE
         length = int(environ.get("CONTENT_LENGTH") or 0)
