@@ -195,13 +195,21 @@ def load_bucket(artifact_dir: Path, file: str):
     return module
 
 
-@pytest.fixture
-def smneuron_cli(tmp_path):
-    """Run the CLI as a user does (a subprocess, no AWS environment, state under tmp_path); `local down` after."""
-    import subprocess
-    import sys
+@pytest.fixture(scope="session")
+def warm_cli():
+    """One warm interpreter per test process that CLI calls are forked from (tests/warm_cli.py: a process of its
+    own with the environment, folder, arguments and pipes given, without a cold start's 0.4 s of imports)."""
+    from warm_cli import WarmCli
 
-    cli = [sys.executable, "-m", "smneuron.cli.main"]
+    cli = WarmCli({k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_", "PYTEST_"))})
+    yield cli
+    cli.close()
+
+
+@pytest.fixture
+def smneuron_cli(tmp_path, warm_cli):
+    """Run the CLI as a user does (a process of its own, no AWS environment, state under tmp_path); `local down`
+    after. Forked from the warm interpreter (tests/warm_cli.py), with this test's environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
     env.update(
         SMNEURON_STATE_DIR=str(tmp_path / "state"),
@@ -211,7 +219,7 @@ def smneuron_cli(tmp_path):
     )
 
     def run(*args: str, check: bool = True) -> Any:
-        out = subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=300)
+        out = warm_cli.run(list(args), env=env, timeout=300)
         if check:
             assert out.returncode == 0, (args, out.stdout[-1500:], out.stderr[-1500:])
         return out
@@ -379,27 +387,44 @@ def llama_8b(tiny_llama, tmp_path) -> Path:
     return d
 
 
-# The files whose tests take longest (measured with --durations; ordered by their longest test): they start first,
-# so that the workers finish together on short tests instead of one waiting out a long one at the end. A stale list costs time, never coverage.
-SLOWEST_FIRST = (
-    "test_outside_clients.py", "test_kept_state.py", "test_generation_local.py", "test_pipeline_local.py",
-    "test_local_service.py", "test_never_leaves_loopback.py", "test_load_failures.py", "test_rolling_update.py",
-    "test_compare.py", "test_pool_fallback.py", "test_examples.py", "test_readme.py", "test_demo.py",
-    "test_dlc_stack.py", "test_local_endpoint.py",
-)  # fmt: skip
+# How long the slow tests take (tests/durations.json, written by scripts/test_durations.py from a run's JUnit XML);
+# any other test is taken as 2 s if it is end to end, else 0.1 s. A stale file costs time, never coverage.
+DURATIONS: dict[str, float] = json.loads((Path(__file__).resolve().parent / "durations.json").read_text())
+
+
+def _piles(count: int, workers: int) -> list[int]:
+    """How many tests pytest-xdist's worksteal scheduler first sends each worker: equal shares of the collection,
+    in order, the last worker taking what does not divide (xdist/scheduler/worksteal.py ``check_schedule``)."""
+    sizes, left = [], count
+    for i in range(workers):
+        sizes.append(left // (workers - i))
+        left -= sizes[-1]
+    return sizes
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The real MiniLM model makes a test end to end too: `pytest -m "not e2e"` leaves it out. The slowest files run
-    first, then the other end-to-end tests, then the rest (pytest-xdist hands tests out in this order)."""
+    """The real MiniLM model makes a test end to end too: `pytest -m "not e2e"` leaves it out.
+
+    Order: the worksteal scheduler first sends each worker one contiguous share of the collection, and an idle worker
+    later takes the tail half of the longest queue. So the tests are dealt slowest first, snake-wise (0, 1, 2, 2, 1,
+    0, ...) into one share per worker, and each share runs slowest first: every worker starts on long tests, and what
+    is left to take at the end is short."""
     for item in items:
         if item.get_closest_marker("integration") and not item.get_closest_marker("e2e"):
             item.add_marker(pytest.mark.e2e)
 
-    def rank(item: pytest.Item) -> int:
-        name = item.path.name
-        if name in SLOWEST_FIRST:
-            return SLOWEST_FIRST.index(name)
-        return len(SLOWEST_FIRST) + (item.get_closest_marker("e2e") is None)
+    def seconds(item: pytest.Item) -> float:
+        return DURATIONS.get(item.nodeid, 2.0 if item.get_closest_marker("e2e") else 0.1)
 
-    items.sort(key=rank)  # stable: the order within each file stays
+    sizes = _piles(len(items), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    piles: list[list[pytest.Item]] = [[] for _ in sizes]
+    turn = [*range(len(sizes)), *reversed(range(len(sizes)))]
+    dealt = 0
+    for item in sorted(items, key=seconds, reverse=True):  # stable: a file's order is kept among equals
+        while True:
+            pile = turn[dealt % len(turn)]
+            dealt += 1
+            if len(piles[pile]) < sizes[pile]:
+                piles[pile].append(item)
+                break
+    items[:] = [item for pile in piles for item in pile]
