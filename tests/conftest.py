@@ -13,6 +13,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# The suite runs three test processes and the model servers, copies, jobs and kernels they start on two cores. torch's
+# OpenMP threads spin for a while when they wait for work (libgomp's default), burning the cores the other processes
+# need: with threads that sleep instead, four server-heavy test files took 139-144 s of CPU against 160-187 s. Set
+# before torch is imported here (libgomp reads it when loaded); every process the tests start inherits it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 @pytest.fixture(scope="session")
 def shared_compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
