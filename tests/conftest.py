@@ -412,25 +412,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """The real MiniLM model makes a test end to end too: `pytest -m "not e2e"` leaves it out.
 
     Order: the worksteal scheduler first sends each worker one contiguous share of the collection, and an idle worker
-    later takes the tail half of the longest queue. So the tests are dealt slowest first, snake-wise (0, 1, 2, 2, 1,
-    0, ...) into one share per worker, and each share runs slowest first: every worker starts on long tests, and what
-    is left to take at the end is short."""
+    later takes the tail half of the longest queue. So the measured slow tests (``DURATIONS``) are dealt slowest
+    first, snake-wise (0, 1, 2, 2, 1, 0, ...), to the head of one share per worker; the other tests follow by whole
+    files (end-to-end files first), each to the share with the most room, so that a module's fixtures are built once,
+    not in every worker. Every worker starts on long tests, and what is left to take at the end is short."""
     for item in items:
         if item.get_closest_marker("integration") and not item.get_closest_marker("e2e"):
             item.add_marker(pytest.mark.e2e)
-
-    def seconds(item: pytest.Item) -> float:
-        return DURATIONS.get(item.nodeid, 2.0 if item.get_closest_marker("e2e") else 0.1)
 
     sizes = _piles(len(items), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
     piles: list[list[pytest.Item]] = [[] for _ in sizes]
     turn = [*range(len(sizes)), *reversed(range(len(sizes)))]
     dealt = 0
-    for item in sorted(items, key=seconds, reverse=True):  # stable: a file's order is kept among equals
-        while True:
-            pile = turn[dealt % len(turn)]
+    slow = sorted(
+        (i for i in items if i.nodeid in DURATIONS), key=lambda i: DURATIONS[i.nodeid], reverse=True
+    )
+    for item in slow:
+        while len(piles[pile := turn[dealt % len(turn)]]) >= sizes[pile]:
             dealt += 1
-            if len(piles[pile]) < sizes[pile]:
-                piles[pile].append(item)
-                break
+        piles[pile].append(item)
+        dealt += 1
+    files: dict[Path, list[pytest.Item]] = {}
+    for item in sorted(items, key=lambda i: i.get_closest_marker("e2e") is None):  # stable: collection order
+        if item.nodeid not in DURATIONS:
+            files.setdefault(item.path, []).append(item)
+    for tests in files.values():
+        while tests:
+            room = [size - len(pile) for size, pile in zip(sizes, piles, strict=True)]
+            pile = room.index(max(room))
+            piles[pile] += tests[: room[pile]]
+            tests = tests[room[pile] :]
     items[:] = [item for pile in piles for item in pile]

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # interpreters, cold and warm: not in the fast loop
+
 PROBE = """
 import atexit, json, os, signal, subprocess, sys, threading, time
 
