@@ -16,6 +16,6 @@ ruff check smneuron inference_code pipelines tests benchmarks scripts
 ruff format --check --quiet smneuron inference_code pipelines tests benchmarks scripts  # ruff owns the layout
 # three processes on two cores: the suite is CPU-bound, but its tests also wait on servers and measurement windows,
 # and a third process fills those waits (measured on this machine: 7:06 against 7:45 with two; the fast loop 46 s
-# against 52). An idle one takes tests from a busy one (worksteal), so that all finish together: the slowest files
-# are collected first (tests/conftest.py)
+# against 52). An idle one takes tests from a busy one (worksteal), so that all finish together: the slowest tests
+# are dealt across the workers' first shares (tests/conftest.py, tests/durations.json)
 python -m pytest -n 3 --dist worksteal "$@"
