@@ -92,6 +92,8 @@ def test_concurrent_requests_are_answered_correctly_batched_and_spread(endpoint)
 
 
 def test_bad_requests_get_4xx_and_the_server_stays_healthy(endpoint):
+    # counted from here: the module's endpoint may already have restarted a worker another test killed
+    restarts = sum(metric(endpoint, "smneuron_worker_restarts_total").values())
     with httpx.Client(timeout=30) as c:
         assert (
             c.post(
@@ -121,7 +123,9 @@ def test_bad_requests_get_4xx_and_the_server_stays_healthy(endpoint):
             ).status_code
             == 200
         )
-    assert sum(metric(endpoint, "smneuron_worker_restarts_total").values()) == 0
+    assert (
+        sum(metric(endpoint, "smneuron_worker_restarts_total").values()) == restarts
+    )  # no bad request killed one
 
 
 def test_a_worker_killed_mid_load_loses_no_request_silently_and_comes_back(endpoint):
