@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
+import botocore.loaders
 from botocore.config import Config
 from platformdirs import user_state_dir
 
@@ -43,13 +44,12 @@ _LOADERS_LOCK = threading.Lock()
 
 def shared_loader(search_path: str | None = None) -> Any:
     """The process's botocore data loader for ``search_path`` (botocore's ``data_path`` setting; None: its own data),
-    made on first use with botocore's ``create_loader``. Its files are parsed once per process."""
-    from botocore.loaders import create_loader
-
+    made on first use with botocore's own ``create_loader`` (``botocore.session``'s may be this function: the
+    embedded AWS puts it there). Its files are parsed once per process."""
     with _LOADERS_LOCK:
         loader = _LOADERS.get(search_path or "")
         if loader is None:
-            loader = _LOADERS[search_path or ""] = create_loader(search_path)
+            loader = _LOADERS[search_path or ""] = botocore.loaders.create_loader(search_path)
     return loader
 
 
