@@ -74,8 +74,8 @@ def test_a_short_instance_type_falls_back_to_the_next_pool(
     assert s["serving"]["instance_type"] == "ml.g6.xlarge", s["serving"]
     assert s["model"]["Environment"]["SM_VLLM_MODEL"] == "/opt/ml/model"  # the GPU pool's Model
     streamed = json.loads(
-        smneuron_cli("--local", "invoke", "llm-pooled", "hello", "--stream", "--json").stdout
-    )
+        smneuron_cli("--local", "invoke", "llm-pooled", "hello", "--stream", "--seed", "0", "--json").stdout
+    )  # seeded: a random tiny model samples its end-of-sequence token first now and then (an empty answer)
     assert streamed["pieces"] > 0 and streamed["text"]
     short = smneuron_cli(
         "--local",
