@@ -212,16 +212,23 @@ class TorchServeStack:
                 break
             if (self.ping() == 200) if until == "ping" else self.ready():
                 return self
-            failure = load_failure(self.console_log.read_text(errors="replace")) if until == "ready" else None
-            if failure:  # TorchServe retries a worker forever; a model that fails twice will not load
-                self.stop()
-                raise ModelLoadError(f"The model failed to load: {failure}", hint=LOAD_HINT)
+            if self._load_failure(
+                until
+            ):  # TorchServe retries a worker forever; one that fails twice will not load
+                break
             time.sleep(0.5)
+        failure = self._load_failure(until)  # however the wait ended: TorchServe may stop before it was read
         tail = self.log_tail()
         self.stop()
+        if failure:
+            raise ModelLoadError(f"The model failed to load: {failure}", hint=LOAD_HINT)
         raise SmneuronError(
             f"TorchServe did not start its workers:\n{tail}", hint="See the TorchServe logs above."
         )
+
+    def _load_failure(self, until: str) -> str | None:
+        """The model's load failure in TorchServe's console log (its exception), when waiting for ready workers."""
+        return load_failure(self.console_log.read_text(errors="replace")) if until == "ready" else None
 
     def model(self) -> dict:
         """The management API's description of the model (workers and their status, batch size, ...)."""
