@@ -20,6 +20,7 @@ print(json.dumps({
     "name": __name__, "argv": sys.argv, "cwd": os.getcwd(), "path0": sys.path[0],
     "pythonpath_next": sys.path[1], "env": {k: v for k, v in os.environ.items() if k.startswith("PROBE_")},
     "stdin": sys.stdin.read(), "smneuron_local": os.environ.get("SMNEURON_LOCAL"),
+    "sitecustomize": os.environ.get("SITECUSTOMIZE_RAN"),
 }))
 print("to stderr\\r\\nredrawn\\rline", file=sys.stderr)
 sys.stdout.flush()
@@ -56,12 +57,13 @@ def probe(tmp_path):
     folder = tmp_path / "work"
     folder.mkdir()
     (folder / "probe_module.py").write_text(PROBE)
-    extra = tmp_path / "extra"
+    extra = folder / "extra"  # given relative: an interpreter puts it on sys.path from its folder
     extra.mkdir()
+    (extra / "sitecustomize.py").write_text("import os\nos.environ['SITECUSTOMIZE_RAN'] = 'yes'\n")
     env = {
         "PATH": os.environ["PATH"],
         "PROBE_SETTING": "given",
-        "PYTHONPATH": str(extra),
+        "PYTHONPATH": "extra",
         "SMNEURON_LOCAL": "1",
     }
     return folder, env
@@ -99,7 +101,8 @@ def test_what_a_warm_run_sees_and_when_it_ends(warm_cli, probe, monkeypatch):
     warm = warm_cli.run(["at-exit"], env=env, cwd=str(folder), module="probe_module")
     seen = json.loads(warm.stdout.splitlines()[0])
     assert seen["name"] == "__main__" and seen["argv"] == [str(folder / "probe_module.py"), "at-exit"]
-    assert seen["cwd"] == seen["path0"] == str(folder) and seen["pythonpath_next"] == env["PYTHONPATH"]
+    assert seen["cwd"] == seen["path0"] == str(folder) and seen["pythonpath_next"] == str(folder / "extra")
+    assert seen["sitecustomize"] == "yes"  # the one on PYTHONPATH ran at start-up
     assert seen["env"] == {"PROBE_SETTING": "given"} and seen["stdin"] == ""
     assert warm.stdout.splitlines()[1:] == ["non-daemon thread finished", "atexit ran"]
     assert warm_cli.run(["signal"], env=env, cwd=str(folder), module="probe_module").returncode == -15

@@ -8,7 +8,8 @@ forks it for each call. The fork is a process of its own in everything a command
 - its own pid, its own process, its exit status (``-N`` when a signal ended it), and the ``timeout`` of
   ``subprocess.run`` (the process is killed and ``TimeoutExpired`` raised);
 - exactly the environment, folder and arguments given; ``sys.path`` as ``python -m`` sets it (the folder first,
-  then ``PYTHONPATH``, then the interpreter's own); stdin from /dev/null;
+  then ``PYTHONPATH``'s entries made absolute, then the interpreter's own), and a ``sitecustomize`` on that
+  ``PYTHONPATH`` run first (both as ``local.pipeline.job_process`` gives a forked job); stdin from /dev/null;
 - stdout and stderr on pipes the caller made, passed over a Unix socket: the call returns when every holder of
   them closed them, so a process that keeps them (a daemon that forgot to let go) hangs the call as it would a
   user's ``$(smneuron local up)``;
@@ -37,6 +38,7 @@ import importlib, json, os, runpy, socket, struct, sys, threading, atexit, trace
 
 DEFAULT_PATH = [p for p in sys.path if p and p not in os.environ.get("PYTHONPATH", "").split(os.pathsep)]
 from smneuron.cli.table import COMMANDS  # not smneuron.cli.main itself: each call runs it as __main__, once
+from smneuron.local.pipeline.job_process import pythonpath, run_sitecustomize  # what a forked job gets, the same
 for entry in COMMANDS.values():
     importlib.import_module(entry.module)
 for name in json.loads(sys.argv[1]):
@@ -76,8 +78,9 @@ def child(req, out, err):
     os.chdir(req["cwd"])
     os.environ.clear()
     os.environ.update(req["env"])
-    extra = [p for p in req["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+    extra = pythonpath(req["env"])
     sys.path[:] = [os.getcwd(), *extra, *DEFAULT_PATH]
+    run_sitecustomize(extra)  # as an interpreter's start-up runs one found on PYTHONPATH
     sys.argv = ["-m", *req["args"]]
     code = 0
     try:

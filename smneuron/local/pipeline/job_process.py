@@ -33,7 +33,7 @@ def run_job(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> in
         with log.open("w") as fh:
             return subprocess.call(command, env=env, stdout=fh, stderr=subprocess.STDOUT, cwd=cwd)
     script = os.path.join(cwd, command[1])
-    path = [os.path.dirname(os.path.abspath(script)), *_pythonpath(env), *_interpreter_path()]
+    path = [os.path.dirname(os.path.abspath(script)), *pythonpath(env), *_interpreter_path()]
     log.write_bytes(b"")
     # the copies' preload: one forkserver per process, and the first to start it decides what it imports
     process = worker_context(Forked.PRELOAD).Process(
@@ -49,7 +49,8 @@ def run_job(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> in
     return process.exitcode if process.exitcode is not None else 1
 
 
-def _pythonpath(env: dict[str, str]) -> list[str]:
+def pythonpath(env: dict[str, str]) -> list[str]:
+    """``env``'s PYTHONPATH entries as an interpreter puts them on ``sys.path``: absolute, from the current folder."""
     return [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
 
 
@@ -76,7 +77,7 @@ def _job(script: str, args: list[str], env: dict[str, str], cwd: str, log: str, 
     os.chdir(cwd)
     sys.argv = [script, *args]
     sys.path[:] = path
-    _sitecustomize(_pythonpath(env))
+    run_sitecustomize(pythonpath(env))
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit:
@@ -92,7 +93,7 @@ def _job(script: str, args: list[str], env: dict[str, str], cwd: str, log: str, 
         os._exit(1)
 
 
-def _sitecustomize(entries: list[str]) -> None:
+def run_sitecustomize(entries: list[str]) -> None:
     """A ``sitecustomize`` module on the job's PYTHONPATH, run as the interpreter's start-up runs it (the
     forkserver ran the one its own start found, before the job's PYTHONPATH existed)."""
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", entries)
