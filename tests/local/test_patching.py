@@ -91,3 +91,28 @@ def test_every_botocore_session_of_the_embedded_aws_reads_botocore_data_once(aws
     endpoints = loader.load_data("endpoints")
     assert boto3.Session()._session.get_component("data_loader").load_data("endpoints") is endpoints
     assert moto.core.utils.create_loader is not shared_loader  # it merges moto's extras
+
+
+def test_the_server_finds_a_hosts_backend_once_and_answers_as_moto_does(aws, monkeypatch):
+    """moto's server listed its ~200 package folders on every request to find the backend for the host: now once per
+    host name. The backends are what moto 5.2 answers for these hosts; a host nothing serves is asked each time."""
+    from moto import backends
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+    listed = []
+    real = backends.list_of_moto_modules
+    monkeypatch.setattr(backends, "list_of_moto_modules", lambda: listed.append(1) or real())
+    app = DomainDispatcherApplication(lambda service: None)
+    hosts = [
+        "api.sagemaker.us-east-1.amazonaws.com",
+        "runtime.sagemaker.us-east-1.amazonaws.com",
+        "s3",
+        "logs",
+    ]
+    for _ in range(3):
+        assert [app.get_backend_for_host(h) for h in hosts] == ["sagemaker", "sagemakerruntime", "s3", "logs"]
+    listed.clear()
+    for _ in range(3):
+        assert app.get_backend_for_host("api.sagemaker.us-east-1.amazonaws.com") == "sagemaker"
+        assert app.get_backend_for_host("nothing.example") is None
+    assert len(listed) == 3  # the unknown host, each time; the known one not again

@@ -44,9 +44,9 @@ from smneuron.local.aws.benchmark_jobs import patch_benchmark_jobs
 from smneuron.local.aws.components import patch_components
 from smneuron.local.aws.describe_shapes import patch_describe_shapes
 from smneuron.local.aws.iam_simulation import patch_policy_simulation
+from smneuron.local.aws.speed import patch_speed
 from smneuron.local.aws.stream_route import StreamRouter
 from smneuron.serving.ports import free_port
-from smneuron.session import shared_loader
 
 _PATCHED = False
 _ENDPOINT_DELAY_S = 0.0
@@ -69,10 +69,7 @@ def patch_moto() -> None:
     global _PATCHED
     if _PATCHED:
         return
-    # every botocore session here reads botocore's data through the process's one loader: moto's (each backend's
-    # regions; three at EC2's import, so before it) parsed the 1.2 MB endpoint rules again. moto's own loader stays
-    # its own: it merges moto's extras into the models it reads
-    patching.replace(botocore.session, "create_loader", shared_loader)
+    patch_speed()  # first: EC2's import (below, through the autoscaling patches) makes botocore sessions
     from moto.core.responses import ActionResult
     from moto.sagemaker import models, responses
     from moto.sagemaker.exceptions import ValidationError
