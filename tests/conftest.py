@@ -19,6 +19,10 @@ REPO = Path(__file__).resolve().parents[1]
 # before torch is imported here (libgomp reads it when loaded); every process the tests start inherits it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# the pytest processes end as smneuron's own processes do, without CPython's last collection over torch, transformers
+# and moto (about 1.5 s of CPU each at the end of a run)
+import smneuron.fast_exit  # noqa: E402, F401
+
 
 @pytest.fixture(scope="session")
 def shared_compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -37,7 +37,7 @@ LAYERS = [
     "local",
     "cli",
 ]
-LOOSE_ALLOWED = {"__init__.py", "_version.py", "errors.py", "session.py"}
+LOOSE_ALLOWED = {"__init__.py", "_version.py", "errors.py", "session.py", "fast_exit.py"}
 
 
 def _modules(root: Path = PACKAGE) -> dict[str, Path]:

@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 from typer._click.exceptions import ClickException  # typer 0.29 bundles its own click (pinned <0.30)
 
+import smneuron.fast_exit  # noqa: F401  (the CLI's process ends without a last collection of its imports)
 from smneuron._version import __version__
 from smneuron.cli._common import CliState
 from smneuron.cli.table import LazyGroup

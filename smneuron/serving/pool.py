@@ -50,7 +50,8 @@ class WorkerStartError(RuntimeError):
 
 
 # What every worker imports before it loads a model (the shipped serving_model's own imports)
-PRELOAD = ["torch", "tokenizers", "numpy", "smneuron.serving.worker"]
+# (and smneuron.fast_exit: the forkserver itself ends without a last collection of them)
+PRELOAD = ["torch", "tokenizers", "numpy", "smneuron.serving.worker", "smneuron.fast_exit"]
 
 
 def worker_context(preload: list[str] = PRELOAD) -> Any:

@@ -17,6 +17,8 @@ import psutil
 from sagemaker_pytorch_serving_container import serving
 from sagemaker_pytorch_serving_container import torchserve as toolkit
 
+import smneuron.fast_exit  # noqa: F401  (the launcher ends without a last collection of torch's objects)
+
 
 def _this_stacks_torchserve() -> psutil.Process:
     """The toolkit's ``_retrieve_ts_server_process``, for this stack's TorchServe only (10 s, as it retries)."""

@@ -26,6 +26,7 @@ HELP_BUDGET = {
     "smneuron.display",
     "smneuron.display.progress",
     "smneuron.errors",
+    "smneuron.fast_exit",  # atexit and gc only
 }
 
 PROBE = r"""
