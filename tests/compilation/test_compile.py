@@ -410,3 +410,36 @@ def test_allow_random_weights_compiles_a_head_the_checkpoint_lacks(tiny_encoder,
         allow_random_weights=True,
     )
     assert result.manifest.task == "text-classification"
+
+
+def test_a_trace_that_does_not_reproduce_the_eager_model_is_refused(tiny_encoder, tmp_path):
+    """Data-dependent control flow: tracing bakes in the branch its example batch took. torch's own check_trace
+    (which re-ran the model on the same inputs) is off; the bucket's validation runs eager and traced on another
+    batch and refuses the difference with the reason."""
+    from smneuron.compilation import encoder, tasks
+    from smneuron.specs.models import CompileSpec
+
+    spec = CompileSpec(task="feature-extraction", target="cpu")
+    loaded = tasks.load(tiny_encoder, "feature-extraction")
+    names, pad = loaded.input_names, loaded.pad_token_id
+    shutil.copy(tiny_encoder / "tokenizer.json", tmp_path / "tokenizer.json")
+    tokens = [
+        int(tasks.sample_batch(tmp_path / "tokenizer.json", spec.task, 2, 16, pad, names, offset=o)[1].sum())
+        for o in (0, 2 + 3)  # the trace's batch and the validation's (encoder._compile_bucket)
+    ]
+    assert tokens[0] != tokens[1]
+    threshold = sum(tokens) / 2  # the two batches fall on either side
+
+    class Branchy(torch.nn.Module):
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+            out = self.inner(*inputs)
+            return out * 2 if int(inputs[1].sum()) > threshold else out  # a Python branch on the data
+
+    loaded.module = Branchy(loaded.module).eval()
+    with pytest.raises(CompileError, match="traced outputs differ from the eager model") as e:
+        encoder._compile_bucket(loaded, spec, 2, 16, [], tmp_path)
+    assert "data-dependent control flow" in e.value.hint
