@@ -67,7 +67,7 @@ def main() -> None:
     ap.add_argument("--before-rev", default="c3495a9")
     args = ap.parse_args()
     delay = args.create_seconds
-    with tempfile.TemporaryDirectory() as tmp, local_credentials(), embedded_aws() as url:
+    with tempfile.TemporaryDirectory() as tmp, embedded_aws() as url, local_credentials(url):
         work = Path(tmp)
         art = work / "a"
         compile_model(

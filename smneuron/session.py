@@ -5,32 +5,30 @@ This is the only module that creates boto3 clients; everything else asks a ``Ses
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
 import botocore.loaders
 from botocore.config import Config
-from platformdirs import user_state_dir
 
-from smneuron.errors import ConfigError, MissingCredentialsError, MissingRegionError, from_client_error
+from smneuron.errors import MissingCredentialsError, MissingRegionError, from_client_error
+from smneuron.local_record import (
+    LOCAL_ACCOUNT,
+    LOCAL_REGION,
+    embedded_keys,
+    require_local_service,
+    wants_local,
+)
 
 if TYPE_CHECKING:
     import boto3
 
 DEFAULT_ROLE_NAME = "smneuron-execution-role"
-LOCAL_CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "local",
-    "AWS_SECRET_ACCESS_KEY": "local",
-}  # the embedded SageMaker's
-LOCAL_REGION = "us-east-1"
-LOCAL_ACCOUNT = "123456789012"  # moto's account
 ACCOUNT_PLACEHOLDER = "<account-id>"  # shown by commands that create nothing when no AWS account answers
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 # botocore's adaptive retries: 8 attempts ride out AWS's throttling; on loopback (the embedded SageMaker) a refused
@@ -179,14 +177,17 @@ class Session:
     @classmethod
     def embedded(cls, url: str, *, region: str | None = None, **settings: Any) -> Session:
         """A session on an embedded AWS at ``url`` (`smneuron local up`, the demo's, a local pipeline run's) with
-        its throwaway credentials, whatever the environment holds (or no longer holds) at the time."""
+        the credentials made for it (``embedded_keys``), whatever the environment holds at the time.
+
+        Raises:
+            ConfigError: no credentials of that service are known to this process.
+        """
         import boto3
 
         here = region or LOCAL_REGION
+        keys = embedded_keys(url)
         boto_session = boto3.Session(
-            aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-            region_name=here,
+            aws_access_key_id=keys.access_key, aws_secret_access_key=keys.secret_key, region_name=here
         )
         return cls(
             boto_session=boto_session, region=here, endpoint_url=url, account=LOCAL_ACCOUNT, **settings
@@ -254,79 +255,6 @@ class Session:
     def bucket_name(self) -> str:
         """The artifact bucket: the given one, or ``smneuron-{account}-{region}``."""
         return self.bucket or default_bucket_name(self.account_id, self.region)
-
-
-# Where the embedded SageMaker of `smneuron local up` runs (smneuron.local.service starts it and writes this
-# record): read here, so that SMNEURON_LOCAL=1 points every Session at it, from the CLI and from Python alike.
-
-
-def local_service_path() -> Path:
-    """Where the running embedded SageMaker is recorded (SMNEURON_STATE_DIR, else the user's state dir)."""
-    root = os.environ.get("SMNEURON_STATE_DIR") or user_state_dir("smneuron")
-    return Path(root) / "local.json"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, exited but not yet reaped by a parent that is still alive, does not)."""
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    try:
-        return " Z" not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:3]
-    except (OSError, IndexError):
-        return True
-
-
-def local_service() -> dict | None:
-    """The running embedded SageMaker (``url``, ``pid``, ``log``, ...), or None."""
-    try:
-        state = json.loads(local_service_path().read_text())
-    except (OSError, ValueError):
-        return None
-    if not pid_alive(int(state.get("pid", 0))):
-        return None
-    try:
-        urllib.request.urlopen(state["url"] + "/moto-api/", timeout=2).read()
-    except (OSError, KeyError):
-        return None
-    return state
-
-
-def require_local_service() -> dict:
-    """The running embedded SageMaker, for ``--local`` / ``SMNEURON_LOCAL=1``.
-
-    Raises:
-        ConfigError: it is not running.
-    """
-    state = local_service()
-    if state is None:
-        raise ConfigError(
-            "The embedded SageMaker is not running (SMNEURON_LOCAL=1 or --local asks for it).",
-            hint="Start it with `smneuron local up`, or `smneuron.local.up()` from Python.",
-        )
-    return state
-
-
-def local_environment(state: dict) -> dict[str, str]:
-    """The variables that point smneuron, boto3, the AWS CLI and the SageMaker SDK at the embedded SageMaker,
-    every AWS service included (AWS_ENDPOINT_URL is botocore's one URL for all of them; botocore reads the region
-    from AWS_DEFAULT_REGION, not AWS_REGION, which boto3's own Session and other SDKs read)."""
-    env = {
-        "SMNEURON_ENDPOINT_URL": state["url"],
-        "AWS_ENDPOINT_URL": state["url"],
-        "AWS_REGION": LOCAL_REGION,
-        "AWS_DEFAULT_REGION": LOCAL_REGION,
-        **LOCAL_CREDENTIALS,
-    }
-    if state.get("sdk_config"):
-        env["SAGEMAKER_USER_CONFIG_OVERRIDE"] = state["sdk_config"]
-    return env
-
-
-def wants_local() -> bool:
-    """Whether SMNEURON_LOCAL=1 asks for the embedded SageMaker."""
-    return os.environ.get("SMNEURON_LOCAL", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class _Bound:

@@ -50,7 +50,8 @@ class CliState:
         ``offline``: for commands that create nothing; missing credentials are fine and an unknown
         account shows as ``<account-id>`` (set SMNEURON_ACCOUNT to fill it in).
         """
-        from smneuron.session import Session, local_environment, require_local_service
+        from smneuron.local_record import local_environment, require_local_service
+        from smneuron.session import Session
 
         if self._session is None or overrides or offline:
             aws = self.project().aws

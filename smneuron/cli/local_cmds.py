@@ -35,18 +35,33 @@ def up_cmd(
         help="Instance types to have no capacity for, e.g. ml.inf2.xlarge: endpoints fail (or fall back to "
         "their next instance pool) as on SageMaker.",
     ),
+    allow_origin: list[str] = typer.Option(
+        None,
+        "--allow-origin",
+        help="A browser origin that may call it, e.g. http://localhost:8888 (repeat). Default: none; every request "
+        "with another Origin is refused.",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Start the embedded SageMaker in the background (once); print the environment that points at it.
 
+    Only its user gets in: every request must be signed (SigV4) with the credentials it prints (made for its
+    state directory, kept there 0600), name it as 127.0.0.1 or localhost, and come from no browser origin but
+    those allowed. See docs/security.md.
+
     What it holds (S3 objects, roles, Models, endpoint configs, endpoints, inference components) is kept under
     its state directory and comes back at the next `local up`, model servers included; the rest is said."""
     from smneuron.local import service
-    from smneuron.session import local_environment
+    from smneuron.local_record import local_environment
 
     short = [t.strip() for t in no_capacity.split(",") if t.strip()] if no_capacity is not None else None
     state = service.up(
-        port, engine=engine, generation_engine=generation_engine, fresh=fresh, no_capacity=short
+        port,
+        engine=engine,
+        generation_engine=generation_engine,
+        fresh=fresh,
+        no_capacity=short,
+        allow_origins=allow_origin or None,
     )
     env = local_environment(state)
     if as_json:
@@ -56,6 +71,11 @@ def up_cmd(
         console().print(
             f"Stopped {len(state['orphans_stopped'])} model server process(es) a previous embedded SageMaker left "
             f"running when it did not stop cleanly (pids {', '.join(map(str, state['orphans_stopped']))})."
+        )
+    if state.get("tightened"):
+        console().print(
+            f"Made the state directory the user's alone: {len(state['tightened'])} file(s) and folder(s) others "
+            "could read are now 0600 / 0700."
         )
     if state["started"] and state.get("restored"):
         console().print(state["restored"])
@@ -67,6 +87,8 @@ def up_cmd(
     )
     if state.get("no_capacity"):
         console().print(f"No capacity for: {', '.join(state['no_capacity'])} (endpoints fall back or fail).")
+    if state.get("allowed_origins"):
+        console().print(f"Browser origins allowed: {', '.join(state['allowed_origins'])}.")
     console().print("Use it with `smneuron --local ...` or SMNEURON_LOCAL=1, or export:")
     typer.echo("\n".join(f"export {k}={v}" for k, v in env.items()))
 
@@ -86,7 +108,7 @@ def down_cmd(as_json: bool = JsonOpt) -> None:
 @app.command("status")
 def status_cmd(as_json: bool = JsonOpt) -> None:
     """Whether the embedded SageMaker runs, and where (exit 1 when it does not)."""
-    from smneuron.session import local_service
+    from smneuron.local_record import local_service
 
     state = local_service()
     if as_json:

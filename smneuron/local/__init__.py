@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from smneuron.local import service
-from smneuron.session import local_environment
+from smneuron.local_record import local_environment
 
 _SET: dict[str, str] = {}  # what up() put into os.environ, so that down() takes back exactly that
 

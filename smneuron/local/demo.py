@@ -116,7 +116,7 @@ def run_demo(
         stage("compile", f"{label} for cpu, buckets 32/64/128, batch 8")
         pkg = package(compiled.out_dir, work / "model.tar.gz")
         stage("package", f"model.tar.gz {pkg.size_bytes / 2**20:.1f} MiB, sha256 {pkg.sha256[:12]}")
-        with embedded_aws() as aws_url, local_credentials():
+        with embedded_aws() as aws_url, local_credentials(aws_url):
             session = Session.embedded(aws_url)
             create_sagemaker_role(session)
             activate(Backer(aws_url))

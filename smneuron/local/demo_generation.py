@@ -67,7 +67,7 @@ def run_generation_demo(
             "compile",
             f"{label} for cpu: batch {g.batch_size}, sequence {g.sequence_length}, {g.num_parameters / 1e6:.2f}M parameters",
         )
-        with embedded_aws() as aws_url, local_credentials():
+        with embedded_aws() as aws_url, local_credentials(aws_url):
             session = Session.embedded(aws_url)
             create_sagemaker_role(session)
             activate(Backer(aws_url))

@@ -27,18 +27,14 @@ from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws
 from smneuron.local.aws.hooks import activate
 from smneuron.local.aws.patching import EmbeddedAwsError
 from smneuron.local.aws.persistence import Keeper, describe
+from smneuron.local_record import LOCAL_ACCOUNT, LOCAL_REGION, local_keys, pid_alive
+from smneuron.local_record import local_service as status
+from smneuron.local_record import local_service_path as state_path
+from smneuron.private_files import open_private_append, private_dir, tighten, write_private
 from smneuron.serving.ports import free_port
 from smneuron.serving.server import check_port_free
 from smneuron.serving.torchserve import require as require_torchserve
-from smneuron.session import (
-    LOCAL_ACCOUNT,
-    LOCAL_CREDENTIALS,
-    LOCAL_REGION,
-    Session,
-    pid_alive,
-)
-from smneuron.session import local_service as status
-from smneuron.session import local_service_path as state_path
+from smneuron.session import Session
 
 # every process the service starts inherits it; its value is the state directory
 OWNER = "SMNEURON_LOCAL_OWNER"
@@ -88,10 +84,15 @@ def up(
     *,
     fresh: bool = False,
     no_capacity: list[str] | None = None,
+    allow_origins: list[str] | None = None,
 ) -> dict:
     """Start the service unless it runs; returns its state (with ``restored``: what came back from the kept
     state, unless ``fresh`` discards it). ``no_capacity``: instance types it has no capacity for (an endpoint
-    asking for one fails as SageMaker's do, or falls back to its next instance pool).
+    asking for one fails as SageMaker's do, or falls back to its next instance pool). ``allow_origins``: browser
+    origins that may call it (none by default: a request with any other Origin is refused).
+
+    The state directory is the user's alone (0700, its files 0600; an older one is tightened, and ``tightened``
+    lists what was); its credentials (``credentials.json``) are made on the first start and kept after.
 
     Raises:
         ConfigError: an unknown engine, or the torchserve engine without its packages.
@@ -107,8 +108,14 @@ def up(
             hint="Use --llm-engine stand-in or --llm-engine vllm.",
         )
     short = [InstanceType.parse(t, use="endpoint").name for t in no_capacity or []]
+    origins = [_origin(o) for o in allow_origins or []]
     running = status()
     if running:
+        if allow_origins is not None and sorted(origins) != sorted(running.get("allowed_origins", [])):
+            raise ConfigError(
+                f"The embedded SageMaker already runs allowing origins {running.get('allowed_origins') or 'none'}.",
+                hint="Stop it first (`smneuron local down`), then start it with the --allow-origin you want.",
+            )
         if sorted(short) != sorted(running.get("no_capacity", [])) and no_capacity is not None:
             raise ConfigError(
                 f"The embedded SageMaker already runs with no capacity for {running.get('no_capacity') or 'nothing'}.",
@@ -117,13 +124,16 @@ def up(
         return {**running, "started": False}
 
     path = state_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    existed = path.parent.is_dir()
+    private_dir(path.parent)
+    tightened = tighten(path.parent) if existed else []
+    keys = local_keys()  # made once for this state directory, 0600
     path.unlink(missing_ok=True)
     orphans = sweep(_owner(path))  # a previous service that crashed left these serving
     _remove_run_dir(path)  # and its downloads, weights and logs
     log = path.with_name("local.log")
     port = port or _last_port(path) or free_port()
-    with open(log, "a") as out:  # appended: the log of a run that crashed is what says why
+    with os.fdopen(open_private_append(log), "a") as out:  # appended: the log of a run that crashed says why
         out.write(f"\n=== smneuron local up {time.strftime('%Y-%m-%d %H:%M:%S')} on port {port}\n")
         out.flush()
         proc = subprocess.Popen(
@@ -141,19 +151,25 @@ def up(
                 generation_engine,
                 *(["--fresh"] if fresh else []),
                 *(["--no-capacity", ",".join(short)] if short else []),
+                *(["--allow-origin", ",".join(origins)] if origins else []),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # survives the shell that started it; `local down` stops it
-            env={**os.environ, **LOCAL_CREDENTIALS, "AWS_REGION": LOCAL_REGION, OWNER: str(_owner(path))},
+            env={**os.environ, **keys.environment(), "AWS_REGION": LOCAL_REGION, OWNER: str(_owner(path))},
         )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         running = status()
         if running:
-            path.with_name("port").write_text(str(port))
-            return {**running, "started": True, "orphans_stopped": orphans}
+            write_private(path.with_name("port"), str(port).encode())
+            return {
+                **running,
+                "started": True,
+                "orphans_stopped": orphans,
+                "tightened": [str(p) for p in tightened],
+            }
         if proc.poll() is not None:
             break
         time.sleep(0.2)
@@ -165,6 +181,24 @@ def up(
     raise SmneuronError(
         f"The embedded SageMaker did not start (log {log}):\n{tail}", hint="Run `smneuron local up` again."
     )
+
+
+def _origin(value: str) -> str:
+    """A browser origin as browsers send it (``scheme://host[:port]``), or ConfigError."""
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(value.strip())
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.netloc
+        or parts.path not in ("", "/")
+        or parts.query
+    ):
+        raise ConfigError(
+            f"{value!r} is not a browser origin.",
+            hint="Give it as scheme://host[:port], e.g. --allow-origin http://localhost:8888 (a Jupyter server).",
+        )
+    return f"{parts.scheme}://{parts.netloc.lower()}"
 
 
 def down(timeout: float = 30) -> bool:
@@ -215,10 +249,13 @@ def serve(
     *,
     fresh: bool = False,
     no_capacity: list[str] | None = None,
+    allow_origins: list[str] | None = None,
 ) -> None:
     """The service process: embedded AWS + backed endpoints until SIGTERM; what it holds is kept under the
-    state directory (smneuron.local.aws.persistence) and restored at the next start unless ``fresh``."""
+    state directory (smneuron.local.aws.persistence) and restored at the next start unless ``fresh``. Everything
+    it and its servers create is the user's alone (umask 077)."""
 
+    os.umask(0o077)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -228,9 +265,9 @@ def serve(
     # everything the service and its servers write to temporary files goes under one directory of its own (short:
     # TorchServe's sockets live below it), removed when it stops, or by the next up/down when it was killed
     run_dir = tempfile.mkdtemp(prefix="smneuron-local-")
-    state_file.with_name("rundir").write_text(run_dir)
+    write_private(state_file.with_name("rundir"), run_dir.encode())
     tempfile.tempdir = os.environ["TMPDIR"] = run_dir
-    with embedded_aws(port) as url:
+    with embedded_aws(port, keys=local_keys(), allowed_origins=allow_origins or ()) as url:
         activate(Backer(url, engine, no_capacity=frozenset(no_capacity or [])))
 
         create_sagemaker_role(Session.embedded(url))
@@ -241,7 +278,7 @@ def serve(
         log = str(state_file.with_name("local.log"))
         generation_engine = os.environ.get("SMNEURON_LLM_ENGINE", "stand-in")
         sdk_config = state_file.with_name("sagemaker-config.yaml")
-        sdk_config.write_text(SDK_CONFIG)
+        write_private(sdk_config, SDK_CONFIG.encode())
         state = {
             "url": url,
             "pid": os.getpid(),
@@ -249,11 +286,12 @@ def serve(
             "engine": engine,
             "generation_engine": generation_engine,
             "no_capacity": sorted(no_capacity or []),
+            "allowed_origins": sorted(allow_origins or []),
             "sdk_config": str(sdk_config),
             "kept": str(kept),
             "restored": describe(report) if report else None,
         }
-        state_file.write_text(json.dumps(state))
+        write_private(state_file, json.dumps(state).encode())
         print(f"embedded SageMaker at {url}", flush=True)
         try:
             stop.wait()
@@ -276,11 +314,17 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--fresh", action="store_true")
     ap.add_argument("--no-capacity", default="")
+    ap.add_argument("--allow-origin", default="")
     a = ap.parse_args(argv)
     os.environ["SMNEURON_LLM_ENGINE"] = a.generation_engine  # the inference components' copies
     try:
         serve(
-            a.port, a.state, a.engine, fresh=a.fresh, no_capacity=[t for t in a.no_capacity.split(",") if t]
+            a.port,
+            a.state,
+            a.engine,
+            fresh=a.fresh,
+            no_capacity=[t for t in a.no_capacity.split(",") if t],
+            allow_origins=[o for o in a.allow_origin.split(",") if o],
         )
     except EmbeddedAwsError as e:  # moto does not fit the patches: say why, and `up` refuses with it
         print(REFUSED + json.dumps({"message": e.message, "hint": e.hint}), flush=True)

@@ -59,10 +59,10 @@ def world(tiny_classifier, tiny_encoder, tiny_llama, minilm_dir, tmp_path_factor
 
 def _an_encoder_endpoint(url: str, name: str) -> None:
     """An endpoint whose Model is smneuron's encoder container (only its records: nothing invokes it)."""
-    import boto3
 
-    sm = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=url, aws_access_key_id="l",
-                      aws_secret_access_key="l")  # fmt: skip
+    from smneuron.session import Session
+
+    sm = Session.embedded(url).client("sagemaker")
     image = (
         "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.5.1-cpu-py311-ubuntu22.04-sagemaker"
     )
@@ -76,10 +76,11 @@ def _an_encoder_endpoint(url: str, name: str) -> None:
 
 
 def _env(world, **extra: str) -> dict[str, str]:
+    from smneuron.local_record import embedded_keys
+
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
     env.update(
-        AWS_ACCESS_KEY_ID="local",
-        AWS_SECRET_ACCESS_KEY="local",
+        **embedded_keys(world["url"]).environment(),
         AWS_REGION="us-east-1",
         AWS_CONFIG_FILE=str(world["root"] / "no-config"),
         AWS_SHARED_CREDENTIALS_FILE=str(world["root"] / "no-credentials"),

@@ -24,7 +24,7 @@ def test_sigint_while_the_endpoint_is_creating_removes_what_the_deploy_created(t
     from smneuron.session import Session
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
-    with local_credentials(), embedded_aws() as url:
+    with embedded_aws() as url, local_credentials(url):
         session = Session.from_env(region="us-east-1", endpoint_url=url)
         create_sagemaker_role(session)
         set_endpoint_delay(600)  # Creating for 10 minutes, like a real endpoint

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
@@ -62,9 +61,10 @@ def test_update_endpoint_switches_config_and_keeps_deployment_config(session):
 
 def test_embedded_server_serves_the_extended_api():
     from smneuron.local.aws.embedded import embedded_aws
+    from smneuron.session import Session
 
     with embedded_aws() as url:
-        sm = boto3.client("sagemaker", endpoint_url=url, region_name="us-east-1")
+        sm = Session.embedded(url).client("sagemaker")
         make_config(sm, "c-srv", "ml.inf2.xlarge")
         assert sm.list_endpoint_configs()["EndpointConfigs"][0]["EndpointConfigName"] == "c-srv"
 
@@ -147,11 +147,11 @@ def test_the_streaming_route_refuses_an_announced_body_over_6_mb_before_reading_
 
     from smneuron.local.aws.embedded import embedded_aws, local_credentials
 
-    with local_credentials(), embedded_aws() as url:
+    with embedded_aws() as url, local_credentials(url):
         host, port = url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=30) as s:
-            s.sendall(b"POST /endpoints/ep/invocations-response-stream HTTP/1.1\r\nHost: x\r\n"
-                      b"Content-Type: application/json\r\nContent-Length: 7000000\r\n\r\n")  # fmt: skip
+            s.sendall(b"POST /endpoints/ep/invocations-response-stream HTTP/1.1\r\nHost: %s:%s\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: 7000000\r\n\r\n" % (host.encode(), port.encode()))  # fmt: skip
             answer = b""
             while chunk := s.recv(65536):  # the server answers and closes without waiting for the body
                 answer += chunk

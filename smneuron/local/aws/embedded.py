@@ -22,7 +22,8 @@ place, by teaching moto what the real service does (checked against botocore's s
   (real CloudFormation drops the element) and does not recompute a stack's outputs when a change
   set is executed: we add the resource type, drop the nulls and refresh the outputs.
 
-The product never works around moto; only this module changes moto.
+The product never works around moto; only this module changes moto. One module because that is the rule it
+keeps: every change to moto is found here, started here (``embedded_aws``, behind the ``gate``), checked here.
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ import json
 import logging
 import os
 import time
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -43,9 +43,11 @@ from smneuron.local.aws import patching, pools
 from smneuron.local.aws.benchmark_jobs import patch_benchmark_jobs
 from smneuron.local.aws.components import patch_components
 from smneuron.local.aws.describe_shapes import patch_describe_shapes
+from smneuron.local.aws.gate import Gate
 from smneuron.local.aws.iam_simulation import patch_policy_simulation
 from smneuron.local.aws.speed import patch_speed
 from smneuron.local.aws.stream_route import StreamRouter
+from smneuron.local_record import LocalKeys, embedded_keys, register_embedded, signed_call
 from smneuron.serving.ports import free_port
 
 _PATCHED = False
@@ -290,8 +292,12 @@ def _patch_s3_conditional_denies() -> None:
 
 
 @contextmanager
-def embedded_aws(port: int | None = None) -> Iterator[str]:
-    """Run moto's server (with the extensions) on loopback; yields its endpoint URL."""
+def embedded_aws(
+    port: int | None = None, *, keys: LocalKeys | None = None, allowed_origins: Iterable[str] = ()
+) -> Iterator[str]:
+    """Run moto's server (with the extensions) on loopback behind the ``gate`` (Host, Origin, SigV4); yields its
+    endpoint URL. It accepts requests signed with ``keys`` (fresh random ones unless given: `local up` gives its
+    state directory's), which ``Session.embedded(url)`` and ``local_credentials(url)`` find for this process."""
 
     try:
         from moto.server import ThreadedMotoServer
@@ -309,8 +315,12 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
     server.start()
     patching.requires(server, "_server")
     patching.check()
-    server._server.app = StreamRouter(server._server.app)  # InvokeEndpointWithResponseStream (moto has none)
+    keys = keys or LocalKeys.new()
+    # InvokeEndpointWithResponseStream (moto has none), all of it behind the gate
+    routes = StreamRouter(server._server.app)
+    server._server.app = Gate(routes, port, {keys.access_key: keys.secret_key}, allowed_origins)
     url = f"http://127.0.0.1:{port}"
+    register_embedded(url, keys)
     # moto keeps its state per process: each embedded AWS starts empty and leaves nothing behind
     _reset(url)
     try:
@@ -318,15 +328,17 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
     finally:
         _reset(url)
         server.stop()
+        register_embedded(url, None)
 
 
 @contextmanager
-def local_credentials() -> Iterator[None]:
-    """Credentials the embedded AWS accepts (they never leave this machine); the caller's come back after."""
+def local_credentials(url: str) -> Iterator[None]:
+    """The credentials of the embedded AWS at ``url`` in ``os.environ`` (for the processes this one starts, which
+    find them there); the caller's come back after."""
 
     names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
     saved = {k: os.environ.get(k) for k in names}
-    os.environ.update(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local")
+    os.environ.update(embedded_keys(url).environment())
     os.environ.pop("AWS_SESSION_TOKEN", None)
     try:
         yield
@@ -390,5 +402,4 @@ def create_sagemaker_role(session: Any, name: str = "smneuron-execution-role") -
 
 
 def _reset(url: str) -> None:
-
-    urllib.request.urlopen(urllib.request.Request(url + "/moto-api/reset", method="POST"), timeout=10).read()
+    signed_call(url, embedded_keys(url), "POST", "/moto-api/reset")

@@ -137,7 +137,7 @@ def run_local(
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-pipeline-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
     try:
-        with _aws(aws_url) as url, local_credentials():
+        with _aws(aws_url) as url, local_credentials(url):
             session = Session.embedded(url)
             for role in {session.role_arn, proj.pipeline.role or session.role_arn}:
                 create_sagemaker_role(session, role.rsplit("/", 1)[-1])
