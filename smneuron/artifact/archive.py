@@ -1,4 +1,4 @@
-"""Reading model.tar.gz: inspect (list + verify against the manifest) and safe extraction."""
+"""Reading model.tar.gz: inspect (list + verify against the manifest), the check before upload, and safe extraction."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from smneuron.artifact.hashing import sha256_file
 from smneuron.artifact.kind import GENERATION, kind_of
+from smneuron.artifact.links import check_name, check_tree
 from smneuron.artifact.manifest import MANIFEST_NAME, Manifest, parse_any
 from smneuron.errors import ArtifactError
 
@@ -125,6 +126,30 @@ def read_manifest(path: str | Path) -> dict:
             ) from None
         raise ArtifactError(f"Cannot read the manifest of {path}: {e}") from e
     raise ArtifactError(f"{path} has no {MANIFEST_NAME}: package it with `smneuron package`.")
+
+
+def verify_package(path: Path) -> None:
+    """Refuse a package (model.tar.gz or directory) whose bytes are not what its manifest says, or a directory
+    holding a file that may not be shipped (``artifact.links``), before anything of it is uploaded.
+
+    Raises:
+        ArtifactError: naming each file that differs or is missing, or the link.
+    """
+    if path.is_dir():
+        expected = parse_any(read_manifest(path), str(path / MANIFEST_NAME)).files()
+        for name in expected:
+            check_name(name, path / MANIFEST_NAME)
+        check_tree(path, hashed=frozenset(expected))
+    problems = [
+        p for p in inspect_package(path).problems if "does not match the manifest" in p or "but missing" in p
+    ]
+    if problems:
+        raise ArtifactError(
+            f"{path} does not hold what its manifest says: {'; '.join(problems[:5])}"
+            + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else "")
+            + ". Nothing was uploaded.",
+            hint="Package the compiled artifact again (`smneuron package`), or deploy the artifact directory.",
+        )
 
 
 def _check_member(member: tarfile.TarInfo, dest: Path, max_member_bytes: int) -> None:

@@ -22,6 +22,7 @@ from typing import Literal
 
 from smneuron.artifact.hashing import size_of, tree_hash
 from smneuron.artifact.kind import GENERATION, kind_of_path
+from smneuron.artifact.links import check_file, check_name, inode_names, walk
 from smneuron.artifact.manifest import MANIFEST_NAME, Manifest
 from smneuron.artifact.resources import inference_code_dir
 from smneuron.display.progress import step
@@ -63,26 +64,31 @@ def plan(
     """Archive name -> source file for every member, plus the generated code/requirements.txt.
 
     Raises:
-        ArtifactError: the directory is not a compiled artifact, or a manifest file is missing.
+        ArtifactError: the directory is not a compiled artifact, a manifest file is missing, or a file may not be
+            packaged (``artifact.links``: a link out of its directory, a device, a path with ``..``).
         ConfigError: user code collides with smneuron's inference code.
     """
     _refuse_text_generation(artifact_dir)
     manifest = Manifest.read(artifact_dir)
-    files: dict[str, Path] = {MANIFEST_NAME: artifact_dir / MANIFEST_NAME}
+    files: dict[str, Path] = {MANIFEST_NAME: check_file(artifact_dir, artifact_dir / MANIFEST_NAME)}
     for name in manifest.files():
+        check_name(name, artifact_dir / MANIFEST_NAME)
         if not (artifact_dir / name).is_file():
             raise ArtifactError(
                 f"{artifact_dir} is incomplete: {name} is listed in the manifest but missing.",
                 hint="Recompile the model.",
             )
-        files[name] = artifact_dir / name
+        # its bytes are checked against the manifest as they are written (package): a hard link is fine
+        files[name] = check_file(artifact_dir, artifact_dir / name, hashed=True)
     for src in _walk(inference_code_dir()):
         rel = src.relative_to(inference_code_dir()).as_posix()
         if rel != "requirements.txt":
             files[f"code/{rel}"] = src
     if extra_code:
-        for src in _walk(Path(extra_code)):
-            rel = f"code/{src.relative_to(extra_code).as_posix()}"
+        names = inode_names(Path(extra_code))
+        for found in _walk(Path(extra_code)):
+            src = check_file(Path(extra_code), found, names=names)
+            rel = f"code/{found.relative_to(extra_code).as_posix()}"
             if rel in files:
                 raise ConfigError(
                     f"Your code file {src} would replace smneuron's {rel}.",
@@ -122,14 +128,11 @@ def _refuse_text_generation(artifact_dir: Path) -> None:
 
 
 def _walk(root: Path) -> list[Path]:
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIRS and not d.startswith("."))
-        for f in sorted(filenames):
-            if f.endswith(IGNORED_SUFFIXES) or f.startswith("."):
-                continue
-            out.append(Path(dirpath) / f)
-    return out
+    return [
+        p
+        for p in walk(root, skip_dir=lambda d: d in IGNORED_DIRS or d.startswith("."))
+        if not (p.name.endswith(IGNORED_SUFFIXES) or p.name.startswith("."))
+    ]
 
 
 class _HashingWriter(io.RawIOBase):
@@ -193,8 +196,9 @@ def package(
     )
     # the manifest leads, so readers (deploy, inspect) find it without decompressing the weights
     names = [MANIFEST_NAME, *sorted(n for n in [*files, "code/requirements.txt"] if n != MANIFEST_NAME)]
+    expected = Manifest.read(artifact_dir).files()  # what the manifest says each file's bytes are
     if compression == "none":
-        return _write_tree(files, req, names, output)
+        return _write_tree(files, req, names, output, expected)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(output.name + ".partial")
     total = sum(files[n].stat().st_size for n in names if n in files)
@@ -213,8 +217,13 @@ def package(
                         continue
                     src = files[name]
                     with open(src, "rb") as f:
-                        tar.addfile(_tarinfo(name, os.fstat(f.fileno()).st_size), f)
-                    shown.advance(src.stat().st_size)
+                        size = os.fstat(f.fileno()).st_size
+                        if name in expected:  # the bytes written are the bytes the manifest names
+                            f = _Checked(f, name, expected[name])  # type: ignore[assignment]
+                        tar.addfile(_tarinfo(name, size), f)
+                        if name in expected:
+                            f.verify()  # type: ignore[attr-defined]
+                    shown.advance(size)
             gz.close()
         os.replace(tmp, output)
     finally:
@@ -233,16 +242,51 @@ def _gzip_writer(raw: io.RawIOBase, level: int, threads: int | None):
         return gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=max(level, 1), mtime=0, filename="")
 
 
-def _write_tree(files: dict[str, Path], req: bytes, names: list[str], output: Path) -> PackageResult:
+class _Checked(io.RawIOBase):
+    """A file read through sha256, checked against the manifest's digest once read (``verify``)."""
+
+    def __init__(self, raw: io.BufferedReader, name: str, digest: str) -> None:
+        self.raw, self.name_in_package, self.digest = raw, name, digest
+        self.hash = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.raw.read(n)
+        self.hash.update(data)
+        return data
+
+    def verify(self) -> None:
+        if self.hash.hexdigest() != self.digest:
+            raise ArtifactError(
+                f"{self.name_in_package} in {Path(self.raw.name).parent} does not match its manifest: sha256 "
+                f"{self.hash.hexdigest()[:12]}... where smneuron.json says {self.digest[:12]}... (the file changed "
+                "after it was compiled).",
+                hint="Recompile the model (`smneuron compile`), or restore the file.",
+            )
+
+
+def _write_tree(
+    files: dict[str, Path], req: bytes, names: list[str], output: Path, expected: dict[str, str]
+) -> PackageResult:
     if output.exists():
         if not (output / MANIFEST_NAME).exists():
             raise ConfigError(f"{output} exists and is not a smneuron package directory.")
         shutil.rmtree(output)
-    for name in names:
-        dest = output / name
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if name == "code/requirements.txt":
-            dest.write_bytes(req)
-        else:
-            shutil.copyfile(files[name], dest)
+    try:
+        for name in names:
+            dest = output / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if name == "code/requirements.txt":
+                dest.write_bytes(req)
+                continue
+            with open(files[name], "rb") as src, open(dest, "wb") as out:
+                reader = _Checked(src, name, expected[name]) if name in expected else src
+                shutil.copyfileobj(reader, out, CHUNK)
+                if name in expected:
+                    reader.verify()  # type: ignore[union-attr]
+    except BaseException:  # a refused or broken package leaves nothing behind
+        shutil.rmtree(output, ignore_errors=True)
+        raise
     return PackageResult(output, tree_hash(output), size_of(output), "none", names)

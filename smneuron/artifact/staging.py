@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from smneuron._version import __version__
-from smneuron.artifact.archive import read_manifest
+from smneuron.artifact.archive import read_manifest, verify_package
 from smneuron.artifact.hashing import content_hash, size_of
 from smneuron.artifact.kind import GENERATION, ModelKind, kind_of, kind_of_path
 from smneuron.artifact.manifest import MANIFEST_NAME
@@ -191,8 +191,8 @@ def stage(
     ):  # package it first
         with tempfile.TemporaryDirectory(prefix="smneuron-pkg-") as tmp:
             out = Path(tmp) / ("model.tar.gz" if compression == "gzip" else "model")
-            package(path, out, compression=compression)
-            staged = stage(out, session=sess, name=label, prefix=prefix, upload=upload, progress=progress)
+            package(path, out, compression=compression)  # checks every file against the manifest as it writes
+            staged = _stage_package(out, label, prefix, sess, progress, verify=False)
         return ModelData(
             **{**staged.to_dict(), "source": str(path), "uri": staged.uri if upload else str(path)}
         )
@@ -260,8 +260,16 @@ def _name_from(path: Path) -> str:
 
 
 def _stage_package(
-    path: Path, name: str, prefix: str, session: Session | None, progress: Callable[[int], None] | None
+    path: Path,
+    name: str,
+    prefix: str,
+    session: Session | None,
+    progress: Callable[[int], None] | None,
+    *,
+    verify: bool = True,
 ) -> ModelData:
+    if verify:
+        verify_package(path)
     local = replace(describe_local(path), sha256=content_hash(path))
     sha, compression = local.sha256, local.compression
     if session is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from smneuron.artifact.kind import ENCODER, GENERATION
 from smneuron.cli._common import console, print_json, table
 from smneuron.cli.generation_cmds import render_generation_plan
+from smneuron.endpoints.naming import redacted
 
 
 def render_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-def]
@@ -60,7 +61,7 @@ def render_encoder_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-de
     table(
         "Container environment",
         ["variable", "value"],
-        [[k, v] for k, v in sorted(p.environment.items())],
+        [[k, v] for k, v in sorted(redacted(p.environment).items())],
         numeric=False,
     )
     if p.hourly_usd is not None:

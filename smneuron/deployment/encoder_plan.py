@@ -31,6 +31,7 @@ from smneuron.endpoints.naming import (
     TAG_SHA,
     TAG_VERSION,
     endpoint_name,
+    redacted,
 )
 from smneuron.errors import ConfigError
 from smneuron.specs.models import EndpointSpec, ScalingSpec
@@ -247,7 +248,7 @@ class DeployPlan(Displayed):
             "artifact_target": self.model_data.target if self.model_data else None,
             "container_startup_health_check_timeout_in_seconds": self.startup_timeout,
             "model_data_download_timeout_in_seconds": self.download_timeout,
-            "environment": self.environment,
+            "environment": redacted(self.environment),
             "autoscaling": {
                 "min": self.scaling.min_capacity,
                 "max": self.scaling.max_capacity,

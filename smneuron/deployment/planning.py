@@ -16,6 +16,7 @@ from smneuron.deployment.encoder_plan import DeployPlan, plan
 from smneuron.deployment.generation_plan import GenerationPlan, plan_generation
 from smneuron.deployment.request import DeployRequest
 from smneuron.endpoints.autoscaling import ScalingPlan
+from smneuron.endpoints.naming import secret_warning
 from smneuron.errors import ConfigError
 
 
@@ -34,6 +35,7 @@ class Plan(Protocol):
     tags: dict[str, str]
     hourly_usd: float | None
     notes: list[str]
+    environment: dict[str, str]
 
     @property
     def scaling(self) -> ScalingPlan: ...
@@ -117,4 +119,8 @@ def plan_request(
                 f"The artifact given for {target} ({other.source}) was compiled for {other.target}.",
                 hint=f"Pass it as --artifact {other.target}=..., or compile the model with --target {target}.",
             )
-    return PLANNERS[data.kind](data, request, region, others or {})
+    plan = PLANNERS[data.kind](data, request, region, others or {})
+    warning = secret_warning(plan.environment)
+    if warning and warning not in plan.notes:
+        plan.notes.append(warning)
+    return plan

@@ -17,7 +17,32 @@ TAG_ARTIFACT = "smneuron:artifact"
 TAG_ENDPOINT = "smneuron:endpoint"
 _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
-SECRET_KEYS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+# The rule for what is a secret: a variable whose name, split at "_" (and "-"), has one of these words. So HF_TOKEN,
+# HUGGING_FACE_HUB_TOKEN, AWS_SECRET_ACCESS_KEY, DB_PASSWORD, OPENAI_API_KEY, WANDB_APIKEY are; MAX_TOTAL_TOKENS
+# (TOKENS) and SM_ON_MODEL are not. A false positive costs a `***` in a printout; a false negative leaks a secret.
+SECRET_WORDS = frozenset(
+    {
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASSPHRASE",
+        "KEY",
+        "APIKEY",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "AUTH",
+    }
+)
+MASK = "***"
+# What CreateModel's documentation says of the container environment, and what to do instead
+SECRET_WARNING = (
+    "{names}: SageMaker returns container environment values to anyone allowed sagemaker:DescribeModel (AWS: "
+    '"Don\'t include any sensitive data in your environment variables"); smneuron shows them as *** but the Model '
+    "holds them in clear. For a Hugging Face token: compile the model into the artifact (the optimum-neuron "
+    "container then serves /opt/ml/model and needs no HF_TOKEN at all); whether that container can read a token "
+    "from Secrets Manager instead is not documented."
+)
 
 
 def sanitize(name: str) -> str:
@@ -44,6 +69,17 @@ def endpoint_name(spec: EndpointSpec, fallback: str) -> tuple[str, str | None]:
     return name, f"endpoint name {name!r} derived from {fallback!r} (set it with --name)"
 
 
+def is_secret(name: str) -> bool:
+    """Whether a variable's name says its value is a secret (``SECRET_WORDS``)."""
+    return bool(SECRET_WORDS & set(re.split(r"[_\-]", name.upper())))
+
+
 def redacted(environment: dict[str, str]) -> dict[str, str]:
-    """The environment as printed: secrets replaced (plans, logs, --json)."""
-    return {k: ("<redacted>" if k in SECRET_KEYS else v) for k, v in environment.items()}
+    """The environment as printed: secrets shown as ``***`` (plans, dry runs, status, --json, cards, logs)."""
+    return {k: (MASK if is_secret(k) else v) for k, v in environment.items()}
+
+
+def secret_warning(environment: dict[str, str]) -> str | None:
+    """The warning for a deploy whose container environment holds secrets, or None."""
+    names = sorted(k for k in environment if is_secret(k))
+    return SECRET_WARNING.format(names=", ".join(names)) if names else None

@@ -31,6 +31,7 @@ from smneuron.local_record import LOCAL_ACCOUNT, LOCAL_REGION, local_keys, pid_a
 from smneuron.local_record import local_service as status
 from smneuron.local_record import local_service_path as state_path
 from smneuron.private_files import open_private_append, private_dir, tighten, write_private
+from smneuron.serving.access import KEY_ENV, new_key
 from smneuron.serving.ports import free_port
 from smneuron.serving.server import check_port_free
 from smneuron.serving.torchserve import require as require_torchserve
@@ -256,6 +257,7 @@ def serve(
     it and its servers create is the user's alone (umask 077)."""
 
     os.umask(0o077)
+    os.environ[KEY_ENV] = new_key()  # the model servers and copies it starts answer only it (serving.access)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -7,6 +7,7 @@ import contextlib
 import json
 from typing import Any
 
+from smneuron.serving.access import REFUSAL, allowed, server_key
 from smneuron.serving.pool import WorkerPool
 from smneuron.specs.models import EndpointSpec
 
@@ -83,7 +84,22 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
             lines += [f'{name}{{worker="{i}"}} {int(getattr(s, attr))}' for i, s in enumerate(pool.stats)]
         return PlainTextResponse("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
 
-    return Starlette(
+    key = server_key()  # set when the embedded SageMaker started this server: it alone may call it
+
+    class OnlyTheService:  # pure ASGI: a refused request costs no Starlette routing
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and key:
+                headers = dict(scope.get("headers") or [])
+                given = headers.get(b"authorization", b"").decode("latin-1")
+                if not allowed(given, key):
+                    await _error(401, REFUSAL["code"], REFUSAL["error"])(scope, receive, send)
+                    return
+            await self.inner(scope, receive, send)
+
+    app = Starlette(
         routes=[
             Route("/ping", ping, methods=["GET"]),
             Route("/invocations", invocations, methods=["POST"]),
@@ -93,3 +109,4 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
         ],
         lifespan=lifespan,
     )
+    return OnlyTheService(app) if key else app

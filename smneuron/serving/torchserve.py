@@ -30,6 +30,7 @@ from typing import Any
 from smneuron.artifact.archive import extract_package
 from smneuron.container.encoder_env import MODEL_DIR
 from smneuron.errors import MissingDependencyError, SmneuronError
+from smneuron.serving.access import bearer, server_key
 from smneuron.serving.ports import free_port
 from smneuron.serving.server import check_port_free, check_runnable
 
@@ -69,15 +70,19 @@ def require() -> None:
     _java()
 
 
-def _get(url: str, timeout: float = 2) -> tuple[int, bytes]:
+def _get(url: str, timeout: float = 2, key: str | None = None) -> tuple[int, bytes]:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=bearer(key)), timeout=timeout) as r:
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
     except OSError:
         return 0, b""
 
+
+TOKEN_MINUTES = (
+    60 * 24 * 365
+)  # TorchServe's key expiry for the embedded SageMaker's stacks: outlives any of them
 
 LOAD_HINT = (
     "Fix model_fn (or the files it reads) and deploy again; the whole traceback is in the endpoint's logs "
@@ -137,6 +142,15 @@ class TorchServeStack:
         self.base: Path | None = None
         self.proc: subprocess.Popen | None = None
         self.ports: dict[str, int] = {}
+        # TorchServe's own token authorization, on when the embedded SageMaker starts the stack (serving.access):
+        # its keys (inference, management) are read from the key_file.json it writes at start
+        self.token_auth = server_key() is not None
+        self.keys: dict[str, str] = {}
+
+    @property
+    def authorization(self) -> dict[str, str]:
+        """The header an inference request needs (none unless token authorization is on)."""
+        return bearer(self.keys.get("inference"))
 
     @property
     def url(self) -> str:
@@ -198,6 +212,10 @@ class TorchServeStack:
             # TorchServe on a machine: a stack's own directory lets two run side by side
             JAVA_TOOL_OPTIONS=f"-Djava.io.tmpdir={self.base / 'tmp'}",
             METRICS_LOCATION=str(self.log_dir),
+            # the DLC's config turns token authorization off (default-ts.properties); the embedded SageMaker's
+            # stacks turn it back on, with keys that outlive the stack (TorchServe's default expiry is 60 min)
+            TS_DISABLE_TOKEN_AUTHORIZATION="false" if self.token_auth else "true",
+            TS_TOKEN_EXPIRATION_TIME_MIN=str(TOKEN_MINUTES),
             JAVA_HOME=java_home,
             PATH=os.pathsep.join([java_bin, str(Path(sys.executable).parent), env.get("PATH", "")]),
         )
@@ -210,6 +228,9 @@ class TorchServeStack:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 break
+            if self.token_auth and not self.keys and not self._read_keys():
+                time.sleep(0.2)
+                continue
             if (self.ping() == 200) if until == "ping" else self.ready():
                 return self
             if self._load_failure(
@@ -230,9 +251,19 @@ class TorchServeStack:
         """The model's load failure in TorchServe's console log (its exception), when waiting for ready workers."""
         return load_failure(self.console_log.read_text(errors="replace")) if until == "ready" else None
 
+    def _read_keys(self) -> bool:
+        """TorchServe's keys from the key_file.json it writes in its working directory, once it is there."""
+        assert self.base is not None
+        try:
+            doc = json.loads((self.base / "key_file.json").read_text())
+            self.keys = {kind: doc[kind]["key"] for kind in ("inference", "management")}
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        return True
+
     def model(self) -> dict:
         """The management API's description of the model (workers and their status, batch size, ...)."""
-        status, body = _get(self.management_url + "/models/model")
+        status, body = _get(self.management_url + "/models/model", key=self.keys.get("management"))
         return json.loads(body)[0] if status == 200 else {}
 
     def ready(self) -> bool:
@@ -241,7 +272,7 @@ class TorchServeStack:
         return bool(workers) and all(w.get("status") == "READY" for w in workers)
 
     def ping(self) -> int:
-        return _get(self.url + "/ping")[0]
+        return _get(self.url + "/ping", key=self.keys.get("inference"))[0]
 
     def log_tail(self, lines: int = 30) -> str:
         texts = []

@@ -340,7 +340,7 @@ def test_dry_run_prints_the_plan_with_the_token_redacted(optimum_standin, llama_
     )
     assert code == 0, err
     plan = json.loads(out)
-    assert plan["environment"]["HF_TOKEN"] == "<redacted>" and plan["environment"]["SM_ON_MODEL"] == str(
+    assert plan["environment"]["HF_TOKEN"] == "***" and plan["environment"]["SM_ON_MODEL"] == str(
         llama_8b
     )
     assert "hf_secret_value" not in out
@@ -389,7 +389,7 @@ def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(
     )
     assert r.status == "InService" and any(c.startswith("inference component") for c in r.created)
     s = status("llama", session=session)
-    assert s["model"]["Environment"]["HF_TOKEN"] == "<redacted>" and "hf_secret_value" not in json.dumps(
+    assert s["model"]["Environment"]["HF_TOKEN"] == "***" and "hf_secret_value" not in json.dumps(
         s, default=str
     )
     assert s["components"][0]["copy_autoscaling"] == [{"MinCapacity": 0, "MaxCapacity": 3}]

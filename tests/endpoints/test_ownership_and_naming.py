@@ -58,10 +58,25 @@ def test_names_are_sanitized_and_a_derived_one_is_said():
         endpoint_name(EndpointSpec(name="bad_name!"), "x")
 
 
-def test_secrets_are_redacted_and_nothing_else():
-    env = {"HF_TOKEN": "hf_x", "HUGGING_FACE_HUB_TOKEN": "hf_y", "SM_ON_MODEL": "/opt/ml/model"}
-    assert redacted(env) == {
-        "HF_TOKEN": "<redacted>",
-        "HUGGING_FACE_HUB_TOKEN": "<redacted>",
+def test_secrets_are_redacted_by_their_names_and_nothing_else():
+    env = {
+        "HF_TOKEN": "hf_x",
+        "HUGGING_FACE_HUB_TOKEN": "hf_y",
+        "AWS_SECRET_ACCESS_KEY": "s",
+        "DB_PASSWORD": "p",
+        "OPENAI_API_KEY": "k",
+        "my-credential": "c",
         "SM_ON_MODEL": "/opt/ml/model",
+        "MAX_TOTAL_TOKENS": "4096",  # TOKENS is not TOKEN: a setting, shown
+        "SAGEMAKER_PROGRAM": "inference.py",
     }
+    shown = redacted(env)
+    assert {k for k, v in shown.items() if v == "***"} == {
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "AWS_SECRET_ACCESS_KEY",
+        "DB_PASSWORD",
+        "OPENAI_API_KEY",
+        "my-credential",
+    }
+    assert shown["SM_ON_MODEL"] == "/opt/ml/model" and shown["MAX_TOTAL_TOKENS"] == "4096"

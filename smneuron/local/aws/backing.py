@@ -30,6 +30,7 @@ from smneuron.local.aws.component_backing import Components
 from smneuron.local.aws.log_shipping import ENDPOINT_GROUP, LogShipper, instance_stream
 from smneuron.local.aws.pools import NoCapacity
 from smneuron.local.aws.routing import route
+from smneuron.serving.access import bearer, server_key
 from smneuron.serving.server import LocalEndpoint
 from smneuron.serving.torchserve import TorchServeStack
 from smneuron.session import Session
@@ -72,7 +73,10 @@ class Backer:
         self.engine = engine  # smneuron (the local endpoint) or torchserve (the DLC's own stack)
         self.no_capacity = no_capacity  # instance types this SageMaker has no capacity for (pools fall back)
         self.endpoints: dict[str, Backing] = {}
-        self.http = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=256))
+        # the servers it starts answer only it (serving.access) when the service set a key: they inherit it
+        self.http = httpx.Client(
+            timeout=60, limits=httpx.Limits(max_connections=256), headers=bearer(server_key())
+        )
 
         self.logs = LogShipper(self._session)  # model servers' output into the embedded CloudWatch Logs
         self.components = Components(  # inference components: stand-in (or vLLM) copies
@@ -278,6 +282,15 @@ class Backer:
         """The model server URL for an invocation, or SageMaker's (status, code, message) refusal."""
 
         return route(self, endpoint, component, size)
+
+    def authorization(self, url: str) -> dict[str, str]:
+        """The header the server at ``url`` wants: the service's key (``self.http`` sends it), or a TorchServe
+        stack's own inference key."""
+        for backing in list(self.endpoints.values()):
+            for server in [backing.server, *backing.extra]:
+                if server is not None and getattr(server, "keys", None) and server.url == url:
+                    return server.authorization
+        return {}
 
     def url(self, name: str) -> str | None:
         """The next instance's URL (round robin over the running instances)."""

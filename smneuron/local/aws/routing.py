@@ -89,7 +89,7 @@ def invoke(backer: Any, self: Any) -> Any:
     url = backer.route(name, self.headers.get("X-Amzn-SageMaker-Inference-Component"), len(body))
     if isinstance(url, tuple):
         return error(*url)
-    headers = container_headers(self.headers.get)
+    headers = {**container_headers(self.headers.get), **backer.authorization(url)}
     try:
         # a copy leaving routing (rolling update, scale-in) drains first
         with backer.components.relaying(url):

@@ -118,7 +118,7 @@ class StreamRouter:
             key = name.upper().replace("-", "_")
             return environ.get(key if key == "CONTENT_TYPE" else "HTTP_" + key)
 
-        headers = container_headers(get)
+        headers = {**container_headers(get), **backer.authorization(url)}
         release = backer.components.hold(url)  # until the stream ends: a copy drains before it stops
         try:
             request = backer.http.build_request("POST", url + "/invocations", content=body, headers=headers)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from smneuron.local.generation.standin import Refused, configuration, run_copy
+from smneuron.serving.access import bearer, server_key
 from smneuron.serving.pool import PRELOAD, worker_context
 from smneuron.serving.ports import free_port
 
@@ -62,6 +63,10 @@ class GenerationServer:
             "OMP_NUM_THREADS": self.environment.get("OMP_NUM_THREADS", "1"),
         }
         if (
+            server_key()
+        ):  # vLLM's own check (of /v1/* only: its middleware leaves /invocations and /ping open)
+            env["VLLM_API_KEY"] = server_key()  # type: ignore[assignment]
+        if (
             self.engine == "stand-in"
         ):  # forked from the process's preloaded forkserver: torch is imported already
             self.process = Forked(self.model_dir, env, self.port, self.log_path)
@@ -76,7 +81,7 @@ class GenerationServer:
             )
         deadline = time.monotonic() + timeout
         # one client for the polls: each new client builds an SSL context (~20 ms of CPU)
-        with httpx.Client(timeout=2) as http:
+        with httpx.Client(timeout=2, headers=bearer(server_key())) as http:
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:
                     raise RuntimeError(self._last_words())

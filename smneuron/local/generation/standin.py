@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.catalog import matrix
+from smneuron.serving.access import REFUSAL, allowed, server_key
 from smneuron.serving.worker import output_to
 
 
@@ -260,6 +261,8 @@ def read_timeout_s() -> float:
 
 
 def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
+    key = server_key()  # set when the embedded SageMaker started this copy: it alone may call it
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.0"  # a stream ends when the connection closes, as SSE over HTTP/1.0 does
         timeout = read_timeout_s()  # the socket's: a request announcing 1 GB no longer holds a thread forever
@@ -275,7 +278,17 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
+        def _refused(self) -> bool:
+            """Whether the caller lacks the key of the service that started this copy (then it was answered 401)."""
+            if allowed(self.headers.get("Authorization"), key):
+                return False
+            self.close_connection = True
+            self._json(401, _error(REFUSAL["error"], 401))
+            return True
+
         def do_GET(self) -> None:
+            if self._refused():
+                return
             if self.path in ("/ping", "/health"):
                 self._json(200, {"status": "healthy"})
             elif self.path == "/v1/models":
@@ -284,6 +297,8 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
                 self._json(404, _error(f"{self.path} not found", 404))
 
         def do_POST(self) -> None:
+            if self._refused():
+                return
             try:
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             except ValueError as e:

@@ -1,0 +1,45 @@
+"""Who may call a model server that the embedded SageMaker started: the service, and nobody else.
+
+The service makes a random key when it starts and puts it in its environment (``SMNEURON_SERVER_KEY``); every
+server it starts inherits it (the local endpoint in its own process, text-generation copies forked or spawned from
+it) and answers only requests carrying ``Authorization: Bearer <key>``, ``/ping`` included: a web page or another
+local user who finds the port gets 401. TorchServe (the DLC's stack) does the same with its own token
+authorization, which the service turns on for its stacks (``torchserve.TorchServeStack``). A server started by the
+user (`smneuron serve`) carries no key and answers as the container does.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+
+KEY_ENV = "SMNEURON_SERVER_KEY"
+
+
+def new_key() -> str:
+    """A fresh key for the servers of one service start."""
+    return secrets.token_urlsafe(32)
+
+
+def server_key() -> str | None:
+    """The key this process's servers require (None: none is required)."""
+    return os.environ.get(KEY_ENV) or None
+
+
+def bearer(key: str | None) -> dict[str, str]:
+    """The header that carries ``key`` (none without one)."""
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def allowed(authorization: str | None, key: str | None) -> bool:
+    """Whether a request's Authorization header carries ``key`` (always, when no key is required)."""
+    if not key:
+        return True
+    return bool(authorization) and hmac.compare_digest(authorization.encode(), f"Bearer {key}".encode())
+
+
+REFUSAL = {
+    "error": "This model server answers only the embedded SageMaker that started it.",
+    "code": "unauthorized",
+}
