@@ -216,6 +216,29 @@ def warm_cli():
     cli.close()
 
 
+SERVICE_STATES: list[Path] = []  # the state directories smneuron_cli gave `smneuron local up` in this process
+
+
+def local_kw(url: str) -> dict:
+    """boto3's keyword arguments for the embedded SageMaker at ``url`` that a test started with `smneuron local up`:
+    its URL, region and the credentials it made for its state directory (what it printed; nothing else gets in)."""
+    port = url.rsplit(":", 1)[-1]
+    for state in reversed(SERVICE_STATES):
+        try:
+            if (state / "port").read_text().strip() == port:
+                keys = json.loads((state / "credentials.json").read_text())
+        except OSError:
+            continue
+        else:
+            return dict(
+                region_name="us-east-1",
+                endpoint_url=url,
+                aws_access_key_id=keys["AWS_ACCESS_KEY_ID"],
+                aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"],
+            )
+    raise AssertionError(f"no `smneuron local up` of this test process serves {url}")
+
+
 @pytest.fixture
 def smneuron_cli(tmp_path, warm_cli):
     """Run the CLI as a user does (a process of its own, no AWS environment, state under tmp_path); `local down`
@@ -227,6 +250,8 @@ def smneuron_cli(tmp_path, warm_cli):
         AWS_CONFIG_FILE=str(tmp_path / "none"),
         AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
     )
+
+    SERVICE_STATES.append(tmp_path / "state")
 
     def run(*args: str, check: bool = True) -> Any:
         out = warm_cli.run(list(args), env=env, timeout=300)

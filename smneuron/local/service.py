@@ -125,9 +125,8 @@ def up(
         return {**running, "started": False}
 
     path = state_path()
-    existed = path.parent.is_dir()
+    tightened = tighten(path.parent) if path.parent.is_dir() else []  # an older smneuron's: say what changed
     private_dir(path.parent)
-    tightened = tighten(path.parent) if existed else []
     keys = local_keys()  # made once for this state directory, 0600
     path.unlink(missing_ok=True)
     orphans = sweep(_owner(path))  # a previous service that crashed left these serving

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import local_kw
 
 pytestmark = pytest.mark.e2e
 
@@ -99,8 +100,7 @@ def test_compare_measures_the_cpu_types_and_reports_why_the_others_were_not(
     assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []
     import boto3
 
-    sm = boto3.client("sagemaker", endpoint_url=up["url"], region_name="us-east-1",
-                      aws_access_key_id="local", aws_secret_access_key="local")  # fmt: skip
+    sm = boto3.client("sagemaker", **local_kw(up["url"]))
     assert sm.list_models()["Models"] == [] and sm.list_endpoint_configs()["EndpointConfigs"] == []
 
     dom = _rendered(page, tmp_path)
@@ -176,8 +176,7 @@ def test_compare_for_text_generation_measures_output_tokens_ttft_and_itl(
     import boto3
 
     url = json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]
-    sm = boto3.client("sagemaker", endpoint_url=url, region_name="us-east-1",
-                      aws_access_key_id="local", aws_secret_access_key="local")  # fmt: skip
+    sm = boto3.client("sagemaker", **local_kw(url))
     assert (
         sm.list_inference_components()["InferenceComponents"] == [] and sm.list_endpoints()["Endpoints"] == []
     )

@@ -666,7 +666,7 @@ def _resources(world) -> list:
     from smneuron.session import Session
 
     if "session" not in world:
-        world["session"] = Session.from_env(region="us-east-1", endpoint_url=world["url"])
+        world["session"] = Session.embedded(world["url"])
     sess = world["session"]
     sm = sess.client("sagemaker")
     return [

@@ -340,9 +340,7 @@ def test_dry_run_prints_the_plan_with_the_token_redacted(optimum_standin, llama_
     )
     assert code == 0, err
     plan = json.loads(out)
-    assert plan["environment"]["HF_TOKEN"] == "***" and plan["environment"]["SM_ON_MODEL"] == str(
-        llama_8b
-    )
+    assert plan["environment"]["HF_TOKEN"] == "***" and plan["environment"]["SM_ON_MODEL"] == str(llama_8b)
     assert "hf_secret_value" not in out
     assert (
         "ModelDataSource" not in plan["requests"]["CreateModel"]["PrimaryContainer"]

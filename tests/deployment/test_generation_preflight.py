@@ -62,7 +62,8 @@ def test_an_architecture_the_container_does_not_serve_is_refused_with_the_way_fo
     art = _export(llama_8b, tmp_path / "gpt2", monkeypatch)
     config = json.loads((art / "config.json").read_text())
     (art / "config.json").write_text(json.dumps({**config, "model_type": "gpt2"}))  # what the plan reads
-    manifest = json.loads((art / "smneuron.json").read_text())  # an export of that architecture: its manifest agrees
+    # an export of that architecture: its manifest agrees with its files
+    manifest = json.loads((art / "smneuron.json").read_text())
     manifest["model_files"]["config.json"] = hashlib.sha256((art / "config.json").read_bytes()).hexdigest()
     (art / "smneuron.json").write_text(json.dumps(manifest))
     code, out, err = run_cli("deploy", str(art), "--instance", "ml.inf2.8xlarge", "--dry-run")

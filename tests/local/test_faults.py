@@ -13,14 +13,13 @@ import sys
 
 import boto3
 import pytest
-from conftest import nothing_is_left, only_the_service_is_left, until
+from conftest import local_kw, nothing_is_left, only_the_service_is_left, until
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses and the embedded service: not in the fast loop
 
 
 def _sagemaker(url: str):
-    return boto3.client("sagemaker", region_name="us-east-1", endpoint_url=url, aws_access_key_id="l",
-                        aws_secret_access_key="l")  # fmt: skip
+    return boto3.client("sagemaker", **local_kw(url))
 
 
 def test_delete_while_creating_and_ctrl_c_during_deploy_leave_no_model_server(

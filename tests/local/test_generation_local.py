@@ -13,7 +13,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from conftest import llm_copies, nothing_is_left, until
+from conftest import llm_copies, local_kw, nothing_is_left, until
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 
@@ -72,8 +72,7 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
 
     # kill -9 of the copy (issue 22 #4): noticed, shown, replaced; its weights go with the component (#3)
     state, url = tmp_path / "state", json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]
-    sm = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=url, aws_access_key_id="l",
-                      aws_secret_access_key="l")  # fmt: skip
+    sm = boto3.client("sagemaker", **local_kw(url))
     (component,) = [
         c["InferenceComponentName"] for c in sm.list_inference_components()["InferenceComponents"]
     ]
@@ -217,7 +216,7 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []
     probe = """
 import boto3, json
-kw = dict(region_name="us-east-1", endpoint_url=__import__("os").environ["URL"], aws_access_key_id="l", aws_secret_access_key="l")
+kw = json.loads(__import__("os").environ["KW"])
 sm, aas = boto3.client("sagemaker", **kw), boto3.client("application-autoscaling", **kw)
 print(json.dumps([len(sm.list_inference_components()["InferenceComponents"]), len(sm.list_endpoints()["Endpoints"]),
     len(sm.list_endpoint_configs()["EndpointConfigs"]), len(sm.list_models()["Models"]),
@@ -225,7 +224,10 @@ print(json.dumps([len(sm.list_inference_components()["InferenceComponents"]), le
 """
     url = json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]
     left = subprocess.run(
-        [sys.executable, "-c", probe], env={**os.environ, "URL": url}, capture_output=True, text=True
+        [sys.executable, "-c", probe],
+        env={**os.environ, "KW": json.dumps(local_kw(url))},
+        capture_output=True,
+        text=True,
     )
     assert json.loads(left.stdout) == [0, 0, 0, 0, 0], left.stderr[-800:]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from conftest import llm_copies, service_processes, until
+from conftest import llm_copies, local_kw, service_processes, until
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses and the embedded service: not in the fast loop
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.e2e  # servers, subprocesses and the embedded service: 
 def _serving(cli, url: str, name: str, *args: str) -> dict:
     """The CLI's answer from ``name`` once it serves again (restored model servers start again; waited for with
     boto3's InvokeEndpoint, not a CLI call per poll)."""
-    kw = dict(region_name="us-east-1", endpoint_url=url, aws_access_key_id="l", aws_secret_access_key="l")
+    kw = local_kw(url)
     sm, runtime = boto3.client("sagemaker", **kw), boto3.client("sagemaker-runtime", **kw)
 
     def answers() -> bool:

@@ -7,13 +7,14 @@ to answer faster and clearer. Two ways in: a Model made the SageMaker SDK way (t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tarfile
 import time
 
 import boto3
 import pytest
-from conftest import until
+from conftest import local_kw, until
 
 import smneuron
 
@@ -30,7 +31,7 @@ def predict_fn(data, model):
 
 
 def _clients(url: str) -> tuple:
-    kw = dict(region_name="us-east-1", endpoint_url=url, aws_access_key_id="l", aws_secret_access_key="l")
+    kw = local_kw(url)
     return boto3.client("sagemaker", **kw), boto3.client("s3", **kw), boto3.client("logs", **kw)
 
 
@@ -97,7 +98,12 @@ def test_a_model_fn_that_raises_fails_the_endpoint_with_its_exception(
     # smneuron's own artifact with a broken weights file: the same, through `smneuron deploy`
     art = tmp_path / "art"
     smneuron.compile(tiny_encoder, art, target="cpu", task="feature-extraction", buckets="16")
+    (art / "weights.pt").unlink()  # (not written through: the compile cache shares the file by hard link)
     (art / "weights.pt").write_bytes(b"not a torch file")
+    # a consistently broken artifact: its manifest names these bytes (a changed file alone is refused at packaging)
+    manifest = json.loads((art / "smneuron.json").read_text())
+    manifest["weights"]["sha256"] = hashlib.sha256(b"not a torch file").hexdigest()
+    (art / "smneuron.json").write_text(json.dumps(manifest))
     out = smneuron_cli(
         "--local", "deploy", str(art), "--instance", "ml.c6i.large", "--name", "broken-weights", check=False
     )
@@ -108,8 +114,12 @@ def test_a_model_fn_that_raises_fails_the_endpoint_with_its_exception(
     # endpoint that `status` and `delete` take
     llm = tmp_path / "llm"
     smneuron.compile(tiny_llama, llm, target="cpu", task="text-generation", sequence_length=256, batch_size=2)
+    manifest = json.loads((llm / "smneuron.json").read_text())
     for weights in llm.glob("*.safetensors"):
+        weights.unlink()
         weights.write_bytes(b"garbage")
+        manifest["model_files"][weights.name] = hashlib.sha256(b"garbage").hexdigest()  # consistently broken
+    (llm / "smneuron.json").write_text(json.dumps(manifest))
     out = smneuron_cli(
         "--local", "deploy", str(llm), "--instance", "ml.c6i.xlarge", "--name", "chat", check=False
     )
@@ -129,6 +139,9 @@ def test_a_model_fn_that_raises_fails_the_endpoint_with_its_exception(
     from smneuron.artifact.staging import stage
     from smneuron.session import Session
 
+    monkeypatch.setenv(
+        "SMNEURON_STATE_DIR", str(tmp_path / "state")
+    )  # the service's credentials, as the CLI finds them
     staged = stage(export, session=Session.embedded(url))
     vllm = (
         "763104351884.dkr.ecr.us-east-1.amazonaws.com/"

@@ -12,7 +12,7 @@ import time
 
 import boto3
 import pytest
-from conftest import alive, cmdline, model_servers, nothing_is_left, service_processes, until
+from conftest import alive, cmdline, local_kw, model_servers, nothing_is_left, service_processes, until
 from contract import Recorder
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
@@ -81,8 +81,7 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     smneuron_cli("--local", "scale", "ep", "--min", "2", "--max", "3")
     status = json.loads(smneuron_cli("--local", "status", "ep", "--json").stdout)
     assert status["autoscaling"]["targets"][0]["MaxCapacity"] == 3
-    sm = boto3.client("sagemaker", endpoint_url=up["url"], region_name="us-east-1",
-                      aws_access_key_id="local", aws_secret_access_key="local")  # fmt: skip
+    sm = boto3.client("sagemaker", **local_kw(up["url"]))
     until(  # a second instance: a second model server starts here (polled with boto3, not a CLI per poll)
         lambda: (
             sm.describe_endpoint(EndpointName="ep")["ProductionVariants"][0].get("CurrentInstanceCount") == 2
@@ -157,8 +156,7 @@ def test_plain_boto3_sees_sagemakers_statuses_refusals_and_bytes(smneuron_cli, t
     up = json.loads(smneuron_cli("local", "up", "--json").stdout)
     smneuron_cli("--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.xlarge", "--name", "good")
     smneuron_cli("--local", "deploy", str(inf2), "--instance", "ml.inf2.xlarge", "--name", "bad", "--no-wait")
-    sm = boto3.client("sagemaker", endpoint_url=up["url"], region_name="us-east-1",
-                      aws_access_key_id="local", aws_secret_access_key="local")  # fmt: skip
+    sm = boto3.client("sagemaker", **local_kw(up["url"]))
     deadline = time.monotonic() + 120
     while sm.describe_endpoint(EndpointName="bad")["EndpointStatus"] != "Failed":
         assert time.monotonic() < deadline
@@ -170,8 +168,7 @@ def test_plain_boto3_sees_sagemakers_statuses_refusals_and_bytes(smneuron_cli, t
     assert [e["EndpointName"] for e in sm.list_endpoints(StatusEquals="InService")["Endpoints"]] == ["good"]
 
     # InvokeEndpoint's refusals in SageMaker's words (issue 22 #9): an unknown variant is refused, never served
-    runtime = boto3.client("sagemaker-runtime", endpoint_url=up["url"], region_name="us-east-1",
-                           aws_access_key_id="local", aws_secret_access_key="local")  # fmt: skip
+    runtime = boto3.client("sagemaker-runtime", **local_kw(up["url"]))
     answers = Recorder()  # every InvokeEndpoint answer below is held against botocore's model
     answers.attach(runtime)
     ok = runtime.invoke_endpoint(EndpointName="good", Body=b'"fine"', ContentType="application/json",

@@ -12,8 +12,9 @@ import sys
 import tarfile
 import time
 
+import httpx
 import pytest
-from conftest import service_processes
+from conftest import listening, service_processes
 
 pytestmark = pytest.mark.e2e  # the embedded service, TorchServe
 
@@ -129,6 +130,19 @@ print(json.dumps({"attrs": r.get("CustomAttributes"), "body": json.loads(r["Body
     assert got["body"][0] == pytest.approx(expected[0], abs=1e-5)
     assert got["csv"] == ",".join(f"{v:.3f}" for v in expected[0])  # the container saw Accept: text/csv
     assert got["endpoints"] == ["sdk-ep"]
+    # the DLC stack behind it answers only the service (issue 46 #3): TorchServe's own token authorization
+    ports = listening([p for p in service_processes(tmp_path / "state") if p != up_pid])
+    refused = []
+    for address in (f"127.0.0.1:{a.rsplit(':', 1)[1]}" for a in ports):  # Java lists [::ffff:127.0.0.1]:PORT
+        try:
+            for r in (httpx.post(f"http://{address}/invocations", content=b"[[1, 2, 3, 4]]", timeout=10,
+                                 headers={"Content-Type": "application/json"}),
+                      httpx.get(f"http://{address}/models", timeout=10)):  # fmt: skip
+                assert r.status_code != 200, (address, r.text)
+                refused += [address] if "Token Authorization failed" in r.text else []
+        except httpx.HTTPError:  # TorchServe's gRPC ports
+            continue
+    assert len(set(refused)) >= 2, refused  # the inference and management APIs, each for both routes
     run(sys.executable, "-m", "awscli", "sagemaker", "delete-endpoint", "--endpoint-name", "sdk-ep")
     deadline = time.monotonic() + 60
     while [
@@ -136,3 +150,45 @@ print(json.dumps({"attrs": r.get("CustomAttributes"), "body": json.loads(r["Body
     ]:  # deleting it stops its model server
         assert time.monotonic() < deadline, "the model server outlived its endpoint"
         time.sleep(0.5)
+
+
+SDK_V2 = """
+import json, sys
+import sagemaker
+from sagemaker.deserializers import JSONDeserializer
+from sagemaker.predictor import Predictor
+from sagemaker.serializers import JSONSerializer
+
+session = sagemaker.Session()  # nothing passed: the printed environment alone points it at the embedded service
+predictor = Predictor("v2-ep", sagemaker_session=session, serializer=JSONSerializer(), deserializer=JSONDeserializer())
+print("RESULT", json.dumps({"answer": predictor.predict({"inputs": ["a fine day"]}),
+                            "bucket": session.default_bucket()}))
+"""
+
+
+@pytest.mark.skipif(
+    not os.environ.get("SMNEURON_SDK2_PYTHON"),
+    reason="the SageMaker SDK v2 cannot share an environment with v3: set SMNEURON_SDK2_PYTHON to a Python that has "
+    "`sagemaker>=2.250,<3` (python -m venv .venv-sdk2 && .venv-sdk2/bin/pip install 'sagemaker<3')",
+)
+def test_the_sagemaker_sdk_v2_predictor_with_only_the_printed_environment(
+    smneuron_cli, tiny_classifier, tmp_path
+):
+    """Issue 46: the SDK v2's Predictor (still what most notebooks use) signs its calls with the printed
+    credentials and reaches a smneuron endpoint on the embedded SageMaker; with a wrong secret it is refused."""
+    from smneuron.compilation.encoder import compile_model
+
+    env = _printed_environment(smneuron_cli, tmp_path)
+    compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
+    smneuron_cli("--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.large", "--name", "v2-ep")
+    python = os.environ["SMNEURON_SDK2_PYTHON"]
+    out = subprocess.run([python, "-c", SDK_V2], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "RESULT " in out.stdout, out.stderr[-3000:]
+    got = json.loads(out.stdout[out.stdout.index("RESULT ") + 7 :].splitlines()[0])
+    assert got["answer"][0]["label"] and got["bucket"] == "sagemaker-us-east-1-123456789012"
+    wrong = subprocess.run([python, "-c", SDK_V2], env={**env, "AWS_SECRET_ACCESS_KEY": "x" * 40},
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    said = " ".join((wrong.stdout + wrong.stderr).split())  # the SDK v2 prints its traceback with rich
+    assert wrong.returncode != 0 and "(InvalidSignatureException) when calling the InvokeEndpoint" in said, (
+        said[-2000:]
+    )

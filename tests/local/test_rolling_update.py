@@ -12,7 +12,7 @@ import time
 
 import boto3
 import pytest
-from conftest import only_the_service_is_left, until
+from conftest import local_kw, only_the_service_is_left, until
 
 from smneuron.local.tiny_model import build_tiny_llama
 
@@ -50,9 +50,7 @@ def test_a_redeploy_rolls_copies_and_an_alarm_rolls_them_back(smneuron_cli, tmp_
                          task="text-generation", batch_size=2, sequence_length=128)  # fmt: skip
     smneuron_cli("local", "up")
     status = json.loads(smneuron_cli("local", "status", "--json").stdout)
-    kw = dict(
-        region_name="us-east-1", endpoint_url=status["url"], aws_access_key_id="l", aws_secret_access_key="l"
-    )
+    kw = local_kw(status["url"])
     sm, runtime, cw = (boto3.client(s, **kw) for s in ("sagemaker", "sagemaker-runtime", "cloudwatch"))
 
     first = _deploy(tmp_path, tmp_path / "a")

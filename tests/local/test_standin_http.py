@@ -64,3 +64,30 @@ def test_a_body_that_never_arrives_is_answered_408_and_the_connection_closed(sta
     assert time.monotonic() - started < 55  # released by the server, not by this client's own 60 s timeout
     ok = httpx.post(standin.url + "/invocations", json={"prompt": "hello", "max_tokens": 1}, timeout=30)
     assert ok.status_code == 200
+
+
+def test_a_copy_the_service_starts_answers_only_the_service(tiny_llama, tmp_path, monkeypatch):
+    """Issue 46 #3: a copy started with the service's key refuses anyone without it (a page, another user), /ping
+    included, and answers the service as before."""
+    from smneuron.compilation.entry import compile_model
+    from smneuron.local.generation.copy import GenerationServer
+    from smneuron.serving.access import KEY_ENV, bearer
+
+    out = tmp_path / "a"
+    compile_model(tiny_llama, out, target="cpu", batch_size=2, sequence_length=128)
+    monkeypatch.setenv(KEY_ENV, "the-service-key")
+    server = GenerationServer(out, {})
+    server.start()  # its own health check carries the key
+    try:
+        assert httpx.get(server.url + "/ping", timeout=30).status_code == 401
+        refused = httpx.post(
+            server.url + "/invocations", json={"prompt": "hello", "max_tokens": 1}, timeout=30
+        )
+        assert refused.status_code == 401 and "answers only the embedded SageMaker" in refused.text
+        wrong = httpx.get(server.url + "/ping", headers=bearer("another-key"), timeout=30)
+        assert wrong.status_code == 401
+        ok = httpx.post(server.url + "/invocations", json={"prompt": "hello", "max_tokens": 1},
+                        headers=bearer("the-service-key"), timeout=30)  # fmt: skip
+        assert ok.status_code == 200 and ok.json()["choices"]
+    finally:
+        server.stop()

@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from conftest import local_kw
 
 from smneuron.specs.models import ProjectFile
 
@@ -242,7 +243,9 @@ def test_text_generation_fails_at_the_gate_when_the_served_model_has_other_weigh
     assert run.deployment is None and run.left_running == []  # the staging component went with the run
 
 
-def test_a_scheduled_redeploy_rolls_the_copies_and_keeps_copy_autoscaling(smneuron_cli, tiny_llama, tmp_path):
+def test_a_scheduled_redeploy_rolls_the_copies_and_keeps_copy_autoscaling(
+    smneuron_cli, tiny_llama, tmp_path, monkeypatch
+):
     """Two runs against one embedded SageMaker (`local up`), the second with other weights: its Deploy job rolls the
     copies onto the new Model (the component keeps its name) and copy autoscaling is registered after each run."""
     import boto3
@@ -252,7 +255,10 @@ def test_a_scheduled_redeploy_rolls_the_copies_and_keeps_copy_autoscaling(smneur
 
     smneuron_cli("local", "up")
     url = json.loads(smneuron_cli("local", "status", "--json").stdout)["url"]
-    kw = dict(region_name="us-east-1", endpoint_url=url, aws_access_key_id="l", aws_secret_access_key="l")
+    monkeypatch.setenv(
+        "SMNEURON_STATE_DIR", str(tmp_path / "state")
+    )  # run_local finds the service's credentials
+    kw = local_kw(url)
     sm, aas = boto3.client("sagemaker", **kw), boto3.client("application-autoscaling", **kw)
     data = tmp_path / "prompts.jsonl"
     data.write_text("".join(json.dumps({"inputs": t}) + "\n" for t in PROMPTS))
