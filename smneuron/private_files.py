@@ -9,6 +9,7 @@ target, and the directory fsynced (POSIX rename is atomic; the directory's fsync
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -65,6 +66,18 @@ def read_private(path: Path) -> bytes:
 def open_private_append(path: Path) -> int:
     """A descriptor appending to ``path``, created 0600 (logs)."""
     return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+
+
+def copy_private(src: Path, dst: Path) -> None:
+    """Copy the tree ``src`` to the new directory ``dst``, every directory made 0700 and every file 0600 as it is
+    created (the compile cache's entries hold model weights)."""
+    for current, _dirs, files in os.walk(src):
+        target = Path(dst) / Path(current).relative_to(src)
+        os.makedirs(target, DIR_MODE, exist_ok=True)
+        for f in files:
+            fd = os.open(target / f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            with open(os.path.join(current, f), "rb") as source, os.fdopen(fd, "wb") as out:
+                shutil.copyfileobj(source, out, 1 << 20)
 
 
 def tighten(root: Path) -> list[Path]:

@@ -16,6 +16,7 @@ from platformdirs import user_cache_dir
 
 from smneuron.artifact.hashing import tree_hash
 from smneuron.artifact.manifest import MANIFEST_NAME, Manifest, verify_files
+from smneuron.private_files import copy_private, private_dir, write_private
 
 SKIP_MODEL_FILES = {"README.md", ".gitattributes"}
 
@@ -80,10 +81,12 @@ def lookup(root: Path, key: str) -> Path | None:
 def store(root: Path, key: str, artifact_dir: Path) -> Path:
     """Copy a finished artifact into the cache under ``key`` (atomic rename)."""
     final = root / "compile" / key
+    private_dir(root)  # the entries hold model weights: the user's alone (0700, files 0600 as they are made)
+    private_dir(root / "compile")
     tmp = root / "compile" / f".tmp-{key}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(artifact_dir, tmp)
-    (tmp / SEAL).write_text(hashlib.sha256((tmp / MANIFEST_NAME).read_bytes()).hexdigest())
+    copy_private(artifact_dir, tmp)
+    write_private(tmp / SEAL, hashlib.sha256((tmp / MANIFEST_NAME).read_bytes()).hexdigest().encode())
     if final.exists():  # another process stored the same key while this one compiled: same content, keep it
         shutil.rmtree(tmp, ignore_errors=True)
         return final

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from smneuron._version import __version__
 from smneuron.artifact.hashing import sha256_file, tree_hash
+from smneuron.artifact.links import check_file, inode_names
 from smneuron.artifact.manifest import Compiler, Generation, GenerationManifest
 from smneuron.catalog.capacity import ModelShape, smallest_fit
 from smneuron.compilation import vocabulary
@@ -189,9 +190,10 @@ def compile_generation(model: str | Path, out_dir: str | Path, spec: CompileSpec
                 + ", ".join(str(n) for n in range(1, 9) if shape.heads % n == 0)
                 + " (up to the 8 GPUs of the largest instances).",
             )
+        names = inode_names(src)
         for f in sorted(src.iterdir()):
             if f.is_file() and f.name.endswith(MODEL_FILE_SUFFIXES) and f.name != "smneuron.json":
-                shutil.copyfile(f, out / f.name)
+                shutil.copyfile(check_file(src, f, names=names), out / f.name)  # no link out of the model dir
         # cuda: the weights as they are; vLLM loads them in the recorded dtype (SM_VLLM_DTYPE), no compile step
         function = (
             "none: served by AWS's GPU vLLM image (weights as saved, loaded in the recorded dtype)"

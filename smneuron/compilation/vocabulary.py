@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from smneuron.artifact.links import check_file
 from smneuron.compilation.tasks import SAMPLE_TEXTS
 from smneuron.errors import CompileError
 
@@ -62,8 +63,10 @@ def copy_tokenizer(model_dir: Path, out_dir: Path) -> list[str]:
     """
     copied = []
     for name in TOKENIZER_FILES:
-        if (model_dir / name).is_file():
-            shutil.copyfile(model_dir / name, out_dir / name)
+        if (
+            model_dir / name
+        ).is_file():  # a link out of the model dir is refused (artifact.links), not shipped
+            shutil.copyfile(check_file(model_dir, model_dir / name), out_dir / name)
             copied.append(name)
     if "tokenizer.json" not in copied:
         import transformers

@@ -140,3 +140,26 @@ def test_a_tarball_whose_bytes_differ_from_its_manifest_is_refused_before_upload
 def _bucket(session) -> bool:
     names = [b["Name"] for b in session.client("s3").list_buckets()["Buckets"]]
     return session.bucket_name in names
+
+
+def test_compiling_refuses_a_model_file_that_links_out_and_caches_for_the_user_alone(
+    tiny_classifier, secret, tmp_path
+):
+    """A model directory whose tokenizer file is a link to a secret would have copied the secret into the artifact;
+    the compile cache, which holds the weights, is the user's alone (0700 / 0600)."""
+    model = tmp_path / "model"
+    shutil.copytree(tiny_classifier, model)
+    (model / "special_tokens_map.json").unlink(missing_ok=True)
+    (model / "special_tokens_map.json").symlink_to(secret)
+    with pytest.raises(ArtifactError, match="special_tokens_map.json is a link to .*credentials, outside"):
+        compile_model(model, tmp_path / "out", target="cpu", task="text-classification", buckets="16",
+                      cache_dir=tmp_path / "cache")  # fmt: skip
+    (model / "special_tokens_map.json").unlink()
+    compile_model(model, tmp_path / "out", target="cpu", task="text-classification", buckets="16",
+                  cache_dir=tmp_path / "cache")  # fmt: skip
+    loose = [
+        (oct(os.stat(p).st_mode & 0o777), p)
+        for p in [tmp_path / "cache", *(tmp_path / "cache").rglob("*")]
+        if os.stat(p).st_mode & 0o077
+    ]
+    assert loose == [] and list((tmp_path / "cache" / "compile").iterdir())
