@@ -58,30 +58,21 @@ class Gate:
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         protocol = protocol_of(environ)
         host = (environ.get("HTTP_HOST") or "").lower()
-        if host not in self.hosts:
-            return _refuse(
-                start_response,
-                protocol,
-                Refused(
-                    403,
-                    "AccessDenied",
-                    f"Host {host or '(none)'!r} is not this service: it answers to 127.0.0.1, localhost or [::1] "
-                    "with its own port only.",
-                ),
-            )
         origin = environ.get("HTTP_ORIGIN")
         allowed = origin is not None and origin.rstrip("/") in self.origins
-        if origin is not None and not allowed:
-            return _refuse(
-                start_response,
-                protocol,
-                Refused(
-                    403,
-                    "AccessDenied",
-                    f"Origin {origin!r} may not call this service: browsers are refused unless allowed with "
-                    "`smneuron local up --allow-origin ORIGIN`.",
-                ),
+        denied = None
+        if host not in self.hosts:
+            denied = (
+                f"Host {host or '(none)'!r} is not this service: it answers to 127.0.0.1, localhost or [::1] with its "
+                "own port only."
             )
+        elif origin is not None and not allowed:
+            denied = (
+                f"Origin {origin!r} may not call this service: browsers are refused unless allowed with "
+                "`smneuron local up --allow-origin ORIGIN`."
+            )
+        if denied:
+            return _refuse(start_response, protocol, Refused(403, "AccessDenied", denied))
         if (
             environ.get("REQUEST_METHOD") == "OPTIONS"
         ):  # a preflight, from an allowed origin (or none: no CORS)
