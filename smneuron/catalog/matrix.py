@@ -81,14 +81,30 @@ def host_drivers() -> tuple[HostDriver, ...]:
 
 @dataclass(frozen=True)
 class RuntimeDriverIssue:
-    """A published incompatibility: Neuron runtime ``runtime`` (major.minor) fails on a driver ``driver_at_most`` or
-    older."""
+    """A published incompatibility, of one of two kinds: ``runtime_needs_driver``, Neuron runtime ``runtime``
+    (major.minor) fails on a driver ``driver_at_most`` or older; ``driver_needs_runtime``, a driver
+    ``driver_at_least`` or newer fails every runtime older than ``runtime``."""
 
     runtime: str
     driver_at_most: str
     what: str
     source: str
     checked: str
+    kind: str = "runtime_needs_driver"
+    driver_at_least: str = "-"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A fact of the platform the matrix records beside the images and hosts (hosting types, images' reach)."""
+
+    fact: str
+    source: str
+    checked: str
+
+
+def facts() -> tuple[Fact, ...]:
+    return tuple(Fact(**f) for f in _data().get("facts", ()))
 
 
 def runtime_driver_issues() -> tuple[RuntimeDriverIssue, ...]:
@@ -117,23 +133,27 @@ def host_driver(inference_ami_version: str | None) -> HostDriver:
 _AMI_FAMILIES = {"Inferentia2 and Trainium": ("inf2", "trn"), "GPU": ("gpu",)}
 
 
-def default_inference_ami(family: str) -> str | None:
-    """The InferenceAmiVersion smneuron sets for an instance family: the one Neuron AMI on inf2 / trn, none on inf1
-    (botocore lists no AMI for it), CPU or GPU (SageMaker's default host)."""
-    if family == "gpu":  # SageMaker's default GPU host is what the PyTorch DLCs are published for
-        return None
-    for d in host_drivers():
-        if family in _AMI_FAMILIES.get(d.accelerator, ()):
-            return d.inference_ami_version
-    return None
-
-
 def inference_ami(given: str | None, family: str, instance_type: str) -> str | None:
-    """The InferenceAmiVersion a variant of ``instance_type`` gets: ``given`` once checked, else the family's default."""
+    """The InferenceAmiVersion a variant of ``instance_type`` gets: ``given`` once checked, else none, for every
+    family and both kinds. SageMaker's default host is the host AWS and Hugging Face publish their SageMaker images
+    for (their examples and both SageMaker SDK lines never set one); the only Neuron AMI botocore lists documents
+    driver 2.19, older than what the newer runtimes are known to work with, so pinning it can only make a deploy
+    worse (the ``(none given)`` and neuron-2 host rows, with their sources)."""
     if given:
         check_ami(given, family, instance_type)
         return given
-    return default_inference_ami(family)
+    return None
+
+
+def describe_host(inference_ami_version: str | None, family: str) -> str:
+    """Which host a variant gets and what is known of its driver, with the source (plans, dry runs, doctor)."""
+    d = host_driver(inference_ami_version)
+    if inference_ami_version is None:
+        return (
+            f"host: SageMaker's default host for ml.{family} (no InferenceAmiVersion): {d.note} ({d.source})"
+        )
+    driver = f"Neuron driver {d.neuron_driver}" if d.neuron_driver not in ("-", "unknown") else d.note
+    return f"host: {inference_ami_version}, as asked: {driver} ({d.source})"
 
 
 def check_ami(inference_ami_version: str, family: str, instance_type: str) -> None:

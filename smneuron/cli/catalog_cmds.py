@@ -194,9 +194,21 @@ def _matrix(as_json: bool) -> None:
 
     from smneuron.catalog import matrix
 
-    rows, drivers = matrix.rows(), matrix.host_drivers()
+    rows, drivers, issues, facts = (
+        matrix.rows(),
+        matrix.host_drivers(),
+        matrix.runtime_driver_issues(),
+        matrix.facts(),
+    )
     if as_json:
-        print_json({"images": [asdict(r) for r in rows], "host_drivers": [asdict(d) for d in drivers]})
+        print_json(
+            {
+                "images": [asdict(r) for r in rows],
+                "host_drivers": [asdict(d) for d in drivers],
+                "runtime_driver_issues": [asdict(i) for i in issues],
+                "facts": [asdict(f) for f in facts],
+            }
+        )
         return
 
     def short(text: str) -> str:  # the package name is in the header; the version is what differs
@@ -228,3 +240,9 @@ def _matrix(as_json: bool) -> None:
     for i, r in enumerate(rows, 1):
         console().print(f"[dim]{i}. {r.source} (checked {r.checked})[/dim]")
     console().print(f"[dim]hosts: {drivers[0].source} (checked {drivers[0].checked})[/dim]")
+    console().print("Runtime against driver (published):")
+    for i in issues:
+        console().print(f"- {i.what} [dim]({i.source}, checked {i.checked})[/dim]")
+    console().print("Hosting facts:")
+    for f in facts:
+        console().print(f"- {f.fact} [dim]({f.source}, checked {f.checked})[/dim]")

@@ -46,7 +46,7 @@ def deploy_cmd(
     inference_ami_version: str = typer.Option(
         None,
         "--inference-ami-version",
-        help="The host AMI (its Neuron/NVIDIA driver); default from `smneuron images --matrix`.",
+        help="The host AMI (its Neuron/NVIDIA driver); default: none, SageMaker's default host (`smneuron images --matrix`).",
     ),
     latency_alarm_ms: int = typer.Option(
         None, "--latency-p99-alarm-ms", help="Roll back updates above this p99."

@@ -97,7 +97,9 @@ class DeployPlan(Displayed):
         default_factory=list
     )  # instance pools in priority order (the first is this plan's)
     provision_timeout: int | None = None  # VariantInstanceProvisionTimeoutInSeconds
-    inference_ami_version: str | None = None  # the host's AMI (catalog.matrix's default for the family)
+    inference_ami_version: str | None = (
+        None  # the host's AMI: only one the user named (none: SageMaker's default)
+    )
 
     @property
     def workers(self) -> int:
@@ -370,13 +372,6 @@ def plan(
     said = serving_batch(spec, model_data.batch_size)[1]
     if said:
         p.notes.append(said)
-    amis = {spec.inference_ami_version or matrix.default_inference_ami(x.instance.family) for x in laid}
-    if len(amis) > 1:  # one variant, one AMI: pools of families with different hosts take SageMaker's default
-        p.inference_ami_version = None
-        p.notes.append(
-            "instance pools of families with different hosts: no InferenceAmiVersion (each pool gets SageMaker's "
-            "default host, whose driver is not published)"
-        )
     for x in laid:  # the artifact's compiler against each image that would serve it (refused when known bad)
         if x.model_data is not None:
             p.notes += preflight.check(x.model_data, x.image_uri, p.inference_ami_version)

@@ -201,7 +201,7 @@ class GenerationPlan(Displayed):
             "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
             "VolumeSizeInGB": self.volume_size_in_gb,
         }
-        if self.inference_ami_version:  # the host's AMI (catalog.matrix's, or endpoint.inference_ami_version)
+        if self.inference_ami_version:  # only when the user named one (endpoint.inference_ami_version)
             variant["InferenceAmiVersion"] = self.inference_ami_version
         if self.pools:  # the pools replace InstanceType; the component's Specifications say what runs on each
             del variant["InstanceType"]
@@ -380,12 +380,6 @@ def plan_generation(
         _pool(model_data, spec, t, region, prices, others or {}, first.endpoint_name) for t in types[1:]
     ]
     first.pools, first.provision_timeout = laid, spec.variant_instance_provision_timeout_in_seconds
-    if len({x.inference_ami_version for x in laid}) > 1:  # one variant, one AMI
-        first.inference_ami_version = None
-        first.notes.append(
-            "instance pools of families with different hosts: no InferenceAmiVersion (each pool gets SageMaker's "
-            "default host, whose driver is not published)"
-        )
     first.volume_size_in_gb = max(x.volume_size_in_gb for x in laid)
     first.endpoint_config_name = (
         f"{first.endpoint_name[:41]}-"

@@ -50,7 +50,7 @@ def check(data: ModelData, image_uri: str, inference_ami_version: str | None = N
             "artifact is unknown (`smneuron images --matrix` lists the images that are described)"
         ]
     if row.exact_export:
-        return [*_generation(data, row), host(row.runtime, inference_ami_version)]
+        return [*_generation(data, row), host(row.runtime, inference_ami_version, row.family)]
     shipped = row.packages()
     compiled = data.versions or {}
     notes, compared = [], []
@@ -88,44 +88,58 @@ def check(data: ModelData, image_uri: str, inference_ami_version: str | None = N
             + ", ".join(compared)
             + " (versions from the compatibility matrix)",
         )
-    notes.append(host(row.runtime, inference_ami_version))
+    notes.append(host(row.runtime, inference_ami_version, row.family))
     return notes
 
 
-def host(row_runtime: str, inference_ami_version: str | None) -> str:
-    """What is known of the host's Neuron driver under ``inference_ami_version`` against the image's runtime.
+def host(row_runtime: str, inference_ami_version: str | None, family: str = "inf2") -> str:
+    """Which host the variant gets and what is known of its Neuron driver against the image's runtime, with sources.
+
+    No InferenceAmiVersion (the default): SageMaker's default host, the one AWS and Hugging Face publish these images
+    for; its driver is not published, and that is said. A named AMI whose documented driver is at or below a published
+    floor of the image's runtime is refused; one where the floor of the image's (newer) runtime is not published is
+    allowed with a warning that says so (``catalog.matrix.runtime_driver_issues``).
 
     Raises:
-        ConfigError: the runtime is published as failing on that driver (``matrix.runtime_driver_issues``).
+        ConfigError: the runtime is published as failing on the named AMI's driver.
     """
+    said = matrix.describe_host(inference_ami_version, family)
     driver = matrix.host_driver(inference_ami_version)
-    if driver.neuron_driver == "unknown":
-        return (
-            f"host: {driver.note}; whether it runs the image's runtime ({row_runtime}) is not checked "
-            "(set --inference-ami-version to a Neuron AMI whose driver is known)"
-        )
-    runtime = _version(row_runtime)[:2]
-    for issue in matrix.runtime_driver_issues():
-        if _version(driver.neuron_driver) > _version(issue.driver_at_most):
-            continue
-        if runtime == _version(issue.runtime):
-            raise ConfigError(
-                f"The image's Neuron runtime ({row_runtime}) fails on the host: {driver.inference_ami_version} has "
-                f"Neuron driver {driver.neuron_driver}, and {issue.what} ({issue.source}).",
-                hint="Pin an image with another runtime: `endpoint: {neuron_sdk: 2.31.1}` in smneuron.yaml (runtime "
-                "2.33) or 2.26.1 (runtime 2.28), or --image-uri; `smneuron images --matrix` lists them. "
-                "SageMaker has no Neuron AMI with a newer driver (botocore's InferenceAmiVersion).",
-            )
-        if runtime > _version(issue.runtime):
-            return (
-                f"host: {driver.inference_ami_version} has Neuron driver {driver.neuron_driver}; runtime "
-                f"{issue.runtime} fails on drivers up to {issue.driver_at_most} ({issue.source}), and whether this "
-                f"image's newer runtime ({row_runtime}) does is not published: not checked"
-            )
-    return (
-        f"host: {driver.inference_ami_version} has Neuron driver {driver.neuron_driver} (botocore's documentation of "
-        f"InferenceAmiVersion); the driver the image's runtime ({row_runtime}) needs is not published: not checked"
+    if inference_ami_version is None or driver.neuron_driver in ("unknown", "-"):
+        return said
+    runtime, on = _version(row_runtime)[:2], _version(driver.neuron_driver)
+    fix = (
+        "Leave --inference-ami-version unset (endpoint.inference_ami_version in smneuron.yaml): SageMaker's default "
+        "host is the one these images are published for."
     )
+    for issue in matrix.runtime_driver_issues():
+        fails = (
+            issue.kind == "runtime_needs_driver"
+            and runtime == _version(issue.runtime)
+            and on <= _version(issue.driver_at_most)
+        ) or (
+            issue.kind == "driver_needs_runtime"
+            and on >= _version(issue.driver_at_least)
+            and runtime < _version(issue.runtime)
+        )
+        if fails:
+            raise ConfigError(
+                f"The image's Neuron runtime ({row_runtime}) fails on the host you named: {inference_ami_version} has "
+                f"Neuron driver {driver.neuron_driver}, and {issue.what} ({issue.source}).",
+                hint=fix,
+            )
+    for issue in matrix.runtime_driver_issues():
+        if (
+            issue.kind == "runtime_needs_driver"
+            and runtime > _version(issue.runtime)
+            and on <= _version(issue.driver_at_most)
+        ):
+            return (
+                f"warning: {said}. Runtime {issue.runtime} fails on drivers up to {issue.driver_at_most} "
+                f"({issue.source}); whether this image's newer runtime ({row_runtime}) does is not published, so the "
+                f"AMI you named is allowed, unchecked. {fix}"
+            )
+    return f"{said}; the driver the image's runtime ({row_runtime}) needs is not published: not checked"
 
 
 def _generation(data: ModelData, row: matrix.Row) -> list[str]:

@@ -233,7 +233,7 @@ def _preflight(image_uri: str, instance: InstanceType, ami: str | None) -> list[
             f"the model is a pipeline parameter: its architecture is checked by the export in the Compile step and "
             f"by the deploy step's preflight ({repository}:{tag} serves {', '.join(row.architectures)})"
         )
-    return [*notes, preflight.host(row.runtime, ami)]
+    return [*notes, preflight.host(row.runtime, ami, instance.family)]
 
 
 def role_arn(role: str, session: Session) -> str:

@@ -249,9 +249,9 @@ class EndpointSpec(StrictModel):
     image_uri: str | None = Field(None, description="Full DLC image URI; overrides the catalog.")
     inference_ami_version: str | None = Field(
         None,
-        description="Variant InferenceAmiVersion (the host's AMI and so its Neuron or NVIDIA driver); default: the "
-        "compatibility matrix's for the instance family (al2-ami-sagemaker-inference-neuron-2 on ml.inf2 / ml.trn1, "
-        "none elsewhere). `smneuron images --matrix` lists them with their drivers.",
+        description="Variant InferenceAmiVersion (the host's AMI and so its Neuron or NVIDIA driver); default: none, "
+        "SageMaker's default host (the one AWS publishes its images for). One whose driver is published to fail with "
+        "the image's runtime is refused. `smneuron images --matrix` lists them with their drivers.",
     )
     torch_version: str | None = Field(None, description="Pin the DLC's torch version.")
     neuron_sdk: str | None = Field(None, description="Pin the DLC's Neuron SDK version.")

@@ -36,7 +36,7 @@ def test_the_catalogs_defaults_are_the_rows_the_matrix_calls_current():
 
 def test_each_row_says_where_it_comes_from_and_says_unknown_rather_than_guess():
     for row in matrix.rows():
-        assert row.source and row.checked == "2026-11-25", row.tag
+        assert row.source and row.checked in ("2026-11-25", "2026-11-26"), row.tag
         for value in (row.compiler, row.runtime, row.torch):
             assert value and "?" not in value, row.tag  # a missing fact is written "unknown"
     drivers = {d.inference_ami_version: d.neuron_driver for d in matrix.host_drivers()}
@@ -60,6 +60,15 @@ def test_images_matrix_from_the_cli():
     assert len(data["images"]) == len(matrix.rows()) and data["host_drivers"]
     final = [r for r in data["images"] if r["status"].startswith("final")]
     assert [r["tag"] for r in final] == ["2.9.0-neuronx-py312-sdk2.31.1-ubuntu24.04"]
+    assert {i["kind"] for i in data["runtime_driver_issues"]} == {
+        "runtime_needs_driver",
+        "driver_needs_runtime",
+    }
+    assert any("ml.trn2.48xlarge" in f["fact"] for f in data["facts"])
+    code, out, err = run_cli("images", "--matrix")
+    shown = " ".join(out.split())
+    assert code == 0 and "pytorch-inference-vllm-neuronx:0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04" in shown
+    assert "Hosting facts" in shown and "Trn2 and Trn3" in shown and "Driver 2.29 requires" in shown
     code, _, err = run_cli("images")
     assert code == 2 and "--instance" in err and "--matrix" in err
 

@@ -48,8 +48,8 @@ def test_three_families_plan_one_specification_per_type_with_requests_botocore_a
         {"InstanceType": "ml.g6.xlarge", "Priority": 2},
         {"InstanceType": "ml.r7i.2xlarge", "Priority": 3},
     ]
-    # one host AMI per variant: the Neuron AMI would not suit the GPU and CPU pools, so none, and said
-    assert "InferenceAmiVersion" not in variant and any("different hosts" in n for n in p.notes)
+    # SageMaker's default host for every pool: no InferenceAmiVersion unless the user names one
+    assert "InferenceAmiVersion" not in variant
     component = p.component_request()
     specs = component["Specifications"]
     assert "Specification" not in component and [s["InstanceType"] for s in specs] == [

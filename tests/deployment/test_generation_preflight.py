@@ -40,7 +40,10 @@ def test_an_export_made_by_the_containers_versions_loads_without_compiling(
     out = " ".join(out.split())  # the plan's notes wrap at the terminal's width
     assert "will load without compiling" in out and "optimum-neuron 0.4.5 and neuronx-cc 2.21.33363.0" in out
     assert f"are {IMAGE}'s" in out and "batch 4, sequence 4096, tp 2" in out
-    assert "al2-ami-sagemaker-inference-neuron-2 has Neuron driver 2.19" in out
+    assert (
+        "host: SageMaker's default host for ml.inf2 (no InferenceAmiVersion): its Neuron driver is not published"
+        in out
+    )
 
 
 def test_an_export_from_another_compiler_is_refused_with_the_fix(
@@ -73,9 +76,12 @@ def test_an_architecture_the_container_does_not_serve_is_refused_with_the_way_fo
     assert "trn1 runs the same container" in err and "--target cpu" in err
 
 
-def test_the_host_ami_is_the_matrixs_for_encoders_and_one_for_another_accelerator_is_refused(
+def test_the_host_is_sagemakers_default_unless_named_and_one_for_another_accelerator_is_refused(
     tiny_encoder, tmp_path
 ):
+    """Issue 50: no default path pins al2-ami-sagemaker-inference-neuron-2 (documented driver 2.19, older than the
+    default image's runtime is known to work with); the plan says which host and what is known of it, with sources;
+    a named AMI is sent as named (with the 2.31.1 image's runtime 2.33: allowed, with the warning)."""
     import smneuron
 
     art = tmp_path / "cpu"
@@ -88,10 +94,29 @@ def test_the_host_ami_is_the_matrixs_for_encoders_and_one_for_another_accelerato
     code, out, err = run_cli("deploy", str(inf2), "--instance", "ml.inf2.xlarge", "--dry-run", "--json")
     assert code == 0, err
     plan = json.loads(out)
-    assert plan["inference_ami_version"] == "al2-ami-sagemaker-inference-neuron-2"
+    assert plan["inference_ami_version"] is None
+    host = [n for n in plan["notes"] if n.startswith("host:")]
+    assert host and "SageMaker's default host for ml.inf2 (no InferenceAmiVersion)" in host[0]
+    assert "its Neuron driver is not published" in host[0] and "botocore 1.44.8" in host[0]
     config = smneuron.preview(inf2, instance="ml.inf2.xlarge").endpoint_config_request()
-    assert config["ProductionVariants"][0]["InferenceAmiVersion"] == "al2-ami-sagemaker-inference-neuron-2"
+    assert "InferenceAmiVersion" not in config["ProductionVariants"][0]
     assert validate_request("sagemaker", "CreateEndpointConfig", config) == []
+    named = smneuron.preview(
+        inf2, instance="ml.inf2.xlarge", inference_ami_version="al2-ami-sagemaker-inference-neuron-2"
+    )
+    assert named.endpoint_config_request()["ProductionVariants"][0]["InferenceAmiVersion"] == (
+        "al2-ami-sagemaker-inference-neuron-2"
+    )
+    warning = [n for n in named.notes if n.startswith("warning: host:")]
+    assert (
+        warning
+        and "Neuron driver 2.19" in warning[0]
+        and "Runtime 2.32 fails on drivers up to 2.26" in warning[0]
+    )
+    assert (
+        "whether this image's newer runtime (aws-neuronx-runtime-lib 2.33.10.0) does is not published"
+        in warning[0]
+    )
     code, out, _ = run_cli("deploy", str(art), "--instance", "ml.c6i.xlarge", "--dry-run", "--json")
     assert code == 0 and json.loads(out)["inference_ami_version"] is None  # a CPU host: SageMaker's default
     code, out, err = run_cli(

@@ -69,21 +69,24 @@ def test_an_older_image_pinned_by_the_project_is_checked_too(cpu_artifact, tmp_p
     )
 
 
-def test_a_runtime_published_as_failing_on_the_hosts_driver_is_refused(cpu_artifact, tmp_path):
-    """Neuron 2.30.0's runtime 2.32 fails on drivers up to 2.26 (the runtime release notes); SageMaker's only Neuron
-    AMI has driver 2.19 (botocore): an image pinned to that SDK is refused before anything is created."""
+def test_a_runtime_published_as_failing_on_a_named_hosts_driver_is_refused(cpu_artifact, tmp_path):
+    """Neuron 2.30.0's runtime 2.32 fails on drivers up to 2.26 (the runtime release notes); the only Neuron AMI
+    botocore lists documents driver 2.19: naming it with an image of that SDK is refused before anything is created.
+    Without a named AMI the same image goes to SageMaker's default host, and the plan says what is known of it."""
     art = _as_inf2(cpu_artifact, tmp_path, {"neuronx-cc": "2.25.3371.0", "torch-neuronx": "2.9.0.2.14.27725"})
     project = tmp_path / "smneuron.yaml"
     project.write_text("endpoint:\n  neuron_sdk: 2.30.0\n")
-    code, out, err = run_cli(
-        "--config", str(project), "deploy", str(art), "--instance", "ml.inf2.xlarge", "--dry-run"
-    )
+    deploy = ["--config", str(project), "deploy", str(art), "--instance", "ml.inf2.xlarge", "--dry-run"]
+    code, out, err = run_cli(*deploy, "--inference-ami-version", "al2-ami-sagemaker-inference-neuron-2")
     said = " ".join(err.split())
     assert code == 1 and out == "" and "Unexpected" not in said
-    assert "runtime (aws-neuronx-runtime-lib 2.32.31.0) fails on the host" in said
+    assert "runtime (aws-neuronx-runtime-lib 2.32.31.0) fails on the host you named" in said
     assert "al2-ami-sagemaker-inference-neuron-2 has Neuron driver 2.19" in said
     assert "not backward-compatible with Neuron Driver 2.26 or earlier" in said and "runtime.rst" in said
-    assert "neuron_sdk: 2.31.1" in said  # the way forward
+    assert "Leave --inference-ami-version unset" in said  # the way forward
+    code, out, err = run_cli(*deploy)
+    assert code == 0, err
+    assert "SageMaker's default host for ml.inf2" in " ".join(out.split())
 
 
 def test_what_passes_and_what_is_unknown_is_said_in_the_plan(cpu_artifact, tmp_path):
@@ -95,12 +98,11 @@ def test_what_passes_and_what_is_unknown_is_said_in_the_plan(cpu_artifact, tmp_p
         f"{FINAL} passes the runtime's version check" in n and "neuronx-cc 2.19.8089.0 <= 2.26.6360.0" in n
         for n in notes
     ), notes
-    # the host: the matrix's Neuron AMI on the variant, its driver from botocore's documentation, the rest unknown
+    # the host: SageMaker's default, and what is known of it (its driver is not published), with the sources
     assert any(
-        "host: al2-ami-sagemaker-inference-neuron-2 has Neuron driver 2.19" in n
-        and "runtime 2.32 fails on drivers up to 2.26" in n
-        and "whether this image's newer runtime (aws-neuronx-runtime-lib 2.33.10.0) does is not published"
-        in n
+        n.startswith("host: SageMaker's default host for ml.inf2 (no InferenceAmiVersion)")
+        and "its Neuron driver is not published" in n
+        and "their examples set no InferenceAmiVersion" in n
         for n in notes
     ), notes
     unrecorded = _as_inf2(cpu_artifact, tmp_path / "b", None)
@@ -133,7 +135,9 @@ def test_doctor_says_what_the_plan_would_check_and_creates_nothing(cpu_artifact,
     assert (
         f"can be deployed to ml.inf2.xlarge with 763104351884.dkr.ecr.us-east-1.amazonaws.com/{FINAL}" in out
     )
-    assert "passes the runtime's version check" in out and "has Neuron driver 2.19" in out
+    assert "passes the runtime's version check" in out and "SageMaker's default host for ml.inf2" in " ".join(
+        out.split()
+    )
     bad = _as_inf2(cpu_artifact, tmp_path / "bad", {"torch-neuronx": "2.10.0.2.16.1"})
     code, out, err = run_cli("doctor", str(bad), "--instance", "ml.inf2.xlarge", "--json")
     assert code == 1 and out == "" and "which is older" in err
