@@ -81,7 +81,7 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
         ],
         [
             "  volume / AMI",
-            f"{p.volume_size_in_gb} GB / {p.inference_ami_version or "- (SageMaker's default host)"}",
+            f"{p.volume_size_in_gb} GB / " + (p.inference_ami_version or "- (SageMaker's default host)"),
         ],
         ["Endpoint", p.endpoint_name],
         ["InferenceComponent", p.component_name],
