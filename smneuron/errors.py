@@ -27,6 +27,12 @@ class ConfigError(SmneuronError):
     """Bad project file, spec value or flag."""
 
 
+class UsageError(ConfigError):
+    """A value the user gave is outside what it may be (a sampling range, say): a usage error, exit 2."""
+
+    exit_code = 2
+
+
 class UnknownInstanceTypeError(ConfigError):
     """An instance type that is not in the catalog (or not allowed for this use)."""
 

@@ -8,12 +8,53 @@ container's server-sent events, split wherever the network split them; ``sse_eve
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from botocore.exceptions import ClientError, EventStreamError
 
-from smneuron.errors import ConfigError, InvocationError, SmneuronError, from_client_error
+from smneuron.errors import ConfigError, InvocationError, SmneuronError, UsageError, from_client_error
+
+INT64 = (-(2**63), 2**63 - 1)  # vLLM's seed bounds (protocol.py: ge=_LONG_INFO.min, le=_LONG_INFO.max)
+# What vLLM's SamplingParams._verify_args accepts (vllm/sampling_params.py), checked before a request is sent
+SAMPLING_RANGES = {
+    "temperature": "a finite number in [0, 2]",
+    "top_p": "a number in (0, 1]",
+    "max_tokens": "a whole number of at least 1",
+    "seed": f"a whole number in [{INT64[0]}, {INT64[1]}]",
+}
+
+
+def check_sampling(**params: Any) -> None:
+    """Refuse a sampling value vLLM's OpenAI server would refuse (and the stand-in does), before it is sent.
+
+    Raises:
+        UsageError: naming the setting and its allowed range.
+    """
+
+    def refuse(name: str, value: Any) -> UsageError:
+        return UsageError(
+            f"{name} {value!r} is outside what the server accepts: {SAMPLING_RANGES[name]}.",
+            hint=f"Pass --{name.replace('_', '-')} (or {name}=) within that range.",
+        )
+
+    t = params.get("temperature")
+    if t is not None and (
+        isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 <= t <= 2
+    ):
+        raise refuse("temperature", t)
+    p = params.get("top_p")
+    if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1):
+        raise refuse("top_p", p)
+    n = params.get("max_tokens")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise refuse("max_tokens", n)
+    seed = params.get("seed")
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, int) or not INT64[0] <= seed <= INT64[1]
+    ):
+        raise refuse("seed", seed)
 
 
 def request_body(
@@ -28,7 +69,9 @@ def request_body(
 
     Raises:
         ConfigError: neither or both of prompt and messages.
+        UsageError: a sampling value the server would refuse (``check_sampling``).
     """
+    check_sampling(max_tokens=max_tokens, **params)
     if (prompt is None) == (messages is None):
         raise ConfigError(
             "Give a prompt or chat messages (one of them).", hint='e.g. stream("Tell me a story")'
@@ -77,12 +120,20 @@ class SseBuffer:
 
 
 def sse_events(chunks: Iterable[bytes]) -> Iterator[dict]:
-    """Parse server-sent events from byte chunks split anywhere; stops at ``data: [DONE]``."""
+    """Parse server-sent events from byte chunks split anywhere; stops at ``data: [DONE]``.
+
+    Raises:
+        InvocationError: an error event, or a stream that ended without ``data: [DONE]`` (vLLM's OpenAI server ends
+            every stream, a failed one included, with it: one that stops short broke, and is never a short success).
+    """
     parser = SseBuffer()
     for chunk in chunks:
         yield from parser.feed(chunk)
         if parser.done:
             return
+    raise InvocationError(
+        502, "the stream broke: it ended before its final event (data: [DONE]); the answer is incomplete"
+    )
 
 
 def text_of(event: dict) -> str:

@@ -5,7 +5,12 @@ forwards the body to the model server behind the endpoint (or the inference comp
 ``X-Amzn-SageMaker-Inference-Component``) and relays its bytes as they arrive, each as an AWS
 event-stream ``PayloadPart`` message, as SageMaker does; so boto3's ``EventStream`` and smneuron's
 streaming client read it as they read the real service. A model error before the first byte is a
-424 ModelError; a failure mid-stream is a ``ModelStreamError`` event.
+424 ModelError; a failure mid-stream is a ``ModelStreamError`` event with botocore's error codes:
+``StreamBroken`` when the connection to the model breaks or a server-sent-events stream ends without its final
+``data: [DONE]`` (a copy that died mid-answer: its socket closing looks like a normal end otherwise), and
+``ModelInvocationTimeExceeded`` when the model sends nothing for ``IDLE_LIMIT_S`` (the container contract's 60 s;
+the total a stream may last is not published in botocore's model and is not limited here). boto3 raises
+``EventStreamError`` for either, so a broken stream is never a short success.
 """
 
 from __future__ import annotations
@@ -66,8 +71,15 @@ def payload_part(data: bytes) -> bytes:
     )
 
 
-def stream_error(message: str) -> bytes:
-    doc = json.dumps({"Message": message, "ErrorCode": "ModelStreamError"}).encode()
+IDLE_LIMIT_S = (
+    60.0  # seconds the model may send nothing mid-stream (the container contract's 60 s per invocation)
+)
+DONE = b"data: [DONE]"  # the last event of every vLLM / OpenAI-style stream, a failed one included
+
+
+def stream_error(message: str, code: str = "StreamBroken") -> bytes:
+    """A ``ModelStreamError`` event (``code``: StreamBroken or ModelInvocationTimeExceeded, botocore's two)."""
+    doc = json.dumps({"Message": message, "ErrorCode": code}).encode()
     return event_message(
         {
             ":exception-type": "ModelStreamError",
@@ -121,7 +133,9 @@ class StreamRouter:
         headers = {**container_headers(get), **backer.authorization(url)}
         release = backer.components.hold(url)  # until the stream ends: a copy drains before it stops
         try:
-            request = backer.http.build_request("POST", url + "/invocations", content=body, headers=headers)
+            request = backer.http.build_request(
+                "POST", url + "/invocations", content=body, headers=headers, timeout=IDLE_LIMIT_S
+            )
             response = backer.http.send(request, stream=True)
         except httpx.HTTPError as e:
             release()
@@ -145,18 +159,30 @@ class StreamRouter:
         if response.headers.get(CUSTOM_ATTRIBUTES):
             out.append((CUSTOM_ATTRIBUTES, response.headers[CUSTOM_ATTRIBUTES]))
         start_response("200 OK", out)
-        return _frames(response, release)
+        sse = response.headers.get("content-type", "").startswith("text/event-stream")
+        return _frames(response, release, sse)
 
 
-def _frames(response: Any, release: Callable[[], None]) -> Iterator[bytes]:
+def _frames(response: Any, release: Callable[[], None], sse: bool = False) -> Iterator[bytes]:
     import httpx
 
+    tail = b""  # the last bytes relayed: [DONE] may arrive split across chunks
     try:
         for chunk in response.iter_raw():
             if chunk:
+                tail = (tail + chunk)[-64:]
                 yield payload_part(chunk)
+        if sse and DONE not in tail:
+            yield stream_error(
+                "The model's stream ended before its final event (data: [DONE]): the model server stopped "
+                "mid-answer, and the answer is incomplete."
+            )
+    except httpx.TimeoutException:
+        yield stream_error(
+            f"The model sent nothing for {IDLE_LIMIT_S:.0f} s mid-stream.", code="ModelInvocationTimeExceeded"
+        )
     except httpx.HTTPError as e:
-        yield stream_error(f"The model stream broke: {e}")
+        yield stream_error(f"The model stream broke: {type(e).__name__}: {e}")
     finally:
         response.close()
         release()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import threading
@@ -151,6 +152,7 @@ class Generator:
         self.slots = threading.BoundedSemaphore(batch_size)
         self.sequence_length = sequence_length
         self.eos = self.tokenizer.eos_token_id
+        self.vocabulary = int(self.model.config.vocab_size)
 
     def encode(self, request: dict) -> list[int]:
         if "messages" in request:
@@ -219,39 +221,96 @@ class Generator:
                 current = torch.tensor([[token]])
 
 
+INT64 = (-(2**63), 2**63 - 1)  # vLLM's seed bounds (entrypoints/openai protocol: ge/le _LONG_INFO.min/.max)
+
+
 def sampling(request: dict) -> tuple[int, float, int | None]:
-    """(max_tokens, temperature, seed) of a request, checked as vLLM checks them.
+    """(max_tokens, temperature, seed) of a request, checked as vLLM checks them: its request model first (pydantic's
+    words: wrong types, non-finite numbers, the seed's int64 bounds), then ``SamplingParams._verify_args``
+    (vllm/sampling_params.py: temperature finite and in [0, 2], top_p in (0, 1], max_tokens at least 1).
 
     Raises:
-        ValueError: with vLLM's words (its request model's, then SamplingParams').
+        ValueError: with vLLM's words.
     """
 
     def number(name: str, kind: type, default: Any) -> Any:
         value = request.get(name)
         if value is None:
             return default
+        noun = "integer" if kind is int else "number"
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ValueError(f"{name}: Input should be a valid {'integer' if kind is int else 'number'}")
-        try:
-            parsed = float(value)
-        except ValueError:
-            raise ValueError(
-                f"{name}: Input should be a valid {'integer' if kind is int else 'number'}, unable to parse "
-                "string as a number"
-            ) from None
-        if kind is int and parsed != int(parsed):
-            raise ValueError(f"{name}: Input should be a valid integer, got a number with a fractional part")
-        return kind(parsed)
+            raise ValueError(f"{name}: Input should be a valid {noun}")
+        if isinstance(value, str):
+            try:
+                value = int(value) if kind is int else float(value)
+            except ValueError:
+                raise ValueError(
+                    f"{name}: Input should be a valid {noun}, unable to parse string as {'an' if kind is int else 'a'} "
+                    f"{noun}"
+                ) from None
+        if isinstance(value, float) and kind is int:
+            if not math.isfinite(value):
+                raise ValueError(f"{name}: Input should be a finite number")
+            if value != int(value):
+                raise ValueError(
+                    f"{name}: Input should be a valid integer, got a number with a fractional part"
+                )
+        return kind(value)
 
     max_tokens = number("max_tokens", int, None)
     if max_tokens is None:
         max_tokens = number("max_completion_tokens", int, 16)
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}.")
+    seed = number("seed", int, None)
+    if seed is not None and seed > INT64[1]:
+        raise ValueError(f"seed: Input should be less than or equal to {INT64[1]}")
+    if seed is not None and seed < INT64[0]:
+        raise ValueError(f"seed: Input should be greater than or equal to {INT64[0]}")
     temperature = number("temperature", float, 1.0)
+    top_p = number("top_p", float, 1.0)
+    if not math.isfinite(temperature):
+        raise ValueError(f"temperature must be a finite number, got {temperature}.")
     if temperature < 0:
         raise ValueError(f"temperature must be non-negative, got {temperature}.")
-    return max_tokens, temperature, number("seed", int, None)
+    if temperature > 2:
+        raise ValueError(f"temperature must be in [0, 2], got {temperature}.")
+    if not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}.")
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}.")
+    return max_tokens, temperature, seed
+
+
+def check_prompt(request: dict, vocabulary: int) -> None:
+    """The prompt as vLLM's OpenAI server takes it: a non-empty string, list of strings or list of token ids within
+    the vocabulary (chat: a non-empty list of messages). The exact wording of vLLM's refusals of an empty prompt is
+    not copied here (unverified); their status, 400, is.
+
+    Raises:
+        ValueError: what is wrong with it.
+    """
+    if "messages" in request:
+        messages = request["messages"]
+        if not isinstance(messages, list) or not messages:
+            raise ValueError("messages: Input should be a non-empty list of chat messages")
+        if not all(isinstance(m, dict) for m in messages):
+            raise ValueError("messages: each message should be an object with a role and content")
+        return
+    prompt = request.get("prompt")
+    if isinstance(prompt, str):
+        if not prompt:
+            raise ValueError("The prompt cannot be empty.")
+        return
+    if not isinstance(prompt, list) or not prompt:
+        raise ValueError("prompt: Input should be a non-empty string, list of strings or list of token ids")
+    if all(isinstance(x, str) for x in prompt):
+        if not all(prompt):
+            raise ValueError("The prompt cannot be empty.")
+        return
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in prompt):
+        raise ValueError("prompt: Input should be a valid string or a list of token ids (integers)")
+    bad = [x for x in prompt if not 0 <= x < vocabulary]
+    if bad:
+        raise ValueError(f"Token id {max(bad, key=abs)} is out of vocabulary")
 
 
 def read_timeout_s() -> float:
@@ -310,6 +369,10 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
                 )
             if not isinstance(request, dict):
                 return self._json(400, _error("The body must be a JSON object.", 400))
+            try:
+                sampling(request)  # before any byte, streamed or not: vLLM's 400
+            except ValueError as e:
+                return self._json(400, _error(str(e), 400))
             if self.path in ("/invocations", "/v1/chat/completions", "/v1/completions"):
                 chat = (
                     "messages" in request
@@ -325,6 +388,7 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
 
         def _generate(self, request: dict, chat: bool) -> None:
             try:
+                check_prompt(request, gen.vocabulary)
                 ids = gen.encode(request)
             except (TypeError, KeyError, ValueError, AttributeError) as e:
                 return self._json(400, _error(f"Cannot read the request: {e}", 400))
@@ -382,10 +446,22 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
                     }
                 )
             n = 0
-            for piece, _, _ in gen.tokens(ids, request):
-                n += 1
-                choice = {"index": 0, "delta": {"content": piece}} if chat else {"index": 0, "text": piece}
-                self._event({**base, "object": kind, "choices": [{**choice, "finish_reason": None}]})
+            try:
+                for piece, _, _ in gen.tokens(ids, request):
+                    n += 1
+                    choice = (
+                        {"index": 0, "delta": {"content": piece}} if chat else {"index": 0, "text": piece}
+                    )
+                    self._event({**base, "object": kind, "choices": [{**choice, "finish_reason": None}]})
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the caller left: nothing to tell it
+            except Exception as e:  # any failure mid-stream: in band, as vLLM reports it, then [DONE]
+                self._event(
+                    {"error": {**_error(f"{type(e).__name__}: {e}", 500), "type": "InternalServerError"}}
+                )
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                return
             last = {"index": 0, "delta": {}} if chat else {"index": 0, "text": ""}
             self._event(
                 {
