@@ -45,7 +45,10 @@ class _Tally:
             if any(c.get("finish_reason") for c in event.get("choices") or []):
                 self.finished = True
 
-    def timing(self, body: bytes, end: float, tokenizer: Any, done: bool) -> Timing:
+    def timing(self, body: bytes, end: float, tokenizer: Any, done: bool, cut: bool = False) -> Timing:
+        """This request's timing. ``done``: its stream reached ``data: [DONE]``; ``cut``: the bench stopped waiting for
+        it (its grace ran out). A stream the server ended without its final event broke: an error, never a short
+        success (issue 47); one the bench cut is incomplete."""
         usage = self.usage or {}
         output = usage.get("completion_tokens")
         if output is None:
@@ -59,7 +62,13 @@ class _Tally:
             prompt = len(
                 tokenizer.encode(str(json.loads(body).get("prompt", "")), add_special_tokens=False).ids
             )
-        status = "ok" if (done or self.finished) else "incomplete"
+        if done:
+            status, error = "ok", None
+        elif cut:
+            status = "ok" if self.finished else "incomplete"
+            error = None if self.finished else "the stream ended before the generation finished"
+        else:
+            status, error = "error", "the stream broke: it ended before its final event (data: [DONE])"
         return Timing(
             self.start - self.t0,
             end - self.t0,
@@ -68,7 +77,7 @@ class _Tally:
             int(prompt or 0),
             int(output),
             status,
-            None if status == "ok" else "the stream ended before the generation finished",
+            error,
         )
 
 
@@ -100,7 +109,7 @@ def url_stream_sender(
                 async for chunk in r.content.iter_any():
                     tally.events(parser.feed(chunk), time.perf_counter())
         except asyncio.CancelledError:
-            return tally.timing(body, time.perf_counter(), tokenizer, False)
+            return tally.timing(body, time.perf_counter(), tokenizer, False, cut=True)
         except Exception as e:  # a refused connection, a broken stream, an error event: the request's error
             return Timing(
                 start - t0, time.perf_counter() - t0, status="error", error=f"{type(e).__name__}: {e}"

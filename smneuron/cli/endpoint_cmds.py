@@ -294,10 +294,10 @@ def invoke_cmd(
         raise ConfigError(
             "No endpoint given.", hint='Pass its name (`smneuron invoke NAME "hello"`) or --url URL.'
         )
-    if max_tokens is not None and max_tokens < 1:  # 0 used to mean "not given" and sent the encoder's body
-        raise ConfigError(
-            f"--max-tokens {max_tokens}: generate at least 1 token.", hint="Pass --max-tokens 1 or more."
-        )
+    from smneuron.endpoints.streaming import check_sampling
+
+    # vLLM's ranges, before anything is sent (exit 2); 0 tokens used to mean "not given" and sent the encoder's body
+    check_sampling(max_tokens=max_tokens, seed=seed, temperature=temperature)
     ep = Endpoint(name, url=url, session=None if url else state(ctx).session())
     if stream or max_tokens is not None or prompt or seed is not None or temperature is not None:
         return generate(

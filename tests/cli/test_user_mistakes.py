@@ -130,11 +130,28 @@ CASES = [
     (
         "invoke-max-tokens-zero",
         "invoke some-endpoint hello --max-tokens 0",
-        1,
-        ["--max-tokens 0", "at least 1"],
+        2,
+        ["max_tokens 0", "at least 1", "--max-tokens"],
         {},
         None,
     ),  # fmt: skip
+    # sampling values vLLM refuses: refused before sending, with the range (they printed "0 pieces" and exit 0)
+    (
+        "invoke-temperature-nan",
+        "invoke some-endpoint hello --stream --temperature nan",
+        2,
+        ["temperature nan", "a finite number in [0, 2]", "--temperature"],
+        {},
+        None,
+    ),
+    (
+        "invoke-seed-beyond-int64",
+        "invoke some-endpoint hello --stream --seed 18446744073709551616",
+        2,
+        ["seed 18446744073709551616", "9223372036854775807", "--seed"],
+        {},
+        None,
+    ),
     # specs, in the user's words
     ("count-zero", "deploy {artifact} --count 0 --dry-run", 1, ["--count", "at least 1", "got 0"], {}, None),
     ("min-above-max", "deploy {artifact} --min 5 --max 2 --dry-run", 1, ["--max", "below --min"], {}, None),

@@ -94,6 +94,25 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     assert until(lambda: llm_copies(state), "the replacement copy's process") != [copy]
     assert "FailureReason" not in described()  # whole again
 
+    # a copy killed mid-answer (issue 47 #1): boto3 raises the ModelStreamError SageMaker sends, never a short success
+    from botocore.exceptions import EventStreamError
+
+    runtime = boto3.client("sagemaker-runtime", **local_kw(url))
+    body = json.dumps({"prompt": "once upon a time", "max_tokens": 200, "ignore_eos": True, "stream": True})
+    answer = runtime.invoke_endpoint_with_response_stream(
+        EndpointName="chat", InferenceComponentName=component, Body=body, ContentType="application/json"
+    )
+    events = iter(answer["Body"])
+    assert "PayloadPart" in next(events)  # the answer has begun
+    (copy,) = llm_copies(state)
+    os.kill(copy, signal.SIGKILL)
+    with pytest.raises(EventStreamError) as broken:
+        for _ in events:
+            pass
+    error = broken.value.response["Error"]
+    assert error["Code"] == "ModelStreamError" and "ended before its final event" in error["Message"], error
+    until(lambda: described()["RuntimeConfig"]["CurrentCopyCount"] == 1, "a replacement copy")
+
     streamed = json.loads(
         smneuron_cli(
             "--local",
