@@ -111,6 +111,7 @@ def images(
     """Show the DLC image smneuron deploys for an instance type, and the other known tags."""
     from smneuron.catalog import InstanceType, image_versions, resolve_image
     from smneuron.catalog.generation import VLLM_GPU_TAGS, VLLM_TAGS, resolve_vllm_image
+    from smneuron.local_record import LOCAL_REGION, wants_local
     from smneuron.session import resolve_region
 
     if matrix:
@@ -120,6 +121,10 @@ def images(
             "give the instance type (or --matrix for every image).", param_hint="--instance"
         )
     st = state(ctx)
+    if (
+        not region and not st.region and (st.local or wants_local())
+    ):  # the embedded SageMaker's region, offline
+        region = LOCAL_REGION
     region = resolve_region(region or st.region or st.project().aws.region)
     if not region:
         raise MissingRegionError()

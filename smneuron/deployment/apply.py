@@ -16,7 +16,10 @@ would send, without importing the SDK).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,10 +172,11 @@ def apply(
         status = _endpoint(p, session, ledger, current, wait, timeout, on_status)
         if p.component_request() is not None:
             status = _component(p, session, ledger, wait, timeout, on_status) or status
-        done = autoscaling.reconcile(session, p.scaling)
-        ledger.created += done.created
-        ledger.changed += done.changed
-        ledger.removed += done.removed
+        with _atomic():
+            done = autoscaling.reconcile(session, p.scaling)
+            ledger.created += done.created
+            ledger.changed += done.changed
+            ledger.removed += done.removed
         if p.pinned_instance_count is not None and is_update and status == "InService":
             pinned = set_instance_count(session, p.endpoint_name, p.variant_name, p.pinned_instance_count)
             ledger.changed += [pinned] if pinned else []  # a count autoscaling had moved, pinned back
@@ -212,16 +216,35 @@ def apply(
     )
 
 
+@contextmanager
+def _atomic() -> Iterator[None]:
+    """A Create call and its entry in the ledger happen together: a Ctrl-C between the two would leave a resource that
+    no undo knows of (the call answered, the record not made). SIGINT is held for the block and raised after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt
+
+
 def _sagemaker_resources(p: Plan, session: Session, ledger: Ledger) -> None:
     """The Model and endpoint config: named from their content, so one that exists is the same one."""
     sm = session.client("sagemaker")
     for request in p.model_requests(session.role_arn):  # with instance pools, one Model per pool layout
         if none_if_missing(sm.describe_model, ModelName=request["ModelName"]) is None:
-            if _created(sm.create_model, **request):
-                ledger.add("model", request["ModelName"])
+            with _atomic():
+                if _created(sm.create_model, **request):
+                    ledger.add("model", request["ModelName"])
     if none_if_missing(sm.describe_endpoint_config, EndpointConfigName=p.endpoint_config_name) is None:
-        if _created(sm.create_endpoint_config, **p.endpoint_config_request(session.role_arn)):
-            ledger.add("endpoint_config", p.endpoint_config_name)
+        with _atomic():
+            if _created(sm.create_endpoint_config, **p.endpoint_config_request(session.role_arn)):
+                ledger.add("endpoint_config", p.endpoint_config_name)
 
 
 def _created(create: Callable[..., Any], **request: Any) -> bool:
@@ -243,11 +266,12 @@ def _alarms(p: Plan, session: Session, ledger: Ledger, wanted: list[dict]) -> li
         found = cw.describe_alarms(AlarmNames=[alarm["AlarmName"]])["MetricAlarms"]
         if found and owned.holds(found[0], alarm):
             continue
-        owned.put_alarm(session, alarm, p.endpoint_name, p.tags)
-        if found:
-            ledger.changed.append(f"alarm {alarm['AlarmName']}")
-        else:
-            ledger.add("alarm", alarm["AlarmName"])
+        with _atomic():
+            owned.put_alarm(session, alarm, p.endpoint_name, p.tags)
+            if found:
+                ledger.changed.append(f"alarm {alarm['AlarmName']}")
+            else:
+                ledger.add("alarm", alarm["AlarmName"])
     return [a["AlarmName"] for a in wanted]
 
 
@@ -270,24 +294,27 @@ def _endpoint(
         ]
     if current is not None and current["EndpointStatus"] in ("Creating", "Updating"):
         raise _in_progress(p.endpoint_name, current["EndpointStatus"])
-    try:
+    with _atomic():
+        try:
+            if current is None:
+                sm.create_endpoint(
+                    EndpointName=p.endpoint_name, EndpointConfigName=p.endpoint_config_name, Tags=p.tag_list()
+                )
+            else:
+                sm.update_endpoint(
+                    EndpointName=p.endpoint_name,
+                    EndpointConfigName=p.endpoint_config_name,
+                    **p.update_request(),
+                )
+        except ClientError as e:  # another deploy got there between our describe and this call
+            words = str(e)
+            if "already existing endpoint" in words or "in-progress endpoint" in words:
+                raise _in_progress(p.endpoint_name, "Creating" if current is None else "Updating") from e
+            raise
         if current is None:
-            sm.create_endpoint(
-                EndpointName=p.endpoint_name, EndpointConfigName=p.endpoint_config_name, Tags=p.tag_list()
-            )
+            ledger.add("endpoint", p.endpoint_name)
         else:
-            sm.update_endpoint(
-                EndpointName=p.endpoint_name, EndpointConfigName=p.endpoint_config_name, **p.update_request()
-            )
-    except ClientError as e:  # another deploy got there between our describe and this call
-        words = str(e)
-        if "already existing endpoint" in words or "in-progress endpoint" in words:
-            raise _in_progress(p.endpoint_name, "Creating" if current is None else "Updating") from e
-        raise
-    if current is None:
-        ledger.add("endpoint", p.endpoint_name)
-    else:
-        ledger.changed.append(f"endpoint {p.endpoint_name} -> config {p.endpoint_config_name}")
+            ledger.changed.append(f"endpoint {p.endpoint_name} -> config {p.endpoint_config_name}")
     # a text-generation endpoint must be InService before its component can be placed
     if not wait and not p.endpoint_must_serve_first:
         return "Updating" if current else "Creating"
@@ -323,8 +350,9 @@ def _component(
     others = [c for c in components.for_endpoint(session, p.endpoint_name) if c != name]
     status = None
     if existing is None:
-        sm.create_inference_component(**request)
-        ledger.add("inference_component", name)
+        with _atomic():
+            sm.create_inference_component(**request)
+            ledger.add("inference_component", name)
     elif not (
         owned.holds(components.specifications(existing), wanted)
         and existing.get("RuntimeConfig", {}).get("DesiredCopyCount") == request["RuntimeConfig"]["CopyCount"]

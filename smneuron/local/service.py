@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from smneuron.catalog import InstanceType
-from smneuron.errors import ConfigError, SmneuronError
+from smneuron.errors import ConfigError, Interrupted, SmneuronError
 from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws
 from smneuron.local.aws.hooks import activate
@@ -160,19 +160,25 @@ def up(
             env={**os.environ, **keys.environment(), "AWS_REGION": LOCAL_REGION, OWNER: str(_owner(path))},
         )
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        running = status()
-        if running:
-            write_private(path.with_name("port"), str(port).encode())
-            return {
-                **running,
-                "started": True,
-                "orphans_stopped": orphans,
-                "tightened": [str(p) for p in tightened],
-            }
-        if proc.poll() is not None:
-            break
-        time.sleep(0.2)
+    try:
+        while time.monotonic() < deadline:
+            running = status()
+            if running:
+                write_private(path.with_name("port"), str(port).encode())
+                return {
+                    **running,
+                    "started": True,
+                    "orphans_stopped": orphans,
+                    "tightened": [str(p) for p in tightened],
+                }
+            if proc.poll() is not None:
+                break
+            time.sleep(0.2)
+    except KeyboardInterrupt:  # the user cancelled `local up`: stop what it started, leave nothing running
+        _stop_started(proc, path)
+        raise Interrupted(
+            "Interrupted: stopped the embedded SageMaker this `local up` was starting; nothing is left running."
+        ) from None
     lines = log.read_text().splitlines() if log.exists() else []
     refused = [json.loads(x[len(REFUSED) :]) for x in lines[-10:] if x.startswith(REFUSED)]
     if proc.poll() == REFUSED_EXIT and refused:
@@ -181,6 +187,21 @@ def up(
     raise SmneuronError(
         f"The embedded SageMaker did not start (log {log}):\n{tail}", hint="Run `smneuron local up` again."
     )
+
+
+def _stop_started(proc: subprocess.Popen, path: Path) -> None:
+    """Stop a service `up` started and has not returned yet (its process group, then anything left with its mark)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    sweep(_owner(path))
+    _remove_run_dir(path)
+    path.unlink(missing_ok=True)
 
 
 def _origin(value: str) -> str:

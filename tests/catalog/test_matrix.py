@@ -81,3 +81,17 @@ def test_the_gpu_vllm_images_are_rows_and_the_newest_is_current():
         assert row is not None and row.kind == "text-generation" and row.family == "gpu", tag
         assert "sagemaker_entrypoint.sh" in row.source and "vllm-" in row.source
     assert matrix.row_for(VLLM_GPU_REPOSITORY, VLLM_GPU_TAGS[-1]).status.startswith("current")  # type: ignore[union-attr]
+
+
+def test_images_for_the_embedded_sagemaker_need_no_region_or_service(tmp_path):
+    """Issue 47 #6: `smneuron --local images` said "No AWS region"; it answers offline with the embedded region."""
+    none = {"AWS_REGION": "", "AWS_DEFAULT_REGION": "", "SMNEURON_REGION": "", "SMNEURON_STATE_DIR": str(tmp_path),
+            "AWS_CONFIG_FILE": str(tmp_path / "none")}  # fmt: skip
+    code, out, err = run_cli("--local", "images", "--instance", "ml.inf2.xlarge", "--json", env=none)
+    assert code == 0, err
+    assert (
+        json.loads(out)["region"] == "us-east-1"
+        and "pytorch-inference-neuronx" in json.loads(out)["image_uri"]
+    )
+    code, out, err = run_cli("images", "--instance", "ml.inf2.xlarge", env={**none, "SMNEURON_LOCAL": "1"})
+    assert code == 0 and "us-east-1" in out, err

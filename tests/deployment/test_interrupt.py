@@ -52,11 +52,16 @@ def test_sigint_while_the_endpoint_is_creating_removes_what_the_deploy_created(t
                 assert proc.poll() is None, proc.communicate()
                 assert time.monotonic() < deadline, "the deploy never created its endpoint"
                 time.sleep(0.2)
+            # the moment CreateEndpoint answered: a Ctrl-C right then used to leave the endpoint unrecorded, and the
+            # deploy neither removed nor reported it (issue 47 #5); a Create and its record are now one step
             proc.send_signal(signal.SIGINT)
+            sent = time.monotonic()
             out, err = proc.communicate(timeout=120)
+            took = time.monotonic() - sent
         finally:
             set_endpoint_delay(0)
         assert proc.returncode == 130, (out, err)
+        assert took < 10, f"the interrupted deploy took {took:.1f} s to clean up and exit"
         assert "Traceback" not in err and "Unexpected error" not in err
         assert "Removed what this deploy created" in err and "endpoint slow" in err
         left = {
