@@ -9,6 +9,10 @@ import os
 
 from serving_codec import RequestError
 
+CHARS_PER_TOKEN = (
+    64  # the text window read per token of the largest bucket: far above any tokenizer's piece length
+)
+
 SCHEMA_VERSION = 1
 RUNTIME_PACKAGES = {"inf1": ("torch-neuron", "torch_neuron"), "inf2": ("torch-neuronx", "torch_neuronx")}
 
@@ -172,10 +176,12 @@ class LoadedArtifact(object):
         self.warm = False
 
     def tokenize(self, inputs, truncate_second):
-        """Encodings truncated to the largest bucket (``enc.overflowing`` tells what was cut)."""
+        """Encodings truncated to the largest bucket (``enc.overflowing`` tells what was cut). A text is cut to what
+        can reach the model before it is tokenized (``cap``): a 5 MB text costs what a bucket's worth does."""
         self.tokenizer.enable_truncation(
             self.max_len, strategy="only_second" if truncate_second else "longest_first"
         )
+        inputs = [[self.cap(t) for t in x] if isinstance(x, (list, tuple)) else self.cap(x) for x in inputs]
         try:
             return self.tokenizer.encode_batch(inputs)
         except Exception as e:  # e.g. a QA question longer than the largest bucket
@@ -184,6 +190,24 @@ class LoadedArtifact(object):
                 "cannot_tokenize",
                 "The input cannot fit the largest bucket (%d tokens): %s" % (self.max_len, e),
             )
+
+    def cap(self, text):
+        """``text`` cut before tokenizing so that the first ``max_len`` tokens are unchanged and at least one more token
+        remains (truncation and the ``truncation: false`` refusal both still see a too-long text): within a window of
+        ``max_len * CHARS_PER_TOKEN`` characters, the cut falls after ``max_len + 1`` pre-tokenized words (each word is
+        at least one token, and no normalizer joins words). A window that holds fewer words is one giant word; it is cut
+        at the window's end (the one case where the last word's pieces may differ; such a word is [UNK] or split into
+        far more than ``max_len`` pieces either way)."""
+        window = self.max_len * CHARS_PER_TOKEN
+        if not isinstance(text, str) or len(text) <= window:
+            return text
+        head = text[:window]
+        pre = self.tokenizer.pre_tokenizer
+        if pre is not None:
+            words = pre.pre_tokenize_str(head)
+            if len(words) > self.max_len + 1:
+                return head[: words[self.max_len + 1][1][0]]
+        return head
 
     def bucket_for(self, length):
         """(seq_len, {batch_size: module}) of the smallest bucket that fits ``length`` tokens."""

@@ -266,7 +266,7 @@ def smneuron_cli(tmp_path, warm_cli):
 def service_processes(state_dir: Path) -> list[int]:
     """Live processes of the embedded SageMaker whose state is ``state_dir``: the service, its model servers,
     copies, TorchServe's Java and workers (each carries the service's owner mark; see local/service.py)."""
-    from smneuron.local.service import OWNER
+    from smneuron.local.reaper import OWNER
 
     mark = f"{OWNER}={Path(state_dir).resolve()}".encode() + b"\0"
     found = []

@@ -22,11 +22,13 @@ from pathlib import Path
 
 from smneuron.catalog import InstanceType
 from smneuron.errors import ConfigError, Interrupted, SmneuronError
+from smneuron.local.aws import stream_route
 from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws
 from smneuron.local.aws.hooks import activate
 from smneuron.local.aws.patching import EmbeddedAwsError
 from smneuron.local.aws.persistence import Keeper, describe
+from smneuron.local.reaper import OWNER, sweep
 from smneuron.local_record import LOCAL_ACCOUNT, LOCAL_REGION, local_keys, pid_alive
 from smneuron.local_record import local_service as status
 from smneuron.local_record import local_service_path as state_path
@@ -37,29 +39,29 @@ from smneuron.serving.server import check_port_free
 from smneuron.serving.torchserve import require as require_torchserve
 from smneuron.session import Session
 
-# every process the service starts inherits it; its value is the state directory
-OWNER = "SMNEURON_LOCAL_OWNER"
 REFUSED, REFUSED_EXIT = "smneuron-refused: ", 3  # the service's word that moto does not fit its patches
 
 
-def sweep(owner: Path) -> list[int]:
-    """Stop every process still carrying this service's owner mark (model servers, copies, TorchServe's Java and
-    workers) after the service itself has gone: left by a crash, a kill -9 or a `down` that timed out.
-    Linux only (/proc); elsewhere nothing is found."""
-    mark = f"{OWNER}={owner}".encode() + b"\0"
-    found = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if int(proc.name) != os.getpid() and mark in (proc / "environ").read_bytes():
-                found.append(int(proc.name))
-        except (OSError, ValueError):
-            continue
-    for pid in found:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    return found
+_REAPER_PIPE: list[int] = []  # the write end the reaper watches: open for the life of the service process
+
+
+def _start_reaper(owner: Path) -> None:
+    """Start the watcher that stops this service's processes when it dies (smneuron.local.reaper)."""
+    read, write = os.pipe()  # non-inheritable: no process the service execs holds the write end
+    env = {
+        k: v for k, v in os.environ.items() if k != OWNER
+    }  # the reaper carries no mark: it outlives the sweep
+    subprocess.Popen(
+        [sys.executable, "-m", "smneuron.local.reaper", str(owner), str(read)],
+        pass_fds=(read,),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    os.close(read)
+    _REAPER_PIPE.append(write)
 
 
 def _owner(path: Path) -> Path:
@@ -278,6 +280,7 @@ def serve(
 
     os.umask(0o077)
     os.environ[KEY_ENV] = new_key()  # the model servers and copies it starts answer only it (serving.access)
+    _start_reaper(_owner(state_file))  # they die with it, even by kill -9
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -295,6 +298,8 @@ def serve(
         create_sagemaker_role(Session.embedded(url))
         keeper = Keeper(url, kept)
         report = keeper.restore()
+        keeper.snapshot(clean=False)  # what was restored, on disk before the first acknowledged change
+        stream_route.persist = keeper.persist  # from now on a change is answered once it is on disk
         keeping = threading.Thread(target=keeper.run, args=(stop,), name="smneuron-keeper")
         keeping.start()
         log = str(state_file.with_name("local.log"))
@@ -320,6 +325,7 @@ def serve(
         finally:
             stop.set()
             keeping.join(timeout=120)  # the last snapshot, while the embedded AWS still answers
+            stream_route.persist = None
             activate(None)
             shutil.rmtree(run_dir, ignore_errors=True)
     state_file.unlink(missing_ok=True)

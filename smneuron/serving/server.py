@@ -167,7 +167,19 @@ class LocalEndpoint:
         return f"http://{self.host}:{self.port}"
 
     def prepare(self) -> Layout:
-        """Extract the package, check it can run here, plan workers, start and warm them."""
+        """Extract the package, check it can run here, plan workers, start and warm them. A package that is refused or
+        fails leaves nothing on disk (its download and extraction are removed).
+
+        Raises:
+            ArtifactError: the package cannot be served here (or its model could not be loaded).
+        """
+        try:
+            return self._prepare()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def _prepare(self) -> Layout:
 
         if self.port:  # a busy port fails now, not after every worker has loaded the model
             check_port_free(self.host, self.port)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import threading
 import time
@@ -37,6 +38,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from smneuron.local.aws import stream_route
+from smneuron.private_files import sync_dir, write_private
 from smneuron.session import Session
 
 INTERVAL_S = 2.0
@@ -87,6 +89,11 @@ class Keeper:
         self.objects = root / "objects"
         self._fingerprint: str | None = None
         self._known: dict[tuple[str, str, str], dict] = {}  # (bucket, key, etag) -> its entry: read once
+        self._durable = (
+            threading.Condition()
+        )  # persist(): one snapshot at a time serves every request waiting
+        self._written, self._writing = 0, False  # the count of answered requests the last snapshot covers
+        self._snapshotting = threading.Lock()  # run()'s snapshots and persist()'s never overlap
 
     @property
     def path(self) -> Path:
@@ -107,6 +114,30 @@ class Keeper:
             if self._try(clean=True):
                 return
 
+    def persist(self, generation: int) -> None:
+        """Return once a snapshot covers request number ``generation`` (``stream_route.answered``): the request's
+        change is on disk, fsynced. Requests waiting together share one snapshot (a group commit).
+
+        Raises:
+            ClientError, OSError: the snapshot could not be taken or written (the caller answers 500).
+        """
+        with self._durable:
+            while self._written < generation:
+                if self._writing:
+                    self._durable.wait()
+                    continue
+                self._writing, covered = True, stream_route.answered
+                self._durable.release()
+                try:
+                    self.snapshot(clean=False, strict=True)
+                    written = True
+                finally:
+                    self._durable.acquire()
+                    self._writing = False
+                    self._durable.notify_all()
+                if written:
+                    self._written = max(self._written, covered)
+
     def _try(self, *, clean: bool) -> bool:
         try:
             return self.snapshot(clean=clean, force=clean)
@@ -115,8 +146,14 @@ class Keeper:
             traceback.print_exc()
             return False
 
-    def snapshot(self, *, clean: bool, force: bool = False) -> bool:
-        """Write the snapshot if anything changed since the last one (or ``force``); True when written."""
+    def snapshot(self, *, clean: bool, force: bool = False, strict: bool = False) -> bool:
+        """Write the snapshot if anything changed since the last one (or ``force``); True when written. Durable:
+        written to a temporary file, fsynced, renamed, the directory fsynced. ``strict``: a failure raises (an
+        acknowledged change depends on it) instead of leaving the previous snapshot in place."""
+        with self._snapshotting:
+            return self._snapshot(clean=clean, force=force, strict=strict)
+
+    def _snapshot(self, *, clean: bool, force: bool, strict: bool) -> bool:
         try:
             fingerprint = self._fingerprint_now()
             if fingerprint == self._fingerprint and not force:
@@ -132,12 +169,12 @@ class Keeper:
                 "not_kept": self._not_kept(),
             }
         except (ClientError, OSError) as e:  # something went away mid-snapshot: the previous one stands
+            if strict:
+                raise
             print(f"smneuron: no snapshot this time ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
             return False
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".partial")
-        tmp.write_text(json.dumps(doc, default=str))
-        tmp.replace(self.path)  # atomic: a crash leaves the previous snapshot or this one, never half
+        # atomic and durable: a crash leaves the previous snapshot or this one, never half, and never one not on disk
+        write_private(self.path, json.dumps(doc, default=str).encode())
         self._fingerprint = fingerprint
         return True
 
@@ -200,11 +237,14 @@ class Keeper:
             for chunk in iter(lambda: got["Body"].read(1 << 20), b""):
                 digest.update(chunk)
                 f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())  # on disk before the snapshot that names it
         sha = digest.hexdigest()
         if (self.objects / sha).exists():
             tmp.unlink()
         else:
             tmp.replace(self.objects / sha)
+            sync_dir(self.objects)
         return {
             "Key": key,
             "sha256": sha,

@@ -10,6 +10,9 @@ from typing import Any
 from smneuron.local.aws.components import components_of
 
 MAX_PAYLOAD = 6 * 1024 * 1024  # SageMaker's real-time payload limit
+INVOCATION_LIMIT_S = (
+    60.0  # SageMaker's real-time invocation limit (the container contract: 60 s per invocation)
+)
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"  # both ways: request to container, answer to caller
 
 
@@ -93,7 +96,17 @@ def invoke(backer: Any, self: Any) -> Any:
     try:
         # a copy leaving routing (rolling update, scale-in) drains first
         with backer.components.relaying(url):
-            r = backer.http.post(url + "/invocations", content=body, headers=headers)
+            r = backer.http.post(
+                url + "/invocations", content=body, headers=headers, timeout=INVOCATION_LIMIT_S
+            )
+    except httpx.TimeoutException:  # SageMaker's 60 s per invocation: the model's error, in SageMaker's words
+        return error(
+            424,
+            "ModelError",
+            f'Received server error (0) from primary with message "Your invocation timed out while waiting for a '
+            f'response from container primary after {INVOCATION_LIMIT_S:.0f} s."',
+            original=(0, "timed out"),
+        )
     except httpx.HTTPError as e:
         return error(424, "ModelError", f"The model did not answer: {e}", original=(502, str(e)))
     if r.status_code >= 400:

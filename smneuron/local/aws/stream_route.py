@@ -34,6 +34,9 @@ _KEEPER_ENVIRON = "HTTP_" + KEEPER_HEADER.upper().replace("-", "_")  # the heade
 # persistence.Keeper looks again when it grows
 answered = 0
 _READ_PREFIXES = ("Describe", "List", "Get", "Head")  # AWS's read-only operations, by name
+# the service's durable write of what a request changed (persistence.Keeper.persist), given the count of requests
+# answered so far; None where no state is kept (an in-process embedded AWS)
+persist: Callable[[int], None] | None = None
 
 
 def may_change(environ: dict) -> bool:
@@ -101,11 +104,9 @@ class StreamRouter:
 
         match = _PATH.match(environ.get("PATH_INFO", ""))
         if environ.get("REQUEST_METHOD") != "POST" or match is None:
-            try:
+            if _KEEPER_ENVIRON in environ or not may_change(environ):
                 return self.app(environ, start_response)
-            finally:  # counted once answered: a snapshot that sees the count sees what the request changed
-                if _KEEPER_ENVIRON not in environ and may_change(environ):
-                    answered += 1
+            return self._durably(environ, start_response)
         backer = ACTIVE
         length = int(environ.get("CONTENT_LENGTH") or 0)
         refused = too_large(length)  # on what it announces, before a byte of it is read
@@ -120,6 +121,37 @@ class StreamRouter:
         if isinstance(target, tuple):  # (status, code, message)
             return _json_error(start_response, *target)
         return self._relay(backer, target, body, environ, start_response)
+
+    def _durably(self, environ: dict, start_response: Any) -> Any:
+        """A request that can change something, answered only once what it changed is on disk (``persist``: the
+        service's Keeper writes, fsyncs and renames the snapshot): an acknowledged write survives a kill -9 of the
+        service a moment later. A change that could not be written is answered 500, never 200."""
+        global answered
+
+        held: list = []
+
+        def hold(status: str, headers: list, exc_info: Any = None) -> Any:
+            held[:] = [status, headers, exc_info]
+            return lambda data: None  # moto's answers are built whole: nothing is written through this
+
+        result = self.app(environ, hold)
+        try:
+            body = b"".join(result)
+        finally:
+            getattr(result, "close", lambda: None)()
+        answered += 1  # counted once answered: a snapshot that sees the count sees what the request changed
+        if persist is not None and held and held[0][:1] in ("2",):
+            try:
+                persist(answered)
+            except Exception as e:  # the change is made but not kept: say so, never 200
+                return _json_error(
+                    start_response,
+                    500,
+                    "InternalFailure",
+                    f"The change was made but could not be written to the embedded AWS's state on disk: {e}",
+                )
+        start_response(*held[:2])
+        return [body]
 
     def _relay(self, backer: Any, url: str, body: bytes, environ: dict, start_response: Any) -> Any:
         import httpx

@@ -155,6 +155,18 @@ class Generator:
         self.vocabulary = int(self.model.config.vocab_size)
 
     def encode(self, request: dict) -> list[int]:
+        """The prompt's token ids. A text longer than ``sequence_length * CHARS_PER_TOKEN`` characters is refused
+        before it is tokenized (a 5 MB prompt costs a copy no seconds): no tokenizer's pieces are that long on average,
+        so it holds more tokens than the context, and vLLM refuses that as a context overflow too."""
+        texts = [request["prompt"]] if isinstance(request.get("prompt"), str) else request.get("prompt") or []
+        texts += [str(m.get("content", "")) for m in request.get("messages") or [] if isinstance(m, dict)]
+        size = sum(len(t) for t in texts if isinstance(t, str))
+        if size > self.sequence_length * CHARS_PER_TOKEN:
+            raise ValueError(
+                f"This model's maximum context length is {self.sequence_length} tokens. However, your request's "
+                f"{size} characters hold far more tokens than that. Please reduce the length of the messages or "
+                "prompt."
+            )
         if "messages" in request:
             messages = request["messages"]
             if getattr(self.tokenizer, "chat_template", None):
@@ -221,6 +233,7 @@ class Generator:
                 current = torch.tensor([[token]])
 
 
+CHARS_PER_TOKEN = 64  # characters per token of context beyond which a prompt is refused untokenized
 INT64 = (-(2**63), 2**63 - 1)  # vLLM's seed bounds (entrypoints/openai protocol: ge/le _LONG_INFO.min/.max)
 
 

@@ -1,0 +1,60 @@
+"""Nothing outlives the embedded SageMaker: a small watcher that stops its model servers and copies when it dies.
+
+The service starts this process with the read end of a pipe whose write end only the service holds. When the
+service exits, however it exits (kill -9 included), the kernel closes that end, the read here returns, and every
+process that still carries the service's mark (``OWNER`` in its environment: model servers, TorchServe's Java and
+workers, text-generation copies) is killed at once. It imports nothing heavy (it runs beside every service), and
+carries no mark itself.
+
+``python -m smneuron.local.reaper OWNER FD``
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+# every process the service starts inherits it; its value is the state directory
+OWNER = "SMNEURON_LOCAL_OWNER"
+
+
+def sweep(owner: Path) -> list[int]:
+    """Stop every process still carrying this service's owner mark (model servers, copies, TorchServe's Java and
+    workers) after the service itself has gone: left by a crash, a kill -9 or a `down` that timed out.
+    Linux only (/proc); elsewhere nothing is found."""
+    mark = f"{OWNER}={owner}".encode() + b"\0"
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if int(proc.name) != os.getpid() and mark in (proc / "environ").read_bytes():
+                found.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    for pid in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return found
+
+
+def watch(owner: Path, fd: int) -> list[int]:
+    """Block until the service's end of the pipe closes, then sweep its processes; returns what was stopped."""
+    signal.signal(
+        signal.SIGINT, signal.SIG_IGN
+    )  # a Ctrl-C meant for a terminal's foreground job is not for it
+    while True:
+        try:
+            if not os.read(fd, 1):
+                break
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+    return sweep(owner)
+
+
+if __name__ == "__main__":
+    watch(Path(sys.argv[1]), int(sys.argv[2]))
