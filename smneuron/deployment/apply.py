@@ -9,8 +9,8 @@ that nothing needed doing: every field the names hash and everything else the pl
 Every resource one call creates goes into a ledger; on a failure or Ctrl-C midway the ledger is undone,
 newest first, and the error says what (if anything) is left. Resources the call only updated are not
 rolled back (SageMaker's blue/green rollback covers the endpoint itself). A Create call and its ledger entry are one
-step (``_atomic``: SIGINT is held between them), so no Ctrl-C leaves a resource the undo does not know of. One module
-because the creates, the ledger that records them and the undo that reverses them must agree step by step.
+step (``_atomic``: SIGINT is held between them), so no Ctrl-C leaves a resource the undo does not know of.
+One module because the creates, the ledger that records them and the undo that reverses them must agree step by step.
 
 The Model is created with boto3 ``create_model`` (exactly what the SageMaker SDK's ``PyTorchModel.create``
 would send, without importing the SDK).
