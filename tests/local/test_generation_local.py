@@ -111,6 +111,7 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
             pass
     error = broken.value.response["Error"]
     assert error["Code"] == "ModelStreamError" and "ended before its final event" in error["Message"], error
+    until(lambda: described()["RuntimeConfig"]["CurrentCopyCount"] == 0, "the dead copy noticed", 30)
     until(lambda: described()["RuntimeConfig"]["CurrentCopyCount"] == 1, "a replacement copy")
 
     streamed = json.loads(
