@@ -52,6 +52,21 @@ def marked(state: Path) -> list[int]:
     return found
 
 
+def model_workers(state: Path) -> list[int]:
+    """The encoder endpoint's worker processes: forked from a forkserver, not running in a copy's model directory."""
+    out = []
+    for pid in marked(state):
+        try:
+            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if b"forkserver" in Path(
+                f"/proc/{parent}/cmdline"
+            ).read_bytes() and "smneuron-llm-" not in os.readlink(f"/proc/{pid}/cwd"):
+                out.append(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
 def rss_mb(pids: list[int]) -> float:
     total = 0
     for pid in pids:
@@ -127,7 +142,7 @@ def main() -> None:
         t = time.perf_counter()
         runtime.invoke_endpoint(EndpointName="enc", Body=big, ContentType="application/json")
         rows.append(("5 MB request alone", "answered", f"{time.perf_counter() - t:.2f} s"))
-        workers = [p for p in marked(state) if p not in copies]
+        workers = model_workers(state)
         before = rss_mb(workers)
         with cf.ThreadPoolExecutor(3) as ex:
             bigs = [ex.submit(runtime.invoke_endpoint, EndpointName="enc", Body=big, ContentType="application/json")
@@ -145,7 +160,7 @@ def main() -> None:
         after = rss_mb(workers)
         rows.append(
             (
-                "model server memory, 20 x 5 MB",
+                f"worker memory ({len(workers)} workers), 20 x 5 MB",
                 f"{before:.0f} -> {after:.0f} MB",
                 f"{(after / before - 1) * 100:+.1f}%",
             )
