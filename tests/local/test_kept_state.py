@@ -119,3 +119,23 @@ def test_endpoints_components_and_objects_survive_down_up_and_a_crash(
     assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []
     smneuron_cli("local", "down")
     assert not service_processes(state)
+
+
+def test_an_acknowledged_write_survives_a_kill_9_the_moment_after(smneuron_cli, tmp_path):
+    """Issue 47 #4: an S3 PUT and a CreateModel answered 200 were lost when the service was killed within about 2 s
+    (the snapshot came later); now the answer waits for the snapshot that holds the change."""
+    up = json.loads(smneuron_cli("local", "up", "--json").stdout)
+    kw = local_kw(up["url"])
+    s3, sm = boto3.client("s3", **kw), boto3.client("sagemaker", **kw)
+    s3.create_bucket(Bucket="acked")
+    for i in range(20):
+        s3.put_object(Bucket="acked", Key=f"k{i}", Body=f"acknowledged {i}".encode())
+    sm.create_model(ModelName="acked", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+                    PrimaryContainer={"Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/x:1"})  # fmt: skip
+    os.kill(up["pid"], signal.SIGKILL)  # at once: no snapshot of its own could have run since
+    until(lambda: not Path(f"/proc/{up['pid']}").exists(), "the killed service to be gone", 30)
+    smneuron_cli("local", "up")
+    kept = [o["Key"] for o in s3.list_objects_v2(Bucket="acked").get("Contents", [])]
+    assert sorted(kept) == sorted(f"k{i}" for i in range(20))
+    assert s3.get_object(Bucket="acked", Key="k19")["Body"].read() == b"acknowledged 19"
+    assert [m["ModelName"] for m in sm.list_models()["Models"]] == ["acked"]
