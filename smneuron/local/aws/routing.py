@@ -73,15 +73,22 @@ def route(backer: Any, endpoint: str, component: str | None, size: int) -> str |
 
 def invoke(backer: Any, self: Any) -> Any:
     """InvokeEndpoint (``self``: moto's runtime response) on the backing server, with SageMaker's errors."""
+    name = self.path.rstrip("/").split("/")[-2]
+    body = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
+    return invoke_request(backer, self.current_account, self.region, name, body, self.headers.get)
+
+
+def invoke_request(backer: Any, account: str, region: str, name: str, body: bytes, header: Any) -> Any:
+    """InvokeEndpoint of endpoint ``name`` with ``body`` (``header``: the caller's header lookup): (status, headers,
+    body), SageMaker's refusals and the model's errors included. Moto's route and the service's fast path (stream_route,
+    which skips moto's dispatch for the hottest call there is) both answer through it."""
     import httpx
     from moto.sagemaker.models import sagemaker_backends  # moto: the `local` extra's seam
 
-    name = self.path.rstrip("/").split("/")[-2]
-    body = self.body if isinstance(self.body, bytes) else (self.body or "").encode()
-    record = sagemaker_backends[self.current_account][self.region].endpoints.get(name)
+    record = sagemaker_backends[account][region].endpoints.get(name)
     if record is None:  # SageMaker's words, account included
-        return error(400, "ValidationError", f"Endpoint {name} of account {self.current_account} not found.")
-    variant = self.headers.get("X-Amzn-SageMaker-Target-Variant")
+        return error(400, "ValidationError", f"Endpoint {name} of account {account} not found.")
+    variant = header("X-Amzn-SageMaker-Target-Variant")
     variants = [v["VariantName"] for v in record.production_variants]
     if variant and variant not in variants:  # SageMaker refuses an unknown variant; it never falls back
         return error(
@@ -89,10 +96,10 @@ def invoke(backer: Any, self: Any) -> Any:
             "ValidationError",
             f"Target variant {variant} not found for endpoint {name}; its variants: {', '.join(variants)}.",
         )
-    url = backer.route(name, self.headers.get("X-Amzn-SageMaker-Inference-Component"), len(body))
+    url = backer.route(name, header("X-Amzn-SageMaker-Inference-Component"), len(body))
     if isinstance(url, tuple):
         return error(*url)
-    headers = {**container_headers(self.headers.get), **backer.authorization(url)}
+    headers = {**container_headers(header), **backer.authorization(url)}
     try:
         # a copy leaving routing (rolling update, scale-in) drains first
         with backer.components.relaying(url):

