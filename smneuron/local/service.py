@@ -300,6 +300,7 @@ def serve(
         report = keeper.restore()
         keeper.snapshot(clean=False)  # what was restored, on disk before the first acknowledged change
         stream_route.persist = keeper.persist  # from now on a change is answered once it is on disk
+        stream_route.known_object = keeper.known_object
         keeping = threading.Thread(target=keeper.run, args=(stop,), name="smneuron-keeper")
         keeping.start()
         log = str(state_file.with_name("local.log"))
@@ -325,7 +326,7 @@ def serve(
         finally:
             stop.set()
             keeping.join(timeout=120)  # the last snapshot, while the embedded AWS still answers
-            stream_route.persist = None
+            stream_route.persist = stream_route.known_object = None
             activate(None)
             shutil.rmtree(run_dir, ignore_errors=True)
     state_file.unlink(missing_ok=True)

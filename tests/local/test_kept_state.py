@@ -128,7 +128,7 @@ def test_an_acknowledged_write_survives_a_kill_9_the_moment_after(smneuron_cli, 
     kw = local_kw(up["url"])
     s3, sm = boto3.client("s3", **kw), boto3.client("sagemaker", **kw)
     s3.create_bucket(Bucket="acked")
-    for i in range(20):
+    for i in range(5):
         s3.put_object(Bucket="acked", Key=f"k{i}", Body=f"acknowledged {i}".encode())
     sm.create_model(ModelName="acked", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
                     PrimaryContainer={"Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/x:1"})  # fmt: skip
@@ -136,6 +136,6 @@ def test_an_acknowledged_write_survives_a_kill_9_the_moment_after(smneuron_cli, 
     until(lambda: not Path(f"/proc/{up['pid']}").exists(), "the killed service to be gone", 30)
     smneuron_cli("local", "up")
     kept = [o["Key"] for o in s3.list_objects_v2(Bucket="acked").get("Contents", [])]
-    assert sorted(kept) == sorted(f"k{i}" for i in range(20))
-    assert s3.get_object(Bucket="acked", Key="k19")["Body"].read() == b"acknowledged 19"
+    assert sorted(kept) == sorted(f"k{i}" for i in range(5))
+    assert s3.get_object(Bucket="acked", Key="k4")["Body"].read() == b"acknowledged 4"
     assert [m["ModelName"] for m in sm.list_models()["Models"]] == ["acked"]

@@ -16,6 +16,7 @@ the total a stream may last is not published in botocore's model and is not limi
 from __future__ import annotations
 
 import binascii
+import io
 import json
 import re
 import struct
@@ -40,6 +41,8 @@ _READ_PREFIXES = ("Describe", "List", "Get", "Head")  # AWS's read-only operatio
 # the service's durable write of what a request changed (persistence.Keeper.persist), given the count of requests
 # answered so far; None where no state is kept (an in-process embedded AWS)
 persist: Callable[[int], None] | None = None
+# the Keeper's record of an object a PutObject stored, from the request's own bytes (persistence.Keeper.known_object)
+known_object: Callable[..., None] | None = None
 
 
 def may_change(environ: dict) -> bool:
@@ -160,6 +163,10 @@ class StreamRouter:
             held[:] = [status, headers, exc_info]
             return lambda data: None  # moto's answers are built whole: nothing is written through this
 
+        upload = _put_object(environ)
+        if upload is not None and persist is not None:
+            sent = environ["wsgi.input"].read()  # the gate has read it whole: hand moto a copy
+            environ["wsgi.input"] = io.BytesIO(sent)
         result = self.app(environ, hold)
         try:
             body = b"".join(result)
@@ -168,6 +175,8 @@ class StreamRouter:
         answered += 1  # counted once answered: a snapshot that sees the count sees what the request changed
         if persist is not None and held and held[0][:1] in ("2",):
             try:
+                if upload is not None and known_object is not None:
+                    known_object(*upload, sent)
                 persist(answered)
             except Exception as e:  # the change is made but not kept: say so, never 200
                 return _json_error(
@@ -219,6 +228,20 @@ class StreamRouter:
         start_response("200 OK", out)
         sse = response.headers.get("content-type", "").startswith("text/event-stream")
         return _frames(response, release, sse)
+
+
+def _put_object(environ: dict) -> tuple[str, str] | None:
+    """(bucket, key) of a plain S3 PutObject (path style, whole body), else None (multipart parts, copies, chunked)."""
+    if environ.get("REQUEST_METHOD") != "PUT" or environ.get("HTTP_X_AMZ_TARGET"):
+        return None
+    if "uploadId" in environ.get("QUERY_STRING", "") or environ.get("HTTP_X_AMZ_COPY_SOURCE"):
+        return None
+    if "aws-chunked" in environ.get("HTTP_CONTENT_ENCODING", "") or environ.get(
+        "HTTP_X_AMZ_CONTENT_SHA256", ""
+    ).startswith("STREAMING-"):
+        return None
+    bucket, _, key = environ.get("PATH_INFO", "").lstrip("/").partition("/")
+    return (bucket, key) if bucket and key and not environ.get("QUERY_STRING") else None
 
 
 def _frames(response: Any, release: Callable[[], None], sse: bool = False) -> Iterator[bytes]:
