@@ -92,7 +92,9 @@ class Keeper:
         self._durable = (
             threading.Condition()
         )  # persist(): one snapshot at a time serves every request waiting
-        self._written, self._writing = 0, False  # the count of answered requests the last snapshot covers
+        self._written, self._writing = 0, False  # the last request generation a written snapshot covers
+        self._generation, self._dirty = 0, set()  # requests that asked to persist, the services they changed
+        self._doc: dict | None = None  # the last snapshot written
         self._snapshotting = threading.Lock()  # run()'s snapshots and persist()'s never overlap
 
     @property
@@ -114,29 +116,51 @@ class Keeper:
             if self._try(clean=True):
                 return
 
-    def persist(self, generation: int) -> None:
-        """Return once a snapshot covers request number ``generation`` (``stream_route.answered``): the request's
-        change is on disk, fsynced. Requests waiting together share one snapshot (a group commit).
+    def persist(self, service: str | None = None) -> None:
+        """Return once a snapshot covers the change a request just made to ``service`` (its SigV4 signing name: s3,
+        sagemaker, iam, monitoring, application-autoscaling; None: any): written, fsynced, renamed. Requests waiting
+        together share one write (a group commit), and a write rebuilds only the sections of the services they changed
+        over the last snapshot (a SageMaker call does not list every S3 object again); the background look (``run``)
+        still takes whole snapshots of what the service changes on its own.
 
         Raises:
             ClientError, OSError: the snapshot could not be taken or written (the caller answers 500).
         """
         with self._durable:
-            while self._written < generation:
+            self._generation += 1
+            mine = self._generation
+            self._dirty.add(service if service in _SECTIONS else "*")
+            while self._written < mine:
                 if self._writing:
                     self._durable.wait()
                     continue
-                self._writing, covered = True, stream_route.answered
+                self._writing, covered = True, self._generation
+                dirty, self._dirty = self._dirty, set()
                 self._durable.release()
+                written = False
                 try:
-                    self.snapshot(clean=False, strict=True)
+                    self._write_sections(dirty)
                     written = True
                 finally:
                     self._durable.acquire()
                     self._writing = False
+                    if not written:
+                        self._dirty |= dirty
                     self._durable.notify_all()
-                if written:
-                    self._written = max(self._written, covered)
+                self._written = max(self._written, covered)
+
+    def _write_sections(self, dirty: set[str]) -> None:
+        """The last snapshot with the sections of ``dirty`` services rebuilt (all of it the first time, or for "*")."""
+        with self._snapshotting:
+            if self._doc is None or "*" in dirty:
+                self._snapshot(clean=False, force=True, strict=True)
+                return
+            doc = dict(self._doc, taken_at=time.time(), clean=False)
+            for service in dirty:
+                key, build = _SECTIONS[service]
+                doc[key] = build(self)
+            write_private(self.path, json.dumps(doc, default=str).encode())
+            self._doc, self._fingerprint = doc, None  # the background look compares again from scratch
 
     def known_object(self, bucket: str, key: str, body: bytes) -> None:
         """An object a PutObject just stored, kept from the request's own bytes (fsynced), its content type and metadata
@@ -199,7 +223,7 @@ class Keeper:
             return False
         # atomic and durable: a crash leaves the previous snapshot or this one, never half, and never one not on disk
         write_private(self.path, json.dumps(doc, default=str).encode())
-        self._fingerprint = fingerprint
+        self._fingerprint, self._doc = fingerprint, doc
         return True
 
     def _fingerprint_now(self) -> str:
@@ -499,3 +523,13 @@ def _count(n: int, kind: str) -> str:
         kind = kind.replace("policies", "policy")
         kind = kind[:-1] if kind.endswith("s") and not kind.endswith("ss") else kind
     return f"{n} {kind}"
+
+
+# a service's SigV4 signing name -> the snapshot's section it can change, and how that section is rebuilt
+_SECTIONS: dict[str, tuple[str, Any]] = {
+    "s3": ("s3", Keeper._buckets),
+    "iam": ("iam", Keeper._roles),
+    "sagemaker": ("sagemaker", Keeper._sagemaker),
+    "monitoring": ("alarms", Keeper._alarms),
+    "application-autoscaling": ("autoscaling", Keeper._autoscaling),
+}

@@ -29,7 +29,7 @@ from smneuron.local_record import LOCAL_ACCOUNT, LOCAL_REGION
 
 _PATH = re.compile(r"^/endpoints/([^/]+)/invocations-response-stream$")
 _INVOKE = re.compile(r"^/endpoints/([^/]+)/invocations$")
-_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([a-z0-9-]+)/")
+_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([a-z0-9-]+)/([a-z0-9-]+)/")
 COMPONENT_HEADER = "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT"
 ACTIVE: Any = None  # the embedded SageMaker's Backer (set by hooks.activate)
 KEEPER_HEADER = "X-Smneuron-Keeper"  # the snapshot's own reads (persistence.Keeper): they change nothing
@@ -38,9 +38,9 @@ _KEEPER_ENVIRON = "HTTP_" + KEEPER_HEADER.upper().replace("-", "_")  # the heade
 # persistence.Keeper looks again when it grows
 answered = 0
 _READ_PREFIXES = ("Describe", "List", "Get", "Head")  # AWS's read-only operations, by name
-# the service's durable write of what a request changed (persistence.Keeper.persist), given the count of requests
-# answered so far; None where no state is kept (an in-process embedded AWS)
-persist: Callable[[int], None] | None = None
+# the service's durable write of what a request changed (persistence.Keeper.persist), given the service the request
+# was signed for; None where no state is kept (an in-process embedded AWS)
+persist: Callable[[str | None], None] | None = None
 # the Keeper's record of an object a PutObject stored, from the request's own bytes (persistence.Keeper.known_object)
 known_object: Callable[..., None] | None = None
 
@@ -177,7 +177,8 @@ class StreamRouter:
             try:
                 if upload is not None and known_object is not None:
                     known_object(*upload, sent)
-                persist(answered)
+                scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
+                persist(scope.group(2) if scope else None)
             except Exception as e:  # the change is made but not kept: say so, never 200
                 return _json_error(
                     start_response,
