@@ -382,10 +382,17 @@ def run(
     with step(f"bench {url or endpoint} ({profile})") as shown:
         runs = profiles.run_sync(main(shown))
     failed = sum(r.requests_failed for r in runs)
-    if failed and not sum(r.requests_ok for r in runs):
+    if not sum(r.requests_ok for r in runs):  # nothing measured is never a report: it is a failure, with why
+        seen = errors.summary()
+        if failed or seen:
+            raise BenchFailedError(
+                f"Every request failed ({failed} within the measured windows) against {url or endpoint}: {seen}.",
+                hint="Check the target answers one request (`smneuron invoke ...`) and that the payloads fit the "
+                "model.",
+            )
         raise BenchFailedError(
-            f"Every request failed ({failed} of {failed}) against {url or endpoint}: {errors.summary()}.",
-            hint="Check the target answers one request (`smneuron invoke ...`) and that the payloads fit the model.",
+            f"No request was answered within the run against {url or endpoint}: nothing was measured.",
+            hint="Run it longer (--duration), or check that the target answers one request (`smneuron invoke ...`).",
         )
     for r in runs:
         r.cost_per_million_usd = cost_per_million(r.throughput_rps, hourly, instance_count)

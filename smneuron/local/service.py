@@ -325,7 +325,7 @@ def serve(
             stop.wait()
         finally:
             stop.set()
-            keeping.join(timeout=120)  # the last snapshot, while the embedded AWS still answers
+            keeping.join(timeout=120)  # the last snapshot (clean), while the embedded AWS still answers
             stream_route.persist = stream_route.known_object = None
             activate(None)
             shutil.rmtree(run_dir, ignore_errors=True)

@@ -95,6 +95,7 @@ class Keeper:
         self._written, self._writing = 0, False  # the last request generation a written snapshot covers
         self._generation, self._dirty = 0, set()  # requests that asked to persist, the services they changed
         self._doc: dict | None = None  # the last snapshot written
+        self._closing = False  # the service stops: only the clean snapshot is written from now on
         self._snapshotting = threading.Lock()  # run()'s snapshots and persist()'s never overlap
 
     @property
@@ -112,6 +113,10 @@ class Keeper:
                 continue
             seen, looked = now, time.monotonic()
             self._try(clean=False)
+        with (
+            self._durable
+        ):  # from here the clean stop's snapshot covers every change: persist() writes no more
+            self._closing = True
         for _ in range(3):  # the clean stop's: what `up` restores says "clean stop" only when it was written
             if self._try(clean=True):
                 return
@@ -127,6 +132,8 @@ class Keeper:
             ClientError, OSError: the snapshot could not be taken or written (the caller answers 500).
         """
         with self._durable:
+            if self._closing:  # the service is stopping: its clean snapshot, taken last, holds this change
+                return
             self._generation += 1
             mine = self._generation
             self._dirty.add(service if service in _SECTIONS else "*")
