@@ -128,8 +128,8 @@ class Session:
             account: the AWS account id, if known (else SMNEURON_ACCOUNT, else one STS call when needed).
             offline: for commands that create nothing (``--dry-run``, ``pipeline definition``): missing
                 credentials are fine and an unknown account is shown as ``<account-id>``.
-            local: use the embedded SageMaker of `smneuron local up` (its URL, region and throwaway
-                credentials); default: SMNEURON_LOCAL=1. An explicit ``endpoint_url`` wins over it.
+            local: use the embedded SageMaker of `smneuron local up` (its URL, region and the credentials it made
+                for its state directory); default: SMNEURON_LOCAL=1. An explicit ``endpoint_url`` wins over it.
 
         Raises:
             MissingRegionError: no region anywhere.
