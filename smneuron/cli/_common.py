@@ -55,7 +55,7 @@ class CliState:
 
         if self._session is None or overrides or offline:
             aws = self.project().aws
-            if self.local:  # the embedded SageMaker: its URL, region and the credentials made for its state directory
+            if self.local:  # the embedded SageMaker: its URL, region and its state directory's credentials
                 env = local_environment(require_local_service())
                 os.environ.update(
                     {k: v for k, v in env.items() if k.startswith("AWS_") and k != "AWS_REGION"}
