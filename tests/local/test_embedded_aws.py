@@ -100,18 +100,22 @@ def test_conditional_denies_are_left_to_real_s3_unconditional_ones_enforced(sess
         s3.get_object(Bucket="tls", Key="k")  # other statements are still enforced by moto
 
 
-def test_endpoint_delay_makes_endpoints_transition_like_real_ones(session):
-    import time
-
+def test_endpoint_delay_makes_endpoints_transition_like_real_ones(session, monkeypatch):
+    """The embedded clock is the test's (issue 51 #5: a 0.5 s delay against a 0.6 s sleep raced on a loaded machine)."""
+    from smneuron.local.aws import embedded
     from smneuron.local.aws.embedded import set_endpoint_delay
 
+    now = [1000.0]
+    monkeypatch.setattr(embedded, "clock", lambda: now[0])
     sm = session.client("sagemaker")
     make_config(sm, "c-delay", "ml.inf2.xlarge")
     set_endpoint_delay(0.5)
     try:
         sm.create_endpoint(EndpointName="slow", EndpointConfigName="c-delay")
         assert sm.describe_endpoint(EndpointName="slow")["EndpointStatus"] == "Creating"
-        time.sleep(0.6)
+        now[0] += 0.49
+        assert sm.describe_endpoint(EndpointName="slow")["EndpointStatus"] == "Creating"
+        now[0] += 0.02
         assert sm.describe_endpoint(EndpointName="slow")["EndpointStatus"] == "InService"
     finally:
         set_endpoint_delay(0)

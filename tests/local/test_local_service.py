@@ -227,7 +227,7 @@ def test_the_dlc_stack_can_back_the_endpoints(smneuron_cli, tiny_classifier, tmp
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
     up = json.loads(smneuron_cli("local", "up", "--engine", "torchserve", "--json").stdout)
     assert up["engine"] == "torchserve"
-    smneuron_cli(
+    refused = smneuron_cli(
         "--local",
         "deploy",
         str(tmp_path / "a"),
@@ -236,7 +236,9 @@ def test_the_dlc_stack_can_back_the_endpoints(smneuron_cli, tiny_classifier, tmp
         "--name",
         "ts-ep",
         check=False,
-    )  # a cpu artifact is refused for ml.inf2 before anything runs
+    )  # a cpu artifact is refused for ml.inf2 before anything runs (issue 51 #5: this was never checked)
+    assert refused.returncode == 1 and "compiled for cpu" in " ".join(refused.stderr.split()), refused.stderr
+    assert json.loads(smneuron_cli("--local", "list", "--json").stdout) == []  # nothing was created
     smneuron_cli("--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.xlarge", "--name", "ts-ep")
     service = up["pid"]
     java = _torchserve_java(tmp_path / "state")

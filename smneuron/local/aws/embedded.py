@@ -54,6 +54,11 @@ _PATCHED = False
 _ENDPOINT_DELAY_S = 0.0
 
 
+def clock() -> float:
+    """The clock of the endpoints' simulated transitions (a test replaces it to control time)."""
+    return time.monotonic()
+
+
 def set_endpoint_delay(seconds: float) -> None:
     """Endpoints created or updated from now on report Creating/Updating for ``seconds``."""
     global _ENDPOINT_DELAY_S
@@ -102,7 +107,7 @@ def patch_moto() -> None:
         endpoint.production_variants = endpoint._process_production_variants(config["ProductionVariants"])
         endpoint.last_deployment_config = deployment_config
         endpoint.last_modified_time = models.utcnow()
-        endpoint._smneuron_busy = ("Updating", time.monotonic() + _ENDPOINT_DELAY_S)
+        endpoint._smneuron_busy = ("Updating", clock() + _ENDPOINT_DELAY_S)
         return endpoint
 
     def response_update_endpoint(self: Any) -> Any:
@@ -121,13 +126,13 @@ def patch_moto() -> None:
             arn = models.FakeEndpoint.arn_formatter(endpoint_name, self.account_id, self.region_name)
             raise ValidationError(message=f'Cannot create already existing endpoint "{arn}".')
         endpoint = original_create(self, endpoint_name, *args, **kwargs)
-        endpoint._smneuron_busy = ("Creating", time.monotonic() + _ENDPOINT_DELAY_S)
+        endpoint._smneuron_busy = ("Creating", clock() + _ENDPOINT_DELAY_S)
         return endpoint
 
     def describe_endpoint(self: Any, endpoint_name: str) -> dict:
         response = original_describe(self, endpoint_name)
         busy = getattr(self.endpoints.get(endpoint_name), "_smneuron_busy", None)
-        if busy and time.monotonic() < busy[1] and response.get("EndpointStatus") == "InService":
+        if busy and clock() < busy[1] and response.get("EndpointStatus") == "InService":
             response = dict(response, EndpointStatus=busy[0])
         return response
 
