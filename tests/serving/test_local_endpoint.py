@@ -226,10 +226,26 @@ def test_workers_are_capped_by_this_machine_and_said_out_loud(tarball):
         assert (
             layout.workers == min(12, os.cpu_count()) and layout.env["SAGEMAKER_MODEL_SERVER_WORKERS"] == "12"
         )
-        if os.cpu_count() < 12:
-            assert "instance would run 12, capped" in describe_layout(layout)
+        assert ("instance would run 12, capped" in describe_layout(layout)) is (os.cpu_count() < 12)
     finally:
         ep.cleanup()
+
+
+@pytest.mark.parametrize(("cores", "workers", "capped"), [(4, 4, True), (16, 12, False)])
+def test_the_cap_is_said_on_a_small_machine_and_absent_on_a_big_one(monkeypatch, cores, workers, capped):
+    """Issue 51 #5: the capped branch ran only on machines of fewer than 12 CPUs; both are held here, whatever this
+    machine has (its core count is the test's)."""
+    from smneuron.catalog import InstanceType
+    from smneuron.local.foreground import describe_layout
+    from smneuron.serving.server import plan_layout
+    from smneuron.specs.models import EndpointSpec
+
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    manifest = {"compiler": {"target": "inf2", "cores_per_model": 1}, "batch_size": 8}
+    layout = plan_layout(manifest, InstanceType.parse("ml.inf2.24xlarge"), EndpointSpec(), None)
+    assert layout.workers == workers and layout.env["SAGEMAKER_MODEL_SERVER_WORKERS"] == "12"
+    assert ("instance would run 12, capped" in describe_layout(layout)) is capped
+    assert layout.env["OMP_NUM_THREADS"] == str(cores // workers)
 
 
 @pytest.mark.integration
