@@ -93,14 +93,3 @@ def tighten(root: Path) -> list[Path]:
                 os.chmod(name, stat.S_IMODE(st.st_mode) & ~0o077 | (mode & 0o700))
                 changed.append(Path(name))
     return changed
-
-
-def loose_entries(root: Path) -> list[Path]:
-    """Directories and files under ``root`` that others may read, write or enter (what ``tighten`` would fix)."""
-    loose = []
-    for current, _dirs, files in os.walk(root):
-        for name in [current] + [os.path.join(current, f) for f in files]:
-            st = os.lstat(name)
-            if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o077:
-                loose.append(Path(name))
-    return loose

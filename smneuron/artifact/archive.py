@@ -33,6 +33,9 @@ class InspectReport:
     manifest: dict | None
     code_files: list[str]
     problems: list[str] = field(default_factory=list)
+    damaged: list[str] = field(
+        default_factory=list
+    )  # the problems of the manifest's files: missing or changed
 
     @property
     def ok(self) -> bool:
@@ -70,7 +73,7 @@ def inspect_package(path: str | Path) -> InspectReport:
                     entries[member.name] = Entry(member.name, member.size, h.hexdigest())
         except (tarfile.TarError, OSError, EOFError) as e:
             raise ArtifactError(f"{path} is not a readable tar archive: {e}") from e
-    problems = []
+    problems, damaged = [], []
     manifest = None
     if manifest_bytes is None:
         problems.append(f"{MANIFEST_NAME} is missing")
@@ -80,11 +83,12 @@ def inspect_package(path: str | Path) -> InspectReport:
         for name, digest in expected.items():
             got = entries.get(name)
             if got is None:
-                problems.append(f"{name}: listed in the manifest but missing")
+                damaged.append(f"{name}: listed in the manifest but missing")
             elif got.sha256 != digest:
-                problems.append(
+                damaged.append(
                     f"{name}: sha256 {got.sha256[:12]}... does not match the manifest's {digest[:12]}..."
                 )
+        problems += damaged
         for name in entries:
             if name not in expected and name != MANIFEST_NAME and not name.startswith("code/"):
                 problems.append(f"{name}: not part of the artifact (unexpected file at the root)")
@@ -92,7 +96,7 @@ def inspect_package(path: str | Path) -> InspectReport:
     llm = manifest is not None and kind_of(manifest) == GENERATION  # the vLLM container has no code/
     if "code/inference.py" not in entries and not llm:
         problems.append("code/inference.py is missing: the DLC would fall back to its default handlers")
-    return InspectReport(path, list(entries.values()), manifest, code, problems)
+    return InspectReport(path, list(entries.values()), manifest, code, problems, damaged)
 
 
 def read_manifest(path: str | Path) -> dict:
@@ -140,9 +144,7 @@ def verify_package(path: Path) -> None:
         for name in expected:
             check_name(name, path / MANIFEST_NAME)
         check_tree(path, hashed=frozenset(expected))
-    problems = [
-        p for p in inspect_package(path).problems if "does not match the manifest" in p or "but missing" in p
-    ]
+    problems = inspect_package(path).damaged
     if problems:
         raise ArtifactError(
             f"{path} does not hold what its manifest says: {'; '.join(problems[:5])}"

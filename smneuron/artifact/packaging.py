@@ -218,11 +218,9 @@ def package(
                     src = files[name]
                     with open(src, "rb") as f:
                         size = os.fstat(f.fileno()).st_size
-                        if name in expected:  # the bytes written are the bytes the manifest names
-                            f = _Checked(f, name, expected[name])  # type: ignore[assignment]
-                        tar.addfile(_tarinfo(name, size), f)
-                        if name in expected:
-                            f.verify()  # type: ignore[attr-defined]
+                        reader = _Checked(f, name, expected.get(name))  # the bytes the manifest names
+                        tar.addfile(_tarinfo(name, size), reader)
+                        reader.verify()
                     shown.advance(size)
             gz.close()
         os.replace(tmp, output)
@@ -243,22 +241,24 @@ def _gzip_writer(raw: io.RawIOBase, level: int, threads: int | None):
 
 
 class _Checked(io.RawIOBase):
-    """A file read through sha256, checked against the manifest's digest once read (``verify``)."""
+    """A file read through sha256, checked against the manifest's digest once read (``verify``); a file the
+    manifest does not list (``digest`` None: smneuron's code, the user's) is read as it is."""
 
-    def __init__(self, raw: io.BufferedReader, name: str, digest: str) -> None:
+    def __init__(self, raw: io.BufferedReader, name: str, digest: str | None) -> None:
         self.raw, self.name_in_package, self.digest = raw, name, digest
-        self.hash = hashlib.sha256()
+        self.hash = hashlib.sha256() if digest else None
 
     def readable(self) -> bool:
         return True
 
     def read(self, n: int = -1) -> bytes:
         data = self.raw.read(n)
-        self.hash.update(data)
+        if self.hash is not None:
+            self.hash.update(data)
         return data
 
     def verify(self) -> None:
-        if self.hash.hexdigest() != self.digest:
+        if self.hash is not None and self.hash.hexdigest() != self.digest:
             raise ArtifactError(
                 f"{self.name_in_package} in {Path(self.raw.name).parent} does not match its manifest: sha256 "
                 f"{self.hash.hexdigest()[:12]}... where smneuron.json says {self.digest[:12]}... (the file changed "
@@ -282,10 +282,9 @@ def _write_tree(
                 dest.write_bytes(req)
                 continue
             with open(files[name], "rb") as src, open(dest, "wb") as out:
-                reader = _Checked(src, name, expected[name]) if name in expected else src
+                reader = _Checked(src, name, expected.get(name))
                 shutil.copyfileobj(reader, out, CHUNK)
-                if name in expected:
-                    reader.verify()  # type: ignore[union-attr]
+                reader.verify()
     except BaseException:  # a refused or broken package leaves nothing behind
         shutil.rmtree(output, ignore_errors=True)
         raise

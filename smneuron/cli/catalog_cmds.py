@@ -121,9 +121,8 @@ def images(
             "give the instance type (or --matrix for every image).", param_hint="--instance"
         )
     st = state(ctx)
-    if (
-        not region and not st.region and (st.local or wants_local())
-    ):  # the embedded SageMaker's region, offline
+    # the embedded SageMaker's region, offline
+    if not region and not st.region and (st.local or wants_local()):
         region = LOCAL_REGION
     region = resolve_region(region or st.region or st.project().aws.region)
     if not region:

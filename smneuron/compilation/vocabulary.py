@@ -63,9 +63,8 @@ def copy_tokenizer(model_dir: Path, out_dir: Path) -> list[str]:
     """
     copied = []
     for name in TOKENIZER_FILES:
-        if (
-            model_dir / name
-        ).is_file():  # a link out of the model dir is refused (artifact.links), not shipped
+        # a link out of the model dir is refused (artifact.links), not shipped
+        if (model_dir / name).is_file():
             shutil.copyfile(check_file(model_dir, model_dir / name), out_dir / name)
             copied.append(name)
     if "tokenizer.json" not in copied:

@@ -42,9 +42,8 @@ def sweep(owner: Path) -> list[int]:
 
 def watch(owner: Path, fd: int) -> list[int]:
     """Block until the service's end of the pipe closes, then sweep its processes; returns what was stopped."""
-    signal.signal(
-        signal.SIGINT, signal.SIG_IGN
-    )  # a Ctrl-C meant for a terminal's foreground job is not for it
+    # a Ctrl-C meant for a terminal's foreground job is not for it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
             if not os.read(fd, 1):

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 from smneuron.catalog import InstanceType
@@ -48,9 +49,8 @@ _REAPER_PIPE: list[int] = []  # the write end the reaper watches: open for the l
 def _start_reaper(owner: Path) -> None:
     """Start the watcher that stops this service's processes when it dies (smneuron.local.reaper)."""
     read, write = os.pipe()  # non-inheritable: no process the service execs holds the write end
-    env = {
-        k: v for k, v in os.environ.items() if k != OWNER
-    }  # the reaper carries no mark: it outlives the sweep
+    # the reaper carries no mark: it outlives the sweep
+    env = {k: v for k, v in os.environ.items() if k != OWNER}
     subprocess.Popen(
         [sys.executable, "-m", "smneuron.local.reaper", str(owner), str(read)],
         pass_fds=(read,),
@@ -208,8 +208,6 @@ def _stop_started(proc: subprocess.Popen, path: Path) -> None:
 
 def _origin(value: str) -> str:
     """A browser origin as browsers send it (``scheme://host[:port]``), or ConfigError."""
-    import urllib.parse
-
     parts = urllib.parse.urlsplit(value.strip())
     if (
         parts.scheme not in ("http", "https")

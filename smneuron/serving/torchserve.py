@@ -80,9 +80,8 @@ def _get(url: str, timeout: float = 2, key: str | None = None) -> tuple[int, byt
         return 0, b""
 
 
-TOKEN_MINUTES = (
-    60 * 24 * 365
-)  # TorchServe's key expiry for the embedded SageMaker's stacks: outlives any of them
+# TorchServe's key expiry for the embedded SageMaker's stacks: outlives any of them
+TOKEN_MINUTES = 60 * 24 * 365
 
 LOAD_HINT = (
     "Fix model_fn (or the files it reads) and deploy again; the whole traceback is in the endpoint's logs "

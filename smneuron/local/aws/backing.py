@@ -288,8 +288,8 @@ class Backer:
         stack's own inference key."""
         for backing in list(self.endpoints.values()):
             for server in [backing.server, *backing.extra]:
-                if server is not None and getattr(server, "keys", None) and server.url == url:
-                    return server.authorization
+                if server is not None and server.url == url:  # a TorchServe stack has its own key
+                    return getattr(server, "authorization", {})
         return {}
 
     def url(self, name: str) -> str | None:

@@ -73,9 +73,8 @@ class Gate:
             )
         if denied:
             return _refuse(start_response, protocol, Refused(403, "AccessDenied", denied))
-        if (
-            environ.get("REQUEST_METHOD") == "OPTIONS"
-        ):  # a preflight, from an allowed origin (or none: no CORS)
+        # a preflight, from an allowed origin (or none: no CORS)
+        if environ.get("REQUEST_METHOD") == "OPTIONS":
             headers = _cors(origin) if allowed else []
             start_response("200 OK", [*headers, ("Content-Length", "0")])
             return [b""]

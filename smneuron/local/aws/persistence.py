@@ -89,9 +89,8 @@ class Keeper:
         self.objects = root / "objects"
         self._fingerprint: str | None = None
         self._known: dict[tuple[str, str, str], dict] = {}  # (bucket, key, etag) -> its entry: read once
-        self._durable = (
-            threading.Condition()
-        )  # persist(): one snapshot at a time serves every request waiting
+        # persist(): one snapshot at a time serves every request waiting
+        self._durable = threading.Condition()
         self._written, self._writing = 0, False  # the last request generation a written snapshot covers
         self._generation, self._dirty = 0, set()  # requests that asked to persist, the services they changed
         self._doc: dict | None = None  # the last snapshot written
@@ -113,9 +112,8 @@ class Keeper:
                 continue
             seen, looked = now, time.monotonic()
             self._try(clean=False)
-        with (
-            self._durable
-        ):  # from here the clean stop's snapshot covers every change: persist() writes no more
+        # from here the clean stop's snapshot covers every change: persist() writes no more
+        with self._durable:
             self._closing = True
         for _ in range(3):  # the clean stop's: what `up` restores says "clean stop" only when it was written
             if self._try(clean=True):
@@ -175,23 +173,9 @@ class Keeper:
         """
         head = self.session.client("s3").head_object(Bucket=bucket, Key=key)
         sha = hashlib.sha256(body).hexdigest()
-        target = self.objects / sha
-        if not target.exists():
-            self.objects.mkdir(parents=True, exist_ok=True)
-            tmp = self.objects / f".incoming-{threading.get_ident()}"
-            with open(tmp, "wb") as f:
-                f.write(body)
-                f.flush()
-                os.fsync(f.fileno())
-            tmp.replace(target)
-            sync_dir(self.objects)
-        entry = {
-            "Key": key,
-            "sha256": sha,
-            "ContentType": head.get("ContentType"),
-            "Metadata": head.get("Metadata", {}),
-        }
-        self._known[(bucket, key, head["ETag"])] = entry
+        if not (self.objects / sha).exists():
+            write_private(self.objects / sha, body)  # fsynced, renamed, the directory fsynced
+        self._known[(bucket, key, head["ETag"])] = _entry(key, sha, head)
 
     def _try(self, *, clean: bool) -> bool:
         try:
@@ -300,12 +284,7 @@ class Keeper:
         else:
             tmp.replace(self.objects / sha)
             sync_dir(self.objects)
-        return {
-            "Key": key,
-            "sha256": sha,
-            "ContentType": got.get("ContentType"),
-            "Metadata": got.get("Metadata", {}),
-        }
+        return _entry(key, sha, got)
 
     def _roles(self) -> list[dict]:
         iam = self.session.client("iam")
@@ -540,3 +519,13 @@ _SECTIONS: dict[str, tuple[str, Any]] = {
     "monitoring": ("alarms", Keeper._alarms),
     "application-autoscaling": ("autoscaling", Keeper._autoscaling),
 }
+
+
+def _entry(key: str, sha: str, answer: dict) -> dict:
+    """A snapshot's record of an object: its key, where its bytes are kept, and what S3 answered of it."""
+    return {
+        "Key": key,
+        "sha256": sha,
+        "ContentType": answer.get("ContentType"),
+        "Metadata": answer.get("Metadata", {}),
+    }

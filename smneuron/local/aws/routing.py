@@ -10,9 +10,8 @@ from typing import Any
 from smneuron.local.aws.components import components_of
 
 MAX_PAYLOAD = 6 * 1024 * 1024  # SageMaker's real-time payload limit
-INVOCATION_LIMIT_S = (
-    60.0  # SageMaker's real-time invocation limit (the container contract: 60 s per invocation)
-)
+# SageMaker's real-time invocation limit (the container contract: 60 s per invocation); a stream's idle limit too
+INVOCATION_LIMIT_S = 60.0
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"  # both ways: request to container, answer to caller
 
 

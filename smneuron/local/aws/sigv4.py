@@ -188,11 +188,11 @@ def verify(
         unsigned_query = "&".join(p for p in raw_query.split("&") if not p.startswith("X-Amz-Signature="))
         signer_cls = S3SigV4QueryAuth if s3 else SigV4QueryAuth
     else:
-        stamp = _header(environ, "x-amz-date")
-        if not stamp and _header(environ, "date"):
+        stamp = wsgi_header(environ, "x-amz-date")
+        if not stamp and wsgi_header(environ, "date"):
             try:
                 stamp = time.strftime(
-                    "%Y%m%dT%H%M%SZ", parsedate_to_datetime(_header(environ, "date")).utctimetuple()
+                    "%Y%m%dT%H%M%SZ", parsedate_to_datetime(wsgi_header(environ, "date")).utctimetuple()
                 )
             except (TypeError, ValueError) as e:
                 raise refusal(protocol, 2, "The Date header is not an HTTP date.") from e
@@ -204,12 +204,12 @@ def verify(
     if stamp[:8] != day:
         raise refusal(protocol, 2, "The credential scope's date is not the request's date.")
 
-    missing = [n for n in signed_names if n != "host" and _header(environ, n) is None]
+    missing = [n for n in signed_names if n != "host" and wsgi_header(environ, n) is None]
     if "host" not in signed_names or missing:
         raise refusal(
             protocol, 2, f"Signed headers missing from the request: {', '.join(missing) or 'host'}."
         )
-    headers = {n: _header(environ, n) or "" for n in signed_names}
+    headers = {n: wsgi_header(environ, n) or "" for n in signed_names}
     payload_hash = headers.get("x-amz-content-sha256")
     if payload_hash and payload_hash not in UNSIGNED_FORMS and not payload_hash.startswith("STREAMING-"):
         if not hmac.compare_digest(payload_hash, sha256(body).hexdigest() if body else EMPTY_SHA256_HASH):
@@ -218,8 +218,7 @@ def verify(
                 "XAmzContentSHA256Mismatch",
                 "The provided 'x-amz-content-sha256' header does not match what was computed.",
             )
-    raw_path = environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
-    path = raw_path.split("?", 1)[0]
+    path = _raw_uri(environ).split("?", 1)[0]
     url = f"http://{headers['host']}{path}" + (f"?{unsigned_query}" if unsigned_query else "")
     request = AWSRequest(method=environ.get("REQUEST_METHOD", "GET"), url=url, headers=headers, data=body)
     request.context["timestamp"] = stamp
@@ -256,19 +255,26 @@ def _verify_v2_query(
     for key, value in params.items():
         if key.lower().startswith("x-amz-") or key.lower() in ("content-md5", "content-type"):
             headers[key.lower()] = value
-    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
     signer = _At(Credentials(access_key, secret), expires=int(expires))
-    expected = signer.get_signature(environ.get("REQUEST_METHOD", "GET"), urlsplit(raw), headers)
+    expected = signer.get_signature(
+        environ.get("REQUEST_METHOD", "GET"), urlsplit(_raw_uri(environ)), headers
+    )
     if not hmac.compare_digest(expected, params["Signature"]):
         raise refusal("s3", 2)
     return Signed(access_key, LOCAL_REGION, "s3", True)
 
 
-def _header(environ: Mapping[str, str], name: str) -> str | None:
+def wsgi_header(environ: Mapping[str, str], name: str) -> str | None:
+    """The request header ``name`` as a WSGI environ holds it (``CONTENT_TYPE``, ``HTTP_X_AMZ_DATE``), or None."""
     key = name.upper().replace("-", "_")
     if key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
         return environ.get(key)
     return environ.get("HTTP_" + key)
+
+
+def _raw_uri(environ: Mapping[str, str]) -> str:
+    """The path and query exactly as the client sent them (what it signed), before the server decoded them."""
+    return environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
 
 
 def _parse_stamp(stamp: str, protocol: str) -> float:

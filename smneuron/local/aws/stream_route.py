@@ -8,7 +8,7 @@ streaming client read it as they read the real service. A model error before the
 424 ModelError; a failure mid-stream is a ``ModelStreamError`` event with botocore's error codes:
 ``StreamBroken`` when the connection to the model breaks or a server-sent-events stream ends without its final
 ``data: [DONE]`` (a copy that died mid-answer: its socket closing looks like a normal end otherwise), and
-``ModelInvocationTimeExceeded`` when the model sends nothing for ``IDLE_LIMIT_S`` (the container contract's 60 s;
+``ModelInvocationTimeExceeded`` when the model sends nothing for ``INVOCATION_LIMIT_S`` (the container contract's 60 s;
 the total a stream may last is not published in botocore's model and is not limited here). boto3 raises
 ``EventStreamError`` for either, so a broken stream is never a short success.
 """
@@ -24,7 +24,14 @@ from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
 
-from smneuron.local.aws.routing import CUSTOM_ATTRIBUTES, container_headers, invoke_request, too_large
+from smneuron.local.aws.routing import (
+    CUSTOM_ATTRIBUTES,
+    INVOCATION_LIMIT_S,
+    container_headers,
+    invoke_request,
+    too_large,
+)
+from smneuron.local.aws.sigv4 import wsgi_header
 from smneuron.local_record import LOCAL_ACCOUNT, LOCAL_REGION
 
 _PATH = re.compile(r"^/endpoints/([^/]+)/invocations-response-stream$")
@@ -80,9 +87,6 @@ def payload_part(data: bytes) -> bytes:
     )
 
 
-IDLE_LIMIT_S = (
-    60.0  # seconds the model may send nothing mid-stream (the container contract's 60 s per invocation)
-)
 DONE = b"data: [DONE]"  # the last event of every vLLM / OpenAI-style stream, a failed one included
 
 
@@ -138,13 +142,13 @@ class StreamRouter:
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
         scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
-
-        def header(name: str) -> str | None:
-            key = name.upper().replace("-", "_")
-            return environ.get(key if key == "CONTENT_TYPE" else "HTTP_" + key)
-
         status, headers, answer = invoke_request(
-            backer, LOCAL_ACCOUNT, scope.group(1) if scope else LOCAL_REGION, name, body, header
+            backer,
+            LOCAL_ACCOUNT,
+            scope.group(1) if scope else LOCAL_REGION,
+            name,
+            body,
+            lambda header: wsgi_header(environ, header),
         )
         data = answer if isinstance(answer, bytes) else answer.encode()
         out = [(k, v) for k, v in headers.items() if k != "status"] + [("Content-Length", str(len(data)))]
@@ -193,16 +197,14 @@ class StreamRouter:
         import httpx
 
         def get(name: str) -> str | None:
-            if name == "Accept":  # the streaming call carries it under its own name (botocore's shape)
-                name = "X-Amzn-SageMaker-Accept"
-            key = name.upper().replace("-", "_")
-            return environ.get(key if key == "CONTENT_TYPE" else "HTTP_" + key)
+            # the streaming call carries Accept under its own name (botocore's shape)
+            return wsgi_header(environ, "X-Amzn-SageMaker-Accept" if name == "Accept" else name)
 
         headers = {**container_headers(get), **backer.authorization(url)}
         release = backer.components.hold(url)  # until the stream ends: a copy drains before it stops
         try:
             request = backer.http.build_request(
-                "POST", url + "/invocations", content=body, headers=headers, timeout=IDLE_LIMIT_S
+                "POST", url + "/invocations", content=body, headers=headers, timeout=INVOCATION_LIMIT_S
             )
             response = backer.http.send(request, stream=True)
         except httpx.HTTPError as e:
@@ -261,7 +263,8 @@ def _frames(response: Any, release: Callable[[], None], sse: bool = False) -> It
             )
     except httpx.TimeoutException:
         yield stream_error(
-            f"The model sent nothing for {IDLE_LIMIT_S:.0f} s mid-stream.", code="ModelInvocationTimeExceeded"
+            f"The model sent nothing for {INVOCATION_LIMIT_S:.0f} s mid-stream.",
+            code="ModelInvocationTimeExceeded",
         )
     except httpx.HTTPError as e:
         yield stream_error(f"The model stream broke: {type(e).__name__}: {e}")

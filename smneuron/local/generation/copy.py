@@ -62,13 +62,11 @@ class GenerationServer:
             **self.environment,
             "OMP_NUM_THREADS": self.environment.get("OMP_NUM_THREADS", "1"),
         }
-        if (
-            server_key()
-        ):  # vLLM's own check (of /v1/* only: its middleware leaves /invocations and /ping open)
-            env["VLLM_API_KEY"] = server_key()  # type: ignore[assignment]
-        if (
-            self.engine == "stand-in"
-        ):  # forked from the process's preloaded forkserver: torch is imported already
+        key = server_key()
+        if key:  # vLLM's own check (of /v1/* only: its middleware leaves /invocations and /ping open)
+            env["VLLM_API_KEY"] = key
+        # forked from the process's preloaded forkserver: torch is imported already
+        if self.engine == "stand-in":
             self.process = Forked(self.model_dir, env, self.port, self.log_path)
         else:
             self.process = subprocess.Popen(
