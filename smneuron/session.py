@@ -9,6 +9,7 @@ import os
 import threading
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +94,9 @@ class Session:
     kms_key_id: str | None = None
     account: str | None = None  # known without asking STS (--account, SMNEURON_ACCOUNT)
     offline: bool = False  # no AWS calls are expected: the account is a placeholder unless given
+    # hourly USD per instance type over the catalog's (the project file's ``prices:``): every cost a verb reports on
+    # this session reads them (``smneuron.catalog.price_table(session.price_overrides)``)
+    price_overrides: dict[str, float] = field(default_factory=dict)
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
     _account: str | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -113,6 +117,7 @@ class Session:
         account: str | None = None,
         offline: bool = False,
         local: bool | None = None,
+        prices: Mapping[str, float] | None = None,
     ) -> Session:
         """Resolve settings: explicit argument > SMNEURON_* variable > AWS configuration.
 
@@ -130,6 +135,8 @@ class Session:
                 credentials are fine and an unknown account is shown as ``<account-id>``.
             local: use the embedded SageMaker of `smneuron local up` (its URL, region and the credentials it made
                 for its state directory); default: SMNEURON_LOCAL=1. An explicit ``endpoint_url`` wins over it.
+            prices: hourly USD per instance type over the catalog's (a project file's ``prices:``); every cost
+                reported on this session uses them.
 
         Raises:
             MissingRegionError: no region anywhere.
@@ -145,6 +152,7 @@ class Session:
                 role=role or os.environ.get("SMNEURON_ROLE") or None,
                 bucket=bucket or os.environ.get("SMNEURON_BUCKET") or None,
                 offline=offline,
+                price_overrides=dict(prices or {}),
             )
 
         try:
@@ -172,6 +180,7 @@ class Session:
             kms_key_id=kms_key_id or os.environ.get("SMNEURON_KMS_KEY_ID") or None,
             account=account or os.environ.get("SMNEURON_ACCOUNT") or None,
             offline=offline,
+            price_overrides=dict(prices or {}),
         )
 
     @classmethod

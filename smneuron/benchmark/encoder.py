@@ -19,6 +19,7 @@ import datetime as dt
 import json
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from smneuron.benchmark.targets import (
     sagemaker_sender,
     url_sender,
 )
-from smneuron.catalog import load_prices
+from smneuron.catalog import price_table
 from smneuron.display.cards import Card, Displayed
 from smneuron.display.progress import Step, step
 from smneuron.errors import BenchFailedError, ConfigError
@@ -71,6 +72,7 @@ class Report(Displayed):
     instance_count: int
     hourly_usd: float | None
     payloads: int
+    price_source: str | None = None
     runs: list[RunStats] = field(default_factory=list)
     generator: dict[str, float] = field(default_factory=dict)
     cloudwatch: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -335,6 +337,7 @@ def run(
     instance_type: str | None = None,
     instance_count: int = 1,
     price: float | None = None,
+    prices: Mapping[str, float] | None = None,
     concurrencies: list[int] | None = None,
     seed: int = 0,
     slo_p99_ms: float | None = None,
@@ -348,7 +351,9 @@ def run(
     check_window(duration_s, warmup_s, cooldown_s)
     errors = ErrorLog()
     search: dict = {}
-    hourly = price if price is not None else (load_prices().hourly(instance_type) if instance_type else None)
+    # the cost: --price, else ``prices`` (the project file's), else the session's overrides, over the catalog
+    overrides = prices if prices is not None else getattr(session, "price_overrides", None)
+    hourly, price_source = price_table(overrides).quote(instance_type, price)
 
     async def main(shown: Step) -> list[RunStats]:
         conc = max(1, concurrency)
@@ -401,6 +406,7 @@ def run(
         instance_type=instance_type,
         instance_count=instance_count,
         hourly_usd=hourly,
+        price_source=price_source,
         payloads=len(payloads),
         runs=runs,
         generator=generator_overhead(),

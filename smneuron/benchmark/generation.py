@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from smneuron.benchmark.generation_report import figures_html
 from smneuron.benchmark.prompts import Lengths, load_tokenizer, requests_from
 from smneuron.benchmark.search import MEASURABLE, meets_stream, searched
 from smneuron.benchmark.stream_targets import StreamSend, sagemaker_stream_sender, url_stream_sender
-from smneuron.catalog import load_prices
+from smneuron.catalog import price_table
 from smneuron.display.cards import Card, Displayed
 from smneuron.display.progress import step
 from smneuron.errors import BenchFailedError, ConfigError
@@ -296,6 +296,7 @@ def run_generation(
     copies: int | None = None,
     copies_per_instance: int | None = None,
     price: float | None = None,
+    prices: Mapping[str, float] | None = None,
     load: dict | None = None,
     serving_source: dict | None = None,
     progress: Callable[[Progress], None] | None = None,
@@ -322,11 +323,9 @@ def run_generation(
 
     check_window(duration_s, warmup_s, cooldown_s)
     slo = slo or Slo()
-    prices = load_prices()
-    hourly = price if price is not None else (prices.hourly(instance_type) if instance_type else None)
-    source = (
-        "given with --price" if price is not None else (prices.source_of(instance_type) if hourly else None)
-    )
+    # the cost: --price, else ``prices`` (the project file's), else the session's overrides, over the catalog
+    overrides = prices if prices is not None else getattr(session, "price_overrides", None)
+    hourly, source = price_table(overrides).quote(instance_type, price)
     limits = {
         "duration_s": duration_s,
         "max_requests": max_requests,

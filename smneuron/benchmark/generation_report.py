@@ -9,10 +9,12 @@ import html
 import io
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from smneuron.benchmark.search import provenance
+from smneuron.catalog import PriceTable, price_table
 from smneuron.display.cards import png_html
 from smneuron.errors import ConfigError
 
@@ -284,7 +286,13 @@ class Choice:
 
 
 def recommend(
-    reports: list[dict], *, rate: float, ttft_ms: float | None, itl_ms: float | None, quantile: str = "p95"
+    reports: list[dict],
+    *,
+    rate: float,
+    ttft_ms: float | None,
+    itl_ms: float | None,
+    quantile: str = "p95",
+    prices: PriceTable | Mapping[str, float] | None = None,
 ) -> list[Choice]:
     """The cheapest instance type x tp x copies meeting TTFT/ITL SLOs (at ``quantile``) at ``rate`` requests/s.
 
@@ -292,6 +300,7 @@ def recommend(
     per-copy request rate of a run meeting the SLOs. Copies needed = ceil(rate / that); instances =
     ceil(copies / copies per instance); cost = instances x price. Sorted cheapest first.
     """
+    table = price_table(prices)
     out = []
     for rep in reports:
         copies = int(rep.get("copies") or 1)
@@ -302,7 +311,7 @@ def recommend(
         per_copy = best["requests_per_s"] / copies
         need = math.ceil(rate / per_copy)
         instances = math.ceil(need / per_instance)
-        hourly = rep.get("hourly_usd")
+        hourly = table.for_report(rep)
         cost = hourly * instances if hourly else None
         arithmetic = (
             f"{run_label(best)}: {best['requests_per_s']:.2f} req/s over {copies} copies = {per_copy:.2f} per copy "

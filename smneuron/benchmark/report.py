@@ -5,12 +5,13 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from smneuron.benchmark.search import provenance
-from smneuron.catalog import load_prices
+from smneuron.catalog import PriceTable, price_table
 from smneuron.display.cards import png_html
 from smneuron.errors import ConfigError
 
@@ -126,7 +127,7 @@ def recommend(
     reports: list[dict],
     latency_p99_ms: float | None,
     rate: float,
-    prices: dict[str, float] | None = None,
+    prices: PriceTable | Mapping[str, float] | None = None,
     headroom: float = 1.0,
 ) -> list[Option]:
     """The cheapest instance type and count that serves ``rate`` req/s at p99 <= the SLO.
@@ -137,7 +138,7 @@ def recommend(
     without a price last); types that never meet the SLO are left out.
     """
 
-    table = load_prices(prices)
+    table = price_table(prices)
     options = []
     for rep in reports:
         itype = rep.get("instance_type")
@@ -151,7 +152,7 @@ def recommend(
             continue
         best, per_instance = found
         n = max(1, math.ceil(rate / per_instance))
-        hourly = rep.get("hourly_usd") or table.hourly(itype)
+        hourly = table.for_report(rep)
         cost = n * hourly if hourly else None
         arithmetic = (
             f"{best['profile']} run: {best['throughput_rps']:.1f} req/s at p99 {best['latency_ms']['p99']:.1f} ms "

@@ -21,7 +21,7 @@ from smneuron.catalog.images import (
     resolve_image,
 )
 from smneuron.catalog.instances import INSTANCE_TYPES, Family, InstanceType, Target, Use
-from smneuron.catalog.prices import PriceTable, load_prices
+from smneuron.catalog.prices import PriceTable, load_prices, price_table
 
 __all__ = [
     "DEFAULT_REGISTRY",
@@ -38,6 +38,7 @@ __all__ = [
     "Use",
     "image_versions",
     "load_prices",
+    "price_table",
     "registry_account",
     "resolve_image",
 ]

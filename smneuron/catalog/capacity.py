@@ -18,10 +18,12 @@ that says, across families, where a model that does not fit would fit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
-from smneuron.catalog import INSTANCE_TYPES, InstanceType, load_prices
+from smneuron.catalog import INSTANCE_TYPES, InstanceType
 from smneuron.catalog.generation import GPU_MEMORY_UTILIZATION, HBM_PER_CORE_GIB, HBM_USABLE, HOST_USABLE
+from smneuron.catalog.prices import PriceTable, price_table
 from smneuron.errors import ConfigError
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -335,10 +337,11 @@ def smallest_fit(
     tensor_parallel_size: int | None,
     family: str = "inf2",
     excluding: str | None = None,
+    prices: PriceTable | Mapping[str, float] | None = None,
 ) -> Capacity | None:
     """The cheapest instance of ``family`` (inf2 or gpu; and tp, when not pinned) where one copy fits, other than
-    ``excluding``."""
-    prices = load_prices()
+    ``excluding``; cheapest by ``prices`` (the catalog's, with overrides)."""
+    prices = price_table(prices)
     found = []
     for inst in INSTANCE_TYPES.values():
         if inst.family != family or "endpoint" not in inst.uses or inst.name == excluding:
@@ -361,14 +364,20 @@ def smallest_fit(
     return min(found, key=lambda f: f[:3])[3] if found else None
 
 
-def cpu_fit(shape: ModelShape, *, batch_size: int, sequence_length: int) -> tuple[str, float] | None:
+def cpu_fit(
+    shape: ModelShape,
+    *,
+    batch_size: int,
+    sequence_length: int,
+    prices: PriceTable | Mapping[str, float] | None = None,
+) -> tuple[str, float] | None:
     """(the cheapest CPU endpoint type whose usable memory holds one copy, GiB needed), or None: smneuron's CPU target
     serves fp32 weights and KV cache (the vLLM container's stand-in and vLLM on CPU load float32)."""
     need = (
         shape.parameters * 4
         + 2 * shape.layers * batch_size * sequence_length * shape.kv_heads * shape.head_dim * 4
     )
-    prices = load_prices()
+    prices = price_table(prices)
     fits = [
         (prices.hourly(i.name) or float("inf"), i.memory_gib, i.name)
         for i in INSTANCE_TYPES.values()
@@ -377,7 +386,7 @@ def cpu_fit(shape: ModelShape, *, batch_size: int, sequence_length: int) -> tupl
     return (min(fits)[2], need / GIB) if fits else None
 
 
-def check(c: Capacity, shape: ModelShape) -> None:
+def check(c: Capacity, shape: ModelShape, prices: PriceTable | Mapping[str, float] | None = None) -> None:
     """Refuse a layout that does not fit, with the arithmetic and the smallest instance that fits.
 
     Raises:
@@ -393,6 +402,7 @@ def check(c: Capacity, shape: ModelShape) -> None:
         dtype=c.dtype,
         tensor_parallel_size=c.tensor_parallel_size,
         family=family,
+        prices=prices,
     )
     best = smallest_fit(
         shape,
@@ -401,6 +411,7 @@ def check(c: Capacity, shape: ModelShape) -> None:
         dtype=c.dtype,
         tensor_parallel_size=None,
         family=family,
+        prices=prices,
     )
     where = []
     if same:
@@ -425,6 +436,7 @@ def check(c: Capacity, shape: ModelShape) -> None:
                 dtype=c.dtype,
                 tensor_parallel_size=None,
                 family="gpu",
+                prices=prices,
             )
             if family != "gpu"
             else None
@@ -435,7 +447,7 @@ def check(c: Capacity, shape: ModelShape) -> None:
                 f"({gpu.need_per_core_gib:.1f} GiB per GPU; `smneuron compile MODEL --target cuda --tensor-parallel-size "
                 f"{gpu.tensor_parallel_size}`, then --instance {gpu.instance})."
             )
-        cpu = cpu_fit(shape, batch_size=c.batch_size, sequence_length=c.sequence_length)
+        cpu = cpu_fit(shape, batch_size=c.batch_size, sequence_length=c.sequence_length, prices=prices)
         if cpu:
             where.append(
                 f"Or serve it on CPU: {cpu[0]} holds one fp32 copy ({cpu[1]:.0f} GiB of weights and KV cache; "

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -35,6 +36,44 @@ class PriceTable:
             return self.estimate_source
         return self.source if instance in self.hourly_usd else "no price known"
 
+    def quote(self, instance: str | None, given: float | None = None) -> tuple[float | None, str | None]:
+        """(hourly USD, where it comes from) for ``instance``: ``given`` (a --price flag) over this table."""
+        if given is not None:
+            return given, "given with --price"
+        hourly = self.hourly(instance) if instance else None
+        return hourly, (self.source_of(instance) if hourly is not None and instance else None)
+
+    def for_report(self, report: Mapping) -> float | None:
+        """The hourly price to cost a saved bench report with: a price given to that bench (--price) as recorded;
+        else this table's override for its type (the project's prices today); else what the report recorded; else
+        this table's figure."""
+        instance = report.get("instance_type")
+        if report.get("price_source") == "given with --price" or not instance:
+            return report.get("hourly_usd")
+        if instance in self.overridden:
+            return self.hourly(instance)
+        return report.get("hourly_usd") or self.hourly(instance)
+
+    def with_overrides(self, overrides: Mapping[str, float] | None) -> PriceTable:
+        """This table with ``overrides`` (instance type -> hourly USD) over it; itself when there are none."""
+        if not overrides:
+            return self
+        given = {str(k): float(v) for k, v in overrides.items()}
+        changed = tuple(dict.fromkeys((*self.overridden, *given)))
+        source = self.source if self.overridden else self.source + " + user overrides"
+        return replace(
+            self,
+            hourly_usd={**self.hourly_usd, **given},
+            source=source,
+            overridden=changed,
+            estimated=tuple(n for n in self.estimated if n not in given),
+        )
+
+
+def price_table(prices: PriceTable | Mapping[str, float] | None = None) -> PriceTable:
+    """``prices`` as a table: a table as it is; overrides over the catalog's (``load_prices``); None: the catalog's."""
+    return prices if isinstance(prices, PriceTable) else load_prices(dict(prices) if prices else None)
+
 
 @lru_cache(maxsize=8)
 def _builtin_prices() -> dict:
@@ -59,11 +98,9 @@ def load_prices(overrides: dict[str, float] | None = None, file: str | Path | No
         loaded = loaded.get("hourly_usd", loaded)
         prices.update({str(k): float(v) for k, v in loaded.items()})
         changed += list(loaded)
-    if overrides:
-        prices.update(overrides)
-        changed += list(overrides)
     source = data["source"] if not changed else data["source"] + " + user overrides"
     guesses = tuple(n for n in estimated.get("hourly_usd", {}) if n not in changed)
-    return PriceTable(
+    table = PriceTable(
         prices, source, data["as_of"], data["region"], tuple(changed), guesses, estimated.get("source", "")
     )
+    return table.with_overrides(overrides)

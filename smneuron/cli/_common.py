@@ -70,6 +70,7 @@ class CliState:
                 bucket=overrides.get("bucket") or aws.bucket,
                 kms_key_id=overrides.get("kms_key_id") or aws.kms_key_id,
                 offline=offline,
+                prices=self.project().prices,
             )
         return self._session
 

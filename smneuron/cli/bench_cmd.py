@@ -224,6 +224,7 @@ def bench_cmd(
         instance_type=serving.get("instance_type"),
         instance_count=serving.get("instance_count") or 1,
         price=price,
+        prices=state(ctx).project().prices,
         max_requests=max_requests,
         max_errors=max_errors,
         concurrencies=levels,
@@ -285,6 +286,7 @@ def _compare(paths: list[Path], as_json: bool) -> None:
 
 
 def recommend_cmd(
+    ctx: typer.Context,
     reports: list[Path] = typer.Argument(..., help="Bench reports (one per instance type)."),
     latency_p99_ms: float = typer.Option(None, "--slo-p99-ms", help="The p99 latency SLO (ms)."),
     slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="Text generation: TTFT p95 SLO (ms)."),
@@ -302,11 +304,22 @@ def recommend_cmd(
 
     if reports and _kind_of_report(reports[0]) == GENERATION:
         return generation_bench_cmd.recommend(
-            reports, rate=rate, ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms, as_json=as_json
+            reports,
+            rate=rate,
+            ttft_ms=slo_ttft_ms,
+            itl_ms=slo_itl_ms,
+            prices=state(ctx).project().prices,
+            as_json=as_json,
         )
     if latency_p99_ms is None:
         raise ConfigError("Give the latency SLO: --slo-p99-ms MS.")
-    options = recommend([load(p) for p in reports], latency_p99_ms, rate, headroom=headroom)
+    options = recommend(
+        [load(p) for p in reports],
+        latency_p99_ms,
+        rate,
+        prices=state(ctx).project().prices,
+        headroom=headroom,
+    )
     if as_json:
         print_json([o.__dict__ for o in options])
         return

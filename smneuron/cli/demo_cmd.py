@@ -7,10 +7,11 @@ import time
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, print_json, table
+from smneuron.cli._common import JsonOpt, console, print_json, state, table
 
 
 def demo_cmd(
+    ctx: typer.Context,
     instance: str = typer.Option("ml.c6i.xlarge", "--instance", help="Instance type the demo deploys to."),
     bench_seconds: float = typer.Option(4.0, "--bench-seconds", help="Length of the benchmark."),
     llm: bool = typer.Option(False, "--llm", help="Text generation: a causal LM as an inference component."),
@@ -24,10 +25,12 @@ def demo_cmd(
     from smneuron.local.demo import run_demo
 
     if llm or model:
-        return _generation_demo(instance, bench_seconds, model, as_json)
+        return _generation_demo(instance, bench_seconds, model, as_json, state(ctx).project().prices)
 
     if as_json:
-        result = run_demo(instance_type=instance, bench_seconds=bench_seconds)
+        result = run_demo(
+            instance_type=instance, bench_seconds=bench_seconds, prices=state(ctx).project().prices
+        )
         return _print_result(result, task=result.task, answer=result.answer, bench=result.report.to_dict())
     c = console()
     c.print(
@@ -35,7 +38,12 @@ def demo_cmd(
     )
     started = time.perf_counter()
     result = _with_progress(
-        lambda on_stage: run_demo(instance_type=instance, bench_seconds=bench_seconds, on_stage=on_stage)
+        lambda on_stage: run_demo(
+            instance_type=instance,
+            bench_seconds=bench_seconds,
+            prices=state(ctx).project().prices,
+            on_stage=on_stage,
+        )
     )
     answer = json.dumps(result.answer)
     c.print(f"\nAnswer ({result.task}, {result.model}): {answer[:160]}{'...' if len(answer) > 160 else ''}")
@@ -64,13 +72,17 @@ def _with_progress(run):  # type: ignore[no-untyped-def]
     return run(on_stage)
 
 
-def _generation_demo(instance: str, bench_seconds: float, model: str | None, as_json: bool) -> None:
+def _generation_demo(
+    instance: str, bench_seconds: float, model: str | None, as_json: bool, prices: dict[str, float]
+) -> None:
 
     from smneuron.cli.generation_bench_cmd import render as render_generation_bench
     from smneuron.local.demo_generation import run_generation_demo
 
     if as_json:
-        result = run_generation_demo(model_dir=model, instance_type=instance, bench_seconds=bench_seconds)
+        result = run_generation_demo(
+            model_dir=model, instance_type=instance, bench_seconds=bench_seconds, prices=prices
+        )
         return _print_result(result, answer=result.answer, ttft_s=result.ttft_s, bench=result.report)
     c = console()
     c.print(
@@ -79,7 +91,11 @@ def _generation_demo(instance: str, bench_seconds: float, model: str | None, as_
     started = time.perf_counter()
     result = _with_progress(
         lambda on_stage: run_generation_demo(
-            model_dir=model, instance_type=instance, bench_seconds=bench_seconds, on_stage=on_stage
+            model_dir=model,
+            instance_type=instance,
+            bench_seconds=bench_seconds,
+            on_stage=on_stage,
+            prices=prices,
         )
     )
     c.print(f"\nStreamed answer ({result.model}): {result.answer!r}")

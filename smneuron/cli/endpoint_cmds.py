@@ -150,6 +150,7 @@ def deploy_cmd(
         data=data,
         artifacts=pairs(pool_artifact, "--artifact", "TARGET=PATH", str),
         where="cli",
+        session=session,
     )
     if dry_run:
         render_plan(corridor.preview(request, session=session), as_json)
@@ -191,8 +192,8 @@ def status_cmd(
 
     session = state(ctx).session()
     s = status(name, session=session)
-    if as_json:
-        print_json(s)
+    if as_json:  # the described resources, and the same at-a-glance figures the table shows (kind, cost)
+        print_json({**s, "summary": digest(s, session)})
         return
     e = s["endpoint"]
     console().print(

@@ -112,6 +112,7 @@ def run(
         instance_type=serving.get("instance_type"),
         tensor_parallel_size=serving.get("tensor_parallel_size"),
         price=price,
+        prices=state(ctx).project().prices,
         precision=precision,
     )
     data = report.to_dict()
@@ -320,7 +321,13 @@ def compare(paths: list[Path], as_json: bool) -> None:
 
 
 def recommend(
-    paths: list[Path], *, rate: float, ttft_ms: float | None, itl_ms: float | None, as_json: bool
+    paths: list[Path],
+    *,
+    rate: float,
+    ttft_ms: float | None,
+    itl_ms: float | None,
+    prices: dict[str, float],
+    as_json: bool,
 ) -> None:
 
     from smneuron.benchmark.generation_report import load
@@ -328,7 +335,7 @@ def recommend(
 
     if ttft_ms is None and itl_ms is None:
         raise ConfigError("Give the SLOs to meet: --slo-ttft-ms and/or --slo-itl-ms.")
-    choices = pick([load(p) for p in paths], rate=rate, ttft_ms=ttft_ms, itl_ms=itl_ms)
+    choices = pick([load(p) for p in paths], rate=rate, ttft_ms=ttft_ms, itl_ms=itl_ms, prices=prices)
     if as_json:
         print_json([c.__dict__ for c in choices])
         return

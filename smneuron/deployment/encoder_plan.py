@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from smneuron._version import __version__
 from smneuron.artifact.kind import ENCODER, ModelKind
 from smneuron.artifact.staging import ModelData
-from smneuron.catalog import InstanceType, load_prices, matrix, resolve_image
+from smneuron.catalog import InstanceType, matrix, resolve_image
+from smneuron.catalog.prices import PriceTable, price_table
 from smneuron.container.encoder_env import container_environment, gpu_workers, serving_batch, workers_for
 from smneuron.deployment import preflight
 from smneuron.deployment.rollback import alarms
@@ -338,7 +340,7 @@ def plan(
     *,
     region: str,
     workers: int | None = None,
-    prices: dict[str, float] | None = None,
+    prices: PriceTable | Mapping[str, float] | None = None,
     others: dict[str, ModelData] | None = None,
 ) -> DeployPlan:
     """Everything ``deploy`` creates for ``model_data``; no AWS call, no file read.
@@ -436,7 +438,7 @@ def _lay_out(
     spec: EndpointSpec,
     region: str,
     workers: int | None,
-    prices: dict[str, float] | None,
+    prices: PriceTable | Mapping[str, float] | None,
     priority: int,
 ) -> Pool:
     """The Model for one instance type: image, container environment (workers, threads) and its content name."""
@@ -460,7 +462,7 @@ def _lay_out(
     )
     model_name = f"{base[:50]}-{_digest(data.sha256, data.compression, image.uri, env)}"
     return Pool(
-        instance, priority, model_name, image.uri, env, data, load_prices(prices).hourly(instance.name)
+        instance, priority, model_name, image.uri, env, data, price_table(prices).hourly(instance.name)
     )
 
 
@@ -470,7 +472,7 @@ def plan_for_model(
     spec: EndpointSpec,
     scaling: ScalingSpec | None = None,
     *,
-    prices: dict[str, float] | None = None,
+    prices: PriceTable | Mapping[str, float] | None = None,
 ) -> DeployPlan:
     """The plan for serving a Model that already exists (the pipeline's evaluated, approved Model).
 
@@ -502,7 +504,7 @@ def _finish(
     spec: EndpointSpec,
     scaling: ScalingSpec | None,
     model_data: ModelData | None,
-    prices: dict[str, float] | None,
+    prices: PriceTable | Mapping[str, float] | None,
     notes: list[str],
 ) -> DeployPlan:
     startup, download = timeouts(model_data.size_bytes if model_data else None, instance.is_neuron)
@@ -535,7 +537,7 @@ def _finish(
         alarms=alarm_list,
         deployment_config=deployment_config(spec, [a["AlarmName"] for a in alarm_list]),
         tags=tags,
-        hourly_usd=load_prices(prices).hourly(instance.name),
+        hourly_usd=price_table(prices).hourly(instance.name),
         existing_model=model_data is None,
         notes=notes,
         inference_ami_version=ami,

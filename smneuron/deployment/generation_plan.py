@@ -13,15 +13,17 @@ One module because the plan's requests (create, the rolling update, autoscaling)
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from smneuron._version import __version__
 from smneuron.artifact.kind import GENERATION, ModelKind
 from smneuron.artifact.staging import ModelData
-from smneuron.catalog import InstanceType, load_prices, matrix
+from smneuron.catalog import InstanceType, matrix
 from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check, smallest_fit
 from smneuron.catalog.generation import accelerators_per_copy, copies_per_instance, resolve_vllm_image
+from smneuron.catalog.prices import PriceTable, price_table
 from smneuron.container.generation_env import container_environment
 from smneuron.deployment import preflight
 from smneuron.deployment.encoder_plan import _digest, check_pool_image, data_for
@@ -338,7 +340,7 @@ def plan_generation(
     spec: EndpointSpec,
     *,
     region: str,
-    prices: dict[str, float] | None = None,
+    prices: PriceTable | Mapping[str, float] | None = None,
     others: dict[str, ModelData] | None = None,
 ) -> GenerationPlan:
     """Everything a text-generation deploy creates; no AWS call, no file read. With instance pools
@@ -352,7 +354,7 @@ def plan_generation(
     """
     if not spec.instance_pools:
         single = _plan_one(model_data, spec, region=region, prices=prices)
-        offer = _fallback(single)
+        offer = _fallback(single, prices)
         if offer:
             single.notes.append(offer)
         return single
@@ -400,7 +402,7 @@ def _pool(
     spec: EndpointSpec,
     instance_type: str,
     region: str,
-    prices: dict[str, float] | None,
+    prices: PriceTable | Mapping[str, float] | None,
     others: dict[str, ModelData],
     name: str | None,
 ) -> GenerationPlan:
@@ -426,7 +428,7 @@ def _pool(
         ) from None
 
 
-def _fallback(p: GenerationPlan) -> str | None:
+def _fallback(p: GenerationPlan, prices: PriceTable | Mapping[str, float] | None) -> str | None:
     """For an inf2 deploy without instance pools, the pools that would catch a capacity shortage: the cheapest other
     inf2 type that holds this artifact as compiled, and the cheapest GPU type that holds the model (a cuda artifact)."""
     if p.instance.family != "inf2" or p.model_data.generation is None:
@@ -440,6 +442,7 @@ def _fallback(p: GenerationPlan) -> str | None:
         dtype=gen.dtype,
         tensor_parallel_size=gen.tensor_parallel_size,
         excluding=p.instance.name,
+        prices=prices,
     )
     gpu = smallest_fit(
         shape,
@@ -448,6 +451,7 @@ def _fallback(p: GenerationPlan) -> str | None:
         dtype=gen.dtype,
         tensor_parallel_size=None,
         family="gpu",
+        prices=prices,
     )
     offers = []
     if same:
@@ -488,7 +492,7 @@ def _plan_one(
     spec: EndpointSpec,
     *,
     region: str,
-    prices: dict[str, float] | None = None,
+    prices: PriceTable | Mapping[str, float] | None = None,
 ) -> GenerationPlan:
     """The plan for one instance type (no pools).
 
@@ -533,7 +537,7 @@ def _plan_one(
         else g.copies or max(1, instance.vcpus // 2),
     )
     if instance.is_neuron or gpu:
-        check(cap, shape)
+        check(cap, shape, prices)
         fit = copies_per_instance(instance, tp)
     else:  # the cpu artifact: one copy per 2 vCPUs, as the local stand-in serves it
         cap.problems.clear()
@@ -635,6 +639,6 @@ def _plan_one(
         alarms=alarms(base, spec.variant_name, None),
         concurrent_requests_per_copy=g.concurrent_requests_per_copy,
         tags=tags,
-        hourly_usd=load_prices(prices).hourly(instance.name),
+        hourly_usd=price_table(prices).hourly(instance.name),
         notes=notes,
     )

@@ -142,7 +142,8 @@ def resolve(
         scaling=req_scaling,
         workers=flags.get("workers"),
         artifacts=dict(artifacts or {}),
-        prices=dict(prices) if prices else (project.prices or None),
+        # the session's (the CLI's: the project file's), the project file's, then the caller's: one table for every cost
+        prices={**(session.price_overrides if session else {}), **project.prices, **(prices or {})} or None,
         given=given,
         notes=notes,
     )

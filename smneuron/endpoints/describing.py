@@ -3,7 +3,7 @@ components, alarms), and the at-a-glance overview a notebook card and `smneuron 
 
 from __future__ import annotations
 
-from smneuron.catalog import InstanceType, load_prices
+from smneuron.catalog import InstanceType, price_table
 from smneuron.catalog.generation import copies_per_instance
 from smneuron.container.generation_env import served_configuration
 from smneuron.endpoints import autoscaling, components, owned
@@ -141,7 +141,7 @@ def digest(s: dict, session: Session) -> dict:
     cfg = s["config"]
     variant = next(iter(s["variants"]), {})
     instances = variant.get("CurrentInstanceCount", cfg.get("InitialInstanceCount"))
-    prices = load_prices()
+    prices = price_table(session.price_overrides)
     itype = s["serving"]["instance_type"]
     hourly = prices.hourly(itype)
     comp = s["components"][0] if s["components"] else None

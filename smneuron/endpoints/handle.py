@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from smneuron.catalog import InstanceType, load_prices
+from smneuron.catalog import InstanceType, price_table
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.display.progress import step
 from smneuron.endpoints import autoscaling, components, owned
@@ -184,7 +184,7 @@ def list_endpoints(*, session: Session | None = None) -> list[dict]:
 
     sess = session or Session.from_env()
     sm = sess.client("sagemaker")
-    prices = load_prices(None)
+    prices = price_table(sess.price_overrides)
     out = []
     for page in sm.get_paginator("list_endpoints").paginate():
         for e in page["Endpoints"]:

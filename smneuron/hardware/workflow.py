@@ -25,7 +25,7 @@ from smneuron.artifact.kind import ENCODER, GENERATION
 from smneuron.artifact.staging import describe_local
 from smneuron.benchmark import encoder
 from smneuron.benchmark.prompts import Lengths
-from smneuron.catalog import InstanceType, load_prices
+from smneuron.catalog import InstanceType, price_table
 from smneuron.catalog.prices import PriceTable
 from smneuron.compilation.entry import compile_model
 from smneuron.compilation.generation import text_generation_note
@@ -158,7 +158,9 @@ def compare_instances(
     _check_kind(generation, slo_p99_ms, slo_ttft_ms, slo_itl_ms, prompt_tokens, output_tokens, openai, texts)
     encoder.check_window(duration_s, warmup_s, cooldown_s)
     sess = session or Session.from_env()
-    price_table = load_prices(prices)
+    prices_now = price_table(
+        {**sess.price_overrides, **(prices or {})}
+    )  # the session's (project's), then --price
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-compare-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
     try:
@@ -175,9 +177,9 @@ def compare_instances(
             Candidate(
                 t.name,
                 t.target,
-                hourly_usd=price_table.hourly(t.name),
-                price_source=price_table.source_of(t.name),
-                price_kind=price_kind(price_table, t.name),
+                hourly_usd=prices_now.hourly(t.name),
+                price_source=prices_now.source_of(t.name),
+                price_kind=price_kind(prices_now, t.name),
             )
             for t in types
         ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,8 +90,10 @@ def run_demo(
     bench_seconds: float = 4.0,
     on_stage: Callable[[str, float, str], None] | None = None,
     work_dir: str | Path | None = None,
+    prices: Mapping[str, float] | None = None,
 ) -> DemoResult:
-    """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes.
+    """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes. ``prices``: hourly USD
+    per instance type over the catalog's (the project file's), for the plan's and the bench's costs.
 
     Raises:
         UnknownInstanceTypeError: ``instance_type`` is not a SageMaker endpoint type (before any work).
@@ -117,7 +119,7 @@ def run_demo(
         pkg = package(compiled.out_dir, work / "model.tar.gz")
         stage("package", f"model.tar.gz {pkg.size_bytes / 2**20:.1f} MiB, sha256 {pkg.sha256[:12]}")
         with embedded_aws() as aws_url, local_credentials(aws_url):
-            session = Session.embedded(aws_url)
+            session = Session.embedded(aws_url, price_overrides=dict(prices or {}))
             create_sagemaker_role(session)
             activate(Backer(aws_url))
             stage("embedded AWS", f"SageMaker, S3, CloudWatch, autoscaling at {aws_url}")

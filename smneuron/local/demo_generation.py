@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,8 +48,10 @@ def run_generation_demo(
     bench_seconds: float = 4.0,
     on_stage: Callable[[str, float, str], None] | None = None,
     work_dir: str | Path | None = None,
+    prices: Mapping[str, float] | None = None,
 ) -> GenerationDemoResult:
-    """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes."""
+    """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes. ``prices``: hourly USD per
+    instance type over the catalog's (the project file's), for the plan's and the bench's costs."""
     InstanceType.parse(instance_type, use="endpoint")  # a typo is refused before any work
 
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-llm-demo-") if work_dir is None else None
@@ -68,7 +70,7 @@ def run_generation_demo(
             f"{label} for cpu: batch {g.batch_size}, sequence {g.sequence_length}, {g.num_parameters / 1e6:.2f}M parameters",
         )
         with embedded_aws() as aws_url, local_credentials(aws_url):
-            session = Session.embedded(aws_url)
+            session = Session.embedded(aws_url, price_overrides=dict(prices or {}))
             create_sagemaker_role(session)
             activate(Backer(aws_url))
             stage("embedded AWS", f"SageMaker, S3, autoscaling at {aws_url}")

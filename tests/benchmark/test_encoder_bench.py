@@ -132,6 +132,7 @@ def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
         "instance_type",
         "instance_count",
         "hourly_usd",
+        "price_source",  # where hourly_usd comes from: --price, the project's prices, the catalog
         "payloads",
         "runs",
         "generator",
@@ -139,7 +140,7 @@ def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
         "created_at",
         "search",  # --find-max only
     }
-    assert data["search"] is None
+    assert data["search"] is None and "aws.amazon.com/sagemaker/pricing" in data["price_source"]  # the catalog
     assert set(data["runs"][0]["latency_ms"]) == {"p50", "p90", "p95", "p99", "max", "mean"}
 
 

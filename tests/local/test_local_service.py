@@ -42,16 +42,40 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
     env.update(SMNEURON_LOCAL="1", SMNEURON_STATE_DIR=str(tmp_path / "state"), AWS_CONFIG_FILE=str(tmp_path / "none"),
                AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))  # fmt: skip
-    listed = subprocess.run([sys.executable, "-c", "import smneuron; print([e['name'] for e in smneuron.list_endpoints()])"],
-                            env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert listed.returncode == 0 and listed.stdout.strip() == "['ep']", listed.stderr[-800:]
     shown = smneuron_cli("--local", "status", "ep").stdout  # it said "workers ?" and no cost
     assert "1 per instance" in shown and "$0.119/hour (1 x $0.119" in shown
+    # one price for every cost (issue 51 #4): with `prices:` in the project file, the dry run, status (table and
+    # JSON), the list, the bench report and recommend all cost ml.c6i.large at $10/h; they said $0.119 but the plan
+    project = tmp_path / "smneuron.yaml"
+    project.write_text("prices:\n  ml.c6i.large: 10.0\n")
+    cfg = ("--config", str(project), "--local")
+    plan = json.loads(smneuron_cli(*cfg, "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.large",
+                                   "--name", "ep", "--dry-run", "--json").stdout)  # fmt: skip
+    assert plan["hourly_usd"] == 10.0
+    assert "Cost: $10.000/hour" in smneuron_cli(*cfg, "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.large",
+                                                "--name", "ep", "--dry-run").stdout  # fmt: skip
+    assert "$10.000/hour (1 x $10.000, user override)" in smneuron_cli(*cfg, "status", "ep").stdout
+    summary = json.loads(smneuron_cli(*cfg, "status", "ep", "--json").stdout)["summary"]
+    assert (summary["hourly_usd"], summary["cost_per_hour_usd"], summary["kind"]) == (10.0, 10.0, "encoder")
+    assert json.loads(smneuron_cli(*cfg, "list", "--json").stdout)[0]["hourly_usd"] == 10.0
     bench = json.loads(
-        smneuron_cli("--local", "bench", "ep", "--data", str(tmp_path / "d.jsonl"), "--duration", "2",
+        smneuron_cli(*cfg, "bench", "ep", "--data", str(tmp_path / "d.jsonl"), "--duration", "2",
                      "--rate-type", "synchronous", "--warmup", "0", "--cooldown", "0", "--json").stdout
     )  # fmt: skip
-    assert bench["instance_type"] == "ml.c6i.large" and bench["runs"][0]["cost_per_million_usd"] > 0
+    assert bench["instance_type"] == "ml.c6i.large" and bench["instance_count"] == 1
+    assert (bench["hourly_usd"], bench["price_source"]) == (10.0, "user override")
+    run = bench["runs"][0]
+    assert run["cost_per_million_usd"] == pytest.approx(1e6 / run["throughput_rps"] * 10.0 / 3600)
+    (tmp_path / "bench.json").write_text(json.dumps(bench))
+    picked = json.loads(smneuron_cli(*cfg, "recommend", str(tmp_path / "bench.json"), "--rate",
+                                     str(run["throughput_rps"] / 2), "--slo-p99-ms", "10000", "--json").stdout)  # fmt: skip
+    assert (picked[0]["instances"], picked[0]["hourly_usd"], picked[0]["cost_per_hour"]) == (1, 10.0, 10.0)
+    # the SDK (SMNEURON_LOCAL=1) lists the endpoint, and on a session given the same prices costs it the same
+    code = ("import smneuron; from smneuron.endpoints.describing import overview; "
+            "print([e['name'] for e in smneuron.list_endpoints()]); "
+            "print(overview('ep', session=smneuron.Session.from_env(prices={'ml.c6i.large': 10.0}))['hourly_usd'])")  # fmt: skip
+    sdk = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert sdk.returncode == 0 and sdk.stdout.split() == ["['ep']", "10.0"], sdk.stderr[-800:]
     # kill -9 of every worker (issue 22 #4): the next request waits for fresh ones instead of failing on the dead
     state = tmp_path / "state"
     workers = model_servers(state, up["pid"])
