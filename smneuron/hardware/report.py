@@ -71,6 +71,9 @@ class Comparison(Displayed):
     slo_p99_ms: float | None
     candidates: list[Candidate]
     notes: list[str] = field(default_factory=list)
+    # every type measured on one host (the embedded SageMaker): types given the same serving layout measured the
+    # same thing, so their throughput is pooled and price alone tells them apart
+    one_host: bool = False
     removed: list[str] = field(default_factory=list)
     left_behind: list[str] = field(default_factory=list)
     created_at: str = ""
@@ -114,7 +117,33 @@ class Comparison(Displayed):
             if c.status == MEASURED and c.report:
                 self._figures(c, row)
             out.append(row)
+        if self.one_host:
+            self._pool(out)
         return out
+
+    def _pool(self, rows: list[dict]) -> None:
+        """Measured on one host, types with the same layout ran the same servers on the same CPUs: their difference
+        is noise (``workflow.same_layout_notes``), so each gets the group's mean req/s per instance and the figures
+        that follow from it; the recommendation then turns on price alone. ``measured_rps_per_instance`` keeps
+        each type's own figure."""
+        groups: dict[str, list[dict]] = {}
+        for r in rows:
+            if r.get("rps_per_instance"):
+                groups.setdefault(r["layout"], []).append(r)
+        for group in (g for g in groups.values() if len(g) > 1):
+            mean = sum(r["rps_per_instance"] for r in group) / len(group)
+            for r in group:
+                instances = math.ceil(self.rate / mean) if self.rate else None
+                r.update(
+                    measured_rps_per_instance=r["rps_per_instance"],
+                    rps_per_instance=mean,
+                    cost_per_million_usd=cost_per_million(mean, r["hourly_usd"]),
+                    instances=instances,
+                    monthly_usd=(instances or 1) * r["hourly_usd"] * HOURS_PER_MONTH
+                    if r["hourly_usd"]
+                    else None,
+                    pooled_with=[x["instance_type"] for x in group if x is not r],
+                )
 
     def _figures(self, c: Candidate, row: dict) -> None:
         """Fill ``row`` with the figures of the run ``c`` sustains under the SLO, or say why there is none."""
@@ -136,8 +165,23 @@ class Comparison(Displayed):
         )
 
     def _options(self) -> list[Option]:
-        """For a rate: each type's fleet that serves it under the SLO, cheapest first (``bench.report``)."""
-        return recommend([c.report for c in self.measured], self.slo_p99_ms, self.rate)  # type: ignore[misc, arg-type]
+        """For a rate: each type's fleet that serves it under the SLO, cheapest first (``bench.report``); on one
+        host, a type with the same layout as another is sized on the pooled throughput (``_pool``)."""
+        options = recommend([c.report for c in self.measured], self.slo_p99_ms, self.rate)  # type: ignore[misc, arg-type]
+        pooled = {r["instance_type"]: r for r in self._rows() if r.get("pooled_with")}
+        for o in options:
+            row = pooled.get(o.instance_type)
+            if row is None:
+                continue
+            o.sustainable_rps_per_instance, o.instances = row["rps_per_instance"], row["instances"]
+            o.cost_per_hour = o.instances * o.hourly_usd if o.hourly_usd else None
+            o.arithmetic += (
+                f"; the same layout as {', '.join(row['pooled_with'])} on one host: sized on their mean "
+                f"{row['rps_per_instance']:.1f} req/s per instance, ceil({self.rate:g} / {row['rps_per_instance']:.1f}) "
+                f"= {o.instances}"
+                + (f" x ${o.hourly_usd:.3f}/h = ${o.cost_per_hour:.2f}/h" if o.cost_per_hour else "")
+            )
+        return sorted(options, key=lambda o: (o.cost_per_hour is None, o.cost_per_hour or 0))
 
     def _cost_line(self, row: dict) -> str:
         return (

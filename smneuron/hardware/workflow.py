@@ -202,6 +202,7 @@ def compare_instances(
             task=task or "",
             where=_where(sess),
             caveat=_caveat(sess, generation),
+            one_host=_embedded(sess),
             load=load.describe(),
             rate=rate,
             slo_p99_ms=slo_p99_ms,
@@ -440,7 +441,12 @@ def same_layout_notes(comparison: Comparison) -> list[str]:
             notes.append(
                 f"{' and '.join(types)} get the same serving layout ({layout}) and ran on the same host here, so "
                 f"their difference ({max(speed) / min(speed):.2f}x in {comparison.throughput_unit}) is measurement "
-                "noise and the sweep's rate grid, not hardware; only their prices differ for certain."
+                "noise and the sweep's rate grid, not hardware; only their prices differ for certain"
+                + (
+                    ", so each is sized on their mean and the cheaper is chosen."
+                    if comparison.throughput_key == "rps_per_instance"
+                    else "."
+                )
             )
     return notes
 

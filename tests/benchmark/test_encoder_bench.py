@@ -140,7 +140,9 @@ def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
         "created_at",
         "search",  # --find-max only
     }
-    assert data["search"] is None and "aws.amazon.com/sagemaker/pricing" in data["price_source"]  # the catalog
+    assert (
+        data["search"] is None and "aws.amazon.com/sagemaker/pricing" in data["price_source"]
+    )  # the catalog
     assert set(data["runs"][0]["latency_ms"]) == {"p50", "p90", "p95", "p99", "max", "mean"}
 
 
