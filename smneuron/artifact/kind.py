@@ -39,6 +39,9 @@ class ModelKind(str):
     title: str  # "encoder" / "text generation": for sentences
     settings: tuple[str, ...]  # names in SETTINGS this kind owns
     serves_with: str  # one line on how it is served, for refusals
+    generates: (
+        bool  # answers generation requests (prompts, chat, streams); an encoder answers {"inputs": texts}
+    )
 
     def refuse_foreign(self, given: Mapping[str, str], *, where: str = "cli", scope: str = "deploy") -> None:
         """Refuse any setting of the other kind that was given, naming each the way the user gave it.
@@ -207,12 +210,14 @@ class Encoder(ModelKind):
     title = "encoder"
     settings = _ENCODER_SETTINGS
     serves_with = "by TorchServe workers in the PyTorch DLC"
+    generates = False
 
 
 class TextGeneration(ModelKind):
     title = "text generation"
     settings = _GENERATION_SETTINGS
     serves_with = "as inference-component copies of the vLLM container"
+    generates = True
 
 
 ENCODER: ModelKind = Encoder("encoder")
@@ -235,6 +240,35 @@ def kind_of(thing: Any) -> ModelKind:
     if task is not None:
         return GENERATION if task == GENERATION else ENCODER
     raise ValueError(f"cannot tell the model kind of {type(thing).__name__}")
+
+
+# the tag on every resource smneuron creates that records its model kind: what every later verb reads
+TAG_KIND = "smneuron:kind"
+
+
+def endpoint_kind(
+    tags: Mapping[str, str], *, components: bool, environment: Mapping[str, str]
+) -> tuple[ModelKind | None, str]:
+    """What a deployed endpoint serves, decided once, and the evidence: the kind smneuron recorded on it at creation
+    (``tags["smneuron:kind"]``); for an endpoint smneuron did not make (or made before it recorded the kind), inference
+    components (text generation, as smneuron serves it) or the PyTorch DLC's ``SAGEMAKER_PROGRAM`` entry point
+    (an encoder); else None: it cannot tell, and the evidence says so."""
+    recorded = tags.get(TAG_KIND)
+    if recorded in KINDS:
+        return KINDS[recorded], "recorded on the endpoint when smneuron created it (tag smneuron:kind)"
+    if components:
+        return (
+            GENERATION,
+            "not recorded on the endpoint; it serves through inference components: text generation",
+        )
+    if "SAGEMAKER_PROGRAM" in environment:
+        return ENCODER, (
+            "not recorded on the endpoint; its Model names an inference.py entry point (SAGEMAKER_PROGRAM): an encoder"
+        )
+    return None, (
+        "not recorded on the endpoint (smneuron did not create it), and it has neither inference components (text "
+        "generation) nor a SAGEMAKER_PROGRAM entry point (an encoder)"
+    )
 
 
 def kind_of_path(path: str | Path) -> ModelKind | None:

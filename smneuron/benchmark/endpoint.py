@@ -29,6 +29,12 @@ def deployed_on(name: str, *, session: Session) -> dict:
     """What a SageMaker endpoint serves and on what (one status read): ``kind``, ``instance_type``,
     ``instance_count``, and for text generation ``copies``, ``copies_per_instance`` and ``tensor_parallel_size``."""
     o = overview(name, session=session)
+    if o["kind"] is None:
+        raise ConfigError(
+            f"Cannot tell what endpoint {name} serves: {o['kind_evidence']}.",
+            hint="Say it once, on the endpoint, and every smneuron verb reads it: `aws sagemaker add-tags "
+            "--resource-arn ENDPOINT_ARN --tags Key=smneuron:kind,Value=encoder` (or Value=text-generation).",
+        )
     found = {key: o[field_name] for key, field_name in _SERVING.items()}
     found["instance_count"] = found["instance_count"] or 1
     return {"kind": o["kind"], **found}

@@ -249,8 +249,10 @@ def status_cmd(
 
 
 def _serving_and_cost(o: dict) -> list[list[str]]:
-    """Workers per instance for an encoder, copies for text generation (no TorchServe workers); the cost."""
-    if o["kind"] == "text-generation":
+    """What it serves and how it is known; workers per instance for an encoder, copies for text generation (no
+    TorchServe workers); the cost."""
+    kind = ["kind", f"{o['kind'] or 'unknown'}: {o['kind_evidence']}"]
+    if o["copies"] is not None:
         serving = ["copies", f"{o['copies']}/{o['desired_copies']} (inference component)"]
     else:
         serving = [
@@ -258,11 +260,11 @@ def _serving_and_cost(o: dict) -> list[list[str]]:
             f"{o['workers']} per instance" if o["workers"] else "the toolkit's default (one per vCPU)",
         ]
     if o["cost_per_hour_usd"] is None:
-        return [serving, ["cost", "price unknown (`smneuron instances`)"]]
+        return [kind, serving, ["cost", "price unknown (`smneuron instances`)"]]
     cost = (
         f"${o['cost_per_hour_usd']:.3f}/hour ({o['instances']} x ${o['hourly_usd']:.3f}, {o['price_source']})"
     )
-    return [serving, ["cost", cost]]
+    return [kind, serving, ["cost", cost]]
 
 
 def invoke_cmd(

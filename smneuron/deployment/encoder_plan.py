@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from smneuron._version import __version__
-from smneuron.artifact.kind import ENCODER, ModelKind
+from smneuron.artifact.kind import ENCODER, TAG_KIND, ModelKind
 from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType, matrix, resolve_image
 from smneuron.catalog.prices import PriceTable, price_table
@@ -518,7 +518,7 @@ def _finish(
     config = _digest(model_name, instance.name, count, spec.variant_name, startup, download, ami, n=8)
     workers = int(env.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
     alarm_list = alarms(base, spec.variant_name, spec.latency_p99_alarm_ms)
-    tags = {TAG_VERSION: __version__, TAG_ENDPOINT: base, **spec.tags}
+    tags = {TAG_VERSION: __version__, TAG_ENDPOINT: base, TAG_KIND: str(ENCODER), **spec.tags}
     if model_data:
         tags.update({TAG_SHA: model_data.sha256[:12], TAG_ARTIFACT: model_data.uri[:256]})
     return DeployPlan(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from smneuron._version import __version__
-from smneuron.artifact.kind import GENERATION, ModelKind
+from smneuron.artifact.kind import GENERATION, TAG_KIND, ModelKind
 from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType, matrix
 from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check, smallest_fit
@@ -605,6 +605,7 @@ def _plan_one(
     tags = {
         TAG_VERSION: __version__,
         TAG_ENDPOINT: base,
+        TAG_KIND: str(GENERATION),
         TAG_SHA: model_data.sha256[:12],
         TAG_ARTIFACT: model_data.uri[:256],
         **spec.tags,

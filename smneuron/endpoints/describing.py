@@ -3,6 +3,7 @@ components, alarms), and the at-a-glance overview a notebook card and `smneuron 
 
 from __future__ import annotations
 
+from smneuron.artifact.kind import TAG_KIND, ModelKind, endpoint_kind
 from smneuron.catalog import InstanceType, price_table
 from smneuron.catalog.generation import copies_per_instance
 from smneuron.container.generation_env import served_configuration
@@ -92,6 +93,11 @@ def status(name: str, *, session: Session | None = None) -> dict:
         sm.describe_model(ModelName=model_name) if model_name else {"ModelName": None, "PrimaryContainer": {}}
     )
     container = model["PrimaryContainer"]
+    kind, evidence = endpoint_kind(
+        owned.sagemaker_tags(sess, d["EndpointArn"]),
+        components=bool(found),
+        environment=container.get("Environment", {}),
+    )
     data_source = container.get("ModelDataSource", {}).get("S3DataSource", {}).get("S3Uri")
     alarms = owned.alarms(sess, name)
     keys = (
@@ -104,6 +110,8 @@ def status(name: str, *, session: Session | None = None) -> dict:
     )
     return {
         "endpoint": {k: d.get(k) for k in keys},
+        # what it serves, decided here once for every verb (None: cannot tell; the evidence says why)
+        "kind": {"kind": str(kind) if kind else None, "evidence": evidence},
         "variants": d.get("ProductionVariants", []),
         "config": variant_cfg,
         "serving": served,
@@ -151,7 +159,8 @@ def digest(s: dict, session: Session) -> dict:
         "name": name,
         "status": s["endpoint"]["EndpointStatus"],
         "failure_reason": s["endpoint"].get("FailureReason"),
-        "kind": "text-generation" if comp else "encoder",
+        "kind": s["kind"]["kind"],  # decided once by ``status`` (None: it cannot tell)
+        "kind_evidence": s["kind"]["evidence"],
         "instance_type": itype,
         "instance_pools": s["serving"]["pools"],
         "instances": instances,
@@ -173,20 +182,27 @@ def digest(s: dict, session: Session) -> dict:
     }
 
 
-def serves_encoder(session: Session, name: str) -> bool:
-    """Whether the endpoint's Model is a PyTorch DLC serving an ``inference.py`` (smneuron's encoders, or any
-    PyTorchModel): it answers {"inputs": ...}, not chat or completion requests."""
+def kind_of_endpoint(session: Session, name: str) -> tuple[ModelKind | None, str]:
+    """What the endpoint ``name`` serves and the evidence (``artifact.kind.endpoint_kind``), for verbs that need only
+    that: DescribeEndpoint, its tags and, when no kind is recorded, its components and Model.
+
+    Raises:
+        NotFoundError: no such endpoint.
+    """
+    d = require(session, name)
+    tags = owned.sagemaker_tags(session, d["EndpointArn"])
+    if TAG_KIND in tags:
+        return endpoint_kind(tags, components=False, environment={})
+    if components.for_endpoint(session, name):
+        return endpoint_kind(tags, components=True, environment={})
     sm = session.client("sagemaker")
-    config = sm.describe_endpoint_config(EndpointConfigName=require(session, name)["EndpointConfigName"])
-    for variant in config["ProductionVariants"]:
-        if not variant.get("ModelName"):
-            continue
-        container = sm.describe_model(ModelName=variant["ModelName"]).get("PrimaryContainer", {})
-        env = container.get("Environment", {})
-        if (
-            "TS_DEFAULT_SERVICE_HANDLER" in env
-            or "SAGEMAKER_PROGRAM" in env
-            or "pytorch-inference" in container.get("Image", "")
-        ):
-            return True
-    return False
+    variants = sm.describe_endpoint_config(EndpointConfigName=d["EndpointConfigName"])["ProductionVariants"]
+    env: dict[str, str] = {}
+    for variant in variants:
+        if variant.get("ModelName"):
+            env.update(
+                sm.describe_model(ModelName=variant["ModelName"])
+                .get("PrimaryContainer", {})
+                .get("Environment", {})
+            )
+    return endpoint_kind(tags, components=False, environment=env)

@@ -20,7 +20,7 @@ from smneuron.display.progress import step
 from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.describing import console_url as console_url  # part of this module's API
 from smneuron.endpoints.describing import describe as describe
-from smneuron.endpoints.describing import overview, pool_models, require, serves_encoder, serving
+from smneuron.endpoints.describing import kind_of_endpoint, overview, pool_models, require, serving
 from smneuron.endpoints.describing import status as status
 from smneuron.endpoints.invoke import HttpTarget, Response, invoke_endpoint
 from smneuron.endpoints.logs import log_events as log_events  # part of this module's API
@@ -277,7 +277,8 @@ class Endpoint(Displayed):
         if self._http:
             return
         self._check()
-        if self.component is None and serves_encoder(self.session, self.name):  # type: ignore[arg-type]
+        kind = None if self.component else kind_of_endpoint(self.session, self.name)[0]  # type: ignore[arg-type]
+        if kind is not None and not kind.generates:
             raise ConfigError(
                 f"Endpoint {self.name} serves an encoder (embeddings or classification), not text generation: "
                 "streaming, max tokens, prompts, seed and temperature apply only to text-generation endpoints.",
@@ -337,7 +338,7 @@ class Endpoint(Displayed):
             o = self.overview()
         except SmneuronError as e:
             return Card(title=f"endpoint {self.name}", brief=repr(self.name), rows=[("status", str(e))])
-        if o["kind"] == "encoder":
+        if o["copies"] is None:
             serving = ("workers per instance", o["workers"] or "the toolkit's default (one per vCPU)")
         else:
             serving = ("copies", f"{o['copies']}/{o['desired_copies']}")
@@ -347,7 +348,7 @@ class Endpoint(Displayed):
             brief=repr(self.name),
             rows=[
                 ("status", o["status"] + (f" ({o['failure_reason']})" if o["failure_reason"] else "")),
-                ("kind", o["kind"]),
+                ("kind", f"{o['kind'] or 'unknown'} ({o['kind_evidence']})"),
                 ("instances", f"{o['instances']} x {o['instance_type']}"),
                 serving,
                 ("cost", money(cost) if cost is not None else "price unknown"),

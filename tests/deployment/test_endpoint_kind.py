@@ -1,0 +1,100 @@
+"""Each endpoint knows its kind (issue 51 #1): smneuron records it on every resource it creates, and every verb reads
+it back through one resolver; an endpoint smneuron did not make is decided from stated evidence, said, or refused
+with the way to state it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import cache_llama_8b
+from test_encoder_deploy import retarget
+
+from smneuron.benchmark.endpoint import bench_endpoint
+from smneuron.compilation.encoder import compile_model as compile_encoder
+from smneuron.compilation.generation import compile_from_cache
+from smneuron.deployment import corridor as dp
+from smneuron.endpoints.describing import kind_of_endpoint, overview
+from smneuron.endpoints.handle import Endpoint
+from smneuron.errors import ConfigError
+from smneuron.specs.models import CompileSpec, EndpointSpec, GenerationSpec
+
+
+@pytest.fixture(scope="module")
+def encoder_tarball(tiny_classifier, tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("kind")
+    compile_encoder(tiny_classifier, d / "a", target="cpu", task="text-classification", buckets="16")
+    return retarget(d / "a", d, "inf2")
+
+
+def test_the_kind_recorded_at_creation_is_what_every_verb_reads(
+    encoder_tarball, optimum_standin, llama_8b, tmp_path, monkeypatch, session, role
+):
+    cache_llama_8b(monkeypatch)
+    spec = CompileSpec(task="text-generation", batch_size=4, sequence_length=4096, tensor_parallel_size=8)
+    llm = compile_from_cache(str(llama_8b), tmp_path / "hub", spec).out_dir
+    dp.deploy(encoder_tarball, EndpointSpec(name="enc", instance_type="ml.inf2.xlarge"), session=session)
+    dp.deploy(
+        llm,
+        EndpointSpec(name="chat", instance_type="ml.inf2.48xlarge", generation=GenerationSpec(copies=1)),
+        session=session,
+    )
+    sm = session.client("sagemaker")
+    for name, kind in (("enc", "encoder"), ("chat", "text-generation")):
+        o = overview(name, session=session)
+        assert (o["kind"], str(kind_of_endpoint(session, name)[0])) == (kind, kind)
+        assert "recorded on the endpoint" in o["kind_evidence"]
+        arn = sm.describe_endpoint(EndpointName=name)["EndpointArn"]
+        assert {"Key": "smneuron:kind", "Value": kind} in sm.list_tags(ResourceArn=arn)["Tags"]
+    model = sm.describe_endpoint_config(
+        EndpointConfigName=sm.describe_endpoint(EndpointName="enc")["EndpointConfigName"]
+    )
+    arn = sm.describe_model(ModelName=model["ProductionVariants"][0]["ModelName"])["ModelArn"]
+    assert {"Key": "smneuron:kind", "Value": "encoder"} in sm.list_tags(ResourceArn=arn)["Tags"]
+    # the recorded kind wins over what the resources look like: a generation request to the encoder is refused
+    with pytest.raises(ConfigError, match="serves an encoder"):
+        list(Endpoint("enc", session=session).stream("hello"))
+
+
+def _foreign(session, name: str, environment: dict[str, str]) -> str:
+    """An endpoint made with plain boto3, without smneuron's tags; returns its ARN."""
+    sm = session.client("sagemaker")
+    sm.create_model(
+        ModelName=f"{name}-model",
+        ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+        PrimaryContainer={
+            "Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/own:1",
+            "Environment": environment,
+        },
+    )
+    sm.create_endpoint_config(
+        EndpointConfigName=f"{name}-config",
+        ProductionVariants=[
+            {"VariantName": "AllTraffic", "ModelName": f"{name}-model", "InstanceType": "ml.c6i.large",
+             "InitialInstanceCount": 1}
+        ],
+    )  # fmt: skip
+    return sm.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config")["EndpointArn"]
+
+
+def test_an_endpoint_smneuron_did_not_make_is_decided_from_stated_evidence_or_refused(session):
+    _foreign(session, "dlc", {"SAGEMAKER_PROGRAM": "inference.py"})
+    o = overview("dlc", session=session)
+    assert (
+        o["kind"] == "encoder"
+        and "SAGEMAKER_PROGRAM" in o["kind_evidence"]
+        and "not recorded" in o["kind_evidence"]
+    )
+
+    arn = _foreign(session, "own", {"MODEL_ID": "x"})
+    o = overview("own", session=session)
+    assert o["kind"] is None and "neither" in o["kind_evidence"]
+    with pytest.raises(ConfigError, match="Cannot tell what endpoint own serves") as refused:
+        bench_endpoint("own", ["hello"], session=session, duration_s=1)
+    assert "Key=smneuron:kind,Value=encoder" in refused.value.hint
+    # stated once, on the endpoint, as the refusal says: every verb reads it
+    session.client("sagemaker").add_tags(
+        ResourceArn=arn, Tags=[{"Key": "smneuron:kind", "Value": "text-generation"}]
+    )
+    assert overview("own", session=session)["kind"] == "text-generation"
+    assert str(kind_of_endpoint(session, "own")[0]) == "text-generation"
