@@ -84,6 +84,17 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
             f"{p.volume_size_in_gb} GB / " + (p.inference_ami_version or "- (SageMaker's default host)"),
         ],
         ["Endpoint", p.endpoint_name],
+        *[[f"  {k}", v] for k, v in p.controls.rows()],
+        *(
+            [
+                [
+                    "  your tags",
+                    ", ".join(f"{k}={v}" for k, v in p.tags.items() if not k.startswith("smneuron:")),
+                ]
+            ]
+            if any(not k.startswith("smneuron:") for k in p.tags)
+            else []
+        ),
         ["InferenceComponent", p.component_name],
         [
             "  per copy",

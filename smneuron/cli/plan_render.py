@@ -46,6 +46,17 @@ def render_encoder_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-de
         ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],
         ["  InferenceAmiVersion", p.inference_ami_version or "- (SageMaker's default host)"],
         ["Endpoint", p.endpoint_name],
+        *[[f"  {k}", v] for k, v in p.controls.rows()],
+        *(
+            [
+                [
+                    "  your tags",
+                    ", ".join(f"{k}={v}" for k, v in p.tags.items() if not k.startswith("smneuron:")),
+                ]
+            ]
+            if any(not k.startswith("smneuron:") for k in p.tags)
+            else []
+        ),
         ["Autoscaling", scaling],
         *[
             [

@@ -60,7 +60,7 @@ COMMANDS: dict[str, Entry] = {
         "doctor_cmd",
         "Check an artifact against an instance type and its image, creating nothing.",
     ),
-    "deploy": Entry(_CLI + "endpoint_cmds", "deploy_cmd", "Deploy (or update) a SageMaker endpoint."),
+    "deploy": Entry(_CLI + "deploy_cmd", "deploy_cmd", "Deploy (or update) a SageMaker endpoint."),
     "status": Entry(
         _CLI + "endpoint_cmds", "status_cmd", "Show an endpoint: status, instances, scaling, cost."
     ),

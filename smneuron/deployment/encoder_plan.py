@@ -24,6 +24,7 @@ from smneuron.catalog import InstanceType, matrix, resolve_image
 from smneuron.catalog.prices import PriceTable, price_table
 from smneuron.container.encoder_env import container_environment, gpu_workers, serving_batch, workers_for
 from smneuron.deployment import preflight
+from smneuron.deployment.controls import Controls, check_plan
 from smneuron.deployment.rollback import alarms
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling
@@ -102,6 +103,7 @@ class DeployPlan(Displayed):
     inference_ami_version: str | None = (
         None  # the host's AMI: only one the user named (none: SageMaker's default)
     )
+    controls: Controls = field(default_factory=Controls)  # VPC, network isolation, storage key, data capture
 
     @property
     def workers(self) -> int:
@@ -198,6 +200,7 @@ class DeployPlan(Displayed):
             "ModelName": name,
             "ExecutionRoleArn": role_arn,
             "PrimaryContainer": container,
+            **self.controls.model_fields(),
             "Tags": self.tag_list(),
         }
 
@@ -233,6 +236,7 @@ class DeployPlan(Displayed):
         return {
             "EndpointConfigName": self.endpoint_config_name,
             "ProductionVariants": [variant],
+            **self.controls.config_fields(),
             "Tags": self.tag_list(),
         }
 
@@ -261,6 +265,20 @@ class DeployPlan(Displayed):
             },
             "alarms": [a["AlarmName"] for a in self.alarms],
             "deployment_config": self.deployment_config,
+            "controls": self.controls.to_dict(),
+            "requests": {  # as sent, the container environment redacted
+                "CreateModel": [
+                    {
+                        **r,
+                        "PrimaryContainer": {
+                            **r["PrimaryContainer"],
+                            "Environment": redacted(r["PrimaryContainer"]["Environment"]),
+                        },
+                    }
+                    for r in self.model_requests("<execution-role>")
+                ],
+                "CreateEndpointConfig": self.endpoint_config_request(),
+            },
             "tags": self.tags,
             "hourly_usd": self.hourly_usd,
             "monthly_usd_at_min": self.monthly_cost(self.scaling.min_capacity),
@@ -374,6 +392,7 @@ def plan(
     said = serving_batch(spec, model_data.batch_size)[1]
     if said:
         p.notes.append(said)
+    p.notes += check_plan(p.controls, [x.instance for x in laid], p.tags)
     for x in laid:  # the artifact's compiler against each image that would serve it (refused when known bad)
         if x.model_data is not None:
             p.notes += preflight.check(x.model_data, x.image_uri, p.inference_ami_version)
@@ -460,7 +479,10 @@ def _lay_out(
     check_memory(
         instance, data.size_bytes, int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]) * spec.models_per_worker
     )
-    model_name = f"{base[:50]}-{_digest(data.sha256, data.compression, image.uri, env)}"
+    controls = Controls.of(spec).name_parts()[
+        0
+    ]  # another VPC or isolation is another Model (Models are immutable)
+    model_name = f"{base[:50]}-{_digest(data.sha256, data.compression, image.uri, env, *([controls] if controls != '{}' else []))}"
     return Pool(
         instance, priority, model_name, image.uri, env, data, price_table(prices).hourly(instance.name)
     )
@@ -481,7 +503,7 @@ def plan_for_model(
     instance = spec.instance
     base, note = endpoint_name(spec, model_name)
     env = dict(container.get("Environment", {}))
-    return _finish(
+    p = _finish(
         base,
         model_name,
         instance,
@@ -493,6 +515,8 @@ def plan_for_model(
         prices,
         notes=[note] if note else [],
     )
+    p.notes += check_plan(p.controls, [instance], p.tags)
+    return p
 
 
 def _finish(
@@ -515,7 +539,11 @@ def _finish(
     )
     count = max(spec.initial_instance_count, scaling.min_capacity)
     ami = matrix.inference_ami(spec.inference_ami_version, instance.family, instance.name)
-    config = _digest(model_name, instance.name, count, spec.variant_name, startup, download, ami, n=8)
+    controls = Controls.of(spec)
+    config_controls = [controls.name_parts()[1]] if controls.config_fields() else []
+    config = _digest(
+        model_name, instance.name, count, spec.variant_name, startup, download, ami, *config_controls, n=8
+    )
     workers = int(env.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
     alarm_list = alarms(base, spec.variant_name, spec.latency_p99_alarm_ms)
     tags = {TAG_VERSION: __version__, TAG_ENDPOINT: base, TAG_KIND: str(ENCODER), **spec.tags}
@@ -541,4 +569,5 @@ def _finish(
         existing_model=model_data is None,
         notes=notes,
         inference_ami_version=ami,
+        controls=controls,
     )

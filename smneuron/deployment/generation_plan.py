@@ -26,6 +26,7 @@ from smneuron.catalog.generation import accelerators_per_copy, copies_per_instan
 from smneuron.catalog.prices import PriceTable, price_table
 from smneuron.container.generation_env import container_environment
 from smneuron.deployment import preflight
+from smneuron.deployment.controls import Controls, check_plan
 from smneuron.deployment.encoder_plan import _digest, check_pool_image, data_for
 from smneuron.deployment.rollback import alarms, batches, copy_batch, rolling_update
 from smneuron.display.cards import Card, Displayed, money
@@ -93,6 +94,7 @@ class GenerationPlan(Displayed):
     # component Specification per type, SageMaker provisions the next type when one has no capacity
     pools: list[GenerationPlan] = field(default_factory=list)
     provision_timeout: int | None = None
+    controls: Controls = field(default_factory=Controls)  # VPC, network isolation, storage key, data capture
 
     def update_request(self) -> dict:
         """UpdateEndpoint's arguments beyond the names (a new instance type, volume, AMI): a plain update."""
@@ -186,6 +188,7 @@ class GenerationPlan(Displayed):
             "ModelName": self.model_name,
             "ExecutionRoleArn": role_arn,
             "PrimaryContainer": container,
+            **self.controls.model_fields(),
             "Tags": self.tag_list(),
         }
 
@@ -216,6 +219,7 @@ class GenerationPlan(Displayed):
             "EndpointConfigName": self.endpoint_config_name,
             "ExecutionRoleArn": role_arn,
             "ProductionVariants": [variant],
+            **self.controls.config_fields(),
             "Tags": self.tag_list(),
         }
 
@@ -327,6 +331,8 @@ class GenerationPlan(Displayed):
                 }
                 for i, x in enumerate(self.pools, 1)
             ],
+            "controls": self.controls.to_dict(),
+            "tags": self.tags,
             "hourly_usd_per_instance": self.hourly_usd,
             "hourly_usd_per_copy": round(self.hourly_usd / self.capacity.copies, 4)
             if self.hourly_usd and self.capacity.copies
@@ -597,11 +603,11 @@ def _plan_one(
     memory_mb = int(
         min(instance.memory_gib * 1024 * 0.9 / max(fit, 1), max(2048, weights_gib * 1024 * 1.2 + 1024))
     )
-    model_name = f"{base[:50]}-{_digest(model_data.sha256, image.uri, env)}"
+    controls = Controls.of(spec)
+    model_side, config_side = controls.name_parts()
+    model_name = f"{base[:50]}-{_digest(model_data.sha256, image.uri, env, *([model_side] if controls.model_fields() else []))}"
     # the config holds no Model (the component does): a new Model keeps it, so a redeploy updates only the copies
-    config_name = (
-        f"{base[:41]}-{_digest(instance.name, g.max_instances, volume, ami, min_copies == 0, g.scale_in)}"
-    )
+    config_name = f"{base[:41]}-{_digest(instance.name, g.max_instances, volume, ami, min_copies == 0, g.scale_in, *([config_side] if controls.config_fields() else []))}"
     tags = {
         TAG_VERSION: __version__,
         TAG_ENDPOINT: base,
@@ -641,5 +647,6 @@ def _plan_one(
         concurrent_requests_per_copy=g.concurrent_requests_per_copy,
         tags=tags,
         hourly_usd=price_table(prices).hourly(instance.name),
-        notes=notes,
+        notes=notes + check_plan(controls, [instance], tags, hub_model=bool(gen.hub_model_id)),
+        controls=controls,
     )

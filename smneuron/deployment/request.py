@@ -42,6 +42,17 @@ _ENDPOINT_FIELDS = {
     "latency_p99_alarm_ms": "latency_p99_alarm_ms",
     "provision_timeout": "variant_instance_provision_timeout_in_seconds",
     "env": "environment",
+    "network_isolation": "network_isolation",
+    "kms_key": "kms_key",
+}
+# the controls a security team asks for that nest in the endpoint spec: keyword -> (section, field)
+_CONTROL_FIELDS = {
+    "subnets": ("vpc", "subnets"),
+    "security_groups": ("vpc", "security_groups"),
+    "data_capture": ("data_capture", "destination"),
+    "capture_percent": ("data_capture", "sampling_percent"),
+    "capture": ("data_capture", "capture"),
+    "capture_kms_key": ("data_capture", "kms_key"),
 }
 _GENERATION_FIELDS = (
     *("copies", "min_copies", "max_copies", "max_instances", "data_caching"),
@@ -54,7 +65,7 @@ _SCALING_FIELDS = {
     "metric": "metric",
     "schedule": "scheduled",
 }
-KEYWORDS = (*_ENDPOINT_FIELDS, *_GENERATION_FIELDS, *_SCALING_FIELDS, "workers")
+KEYWORDS = (*_ENDPOINT_FIELDS, *_CONTROL_FIELDS, "tags", *_GENERATION_FIELDS, *_SCALING_FIELDS, "workers")
 
 
 @dataclass(frozen=True)
@@ -199,6 +210,13 @@ def _endpoint(base: EndpointSpec, flags: Mapping[str, Any]) -> EndpointSpec:
         values["instance_pools"] = []  # one type given: the project's pools no longer apply
     if "env" in flags:
         values["environment"] = {**base.environment, **dict(flags["env"])}
+    if "tags" in flags:  # the flags' tags over the project file's
+        values["tags"] = {**base.tags, **dict(flags["tags"])}
+    for section in ("vpc", "data_capture"):  # --subnet, --data-capture...: over the project file's section
+        given = {f: flags[k] for k, (s, f) in _CONTROL_FIELDS.items() if s == section and k in flags}
+        if given:
+            current = getattr(base, section)
+            values[section] = {**(current.model_dump() if current else {}), **given}
     generation = {k: flags[k] for k in _GENERATION_FIELDS if k in flags}
     if generation:
         values["generation"] = override(base.generation, **generation).model_dump()

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from smneuron.catalog import InstanceType, Use
 from smneuron.errors import ConfigError
-from smneuron.specs.validation import make_loader, validate
+from smneuron.specs.controls import DataCaptureSpec, VpcSpec, check_kms_key, check_tags
+from smneuron.specs.validation import StrictModel, make_loader, validate
 from smneuron.specs.validation import override as override  # part of the specs API
 
 Task = Literal[
@@ -29,10 +30,6 @@ Task = Literal[
     "text-generation",
 ]
 CompileTarget = Literal["inf1", "inf2", "cpu", "cuda"]
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
 
 
 def _check_instance(value: str, use: Use | None = None) -> str:
@@ -261,7 +258,25 @@ class EndpointSpec(StrictModel):
         None, ge=1, description="Roll back an update when model latency p99 exceeds this."
     )
     environment: dict[str, str] = Field(default_factory=dict, description="Extra container variables.")
-    tags: dict[str, str] = Field(default_factory=dict, description="Tags on every resource created.")
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="Your tags (cost allocation, owner) on every resource smneuron creates and on its S3 objects.",
+    )
+    vpc: VpcSpec | None = Field(
+        None,
+        description="Run the model containers in your VPC: its subnets and security groups (CreateModel VpcConfig).",
+    )
+    network_isolation: bool = Field(
+        False,
+        description="No network in or out of the model container (CreateModel EnableNetworkIsolation); model data still "
+        "comes from S3 through SageMaker.",
+    )
+    kms_key: str | None = Field(
+        None, description="KMS key for the instances' ML storage volume (CreateEndpointConfig KmsKeyId)."
+    )
+    data_capture: DataCaptureSpec | None = Field(
+        None, description="Capture requests and responses to S3 for Model Monitor (DataCaptureConfig)."
+    )
     generation: GenerationSpec = Field(
         default_factory=GenerationSpec, description="text-generation endpoints (inference components)."
     )
@@ -280,6 +295,16 @@ class EndpointSpec(StrictModel):
         elif data.get("instance_pools") and not given:
             data["instance_type"] = data["instance_pools"][0]
         return data
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: dict[str, str]) -> dict[str, str]:
+        return check_tags(v)
+
+    @field_validator("kms_key")
+    @classmethod
+    def _kms(cls, v: str | None) -> str | None:
+        return check_kms_key(v)
 
     @field_validator("instance_type")
     @classmethod

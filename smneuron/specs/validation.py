@@ -11,12 +11,18 @@ import re
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
 from smneuron.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
+
+
+class StrictModel(BaseModel):
+    """Every spec's base: unknown keys refused, assignments validated."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
 
 
 def validate(model: type[M], data: dict[str, Any], *, source: str = "") -> M:

@@ -1,0 +1,337 @@
+"""The endpoint controls a security team signs off (VPC, network isolation, storage key, data capture), as SageMaker's
+requests carry them and as checked before the first Create call.
+
+``Controls`` turns ``EndpointSpec``'s typed settings into the fields of CreateModel (``VpcConfig``,
+``EnableNetworkIsolation``) and CreateEndpointConfig (``KmsKeyId``, ``DataCaptureConfig``): botocore's shapes, the
+contract. ``check_plan`` refuses what is wrong whatever the account (no I/O); ``check_account`` looks the VPC, the
+role and the capture bucket up (EC2, IAM, S3 read calls) before anything is created.
+
+Sources:
+- botocore 1.44 SageMaker model: VpcConfig (Subnets 1-16, SecurityGroupIds 1-5), DataCaptureConfig (InitialSamplingPercentage
+  0-100, CaptureOptions of CaptureMode Input | Output), CreateEndpointConfig.KmsKeyId: "If any of the models that you
+  specify in the ProductionVariants parameter use nitro-based instances with local storage, the KmsKeyId parameter does
+  not encrypt instance local storage" (older API references: "the call to CreateEndpointConfig fails").
+- Which types have local (instance-store) storage: EC2 DescribeInstanceTypes as moto ships it
+  (``catalog/data/instance_storage.json``, ``scripts/write_instance_storage.py``).
+- SageMaker Developer Guide, "Give SageMaker AI Hosted Endpoints Access to Resources in Your Amazon VPC" (host-vpc):
+  subnets in at least two Availability Zones; without internet access, an S3 VPC endpoint for the model data; the
+  execution role's EC2 network-interface permissions (``VPC_ACTIONS``, that page's list; the AmazonSageMakerFullAccess
+  managed policy grants them).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+from urllib.parse import unquote
+
+from botocore.exceptions import ClientError
+
+from smneuron.catalog import InstanceType
+from smneuron.errors import ConfigError
+from smneuron.session import Session
+from smneuron.specs.controls import TAG_LIMIT, DataCaptureSpec, VpcSpec
+from smneuron.specs.models import EndpointSpec
+
+VPC_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeVpcs",
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeSecurityGroups",
+)
+_MODES = {"input": "Input", "output": "Output"}
+
+
+@dataclass(frozen=True)
+class Controls:
+    """An endpoint's network, key and capture settings, as one value every plan carries."""
+
+    vpc: VpcSpec | None = None
+    network_isolation: bool = False
+    kms_key: str | None = None
+    data_capture: DataCaptureSpec | None = None
+
+    @classmethod
+    def of(cls, spec: EndpointSpec) -> Controls:
+        return cls(spec.vpc, spec.network_isolation, spec.kms_key, spec.data_capture)
+
+    def __bool__(self) -> bool:
+        return bool(self.vpc or self.network_isolation or self.kms_key or self.data_capture)
+
+    def model_fields(self) -> dict[str, Any]:
+        """CreateModel's fields: ``VpcConfig`` and ``EnableNetworkIsolation``."""
+        out: dict[str, Any] = {}
+        if self.vpc:
+            out["VpcConfig"] = {
+                "Subnets": list(self.vpc.subnets),
+                "SecurityGroupIds": list(self.vpc.security_groups),
+            }
+        if self.network_isolation:
+            out["EnableNetworkIsolation"] = True
+        return out
+
+    def config_fields(self) -> dict[str, Any]:
+        """CreateEndpointConfig's fields: ``KmsKeyId`` and ``DataCaptureConfig``."""
+        out: dict[str, Any] = {}
+        if self.kms_key:
+            out["KmsKeyId"] = self.kms_key
+        c = self.data_capture
+        if c:
+            out["DataCaptureConfig"] = {
+                "EnableCapture": True,
+                "InitialSamplingPercentage": c.sampling_percent,
+                "DestinationS3Uri": c.destination,
+                "CaptureOptions": [{"CaptureMode": _MODES[m]} for m in c.capture],
+                "CaptureContentTypeHeader": {"JsonContentTypes": ["application/json"]},
+                **({"KmsKeyId": c.kms_key} if c.kms_key else {}),
+            }
+        return out
+
+    def name_parts(self) -> tuple[str, str]:
+        """What goes into the content names of the Model and of the endpoint config: another setting, another
+        resource (both are immutable in SageMaker)."""
+        return json.dumps(self.model_fields(), sort_keys=True), json.dumps(
+            self.config_fields(), sort_keys=True
+        )
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(setting, value) for a plan or status table: ids, never secrets."""
+        out = []
+        if self.vpc:
+            out.append(
+                (
+                    "vpc",
+                    f"subnets {', '.join(self.vpc.subnets)}; security groups {', '.join(self.vpc.security_groups)}",
+                )
+            )
+        if self.network_isolation:
+            out.append(("network isolation", "on: no network in or out of the model container"))
+        if self.kms_key:
+            out.append(("storage key", self.kms_key))
+        c = self.data_capture
+        if c:
+            out.append(
+                ("data capture", f"{c.sampling_percent}% of {' and '.join(c.capture)} to {c.destination}"
+                 + (f" (key {c.kms_key})" if c.kms_key else ""))
+            )  # fmt: skip
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "vpc": self.vpc.model_dump() if self.vpc else None,
+            "network_isolation": self.network_isolation,
+            "kms_key": self.kms_key,
+            "data_capture": self.data_capture.model_dump() if self.data_capture else None,
+        }
+
+
+def instance_store_gib(instance: str) -> int | None:
+    """GiB of instance-store volumes of a hosting type (0: EBS only); None: not known here."""
+    data = json.loads(resources.files("smneuron.catalog.data").joinpath("instance_storage.json").read_text())
+    return data["instance_store_gib"].get(instance)
+
+
+def check_plan(
+    controls: Controls, instances: list[InstanceType], tags: dict[str, str], *, hub_model: bool = False
+) -> list[str]:
+    """Refuse what no account would take, before any AWS call; returns notes on what holds with a caveat.
+
+    Raises:
+        ConfigError: a storage key for a type whose storage is local (the key would not encrypt it), more tags than a
+            resource holds, network isolation for a model the container must download from the Hugging Face Hub.
+    """
+    notes: list[str] = []
+    if len(tags) > TAG_LIMIT:
+        raise ConfigError(
+            f"{len(tags)} tags with smneuron's own ({', '.join(k for k in tags if k.startswith('smneuron:'))}): a "
+            f"SageMaker resource holds at most {TAG_LIMIT} (botocore TagList).",
+            hint=f"Give at most {TAG_LIMIT - sum(k.startswith('smneuron:') for k in tags)} tags of your own.",
+        )
+    if controls.kms_key:
+        local = [(i.name, gib) for i in instances if (gib := instance_store_gib(i.name))]
+        if local:
+            names = ", ".join(f"{n} ({g} GiB of instance store)" for n, g in local)
+            raise ConfigError(
+                f"kms_key would not encrypt the storage of {names}: their volumes are local NVMe instance store, "
+                "encrypted by the instance's own hardware module, and SageMaker's KmsKeyId does not apply to them "
+                "(botocore CreateEndpointConfig.KmsKeyId; older API references say the call fails).",
+                hint="Drop kms_key for these types (their storage is encrypted anyway), or choose a type with EBS storage "
+                "(ml.inf1, ml.inf2, ml.c*/m*/r* without d).",
+            )
+        unknown = [i.name for i in instances if instance_store_gib(i.name) is None]
+        if unknown:
+            notes.append(
+                f"kms_key: whether {', '.join(unknown)} has instance-store volumes (which the key would not encrypt) "
+                "is not known here."
+            )
+    if controls.network_isolation and hub_model:
+        raise ConfigError(
+            "network_isolation leaves the container no network, and this artifact names a Hugging Face Hub model "
+            "the container would download at start.",
+            hint="Compile the model into the artifact (`smneuron compile MODEL_DIR ...` from a local copy) so it is "
+            "served from /opt/ml/model, or drop network_isolation.",
+        )
+    if controls.network_isolation:
+        notes.append(
+            "network_isolation: the container gets no network, so nothing may be fetched at start; the PyTorch DLC "
+            "pip-installs code/requirements.txt (tokenizers) at start and stops if it cannot (sagemaker-inference "
+            "_install_requirements), which works only where the image already has tokenizers (not verified here for "
+            "the Neuron DLCs)."
+        )
+    return notes
+
+
+def check_account(controls: Controls, *, session: Session, role_arn: str) -> list[str]:
+    """Look the settings up in the account before anything is created: the subnets and security groups exist and
+    share one VPC, the VPC reaches S3, the role may make network interfaces and write the capture prefix, the capture
+    bucket exists. Returns notes (what holds with a caveat, or could not be checked).
+
+    Raises:
+        ConfigError: an id that does not exist, subnets and groups in more than one VPC, a role without the network
+            interface permissions or the capture write, a capture bucket that does not exist.
+    """
+    notes: list[str] = []
+    if controls.vpc:
+        notes += _check_vpc(controls.vpc, session)
+        missing = _not_allowed(session, role_arn, [(a, "*") for a in VPC_ACTIONS], notes)
+        if missing:
+            raise ConfigError(
+                f"The execution role {role_arn} may not {', '.join(missing)}: SageMaker makes the model's network "
+                "interfaces in your subnets with the role's permissions, and CreateEndpoint would fail.",
+                hint="Add these actions to the role (infra/smneuron-base.yaml grants them when given the VPC), or "
+                "attach AmazonSageMakerFullAccess.",
+            )
+    if controls.data_capture:
+        notes += _check_capture(controls.data_capture, session, role_arn, notes)
+    return notes
+
+
+def _check_vpc(vpc: VpcSpec, session: Session) -> list[str]:
+    ec2 = session.client("ec2")
+    try:
+        subnets = ec2.describe_subnets(SubnetIds=list(vpc.subnets))["Subnets"]
+        groups = ec2.describe_security_groups(GroupIds=list(vpc.security_groups))["SecurityGroups"]
+    except ClientError as e:
+        code = e.response.get("Error", {}).get("Code", "")
+        if "NotFound" in code or "Malformed" in code:
+            raise ConfigError(
+                f"{e.response['Error'].get('Message', code)} (EC2 {code}, region {session.region}).",
+                hint="Check the ids and the region: `aws ec2 describe-subnets` / `describe-security-groups`.",
+            ) from None
+        if code in ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException"):
+            return [f"vpc: not checked (this identity may not read EC2 subnets and security groups: {code})."]
+        raise
+    vpcs = {s["SubnetId"]: s["VpcId"] for s in subnets} | {g["GroupId"]: g["VpcId"] for g in groups}
+    if len(set(vpcs.values())) > 1:
+        by_vpc: dict[str, list[str]] = {}
+        for item, vpc_id in vpcs.items():
+            by_vpc.setdefault(vpc_id, []).append(item)
+        raise ConfigError(
+            "The subnets and security groups are in more than one VPC: "
+            + "; ".join(f"{v}: {', '.join(items)}" for v, items in by_vpc.items())
+            + ". SageMaker needs them all in one.",
+            hint="Give subnets and security groups of the same VPC.",
+        )
+    vpc_id = next(iter(vpcs.values()))
+    notes = []
+    zones = sorted({s["AvailabilityZone"] for s in subnets})
+    if len(zones) < 2:
+        notes.append(
+            f"vpc: every subnet is in {zones[0]}; SageMaker advises subnets in at least two Availability Zones (host-vpc), "
+            "so an AZ outage leaves capacity."
+        )
+    endpoints = ec2.describe_vpc_endpoints(
+        Filters=[
+            {"Name": "vpc-id", "Values": [vpc_id]},
+            {"Name": "service-name", "Values": [f"com.amazonaws.{session.region}.s3"]},
+        ]
+    )["VpcEndpoints"]
+    if not endpoints:
+        notes.append(
+            f"vpc: {vpc_id} has no S3 VPC endpoint: the model data and captured data reach S3 only through a NAT "
+            'gateway; without one the endpoint cannot download its model (host-vpc, "Create an Amazon S3 VPC Endpoint").'
+        )
+    return notes
+
+
+def _check_capture(capture: DataCaptureSpec, session: Session, role_arn: str, notes: list[str]) -> list[str]:
+    bucket, _, prefix = capture.destination.removeprefix("s3://").partition("/")
+    try:
+        session.client("s3").head_bucket(Bucket=bucket)
+    except ClientError as e:
+        code = e.response.get("Error", {}).get("Code", "")
+        if code in ("404", "NoSuchBucket", "NotFound"):
+            raise ConfigError(
+                f"The data capture bucket {bucket} does not exist.",
+                hint="Create it (encrypted, public access blocked) or give another: data_capture.destination.",
+            ) from None
+        return [f"data capture: bucket {bucket} not checked ({code})."]
+    resource = f"arn:{session.partition}:s3:::{bucket}/{prefix + '/' if prefix else ''}x"
+    missing = _not_allowed(session, role_arn, [("s3:PutObject", resource)], notes)
+    if missing:
+        raise ConfigError(
+            f"The execution role {role_arn} may not s3:PutObject to {capture.destination}: SageMaker writes the "
+            "captured data with the role.",
+            hint="Grant the role s3:PutObject on that prefix (infra/smneuron-base.yaml does, given the capture bucket).",
+        )
+    return []
+
+
+def _not_allowed(
+    session: Session, role_arn: str, wanted: list[tuple[str, str]], notes: list[str]
+) -> list[str]:
+    """The (action, resource) pairs the role's identity policies do not allow, read from IAM (Allow statements,
+    wildcards matched; conditions and permission boundaries not evaluated). Unreadable policies: noted, nothing
+    refused."""
+    try:
+        statements = _statements(session, role_arn.rsplit("/", 1)[-1])
+    except ClientError as e:
+        notes.append(f"role permissions not checked (IAM said {e.response.get('Error', {}).get('Code')}).")
+        return []
+    missing = []
+    for action, resource in wanted:
+        if not any(_allows(s, action, resource) for s in statements):
+            missing.append(action)
+    return missing
+
+
+def _statements(session: Session, role: str) -> list[dict]:
+    iam = session.client("iam")
+    documents = []
+    for page in iam.get_paginator("list_attached_role_policies").paginate(RoleName=role):
+        for p in page["AttachedPolicies"]:
+            version = iam.get_policy(PolicyArn=p["PolicyArn"])["Policy"]["DefaultVersionId"]
+            documents.append(
+                iam.get_policy_version(PolicyArn=p["PolicyArn"], VersionId=version)["PolicyVersion"][
+                    "Document"
+                ]
+            )
+    for page in iam.get_paginator("list_role_policies").paginate(RoleName=role):
+        for name in page["PolicyNames"]:
+            documents.append(iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"])
+    out = []
+    for doc in documents:
+        doc = json.loads(unquote(doc)) if isinstance(doc, str) else doc
+        statement = doc.get("Statement", [])
+        out += statement if isinstance(statement, list) else [statement]
+    return out
+
+
+def _allows(statement: dict, action: str, resource: str) -> bool:
+    if statement.get("Effect") != "Allow":
+        return False
+    actions = statement.get("Action", [])
+    resources = statement.get("Resource", ["*"])
+    actions = [actions] if isinstance(actions, str) else actions
+    resources = [resources] if isinstance(resources, str) else resources
+    return any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in actions) and any(
+        fnmatch.fnmatchcase(resource, r) for r in resources
+    )
