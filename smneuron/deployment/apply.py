@@ -27,6 +27,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smneuron.deployment.controls import check_account, check_update
 from smneuron.deployment.planning import Plan
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling, components, owned
@@ -155,8 +156,10 @@ def apply(
     wait: bool = True,
     timeout: float = 3600,
     on_status: Callable[[str, float], None] | None = None,
+    checked: bool = False,
 ) -> DeployResult:
-    """Make the endpoint of plan ``p`` what the plan says (create, update, or nothing).
+    """Make the endpoint of plan ``p`` what the plan says (create, update, or nothing). ``checked``: the plan's
+    controls were looked up in the account already (``controls.check_account``, before the artifact was staged).
 
     Raises:
         EndpointFailedError: the endpoint or a component reached Failed (with FailureReason and log lines).
@@ -165,6 +168,10 @@ def apply(
         KeyboardInterrupt: after removing what this call created (the message lists what remains).
     """
     current = describe(session, p.endpoint_name)
+    if current is not None:  # before anything is created: an update never drops a control the endpoint has
+        check_update(p.controls, session=session, current=current)
+    if p.controls and not checked:
+        p.notes += check_account(p.controls, session=session, role_arn=session.role_arn)
     ledger = Ledger(session)
     is_update = current is not None
     status = current["EndpointStatus"] if current else "Creating"

@@ -335,3 +335,46 @@ def _allows(statement: dict, action: str, resource: str) -> bool:
     return any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in actions) and any(
         fnmatch.fnmatchcase(resource, r) for r in resources
     )
+
+
+def check_update(controls: Controls, *, session: Session, current: dict) -> None:
+    """Refuse an update that would drop a control the live endpoint has (its config's storage key or data capture, its
+    Model's VPC or network isolation): an update is never the quiet way to take one off.
+
+    Raises:
+        ConfigError: naming each setting the new plan lacks and what the endpoint has now.
+    """
+    sm = session.client("sagemaker")
+    config = sm.describe_endpoint_config(EndpointConfigName=current["EndpointConfigName"])
+    models = [v["ModelName"] for v in config["ProductionVariants"] if v.get("ModelName")]
+    models += [
+        c["Specification"]["ModelName"]
+        for c in (
+            sm.describe_inference_component(InferenceComponentName=s["InferenceComponentName"])
+            for s in sm.list_inference_components(EndpointNameEquals=current["EndpointName"])[
+                "InferenceComponents"
+            ]
+        )
+        if c.get("Specification", {}).get("ModelName")
+    ]
+    live = {}
+    if config.get("KmsKeyId"):
+        live["kms_key"] = config["KmsKeyId"]
+    if config.get("DataCaptureConfig", {}).get("EnableCapture", False):
+        live["data_capture"] = config["DataCaptureConfig"]["DestinationS3Uri"]
+    for name in models:
+        model = sm.describe_model(ModelName=name)
+        if model.get("VpcConfig"):
+            live["vpc"] = ", ".join(model["VpcConfig"]["Subnets"])
+        if model.get("EnableNetworkIsolation"):
+            live["network_isolation"] = "on"
+    wanted = controls.to_dict()
+    dropped = {k: v for k, v in live.items() if not wanted[k]}
+    if dropped:
+        raise ConfigError(
+            f"This update of {current['EndpointName']} would drop "
+            + ", ".join(f"{k} ({v})" for k, v in dropped.items())
+            + ", which the live endpoint has.",
+            hint="Give the same settings again (flags, SDK keywords or smneuron.yaml), or delete the endpoint first "
+            "to take them off deliberately.",
+        )

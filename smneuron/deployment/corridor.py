@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from smneuron.artifact.staging import describe_local, stage
 from smneuron.deployment.apply import DeployResult, apply
+from smneuron.deployment.controls import Controls, check_account
 from smneuron.deployment.encoder_plan import DeployPlan, plan_for_model
 from smneuron.deployment.generation_plan import GenerationPlan, plan_generation
 from smneuron.deployment.planning import Plan, plan_request
@@ -166,11 +167,15 @@ def deploy(
     if not any(_is_s3(a) for a in local):  # refuse a wrong target or layout before uploading anything
         others = {t: describe_local(a) for t, a in request.artifacts.items()}
         plan_request(describe_local(request.artifact), request, region=sess.region, others=others)
+    # the VPC, the role and the capture bucket are looked up before anything is uploaded or created
+    controls = Controls.of(request.endpoint)
+    said = check_account(controls, session=sess, role_arn=sess.role_arn) if controls else []
     name = request.endpoint.name
     data = stage(request.artifact, session=sess, name=name)
     others = {t: stage(a, session=sess, name=name) for t, a in request.artifacts.items()}
     p = plan_request(data, request, region=sess.region, others=others)
-    return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status)
+    p.notes += said
+    return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status, checked=True)
 
 
 def deploy_model_name(

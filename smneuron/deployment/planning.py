@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind
 from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType
+from smneuron.deployment.controls import Controls
 from smneuron.deployment.encoder_plan import DeployPlan, plan
 from smneuron.deployment.generation_plan import GenerationPlan, plan_generation
 from smneuron.deployment.request import DeployRequest
@@ -36,6 +37,7 @@ class Plan(Protocol):
     hourly_usd: float | None
     notes: list[str]
     environment: dict[str, str]
+    controls: Controls  # VPC, network isolation, storage key, data capture (deployment.controls)
 
     @property
     def scaling(self) -> ScalingPlan: ...

@@ -31,6 +31,7 @@ from smneuron.artifact.archive import extract_package
 from smneuron.container.encoder_env import MODEL_DIR
 from smneuron.errors import MissingDependencyError, SmneuronError
 from smneuron.serving.access import bearer, server_key
+from smneuron.serving.isolation import isolated
 from smneuron.serving.ports import free_port
 from smneuron.serving.server import check_port_free, check_runnable
 
@@ -195,6 +196,7 @@ class TorchServeStack:
         (self.base / "tmp").mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SAGEMAKER_", "TS_"))}
         env.update({k: v.replace(MODEL_DIR, str(model_dir)) for k, v in self.environment.items()})
+        env = isolated(env)  # an isolated Model: no credentials, endpoint or proxy
         env.update(
             SAGEMAKER_BASE_DIR=str(self.base),  # the toolkit's /opt/ml
             SAGEMAKER_BIND_TO_PORT=str(self.ports["inference"]),

@@ -13,6 +13,7 @@ import time
 import traceback
 from typing import Any
 
+from smneuron.serving.isolation import MARK, isolate, said
 from smneuron.serving.ts_context import TorchServeContext
 
 
@@ -30,8 +31,11 @@ def output_to(path: str, mode: int = 0o644) -> None:
 def worker_main(model_dir: str, env: dict[str, str], conn: Any) -> None:
     """Process entry point: load, report ready, then answer batches until the pipe closes."""
     os.environ.update(env)
+    gone = isolate(os.environ)  # an isolated Model's process: no credentials, endpoint or proxy
     if env.get("SMNEURON_WORKER_LOG"):  # the model's prints and tracebacks, as a container's stdout/stderr
         output_to(env["SMNEURON_WORKER_LOG"], 0o600)
+    if env.get(MARK):
+        print(said(gone), flush=True)
     try:
         import torch
 

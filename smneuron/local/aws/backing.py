@@ -26,11 +26,13 @@ from smneuron.artifact.staging import fetch, stage, staged_by_smneuron
 from smneuron.artifact.storage import download
 from smneuron.errors import ArtifactError
 from smneuron.local.aws import pools
+from smneuron.local.aws.capture import Capturer
 from smneuron.local.aws.component_backing import Components
 from smneuron.local.aws.log_shipping import ENDPOINT_GROUP, LogShipper, instance_stream
 from smneuron.local.aws.pools import NoCapacity
 from smneuron.local.aws.routing import route
 from smneuron.serving.access import bearer, server_key
+from smneuron.serving.isolation import MARK
 from smneuron.serving.server import LocalEndpoint
 from smneuron.serving.torchserve import TorchServeStack
 from smneuron.session import Session
@@ -79,6 +81,7 @@ class Backer:
         )
 
         self.logs = LogShipper(self._session)  # model servers' output into the embedded CloudWatch Logs
+        self.capturer = Capturer(self._session)  # endpoint configs' DataCaptureConfig, into the embedded S3
         self.components = Components(  # inference components: stand-in (or vLLM) copies
             self._session,
             self.logs,
@@ -158,9 +161,12 @@ class Backer:
             self.endpoints[name].instance_type = instance_type
         if not model_name:  # a variant for inference components: their copies run per component
             return None
-        container = sm.describe_model(ModelName=model_name)["PrimaryContainer"]
+        described = sm.describe_model(ModelName=model_name)
+        container = described["PrimaryContainer"]
         uri = container.get("ModelDataUrl") or container["ModelDataSource"]["S3DataSource"]["S3Uri"]
-        env = container.get("Environment", {})
+        env = dict(container.get("Environment", {}))
+        if described.get("EnableNetworkIsolation"):  # its processes get no credentials, endpoint or proxy
+            env[MARK] = "1"
         log = self.logs.new_file(ENDPOINT_GROUP.format(name), instance_stream(variant["VariantName"]))
         if not staged_by_smneuron(uri, session=session):  # e.g. the SageMaker SDK's repacked PyTorchModel
             return _as_the_dlc_serves(uri, container.get("Image", ""), env, session, log)

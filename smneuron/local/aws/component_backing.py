@@ -31,6 +31,7 @@ from smneuron.artifact.staging import fetch, stage
 from smneuron.local.aws.log_shipping import COMPONENT_GROUP, LogShipper, copy_stream
 from smneuron.local.generation.copy import GenerationServer
 from smneuron.local.generation.standin import IMAGE_VARIABLE
+from smneuron.serving.isolation import MARK
 
 MAX_LOCAL_COPIES = 4
 WORK_PREFIX = "smneuron-llm-"  # a copy's weights, downloaded from the embedded S3; removed with the copies
@@ -260,8 +261,11 @@ class Components:
     def _fetch(self, model: str) -> tuple[str, dict]:
 
         session = self._session()
-        container = session.client("sagemaker").describe_model(ModelName=model)["PrimaryContainer"]
+        described = session.client("sagemaker").describe_model(ModelName=model)
+        container = described["PrimaryContainer"]
         env = {**container.get("Environment", {}), IMAGE_VARIABLE: container.get("Image", "")}
+        if described.get("EnableNetworkIsolation"):  # its copies' processes get no credentials or endpoint
+            env[MARK] = "1"
         source = container.get("ModelDataSource", {}).get("S3DataSource", {}).get("S3Uri") or container.get(
             "ModelDataUrl"
         )

@@ -1,4 +1,5 @@
-"""Describe answers as SageMaker gives them: members a resource was created without are absent.
+"""Describe answers as SageMaker gives them: members a resource was created without are absent, and what a
+Model was created with (EnableNetworkIsolation) is kept.
 
 moto answers ``"VpcConfig": {}`` and ``"Containers": []`` for every Model and ``"DataCaptureConfig": {}``
 (and other empty members) for endpoints and endpoint configs; SageMaker omits them. The SageMaker SDK v3
@@ -34,6 +35,20 @@ def patch_describe_shapes() -> None:
         return describe
 
     patching.replace(SageMakerResponse, "describe_model", describer("describe_model", "ModelName"))
+
+    create_model = patching.original(SageMakerResponse, "create_model")
+
+    def create_model_keeping_isolation(self: Any) -> Any:
+        """CreateModel's EnableNetworkIsolation, which moto's create_model drops (its Model always says False):
+        the embedded SageMaker runs an isolated Model's processes without credentials (serving.isolation)."""
+        answer = create_model(self)
+        if self._get_param("EnableNetworkIsolation"):
+            self.sagemaker_backend.describe_model(
+                self._get_param("ModelName")
+            ).enable_network_isolation = True
+        return answer
+
+    patching.replace(SageMakerResponse, "create_model", create_model_keeping_isolation)
     patching.replace(SageMakerResponse, "describe_endpoint", describer("describe_endpoint", "EndpointName"))
     patching.replace(
         SageMakerResponse,

@@ -38,6 +38,7 @@ from typing import Any
 
 import botocore.session
 
+from smneuron.deployment.controls import VPC_ACTIONS
 from smneuron.errors import MissingDependencyError
 from smneuron.local.aws import patching, pools
 from smneuron.local.aws.benchmark_jobs import patch_benchmark_jobs
@@ -372,6 +373,7 @@ LOCAL_ROLE_POLICY = {
                 "iam:PassRole",
                 "iam:GetRole",
                 "kms:*",
+                *VPC_ACTIONS,  # a Model in a VPC: SageMaker makes its network interfaces with the role
             ],
             "Resource": "*",
         }

@@ -124,6 +124,16 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
     }
     if r.headers.get(CUSTOM_ATTRIBUTES):  # the container's answer to the caller, as SageMaker passes it back
         out[CUSTOM_ATTRIBUTES] = r.headers[CUSTOM_ATTRIBUTES]
+    config = sagemaker_backends[account][region].endpoint_configs.get(record.endpoint_config_name)
+    if config is not None and config.data_capture_config:  # the config's DataCaptureConfig, sampled
+        backer.capturer.maybe(
+            config.data_capture_config,
+            name,
+            out["x-Amzn-Invoked-Production-Variant"],
+            (body, header("Content-Type") or "application/octet-stream"),
+            (r.content, out["Content-Type"]),
+            header("X-Amzn-SageMaker-Inference-Id"),
+        )
     return 200, out, r.content
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from smneuron.local.generation.standin import Refused, configuration, run_copy
 from smneuron.serving.access import bearer, server_key
+from smneuron.serving.isolation import isolated
 from smneuron.serving.pool import PRELOAD, worker_context
 from smneuron.serving.ports import free_port
 
@@ -71,7 +72,7 @@ class GenerationServer:
         else:
             self.process = subprocess.Popen(
                 self._command(),
-                env=env,
+                env=isolated(env),
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,

@@ -38,6 +38,7 @@ from typing import Any
 
 from smneuron.catalog import matrix
 from smneuron.serving.access import REFUSAL, allowed, server_key
+from smneuron.serving.isolation import MARK, isolate, said
 from smneuron.serving.worker import output_to
 
 
@@ -567,6 +568,8 @@ def run_copy(model_dir: str, environment: dict[str, str], port: int, log_path: s
     ``serve`` until stopped; exits 1 when the configuration is refused, as the container does."""
     output_to(log_path)
     os.environ.update(environment)
+    if environment.get(MARK):  # an isolated Model's copy: no credentials, endpoint or proxy
+        print(said(isolate(os.environ)), flush=True)
     model = Path(model_dir).resolve()
     os.chdir(model)
     sys.exit(serve(model, dict(os.environ), "127.0.0.1", port))
