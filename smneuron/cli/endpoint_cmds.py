@@ -56,6 +56,7 @@ def status_cmd(
             ["image", s["model"]["Image"]],
             ["model data", s["model"]["ModelDataUrl"]],
             *_serving_and_cost(digest(s, session)),
+            *_controls(s["controls"]),
         ],
         numeric=False,
     )
@@ -78,6 +79,34 @@ def status_cmd(
         console().print(f"scheduled action {a['ScheduledActionName']}: {a['Schedule']}")
     for a in s["alarms"]:
         console().print(f"alarm {a['AlarmName']}: {a['StateValue']}")
+
+
+def _controls(c: dict) -> list[list[str]]:
+    """The network, key, capture and tag settings SageMaker holds for the endpoint, when there are any."""
+    rows = []
+    if c["vpc"]:
+        rows.append(
+            [
+                "vpc",
+                f"subnets {', '.join(c['vpc']['Subnets'])}; groups {', '.join(c['vpc']['SecurityGroupIds'])}",
+            ]
+        )
+    if c["network_isolation"]:
+        rows.append(["network isolation", "on"])
+    if c["kms_key"]:
+        rows.append(["storage key", c["kms_key"]])
+    capture = c["data_capture"]
+    if capture and capture.get("EnableCapture", True):
+        modes = " and ".join(o["CaptureMode"].lower() for o in capture["CaptureOptions"])
+        rows.append(
+            [
+                "data capture",
+                f"{capture['InitialSamplingPercentage']}% of {modes} to {capture['DestinationS3Uri']}",
+            ]
+        )
+    if c["tags"]:
+        rows.append(["your tags", ", ".join(f"{k}={v}" for k, v in c["tags"].items())])
+    return rows
 
 
 def _serving_and_cost(o: dict) -> list[list[str]]:

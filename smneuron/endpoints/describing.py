@@ -79,9 +79,8 @@ def status(name: str, *, session: Session | None = None) -> dict:
     sess = session or Session.from_env()
     sm = sess.client("sagemaker")
     d = require(sess, name)
-    variant_cfg = sm.describe_endpoint_config(EndpointConfigName=d["EndpointConfigName"])[
-        "ProductionVariants"
-    ][0]
+    config = sm.describe_endpoint_config(EndpointConfigName=d["EndpointConfigName"])
+    variant_cfg = config["ProductionVariants"][0]
 
     found = [components.describe(sess, c) for c in components.for_endpoint(sess, name)]
     found = [c for c in found if c]
@@ -93,8 +92,9 @@ def status(name: str, *, session: Session | None = None) -> dict:
         sm.describe_model(ModelName=model_name) if model_name else {"ModelName": None, "PrimaryContainer": {}}
     )
     container = model["PrimaryContainer"]
+    tags = owned.sagemaker_tags(sess, d["EndpointArn"])
     kind, evidence = endpoint_kind(
-        owned.sagemaker_tags(sess, d["EndpointArn"]),
+        tags,
         components=bool(found),
         environment=container.get("Environment", {}),
     )
@@ -123,6 +123,14 @@ def status(name: str, *, session: Session | None = None) -> dict:
         },
         "autoscaling": autoscaling.describe(sess, autoscaling.resource_id(name, variant_cfg["VariantName"])),
         "components": [components.summary(sess, c) for c in found],
+        # what a security team checks: as SageMaker holds them (ids, never secrets), and the user's own tags
+        "controls": {
+            "vpc": model.get("VpcConfig") or None,
+            "network_isolation": bool(model.get("EnableNetworkIsolation")),
+            "kms_key": config.get("KmsKeyId"),
+            "data_capture": config.get("DataCaptureConfig") or None,
+            "tags": {k: v for k, v in tags.items() if not k.startswith("smneuron:")},
+        },
         "alarms": [{"AlarmName": a["AlarmName"], "StateValue": a["StateValue"]} for a in alarms],
     }
 
