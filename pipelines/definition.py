@@ -36,6 +36,7 @@ import logging
 import warnings
 from typing import Any
 
+from sagemaker.core.modules.configs import Networking
 from sagemaker.core.processing import ScriptProcessor
 from sagemaker.core.shapes import ProcessingInput, ProcessingOutput, ProcessingS3Input, ProcessingS3Output
 from sagemaker.core.transformer import Transformer
@@ -255,6 +256,16 @@ class _Builder:
         """The candidate's SageMaker Model: the same CreateModel request `smneuron deploy` makes (image,
         smneuron's environment, the artifact as is: no repack). Evaluation and deploy use THIS Model."""
         p = self.p
+        c = p.controls  # the Model's VPC and isolation, as `smneuron deploy` sends them (CreateModel)
+        network = (
+            {"network": Networking(
+                subnets=list(c.vpc.subnets) if c.vpc else None,
+                security_group_ids=list(c.vpc.security_groups) if c.vpc else None,
+                enable_network_isolation=c.network_isolation,
+            )}
+            if c.vpc or c.network_isolation
+            else {}
+        )  # fmt: skip
         builder = ModelBuilder(
             image_uri=p.image_uri,
             s3_model_data_url=model_data,
@@ -263,6 +274,7 @@ class _Builder:
             sagemaker_session=self.sm,
             instance_type=p.instance.name,
             dependencies={"auto": False},  # the default {"auto": True} warns that the field is deprecated
+            **network,
         )
         return ModelStep(
             name="CreateModel", step_args=builder.build(), retry_policies=[self.api_retry]

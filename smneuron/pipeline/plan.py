@@ -19,6 +19,7 @@ from smneuron.compilation.tasks import TASKS
 from smneuron.container.encoder_env import container_environment
 from smneuron.container.generation_env import container_environment as generation_environment
 from smneuron.deployment import preflight
+from smneuron.deployment.controls import Controls
 from smneuron.deployment.request import project_settings
 from smneuron.errors import ConfigError
 from smneuron.session import Session
@@ -59,6 +60,9 @@ class PipelinePlan:
     transform_concurrency: int = 1
     max_runtime_in_seconds: int = 4 * 3600
     notes: list[str] = field(default_factory=list)  # the preflight: what is known of image, compiler and host
+    controls: Controls = field(
+        default_factory=Controls
+    )  # the project endpoint's VPC, isolation, key, capture
 
     @property
     def target(self) -> str:
@@ -170,6 +174,7 @@ def plan(
         small_volume_gb=30,
         model_environment=env,
         job_environment=job_env,
+        controls=Controls.of(ep),
         variant_name=ep.variant_name,
         defaults={
             "ModelSourceS3Uri": spec.model_source_s3_uri or "",

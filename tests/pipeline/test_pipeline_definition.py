@@ -323,3 +323,42 @@ def test_the_text_generation_model_step_makes_the_model_smneuron_deploy_makes(se
     )
     request = expected.create_model_request(session.role_arn)["PrimaryContainer"]
     assert step["Image"] == request["Image"] and step["Environment"] == request["Environment"]
+
+
+def test_the_create_model_step_carries_the_projects_vpc_and_isolation_as_deploy_sends_them(session, role):
+    """Issue 49: the pipeline's Model is the one `smneuron deploy` would make for the same project, VPC and network
+    isolation included (ModelBuilder's network), so a team's controls survive the scheduled path too."""
+    from smneuron.artifact.staging import ModelData
+    from smneuron.deployment.encoder_plan import plan
+    from smneuron.pipeline.runs import definition
+    from smneuron.specs.models import EndpointSpec, ProjectFile
+
+    endpoint = {
+        "instance_type": "ml.inf2.xlarge",
+        "name": "minilm-prod",
+        "vpc": {
+            "subnets": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+            "security_groups": ["sg-01234567"],
+        },
+        "network_isolation": True,
+    }
+    project = ProjectFile.model_validate(
+        {
+            "model_name": "minilm",
+            "endpoint": endpoint,
+            "compile": {"task": "feature-extraction", "buckets": [64, 128], "batch_size": 4},
+            "pipeline": {
+                "model_source_s3_uri": "s3://models/minilm/",
+                "evaluation_data_s3_uri": "s3://data/e.jsonl",
+            },
+        }
+    )
+    step = next(
+        s for s in definition(project, session=session, publish=False)["Steps"] if s["Type"] == "Model"
+    )
+    data = ModelData(
+        "s3://b/k/model.tar.gz", "0" * 64, 1, "gzip", "inf2", "feature-extraction", 1, "k", batch_size=4
+    )
+    sent = plan(data, EndpointSpec(**endpoint), region=session.region).create_model_request(role)
+    assert step["Arguments"]["VpcConfig"] == sent["VpcConfig"]
+    assert step["Arguments"]["EnableNetworkIsolation"] is sent["EnableNetworkIsolation"] is True
