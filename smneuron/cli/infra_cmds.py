@@ -33,6 +33,7 @@ def deploy_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Create or update the stacks (change sets) and write their outputs into smneuron.yaml."""
+    from smneuron.deployment.controls import Controls
     from smneuron.infra.stacks import deploy_stacks, write_project_outputs
 
     st = state(ctx)
@@ -41,6 +42,9 @@ def deploy_cmd(
         pipeline=pipeline,
         kms_key_arn=kms_key_arn,
         pipeline_name=pipeline_name or st.project().pipeline.name,
+        controls=Controls.of(
+            st.project().endpoint
+        ),  # the role gets what the project's VPC, keys, capture need
     )
     written = write_project_outputs(st.config or project, result.outputs)
     if as_json:

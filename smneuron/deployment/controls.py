@@ -21,6 +21,7 @@ Sources:
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import json
 from dataclasses import dataclass
@@ -319,10 +320,22 @@ def _statements(session: Session, role: str) -> list[dict]:
             documents.append(iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"])
     out = []
     for doc in documents:
-        doc = json.loads(unquote(doc)) if isinstance(doc, str) else doc
+        doc = policy_document(doc)
         statement = doc.get("Statement", [])
         out += statement if isinstance(statement, list) else [statement]
     return out
+
+
+def policy_document(doc: str | dict) -> dict:
+    """An IAM policy document as IAM answers it: URL-encoded JSON (botocore decodes some answers to a dict already).
+    moto's CloudFormation keeps a role's inline policy as Python's repr of the dict (the embedded IAM): read too."""
+    if isinstance(doc, dict):
+        return doc
+    text = unquote(doc)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return ast.literal_eval(text)
 
 
 def _allows(statement: dict, action: str, resource: str) -> bool:

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from smneuron.artifact.resources import infra_dir
 from smneuron.artifact.storage import head_bucket
 from smneuron.catalog import registry_account
+from smneuron.deployment.controls import Controls
 from smneuron.endpoints.handle import poll_intervals
 from smneuron.errors import AwsError, ConfigError, from_client_error
 from smneuron.session import Session, default_bucket_name
@@ -177,12 +178,33 @@ class InfraResult:
         return {k: v for r in self.stacks for k, v in r.outputs.items()}
 
 
+def control_parameters(controls: Controls) -> dict[str, str]:
+    """The base stack's parameters for the project endpoint's controls, so the role is granted what they need (the
+    VPC's network interfaces, the storage key, the capture prefix and its key) and nothing when they are absent."""
+    out: dict[str, str] = {}
+    if controls.vpc:
+        out["VpcSubnetIds"] = ",".join(controls.vpc.subnets)
+        out["VpcSecurityGroupIds"] = ",".join(controls.vpc.security_groups)
+    if controls.kms_key:
+        out["EndpointKmsKeyArn"] = controls.kms_key
+    capture = controls.data_capture
+    if capture:
+        bucket, _, prefix = capture.destination.removeprefix("s3://").partition("/")
+        out["CaptureBucketName"] = bucket
+        if prefix:
+            out["CapturePrefix"] = prefix
+        if capture.kms_key:
+            out["CaptureKmsKeyArn"] = capture.kms_key
+    return out
+
+
 def deploy_stacks(
     *,
     session: Session,
     pipeline: bool = False,
     kms_key_arn: str | None = None,
     pipeline_name: str = "smneuron-pipeline",
+    controls: Controls | None = None,
 ) -> InfraResult:
     """Deploy the base stack (and, with ``pipeline``, the pipeline stack fed by its outputs).
 
@@ -192,6 +214,7 @@ def deploy_stacks(
 
     notes = []
     params: dict[str, str] = {"KmsKeyArn": kms_key_arn} if kms_key_arn else {}
+    params.update(control_parameters(controls or Controls()))
     previous = stack_parameters(session, "smneuron-base")
     bucket = default_bucket_name(session.account_id, session.region)
     if previous is not None:  # keep an adoption on updates (the default would try to create the bucket)

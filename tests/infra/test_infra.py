@@ -16,12 +16,18 @@ from conftest import run_cli
 
 from smneuron import catalog
 from smneuron.artifact.resources import infra_dir
+from smneuron.deployment.controls import policy_document
 from smneuron.session import DEFAULT_ROLE_NAME
 
 BASE = infra_dir() / "smneuron-base.yaml"
 PIPELINE = infra_dir() / "smneuron-pipeline.yaml"
 # actions AWS offers no resource-level permissions for; "*" is required there and nowhere else
-STAR_RESOURCE_OK = {"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"}
+STAR_RESOURCE_OK = {
+    "ecr:GetAuthorizationToken",
+    "cloudwatch:PutMetricData",
+    *("ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets"),
+    "ec2:DescribeSecurityGroups",
+}
 
 
 def statements(template: dict) -> list[dict]:
@@ -34,7 +40,8 @@ def statements(template: dict) -> list[dict]:
             out += pol["PolicyDocument"]["Statement"]
         if "PolicyDocument" in props:
             out += props["PolicyDocument"]["Statement"]
-    return out
+    # a statement present under a condition (the capture key): checked as it is when present
+    return [st["Fn::If"][1] if "Fn::If" in st else st for st in out]
 
 
 def as_list(x) -> list:
@@ -195,3 +202,32 @@ def test_render_prints_the_template():
     code, out, _ = run_cli("infra", "render", "pipeline")
     assert code == 0 and out == PIPELINE.read_text()
     assert re.search(r"^Resources:", out, re.M) and Path(BASE).is_file()
+
+
+def test_the_projects_controls_grant_the_role_what_they_need_and_no_more(session, tmp_path, monkeypatch):
+    """Issue 49: a project deploying in a VPC, with its storage key and data capture, gets a role that may make the
+    models' network interfaces, use that key and write that capture prefix; the ENI and key actions appear only
+    then (the test above: none without)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "smneuron.yaml").write_text(
+        "endpoint:\n"
+        "  vpc: {subnets: [subnet-0123456789abcdef0], security_groups: [sg-01234567]}\n"
+        "  kms_key: arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab\n"
+        "  data_capture: {destination: s3://team-captures/monitoring, sampling_percent: 10}\n"
+    )
+    code, out, err = run_cli("infra", "deploy", "--json")
+    assert code == 0, err
+    iam = session.client("iam")
+    names = set(iam.list_role_policies(RoleName="smneuron-execution-role")["PolicyNames"])
+    assert {"vpc-network-interfaces", "endpoint-storage-key", "data-capture"} <= names
+
+    def document(name: str) -> dict:
+        doc = iam.get_role_policy(RoleName="smneuron-execution-role", PolicyName=name)["PolicyDocument"]
+        return policy_document(doc)
+
+    (write,) = document("data-capture")["Statement"]
+    assert (
+        write["Action"] == "s3:PutObject" and write["Resource"] == "arn:aws:s3:::team-captures/monitoring/*"
+    )
+    key = document("endpoint-storage-key")
+    assert key["Statement"][0]["Resource"].endswith("key/1234abcd-12ab-34cd-56ef-1234567890ab")
