@@ -251,8 +251,9 @@ def endpoint_kind(
 ) -> tuple[ModelKind | None, str]:
     """What a deployed endpoint serves, decided once, and the evidence: the kind smneuron recorded on it at creation
     (``tags["smneuron:kind"]``); for an endpoint smneuron did not make (or made before it recorded the kind), inference
-    components (text generation, as smneuron serves it) or the PyTorch DLC's ``SAGEMAKER_PROGRAM`` entry point
-    (an encoder); else None: it cannot tell, and the evidence says so."""
+    components (text generation, as smneuron serves it) or a PyTorch DLC entry point in the Model's environment
+    (``SAGEMAKER_PROGRAM``, or smneuron's ``TS_DEFAULT_SERVICE_HANDLER``: an encoder); else None: it cannot tell, and
+    the evidence says so."""
     recorded = tags.get(TAG_KIND)
     if recorded in KINDS:
         return KINDS[recorded], "recorded on the endpoint when smneuron created it (tag smneuron:kind)"
@@ -261,13 +262,14 @@ def endpoint_kind(
             GENERATION,
             "not recorded on the endpoint; it serves through inference components: text generation",
         )
-    if "SAGEMAKER_PROGRAM" in environment:
+    entry = next((v for v in ("SAGEMAKER_PROGRAM", "TS_DEFAULT_SERVICE_HANDLER") if v in environment), None)
+    if entry:
         return ENCODER, (
-            "not recorded on the endpoint; its Model names an inference.py entry point (SAGEMAKER_PROGRAM): an encoder"
+            f"not recorded on the endpoint; its Model names a PyTorch DLC entry point ({entry}): an encoder"
         )
     return None, (
         "not recorded on the endpoint (smneuron did not create it), and it has neither inference components (text "
-        "generation) nor a SAGEMAKER_PROGRAM entry point (an encoder)"
+        "generation) nor a PyTorch DLC entry point, SAGEMAKER_PROGRAM or TS_DEFAULT_SERVICE_HANDLER (an encoder)"
     )
 
 
