@@ -56,6 +56,8 @@ _EXPORTS = {  # public name -> (module, attribute)
     "Endpoint": ("smneuron.endpoints.handle", "Endpoint"),
     "list_endpoints": ("smneuron.endpoints.handle", "list_endpoints"),
     "run_bench": ("smneuron.benchmark.encoder", "run"),
+    "openai_client": ("smneuron.endpoints.openai_compat", "openai_client"),
+    "openai_access": ("smneuron.endpoints.openai_compat", "openai_access"),
     "bench": ("smneuron.benchmark.endpoint", "bench_endpoint"),
     "bench_endpoint": ("smneuron.benchmark.endpoint", "bench_endpoint"),
     "compare": ("smneuron.hardware.workflow", "compare_instances"),

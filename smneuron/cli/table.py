@@ -84,6 +84,11 @@ COMMANDS: dict[str, Entry] = {
         "wait_cmd",
         "Wait until the endpoint is InService (exit 1 with the reason if it fails).",
     ),
+    "openai": Entry(
+        _CLI + "openai_cmd",
+        "openai_cmd",
+        "The base URL, a bearer token and ready lines for an endpoint's OpenAI-compatible /openai/v1.",
+    ),
     "bench": Entry(
         _CLI + "bench_cmd",
         "bench_cmd",

@@ -339,6 +339,18 @@ CASES = [
         None,
     ),
     ("max-tokens-on-an-encoder", "invoke enc hello --max-tokens 5", 1, ["serves an encoder"], {}, None),
+    # SageMaker's OpenAI-compatible path (issue 48): chat completions only, a token of at most 12 h
+    (
+        "openai-an-encoder",
+        "openai enc",
+        1,
+        ["serves an encoder", "chat completions", 'smneuron invoke enc "some text"'],
+        {},
+        None,
+    ),
+    ("openai-no-such-endpoint", "openai nope", 1, ["'nope' does not exist"], {}, None),
+    ("openai-expiry-typo", "openai enc --expires soon", 2, ["--expires", "30m, 1h, 12h"], {}, None),
+    ("openai-unknown-component", "openai enc --component other", 1, ["serves an encoder"], {}, None),
     # endpoints that are not there, URLs that are dead, AWS that does not answer
     (
         "invoke-dead-url",

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import boto3
@@ -134,6 +135,7 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     )
     assert answer["object"] == "text_completion" and answer["usage"]["completion_tokens"] <= 5
     assert answer["model"] == "/opt/ml/model"  # what the vLLM container calls a model shipped as model data
+    _openai_path(smneuron_cli, url, state, described)
 
     bench = json.loads(
         smneuron_cli(
@@ -277,3 +279,102 @@ print(json.dumps([len(sm.list_inference_components()["InferenceComponents"]), le
 def test_streaming_from_a_missing_endpoint_is_a_clear_error(smneuron_cli):
     out = smneuron_cli("--local", "invoke", "--stream", "nope", "hello", check=False)
     assert out.returncode == 1 and "Unexpected" not in out.stderr
+
+
+def _openai_path(smneuron_cli, url: str, state, described) -> None:
+    """Issue 48: SageMaker's /openai/v1 on the embedded service, held to the real openai client (sync, streamed, async)
+    with smneuron's token and with SDK v3's own ``generate_token``; every refused token refused as the client expects;
+    a broken stream reported in-band."""
+    import asyncio
+    import datetime as dt
+
+    import httpx
+    import openai
+    from botocore.credentials import Credentials
+    from sagemaker.core.token_generator import generate_token
+
+    from smneuron.endpoints.openai_compat import mint_token
+
+    access = json.loads(smneuron_cli("--local", "openai", "chat", "--expires", "30m", "--json").stdout)
+    assert access["base_url"] == f"{url}/endpoints/chat/inference-components/chat-ic/openai/v1"
+    assert access["model"] == "/opt/ml/model" and access["token"].startswith("sagemaker-api-key-")
+    messages = [{"role": "user", "content": "where is paris"}]
+    client = openai.OpenAI(base_url=access["base_url"], api_key=access["token"], max_retries=0)
+    reply = client.chat.completions.create(model=access["model"], messages=messages, max_tokens=5)
+    assert (
+        reply.object == "chat.completion"
+        and reply.usage.completion_tokens <= 5
+        and reply.choices[0].message.content
+    )
+    pieces = [c.choices[0].delta.content for c in client.chat.completions.create(
+        model="", messages=messages, max_tokens=6, stream=True) if c.choices and c.choices[0].delta.content]  # fmt: skip
+    assert pieces  # streamed, an empty model passed on as sent
+
+    async def twice() -> list[str]:
+        async with openai.AsyncOpenAI(
+            base_url=access["base_url"], api_key=access["token"], max_retries=0
+        ) as aclient:
+            done = await asyncio.gather(*[aclient.chat.completions.create(model="", messages=messages, max_tokens=3)
+                                          for _ in range(2)])  # fmt: skip
+        return [d.choices[0].message.content for d in done]
+
+    assert all(asyncio.run(twice()))
+    keys = local_kw(url)
+    own = Credentials(keys["aws_access_key_id"], keys["aws_secret_access_key"])
+
+    class Provider:  # SDK v3's generate_token takes a botocore credential provider
+        def load(self):
+            return own
+
+    sdk_token = generate_token(
+        region="us-east-1", aws_credentials_provider=Provider(), expiry=dt.timedelta(minutes=5)
+    )
+    sdk = openai.OpenAI(base_url=access["base_url"], api_key=sdk_token, max_retries=0)
+    assert sdk.chat.completions.create(model="", messages=messages, max_tokens=2).choices[0].message.content
+    # as curl sends it
+    raw = httpx.post(access["base_url"] + "/chat/completions", headers={"Authorization": f"Bearer {sdk_token}"},
+                     json={"model": "", "messages": messages, "max_tokens": 2})  # fmt: skip
+    assert raw.status_code == 200 and raw.json()["choices"][0]["message"]["content"]
+
+    expired = mint_token(own, "us-east-1", dt.timedelta(seconds=1))
+    time.sleep(2.1)  # past its one second (sleep never returns early)
+    refused = {
+        "a foreign key": (mint_token(Credentials("AKIAFOREIGNKEY000000", "x" * 40), "us-east-1", dt.timedelta(hours=1)), openai.AuthenticationError, "not one the embedded AWS issued"),
+        "expired": (expired, openai.AuthenticationError, "expired"),
+        "empty": ("", openai.AuthenticationError, "Authorization: Bearer"),
+        "cut short": (sdk_token[:-12], openai.AuthenticationError, "not a presigned CallWithBearerToken URL"),
+        "not SageMaker's": ("sk-" + "a" * 40, openai.AuthenticationError, "not a SageMaker token"),
+        "another region": (mint_token(own, "us-west-2", dt.timedelta(hours=1)), openai.PermissionDeniedError, "region us-west-2"),
+    }  # fmt: skip
+    for why, (token, error, words) in refused.items():
+        with pytest.raises(error, match=words), _saying(why):
+            openai.OpenAI(base_url=access["base_url"], api_key=token or "x", max_retries=0,
+                          default_headers={"Authorization": "Bearer"} if not token else None,
+                          ).chat.completions.create(model="", messages=messages, max_tokens=2)  # fmt: skip
+    # a copy killed mid-answer: in-band error, raised by the client, never a short success
+    stream = client.chat.completions.create(model="", messages=[{"role": "user", "content": "once upon a time"}],
+                                            max_tokens=200, stream=True, extra_body={"ignore_eos": True})  # fmt: skip
+    events = iter(stream)
+    next(events)
+    (copy,) = llm_copies(state)
+    os.kill(copy, signal.SIGKILL)
+    with pytest.raises(openai.APIError, match="ended before its final event"):
+        for _ in events:
+            pass
+    until(lambda: described()["RuntimeConfig"]["CurrentCopyCount"] == 0, "the dead copy noticed", 30)
+    until(lambda: described()["RuntimeConfig"]["CurrentCopyCount"] == 1, "a replacement copy")
+
+
+class _saying:
+    """Which case failed, in the assertion's message."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, value, tb) -> bool:
+        if kind is not None and issubclass(kind, AssertionError):
+            raise AssertionError(f"{self.why}: {value}") from value
+        return False

@@ -10,7 +10,9 @@ code as the user. Every request passes, in this order, before anything acts on i
 3. **Content type**: the JSON APIs (``X-Amz-Target``) refuse the form types a page may send without a preflight
    (``text/plain``, ``application/x-www-form-urlencoded``, ``multipart/form-data``).
 4. **Signature**: SigV4 over the request (``sigv4.verify``) with the credentials made for this service's state
-   directory; moto's ``/moto-api/*`` (reset, state, dashboard) included: there is no unsigned route.
+   directory; moto's ``/moto-api/*`` (reset, state, dashboard) included: there is no unsigned route. SageMaker's
+   OpenAI-compatible path (``/endpoints/NAME/openai/v1/...``) takes a bearer token instead, itself a presigned SigV4
+   URL made with those credentials (``bearer.check``).
 
 Refusals are AWS's error shapes for the protocol of the request (JSON ``__type``, S3 and query XML, CloudWatch's
 CBOR), so boto3, the AWS CLI and the SageMaker SDKs show their usual auth errors.
@@ -27,8 +29,10 @@ from http import HTTPStatus
 from typing import Any
 from xml.sax.saxutils import escape
 
+from smneuron.local.aws import bearer, openai_route
 from smneuron.local.aws.routing import MAX_PAYLOAD
 from smneuron.local.aws.sigv4 import Refused, protocol_of, verify
+from smneuron.local_record import LOCAL_REGION
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 FORM_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")
@@ -94,10 +98,18 @@ class Gate:
             message = f"Request payload is {length} bytes; the limit is {MAX_PAYLOAD}."
             return _refuse(start_response, protocol, Refused(413, "ValidationError", message))
         body = _read_body(environ)
-        try:
-            verify(environ, body, self.keys)
-        except Refused as refused:
-            return _refuse(start_response, protocol, refused)
+        if openai_route.PATH.match(
+            environ.get("PATH_INFO", "")
+        ):  # SageMaker's OpenAI path takes a bearer token
+            try:
+                bearer.check(environ.get("HTTP_AUTHORIZATION"), self.keys, LOCAL_REGION)
+            except bearer.TokenRefused as refused:
+                return _openai_refusal(start_response, refused)
+        else:
+            try:
+                verify(environ, body, self.keys)
+            except Refused as refused:
+                return _refuse(start_response, protocol, refused)
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
         environ.pop("wsgi.input_terminated", None)
@@ -107,6 +119,19 @@ class Gate:
             return start_response(status, kept + (_cors(origin) if allowed else []), exc_info)
 
         return self.app(environ, respond)
+
+
+def _openai_refusal(start_response: Callable, refused: bearer.TokenRefused) -> list[bytes]:
+    body = json.dumps(bearer.openai_error(refused)).encode()
+    start_response(
+        f"{refused.status} {HTTPStatus(refused.status).phrase}",
+        [
+            ("Content-Type", "application/json"),
+            ("x-amzn-ErrorType", refused.code),
+            ("Content-Length", str(len(body))),
+        ],
+    )
+    return [body]
 
 
 def _read_body(environ: dict) -> bytes:

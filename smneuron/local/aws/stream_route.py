@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
 
+from smneuron.local.aws import openai_route
 from smneuron.local.aws.routing import (
     CUSTOM_ATTRIBUTES,
     INVOCATION_LIMIT_S,
@@ -113,6 +114,9 @@ class StreamRouter:
         global answered
 
         path = environ.get("PATH_INFO", "")
+        openai = openai_route.PATH.match(path)
+        if openai is not None:  # SageMaker's OpenAI-compatible path (the gate checked its bearer token)
+            return openai_route.answer(ACTIVE, openai, environ, start_response)
         invoke = _INVOKE.match(path) if environ.get("REQUEST_METHOD") == "POST" else None
         if invoke is not None and ACTIVE is not None:
             return self._invoke(ACTIVE, invoke.group(1), environ, start_response)

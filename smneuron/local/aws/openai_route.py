@@ -1,0 +1,120 @@
+"""``/endpoints/{name}[/inference-components/{ic}]/openai/v1/chat/completions`` in the embedded SageMaker.
+
+As SageMaker does (Developer Guide, "Invoke endpoints with OpenAI-compatible APIs"): the request, authenticated by a
+bearer token (``bearer.check``, in the gate), goes to the container's ``/v1/chat/completions`` of the endpoint's model
+server or the named component's copy, ``model`` passed on as sent, and the container's answer comes back as is: its
+status and JSON, or its server-sent events as they arrive. A stream that breaks (the connection drops, the copy dies
+before ``data: [DONE]``, 60 s of silence) ends with ``data: {"error": ...}`` and ``data: [DONE]``, which the ``openai``
+client raises as an ``APIError``: never a short success. Only chat completions are documented there: another path under
+``/openai/v1`` answers 404 saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from http import HTTPStatus
+from typing import Any
+
+from smneuron.local.aws.routing import INVOCATION_LIMIT_S, too_large
+
+PATH = re.compile(r"^/endpoints/([^/]+)(?:/inference-components/([^/]+))?/openai/v1(/.*)?$")
+CHAT = "/chat/completions"
+DONE = b"data: [DONE]"
+
+
+def _json(start_response: Any, status: int, message: str, kind: str, code: str) -> list[bytes]:
+    body = json.dumps(
+        {"message": message, "error": {"message": message, "type": kind, "code": code}}
+    ).encode()
+    start_response(
+        f"{status} {HTTPStatus(status).phrase}",
+        [
+            ("Content-Type", "application/json"),
+            ("x-amzn-ErrorType", code),
+            ("Content-Length", str(len(body))),
+        ],
+    )
+    return [body]
+
+
+def answer(backer: Any, match: re.Match, environ: dict, start_response: Any) -> Any:
+    """Relay one OpenAI-compatible request (already authenticated) to the container and its answer back."""
+    import httpx
+
+    endpoint, component, rest = match.group(1), match.group(2), match.group(3) or ""
+    if environ.get("REQUEST_METHOD") != "POST" or rest != CHAT:
+        return _json(
+            start_response,
+            404,
+            f"{environ.get('REQUEST_METHOD')} /openai/v1{rest} is not served: SageMaker's OpenAI-compatible path is "
+            "POST /openai/v1/chat/completions.",
+            "not_found_error",
+            "UnknownOperationException",
+        )
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    refused = too_large(length)
+    if refused:
+        return _json(start_response, refused[0], refused[2], "invalid_request_error", refused[1])
+    body = environ["wsgi.input"].read(length) if length else b""
+    if backer is None:
+        return _json(
+            start_response,
+            400,
+            "No model servers run behind this embedded SageMaker.",
+            "invalid_request_error",
+            "ValidationError",
+        )
+    url = backer.route(endpoint, component, len(body))
+    if isinstance(url, tuple):  # (status, code, message): not found, not InService, no healthy copy
+        return _json(start_response, url[0], url[2], "invalid_request_error", url[1])
+    headers = {"Content-Type": environ.get("CONTENT_TYPE") or "application/json", **backer.authorization(url)}
+    accept = environ.get("HTTP_ACCEPT")
+    if accept:
+        headers["Accept"] = accept
+    release = backer.components.hold(url)  # until the answer is relayed: a copy drains before it stops
+    try:
+        request = backer.http.build_request(
+            "POST", url + "/v1/chat/completions", content=body, headers=headers, timeout=INVOCATION_LIMIT_S
+        )
+        response = backer.http.send(request, stream=True)
+    except httpx.HTTPError as e:
+        release()
+        return _json(start_response, 424, f"The model did not answer: {e}", "api_error", "ModelError")
+    kind = response.headers.get("content-type", "application/json")
+    start_response(
+        f"{response.status_code} {HTTPStatus(response.status_code).phrase}",
+        [("Content-Type", kind), ("x-Amzn-Invoked-Production-Variant", "AllTraffic")],
+    )
+    return _relay(response, release, kind.startswith("text/event-stream"))
+
+
+def _relay(response: Any, release: Callable[[], None], sse: bool) -> Iterator[bytes]:
+    import httpx
+
+    tail = b""  # the last bytes relayed: [DONE] may arrive split across chunks
+    broken = None
+    try:
+        for chunk in response.iter_raw():
+            if chunk:
+                tail = (tail + chunk)[-64:]
+                yield chunk
+        if sse and DONE not in tail:
+            broken = (
+                "The model's stream ended before its final event (data: [DONE]): the answer is incomplete."
+            )
+    except httpx.TimeoutException:
+        broken = f"The model sent nothing for {INVOCATION_LIMIT_S:.0f} s mid-stream."
+    except httpx.HTTPError as e:
+        broken = f"The model stream broke: {type(e).__name__}: {e}"
+    finally:
+        response.close()
+        release()
+    if broken and sse:  # in-band, as vLLM reports an error mid-stream
+        error = {"error": {"message": broken, "type": "api_error", "code": "StreamBroken"}}
+        yield b"\n\ndata: " + json.dumps(error).encode() + b"\n\n" + DONE + b"\n\n"
+    elif broken:
+        raise RuntimeError(
+            broken
+        )  # a plain answer cut short: the server drops the connection, never a 200 whole
