@@ -31,8 +31,10 @@ def openai_cmd(
     expires: str = typer.Option("1h", "--expires", help="The token's lifetime: 30m, 1h ... at most 12h."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Print the base URL, a bearer token, its expiry and the model of an endpoint's /openai/v1, then lines for the
-    openai client, curl and OPENAI_BASE_URL / OPENAI_API_KEY."""
+    """The base URL, a bearer token and ready lines for an endpoint's OpenAI-compatible /openai/v1.
+
+    Also the token's expiry and the model, then lines for the openai client, curl and OPENAI_BASE_URL / OPENAI_API_KEY.
+    """
     from smneuron.endpoints.openai_compat import openai_access
 
     access = openai_access(name, component, expires=_lifetime(expires), session=state(ctx).session())
