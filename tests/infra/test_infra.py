@@ -21,12 +21,14 @@ from smneuron.session import DEFAULT_ROLE_NAME
 
 BASE = infra_dir() / "smneuron-base.yaml"
 PIPELINE = infra_dir() / "smneuron-pipeline.yaml"
+OPENAI_CALLER = infra_dir() / "smneuron-openai-caller.yaml"
 # actions AWS offers no resource-level permissions for; "*" is required there and nowhere else
 STAR_RESOURCE_OK = {
     "ecr:GetAuthorizationToken",
     "cloudwatch:PutMetricData",
     *("ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets"),
     "ec2:DescribeSecurityGroups",
+    "sagemaker:CallWithBearerToken",  # AWS's OpenAI-compatible page: it "does not support resource-level restrictions"
 }
 
 
@@ -48,7 +50,7 @@ def as_list(x) -> list:
     return x if isinstance(x, list) else [x]
 
 
-@pytest.mark.parametrize("path", [BASE, PIPELINE], ids=["base", "pipeline"])
+@pytest.mark.parametrize("path", [BASE, PIPELINE, OPENAI_CALLER], ids=["base", "pipeline", "openai-caller"])
 def test_cfn_lint_reports_nothing(path):
     cfn_lint = Path(sys.executable).with_name("cfn-lint")
     proc = subprocess.run([str(cfn_lint), str(path)], capture_output=True, text=True)
@@ -56,7 +58,7 @@ def test_cfn_lint_reports_nothing(path):
     assert proc.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("path", [BASE, PIPELINE], ids=["base", "pipeline"])
+@pytest.mark.parametrize("path", [BASE, PIPELINE, OPENAI_CALLER], ids=["base", "pipeline", "openai-caller"])
 def test_least_privilege(path):
     template = cfn_yaml.load(str(path))
     text = path.read_text().splitlines()
@@ -231,3 +233,26 @@ def test_the_projects_controls_grant_the_role_what_they_need_and_no_more(session
     )
     key = document("endpoint-storage-key")
     assert key["Statement"][0]["Resource"].endswith("key/1234abcd-12ab-34cd-56ef-1234567890ab")
+
+
+def test_the_openai_caller_policy_invokes_only_the_endpoints_given(session):
+    """Issue 48: a bearer-token caller may invoke the endpoints named and mint tokens, nothing else."""
+    arns = [f"arn:aws:sagemaker:us-east-1:123456789012:endpoint/{n}" for n in ("chat", "chat-canary")]
+    cfn = session.client("cloudformation")
+    cfn.create_stack(
+        StackName="caller",
+        TemplateBody=OPENAI_CALLER.read_text(),
+        Parameters=[{"ParameterKey": "EndpointArns", "ParameterValue": ",".join(arns)}],
+    )
+    iam = session.client("iam")
+    (policy,) = [
+        p for p in iam.list_policies(Scope="Local")["Policies"] if p["PolicyName"] == "smneuron-openai-caller"
+    ]
+    doc = iam.get_policy_version(PolicyArn=policy["Arn"], VersionId=policy["DefaultVersionId"])[
+        "PolicyVersion"
+    ]
+    statements = {st["Sid"]: st for st in policy_document(doc["Document"])["Statement"]}
+    assert statements["InvokeTheNamedEndpoints"]["Resource"] == arns
+    assert statements["InvokeTheNamedEndpoints"]["Action"] == "sagemaker:InvokeEndpoint"
+    assert statements["BearerTokens"] == {"Sid": "BearerTokens", "Effect": "Allow",
+                                          "Action": "sagemaker:CallWithBearerToken", "Resource": "*"}  # fmt: skip
