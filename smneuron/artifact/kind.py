@@ -185,6 +185,7 @@ BENCH_SETTINGS: dict[str, Setting] = {
     "csv": Setting("--csv", "-", "csv", "the text-generation CSV report"),
     "png_dir": Setting("--png-dir", "-", "png_dir", "the text-generation plots"),
     "in_account": Setting("--in-account", "-", "in_account", "SageMaker AI benchmark jobs (LLM endpoints)"),
+    "via": Setting("--via", "-", "via", "SageMaker's /openai/v1 path (chat completions)"),
 }
 SETTINGS.update(BENCH_SETTINGS)
 
@@ -201,6 +202,7 @@ _GENERATION_SETTINGS = (
         "csv",
         "png_dir",
         "in_account",
+        "via",
     ),
 )
 _ENCODER_SETTINGS = tuple(n for n in SETTINGS if n not in _GENERATION_SETTINGS)

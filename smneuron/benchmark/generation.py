@@ -35,13 +35,24 @@ from smneuron.benchmark.generation_metrics import (
 from smneuron.benchmark.generation_report import figures_html
 from smneuron.benchmark.prompts import Lengths, load_tokenizer, requests_from
 from smneuron.benchmark.search import MEASURABLE, meets_stream, searched
-from smneuron.benchmark.stream_targets import StreamSend, sagemaker_stream_sender, url_stream_sender
+from smneuron.benchmark.stream_targets import (
+    StreamSend,
+    openai_stream_sender,
+    sagemaker_stream_sender,
+    url_stream_sender,
+)
 from smneuron.catalog import price_table
 from smneuron.display.cards import Card, Displayed
 from smneuron.display.progress import step
 from smneuron.errors import BenchFailedError, ConfigError
 
 SCHEMA_VERSION = 1
+
+
+PATHS = {
+    "invoke": "InvokeEndpointWithResponseStream",
+    "openai": "/openai/v1/chat/completions",
+}  # --via -> path
 
 
 @dataclass(repr=False)
@@ -66,6 +77,8 @@ class GenerationReport(Displayed):
     # where instance_type / instance_count / copies / copies_per_instance / tensor_parallel_size came from:
     # "endpoint" (read from SageMaker) or "given" (a flag or keyword); absent: unknown
     serving_source: dict = field(default_factory=dict)
+    # the path measured: "url" (a server's own), "InvokeEndpointWithResponseStream" or "/openai/v1/chat/completions"
+    path: str = ""
     kind: str = "text-generation"
     schema_version: int = SCHEMA_VERSION
 
@@ -302,8 +315,11 @@ def run_generation(
     progress: Callable[[Progress], None] | None = None,
     seed: int = 0,
     precision: float = 0.1,
+    via: str = "invoke",
 ) -> GenerationReport:
-    """Stream ``bodies`` at a URL or a SageMaker endpoint under ``profile``; returns the report.
+    """Stream ``bodies`` at a URL or a SageMaker endpoint under ``profile``; returns the report. ``via``: an endpoint's
+    path, ``invoke`` (InvokeEndpointWithResponseStream, SigV4) or ``openai`` (/openai/v1/chat/completions, a bearer
+    token; each prompt sent as one user message).
 
     ``instance_count`` may be a fraction (one copy of three on an instance: 1/3) so that cost is the
     copies' share of the instance price.
@@ -313,6 +329,15 @@ def run_generation(
         BenchFailedError: every request failed (with the first distinct errors).
     """
 
+    if via not in PATHS:
+        raise ConfigError(
+            f"Unknown path {via!r}.", hint="Use --via invoke (SigV4) or --via openai (/openai/v1)."
+        )
+    if via == "openai" and url:
+        raise ConfigError(
+            "--via openai is an endpoint's path; a --url is benchmarked on the path it names.",
+            hint="Give the endpoint's name, or drop --via.",
+        )
     if profile not in (*profiles.PROFILES, "find-max"):
         raise ConfigError(
             f"Unknown profile {profile!r}.", hint=f"Use one of: {', '.join(profiles.PROFILES)}, find-max."
@@ -337,6 +362,8 @@ def run_generation(
     async def main() -> list[GenerationRun]:
         if url:
             send, close = url_stream_sender(url, width, tokenizer)
+        elif via == "openai":
+            send, close = openai_stream_sender(endpoint, session, width, tokenizer, component)  # type: ignore[arg-type]
         else:
             send, close = sagemaker_stream_sender(endpoint, session, width, tokenizer, component)  # type: ignore[arg-type]
         try:
@@ -396,6 +423,7 @@ def run_generation(
         best_good_rate=best.requests_per_s if best else None,
         created_at=started.isoformat(timespec="seconds"),
         search=search or None,
+        path="url" if url else PATHS[via],
     )
 
 

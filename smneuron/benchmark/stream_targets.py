@@ -15,6 +15,7 @@ from typing import Any
 from smneuron.benchmark.generation_metrics import Timing
 from smneuron.endpoints import components
 from smneuron.endpoints.handle import require
+from smneuron.endpoints.openai_compat import RenewingToken, openai_access
 from smneuron.endpoints.streaming import SseBuffer, sagemaker_chunks, text_of
 
 StreamSend = Callable[[bytes, float], Awaitable[Timing]]
@@ -82,8 +83,15 @@ class _Tally:
 
 
 def url_stream_sender(
-    url: str, concurrency: int, tokenizer: Any = None, path: str = "/invocations"
+    url: str,
+    concurrency: int,
+    tokenizer: Any = None,
+    path: str = "/invocations",
+    headers: Callable[[], dict[str, str]] = dict,
+    shape: Callable[[bytes], bytes] = lambda body: body,
 ) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
+    """Stream each body to ``url + path``: ``headers()`` added to each request (a bearer token), ``shape`` applied to
+    each body on the wire (the tally still reads the original: its prompt counts the same on every path)."""
     import aiohttp
 
     session: aiohttp.ClientSession | None = None
@@ -100,7 +108,8 @@ def url_stream_sender(
         tally = _Tally(start, t0)
         parser = SseBuffer()
         try:
-            async with session.post(target, data=body, headers={"Content-Type": "application/json"}) as r:
+            sent = {"Content-Type": "application/json", **headers()}
+            async with session.post(target, data=shape(body), headers=sent) as r:
                 if r.status >= 400:
                     text = (await r.read())[:200].decode(errors="replace")
                     return Timing(
@@ -121,6 +130,35 @@ def url_stream_sender(
             await session.close()
 
     return send, close
+
+
+def as_chat(body: bytes) -> bytes:
+    """A bench body as a Chat Completions request (SageMaker's /openai/v1 serves chat only): a prompt becomes one user
+    message; everything else (max_tokens, ignore_eos, stream, stream_options, seed) goes as it is."""
+    doc = json.loads(body)
+    if "prompt" in doc:
+        doc["messages"] = [{"role": "user", "content": doc.pop("prompt")}]
+    return json.dumps(doc).encode()
+
+
+def openai_stream_sender(
+    name: str, session: Any, concurrency: int, tokenizer: Any = None, component: str | None = None
+) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
+    """Stream through the endpoint's /openai/v1/chat/completions with a bearer token renewed as it runs.
+
+    Raises:
+        NotFoundError, ConfigError: what ``openai_access`` raises (an encoder endpoint, an unknown component).
+    """
+    access = openai_access(name, component, session=session)
+    auth = RenewingToken(session)
+    return url_stream_sender(
+        access.base_url,
+        concurrency,
+        tokenizer,
+        path="/chat/completions",
+        headers=lambda: {"Authorization": f"Bearer {auth.token()}"},
+        shape=as_chat,
+    )
 
 
 def sagemaker_stream_sender(

@@ -103,6 +103,12 @@ def bench_cmd(
     max_error_rate: float = typer.Option(
         0.01, "--max-error-rate", min=0.0, max=1.0, help="Fail (exit 1) above this share of failed requests."
     ),
+    via: str = typer.Option(
+        None,
+        "--via",
+        help="Text generation, an endpoint's path: invoke (InvokeEndpointWithResponseStream, the default) or openai "
+        "(/openai/v1/chat/completions with a bearer token).",
+    ),
     in_account: bool = typer.Option(
         False,
         "--in-account",
@@ -145,6 +151,7 @@ def bench_cmd(
         "csv": csv_out,
         "png_dir": png_dir,
         "in_account": in_account or None,
+        "via": via,
     }
     given = {name: "flag" for name, value in settings.items() if value is not None}
     session = None if url else state(ctx).session()
@@ -199,6 +206,7 @@ def bench_cmd(
             as_json=as_json,
             max_error_rate=max_error_rate,
             precision=precision,
+            via=via or "invoke",
         )
 
     payloads = prompts.load_payloads(

@@ -66,6 +66,7 @@ def run(
     as_json,
     max_error_rate,
     precision=0.1,
+    via="invoke",
 ) -> None:  # type: ignore[no-untyped-def]
 
     from smneuron.benchmark.endpoint import serving_of
@@ -114,6 +115,7 @@ def run(
         price=price,
         prices=state(ctx).project().prices,
         precision=precision,
+        via=via,
     )
     data = report.to_dict()
     if out:
@@ -226,7 +228,7 @@ def _ms(d: dict, q: str) -> str:
 
 def render(data: dict) -> None:
     table(
-        f"{data['target']}: text generation",
+        f"{data['target']}: text generation" + (f", through {data['path']}" if data.get("path") else ""),
         [
             "run",
             "req/s",

@@ -135,7 +135,7 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     )
     assert answer["object"] == "text_completion" and answer["usage"]["completion_tokens"] <= 5
     assert answer["model"] == "/opt/ml/model"  # what the vLLM container calls a model shipped as model data
-    _openai_path(smneuron_cli, url, state, described)
+    _openai_path(smneuron_cli, url, state, described, tmp_path / "a")
 
     bench = json.loads(
         smneuron_cli(
@@ -281,7 +281,7 @@ def test_streaming_from_a_missing_endpoint_is_a_clear_error(smneuron_cli):
     assert out.returncode == 1 and "Unexpected" not in out.stderr
 
 
-def _openai_path(smneuron_cli, url: str, state, described) -> None:
+def _openai_path(smneuron_cli, url: str, state, described, artifact) -> None:
     """Issue 48: SageMaker's /openai/v1 on the embedded service, held to the real openai client (sync, streamed, async)
     with smneuron's token and with SDK v3's own ``generate_token``; every refused token refused as the client expects;
     a broken stream reported in-band."""
@@ -351,6 +351,13 @@ def _openai_path(smneuron_cli, url: str, state, described) -> None:
             openai.OpenAI(base_url=access["base_url"], api_key=token or "x", max_retries=0,
                           default_headers={"Authorization": "Bearer"} if not token else None,
                           ).chat.completions.create(model="", messages=messages, max_tokens=2)  # fmt: skip
+    # bench through the same path: it says which, and counts output tokens as the SigV4 path does (ignore_eos)
+    via = json.loads(smneuron_cli("--local", "bench", "chat", "--via", "openai", "--prompt-tokens", "16",
+                                  "--output-tokens", "8", "--tokenizer", str(artifact), "--rate-type", "synchronous",
+                                  "--duration", "1", "--json").stdout)  # fmt: skip
+    (run,) = via["runs"]
+    assert via["path"] == "/openai/v1/chat/completions" and run["successful"] > 0 and run["errored"] == 0
+    assert run["output_tokens"]["min"] == run["output_tokens"]["max"] == 8
     # a copy killed mid-answer: in-band error, raised by the client, never a short success
     stream = client.chat.completions.create(model="", messages=[{"role": "user", "content": "once upon a time"}],
                                             max_tokens=200, stream=True, extra_body={"ignore_eos": True})  # fmt: skip
