@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.errors import ConfigError
 
 
 def evaluate_cmd(
@@ -38,6 +39,11 @@ def evaluate_cmd(
         "--min-task-exact-match",
         help="Gate (text generation): share of continuations starting with the label.",
     ),
+    via: str = typer.Option(
+        "invoke",
+        "--via",
+        help="An endpoint's path: invoke (InvokeEndpoint); openai is refused, with the reason.",
+    ),
     out: Path = typer.Option(None, "--output", "-o", help="Write evaluation.json here."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -48,6 +54,15 @@ def evaluate_cmd(
     from smneuron.evaluation.scoring import evaluate
     from smneuron.specs.models import override
 
+    if via != "invoke":
+        raise ConfigError(
+            f"evaluate --via {via}: the evaluation scores greedy completions of each raw prompt, the prompt's "
+            "log-probabilities (echo) and teacher-forced log-probabilities: the Completions API's, which SageMaker's "
+            "/openai/v1 does not offer (it serves Chat Completions only, which wraps the prompt in the chat template, "
+            "so the reference on CPU would not be comparable).",
+            hint="Evaluate through InvokeEndpoint (the default, --via invoke); bench the /openai/v1 path with "
+            "`smneuron bench NAME --via openai`.",
+        )
     st = state(ctx)
     project = st.project()
     kind_task = task or project.compile.task
