@@ -15,7 +15,7 @@ import json
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -155,6 +155,7 @@ def stage(
     compression: Compression = "gzip",
     upload: bool = True,
     progress: Callable[[int], None] | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> ModelData:
     """Turn an artifact into staged, content-addressed model data.
 
@@ -167,6 +168,7 @@ def stage(
         compression: for an artifact dir: gzip (model.tar.gz) or none (uncompressed S3 prefix).
         upload: False computes the hash, size and manifest without any AWS call (``--dry-run``).
         progress: called with bytes transferred since the last call.
+        tags: the user's tags for the objects uploaded (S3 object tags; bytes already staged keep theirs).
 
     Returns:
         ``ModelData`` (``skipped`` tells whether S3 already held the bytes).
@@ -192,11 +194,11 @@ def stage(
         with tempfile.TemporaryDirectory(prefix="smneuron-pkg-") as tmp:
             out = Path(tmp) / ("model.tar.gz" if compression == "gzip" else "model")
             package(path, out, compression=compression)  # checks every file against the manifest as it writes
-            staged = _stage_package(out, label, prefix, sess, progress, verify=False)
+            staged = _stage_package(out, label, prefix, sess, progress, verify=False, tags=tags)
         return ModelData(
             **{**staged.to_dict(), "source": str(path), "uri": staged.uri if upload else str(path)}
         )
-    return _stage_package(path, label, prefix, sess, progress)
+    return _stage_package(path, label, prefix, sess, progress, tags=tags)
 
 
 def describe_local(artifact: str | Path) -> ModelData:
@@ -267,6 +269,7 @@ def _stage_package(
     progress: Callable[[int], None] | None,
     *,
     verify: bool = True,
+    tags: Mapping[str, str] | None = None,
 ) -> ModelData:
     if verify:
         verify_package(path)
@@ -286,6 +289,7 @@ def _stage_package(
         metadata=_metadata(local),
         marker_name=MANIFEST_NAME,
         progress=progress,
+        tags=tags,
     )
     return replace(local, uri=f"s3://{session.bucket_name}/{key}", skipped=skipped)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from botocore.exceptions import ClientError
@@ -112,8 +113,10 @@ def put_content_addressed(
     part_size: int = DEFAULT_PART_SIZE,
     concurrency: int = 8,
     progress: Callable[[int], None] | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> bool:
-    """Upload a file (to ``key``) or a directory tree (under the prefix ``key``), unless present.
+    """Upload a file (to ``key``) or a directory tree (under the prefix ``key``), unless present; ``tags`` (the user's)
+    become each object's S3 tags.
 
     A directory's manifest (``marker_name``) goes last: its presence with the hash marks a complete
     upload. Encrypts with the session's KMS key, else the bucket's default encryption; S3 verifies a
@@ -131,6 +134,8 @@ def put_content_addressed(
     extra = {"Metadata": {**metadata, SHA_METADATA: sha256}, "ChecksumAlgorithm": "SHA256"}
     if session.kms_key_id:
         extra.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=session.kms_key_id)
+    if tags:
+        extra["Tagging"] = urllib.parse.urlencode(dict(tags))
     # else no header: the bucket's default encryption applies (SSE-S3 on buckets smneuron creates,
     # SSE-KMS on the infra/ bucket, whose policy refuses puts that ask for anything weaker)
     config = TransferConfig(

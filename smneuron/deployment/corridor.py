@@ -171,8 +171,9 @@ def deploy(
     controls = Controls.of(request.endpoint)
     said = check_account(controls, session=sess, role_arn=sess.role_arn) if controls else []
     name = request.endpoint.name
-    data = stage(request.artifact, session=sess, name=name)
-    others = {t: stage(a, session=sess, name=name) for t, a in request.artifacts.items()}
+    tags = request.endpoint.tags  # the user's tags on the S3 objects too
+    data = stage(request.artifact, session=sess, name=name, tags=tags)
+    others = {t: stage(a, session=sess, name=name, tags=tags) for t, a in request.artifacts.items()}
     p = plan_request(data, request, region=sess.region, others=others)
     p.notes += said
     return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status, checked=True)
