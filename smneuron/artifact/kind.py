@@ -186,6 +186,12 @@ BENCH_SETTINGS: dict[str, Setting] = {
     "png_dir": Setting("--png-dir", "-", "png_dir", "the text-generation plots"),
     "in_account": Setting("--in-account", "-", "in_account", "SageMaker AI benchmark jobs (LLM endpoints)"),
     "via": Setting("--via", "-", "via", "SageMaker's /openai/v1 path (chat completions)"),
+    "slo_latency_ms": Setting(
+        "--slo-latency-ms", "-", "slo_latency_ms", "the request latency goodput target"
+    ),
+    "goodput_target": Setting(
+        "--goodput-target", "-", "goodput_target", "the share of requests meeting the SLOs"
+    ),
 }
 SETTINGS.update(BENCH_SETTINGS)
 
@@ -203,6 +209,8 @@ _GENERATION_SETTINGS = (
         "png_dir",
         "in_account",
         "via",
+        "slo_latency_ms",
+        "goodput_target",
     ),
 )
 _ENCODER_SETTINGS = tuple(n for n in SETTINGS if n not in _GENERATION_SETTINGS)

@@ -11,6 +11,7 @@ from smneuron.artifact.kind import ENCODER, GENERATION, SETTINGS, ModelKind, kin
 from smneuron.benchmark import encoder, prompts
 from smneuron.benchmark.encoder import Report
 from smneuron.benchmark.generation import GenerationReport, bench_text_generation
+from smneuron.benchmark.generation_metrics import Slo
 from smneuron.endpoints.describing import overview
 from smneuron.errors import ConfigError
 from smneuron.session import Session
@@ -82,71 +83,87 @@ def serving_of(found: dict, given: dict) -> tuple[dict, dict]:
 
 
 def bench_endpoint(
-    name: str,
+    name: str | None = None,
     texts: list[str] | None = None,
     *,
+    url: str | None = None,
     data: str | Path | None = None,
     tokenizer: str | Path | None = None,
     session: Session | None = None,
     profile: str = "sweep",
     duration_s: float = 10,
     openai: bool = False,
+    mean_tokens: int | None = None,
+    spread: int | None = None,
+    where: str = "sdk",
     **run: Any,
 ) -> Report | GenerationReport:
-    """Benchmark the endpoint ``name`` as it is deployed.
+    """Benchmark the endpoint ``name`` as it is deployed (or a server's ``url``): the one bench request, which the CLI's
+    `smneuron bench` calls too.
 
     Args:
-        name: the SageMaker endpoint.
+        name: the SageMaker endpoint; it says what it serves and on what. Or ``url``: a running server, whose kind is
+            text generation when a text-generation setting is given (``prompt_tokens``, ``output_tokens``...), else
+            an encoder.
         texts: encoder inputs to send (cycled); else ``data`` (a JSONL file) or texts generated from
-            ``tokenizer``'s vocabulary. Text generation: ``data`` is a prompts dataset; else synthetic prompts
-            (``prompt_tokens`` / ``output_tokens`` in ``run``).
+            ``tokenizer``'s vocabulary (``mean_tokens`` 24 +- ``spread`` 8 tokens). Text generation: ``data`` is a
+            prompts dataset; else synthetic prompts (``prompt_tokens`` / ``output_tokens`` in ``run``; 64 / 128).
         profile, duration_s: the load profile and the length of each run.
         openai: encoders: send OpenAI embeddings requests (``{"input": ...}``) instead of ``{"inputs": ...}``.
+        where: "cli" or "sdk": how a refused setting is named (``--copies`` or ``copies=``).
         run: everything else the encoder bench (``smneuron.run_bench``) or the text-generation bench
             (``smneuron.run_generation_bench``) takes; ``instance_type``, ``instance_count`` and, for text
             generation, ``copies``, ``copies_per_instance`` and ``tensor_parallel_size`` default to the endpoint's
-            own (what was given overrides; the text-generation report's ``serving_source`` says which).
+            own (what was given overrides; the report's ``serving_source`` says which).
 
     Returns:
         The report (``Report`` for encoders, ``GenerationReport`` for text generation): a table and a plot in a notebook.
 
     Raises:
         NotFoundError: no such endpoint.
-        ConfigError: no inputs, an unknown profile, a run too short for its warm-up.
+        ConfigError: no target, a setting of the other kind, no inputs, an unknown profile, a run too short for its
+            warm-up.
         BenchFailedError: every request failed.
     """
-    sess = session or Session.from_env()
-    found = deployed_on(name, session=sess)
-    given = {k: "flag" for k, v in run.items() if k in SETTINGS and v is not None}
-    kind_of(found).refuse_foreign(
-        {**given, **({"openai": "flag"} if openai else {})}, where="sdk", scope="bench"
+    run = {k: v for k, v in run.items() if v is not None}  # None: not given (the runners' defaults apply)
+    given = {k: "flag" for k in run if k in SETTINGS}
+    given.update(
+        {
+            k: "flag"
+            for k, v in (("openai", openai or None), ("mean_tokens", mean_tokens), ("spread", spread))
+            if v
+        }
     )
+    sess = None if url else (session or Session.from_env())
+    kind, found = target_kind(name, url, given, session=sess)  # decided once
+    kind.refuse_foreign(given, where=where, scope="bench")
     values, source = serving_of(found, {k: run.pop(k, None) for k in _SERVING})
-    if kind_of(found) == GENERATION:
+    if kind.generates:
+        run.setdefault("serving_source", source)
         run.setdefault("prompt_tokens", None if data else 64)
+        if "concurrency" in run:  # the closed-loop width: the text-generation runner's name for it
+            run["max_concurrency"] = run.pop("concurrency")
+        targets = [run.pop(k, None) for k in ("slo_ttft_ms", "slo_itl_ms", "slo_latency_ms")]
+        if any(t is not None for t in targets) and "slo" not in run:
+            run["slo"] = Slo(*targets)
         return bench_text_generation(
-            endpoint=name,
-            session=sess,
-            dataset=data,
-            tokenizer=tokenizer,
-            profile=profile,
-            duration_s=duration_s,
-            serving_source=source,
-            **values,
-            **run,
-        )
-    (
-        values.pop("copies", None),
-        values.pop("copies_per_instance", None),
-        values.pop("tensor_parallel_size", None),
-    )
+            endpoint=name, url=url, session=sess, dataset=data, tokenizer=tokenizer, profile=profile,
+            duration_s=duration_s, **values, **run,
+        )  # fmt: skip
+    for key in ("copies", "copies_per_instance", "tensor_parallel_size"):
+        values.pop(key, None)
     run.update(values)
     if texts:
         payloads = [json.dumps({"inputs": t}).encode() for t in texts]
     else:
-        payloads = prompts.load_payloads(data, tokenizer=tokenizer)
+        payloads = prompts.load_payloads(
+            data,
+            tokenizer=tokenizer,
+            mean_tokens=24 if mean_tokens is None else mean_tokens,
+            spread=8 if spread is None else spread,
+        )
     if openai:
         payloads = prompts.as_openai_embeddings(payloads, name)
     return encoder.run(
-        endpoint=name, session=sess, payloads=payloads, profile=profile, duration_s=duration_s, **run
+        endpoint=name, url=url, session=sess, payloads=payloads, profile=profile, duration_s=duration_s, **run
     )

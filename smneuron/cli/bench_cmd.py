@@ -88,7 +88,7 @@ def bench_cmd(
     slo_itl_ms: float = typer.Option(None, "--slo-itl-ms", help="Goodput: inter-token latency target."),
     slo_latency_ms: float = typer.Option(None, "--slo-latency-ms", help="Goodput: request latency target."),
     goodput_target: float = typer.Option(
-        0.99, "--goodput-target", help="Share of requests that must meet the SLOs."
+        None, "--goodput-target", help="Text generation: share of requests that must meet the SLOs (0.99)."
     ),
     copies: int = typer.Option(
         None, "--copies", help="Text generation: copies serving (cost share, recommend)."
@@ -119,10 +119,8 @@ def bench_cmd(
 ) -> None:
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
     from smneuron.artifact.kind import GENERATION
-    from smneuron.benchmark import encoder as bench
-    from smneuron.benchmark import profiles, prompts
-    from smneuron.benchmark.endpoint import serving_of, target_kind
-    from smneuron.benchmark.search import unmet
+    from smneuron.benchmark.endpoint import bench_endpoint, target_kind
+    from smneuron.benchmark.generation import GenerationReport
     from smneuron.cli import generation_bench_cmd
 
     if endpoint == "compare":
@@ -154,10 +152,10 @@ def bench_cmd(
         "via": via,
     }
     given = {name: "flag" for name, value in settings.items() if value is not None}
-    session = None if url else state(ctx).session()
-    kind, found = target_kind(endpoint, url, given, session=session)  # decided once
-    kind.refuse_foreign(given, where="cli", scope="bench")
-    if kind == GENERATION and in_account:
+    if in_account:  # its own request: a SageMaker AI benchmark job beside the bench from here
+        session = None if url else state(ctx).session()
+        kind, _ = target_kind(endpoint, url, given, session=session)
+        kind.refuse_foreign(given, where="cli", scope="bench")
         return generation_bench_cmd.in_account(
             ctx,
             endpoint=endpoint,
@@ -171,90 +169,58 @@ def bench_cmd(
             out=out,
             as_json=as_json,
         )
-    if kind == GENERATION:
-        return generation_bench_cmd.run(
-            ctx,
-            endpoint=endpoint,
-            url=url,
-            found=found,
-            profile=profile,
-            duration=duration,
-            concurrency=concurrency,
-            concurrencies=levels,
-            rate=rate,
-            rates=rates,
-            prompt_tokens=prompt_tokens,
-            output_tokens=output_tokens,
-            dataset=dataset,
-            tokenizer=tokenizer,
-            warmup=warmup,
-            cooldown=cooldown,
-            max_requests=max_requests,
-            max_errors=max_errors,
-            slo=(slo_ttft_ms, slo_itl_ms, slo_latency_ms),
-            goodput_target=goodput_target,
-            instance=instance,
-            count=count,
-            price=price,
-            copies=copies,
-            copies_per_instance=copies_per_instance,
-            tp=tp,
-            out=out,
-            csv_out=csv_out,
-            html_out=html_out,
-            png_dir=png_dir,
-            as_json=as_json,
-            max_error_rate=max_error_rate,
-            precision=precision,
-            via=via or "invoke",
-        )
-
-    payloads = prompts.load_payloads(
-        data,
-        tokenizer=tokenizer,
-        mean_tokens=24 if mean_tokens is None else mean_tokens,
-        spread=8 if spread is None else spread,
-    )
-    if openai:
-        payloads = prompts.as_openai_embeddings(payloads)
-    # the cost column: the endpoint says what it runs on; flags override
-    serving, _ = serving_of(found, {"instance_type": instance, "instance_count": count})
-    report = bench.run(
+    # flags -> the SDK's one bench request (defaults, kind, refusals and serving figures decided there) -> render
+    report = bench_endpoint(
+        endpoint,
         url=url,
-        endpoint=endpoint,
-        session=session,
-        payloads=payloads,
+        data=dataset or data,
+        tokenizer=tokenizer,
+        session=None if url else state(ctx).session(),
         profile=profile,
         duration_s=duration,
+        openai=openai,
+        mean_tokens=mean_tokens,
+        spread=spread,
+        where="cli",
         concurrency=concurrency,
+        concurrencies=levels,
         rate=rate,
         rates=rates,
-        instance_type=serving.get("instance_type"),
-        instance_count=serving.get("instance_count") or 1,
-        price=price,
-        prices=state(ctx).project().prices,
+        warmup_s=warmup,
+        cooldown_s=cooldown,
         max_requests=max_requests,
         max_errors=max_errors,
-        concurrencies=levels,
-        slo_p99_ms=slo_p99_ms,
+        instance_type=instance,
+        instance_count=count,
+        copies=copies,
+        copies_per_instance=copies_per_instance,
+        tensor_parallel_size=tp,
+        price=price,
+        prices=state(ctx).project().prices,
         precision=precision,
-        **{k: v for k, v in (("warmup_s", warmup), ("cooldown_s", cooldown)) if v is not None},
+        slo_p99_ms=slo_p99_ms,
+        slo_ttft_ms=slo_ttft_ms,
+        slo_itl_ms=slo_itl_ms,
+        slo_latency_ms=slo_latency_ms,
+        goodput_target=goodput_target,
+        prompt_tokens=generation_bench_cmd.lengths(prompt_tokens, "--prompt-tokens"),
+        output_tokens=generation_bench_cmd.lengths(output_tokens, "--output-tokens"),
+        via=via,
     )
-    if out:
-        out.write_text(report.to_json())
-    if plot:
-        report.plot(plot)
-    if as_json:
-        print_json(__import__("json").loads(report.to_json()))
+    if isinstance(report, GenerationReport):
+        generation_bench_cmd.emit(
+            report, out=out, csv_out=csv_out, html_out=html_out, png_dir=png_dir, as_json=as_json
+        )
     else:
-        render(report)
-    failed = sum(r.requests_failed for r in report.runs)
-    profiles.check_error_rate(
-        sum(r.requests_ok for r in report.runs) + failed, failed, max_error_rate, report.target
-    )
-    refused = unmet(report.search)
-    if refused:
-        raise refused
+        if out:
+            out.write_text(report.to_json())
+        if plot:
+            report.plot(plot)
+        if as_json:
+            print_json(__import__("json").loads(report.to_json()))
+        else:
+            render(report)
+    generation_bench_cmd.check(report, max_error_rate)
 
 
 def _compare(paths: list[Path], as_json: bool) -> None:

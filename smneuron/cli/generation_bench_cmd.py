@@ -31,92 +31,10 @@ def lengths(text: str | None, flag: str):  # type: ignore[no-untyped-def]
     return Lengths(mean, stdev, lo, hi)
 
 
-def run(
-    ctx: typer.Context,
-    *,
-    endpoint,
-    url,
-    found,
-    profile,
-    duration,
-    concurrency,
-    concurrencies,
-    rate,
-    rates,
-    prompt_tokens,
-    output_tokens,
-    dataset,
-    tokenizer,
-    warmup,
-    cooldown,
-    max_requests,
-    max_errors,
-    slo,
-    goodput_target,
-    instance,
-    count,
-    price,
-    copies,
-    copies_per_instance,
-    tp,
-    out,
-    csv_out,
-    html_out,
-    png_dir,
-    as_json,
-    max_error_rate,
-    precision=0.1,
-    via="invoke",
-) -> None:  # type: ignore[no-untyped-def]
-
-    from smneuron.benchmark.endpoint import serving_of
-    from smneuron.benchmark.generation import bench_text_generation
-    from smneuron.benchmark.generation_metrics import Slo
+def emit(report, *, out, csv_out, html_out, png_dir, as_json) -> None:  # type: ignore[no-untyped-def]
+    """A text-generation report as asked: JSON, CSV, HTML and PNG files, then the table (or JSON on stdout)."""
     from smneuron.benchmark.generation_report import write_csv, write_html, write_pngs
-    from smneuron.benchmark.profiles import check_error_rate
-    from smneuron.benchmark.search import unmet
 
-    session = None if url else state(ctx).session()
-    given = {
-        "instance_type": instance,
-        "instance_count": count,
-        "copies": copies,
-        "copies_per_instance": copies_per_instance,
-        "tensor_parallel_size": tp,
-    }
-    # where the load lands (cost share, recommend): the endpoint says; flags override, the report says which
-    serving, source = serving_of(found, given)
-    report = bench_text_generation(
-        url=url,
-        endpoint=endpoint,
-        session=session,
-        prompt_tokens=lengths(prompt_tokens, "--prompt-tokens"),
-        output_tokens=lengths(output_tokens, "--output-tokens") or 128,
-        dataset=dataset,
-        tokenizer=tokenizer,
-        instance_count=serving.get("instance_count") or 1,
-        copies=serving.get("copies"),
-        copies_per_instance=serving.get("copies_per_instance"),
-        serving_source=source,
-        profile=profile,
-        duration_s=duration,
-        concurrencies=concurrencies,
-        max_concurrency=concurrency,
-        rate=rate,
-        rates=rates,
-        warmup_s=warmup or 0.0,
-        cooldown_s=cooldown or 0.0,
-        max_requests=max_requests,
-        max_errors=max_errors,
-        slo=Slo(*slo),
-        goodput_target=goodput_target,
-        instance_type=serving.get("instance_type"),
-        tensor_parallel_size=serving.get("tensor_parallel_size"),
-        price=price,
-        prices=state(ctx).project().prices,
-        precision=precision,
-        via=via,
-    )
     data = report.to_dict()
     if out:
         out.write_text(json.dumps(data, indent=2))
@@ -130,8 +48,20 @@ def run(
         print_json(data)
     else:
         render(data)
-    failed = sum(r.errored + r.incomplete for r in report.runs)
-    check_error_rate(sum(r.successful for r in report.runs) + failed, failed, max_error_rate, report.target)
+
+
+def check(report, max_error_rate: float) -> None:  # type: ignore[no-untyped-def]
+    """Exit 1 above ``max_error_rate`` failed requests, or when --find-max met no SLO (either kind's report)."""
+    from smneuron.benchmark.profiles import check_error_rate
+    from smneuron.benchmark.search import unmet
+
+    if hasattr(report, "runs") and report.runs and hasattr(report.runs[0], "errored"):
+        failed = sum(r.errored + r.incomplete for r in report.runs)
+        ok = sum(r.successful for r in report.runs)
+    else:
+        failed = sum(r.requests_failed for r in report.runs)
+        ok = sum(r.requests_ok for r in report.runs)
+    check_error_rate(ok + failed, failed, max_error_rate, report.target)
     refused = unmet(report.search)
     if refused:
         raise refused

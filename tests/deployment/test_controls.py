@@ -140,7 +140,10 @@ def test_every_control_is_sent_as_botocore_takes_it_the_same_from_the_sdk_and_th
     assert {"Key": "team", "Value": "search"} in tags
     bucket, key = held["PrimaryContainer"]["ModelDataUrl"].removeprefix("s3://").split("/", 1)
     object_tags = session.client("s3").get_object_tagging(Bucket=bucket, Key=key)["TagSet"]
-    assert {"Key": "team", "Value": "search"} in object_tags and {"Key": "cost-center", "Value": "42"} in object_tags
+    assert {"Key": "team", "Value": "search"} in object_tags and {
+        "Key": "cost-center",
+        "Value": "42",
+    } in object_tags
 
     # an update that would drop a control is refused, naming it; with the same settings it changes nothing
     with pytest.raises(ConfigError, match=r"would drop kms_key \(alias/models\), data_capture") as dropped:
