@@ -287,3 +287,27 @@ def test_deploy_from_the_cli_and_the_sdk_never_loads_the_sagemaker_sdk(tiny_clas
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "NO_SDK"
+
+
+def test_no_module_but_the_resolver_compares_model_kinds():
+    """Issue 51 #2: the model kind is decided once (``artifact/kind.py``: the strategies, their tables, the resolvers)
+    and every other module asks the strategy (``kind.generates``, ``kind.ships_code``, ``kind.engines``...) instead of
+    comparing a kind value; a comparison elsewhere is where the next setting of one kind gets dropped by the other."""
+    kinds = {"GENERATION", "ENCODER"}
+    names = {"text-generation", "encoder"}
+
+    def is_kind(node: ast.AST) -> bool:
+        if isinstance(node, ast.Name) and node.id in kinds:
+            return True
+        if isinstance(node, ast.Constant) and node.value in names:
+            return True
+        return isinstance(node, ast.Tuple | ast.List | ast.Set) and any(is_kind(e) for e in node.elts)
+
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.relative_to(PACKAGE).as_posix() == "artifact/kind.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(is_kind(n) for n in [node.left, *node.comparators]):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert found == []

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from smneuron.artifact.hashing import sha256_file
-from smneuron.artifact.kind import GENERATION, kind_of
+from smneuron.artifact.kind import kind_of
 from smneuron.artifact.links import check_name, check_tree
 from smneuron.artifact.manifest import MANIFEST_NAME, Manifest, parse_any
 from smneuron.errors import ArtifactError
@@ -93,7 +93,7 @@ def inspect_package(path: str | Path) -> InspectReport:
             if name not in expected and name != MANIFEST_NAME and not name.startswith("code/"):
                 problems.append(f"{name}: not part of the artifact (unexpected file at the root)")
     code = sorted(n for n in entries if n.startswith("code/"))
-    llm = manifest is not None and kind_of(manifest) == GENERATION  # the vLLM container has no code/
+    llm = manifest is not None and not kind_of(manifest).ships_code  # the vLLM container has no code/
     if "code/inference.py" not in entries and not llm:
         problems.append("code/inference.py is missing: the DLC would fall back to its default handlers")
     return InspectReport(path, list(entries.values()), manifest, code, problems, damaged)

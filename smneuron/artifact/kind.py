@@ -39,9 +39,14 @@ class ModelKind(str):
     title: str  # "encoder" / "text generation": for sentences
     settings: tuple[str, ...]  # names in SETTINGS this kind owns
     serves_with: str  # one line on how it is served, for refusals
-    generates: (
-        bool  # answers generation requests (prompts, chat, streams); an encoder answers {"inputs": texts}
-    )
+    # answers generation requests (prompts, chat, streams); an encoder answers {"inputs": texts}
+    generates: bool
+    # packaged as model.tar.gz with code/inference.py (the PyTorch DLC); else the model directory as it is
+    ships_code: bool
+    # autoscaling moves instances (encoders); else copies of an inference component
+    scales_instances: bool
+    # the local serving engines that can serve it (`smneuron serve --engine`)
+    engines: tuple[str, ...]
 
     def refuse_foreign(self, given: Mapping[str, str], *, where: str = "cli", scope: str = "deploy") -> None:
         """Refuse any setting of the other kind that was given, naming each the way the user gave it.
@@ -221,6 +226,9 @@ class Encoder(ModelKind):
     settings = _ENCODER_SETTINGS
     serves_with = "by TorchServe workers in the PyTorch DLC"
     generates = False
+    ships_code = True
+    scales_instances = True
+    engines = ("smneuron", "torchserve")
 
 
 class TextGeneration(ModelKind):
@@ -228,6 +236,9 @@ class TextGeneration(ModelKind):
     settings = _GENERATION_SETTINGS
     serves_with = "as inference-component copies of the vLLM container"
     generates = True
+    ships_code = False
+    scales_instances = False
+    engines = ("smneuron",)
 
 
 ENCODER: ModelKind = Encoder("encoder")
@@ -281,6 +292,11 @@ def endpoint_kind(
         "not recorded on the endpoint (smneuron did not create it), and it has neither inference components (text "
         "generation) nor a PyTorch DLC entry point, SAGEMAKER_PROGRAM or TS_DEFAULT_SERVICE_HANDLER (an encoder)"
     )
+
+
+def generates_task(task: str | None) -> bool:
+    """Whether a compile task (or a report's ``kind``) is text generation's: the name decides the kind (``kind_of``)."""
+    return task is not None and kind_of({"task": task}).generates
 
 
 def kind_of_path(path: str | Path) -> ModelKind | None:

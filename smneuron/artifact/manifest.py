@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from smneuron.artifact.hashing import sha256_file
-from smneuron.artifact.kind import GENERATION, MANIFEST_NAME, kind_of
+from smneuron.artifact.kind import MANIFEST_NAME, kind_of
 from smneuron.errors import ArtifactError
 
 SCHEMA_VERSION = 1
@@ -183,7 +183,7 @@ class GenerationManifest(_Model):
 
 def parse_any(data: dict, source: str) -> Manifest | GenerationManifest:
     """The manifest of an encoder artifact or of a text-generation artifact."""
-    if kind_of(data) == GENERATION and data.get("schema_version") == SCHEMA_VERSION:
+    if kind_of(data).generates and data.get("schema_version") == SCHEMA_VERSION:
         try:
             return GenerationManifest.model_validate(data)
         except ValidationError as e:

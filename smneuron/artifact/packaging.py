@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from smneuron.artifact.hashing import size_of, tree_hash
-from smneuron.artifact.kind import GENERATION, kind_of_path
+from smneuron.artifact.kind import kind_of_path
 from smneuron.artifact.links import check_file, check_name, inode_names, walk
 from smneuron.artifact.manifest import MANIFEST_NAME, Manifest
 from smneuron.artifact.resources import inference_code_dir
@@ -118,7 +118,7 @@ def _refuse_text_generation(artifact_dir: Path) -> None:
         kind = kind_of_path(artifact_dir)
     except ArtifactError:
         return  # Manifest.read says what is wrong
-    if kind == GENERATION:
+    if kind is not None and not kind.ships_code:
         raise ArtifactError(
             f"{artifact_dir} is a text-generation artifact: the optimum-neuron vLLM container serves the model "
             "directory itself (no model.tar.gz, no code/), uploaded uncompressed.",

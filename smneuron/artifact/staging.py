@@ -23,7 +23,7 @@ from typing import Literal
 from smneuron._version import __version__
 from smneuron.artifact.archive import read_manifest, verify_package
 from smneuron.artifact.hashing import content_hash, size_of
-from smneuron.artifact.kind import GENERATION, ModelKind, kind_of, kind_of_path
+from smneuron.artifact.kind import ModelKind, kind_of, kind_of_path
 from smneuron.artifact.manifest import MANIFEST_NAME
 from smneuron.artifact.packaging import package
 from smneuron.artifact.storage import (
@@ -188,9 +188,7 @@ def stage(
         )
     label = name or _name_from(path)
     sess = (session or Session.from_env()) if upload else None
-    if (
-        path.is_dir() and not (path / "code").is_dir() and kind_of_path(path) != GENERATION
-    ):  # package it first
+    if path.is_dir() and not (path / "code").is_dir() and _ships_code(path):  # package it first
         with tempfile.TemporaryDirectory(prefix="smneuron-pkg-") as tmp:
             out = Path(tmp) / ("model.tar.gz" if compression == "gzip" else "model")
             package(path, out, compression=compression)  # checks every file against the manifest as it writes
@@ -214,7 +212,7 @@ def describe_local(artifact: str | Path) -> ModelData:
         raise ArtifactError(f"{path} does not exist.")
     m = read_manifest(path)
     generation = None
-    if kind_of(m) == GENERATION:
+    if kind_of(m).generates:
         generation = GenerationConfig.from_dict({**m["generation"], "shape": _shape(path)})
     return ModelData(
         uri=str(path),
@@ -254,6 +252,13 @@ def _shape(path: Path) -> dict:
         with tarfile.open(path, "r:*") as tar:
             config = json.loads(tar.extractfile("config.json").read())  # type: ignore[union-attr]
     return {k: config[k] for k in _SHAPE_KEYS if config.get(k) is not None}
+
+
+def _ships_code(path: Path) -> bool:
+    """Whether an artifact directory is packaged with code/ (its kind says; a directory without a manifest is the
+    packager's to explain)."""
+    kind = kind_of_path(path)
+    return kind is None or kind.ships_code
 
 
 def _name_from(path: Path) -> str:

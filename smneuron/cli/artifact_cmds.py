@@ -62,7 +62,7 @@ def inspect_cmd(
 ) -> None:
     """List a package's entries and verify them against its manifest (exit 1 on any mismatch)."""
     from smneuron.artifact.archive import inspect_package
-    from smneuron.artifact.kind import GENERATION, kind_of
+    from smneuron.artifact.kind import kind_of
 
     r = inspect_package(package_path)
     if as_json:
@@ -80,7 +80,7 @@ def inspect_cmd(
         )
     else:
         table(None, ["entry", "bytes", "sha256"], [[e.name, e.size_bytes, e.sha256[:16]] for e in r.entries])
-        if r.manifest and kind_of(r.manifest) == GENERATION:
+        if r.manifest and kind_of(r.manifest).generates:
             g, m = r.manifest["generation"], r.manifest
             console().print(
                 f"task text-generation  target {m['compiler']['target']}  batch {g['batch_size']}  sequence "

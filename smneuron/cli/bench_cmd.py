@@ -118,13 +118,12 @@ def bench_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
-    from smneuron.artifact.kind import GENERATION
     from smneuron.benchmark.endpoint import bench_endpoint, target_kind
     from smneuron.benchmark.generation import GenerationReport
     from smneuron.cli import generation_bench_cmd
 
     if endpoint == "compare":
-        if reports and len(reports) == 2 and _kind_of_report(reports[0]) == GENERATION:
+        if reports and len(reports) == 2 and _generation_report(reports[0]):
             return generation_bench_cmd.compare(reports, as_json)
         _compare(reports or [], as_json)
         return
@@ -272,11 +271,10 @@ def recommend_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """The cheapest instance type and count meeting a p99 SLO at a rate, with the arithmetic."""
-    from smneuron.artifact.kind import GENERATION
     from smneuron.benchmark.report import load, recommend
     from smneuron.cli import generation_bench_cmd
 
-    if reports and _kind_of_report(reports[0]) == GENERATION:
+    if reports and _generation_report(reports[0]):
         return generation_bench_cmd.recommend(
             reports,
             rate=rate,
@@ -349,11 +347,12 @@ def render(report) -> None:  # type: ignore[no-untyped-def]
     )
 
 
-def _kind_of_report(path: Path) -> str | None:
-    """A report's kind; an unreadable file is the report loader's to explain."""
+def _generation_report(path: Path) -> bool:
+    """Whether a report is a text-generation one; an unreadable file is the report loader's to explain."""
     from smneuron.artifact.kind import kind_of_path
 
     try:
-        return kind_of_path(path)
+        kind = kind_of_path(path)
     except ArtifactError:
-        return None
+        return False
+    return kind is not None and kind.generates

@@ -59,7 +59,7 @@ def compile_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Compile a model: one traced file per sequence bucket, tokenizer, manifest; cached."""
-    from smneuron.artifact.kind import GENERATION, kind_of
+    from smneuron.artifact.kind import kind_of
     from smneuron.cli.generation_cmds import render_text_generation
     from smneuron.compilation import compile_model
     from smneuron.specs.models import override
@@ -96,7 +96,7 @@ def compile_cmd(
     result = compile_model(
         model_dir, out, spec, from_cache=from_cache, cache=not no_cache, cache_dir=cache_dir, jobs=jobs
     )
-    if kind_of(result.manifest) == GENERATION:
+    if kind_of(result.manifest).generates:
         render_text_generation(result, as_json=as_json)
         return
     m = result.manifest

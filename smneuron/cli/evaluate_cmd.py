@@ -126,8 +126,10 @@ def evaluate_cmd(
 
 
 def _text_generation(model: Path | None, task: str | None) -> bool:
+    from smneuron.artifact.kind import generates_task
+
     if task:
-        return task == "text-generation"
+        return generates_task(task)
     if model is None:
         return False
     from smneuron.compilation.generation import text_generation_note

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.kind import GENERATION
+from smneuron.artifact.kind import GENERATION, generates_task
 from smneuron.compilation.encoder import CompileEvent, CompileResult
 from smneuron.compilation.encoder import compile_model as compile_encoder
 from smneuron.compilation.generation import (
@@ -57,7 +57,7 @@ def compile_model(
         CompileError: loading, tracing, exporting or validation failed.
     """
     spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
-    if from_cache and spec.task not in (None, GENERATION):
+    if from_cache and spec.task is not None and not generates_task(spec.task):
         raise ConfigError(
             f"--from-cache is for text generation (the optimum-neuron cache holds causal LMs); the task is {spec.task}.",
             hint="Drop --from-cache, or use --task text-generation.",

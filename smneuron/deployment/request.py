@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.kind import ENCODER, GENERATION, SETTINGS, ModelKind
+from smneuron.artifact.kind import GENERATION, SETTINGS, ModelKind
 from smneuron.artifact.staging import ModelData, describe_local, stage
 from smneuron.catalog import InstanceType
 from smneuron.endpoints.autoscaling import parse_schedule
@@ -140,9 +140,9 @@ def resolve(
     kind.refuse_foreign(given, where=where)
 
     spec = _endpoint(base, flags)
-    req_scaling = _scaling(spec, base_scaling, flags, given, where) if kind == ENCODER else None
+    req_scaling = _scaling(spec, base_scaling, flags, given, where) if kind.scales_instances else None
     notes = ()
-    if kind == ENCODER and "initial_instance_count" in given and not _any_scaling(given):
+    if kind.scales_instances and "initial_instance_count" in given and not _any_scaling(given):
         notes = (
             f"{spec.initial_instance_count} instance(s), fixed: no autoscaling (give --min/--max to autoscale)",
         )

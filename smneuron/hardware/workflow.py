@@ -262,7 +262,7 @@ def _is_generation(
             "encoders.",
             hint="Compare one model: pass artifacts compiled from the model you name.",
         )
-    return kinds == {GENERATION}
+    return any(k.generates for k in kinds)
 
 
 def _check_kind(

@@ -87,7 +87,7 @@ def serve(
             "SageMaker: `smneuron --local deploy`).",
             hint="Give one instance type.",
         )
-    if request.kind == GENERATION and engine != "smneuron":
+    if engine not in request.kind.engines:
         raise ConfigError(
             f"--engine {engine} serves encoders (TorchServe in the PyTorch DLC); a text-generation artifact is "
             "served by the local stand-in of the optimum-neuron vLLM container.",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smneuron._version import __version__
-from smneuron.artifact.kind import GENERATION, kind_of
+from smneuron.artifact.kind import kind_of
 from smneuron.artifact.staging import GenerationConfig
 from smneuron.catalog import INSTANCE_TYPES, InstanceType, matrix, resolve_image
 from smneuron.catalog.generation import resolve_vllm_image
@@ -111,7 +111,7 @@ def plan(
         )
     kind = kind_of(comp)  # from compile.task, decided once
     kind.refuse_foreign(project_settings(proj))  # what deploy refuses, the pipeline refuses (by file key)
-    generation = kind == GENERATION
+    generation = kind.generates
     if generation and instance.family == "inf1":
         raise ConfigError(
             "Text generation is compiled with optimum-neuron for inf2; the pipeline cannot serve it on inf1.",

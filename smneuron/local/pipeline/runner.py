@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smneuron.artifact.kind import generates_task
 from smneuron.artifact.staging import stage
 from smneuron.artifact.storage import ensure_bucket, parse_s3_uri
 from smneuron.compilation.tasks import pipeline_task
@@ -128,7 +129,7 @@ def run_local(
     if proj.compile.task is None:
         proj.compile.task = pipeline_task(model_dir)[0]
     parameters = dict(parameters or {})
-    if proj.compile.task != "text-generation":
+    if not generates_task(proj.compile.task):
         check_gates_have_data(proj, data, parameters)
     elif artifact is not None and not Path(artifact, "smneuron.json").is_file():
         raise ConfigError(f"{artifact} is not a compiled artifact (no smneuron.json).")
