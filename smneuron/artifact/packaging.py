@@ -210,7 +210,8 @@ def package(
             hashing = _HashingWriter(raw)
             gz = _gzip_writer(hashing, level, threads)
             with tarfile.open(fileobj=gz, mode="w|", format=tarfile.GNU_FORMAT) as tar:
-                tar.copybufsize = TAR_CHUNK  # tarfile's 16 KiB reads: a Python call (and a hash update) per 16 KiB
+                # tarfile's 16 KiB reads cost a Python call (and a hash update) per 16 KiB
+                tar.copybufsize = TAR_CHUNK
                 code_dir_added = False
                 for name in names:
                     if name.startswith("code/") and not code_dir_added:
