@@ -17,11 +17,10 @@ from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
 
-from smneuron.local.aws.routing import INVOCATION_LIMIT_S, too_large
+from smneuron.local.aws.routing import INVOCATION_LIMIT_S, SSE_DONE, Broken, relay, too_large
 
 PATH = re.compile(r"^/endpoints/([^/]+)(?:/inference-components/([^/]+))?/openai/v1(/.*)?$")
 CHAT = "/chat/completions"
-DONE = b"data: [DONE]"
 
 
 def _json(start_response: Any, status: int, message: str, kind: str, code: str) -> list[bytes]:
@@ -91,30 +90,11 @@ def answer(backer: Any, match: re.Match, environ: dict, start_response: Any) -> 
 
 
 def _relay(response: Any, release: Callable[[], None], sse: bool) -> Iterator[bytes]:
-    import httpx
-
-    tail = b""  # the last bytes relayed: [DONE] may arrive split across chunks
-    broken = None
-    try:
-        for chunk in response.iter_raw():
-            if chunk:
-                tail = (tail + chunk)[-64:]
-                yield chunk
-        if sse and DONE not in tail:
-            broken = (
-                "The model's stream ended before its final event (data: [DONE]): the answer is incomplete."
-            )
-    except httpx.TimeoutException:
-        broken = f"The model sent nothing for {INVOCATION_LIMIT_S:.0f} s mid-stream."
-    except httpx.HTTPError as e:
-        broken = f"The model stream broke: {type(e).__name__}: {e}"
-    finally:
-        response.close()
-        release()
-    if broken and sse:  # in-band, as vLLM reports an error mid-stream
-        error = {"error": {"message": broken, "type": "api_error", "code": "StreamBroken"}}
-        yield b"\n\ndata: " + json.dumps(error).encode() + b"\n\n" + DONE + b"\n\n"
-    elif broken:
-        raise RuntimeError(
-            broken
-        )  # a plain answer cut short: the server drops the connection, never a 200 whole
+    for part in relay(response, release, sse):
+        if not isinstance(part, Broken):
+            yield part
+        elif sse:  # in-band, as vLLM reports an error mid-stream
+            error = {"error": {"message": part.message, "type": "api_error", "code": part.code}}
+            yield b"\n\ndata: " + json.dumps(error).encode() + b"\n\n" + SSE_DONE + b"\n\n"
+        else:  # a plain answer cut short: the connection is dropped, never a 200 whole
+            raise RuntimeError(part.message)

@@ -5,6 +5,8 @@ component header an endpoint with components needs) and the model's errors as Mo
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from smneuron.local.aws.components import components_of
@@ -153,3 +155,47 @@ def error(status: int, code: str, message: str, *, original: tuple[int, str] | N
     # moto takes the status from the headers' "status" entry, not from the tuple
     headers = {"Content-Type": "application/json", "x-amzn-ErrorType": code, "status": str(status)}
     return status, headers, json.dumps(doc)
+
+
+SSE_DONE = b"data: [DONE]"  # the last event of every vLLM / OpenAI-style stream, a failed one included
+
+
+@dataclass(frozen=True)
+class Broken:
+    """How a relayed stream broke: botocore's ModelStreamError code and the reason."""
+
+    code: str  # StreamBroken or ModelInvocationTimeExceeded
+    message: str
+
+
+def relay(response: Any, release: Callable[[], None], sse: bool) -> Iterator[bytes | Broken]:
+    """The model server's bytes as they arrive, then a ``Broken`` when the stream broke: the connection dropped, 60 s
+    of silence, or (``sse``) it ended before its final ``data: [DONE]`` (a copy that died mid-answer: its socket
+    closing looks like a normal end). The response is closed and ``release`` called either way."""
+    import httpx
+
+    tail = b""  # the last bytes relayed: [DONE] may arrive split across chunks
+    broken = None
+    try:
+        for chunk in response.iter_raw():
+            if chunk:
+                tail = (tail + chunk)[-64:]
+                yield chunk
+        if sse and SSE_DONE not in tail:
+            broken = Broken(
+                "StreamBroken",
+                "The model's stream ended before its final event (data: [DONE]): the model server stopped "
+                "mid-answer, and the answer is incomplete.",
+            )
+    except httpx.TimeoutException:
+        broken = Broken(
+            "ModelInvocationTimeExceeded",
+            f"The model sent nothing for {INVOCATION_LIMIT_S:.0f} s mid-stream.",
+        )
+    except httpx.HTTPError as e:
+        broken = Broken("StreamBroken", f"The model stream broke: {type(e).__name__}: {e}")
+    finally:
+        response.close()
+        release()
+    if broken is not None:
+        yield broken

@@ -28,8 +28,10 @@ from smneuron.local.aws import openai_route
 from smneuron.local.aws.routing import (
     CUSTOM_ATTRIBUTES,
     INVOCATION_LIMIT_S,
+    Broken,
     container_headers,
     invoke_request,
+    relay,
     too_large,
 )
 from smneuron.local.aws.sigv4 import wsgi_header
@@ -86,9 +88,6 @@ def payload_part(data: bytes) -> bytes:
         {":event-type": "PayloadPart", ":content-type": "application/octet-stream", ":message-type": "event"},
         data,
     )
-
-
-DONE = b"data: [DONE]"  # the last event of every vLLM / OpenAI-style stream, a failed one included
 
 
 def stream_error(message: str, code: str = "StreamBroken") -> bytes:
@@ -252,29 +251,8 @@ def _put_object(environ: dict) -> tuple[str, str] | None:
 
 
 def _frames(response: Any, release: Callable[[], None], sse: bool = False) -> Iterator[bytes]:
-    import httpx
-
-    tail = b""  # the last bytes relayed: [DONE] may arrive split across chunks
-    try:
-        for chunk in response.iter_raw():
-            if chunk:
-                tail = (tail + chunk)[-64:]
-                yield payload_part(chunk)
-        if sse and DONE not in tail:
-            yield stream_error(
-                "The model's stream ended before its final event (data: [DONE]): the model server stopped "
-                "mid-answer, and the answer is incomplete."
-            )
-    except httpx.TimeoutException:
-        yield stream_error(
-            f"The model sent nothing for {INVOCATION_LIMIT_S:.0f} s mid-stream.",
-            code="ModelInvocationTimeExceeded",
-        )
-    except httpx.HTTPError as e:
-        yield stream_error(f"The model stream broke: {type(e).__name__}: {e}")
-    finally:
-        response.close()
-        release()
+    for part in relay(response, release, sse):
+        yield stream_error(part.message, code=part.code) if isinstance(part, Broken) else payload_part(part)
 
 
 def _json_error(
