@@ -30,7 +30,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from smneuron.local.aws import bearer, openai_route
-from smneuron.local.aws.routing import MAX_PAYLOAD
+from smneuron.local.aws.routing import MAX_PAYLOAD, json_answer
 from smneuron.local.aws.sigv4 import Refused, protocol_of, verify
 from smneuron.local_record import LOCAL_REGION
 
@@ -122,16 +122,7 @@ class Gate:
 
 
 def _openai_refusal(start_response: Callable, refused: bearer.TokenRefused) -> list[bytes]:
-    body = json.dumps(bearer.openai_error(refused)).encode()
-    start_response(
-        f"{refused.status} {HTTPStatus(refused.status).phrase}",
-        [
-            ("Content-Type", "application/json"),
-            ("x-amzn-ErrorType", refused.code),
-            ("Content-Length", str(len(body))),
-        ],
-    )
-    return [body]
+    return json_answer(start_response, refused.status, refused.code, bearer.openai_error(refused))
 
 
 def _read_body(environ: dict) -> bytes:

@@ -17,25 +17,15 @@ from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
 
-from smneuron.local.aws.routing import INVOCATION_LIMIT_S, SSE_DONE, Broken, relay, too_large
+from smneuron.local.aws.routing import INVOCATION_LIMIT_S, SSE_DONE, Broken, json_answer, relay, too_large
 
 PATH = re.compile(r"^/endpoints/([^/]+)(?:/inference-components/([^/]+))?/openai/v1(/.*)?$")
 CHAT = "/chat/completions"
 
 
 def _json(start_response: Any, status: int, message: str, kind: str, code: str) -> list[bytes]:
-    body = json.dumps(
-        {"message": message, "error": {"message": message, "type": kind, "code": code}}
-    ).encode()
-    start_response(
-        f"{status} {HTTPStatus(status).phrase}",
-        [
-            ("Content-Type", "application/json"),
-            ("x-amzn-ErrorType", code),
-            ("Content-Length", str(len(body))),
-        ],
-    )
-    return [body]
+    doc = {"message": message, "error": {"message": message, "type": kind, "code": code}}
+    return json_answer(start_response, status, code, doc)
 
 
 def answer(backer: Any, match: re.Match, environ: dict, start_response: Any) -> Any:

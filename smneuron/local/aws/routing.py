@@ -199,3 +199,19 @@ def relay(response: Any, release: Callable[[], None], sse: bool) -> Iterator[byt
         release()
     if broken is not None:
         yield broken
+
+
+def json_answer(start_response: Any, status: int, code: str, doc: dict) -> list[bytes]:
+    """A WSGI JSON answer with AWS's error-type header (``code``)."""
+    from http import HTTPStatus
+
+    body = json.dumps(doc).encode()
+    start_response(
+        f"{status} {HTTPStatus(status).phrase}",
+        [
+            ("Content-Type", "application/json"),
+            ("x-amzn-ErrorType", code),
+            ("Content-Length", str(len(body))),
+        ],
+    )
+    return [body]

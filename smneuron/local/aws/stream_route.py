@@ -31,6 +31,7 @@ from smneuron.local.aws.routing import (
     Broken,
     container_headers,
     invoke_request,
+    json_answer,
     relay,
     too_large,
 )
@@ -261,13 +262,4 @@ def _json_error(
     doc: dict[str, Any] = {"__type": code, "message": message}
     if original:
         doc.update(OriginalStatusCode=original[0], OriginalMessage=original[1][:2000])
-    body = json.dumps(doc).encode()
-    start_response(
-        f"{status} {HTTPStatus(status).phrase}",
-        [
-            ("Content-Type", "application/json"),
-            ("x-amzn-ErrorType", code),
-            ("Content-Length", str(len(body))),
-        ],
-    )
-    return [body]
+    return json_answer(start_response, status, code, doc)
