@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import boto3
@@ -336,11 +335,8 @@ def _openai_path(smneuron_cli, url: str, state, described, artifact) -> None:
                      json={"model": "", "messages": messages, "max_tokens": 2})  # fmt: skip
     assert raw.status_code == 200 and raw.json()["choices"][0]["message"]["content"]
 
-    expired = mint_token(own, "us-east-1", dt.timedelta(seconds=1))
-    time.sleep(2.1)  # past its one second (sleep never returns early)
     refused = {
         "a foreign key": (mint_token(Credentials("AKIAFOREIGNKEY000000", "x" * 40), "us-east-1", dt.timedelta(hours=1)), openai.AuthenticationError, "not one the embedded AWS issued"),
-        "expired": (expired, openai.AuthenticationError, "expired"),
         "empty": ("", openai.AuthenticationError, "Authorization: Bearer"),
         "cut short": (sdk_token[:-12], openai.AuthenticationError, "not a presigned CallWithBearerToken URL"),
         "not SageMaker's": ("sk-" + "a" * 40, openai.AuthenticationError, "not a SageMaker token"),
@@ -358,18 +354,8 @@ def _openai_path(smneuron_cli, url: str, state, described, artifact) -> None:
     (run,) = via["runs"]
     assert via["path"] == "/openai/v1/chat/completions" and run["successful"] > 0 and run["errored"] == 0
     assert run["output_tokens"]["min"] == run["output_tokens"]["max"] == 8
-    # a copy killed mid-answer: in-band error, raised by the client, never a short success
-    stream = client.chat.completions.create(model="", messages=[{"role": "user", "content": "once upon a time"}],
-                                            max_tokens=200, stream=True, extra_body={"ignore_eos": True})  # fmt: skip
-    events = iter(stream)
-    next(events)
-    (copy,) = llm_copies(state)
-    os.kill(copy, signal.SIGKILL)
-    with pytest.raises(openai.APIError, match="ended before its final event"):
-        for _ in events:
-            pass
-    until(lambda: described()["RuntimeConfig"]["CurrentCopyCount"] == 0, "the dead copy noticed", 30)
-    until(lambda: described()["RuntimeConfig"]["CurrentCopyCount"] == 1, "a replacement copy")
+    # an expired token (tests/endpoints/test_openai_compat.py, under a controlled clock) and a stream broken mid-answer
+    # (tests/local/test_openai_route.py, the same relay as the SigV4 stream's kill above) are held where no wait is needed
 
 
 class _saying:
