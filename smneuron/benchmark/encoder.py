@@ -342,6 +342,7 @@ def run(
     seed: int = 0,
     slo_p99_ms: float | None = None,
     precision: float = 0.1,
+    checked: bool = False,
 ) -> Report:
     """Run a benchmark profile (``profiles.PROFILES``) against a local URL or a SageMaker endpoint; returns
     the report. ``concurrencies``: the concurrent profile's levels; ``seed``: the poisson profile's gaps."""
@@ -360,7 +361,7 @@ def run(
         if url:
             send, close = url_sender(url, conc, errors)
         else:
-            send, close = sagemaker_sender(endpoint, session, conc, errors)  # type: ignore[arg-type]
+            send, close = sagemaker_sender(endpoint, session, conc, errors, checked)  # type: ignore[arg-type]
         try:
             return await _run(
                 profile,

@@ -29,7 +29,7 @@ _SERVING = {
 def deployed_on(name: str, *, session: Session) -> dict:
     """What a SageMaker endpoint serves and on what (one status read): ``kind``, ``instance_type``,
     ``instance_count``, and for text generation ``copies``, ``copies_per_instance`` and ``tensor_parallel_size``."""
-    o = overview(name, session=session)
+    o = overview(name, session=session, full=False)  # one read of each resource; no autoscaling or alarms
     if o["kind"] is None:
         raise ConfigError(
             f"Cannot tell what endpoint {name} serves: {o['kind_evidence']}.",
@@ -38,7 +38,7 @@ def deployed_on(name: str, *, session: Session) -> dict:
         )
     found = {key: o[field_name] for key, field_name in _SERVING.items()}
     found["instance_count"] = found["instance_count"] or 1
-    return {"kind": o["kind"], **found}
+    return {"kind": o["kind"], "component": o["component"], **found}
 
 
 def target_kind(
@@ -138,9 +138,13 @@ def bench_endpoint(
     kind, found = target_kind(name, url, given, session=sess)  # decided once
     kind.refuse_foreign(given, where=where, scope="bench")
     values, source = serving_of(found, {k: run.pop(k, None) for k in _SERVING})
+    if name and not url:  # read once here: the senders neither describe nor list again
+        run.setdefault("checked", True)
     if kind.generates:
         run.setdefault("serving_source", source)
         run.setdefault("prompt_tokens", None if data else 64)
+        if found.get("component"):
+            run.setdefault("component", found["component"])
         if "concurrency" in run:  # the closed-loop width: the text-generation runner's name for it
             run["max_concurrency"] = run.pop("concurrency")
         targets = [run.pop(k, None) for k in ("slo_ttft_ms", "slo_itl_ms", "slo_latency_ms")]

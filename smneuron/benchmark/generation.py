@@ -316,10 +316,12 @@ def run_generation(
     seed: int = 0,
     precision: float = 0.1,
     via: str = "invoke",
+    checked: bool = False,
 ) -> GenerationReport:
     """Stream ``bodies`` at a URL or a SageMaker endpoint under ``profile``; returns the report. ``via``: an endpoint's
     path, ``invoke`` (InvokeEndpointWithResponseStream, SigV4) or ``openai`` (/openai/v1/chat/completions, a bearer
-    token; each prompt sent as one user message).
+    token; each prompt sent as one user message). ``checked``: the endpoint was read already (``bench_endpoint``), its
+    component named: the sender reads nothing again.
 
     ``instance_count`` may be a fraction (one copy of three on an instance: 1/3) so that cost is the
     copies' share of the instance price.
@@ -363,9 +365,9 @@ def run_generation(
         if url:
             send, close = url_stream_sender(url, width, tokenizer)
         elif via == "openai":
-            send, close = openai_stream_sender(endpoint, session, width, tokenizer, component)  # type: ignore[arg-type]
+            send, close = openai_stream_sender(endpoint, session, width, tokenizer, component, checked)  # type: ignore[arg-type]
         else:
-            send, close = sagemaker_stream_sender(endpoint, session, width, tokenizer, component)  # type: ignore[arg-type]
+            send, close = sagemaker_stream_sender(endpoint, session, width, tokenizer, component, checked)  # type: ignore[arg-type]
         try:
             return await _profile(
                 profile,

@@ -15,7 +15,7 @@ from typing import Any
 from smneuron.benchmark.generation_metrics import Timing
 from smneuron.endpoints import components
 from smneuron.endpoints.handle import require
-from smneuron.endpoints.openai_compat import RenewingToken, openai_access
+from smneuron.endpoints.openai_compat import RenewingToken, base_url, openai_access
 from smneuron.endpoints.streaming import SseBuffer, sagemaker_chunks, text_of
 
 StreamSend = Callable[[bytes, float], Awaitable[Timing]]
@@ -142,17 +142,27 @@ def as_chat(body: bytes) -> bytes:
 
 
 def openai_stream_sender(
-    name: str, session: Any, concurrency: int, tokenizer: Any = None, component: str | None = None
+    name: str,
+    session: Any,
+    concurrency: int,
+    tokenizer: Any = None,
+    component: str | None = None,
+    checked: bool = False,
 ) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
-    """Stream through the endpoint's /openai/v1/chat/completions with a bearer token renewed as it runs.
+    """Stream through the endpoint's /openai/v1/chat/completions with a bearer token renewed as it runs. ``checked``:
+    the caller read the endpoint already and named its component (``bench_endpoint``): nothing is read again.
 
     Raises:
         NotFoundError, ConfigError: what ``openai_access`` raises (an encoder endpoint, an unknown component).
     """
-    access = openai_access(name, component, session=session)
+    url = (
+        base_url(session, name, component)
+        if checked
+        else openai_access(name, component, session=session).base_url
+    )
     auth = RenewingToken(session)
     return url_stream_sender(
-        access.base_url,
+        url,
         concurrency,
         tokenizer,
         path="/chat/completions",
@@ -162,12 +172,19 @@ def openai_stream_sender(
 
 
 def sagemaker_stream_sender(
-    name: str, session: Any, concurrency: int, tokenizer: Any = None, component: str | None = None
+    name: str,
+    session: Any,
+    concurrency: int,
+    tokenizer: Any = None,
+    component: str | None = None,
+    checked: bool = False,
 ) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
-    """Raises NotFoundError (before any load) when the endpoint does not exist."""
+    """Raises NotFoundError (before any load) when the endpoint does not exist. ``checked``: the caller read the
+    endpoint already (``bench_endpoint``) and named its component: nothing is read again."""
 
-    require(session, name)
-    component = component or next(iter(components.for_endpoint(session, name)), None)
+    if not checked:
+        require(session, name)
+        component = component or next(iter(components.for_endpoint(session, name)), None)
     pool = ThreadPoolExecutor(max_workers=concurrency)
 
     def call(body: bytes, t0: float) -> Timing:

@@ -77,15 +77,17 @@ def url_sender(
 
 
 def sagemaker_sender(
-    name: str, session: Any, concurrency: int, errors: ErrorLog | None = None
+    name: str, session: Any, concurrency: int, errors: ErrorLog | None = None, checked: bool = False
 ) -> tuple[Send, Callable[[], Awaitable[None]]]:
     """An async sender to InvokeEndpoint (boto3 in a thread pool sized to the concurrency).
 
     Raises:
-        NotFoundError: the endpoint does not exist (checked once, before any load is sent).
+        NotFoundError: the endpoint does not exist (checked once, before any load is sent, unless ``checked``: the
+            caller read it already).
     """
 
-    require(session, name)
+    if not checked:
+        require(session, name)
     pool = ThreadPoolExecutor(max_workers=concurrency)
 
     def call(body: bytes) -> int:

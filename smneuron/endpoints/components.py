@@ -108,13 +108,15 @@ def delete(session: Session, name: str) -> list[str]:
     return removed
 
 
-def summary(session: Session, described: dict) -> dict:
-    """What `smneuron status` shows of a component: status, copies, the model, and its copy autoscaling."""
-    aas = session.client("application-autoscaling")
-    resource = f"inference-component/{described['InferenceComponentName']}"
-    targets = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[resource])[
-        "ScalableTargets"
-    ]
+def summary(session: Session, described: dict, *, scaling: bool = True) -> dict:
+    """What `smneuron status` shows of a component: status, copies, the model, and (``scaling``) its copy
+    autoscaling (one Application Auto Scaling read; [] without)."""
+    targets = []
+    if scaling:
+        resource = f"inference-component/{described['InferenceComponentName']}"
+        targets = session.client("application-autoscaling").describe_scalable_targets(
+            ServiceNamespace="sagemaker", ResourceIds=[resource]
+        )["ScalableTargets"]
     return {
         "InferenceComponentName": described["InferenceComponentName"],
         "InferenceComponentStatus": described.get("InferenceComponentStatus"),

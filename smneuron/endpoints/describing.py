@@ -70,8 +70,10 @@ def require(session: Session, name: str) -> dict:
     return d
 
 
-def status(name: str, *, session: Session | None = None) -> dict:
-    """The endpoint, its config, model environment, autoscaling and alarms.
+def status(name: str, *, session: Session | None = None, full: bool = True) -> dict:
+    """The endpoint, its config, model environment, kind, components, controls, autoscaling and alarms; ``full=False``
+    leaves out the autoscaling and alarms (what a verb that only acts on the endpoint needs: one read of each
+    resource, no Application Auto Scaling or CloudWatch call).
 
     Raises:
         NotFoundError: no such endpoint.
@@ -99,7 +101,7 @@ def status(name: str, *, session: Session | None = None) -> dict:
         environment=container.get("Environment", {}),
     )
     data_source = container.get("ModelDataSource", {}).get("S3DataSource", {}).get("S3Uri")
-    alarms = owned.alarms(sess, name)
+    alarms = owned.alarms(sess, name) if full else []
     keys = (
         "EndpointName",
         "EndpointStatus",
@@ -121,8 +123,10 @@ def status(name: str, *, session: Session | None = None) -> dict:
             "ModelDataUrl": container.get("ModelDataUrl") or data_source,
             "Environment": redacted(container.get("Environment", {})),  # an HF_TOKEN is never printed
         },
-        "autoscaling": autoscaling.describe(sess, autoscaling.resource_id(name, variant_cfg["VariantName"])),
-        "components": [components.summary(sess, c) for c in found],
+        "autoscaling": autoscaling.describe(sess, autoscaling.resource_id(name, variant_cfg["VariantName"]))
+        if full
+        else None,
+        "components": [components.summary(sess, c, scaling=full) for c in found],
         # what a security team checks: as SageMaker holds them (ids, never secrets), and the user's own tags
         "controls": {
             "vpc": model.get("VpcConfig") or None,
@@ -143,12 +147,13 @@ def console_url(session: Session, name: str) -> str | None:
     return f"https://{r}.console.aws.amazon.com/sagemaker/home?region={r}#/endpoints/{name}"
 
 
-def overview(name: str, *, session: Session | None = None) -> dict:
+def overview(name: str, *, session: Session | None = None, full: bool = True) -> dict:
     """What a person asks of an endpoint at a glance: status, kind, instances, workers or copies, cost per
-    hour, where to look. From ``status`` (same calls); the figures a kind does not have are None."""
+    hour, where to look. From ``status`` (same calls; ``full``: as ``status``); the figures a kind does not have are
+    None."""
 
     sess = session or Session.from_env()
-    return digest(status(name, session=sess), sess)
+    return digest(status(name, session=sess, full=full), sess)
 
 
 def digest(s: dict, session: Session) -> dict:
@@ -175,6 +180,8 @@ def digest(s: dict, session: Session) -> dict:
         # encoders: TorchServe workers per instance (None: the toolkit's default, one per vCPU); text generation:
         # copies instead
         "workers": None if comp or not workers else int(workers),
+        "component": None if comp is None else comp["InferenceComponentName"],
+        "components": [c["InferenceComponentName"] for c in s["components"]],
         "copies": None if comp is None else comp["CurrentCopyCount"],
         "desired_copies": None if comp is None else comp["CopyCount"],
         # text generation: from the component's Model (SM_ON_TENSOR_PARALLEL_SIZE) and the plan's arithmetic

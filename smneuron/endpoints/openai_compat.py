@@ -22,8 +22,8 @@ import httpx
 from botocore.auth import SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 
-from smneuron.endpoints import components
-from smneuron.endpoints.describing import kind_of_endpoint, require
+from smneuron.artifact.kind import KINDS
+from smneuron.endpoints.describing import status
 from smneuron.errors import ConfigError, MissingCredentialsError, MissingDependencyError
 from smneuron.session import Session
 
@@ -115,15 +115,17 @@ def openai_access(
         MissingCredentialsError: no AWS credentials to sign the token with.
     """
     sess = session or Session.from_env()
-    require(sess, name)
-    kind, evidence = kind_of_endpoint(sess, name)
+    s = status(
+        name, session=sess, full=False
+    )  # one read of each resource: kind, components, the served model
+    kind, evidence = KINDS.get(s["kind"]["kind"] or ""), s["kind"]["evidence"]
     if kind is not None and not kind.generates:
         raise ConfigError(
             f"Endpoint {name} serves an encoder ({evidence}): SageMaker's /openai/v1 path is chat completions, which "
             "an encoder does not answer.",
             hint=f'Send it texts: `smneuron invoke {name} "some text"` (SDK: Endpoint("{name}").predict([...])).',
         )
-    placed = components.for_endpoint(sess, name)
+    placed = [c["InferenceComponentName"] for c in s["components"]]
     notes: list[str] = []
     if component is None and len(placed) == 1:
         component = placed[0]
@@ -150,27 +152,25 @@ def openai_access(
         base_url=base_url(sess, name, component),
         token=token,
         expires_at=dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + expires,
-        model=_served_model(sess, name, component),
+        model=_served_model(sess, s, component),
         notes=tuple(notes),
     )
 
 
-def _served_model(session: Session, endpoint: str, component: str | None) -> str:
+def _served_model(session: Session, s: dict, component: str | None) -> str:
     """The model name the container serves (its ``SM_ON_MODEL`` / ``SM_VLLM_MODEL`` / ``HF_MODEL_ID``); "" when it
-    does not say (an empty ``model`` is passed on as sent, and vLLM then serves its one model)."""
-    sm = session.client("sagemaker")
-    if component:
-        model = sm.describe_inference_component(InferenceComponentName=component)["Specification"].get(
-            "ModelName"
+    does not say (an empty ``model`` is passed on as sent, and vLLM then serves its one model). ``s``: the endpoint's
+    ``status``, whose Model is its variant's or its first component's."""
+    env = s["model"]["Environment"]
+    first = s["components"][0]["InferenceComponentName"] if s["components"] else None
+    if component and component != first:
+        model = next(c["ModelName"] for c in s["components"] if c["InferenceComponentName"] == component)
+        env = (
+            session.client("sagemaker")
+            .describe_model(ModelName=model)
+            .get("PrimaryContainer", {})
+            .get("Environment", {})
         )
-    else:
-        config = sm.describe_endpoint_config(
-            EndpointConfigName=require(session, endpoint)["EndpointConfigName"]
-        )
-        model = config["ProductionVariants"][0].get("ModelName")
-    if not model:
-        return ""
-    env = sm.describe_model(ModelName=model).get("PrimaryContainer", {}).get("Environment", {})
     return next((env[k] for k in ("SM_ON_MODEL", "SM_VLLM_MODEL", "HF_MODEL_ID") if env.get(k)), "")
 
 

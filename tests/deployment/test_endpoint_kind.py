@@ -98,3 +98,34 @@ def test_an_endpoint_smneuron_did_not_make_is_decided_from_stated_evidence_or_re
     )
     assert overview("own", session=session)["kind"] == "text-generation"
     assert str(kind_of_endpoint(session, "own")[0]) == "text-generation"
+
+
+def test_a_bench_reads_the_endpoint_once(
+    optimum_standin, llama_8b, tiny_llama, tmp_path, monkeypatch, session, role
+):
+    """Issue 51 #1: a text-generation bench describes the endpoint once into one record (kind, component, serving) that
+    the load reuses; it described it 3 times, listed its components 4 times and resolved its kind twice."""
+    from collections import Counter
+
+    from smneuron.errors import BenchFailedError
+
+    cache_llama_8b(monkeypatch)
+    spec = CompileSpec(task="text-generation", batch_size=4, sequence_length=4096, tensor_parallel_size=8)
+    llm = compile_from_cache(str(llama_8b), tmp_path / "hub", spec).out_dir
+    dp.deploy(
+        llm,
+        EndpointSpec(name="chat", instance_type="ml.inf2.48xlarge", generation=GenerationSpec(copies=1)),
+        session=session,
+    )
+    calls: Counter = Counter()
+    session.client("sagemaker").meta.events.register(
+        "before-call.sagemaker.*", lambda model, **_: calls.update([model.name])
+    )
+    with pytest.raises(
+        BenchFailedError
+    ):  # moto streams nothing: every request fails, after the reads counted
+        bench_endpoint("chat", session=session, tokenizer=tiny_llama, profile="synchronous", duration_s=1,
+                       prompt_tokens=8, output_tokens=4, max_requests=2)  # fmt: skip
+    reads = {k: v for k, v in calls.items() if k.startswith(("Describe", "List"))}
+    assert reads["DescribeEndpoint"] == 1 and reads["ListInferenceComponents"] == 1, reads
+    assert reads["DescribeInferenceComponent"] == 1 and reads["DescribeModel"] == 1, reads
