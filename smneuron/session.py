@@ -151,6 +151,7 @@ class Session:
                 region=region,
                 role=role or os.environ.get("SMNEURON_ROLE") or None,
                 bucket=bucket or os.environ.get("SMNEURON_BUCKET") or None,
+                kms_key_id=kms_key_id or os.environ.get("SMNEURON_KMS_KEY_ID") or None,
                 offline=offline,
                 price_overrides=dict(prices or {}),
             )

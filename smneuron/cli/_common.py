@@ -55,17 +55,21 @@ class CliState:
 
         if self._session is None or overrides or offline:
             aws = self.project().aws
-            if self.local:  # the embedded SageMaker: its URL, region and its state directory's credentials
+            if (
+                self.local
+            ):  # the processes this command starts (SDKs, jobs) find the embedded service's credentials
                 env = local_environment(require_local_service())
                 os.environ.update(
                     {k: v for k, v in env.items() if k.startswith("AWS_") and k != "AWS_REGION"}
                 )
-                self.endpoint_url = env["SMNEURON_ENDPOINT_URL"]
-                self.region = self.region or env["AWS_REGION"]
             self._session = Session.from_env(
-                region=self.region or aws.region,
+                local=True
+                if self.local
+                else None,  # the embedded SageMaker: Session.from_env decides it, as the SDK
+                # --local: the embedded service's URL and region (LOCAL_REGION unless --region), not the project's AWS
+                region=self.region if self.local else (self.region or aws.region),
                 profile=self.profile or aws.profile,
-                endpoint_url=self.endpoint_url or aws.endpoint_url,
+                endpoint_url=None if self.local else (self.endpoint_url or aws.endpoint_url),
                 role=overrides.get("role") or aws.role,
                 bucket=overrides.get("bucket") or aws.bucket,
                 kms_key_id=overrides.get("kms_key_id") or aws.kms_key_id,
