@@ -43,3 +43,29 @@ def marked(state: Path) -> list[int]:
         except (OSError, ValueError):
             continue
     return found
+
+
+def tiny_llm_endpoint(env: dict, work: Path, name: str = "chat") -> dict:
+    """The tiny random Llama compiled for cpu and deployed on a fresh `smneuron local up` as one inference-component
+    copy (ml.c6i.xlarge); returns `local up`'s JSON (url, pid)."""
+    import json
+
+    from smneuron.local.tiny_model import build_tiny_llama
+
+    build_tiny_llama(work / "llama")
+    cli(env, "compile", str(work / "llama"), "-o", str(work / "a"), "--target", "cpu", "--batch-size", "4",
+        "--sequence-length", "256")  # fmt: skip
+    up = json.loads(cli(env, "local", "up", "--json"))
+    cli(
+        env,
+        "--local",
+        "deploy",
+        str(work / "a"),
+        "--instance",
+        "ml.c6i.xlarge",
+        "--name",
+        name,
+        "--copies",
+        "1",
+    )
+    return up

@@ -30,7 +30,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from invoke_overhead import latencies
-from local_service import cli, down, environment, marked
+from local_service import down, environment, marked, tiny_llm_endpoint
 
 from smneuron.endpoints.openai_compat import mint_token
 
@@ -75,28 +75,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=200)
     args = ap.parse_args()
-    from smneuron.local.tiny_model import build_tiny_llama
-
     work = Path(tempfile.mkdtemp(prefix="smneuron-openai-path-"))
     state = work / "state"
     env = environment(state)
     try:
-        build_tiny_llama(work / "llama")
-        cli(env, "compile", str(work / "llama"), "-o", str(work / "a"), "--target", "cpu", "--batch-size", "4",
-            "--sequence-length", "256")  # fmt: skip
-        up = json.loads(cli(env, "local", "up", "--json"))
-        cli(
-            env,
-            "--local",
-            "deploy",
-            str(work / "a"),
-            "--instance",
-            "ml.c6i.xlarge",
-            "--name",
-            "chat",
-            "--copies",
-            "1",
-        )
+        up = tiny_llm_endpoint(env, work)
         keys = json.loads((state / "credentials.json").read_text())
         creds = Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"])
         direct_url, key = copy_of(state)

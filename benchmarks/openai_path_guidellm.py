@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from llm_bench_vs_guidellm import GUIDELLM, ensure_guidellm
-from local_service import cli, down, environment
+from local_service import cli, down, environment, tiny_llm_endpoint
 
 
 def main() -> None:
@@ -30,27 +30,10 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=6.0)
     args = ap.parse_args()
     ensure_guidellm()
-    from smneuron.local.tiny_model import build_tiny_llama
-
     work = Path(tempfile.mkdtemp(prefix="smneuron-guidellm-openai-"))
     env = environment(work / "state")
     try:
-        build_tiny_llama(work / "llama")
-        cli(env, "compile", str(work / "llama"), "-o", str(work / "a"), "--target", "cpu", "--batch-size", "4",
-            "--sequence-length", "256")  # fmt: skip
-        cli(env, "local", "up")
-        cli(
-            env,
-            "--local",
-            "deploy",
-            str(work / "a"),
-            "--instance",
-            "ml.c6i.xlarge",
-            "--name",
-            "chat",
-            "--copies",
-            "1",
-        )
+        tiny_llm_endpoint(env, work)
         access = json.loads(cli(env, "--local", "openai", "chat", "--json"))
         # GuideLLM joins its target and its route (v1/chat/completions): the target is the base URL without /v1
         target = access["base_url"].removesuffix("/v1")
