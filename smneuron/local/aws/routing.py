@@ -83,7 +83,6 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
     """InvokeEndpoint of endpoint ``name`` with ``body`` (``header``: the caller's header lookup): (status, headers,
     body), SageMaker's refusals and the model's errors included. Moto's route and the service's fast path (stream_route,
     which skips moto's dispatch for the hottest call there is) both answer through it."""
-    import httpx
     from moto.sagemaker.models import sagemaker_backends  # moto: the `local` extra's seam
 
     record = sagemaker_backends[account][region].endpoints.get(name)
@@ -104,10 +103,8 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
     try:
         # a copy leaving routing (rolling update, scale-in) drains first
         with backer.components.relaying(url):
-            r = backer.http.post(
-                url + "/invocations", content=body, headers=headers, timeout=INVOCATION_LIMIT_S
-            )
-    except httpx.TimeoutException:  # SageMaker's 60 s per invocation: the model's error, in SageMaker's words
+            r = backer.keepalive.post(url + "/invocations", body, headers, INVOCATION_LIMIT_S)
+    except TimeoutError:  # SageMaker's 60 s per invocation: the model's error, in SageMaker's words
         return error(
             424,
             "ModelError",
@@ -115,7 +112,7 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
             f'response from container primary after {INVOCATION_LIMIT_S:.0f} s."',
             original=(0, "timed out"),
         )
-    except httpx.HTTPError as e:
+    except OSError as e:
         return error(424, "ModelError", f"The model did not answer: {e}", original=(502, str(e)))
     if r.status_code >= 400:
         message = f'Received client error ({r.status_code}) from primary with message "{r.text}".'
@@ -124,8 +121,9 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
         "Content-Type": r.headers.get("content-type", "application/json"),
         "x-Amzn-Invoked-Production-Variant": variant or variants[0],
     }
-    if r.headers.get(CUSTOM_ATTRIBUTES):  # the container's answer to the caller, as SageMaker passes it back
-        out[CUSTOM_ATTRIBUTES] = r.headers[CUSTOM_ATTRIBUTES]
+    attributes = r.headers.get(CUSTOM_ATTRIBUTES.lower())
+    if attributes:  # the container's answer to the caller, as SageMaker passes it back
+        out[CUSTOM_ATTRIBUTES] = attributes
     config = sagemaker_backends[account][region].endpoint_configs.get(record.endpoint_config_name)
     if config is not None and config.data_capture_config:  # the config's DataCaptureConfig, sampled
         backer.capturer.maybe(
@@ -215,3 +213,73 @@ def json_answer(start_response: Any, status: int, code: str, doc: dict) -> list[
         ],
     )
     return [body]
+
+
+@dataclass
+class Answer:
+    """A model server's whole answer to one invocation."""
+
+    status_code: int
+    headers: dict[str, str]  # lower-case names
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode(errors="replace")
+
+
+class Keepalive:
+    """POSTs to the model servers on kept-alive connections (``http.client``), idle ones shared by all threads.
+
+    InvokeEndpoint's hot path: the embedded service, its WSGI server (a thread per client connection) and the local
+    endpoint's frontend share one process and its GIL, and httpx's pool (its lock, a readability poll of every reused
+    socket) cost a third of the relay there (py-spy). A connection the server closed while idle is opened again once;
+    a timeout raises ``TimeoutError``, anything else of the network ``OSError``.
+    """
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        import threading
+
+        self.headers = headers  # sent with every request (the service's key for the servers it starts)
+        self._idle: dict[str, list[Any]] = {}
+        self._lock = threading.Lock()
+
+    def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> Answer:
+        import http.client
+        import urllib.parse
+
+        target = urllib.parse.urlsplit(url)
+        sent = {**self.headers, **headers, "Content-Length": str(len(body))}
+        for attempt in (0, 1):
+            with self._lock:
+                idle = self._idle.setdefault(target.netloc, [])
+                conn = idle.pop() if idle and not attempt else None
+            fresh = conn is None
+            if fresh:
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=timeout)
+            else:
+                conn.timeout = timeout
+                if conn.sock is not None:
+                    conn.sock.settimeout(timeout)
+            try:
+                conn.request("POST", target.path or "/", body=body, headers=sent)
+                r = conn.getresponse()
+                content = r.read()
+            except TimeoutError:
+                conn.close()
+                raise
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                conn.close()
+                if fresh:  # a new connection refused or dropped: the server is gone, not idle-closed
+                    raise
+                continue
+            except (OSError, http.client.HTTPException) as e:
+                conn.close()
+                raise OSError(str(e) or type(e).__name__) from e
+            if r.will_close:
+                conn.close()
+            else:
+                with self._lock:
+                    self._idle[target.netloc].append(conn)
+            return Answer(r.status, {k.lower(): v for k, v in r.getheaders()}, content)
+        raise OSError("the model server closed the connection twice")
