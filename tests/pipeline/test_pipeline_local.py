@@ -330,6 +330,16 @@ def test_a_scheduled_redeploy_rolls_the_copies_and_keeps_copy_autoscaling(
     )
     assert component["RuntimeConfig"]["CurrentCopyCount"] == 2
     answer = smneuron_cli(
-        "--local", "invoke", "tiny-llm-prod", "hello", "--stream", "--max-tokens", "8", "--json"
+        "--local",
+        "invoke",
+        "tiny-llm-prod",
+        "hello",
+        "--stream",
+        "--max-tokens",
+        "8",
+        "--seed",
+        "0",
+        "--json",
     ).stdout
-    assert json.loads(answer)["pieces"] > 0  # the old copies keep serving
+    # the old copies keep serving (a fixed seed: a sampled answer of a random model may be 8 tokens that print nothing)
+    assert json.loads(answer)["pieces"] > 0
