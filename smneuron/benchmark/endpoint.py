@@ -96,6 +96,7 @@ def bench_endpoint(
     mean_tokens: int | None = None,
     spread: int | None = None,
     where: str = "sdk",
+    outputs: tuple[str, ...] = (),
     **run: Any,
 ) -> Report | GenerationReport:
     """Benchmark the endpoint ``name`` as it is deployed (or a server's ``url``): the one bench request, which the CLI's
@@ -111,6 +112,8 @@ def bench_endpoint(
         profile, duration_s: the load profile and the length of each run.
         openai: encoders: send OpenAI embeddings requests (``{"input": ...}``) instead of ``{"inputs": ...}``.
         where: "cli" or "sdk": how a refused setting is named (``--copies`` or ``copies=``).
+        outputs: the caller's kind-specific output settings that were given (the CLI's ``csv``, ``png_dir``): they
+            decide a URL's kind and are refused by the other kind, as the run's settings are.
         run: everything else the encoder bench (``smneuron.run_bench``) or the text-generation bench
             (``smneuron.run_generation_bench``) takes; ``instance_type``, ``instance_count`` and, for text
             generation, ``copies``, ``copies_per_instance`` and ``tensor_parallel_size`` default to the endpoint's
@@ -126,7 +129,7 @@ def bench_endpoint(
         BenchFailedError: every request failed.
     """
     run = {k: v for k, v in run.items() if v is not None}  # None: not given (the runners' defaults apply)
-    given = {k: "flag" for k in run if k in SETTINGS}
+    given = {k: "flag" for k in (*run, *outputs) if k in SETTINGS}
     given.update(
         {
             k: "flag"

@@ -181,6 +181,7 @@ def bench_cmd(
         mean_tokens=mean_tokens,
         spread=spread,
         where="cli",
+        outputs=tuple(k for k, v in (("csv", csv_out), ("png_dir", png_dir)) if v is not None),
         concurrency=concurrency,
         concurrencies=levels,
         rate=rate,

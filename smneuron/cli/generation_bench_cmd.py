@@ -52,10 +52,11 @@ def emit(report, *, out, csv_out, html_out, png_dir, as_json) -> None:  # type: 
 
 def check(report, max_error_rate: float) -> None:  # type: ignore[no-untyped-def]
     """Exit 1 above ``max_error_rate`` failed requests, or when --find-max met no SLO (either kind's report)."""
+    from smneuron.benchmark.generation import GenerationReport
     from smneuron.benchmark.profiles import check_error_rate
     from smneuron.benchmark.search import unmet
 
-    if hasattr(report, "runs") and report.runs and hasattr(report.runs[0], "errored"):
+    if isinstance(report, GenerationReport):
         failed = sum(r.errored + r.incomplete for r in report.runs)
         ok = sum(r.successful for r in report.runs)
     else:

@@ -211,7 +211,7 @@ def check_account(controls: Controls, *, session: Session, role_arn: str) -> lis
                 "attach AmazonSageMakerFullAccess.",
             )
     if controls.data_capture:
-        notes += _check_capture(controls.data_capture, session, role_arn, notes)
+        notes += _check_capture(controls.data_capture, session, role_arn)
     return notes
 
 
@@ -263,7 +263,7 @@ def _check_vpc(vpc: VpcSpec, session: Session) -> list[str]:
     return notes
 
 
-def _check_capture(capture: DataCaptureSpec, session: Session, role_arn: str, notes: list[str]) -> list[str]:
+def _check_capture(capture: DataCaptureSpec, session: Session, role_arn: str) -> list[str]:
     bucket, _, prefix = capture.destination.removeprefix("s3://").partition("/")
     try:
         session.client("s3").head_bucket(Bucket=bucket)
@@ -276,6 +276,7 @@ def _check_capture(capture: DataCaptureSpec, session: Session, role_arn: str, no
             ) from None
         return [f"data capture: bucket {bucket} not checked ({code})."]
     resource = f"arn:{session.partition}:s3:::{bucket}/{prefix + '/' if prefix else ''}x"
+    notes: list[str] = []
     missing = _not_allowed(session, role_arn, [("s3:PutObject", resource)], notes)
     if missing:
         raise ConfigError(
@@ -283,7 +284,7 @@ def _check_capture(capture: DataCaptureSpec, session: Session, role_arn: str, no
             "captured data with the role.",
             hint="Grant the role s3:PutObject on that prefix (infra/smneuron-base.yaml does, given the capture bucket).",
         )
-    return []
+    return notes
 
 
 def _not_allowed(

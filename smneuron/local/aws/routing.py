@@ -4,7 +4,10 @@ component header an endpoint with components needs) and the model's errors as Mo
 
 from __future__ import annotations
 
+import http.client
 import json
+import threading
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -238,16 +241,11 @@ class Keepalive:
     """
 
     def __init__(self, headers: dict[str, str]) -> None:
-        import threading
-
         self.headers = headers  # sent with every request (the service's key for the servers it starts)
         self._idle: dict[str, list[Any]] = {}
         self._lock = threading.Lock()
 
     def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> Answer:
-        import http.client
-        import urllib.parse
-
         target = urllib.parse.urlsplit(url)
         sent = {**self.headers, **headers, "Content-Length": str(len(body))}
         for attempt in (0, 1):
