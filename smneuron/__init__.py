@@ -67,7 +67,8 @@ _EXPORTS = {  # public name -> (module, attribute)
     "synthetic_prompts": ("smneuron.benchmark.prompts", "synthetic_prompts"),
     "bench_in_account": ("smneuron.benchmark.jobs", "run_in_account"),
     "evaluate": ("smneuron.evaluation.scoring", "evaluate"),
-    "evaluate_generation": ("smneuron.evaluation.generation", "evaluate_generation"),
+    "evaluate_generation": ("smneuron.evaluation.request", "evaluate_generation"),
+    "evaluate_candidate": ("smneuron.evaluation.request", "evaluate_candidate"),
     "LocalEndpoint": ("smneuron.serving.server", "LocalEndpoint"),
 }
 

@@ -55,7 +55,8 @@ class ModelKind(str):
             given: setting name (a key of ``SETTINGS``) -> where it came from ("flag" for the command line or an
                 SDK keyword, else the project file's path).
             where: "cli" names flags (``--copies``), "sdk" names keywords (``copies=``).
-            scope: "deploy" (deploy, preview, serve) or "bench": which of the kind's own settings the hint lists.
+            scope: "deploy" (deploy, preview, serve), "bench" or "evaluate": which of the kind's own settings the hint
+                lists.
 
         Raises:
             ConfigError: one or more settings belong to the other kind; none is dropped silently.
@@ -68,19 +69,25 @@ class ModelKind(str):
             s = SETTINGS[name]
             label = s.key if given[name] != "flag" else (s.flag if where == "cli" else f"{s.keyword}=")
             said.append(f"{label} ({s.what})")
+        scoped = _SCOPES.get(scope)
         in_scope = (
-            (lambda n: n in BENCH_SETTINGS) if scope == "bench" else (lambda n: n not in BENCH_SETTINGS)
+            (lambda n: n in scoped)
+            if scoped is not None
+            else (lambda n: all(n not in t for t in _SCOPES.values()))
         )
         own = [SETTINGS[n] for n in self.settings if SETTINGS[n].flag.startswith("--") and in_scope(n)]
         mine = ", ".join((s.flag if where == "cli" else f"{s.keyword}=") for s in own[:6])
         raise ConfigError(
-            f"This is {_article(self.title)} {self.title} {'endpoint' if scope == 'bench' else 'model'}, served "
+            f"This is {_article(self.title)} {self.title} {'model' if scope == 'deploy' else 'endpoint'}, served "
             f"{self.serves_with}; these settings are for {OTHER[self].title} endpoints and would be ignored: "
             + "; ".join(said)
             + ".",
             hint=f"Remove them (from the command line, the SDK call or smneuron.yaml). {self.title.capitalize()} "
-            f"{'benchmarks' if scope == 'bench' else 'endpoints'} take {mine}.",
+            f"{_SCOPE_NOUN.get(scope, 'endpoints')} take {mine}.",
         )
+
+
+_SCOPE_NOUN = {"bench": "benchmarks", "evaluate": "evaluations"}
 
 
 def _article(word: str) -> str:
@@ -198,7 +205,48 @@ BENCH_SETTINGS: dict[str, Setting] = {
         "--goodput-target", "-", "goodput_target", "the share of requests meeting the SLOs"
     ),
 }
+# evaluate settings (`smneuron evaluate`, `smneuron.evaluate`): each kind's gates and where its candidate comes from
+EVALUATE_SETTINGS: dict[str, Setting] = {
+    "min_top1_agreement": Setting(
+        "--min-top1-agreement",
+        "pipeline.thresholds.min_top1_agreement",
+        "min_top1_agreement",
+        "a classification gate",
+    ),
+    "min_cosine": Setting(
+        "--min-cosine", "pipeline.thresholds.min_cosine", "min_cosine", "an embeddings gate"
+    ),
+    "min_accuracy": Setting(
+        "--min-accuracy", "pipeline.thresholds.min_accuracy", "min_accuracy", "accuracy against labels"
+    ),
+    "max_abs_diff": Setting(
+        "--max-abs-diff", "pipeline.thresholds.max_abs_diff", "max_abs_diff", "the largest output difference"
+    ),
+    "reference": Setting("--reference", "-", "reference", "reference outputs computed before"),
+    "package": Setting("--package", "-", "package", "a cpu model.tar.gz served locally"),
+    "outputs": Setting("--outputs", "-", "outputs", "a Batch Transform .out file"),
+    "min_logit_match": Setting(
+        "--min-logit-match",
+        "pipeline.generation_thresholds.min_logit_match",
+        "min_logit_match",
+        "Neuron's logit matching",
+    ),
+    "min_bhattacharyya": Setting(
+        "--min-bhattacharyya",
+        "pipeline.generation_thresholds.min_bhattacharyya",
+        "min_bhattacharyya",
+        "the Bhattacharyya similarity",
+    ),
+    "min_task_exact_match": Setting(
+        "--min-task-exact-match",
+        "pipeline.generation_thresholds.min_task_exact_match",
+        "min_task_exact_match",
+        "the task score against labels",
+    ),
+}
 SETTINGS.update(BENCH_SETTINGS)
+SETTINGS.update(EVALUATE_SETTINGS)
+_SCOPES = {"bench": BENCH_SETTINGS, "evaluate": EVALUATE_SETTINGS}
 
 # which kind owns each setting, said once: text generation's are listed, every other one is an encoder's
 _GENERATION_SETTINGS = (
@@ -217,6 +265,7 @@ _GENERATION_SETTINGS = (
         "slo_latency_ms",
         "goodput_target",
     ),
+    *("min_logit_match", "min_bhattacharyya", "min_task_exact_match"),
 )
 _ENCODER_SETTINGS = tuple(n for n in SETTINGS if n not in _GENERATION_SETTINGS)
 

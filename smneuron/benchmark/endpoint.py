@@ -12,7 +12,7 @@ from smneuron.benchmark import encoder, prompts
 from smneuron.benchmark.encoder import Report
 from smneuron.benchmark.generation import GenerationReport, bench_text_generation
 from smneuron.benchmark.generation_metrics import Slo
-from smneuron.endpoints.describing import overview
+from smneuron.endpoints.describing import overview, unknown_kind
 from smneuron.errors import ConfigError
 from smneuron.session import Session
 
@@ -31,11 +31,7 @@ def deployed_on(name: str, *, session: Session) -> dict:
     ``instance_count``, and for text generation ``copies``, ``copies_per_instance`` and ``tensor_parallel_size``."""
     o = overview(name, session=session, full=False)  # one read of each resource; no autoscaling or alarms
     if o["kind"] is None:
-        raise ConfigError(
-            f"Cannot tell what endpoint {name} serves: {o['kind_evidence']}.",
-            hint="Say it once, on the endpoint, and every smneuron verb reads it: `aws sagemaker add-tags "
-            "--resource-arn ENDPOINT_ARN --tags Key=smneuron:kind,Value=encoder` (or Value=text-generation).",
-        )
+        raise unknown_kind(name, o["kind_evidence"])
     found = {key: o[field_name] for key, field_name in _SERVING.items()}
     found["instance_count"] = found["instance_count"] or 1
     return {"kind": o["kind"], "component": o["component"], **found}

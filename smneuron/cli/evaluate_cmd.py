@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.errors import ConfigError
 
 
 def evaluate_cmd(
@@ -42,74 +41,49 @@ def evaluate_cmd(
     via: str = typer.Option(
         "invoke",
         "--via",
-        help="An endpoint's path: invoke (InvokeEndpoint); openai is refused, with the reason.",
+        help="An endpoint's path: invoke (InvokeEndpoint) or openai (/openai/v1 chat completions, text generation).",
+    ),
+    component: str = typer.Option(
+        None,
+        "--component",
+        help="Text generation: the endpoint's inference component (default: its only one).",
     ),
     out: Path = typer.Option(None, "--output", "-o", help="Write evaluation.json here."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Score a candidate against the reference; exit 1 when a gate fails.
 
-    A causal LM (--model DIR of one, or --task text-generation) is scored by the text-generation gates: greedy
-    agreement, perplexity, Neuron's logit matching and Bhattacharyya similarity, and a task score with labels."""
-    from smneuron.evaluation.scoring import evaluate
-    from smneuron.specs.models import override
+    An endpoint says what it serves; otherwise --task or the model directory does. A causal LM is scored by the
+    text-generation gates: greedy agreement, perplexity, Neuron's logit matching and Bhattacharyya similarity, and a
+    task score with labels."""
+    from smneuron.evaluation.request import evaluate_candidate
 
-    if via != "invoke":
-        raise ConfigError(
-            f"evaluate --via {via}: the evaluation scores greedy completions of each raw prompt, the prompt's "
-            "log-probabilities (echo) and teacher-forced log-probabilities: the Completions API's, which SageMaker's "
-            "/openai/v1 does not offer (it serves Chat Completions only, which wraps the prompt in the chat template, "
-            "so the reference on CPU would not be comparable).",
-            hint="Evaluate through InvokeEndpoint (the default, --via invoke); bench the /openai/v1 path with "
-            "`smneuron bench NAME --via openai`.",
-        )
     st = state(ctx)
     project = st.project()
-    kind_task = task or project.compile.task
-    if _text_generation(model, kind_task):
-        result = _generation(
-            ctx, data, model, reference, package, endpoint, url, outputs,
-            {"--min-top1-agreement": min_top1_agreement, "--min-cosine": min_cosine,
-             "--min-accuracy": min_accuracy, "--max-abs-diff": max_abs_diff},
-            {"min_logit_match": min_logit_match, "min_bhattacharyya": min_bhattacharyya,
-             "min_task_exact_match": min_task_exact_match},
-        )  # fmt: skip
-    else:
-        wrong = [
-            flag
-            for flag, value in (
-                ("--min-logit-match", min_logit_match),
-                ("--min-bhattacharyya", min_bhattacharyya),
-                ("--min-task-exact-match", min_task_exact_match),
-            )
-            if value is not None
-        ]
-        if wrong:
-            raise typer.BadParameter(
-                f"{', '.join(wrong)}: a text-generation gate, and this model is an encoder. Use --min-top1-agreement, "
-                "--min-cosine, --min-accuracy or --max-abs-diff.",
-                param_hint=wrong[0],
-            )
-        thresholds = override(
-            project.pipeline.thresholds,
-            min_top1_agreement=min_top1_agreement,
-            min_cosine=min_cosine,
-            min_accuracy=min_accuracy,
-            max_abs_diff=max_abs_diff,
-        )
-        result = evaluate(
-            data,
-            task=kind_task,
-            thresholds=thresholds,
-            reference_model=model,
-            reference=reference,
-            compile_spec=project.compile,
-            package=package,
-            endpoint=endpoint,
-            url=url,
-            outputs=outputs,
-            session=st.session() if endpoint else None,
-        )
+    result = evaluate_candidate(
+        data,
+        model=model,
+        reference=reference,
+        package=package,
+        endpoint=endpoint,
+        url=url,
+        outputs=outputs,
+        component=component,
+        task=task or project.compile.task,
+        via=via,
+        thresholds=project.pipeline.thresholds,
+        generation_thresholds=project.pipeline.generation_thresholds,
+        compile_spec=project.compile,
+        where="cli",
+        session=st.session() if endpoint and not url else None,
+        min_top1_agreement=min_top1_agreement,
+        min_cosine=min_cosine,
+        min_accuracy=min_accuracy,
+        max_abs_diff=max_abs_diff,
+        min_logit_match=min_logit_match,
+        min_bhattacharyya=min_bhattacharyya,
+        min_task_exact_match=min_task_exact_match,
+    )
     if out:
         result.write(out)
     if as_json:
@@ -123,61 +97,3 @@ def evaluate_cmd(
         console().print(result.summary)
     if not result.passed:
         raise typer.Exit(1)
-
-
-def _text_generation(model: Path | None, task: str | None) -> bool:
-    from smneuron.artifact.kind import generates_task
-
-    if task:
-        return generates_task(task)
-    if model is None:
-        return False
-    from smneuron.compilation.generation import text_generation_note
-
-    return text_generation_note(model, None) is not None
-
-
-def _generation(
-    ctx: typer.Context,
-    data: Path,
-    model: Path | None,
-    reference: Path | None,
-    package: Path | None,
-    endpoint: str | None,
-    url: str | None,
-    outputs: Path | None,
-    encoder_gates: dict,
-    gates: dict,
-):  # type: ignore[no-untyped-def]
-    """A causal LM against its CPU reference: the text-generation gates (the pipeline's CheckAgreement)."""
-    from smneuron.evaluation.generation import evaluate_generation
-    from smneuron.specs.models import override
-
-    wrong = [flag for flag, value in encoder_gates.items() if value is not None]
-    wrong += [
-        flag
-        for flag, value in (("--reference", reference), ("--package", package), ("--outputs", outputs))
-        if value
-    ]
-    if wrong:
-        raise typer.BadParameter(
-            f"{', '.join(wrong)}: not for a text-generation model, which is scored from --model (its CPU reference) "
-            "against --endpoint or --url with --min-logit-match, --min-bhattacharyya, --min-task-exact-match.",
-            param_hint=wrong[0],
-        )
-    if model is None or not (endpoint or url):
-        raise typer.BadParameter(
-            "A text-generation evaluation needs the uncompiled model (--model DIR, its fp32 reference on CPU) and the "
-            "candidate (--endpoint NAME or --url URL).",
-            param_hint="--model" if model is None else "--endpoint",
-        )
-    st = state(ctx)
-    thresholds = override(st.project().pipeline.generation_thresholds, **gates)
-    return evaluate_generation(
-        data,
-        model=model,
-        thresholds=thresholds,
-        endpoint=endpoint,
-        url=url,
-        session=st.session() if endpoint else None,
-    )

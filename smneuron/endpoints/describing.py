@@ -9,7 +9,7 @@ from smneuron.catalog.generation import copies_per_instance
 from smneuron.container.generation_env import served_configuration
 from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.naming import redacted
-from smneuron.errors import NotFoundError, none_if_missing
+from smneuron.errors import ConfigError, NotFoundError, none_if_missing
 from smneuron.session import Session
 
 
@@ -221,3 +221,25 @@ def kind_of_endpoint(session: Session, name: str) -> tuple[ModelKind | None, str
                 .get("Environment", {})
             )
     return endpoint_kind(tags, components=False, environment=env)
+
+
+def unknown_kind(name: str, evidence: str) -> ConfigError:
+    """The refusal of a verb that needs to know what endpoint ``name`` serves and cannot tell (``evidence``)."""
+    return ConfigError(
+        f"Cannot tell what endpoint {name} serves: {evidence}.",
+        hint="Say it once, on the endpoint, and every smneuron verb reads it: `aws sagemaker add-tags "
+        "--resource-arn ENDPOINT_ARN --tags Key=smneuron:kind,Value=encoder` (or Value=text-generation).",
+    )
+
+
+def known_kind(session: Session, name: str) -> ModelKind:
+    """What endpoint ``name`` serves (``kind_of_endpoint``), for a verb that cannot go on without it.
+
+    Raises:
+        NotFoundError: no such endpoint.
+        ConfigError: it cannot tell (``unknown_kind``).
+    """
+    kind, evidence = kind_of_endpoint(session, name)
+    if kind is None:
+        raise unknown_kind(name, evidence)
+    return kind

@@ -24,7 +24,7 @@ from botocore.awsrequest import AWSRequest
 
 from smneuron.artifact.kind import KINDS
 from smneuron.endpoints.describing import status
-from smneuron.errors import ConfigError, MissingCredentialsError, MissingDependencyError
+from smneuron.errors import ConfigError, InvocationError, MissingCredentialsError, MissingDependencyError
 from smneuron.session import Session
 
 TOKEN_PREFIX = "sagemaker-api-key-"  # sagemaker.core.token_generator.token_generator.AUTH_PREFIX
@@ -230,3 +230,35 @@ def openai_client(
     )
     cls = openai.AsyncOpenAI if asynchronous else openai.OpenAI
     return cls(base_url=access.base_url, api_key=auth.token(), http_client=http, **options)
+
+
+class ChatCaller:
+    """Chat completions on an endpoint's /openai/v1 for code that wants the JSON answers (``evaluate --via openai``):
+    one ``openai_access`` read, a token renewed as it runs, no openai package. A context manager (closes its client).
+
+    Raises (``__call__``):
+        InvocationError: the path answered an error status (its body as the container or SageMaker sent it).
+    """
+
+    def __init__(
+        self, name: str, component: str | None = None, *, session: Session, timeout_s: float = 120
+    ) -> None:
+        self.access = openai_access(name, component, session=session)
+        self._http = httpx.Client(auth=RenewingToken(session), timeout=timeout_s)
+
+    def __call__(self, request: dict) -> dict:
+        answer = self._http.post(
+            self.access.base_url + "/chat/completions", json={"model": self.access.model, **request}
+        )
+        if answer.status_code >= 400:
+            raise InvocationError(answer.status_code, answer.text)
+        return answer.json()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ChatCaller:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -26,16 +26,13 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from smneuron.endpoints.describing import require
-from smneuron.endpoints.handle import Endpoint
-from smneuron.errors import InvocationError
 from smneuron.evaluation import logits
-from smneuron.evaluation.scoring import Evaluation, EvaluationError, Gate, Record, read_records, verdict
+from smneuron.evaluation.chat import chat_prompt_ids
+from smneuron.evaluation.scoring import Evaluation, EvaluationError, Gate, Record, verdict
 from smneuron.specs.models import GenerationThresholds
 
 TOKENIZER_DIR = "tokenizer"
@@ -52,10 +49,20 @@ def logprobs_request(text: str) -> dict:
 
 
 def reference_outputs(
-    model_dir: str | Path, records: Sequence[Record], max_new_tokens: int, out_dir: str | Path
+    model_dir: str | Path,
+    records: Sequence[Record],
+    max_new_tokens: int,
+    out_dir: str | Path,
+    *,
+    chat: bool = False,
 ) -> list[dict]:
     """Greedy continuations and per-token log-probabilities of the uncompiled model on CPU (fp32); the
-    model's tokenizer is saved to ``out_dir/tokenizer`` for the scorer."""
+    model's tokenizer is saved to ``out_dir/tokenizer`` for the scorer. ``chat``: each text is continued as a chat
+    completion continues it (``chat.chat_prompt_ids``: the model's chat template, one user message).
+
+    Raises:
+        EvaluationError: ``chat`` and the tokenizer has no chat template.
+    """
     import torch
     import transformers
 
@@ -65,8 +72,12 @@ def reference_outputs(
     tokenizer.save_pretrained(str(Path(out_dir) / TOKENIZER_DIR))
     out = []
     for record in records:
-        text = _text(record)
-        ids = tokenizer(text, return_tensors="pt")["input_ids"]
+        text = text_of(record)
+        ids = (
+            torch.tensor([chat_prompt_ids(tokenizer, text)])
+            if chat
+            else tokenizer(text, return_tensors="pt")["input_ids"]
+        )
         with torch.no_grad():
             scores = model(input_ids=ids).logits[0]
             logp = torch.log_softmax(scores[:-1].float(), dim=-1)
@@ -120,7 +131,7 @@ def collect(
     reference's continuation (``teacher``: per position, [token id, logprob] pairs)."""
     out = []
     for n, record in enumerate(records):
-        text = _text(record)
+        text = text_of(record)
         answer = invoke(generation_request(text, max_new_tokens))
         if answer is None:
             raise EvaluationError(f"The candidate refused a plain completion request for {text[:60]!r}.")
@@ -195,7 +206,7 @@ def score(
         first_ok += r[:n] == c[:n]
         if same < len(r) and len(examples) < 3:
             examples.append(
-                f"{_text(record)[:40]!r}: reference {ref['continuation'][:40]!r}, served {cand['continuation'][:40]!r}"
+                f"{text_of(record)[:40]!r}: reference {ref['continuation'][:40]!r}, served {cand['continuation'][:40]!r}"
             )
     metrics: dict[str, float | None] = {
         "prefix_match_mean": sum(shares) / len(shares),
@@ -226,8 +237,16 @@ def score(
         ),
     ]
     notes = []
+    chat = any(c.get("chat") for c in candidate)
     if metrics["perplexity_rel_diff"] is None:
-        notes.append("perplexity not compared: the container returned no prompt log-probabilities")
+        notes.append(
+            "perplexity not compared: "
+            + (
+                "Chat Completions (/openai/v1) return no prompt log-probabilities"
+                if chat
+                else "the container returned no prompt log-probabilities"
+            )
+        )
     else:
         gates.append(
             Gate.check(
@@ -237,13 +256,23 @@ def score(
     if matching is None:
         notes.append(
             "logits not matched: the container returned no top log-probabilities as token ids (vLLM gives them for "
-            "echo + logprobs + return_tokens_as_token_ids)"
+            + (
+                "logprobs + top_logprobs + return_tokens_as_token_ids)"
+                if chat
+                else "echo + logprobs + return_tokens_as_token_ids)"
+            )
         )
     else:
         gates.append(Gate.check(metrics, "logit_match", "min_logit_match", thresholds.min_logit_match, ">="))
         gates.append(
             Gate.check(metrics, "bhattacharyya_mean", "min_bhattacharyya", thresholds.min_bhattacharyya, ">=")
         )
+        skipped = sum(c.get("positions_not_compared", 0) for c in candidate)
+        if skipped:
+            notes.append(
+                f"{skipped} generated position(s) after a prompt's first differing token not compared (Chat "
+                "Completions cannot teacher-force: the two sides' prefixes differ there)"
+            )
         if matching.unchecked:
             notes.append(
                 f"logit matching checked {', '.join(matching.checked) or 'no top-k slice'}; "
@@ -272,58 +301,14 @@ def score(
     return Evaluation("text-generation", len(records), metrics, gates, passed, summary)
 
 
-def evaluate_generation(
-    data: str | Path,
-    *,
-    model: str | Path,
-    thresholds: GenerationThresholds | None = None,
-    endpoint: str | None = None,
-    url: str | None = None,
-    session: Any = None,
-) -> Evaluation:
-    """Score a served causal LM against its fp32 reference on CPU (``smneuron evaluate`` for text generation): the
-    pipeline's CheckAgreement, run by hand.
-
-    Args:
-        data: JSONL of prompts (``{"inputs": "..."}``, with ``"label"``: the expected answer, for the task score).
-        model: the uncompiled model directory (the reference runs it on CPU in fp32).
-        thresholds: the gates (default ``GenerationThresholds()``).
-        endpoint: the candidate as a SageMaker endpoint; or ``url``: a running local server (``smneuron serve``).
-
-    Raises:
-        ConfigError: unreadable data; EvaluationError: the candidate refused a plain completion, or a task floor
-            without labels; InvocationError: the endpoint failed.
-    """
-    t = thresholds or GenerationThresholds()
-    records = read_records(data)
-    target = Endpoint(endpoint, url=url, session=session)
-    if endpoint:  # a missing endpoint is said before the reference spends its minutes on CPU
-        require(target.session, endpoint)
-
-    def invoke(request: dict) -> dict | None:
-        try:
-            return target.invoke(json.dumps(request)).json()
-        except InvocationError as e:
-            if 400 <= e.status < 500 and request.get(
-                "echo"
-            ):  # log-probabilities are optional for a container
-                return None
-            raise
-
-    with tempfile.TemporaryDirectory(prefix="smneuron-evaluate-") as work:
-        reference = reference_outputs(model, records, t.max_new_tokens, work)
-        candidate = collect(invoke, records, t.max_new_tokens, reference, t.top_logprobs)
-        return score(reference, candidate, records, t, Path(work) / TOKENIZER_DIR)
-
-
 def _matching(
     reference: Sequence[dict], candidate: Sequence[dict], thresholds: GenerationThresholds
 ) -> logits.Matching | None:
     """The logit matching of every prompt both sides have positions for; None when the candidate gave none."""
     if not all("teacher" in c and "positions" in r for r, c in zip(reference, candidate, strict=True)):
         return None
-    return logits.compare(
-        [r["positions"] for r in reference],
+    return logits.compare(  # a chat answer's comparable positions may be fewer than the reference's (evaluation.chat)
+        [r["positions"][: len(c["teacher"])] for r, c in zip(reference, candidate, strict=True)],
         [[{int(t): float(v) for t, v in pos} for pos in c["teacher"]] for c in candidate],
         returned=min(c["top_logprobs_returned"] for c in candidate),
         divergence_tol=thresholds.divergence_tol,
@@ -337,7 +322,7 @@ def _described(p: logits.Position, records: Sequence[Record], tokenizer: Any) ->
         return repr(tokenizer.decode([t], skip_special_tokens=False))
 
     return (
-        f"prompt {p.prompt + 1} ({_text(records[p.prompt])[:40]!r}), generated position {p.index + 1}: reference "
+        f"prompt {p.prompt + 1} ({text_of(records[p.prompt])[:40]!r}), generated position {p.index + 1}: reference "
         f"{token(p.reference_token)} (id {p.reference_token}, logprob {p.reference_logprob:.4f}), served "
         f"{token(p.candidate_token)} (id {p.candidate_token}, logprob {p.candidate_logprob:.4f}); {p.failed}"
     )
@@ -350,7 +335,12 @@ def _perplexity(answers: Sequence[dict]) -> float | None:
     return math.exp(-sum(a["prompt_logprob_sum"] for a in answers) / count) if count else None
 
 
-def _text(record: Record) -> str:
+def text_of(record: Record) -> str:
+    """The prompt of an evaluation record (its text).
+
+    Raises:
+        EvaluationError: the record's inputs are not a text.
+    """
     if not isinstance(record.inputs, str):
         raise EvaluationError(
             f'Text-generation evaluation records need a text in "inputs", got {json.dumps(record.inputs)[:80]}.'

@@ -123,10 +123,123 @@ def test_evaluate_a_served_llm_from_the_cli_with_neurons_criteria(tiny_llama, tm
                 "First logit mismatch: prompt 1 ('the weather in paris is'), generated position"
                 in result["summary"]
             )
-    # the other kind's gate, or no candidate: usage errors, with the way to call it
+    # the other kind's gate or candidate is refused by the kind, as deploy and bench refuse them; no candidate, or a
+    # URL asked for the /openai/v1 path: usage errors, with the way to call it
     code, _, err = run_cli(
-        "evaluate", str(data), "--model", str(tiny_llama), "--url", "http://x", "--min-cosine", "0.9"
-    )
-    assert code == 2 and "not for a text-generation model" in err
+        "evaluate", str(data), "--model", str(tiny_llama), "--url", "http://x", "--min-cosine", "0.9",
+        "--outputs", str(data),
+    )  # fmt: skip
+    said = " ".join(err.split())
+    assert code == 1 and "This is a text generation endpoint" in said, err
+    assert "--min-cosine (an embeddings gate)" in said and "--outputs (a Batch Transform .out file)" in said
+    assert "evaluations take --min-logit-match, --min-bhattacharyya, --min-task-exact-match" in said
     code, _, err = run_cli("evaluate", str(data), "--model", str(tiny_llama))
     assert code == 2 and "--endpoint NAME or --url URL" in " ".join(err.split())
+    code, _, err = run_cli(
+        "evaluate", str(data), "--model", str(tiny_llama), "--url", "http://x", "--via", "openai"
+    )
+    assert code == 1 and "--via openai is an endpoint's path" in " ".join(err.split())
+    # an encoder's evaluation refuses text generation's gate and path, the same way
+    code, _, err = run_cli("evaluate", str(data), "--task", "feature-extraction", "--url", "http://x",
+                           "--reference", str(data), "--min-logit-match", "0.9", "--via", "openai")  # fmt: skip
+    said = " ".join(err.split())
+    assert code == 1 and "This is an encoder endpoint" in said and "--min-logit-match (" in said
+    assert "--via (" in said and "evaluations take --min-top1-agreement" in said
+
+
+def test_the_stand_in_answers_chat_logprobs_as_vllm_does(tiny_llama, tmp_path):
+    """Chat completions with logprobs + top_logprobs: per generated token its id (token_id:N on request), logprob, bytes
+    and the top N, in vLLM's shape; vLLM's refusals of top_logprobs without logprobs, of more than --max-logprobs, and of
+    chat for a model without a chat template."""
+    import httpx
+
+    from smneuron.compilation.generation import compile_generation
+    from smneuron.specs.models import CompileSpec
+
+    spec = CompileSpec(task="text-generation", target="cpu", sequence_length=128)
+    art = compile_generation(tiny_llama, tmp_path / "a", spec).out_dir
+    url, server = _served(art, tmp_path)
+    chat = f"{url}/v1/chat/completions"
+    body = {"messages": [{"role": "user", "content": "hello there"}], "max_tokens": 4, "temperature": 0}
+    try:
+        answer = httpx.post(
+            chat, json={**body, "logprobs": True, "top_logprobs": 3, "return_tokens_as_token_ids": True}
+        )
+        content = answer.json()["choices"][0]["logprobs"]["content"]
+        assert len(content) == answer.json()["usage"]["completion_tokens"] == 4
+        for entry in content:
+            assert entry["token"].startswith("token_id:") and entry["logprob"] <= 0
+            assert entry["bytes"] == list(entry["token"].encode())
+            assert (
+                len(entry["top_logprobs"]) == 3 and entry["top_logprobs"][0]["token"] == entry["token"]
+            )  # greedy
+        plain = httpx.post(chat, json=body).json()["choices"][0]
+        assert "logprobs" not in plain or plain["logprobs"] is None
+        for extra, words in (
+            ({"top_logprobs": 3}, "when using `top_logprobs`, `logprobs` must be set to true."),
+            ({"logprobs": True, "top_logprobs": 21}, "greater than max allowed: 20"),
+            ({"logprobs": True, "top_logprobs": -2}, "`top_logprobs` must be a positive value or -1."),
+        ):
+            refused = httpx.post(chat, json={**body, **extra})
+            assert refused.status_code == 400 and words in refused.text, refused.text
+    finally:
+        server.shutdown()
+    (art / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                k: v
+                for k, v in json.loads((art / "tokenizer_config.json").read_text()).items()
+                if k != "chat_template"
+            }
+        )
+    )
+    (art / "chat_template.jinja").unlink(missing_ok=True)
+    url, server = _served(art, tmp_path)
+    try:
+        refused = httpx.post(f"{url}/v1/chat/completions", json=body)
+        assert refused.status_code == 400 and "default chat template is no longer allowed" in refused.text
+    finally:
+        server.shutdown()
+
+
+def test_chat_completions_are_scored_up_to_the_first_difference_and_say_what_they_cannot_compare(
+    tiny_llama, tmp_path
+):
+    """The /openai/v1 path's scoring (evaluation.chat), against the stand-in's chat answers: the same weights match every
+    comparable position; other weights fail at the first, and the summary says what Chat Completions left out."""
+    import httpx
+
+    from smneuron.compilation.generation import compile_generation
+    from smneuron.evaluation.chat import collect_chat
+    from smneuron.evaluation.generation import TOKENIZER_DIR, reference_outputs, text_of
+    from smneuron.local.tiny_model import build_tiny_llama
+    from smneuron.specs.models import CompileSpec
+
+    spec = CompileSpec(task="text-generation", target="cpu", sequence_length=128, batch_size=2)
+    records = [Record("the weather in paris is"), Record("john and mary went to")]
+    t = GenerationThresholds(max_new_tokens=8)
+    reference = reference_outputs(tiny_llama, records, t.max_new_tokens, tmp_path / "ref", chat=True)
+    other = build_tiny_llama(tmp_path / "m4", seed=4)  # its greedy tokens part from seed 0's at positions 7 and 5
+    results = {}
+    for name, model in (("same", tiny_llama), ("other", other)):
+        url, server = _served(compile_generation(model, tmp_path / name, spec).out_dir, tmp_path)
+        try:
+            invoke = lambda request: httpx.post(f"{url}/v1/chat/completions", json=request).json()  # noqa: E731
+            candidate = collect_chat(invoke, records, reference, t.max_new_tokens, t.top_logprobs, text_of)
+        finally:
+            server.shutdown()
+        results[name] = (candidate, score(reference, candidate, records, t, tmp_path / "ref" / TOKENIZER_DIR))
+    candidate, same = results["same"]
+    assert same.passed and same.metrics["logit_match"] == 1.0 and same.metrics["prefix_match_mean"] == 1.0
+    assert all(len(c["teacher"]) == t.max_new_tokens and c["positions_not_compared"] == 0 for c in candidate)
+    assert same.metrics["perplexity_rel_diff"] is None
+    assert "Chat Completions (/openai/v1) return no prompt log-probabilities" in same.summary
+    candidate, other = results["other"]
+    assert not other.passed and other.metrics["logit_match"] < 1.0 and other.metrics["prefix_match_mean"] < 1.0
+    assert "First logit mismatch: prompt 1 ('the weather in paris is')" in other.summary
+    assert [len(c["teacher"]) for c in candidate] == [7, 5]  # up to and including each prompt's first difference
+    skipped = sum(c["positions_not_compared"] for c in candidate)
+    assert (
+        skipped > 0
+        and f"{skipped} generated position(s) after a prompt's first differing token" in other.summary
+    )

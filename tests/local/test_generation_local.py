@@ -134,7 +134,7 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     )
     assert answer["object"] == "text_completion" and answer["usage"]["completion_tokens"] <= 5
     assert answer["model"] == "/opt/ml/model"  # what the vLLM container calls a model shipped as model data
-    _openai_path(smneuron_cli, url, state, described, tmp_path / "a")
+    _openai_path(smneuron_cli, url, state, described, tmp_path / "a", tiny_llama)
 
     bench = json.loads(
         smneuron_cli(
@@ -280,7 +280,7 @@ def test_streaming_from_a_missing_endpoint_is_a_clear_error(smneuron_cli):
     assert out.returncode == 1 and "Unexpected" not in out.stderr
 
 
-def _openai_path(smneuron_cli, url: str, state, described, artifact) -> None:
+def _openai_path(smneuron_cli, url: str, state, described, artifact, model) -> None:
     """Issue 48: SageMaker's /openai/v1 on the embedded service, held to the real openai client (sync, streamed, async)
     with smneuron's token and with SDK v3's own ``generate_token``; every refused token refused as the client expects;
     a broken stream reported in-band."""
@@ -354,6 +354,16 @@ def _openai_path(smneuron_cli, url: str, state, described, artifact) -> None:
     (run,) = via["runs"]
     assert via["path"] == "/openai/v1/chat/completions" and run["successful"] > 0 and run["errored"] == 0
     assert run["output_tokens"]["min"] == run["output_tokens"]["max"] == 8
+    # evaluate through the same path: chat answers against the model's CPU reference under its chat template
+    data = artifact.parent / "prompts.jsonl"
+    data.write_text('{"inputs": "the weather in paris is"}\n{"inputs": "john and mary went to"}\n')
+    scored = json.loads(smneuron_cli("--local", "evaluate", str(data), "--model", str(model), "--endpoint", "chat",
+                                     "--via", "openai", "--json").stdout)  # fmt: skip
+    assert scored["passed"] and scored["metrics"]["logit_match"] == 1.0, scored["summary"]
+    assert (
+        scored["metrics"]["perplexity_rel_diff"] is None
+        and "Chat Completions (/openai/v1)" in scored["summary"]
+    )
     # an expired token (tests/endpoints/test_openai_compat.py, under a controlled clock) and a stream broken mid-answer
     # (tests/local/test_openai_route.py, the same relay as the SigV4 stream's kill above) are held where no wait is needed
 

@@ -169,14 +169,17 @@ class Generator:
                 "prompt."
             )
         if "messages" in request:
-            messages = request["messages"]
-            if getattr(self.tokenizer, "chat_template", None):
-                ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-                return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
-            text = (
-                "".join(f"{m.get('role', 'user')}: {m.get('content', '')}\n" for m in messages) + "assistant:"
+            if not getattr(
+                self.tokenizer, "chat_template", None
+            ):  # vLLM's words (transformers has no default)
+                raise ValueError(
+                    "As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat "
+                    "template if the tokenizer does not define one. None"
+                )
+            ids = self.tokenizer.apply_chat_template(
+                request["messages"], add_generation_prompt=True, tokenize=True
             )
-            return self.tokenizer(text)["input_ids"]
+            return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
         prompt = request["prompt"]
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
             return list(prompt)
@@ -408,7 +411,7 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
                 return self._json(400, _error(f"Cannot read the request: {e}", 400))
             try:
                 max_tokens = sampling(request)[0]
-                wanted = request.get("logprobs")
+                wanted = chat_top(request) if chat else request.get("logprobs")
                 if isinstance(wanted, int) and wanted > MAX_LOGPROBS:  # vLLM's processor refuses it so
                     raise ValueError(
                         f"Requested sample logprobs of {wanted}, which is greater than max allowed: {MAX_LOGPROBS}"
@@ -440,6 +443,18 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
                     choice["text"] = gen.tokenizer.decode(ids, skip_special_tokens=True) + text
                 if not chat and request.get("logprobs") is not None:
                     choice["logprobs"] = _logprobs(gen, ids, produced, request)
+                if chat and request.get("logprobs"):
+                    tops = (
+                        gen.top_logprobs(ids + [t for _, t, _ in produced], wanted)[len(ids) :]
+                        if wanted
+                        else None
+                    )
+                    choice["logprobs"] = {
+                        "content": [
+                            _chat_logprob(gen, t, lp, tops[i] if tops else None, wanted, request)
+                            for i, (_, t, lp) in enumerate(produced)
+                        ]
+                    }
                 choice["finish_reason"] = "length" if n >= max_tokens else "stop"
                 return self._json(
                     200, {**base, "object": kind, "choices": [choice], "usage": _usage(len(ids), n)}
@@ -459,13 +474,19 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
                         ],
                     }
                 )
-            n = 0
+            n, so_far = 0, list(ids)
             try:
-                for piece, _, _ in gen.tokens(ids, request):
+                for piece, token, logprob in gen.tokens(ids, request):
                     n += 1
+                    so_far.append(token)
                     choice = (
                         {"index": 0, "delta": {"content": piece}} if chat else {"index": 0, "text": piece}
                     )
+                    if chat and request.get("logprobs"):  # vLLM streams each token's logprobs with its piece
+                        top = gen.top_logprobs(so_far, wanted)[-1] if wanted else None
+                        choice["logprobs"] = {
+                            "content": [_chat_logprob(gen, token, logprob, top, wanted, request)]
+                        }
                     self._event({**base, "object": kind, "choices": [{**choice, "finish_reason": None}]})
             except (BrokenPipeError, ConnectionResetError):
                 return  # the caller left: nothing to tell it
@@ -497,6 +518,46 @@ def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
 
 
 MAX_LOGPROBS = 20  # vLLM's default --max-logprobs
+
+
+def chat_top(request: dict) -> int:
+    """How many top log-probabilities a chat request asks per token, checked as vLLM's ChatCompletionRequest checks
+    them (``check_logprobs``: ``top_logprobs`` -1 or more, and ``logprobs: true`` when it asks for any).
+
+    Raises:
+        ValueError: with vLLM's words.
+    """
+    top = request.get("top_logprobs")
+    if top is None:
+        return 0
+    if isinstance(top, bool) or not isinstance(top, int):
+        raise ValueError("top_logprobs: Input should be a valid integer")
+    if top < 0 and top != -1:
+        raise ValueError("`top_logprobs` must be a positive value or -1.")
+    if (top == -1 or top > 0) and not request.get("logprobs"):
+        raise ValueError("when using `top_logprobs`, `logprobs` must be set to true.")
+    return MAX_LOGPROBS + 1 if top == -1 else top  # -1: the whole vocabulary, over --max-logprobs
+
+
+def _chat_logprob(
+    gen: Generator, token: int, logprob: float, top: dict[int, float] | None, wanted: int, request: dict
+) -> dict:
+    """One generated token's entry of a chat answer's ``logprobs.content``, as vLLM's ``_create_chat_logprobs`` gives
+    it: the token (``token_id:N`` on ``return_tokens_as_token_ids``), its logprob, its bytes, the top ``wanted``."""
+
+    def key(t: int) -> str:
+        return f"token_id:{t}" if request.get("return_tokens_as_token_ids") else gen.tokenizer.decode([t])
+
+    def entry(t: int, lp: float) -> dict:
+        name = key(t)
+        return {
+            "token": name,
+            "logprob": max(lp, -9999.0),
+            "bytes": list(name.encode("utf-8", errors="replace")),
+        }
+
+    ranked = sorted((top or {}).items(), key=lambda x: -x[1])[:wanted]
+    return {**entry(token, logprob), "top_logprobs": [entry(t, lp) for t, lp in ranked]}
 
 
 def _logprobs(gen: Generator, ids: list[int], produced: list, request: dict) -> dict:

@@ -1,0 +1,215 @@
+"""The one evaluate request, which `smneuron evaluate` and notebooks both call: the kind is decided once (an endpoint
+says what it serves; otherwise the task, or the model directory), the other kind's gates and candidates are refused by
+the kind, the project's gates are overridden by what was given, and the kind's scorer runs."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from smneuron.artifact.kind import ENCODER, EVALUATE_SETTINGS, GENERATION, ModelKind, kind_of
+from smneuron.compilation.generation import text_generation_note
+from smneuron.endpoints.describing import known_kind, require
+from smneuron.endpoints.handle import Endpoint
+from smneuron.endpoints.openai_compat import ChatCaller
+from smneuron.errors import ConfigError, InvocationError, UsageError
+from smneuron.evaluation.chat import collect_chat
+from smneuron.evaluation.generation import TOKENIZER_DIR, collect, reference_outputs, score, text_of
+from smneuron.evaluation.scoring import Evaluation, evaluate, read_records
+from smneuron.session import Session
+from smneuron.specs.models import CompileSpec, GenerationThresholds, Thresholds
+from smneuron.specs.validation import override
+
+VIAS = ("invoke", "openai")
+_CANDIDATES = (
+    "reference",
+    "package",
+    "outputs",
+)  # an encoder's: reference outputs computed before, a cpu tarball...
+
+
+def evaluate_candidate(
+    data: str | Path,
+    *,
+    model: str | Path | None = None,
+    reference: str | Path | None = None,
+    package: str | Path | None = None,
+    endpoint: str | None = None,
+    url: str | None = None,
+    outputs: str | Path | None = None,
+    component: str | None = None,
+    task: str | None = None,
+    via: str = "invoke",
+    thresholds: Thresholds | None = None,
+    generation_thresholds: GenerationThresholds | None = None,
+    compile_spec: CompileSpec | None = None,
+    where: str = "sdk",
+    session: Session | None = None,
+    **gates: float | None,
+) -> Evaluation:
+    """Score a candidate against its reference and apply the gates (`smneuron evaluate`).
+
+    Args:
+        data: the evaluation JSONL (``{"inputs": ..., "label": ...}`` per line).
+        model: the uncompiled model directory: its fp32 reference is computed on CPU.
+        reference, package, outputs: encoders only: reference outputs computed before, a cpu model.tar.gz served
+            locally, a Batch Transform ``.out`` file.
+        endpoint: the candidate as a SageMaker endpoint (it says what it serves); or ``url``: a running server.
+        component: text generation, ``via="openai"``: the endpoint's inference component (None: its only one).
+        task: the model's task when neither the endpoint nor the model directory says it.
+        via: an endpoint's path: "invoke" (InvokeEndpoint) or "openai" (/openai/v1 chat completions, text
+            generation; ``evaluation.chat`` says what that path can compare).
+        thresholds, generation_thresholds: the project's gates for each kind (defaults: the specs' own).
+        compile_spec: an encoder reference's shapes (the project's ``compile``).
+        where: "cli" or "sdk": how a refused setting is named (``--min-cosine`` or ``min_cosine=``).
+        gates: gate overrides by name (``min_cosine=0.995``, ``min_logit_match=0.9``...); None: not given.
+
+    Returns:
+        The ``Evaluation``: metrics, gates, ``passed`` and a summary that says what could not be compared.
+
+    Raises:
+        ConfigError: an unknown gate or path; a gate or candidate of the other kind; an endpoint and a model of
+            different kinds; a missing candidate or reference.
+        NotFoundError: no such endpoint. EvaluationError, InvocationError: as the kind's scorer raises them.
+    """
+    unknown = [g for g in gates if g not in EVALUATE_SETTINGS or g in _CANDIDATES]
+    if unknown:
+        gate_names = [g for g in EVALUATE_SETTINGS if g not in _CANDIDATES]
+        raise ConfigError(f"Unknown gate {unknown[0]!r}.", hint="Gates: " + ", ".join(gate_names) + ".")
+    if via not in VIAS:
+        raise UsageError(
+            f"Unknown path --via {via!r}.", hint="Use --via invoke (InvokeEndpoint) or --via openai."
+        )
+    given = {k: "flag" for k, v in gates.items() if v is not None}
+    given.update({k: "flag" for k, v in zip(_CANDIDATES, (reference, package, outputs), strict=True) if v})
+    if via != "invoke":
+        given["via"] = "flag"
+    sess = session or (Session.from_env() if endpoint and not url else None)
+    kind = _kind(endpoint, url, model, task, sess)
+    kind.refuse_foreign(given, where=where, scope="evaluate")
+    if kind.generates:
+        if model is None or not (endpoint or url):
+            raise UsageError(
+                "A text-generation evaluation needs the uncompiled model (--model DIR, its fp32 reference on CPU) and "
+                "the candidate (--endpoint NAME or --url URL).",
+                hint="Give both; e.g. `smneuron evaluate prompts.jsonl --model ./model --endpoint NAME`.",
+            )
+        return evaluate_generation(
+            data,
+            model=model,
+            thresholds=override(generation_thresholds or GenerationThresholds(), **gates),
+            endpoint=endpoint,
+            url=url,
+            component=component,
+            via=via,
+            session=sess,
+        )
+    if component:
+        raise ConfigError(
+            "--component names an inference component of a text-generation endpoint; this evaluation is an "
+            "encoder's.",
+            hint="Drop --component.",
+        )
+    return evaluate(
+        data,
+        task=task,
+        thresholds=override(thresholds or Thresholds(), **gates),
+        reference_model=model,
+        reference=reference,
+        compile_spec=compile_spec,
+        package=package,
+        endpoint=endpoint,
+        url=url,
+        outputs=outputs,
+        session=sess,
+    )
+
+
+def evaluate_generation(
+    data: str | Path,
+    *,
+    model: str | Path,
+    thresholds: GenerationThresholds | None = None,
+    endpoint: str | None = None,
+    url: str | None = None,
+    component: str | None = None,
+    via: str = "invoke",
+    session: Any = None,
+) -> Evaluation:
+    """Score a served causal LM against its fp32 reference on CPU (``smneuron evaluate`` for text generation): the
+    pipeline's CheckAgreement, run by hand.
+
+    Args:
+        data: JSONL of prompts (``{"inputs": "..."}``, with ``"label"``: the expected answer, for the task score).
+        model: the uncompiled model directory (the reference runs it on CPU in fp32).
+        thresholds: the gates (default ``GenerationThresholds()``).
+        endpoint: the candidate as a SageMaker endpoint; or ``url``: a running local server (``smneuron serve``).
+        component: the endpoint's inference component (``via="openai"``; None: its only one).
+        via: the endpoint's path: "invoke" (InvokeEndpoint: raw-prompt completions, echo, teacher forcing) or
+            "openai" (/openai/v1 with a bearer token: chat completions, ``evaluation.chat``).
+
+    Raises:
+        ConfigError: unreadable data; EvaluationError: the candidate refused a plain completion, or a task floor
+            without labels; InvocationError: the endpoint failed.
+    """
+    t = thresholds or GenerationThresholds()
+    records = read_records(data)
+    if via == "openai":
+        if url or not endpoint:
+            raise ConfigError(
+                "--via openai is an endpoint's path (SageMaker's /openai/v1); a --url is evaluated on the path it names.",
+                hint="Give --endpoint NAME, or drop --via.",
+            )
+        # one read of the endpoint (an encoder or a missing component is refused) before the reference's minutes
+        with (
+            ChatCaller(endpoint, component, session=session or Session.from_env()) as call,
+            tempfile.TemporaryDirectory(prefix="smneuron-evaluate-") as work,
+        ):
+            reference = reference_outputs(model, records, t.max_new_tokens, work, chat=True)
+            candidate = collect_chat(call, records, reference, t.max_new_tokens, t.top_logprobs, text_of)
+            return score(reference, candidate, records, t, Path(work) / TOKENIZER_DIR)
+    target = Endpoint(endpoint, url=url, session=session)
+    if endpoint:  # a missing endpoint is said before the reference spends its minutes on CPU
+        require(target.session, endpoint)
+
+    def invoke(request: dict) -> dict | None:
+        try:
+            return target.invoke(json.dumps(request)).json()
+        except InvocationError as e:
+            if 400 <= e.status < 500 and request.get(
+                "echo"
+            ):  # log-probabilities are optional for a container
+                return None
+            raise
+
+    with tempfile.TemporaryDirectory(prefix="smneuron-evaluate-") as work:
+        reference = reference_outputs(model, records, t.max_new_tokens, work)
+        candidate = collect(invoke, records, t.max_new_tokens, reference, t.top_logprobs)
+        return score(reference, candidate, records, t, Path(work) / TOKENIZER_DIR)
+
+
+def _kind(
+    endpoint: str | None, url: str | None, model: str | Path | None, task: str | None, session: Session | None
+) -> ModelKind:
+    """Decided once: an endpoint's recorded kind; else the task; else the model directory (a causal LM's config);
+    else an encoder. An endpoint and a task or model of the other kind disagree: refused, naming both."""
+    stated, said = None, ""
+    if task:
+        stated, said = kind_of({"task": task}), f"the task {task}"
+    elif model is not None and text_generation_note(model, None) is not None:
+        stated, said = GENERATION, f"the model {model} (a causal LM)"
+    if endpoint and not url:
+        served = known_kind(session, endpoint)  # type: ignore[arg-type]
+        if stated is not None and stated != served:
+            raise ConfigError(
+                f"Endpoint {endpoint} serves {_article(served)} {served.title} model, but {said} is {stated.title}.",
+                hint="Evaluate the endpoint against the model it serves (or drop --task: the endpoint says it).",
+            )
+        return served
+    return stated if stated is not None else ENCODER
+
+
+def _article(kind: ModelKind) -> str:
+    return "an" if kind.title[0] in "aeiou" else "a"
