@@ -374,7 +374,7 @@ def plan(
     base, note = endpoint_name(spec, model_data.source.rstrip("/").rsplit("/", 1)[-1].split(".")[0])
     laid = [
         _lay_out(base, data_for(t, model_data, others or {}), t, spec, region, workers, prices, i)
-        for i, t in enumerate([spec.instance_type, *spec.instance_pools[1:]], 1)
+        for i, t in enumerate(spec.pools, 1)
     ]
     first = laid[0]
     p = _finish(
@@ -427,7 +427,7 @@ def check_pool_image(spec: EndpointSpec) -> None:
     Raises:
         ConfigError: it would.
     """
-    pool_targets = {InstanceType.parse(t).target for t in spec.instance_pools}
+    pool_targets = {t.target for t in spec.pools}
     if spec.image_uri and len(pool_targets) > 1:
         raise ConfigError(
             f"--image-uri {spec.image_uri} would serve every instance pool, and the pools run "
@@ -436,9 +436,9 @@ def check_pool_image(spec: EndpointSpec) -> None:
         )
 
 
-def data_for(instance_type: str, primary: ModelData, others: dict[str, ModelData]) -> ModelData:
+def data_for(instance: InstanceType, primary: ModelData, others: dict[str, ModelData]) -> ModelData:
     """The artifact a pool's instance type runs: the deployed one, or the one given for its target."""
-    target = InstanceType.parse(instance_type).target
+    target, instance_type = instance.target, instance.name
     if primary.target == target:
         return primary
     if target in others:
@@ -453,7 +453,7 @@ def data_for(instance_type: str, primary: ModelData, others: dict[str, ModelData
 def _lay_out(
     base: str,
     data: ModelData,
-    instance_type: str,
+    instance: InstanceType,
     spec: EndpointSpec,
     region: str,
     workers: int | None,
@@ -461,7 +461,6 @@ def _lay_out(
     priority: int,
 ) -> Pool:
     """The Model for one instance type: image, container environment (workers, threads) and its content name."""
-    instance = InstanceType.parse(instance_type, use="endpoint")
     check_target(data.target, instance)
     workers_for(instance, data.cores_per_model, workers, data.size_bytes)
     image = resolve_image(

@@ -365,15 +365,15 @@ def plan_generation(
             single.notes.append(offer)
         return single
     check_pool_image(spec)
-    types = [spec.instance_type, *spec.instance_pools[1:]]
+    types = spec.pools
     said = []
     if (
         spec.generation.copies is None
     ):  # one copy count for the component: as many as one instance of every pool holds
         fits = {}
-        for t in types:
-            instance = _servable(t)
-            gen = data_for(t, model_data, others or {}).generation
+        for instance in types:
+            _servable(instance)
+            gen = data_for(instance, model_data, others or {}).generation
             fits[instance.name] = copies_per_instance(instance, gen.tensor_parallel_size if gen else 1)
         fewest = max(1, min(fits.values()))
         spec = spec.model_copy(update={"generation": spec.generation.model_copy(update={"copies": fewest})})
@@ -391,7 +391,7 @@ def plan_generation(
     first.volume_size_in_gb = max(x.volume_size_in_gb for x in laid)
     first.endpoint_config_name = (
         f"{first.endpoint_name[:41]}-"
-        f"{_digest(first.endpoint_config_name, types, first.provision_timeout, first.inference_ami_version, first.volume_size_in_gb)}"
+        f"{_digest(first.endpoint_config_name, [t.name for t in types], first.provision_timeout, first.inference_ami_version, first.volume_size_in_gb)}"
     )
     first.notes += [f"{x.instance.name}: {n}" for x in laid[1:] for n in x.notes if n not in first.notes]
     first.notes.append(
@@ -406,18 +406,18 @@ def plan_generation(
 def _pool(
     model_data: ModelData,
     spec: EndpointSpec,
-    instance_type: str,
+    instance: InstanceType,
     region: str,
     prices: PriceTable | Mapping[str, float] | None,
     others: dict[str, ModelData],
     name: str | None,
 ) -> GenerationPlan:
     """One instance pool's plan: the type alone, with the artifact of its target; a refusal names the pool."""
-    _servable(instance_type)
-    data = data_for(instance_type, model_data, others)
+    _servable(instance)
+    data = data_for(instance, model_data, others)
     alone = spec.model_copy(
         update={
-            "instance_type": instance_type,
+            "instance_type": instance.name,
             "instance_pools": [],
             "name": name,
             "variant_instance_provision_timeout_in_seconds": None,
@@ -426,11 +426,11 @@ def _pool(
     try:
         return _plan_one(data, alone, region=region, prices=prices)
     except ConfigError as e:
-        if instance_type == spec.instance_type:
+        if instance.name == spec.instance_type:
             raise
         raise ConfigError(
-            f"The instance pool {instance_type} cannot serve this model: {e.message}",
-            hint=f"{e.hint + ' ' if e.hint else ''}Or drop {instance_type} from the pools.",
+            f"The instance pool {instance.name} cannot serve this model: {e.message}",
+            hint=f"{e.hint + ' ' if e.hint else ''}Or drop {instance.name} from the pools.",
         ) from None
 
 
@@ -475,13 +475,12 @@ def _fallback(p: GenerationPlan, prices: PriceTable | Mapping[str, float] | None
     )
 
 
-def _servable(instance_type: str) -> InstanceType:
+def _servable(instance: InstanceType) -> InstanceType:
     """The pool's type, when smneuron has a text-generation target for it.
 
     Raises:
         ConfigError: it has none (inf1, Trainium).
     """
-    instance = InstanceType.parse(instance_type, use="endpoint")
     if instance.is_trainium or instance.target not in FOR_TARGET:
         raise ConfigError(
             f"The instance pool {instance.name} cannot serve text generation: smneuron has no text-generation target "

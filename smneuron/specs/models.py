@@ -343,6 +343,12 @@ class EndpointSpec(StrictModel):
         which the validator already accepted, so this never raises."""
         return InstanceType.parse(self.instance_type, use="endpoint")
 
+    @property
+    def pools(self) -> tuple[InstanceType, ...]:
+        """Every instance type the endpoint may run on, in priority order (the first is ``instance``): the pools as
+        objects, which the validator already accepted; one type when there are no pools."""
+        return (self.instance, *(InstanceType.parse(t, use="endpoint") for t in self.instance_pools[1:]))
+
 
 class ScheduledScaling(StrictModel):
     schedule: str = Field(..., description='"cron(0 8 * * ? *)", "rate(1 day)" or "at(2026-01-01T00:00:00)".')
