@@ -4,6 +4,10 @@ vs the pad-to-128 batch-1 handler, on the real all-MiniLM-L6-v2 with short texts
     python benchmarks/local_endpoint.py [--seconds 10] [--concurrency 32]
 
 Targets: served >= 0.9x raw, >= 3x the naive handler.
+
+It also accounts for the CPU of each side during the runs (Linux /proc): how many of the cores the workers got, how much
+the server's front end and this process's load generator took, and the requests per worker CPU-second on both sides,
+which says how much of the gap is the serving path and how much is sharing the cores with the client.
 """
 
 from __future__ import annotations
@@ -46,15 +50,16 @@ def raw_worker(model_dir: str, texts: list[str], seconds: float, threads: int, o
     model = LoadedArtifact(model_dir)
     model.warm_up()
     encs = model.tokenize(texts, truncate_second=False)
-    rows, t0 = 0, time.perf_counter()
+    rows, t0, c0 = 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - t0 < seconds:
         for i in range(0, len(encs), model.batch_size):
             model.forward(encs[i : i + model.batch_size])
             rows += len(encs[i : i + model.batch_size])
-    out.put(rows / (time.perf_counter() - t0))
+    out.put((rows / (time.perf_counter() - t0), (time.process_time() - c0) / (time.perf_counter() - t0)))
 
 
-def raw_throughput(model_dir: Path, workers: int, seconds: float) -> float:
+def raw_throughput(model_dir: Path, workers: int, seconds: float) -> tuple[float, float]:
+    """(rows per second, cores the workers used)."""
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     threads = max(1, (os.cpu_count() or 1) // workers)
@@ -64,15 +69,37 @@ def raw_throughput(model_dir: Path, workers: int, seconds: float) -> float:
     ]
     for p in procs:
         p.start()
-    total = sum(q.get() for _ in procs)
+    got = [q.get() for _ in procs]
     for p in procs:
         p.join()
-    return total
+    return sum(r for r, _ in got), sum(c for _, c in got)
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and its descendants (the server, its forkserver, its workers)."""
+    parents = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parents[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                pass
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += [c for c, parent in parents.items() if parent == pid]
+    return found
 
 
 def served(
     model_dir: Path, instance: str, batch: int, seconds: float, concurrency: int
-) -> tuple[float, int, float]:
+) -> tuple[float, int, float, dict[str, float]]:
     """`smneuron serve` in its own process (as users run it), driven by `smneuron.benchmark.encoder` from this one."""
     import subprocess
     import urllib.request
@@ -105,6 +132,8 @@ def served(
                     break
             except OSError:
                 time.sleep(0.1)
+        pids = _tree(proc.pid)
+        before, mine, t0 = {p: _cpu_s(p) for p in pids}, time.process_time(), time.perf_counter()
         report = bench.run(
             url=url,
             payloads=payloads,
@@ -114,12 +143,20 @@ def served(
             warmup_s=1.0,
             cooldown_s=0.5,
         )
+        took = time.perf_counter() - t0
+        used = {p: (_cpu_s(p) - before[p]) / took for p in pids}
     finally:
         proc.terminate()
         out = proc.communicate(timeout=60)[0]
     workers = int(out.split(" worker(s)")[0].split()[-1])
     run = report.runs[0]
-    return run.throughput_rps, workers, run.latency_ms["p99"]
+    ranked = sorted(used.values(), reverse=True)  # the workers are the busiest processes of the tree
+    cpu = {
+        "workers": sum(ranked[:workers]),
+        "server": sum(ranked[workers:]),
+        "load generator": (time.process_time() - mine) / took,
+    }
+    return run.throughput_rps, workers, run.latency_ms["p99"], cpu
 
 
 def main() -> None:
@@ -145,9 +182,9 @@ def main() -> None:
         )
         smn = extract_package(package(work / "smn", work / "smn.tar.gz").path, work / "smn-model")
         naive = extract_package(package(work / "naive", work / "naive.tar.gz").path, work / "naive-model")
-        served_rps, workers, p99 = served(smn, a.instance, 8, a.seconds, a.concurrency)
-        naive_rps, _, naive_p99 = served(naive, a.instance, 1, a.seconds, a.concurrency)
-        raw_rps = raw_throughput(smn, workers, a.seconds)
+        served_rps, workers, p99, cpu = served(smn, a.instance, 8, a.seconds, a.concurrency)
+        naive_rps, _, naive_p99, _ = served(naive, a.instance, 1, a.seconds, a.concurrency)
+        raw_rps, raw_cores = raw_throughput(smn, workers, a.seconds)
     print(
         f"all-MiniLM-L6-v2 (cpu target), short texts, {workers} workers on {os.cpu_count()} cores, "
         f"{a.concurrency} concurrent clients, {a.seconds:.0f} s each"
@@ -161,6 +198,15 @@ def main() -> None:
     )
     print(
         f"served / naive = {served_rps / naive_rps:.2f}x (target >= 3x: {'met' if served_rps >= 3 * naive_rps else 'NOT met'})"
+    )
+    print(
+        f"\ncores used while serving: workers {cpu['workers']:.2f}, server front end {cpu['server']:.2f}, load generator "
+        f"{cpu['load generator']:.2f}; raw workers {raw_cores:.2f}"
+    )
+    per_served, per_raw = served_rps / cpu["workers"], raw_rps / raw_cores
+    print(
+        f"requests per worker CPU-second: served {per_served:.1f}, raw {per_raw:.1f} = {per_served / per_raw:.2f}x "
+        "(what the serving path itself costs the workers: tokenizing, JSON, batching)"
     )
 
 
