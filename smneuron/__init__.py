@@ -66,6 +66,7 @@ _EXPORTS = {  # public name -> (module, attribute)
     "run_generation_bench": ("smneuron.benchmark.generation", "bench_text_generation"),
     "synthetic_prompts": ("smneuron.benchmark.prompts", "synthetic_prompts"),
     "bench_in_account": ("smneuron.benchmark.jobs", "run_in_account"),
+    "bench_in_account_and_here": ("smneuron.benchmark.in_account", "bench_in_account_and_here"),
     "evaluate": ("smneuron.evaluation.scoring", "evaluate"),
     "evaluate_generation": ("smneuron.evaluation.request", "evaluate_generation"),
     "evaluate_candidate": ("smneuron.evaluation.request", "evaluate_candidate"),

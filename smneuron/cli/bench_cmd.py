@@ -118,7 +118,7 @@ def bench_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
-    from smneuron.benchmark.endpoint import bench_endpoint, target_kind
+    from smneuron.benchmark.endpoint import bench_endpoint
     from smneuron.benchmark.generation import GenerationReport
     from smneuron.cli import generation_bench_cmd
 
@@ -152,9 +152,6 @@ def bench_cmd(
     }
     given = {name: "flag" for name, value in settings.items() if value is not None}
     if in_account:  # its own request: a SageMaker AI benchmark job beside the bench from here
-        session = None if url else state(ctx).session()
-        kind, _ = target_kind(endpoint, url, given, session=session)
-        kind.refuse_foreign(given, where="cli", scope="bench")
         return generation_bench_cmd.in_account(
             ctx,
             endpoint=endpoint,
@@ -165,6 +162,7 @@ def bench_cmd(
             output_tokens=output_tokens,
             max_requests=max_requests,
             tokenizer=tokenizer,
+            given={k: v for k, v in given.items() if k != "in_account"},
             out=out,
             as_json=as_json,
         )

@@ -79,69 +79,58 @@ def in_account(
     output_tokens: str | None,
     max_requests: int | None,
     tokenizer: Path | None,
+    given: dict[str, str],
     out: Path | None,
     as_json: bool,
 ) -> None:
-    """``--in-account``: the profile as a SageMaker AI benchmark job (AIPerf, next to the endpoint) and the same
-    profile from here with smneuron's bench; a table of what each measured."""
-    from smneuron.benchmark.endpoint import bench_endpoint
-    from smneuron.benchmark.jobs import comparison, run_in_account
-    from smneuron.benchmark.prompts import Lengths
+    """``--in-account``: flags -> ``bench_in_account_and_here`` -> a table of what the job and the bench measured."""
+    from smneuron.benchmark.in_account import bench_in_account_and_here
 
-    if url or not endpoint:
-        raise typer.BadParameter(
-            "--in-account runs the load inside the AWS account against a SageMaker endpoint: give its name, not --url.",
-            param_hint="--in-account",
-        )
     if concurrencies and len(concurrencies) > 1:
         raise typer.BadParameter(
             "--in-account runs one closed loop (AIPerf's concurrency): give one level, e.g. --concurrency 4.",
             param_hint="--concurrencies",
         )
     level = concurrencies[0] if concurrencies else concurrency
-    prompt = lengths(prompt_tokens, "--prompt-tokens") or Lengths(64)
-    output = lengths(output_tokens, "--output-tokens") or Lengths(128)
+    prompt, output = lengths(prompt_tokens, "--prompt-tokens"), lengths(output_tokens, "--output-tokens")
     count = max_requests or 50
-    session = state(ctx).session()
-    c = console()
-    if not as_json:
-        c.print(
-            f"SageMaker AI benchmark job on {endpoint}: concurrency {level}, {count} requests, {prompt.mean} prompt / "
-            f"{output.mean} output tokens (streamed, OpenAI chat completions) ..."
-        )
-    job = run_in_account(
+    c, said = console(), []
+
+    def progress(status: str, seconds: float) -> None:  # the header once the job exists (nothing was refused)
+        if not said:
+            said.append(status)
+            c.print(
+                f"SageMaker AI benchmark job on {endpoint}: concurrency {level}, {count} requests, "
+                f"{prompt.mean if prompt else 64} prompt / {output.mean if output else 128} output tokens (streamed, "
+                "OpenAI chat completions) ...",
+                highlight=False,
+            )
+        c.print(f"  job {status} after {seconds:.0f} s", highlight=False)
+
+    measured = bench_in_account_and_here(
         endpoint,
-        prompt_tokens=prompt,
-        output_tokens=output,
+        url=url,
         concurrency=level,
-        request_count=count,
-        session=session,
-        on_status=None if as_json else (lambda s, t: c.print(f"  job {s} after {t:.0f} s", highlight=False)),
-    )
-    local = bench_endpoint(
-        endpoint,
-        session=session,
-        tokenizer=tokenizer,
-        profile="concurrent",
-        concurrencies=[level],
-        max_requests=count,
         prompt_tokens=prompt,
         output_tokens=output,
-        duration_s=600,
-        warmup_s=0,
-        cooldown_s=0,
-    ).to_dict()
-    rows = comparison(job, local["runs"][0])
-    data = {"benchmark_job": job.to_dict(), "local": local, "comparison": rows}
+        request_count=count,
+        tokenizer=tokenizer,
+        given=given,
+        where="cli",
+        session=None if url else state(ctx).session(),
+        on_status=None if as_json else progress,
+    )
+    data = measured.to_dict()
     if out:
         out.write_text(json.dumps(data, indent=2, default=str))
     if as_json:
         print_json(data)
         return
+    job = measured.job
     table(
         f"{endpoint}: the same profile measured twice",
         ["metric", f"benchmark job {job.job} ({job.measured_by})", "smneuron bench (from this machine)"],
-        rows,
+        measured.rows,
     )
     if job.found_in:
         c.print(f"The job's metrics: {job.found_in} ({job.seconds:.0f} s in all).", highlight=False)

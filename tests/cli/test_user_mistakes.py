@@ -360,7 +360,7 @@ CASES = [
         "evaluate-via-openai",
         "evaluate {root}/d.jsonl --endpoint enc --via openai",
         1,
-        ["Chat Completions only", "--via invoke"],
+        ["This is an encoder endpoint", "--via (SageMaker's /openai/v1 path", "Encoder evaluations take"],
         {},
         None,
     ),
