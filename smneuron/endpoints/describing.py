@@ -231,15 +231,3 @@ def unknown_kind(name: str, evidence: str) -> ConfigError:
         "--resource-arn ENDPOINT_ARN --tags Key=smneuron:kind,Value=encoder` (or Value=text-generation).",
     )
 
-
-def known_kind(session: Session, name: str) -> ModelKind:
-    """What endpoint ``name`` serves (``kind_of_endpoint``), for a verb that cannot go on without it.
-
-    Raises:
-        NotFoundError: no such endpoint.
-        ConfigError: it cannot tell (``unknown_kind``).
-    """
-    kind, evidence = kind_of_endpoint(session, name)
-    if kind is None:
-        raise unknown_kind(name, evidence)
-    return kind

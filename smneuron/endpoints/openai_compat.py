@@ -100,6 +100,7 @@ def openai_access(
     *,
     expires: dt.timedelta = dt.timedelta(hours=1),
     session: Session | None = None,
+    described: dict | None = None,
 ) -> OpenAIAccess:
     """The base URL, a fresh token and the model of endpoint ``name`` for OpenAI-style chat completions.
 
@@ -107,6 +108,7 @@ def openai_access(
         name: the endpoint.
         component: its inference component; None: the endpoint's own (or its only component, said in ``notes``).
         expires: the token's lifetime, at most 12 hours.
+        described: the endpoint's ``status(name, full=False)`` when the caller read it already (nothing is read again).
 
     Raises:
         NotFoundError: no such endpoint.
@@ -115,9 +117,8 @@ def openai_access(
         MissingCredentialsError: no AWS credentials to sign the token with.
     """
     sess = session or Session.from_env()
-    s = status(
-        name, session=sess, full=False
-    )  # one read of each resource: kind, components, the served model
+    # one read of each resource: kind, components, the served model
+    s = described or status(name, session=sess, full=False)
     kind, evidence = KINDS.get(s["kind"]["kind"] or ""), s["kind"]["evidence"]
     if kind is not None and not kind.generates:
         raise ConfigError(
@@ -241,9 +242,15 @@ class ChatCaller:
     """
 
     def __init__(
-        self, name: str, component: str | None = None, *, session: Session, timeout_s: float = 120
+        self,
+        name: str,
+        component: str | None = None,
+        *,
+        session: Session,
+        timeout_s: float = 120,
+        described: dict | None = None,
     ) -> None:
-        self.access = openai_access(name, component, session=session)
+        self.access = openai_access(name, component, session=session, described=described)
         self._http = httpx.Client(auth=RenewingToken(session), timeout=timeout_s)
 
     def __call__(self, request: dict) -> dict:

@@ -9,9 +9,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.kind import ENCODER, EVALUATE_SETTINGS, GENERATION, ModelKind, kind_of
+from smneuron.artifact.kind import ENCODER, EVALUATE_SETTINGS, GENERATION, KINDS, ModelKind, kind_of
 from smneuron.compilation.generation import text_generation_note
-from smneuron.endpoints.describing import known_kind, require
+from smneuron.endpoints.describing import require, status, unknown_kind
 from smneuron.endpoints.handle import Endpoint
 from smneuron.endpoints.openai_compat import ChatCaller
 from smneuron.errors import ConfigError, InvocationError, UsageError
@@ -87,7 +87,9 @@ def evaluate_candidate(
     if via != "invoke":
         given["via"] = "flag"
     sess = session or (Session.from_env() if endpoint and not url else None)
-    kind = _kind(endpoint, url, model, task, sess)
+    # the endpoint read once (kind, components, the served model), and that record handed on
+    described = status(endpoint, session=sess, full=False) if endpoint and not url else None
+    kind = _kind(endpoint, described, model, task)
     kind.refuse_foreign(given, where=where, scope="evaluate")
     if kind.generates:
         if model is None or not (endpoint or url):
@@ -105,6 +107,7 @@ def evaluate_candidate(
             component=component,
             via=via,
             session=sess,
+            described=described,
         )
     if component:
         raise ConfigError(
@@ -137,6 +140,7 @@ def evaluate_generation(
     component: str | None = None,
     via: str = "invoke",
     session: Any = None,
+    described: dict | None = None,
 ) -> Evaluation:
     """Score a served causal LM against its fp32 reference on CPU (``smneuron evaluate`` for text generation): the
     pipeline's CheckAgreement, run by hand.
@@ -149,6 +153,7 @@ def evaluate_generation(
         component: the endpoint's inference component (``via="openai"``; None: its only one).
         via: the endpoint's path: "invoke" (InvokeEndpoint: raw-prompt completions, echo, teacher forcing) or
             "openai" (/openai/v1 with a bearer token: chat completions, ``evaluation.chat``).
+        described: the endpoint's ``status(endpoint, full=False)`` when the caller read it (it is not read again).
 
     Raises:
         ConfigError: unreadable data; EvaluationError: the candidate refused a plain completion, or a task floor
@@ -164,14 +169,18 @@ def evaluate_generation(
             )
         # one read of the endpoint (an encoder or a missing component is refused) before the reference's minutes
         with (
-            ChatCaller(endpoint, component, session=session or Session.from_env()) as call,
+            ChatCaller(
+                endpoint, component, session=session or Session.from_env(), described=described
+            ) as call,
             tempfile.TemporaryDirectory(prefix="smneuron-evaluate-") as work,
         ):
             reference = reference_outputs(model, records, t.max_new_tokens, work, chat=True)
             candidate = collect_chat(call, records, reference, t.max_new_tokens, t.top_logprobs, text_of)
             return score(reference, candidate, records, t, Path(work) / TOKENIZER_DIR)
     target = Endpoint(endpoint, url=url, session=session)
-    if endpoint:  # a missing endpoint is said before the reference spends its minutes on CPU
+    if (
+        endpoint and described is None
+    ):  # a missing endpoint is said before the reference spends its minutes on CPU
         require(target.session, endpoint)
 
     def invoke(request: dict) -> dict | None:
@@ -191,7 +200,7 @@ def evaluate_generation(
 
 
 def _kind(
-    endpoint: str | None, url: str | None, model: str | Path | None, task: str | None, session: Session | None
+    endpoint: str | None, described: dict | None, model: str | Path | None, task: str | None
 ) -> ModelKind:
     """Decided once: an endpoint's recorded kind; else the task; else the model directory (a causal LM's config);
     else an encoder. An endpoint and a task or model of the other kind disagree: refused, naming both."""
@@ -200,8 +209,10 @@ def _kind(
         stated, said = kind_of({"task": task}), f"the task {task}"
     elif model is not None and text_generation_note(model, None) is not None:
         stated, said = GENERATION, f"the model {model} (a causal LM)"
-    if endpoint and not url:
-        served = known_kind(session, endpoint)  # type: ignore[arg-type]
+    if described is not None:
+        served = KINDS.get(described["kind"]["kind"] or "")
+        if served is None:
+            raise unknown_kind(str(endpoint), described["kind"]["evidence"])
         if stated is not None and stated != served:
             raise ConfigError(
                 f"Endpoint {endpoint} serves {_article(served)} {served.title} model, but {said} is {stated.title}.",
