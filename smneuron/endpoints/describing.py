@@ -230,4 +230,3 @@ def unknown_kind(name: str, evidence: str) -> ConfigError:
         hint="Say it once, on the endpoint, and every smneuron verb reads it: `aws sagemaker add-tags "
         "--resource-arn ENDPOINT_ARN --tags Key=smneuron:kind,Value=encoder` (or Value=text-generation).",
     )
-

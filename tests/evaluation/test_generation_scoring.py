@@ -219,13 +219,22 @@ def test_chat_completions_are_scored_up_to_the_first_difference_and_say_what_the
     records = [Record("the weather in paris is"), Record("john and mary went to")]
     t = GenerationThresholds(max_new_tokens=8)
     reference = reference_outputs(tiny_llama, records, t.max_new_tokens, tmp_path / "ref", chat=True)
-    other = build_tiny_llama(tmp_path / "m4", seed=4)  # its greedy tokens part from seed 0's at positions 7 and 5
+    other = build_tiny_llama(
+        tmp_path / "m4", seed=4
+    )  # its greedy tokens part from seed 0's at positions 7 and 5
     results = {}
     for name, model in (("same", tiny_llama), ("other", other)):
         url, server = _served(compile_generation(model, tmp_path / name, spec).out_dir, tmp_path)
         try:
-            invoke = lambda request: httpx.post(f"{url}/v1/chat/completions", json=request).json()  # noqa: E731
-            candidate = collect_chat(invoke, records, reference, t.max_new_tokens, t.top_logprobs, text_of)
+            chat = f"{url}/v1/chat/completions"
+            candidate = collect_chat(
+                lambda request, chat=chat: httpx.post(chat, json=request).json(),
+                records,
+                reference,
+                t.max_new_tokens,
+                t.top_logprobs,
+                text_of,
+            )
         finally:
             server.shutdown()
         results[name] = (candidate, score(reference, candidate, records, t, tmp_path / "ref" / TOKENIZER_DIR))
@@ -235,9 +244,14 @@ def test_chat_completions_are_scored_up_to_the_first_difference_and_say_what_the
     assert same.metrics["perplexity_rel_diff"] is None
     assert "Chat Completions (/openai/v1) return no prompt log-probabilities" in same.summary
     candidate, other = results["other"]
-    assert not other.passed and other.metrics["logit_match"] < 1.0 and other.metrics["prefix_match_mean"] < 1.0
+    assert (
+        not other.passed and other.metrics["logit_match"] < 1.0 and other.metrics["prefix_match_mean"] < 1.0
+    )
     assert "First logit mismatch: prompt 1 ('the weather in paris is')" in other.summary
-    assert [len(c["teacher"]) for c in candidate] == [7, 5]  # up to and including each prompt's first difference
+    assert [len(c["teacher"]) for c in candidate] == [
+        7,
+        5,
+    ]  # up to and including each prompt's first difference
     skipped = sum(c["positions_not_compared"] for c in candidate)
     assert (
         skipped > 0
