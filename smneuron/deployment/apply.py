@@ -27,14 +27,18 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smneuron.artifact.kind import ModelKind
 from smneuron.deployment.controls import check_account, check_update
 from smneuron.deployment.planning import Plan
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling, components, owned
+from smneuron.endpoints.describing import kind_of_endpoint
 from smneuron.endpoints.handle import Endpoint, console_url, describe, set_instance_count, wait_for_endpoint
 from smneuron.errors import (
+    ConfigError,
     DeployInProgressError,
     DeploymentRolledBackError,
+    NotFoundError,
     SmneuronError,
     from_client_error,
     is_not_found,
@@ -149,6 +153,31 @@ class Ledger:
         return left
 
 
+def check_kind(session: Session, name: str, kind: ModelKind) -> None:
+    """Refuse to update endpoint ``name`` with a model of another kind than the one it serves (the kind recorded on
+    it, ``kind_of_endpoint``): an update cannot turn TorchServe workers on the instances into inference-component
+    copies or back, and half of the old one would stay behind. Nothing happens for an endpoint that does not exist.
+
+    Raises:
+        ConfigError: it serves the other kind (named, with its evidence), with the two ways out.
+    """
+    try:
+        served, evidence = kind_of_endpoint(session, name)
+    except NotFoundError:
+        return
+    if served is not None and served != kind:
+        raise ConfigError(
+            f"Endpoint {name} serves {_a(served.title)} {served.title} model ({evidence}), and this artifact is "
+            f"{_a(kind.title)} {kind.title} model: an update cannot turn one kind of endpoint into the other "
+            f"({served.title} models are served {served.serves_with}, {kind.title} models {kind.serves_with}).",
+            hint=f"Deploy it under another name (--name), or delete the endpoint first (`smneuron delete {name}`).",
+        )
+
+
+def _a(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
 def apply(
     p: Plan,
     *,
@@ -169,6 +198,7 @@ def apply(
     """
     current = describe(session, p.endpoint_name)
     if current is not None:  # before anything is created: an update never drops a control the endpoint has
+        check_kind(session, p.endpoint_name, p.kind)
         check_update(p.controls, session=session, current=current)
     if p.controls and not checked:
         p.notes += check_account(p.controls, session=session, role_arn=session.role_arn)

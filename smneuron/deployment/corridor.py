@@ -14,7 +14,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from smneuron.artifact.staging import describe_local, stage
-from smneuron.deployment.apply import DeployResult, apply
+from smneuron.deployment.apply import DeployResult, apply, check_kind
 from smneuron.deployment.controls import Controls, check_account
 from smneuron.deployment.encoder_plan import DeployPlan, plan_for_model
 from smneuron.deployment.generation_plan import GenerationPlan, plan_generation
@@ -167,6 +167,8 @@ def deploy(
     if not any(_is_s3(a) for a in local):  # refuse a wrong target or layout before uploading anything
         others = {t: describe_local(a) for t, a in request.artifacts.items()}
         plan_request(describe_local(request.artifact), request, region=sess.region, others=others)
+    if request.endpoint.name:  # an endpoint of that name serving the other kind is refused before any upload
+        check_kind(sess, request.endpoint.name, request.kind)
     # the VPC, the role and the capture bucket are looked up before anything is uploaded or created
     controls = Controls.of(request.endpoint)
     said = check_account(controls, session=sess, role_arn=sess.role_arn) if controls else []

@@ -54,6 +54,30 @@ def test_the_kind_recorded_at_creation_is_what_every_verb_reads(
     # the recorded kind wins over what the resources look like: a generation request to the encoder is refused
     with pytest.raises(ConfigError, match="serves an encoder"):
         list(Endpoint("enc", session=session).stream("hello"))
+    # a redeploy of the other kind under the same name is refused before anything is uploaded or created (it went
+    # through: the encoder endpoint became a component host, the chat endpoint kept its component beside a Model)
+    s3 = session.client("s3")
+
+    def objects():
+        return sorted(o["Key"] for o in s3.list_objects_v2(Bucket=session.bucket_name).get("Contents", []))
+
+    before = (objects(), sm.list_models()["Models"], sm.list_endpoint_configs()["EndpointConfigs"])
+    for name, artifact, spec, served, other in (
+        ("enc", llm, EndpointSpec(name="enc", instance_type="ml.inf2.48xlarge", generation=GenerationSpec(copies=1)),
+         "an encoder model", "a text generation model"),
+        ("chat", encoder_tarball, EndpointSpec(name="chat", instance_type="ml.inf2.xlarge"),
+         "a text generation model", "an encoder model"),
+    ):  # fmt: skip
+        with pytest.raises(ConfigError) as refused:
+            dp.deploy(artifact, spec, session=session)
+        said = refused.value.message
+        assert (
+            f"Endpoint {name} serves {served} (recorded on the endpoint" in said
+            and f"this artifact is {other}" in said
+        )
+        assert f"`smneuron delete {name}`" in refused.value.hint
+    assert (objects(), sm.list_models()["Models"], sm.list_endpoint_configs()["EndpointConfigs"]) == before
+    assert [c["EndpointName"] for c in sm.list_inference_components()["InferenceComponents"]] == ["chat"]
 
 
 def _foreign(session, name: str, environment: dict[str, str]) -> str:
