@@ -243,6 +243,7 @@ EVALUATE_SETTINGS: dict[str, Setting] = {
         "min_task_exact_match",
         "the task score against labels",
     ),
+    "component": Setting("--component", "-", "component", "an endpoint's inference component"),
 }
 SETTINGS.update(BENCH_SETTINGS)
 SETTINGS.update(EVALUATE_SETTINGS)
@@ -265,7 +266,7 @@ _GENERATION_SETTINGS = (
         "slo_latency_ms",
         "goodput_target",
     ),
-    *("min_logit_match", "min_bhattacharyya", "min_task_exact_match"),
+    *("min_logit_match", "min_bhattacharyya", "min_task_exact_match", "component"),
 )
 _ENCODER_SETTINGS = tuple(n for n in SETTINGS if n not in _GENERATION_SETTINGS)
 

@@ -23,11 +23,8 @@ from smneuron.specs.models import CompileSpec, GenerationThresholds, Thresholds
 from smneuron.specs.validation import override
 
 VIAS = ("invoke", "openai")
-_CANDIDATES = (
-    "reference",
-    "package",
-    "outputs",
-)  # an encoder's: reference outputs computed before, a cpu tarball...
+# not gates: an encoder's candidates (reference outputs computed before, a cpu tarball...) and text generation's component
+_CANDIDATES = ("reference", "package", "outputs", "component")
 
 
 def evaluate_candidate(
@@ -83,7 +80,8 @@ def evaluate_candidate(
             f"Unknown path --via {via!r}.", hint="Use --via invoke (InvokeEndpoint) or --via openai."
         )
     given = {k: "flag" for k, v in gates.items() if v is not None}
-    given.update({k: "flag" for k, v in zip(_CANDIDATES, (reference, package, outputs), strict=True) if v})
+    candidates = (reference, package, outputs, component)
+    given.update({k: "flag" for k, v in zip(_CANDIDATES, candidates, strict=True) if v})
     if via != "invoke":
         given["via"] = "flag"
     sess = session or (Session.from_env() if endpoint and not url else None)
@@ -108,12 +106,6 @@ def evaluate_candidate(
             via=via,
             session=sess,
             described=described,
-        )
-    if component:
-        raise ConfigError(
-            "--component names an inference component of a text-generation endpoint; this evaluation is an "
-            "encoder's.",
-            hint="Drop --component.",
         )
     return evaluate(
         data,
