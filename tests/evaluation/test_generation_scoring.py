@@ -257,3 +257,26 @@ def test_chat_completions_are_scored_up_to_the_first_difference_and_say_what_the
         skipped > 0
         and f"{skipped} generated position(s) after a prompt's first differing token" in other.summary
     )
+
+
+def test_the_sdk_request_refuses_as_the_cli_does_in_its_own_words(tiny_llama, tmp_path):
+    """``smneuron.evaluate_candidate`` (what `smneuron evaluate` calls): the other kind's gates named as keywords, an
+    unknown gate listed against the known ones, the /openai/v1 path refused for a URL; nothing is computed first."""
+    import pytest
+
+    from smneuron.errors import ConfigError
+    from smneuron.evaluation.request import evaluate_candidate
+
+    data = tmp_path / "prompts.jsonl"
+    data.write_text('{"inputs": "hello"}\n')
+    with pytest.raises(ConfigError) as refused:
+        evaluate_candidate(data, model=tiny_llama, url="http://127.0.0.1:9", min_cosine=0.9)
+    assert "min_cosine= (an embeddings gate)" in str(refused.value) and "--min-cosine" not in str(
+        refused.value
+    )
+    assert "min_logit_match=" in refused.value.hint
+    with pytest.raises(ConfigError, match="Unknown gate 'min_cosin'") as refused:
+        evaluate_candidate(data, model=tiny_llama, url="http://127.0.0.1:9", min_cosin=0.9)
+    assert "min_cosine" in refused.value.hint and "reference" not in refused.value.hint
+    with pytest.raises(ConfigError, match="--via openai is an endpoint's path"):
+        evaluate_candidate(data, model=tiny_llama, url="http://127.0.0.1:9", via="openai")
