@@ -24,7 +24,13 @@ from botocore.awsrequest import AWSRequest
 
 from smneuron.artifact.kind import KINDS
 from smneuron.endpoints.describing import status
-from smneuron.errors import ConfigError, InvocationError, MissingCredentialsError, MissingDependencyError
+from smneuron.errors import (
+    ConfigError,
+    InvocationError,
+    MissingCredentialsError,
+    MissingDependencyError,
+    unreachable,
+)
 from smneuron.session import Session
 
 TOKEN_PREFIX = "sagemaker-api-key-"  # sagemaker.core.token_generator.token_generator.AUTH_PREFIX
@@ -239,6 +245,7 @@ class ChatCaller:
 
     Raises (``__call__``):
         InvocationError: the path answered an error status (its body as the container or SageMaker sent it).
+        AwsError: the runtime host cannot be reached (``errors.unreachable``).
     """
 
     def __init__(
@@ -254,9 +261,11 @@ class ChatCaller:
         self._http = httpx.Client(auth=RenewingToken(session), timeout=timeout_s)
 
     def __call__(self, request: dict) -> dict:
-        answer = self._http.post(
-            self.access.base_url + "/chat/completions", json={"model": self.access.model, **request}
-        )
+        url = self.access.base_url + "/chat/completions"
+        try:
+            answer = self._http.post(url, json={"model": self.access.model, **request})
+        except httpx.TransportError as e:  # the runtime host (or the embedded service) went away mid-run
+            raise unreachable(url, f"{type(e).__name__}: {e}") from None
         if answer.status_code >= 400:
             raise InvocationError(answer.status_code, answer.text)
         return answer.json()
