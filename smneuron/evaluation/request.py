@@ -11,6 +11,7 @@ from typing import Any
 
 from smneuron.artifact.kind import ENCODER, EVALUATE_SETTINGS, GENERATION, KINDS, ModelKind, kind_of
 from smneuron.compilation.generation import text_generation_note
+from smneuron.compilation.vocabulary import check_tokenizer
 from smneuron.endpoints.describing import require, status, unknown_kind
 from smneuron.endpoints.handle import Endpoint
 from smneuron.endpoints.openai_compat import ChatCaller
@@ -79,6 +80,8 @@ def evaluate_candidate(
         raise UsageError(
             f"Unknown path --via {via!r}.", hint="Use --via invoke (InvokeEndpoint) or --via openai."
         )
+    if model is not None:  # before any read or reference minute: a typo is not a hub id to download
+        _check_model_dir(Path(model))
     given = {k: "flag" for k, v in gates.items() if v is not None}
     candidates = (reference, package, outputs, component)
     given.update({k: "flag" for k, v in zip(_CANDIDATES, candidates, strict=True) if v})
@@ -212,6 +215,26 @@ def _kind(
             )
         return served
     return stated if stated is not None else ENCODER
+
+
+def _check_model_dir(model: Path) -> None:
+    """The reference's model: a local directory with its config.json and tokenizer (nothing is fetched from a hub).
+
+    Raises:
+        ConfigError: no such directory, or no config.json in it. CompileError: no tokenizer files.
+    """
+    if not model.is_dir():
+        raise ConfigError(
+            f"--model {model}: no such directory.",
+            hint="Give the uncompiled model's directory (what save_pretrained wrote: config.json, weights, tokenizer); "
+            "nothing is downloaded from a hub.",
+        )
+    if not (model / "config.json").is_file():
+        raise ConfigError(
+            f"--model {model} has no config.json: it is not a saved Hugging Face model.",
+            hint="Give the directory model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR) wrote.",
+        )
+    check_tokenizer(model)
 
 
 def _article(kind: ModelKind) -> str:
