@@ -17,6 +17,7 @@ from smneuron.deployment import corridor as dp
 from smneuron.endpoints.describing import kind_of_endpoint, overview
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError
+from smneuron.evaluation.request import evaluate_candidate
 from smneuron.specs.models import CompileSpec, EndpointSpec, GenerationSpec
 
 
@@ -28,7 +29,7 @@ def encoder_tarball(tiny_classifier, tmp_path_factory) -> Path:
 
 
 def test_the_kind_recorded_at_creation_is_what_every_verb_reads(
-    encoder_tarball, optimum_standin, llama_8b, tmp_path, monkeypatch, session, role
+    encoder_tarball, optimum_standin, llama_8b, tiny_llama, tmp_path, monkeypatch, session, role
 ):
     cache_llama_8b(monkeypatch)
     spec = CompileSpec(task="text-generation", batch_size=4, sequence_length=4096, tensor_parallel_size=8)
@@ -77,6 +78,13 @@ def test_the_kind_recorded_at_creation_is_what_every_verb_reads(
         )
         assert f"`smneuron delete {name}`" in refused.value.hint
     assert (objects(), sm.list_models()["Models"], sm.list_endpoint_configs()["EndpointConfigs"]) == before
+    # evaluate reads it too: a causal LM's reference against the encoder endpoint is refused, naming both
+    data = tmp_path / "prompts.jsonl"
+    data.write_text('{"inputs": "hello"}\n')
+    with pytest.raises(
+        ConfigError, match=r"Endpoint enc serves an encoder model, but the model .* is text generation"
+    ):
+        evaluate_candidate(data, model=tiny_llama, endpoint="enc", session=session)
     assert [c["EndpointName"] for c in sm.list_inference_components()["InferenceComponents"]] == ["chat"]
 
 
