@@ -230,3 +230,27 @@ def unknown_kind(name: str, evidence: str) -> ConfigError:
         hint="Say it once, on the endpoint, and every smneuron verb reads it: `aws sagemaker add-tags "
         "--resource-arn ENDPOINT_ARN --tags Key=smneuron:kind,Value=encoder` (or Value=text-generation).",
     )
+
+
+def choose_component(name: str, placed: list[str], component: str | None) -> tuple[str | None, list[str]]:
+    """Which of endpoint ``name``'s inference components (``placed``) a request goes to: the one named, else the only
+    one (said in the notes), else none when it has none.
+
+    Raises:
+        ConfigError: a component that is not the endpoint's (its components listed), or several and none named.
+    """
+    if component is None and len(placed) == 1:
+        return placed[0], [f"inference component {placed[0]}: the endpoint's only one"]
+    if component is None and len(placed) > 1:
+        raise ConfigError(
+            f"Endpoint {name} hosts {len(placed)} inference components; name the one to call.",
+            hint="Give --component with one of: " + ", ".join(placed) + ".",
+        )
+    if component is not None and component not in placed:
+        raise ConfigError(
+            f"Endpoint {name} has no inference component {component!r}.",
+            hint=("Its components: " + ", ".join(placed) + ".")
+            if placed
+            else "It hosts none: drop --component.",
+        )
+    return component, []

@@ -23,7 +23,7 @@ from botocore.auth import SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 
 from smneuron.artifact.kind import KINDS
-from smneuron.endpoints.describing import status
+from smneuron.endpoints.describing import choose_component, status
 from smneuron.errors import (
     ConfigError,
     InvocationError,
@@ -132,23 +132,9 @@ def openai_access(
             "an encoder does not answer.",
             hint=f'Send it texts: `smneuron invoke {name} "some text"` (SDK: Endpoint("{name}").predict([...])).',
         )
-    placed = [c["InferenceComponentName"] for c in s["components"]]
-    notes: list[str] = []
-    if component is None and len(placed) == 1:
-        component = placed[0]
-        notes.append(f"inference component {component}: the endpoint's only one")
-    elif component is None and len(placed) > 1:
-        raise ConfigError(
-            f"Endpoint {name} hosts {len(placed)} inference components; name the one to call.",
-            hint="Give --component with one of: " + ", ".join(placed) + ".",
-        )
-    elif component is not None and component not in placed:
-        raise ConfigError(
-            f"Endpoint {name} has no inference component {component!r}.",
-            hint=("Its components: " + ", ".join(placed) + ".")
-            if placed
-            else "It hosts none: drop --component.",
-        )
+    component, notes = choose_component(
+        name, [c["InferenceComponentName"] for c in s["components"]], component
+    )
     credentials = sess.boto_session.get_credentials()
     if credentials is None:
         raise MissingCredentialsError(None)

@@ -12,7 +12,7 @@ from typing import Any
 from smneuron.artifact.kind import ENCODER, EVALUATE_SETTINGS, GENERATION, KINDS, ModelKind, kind_of
 from smneuron.compilation.generation import text_generation_note
 from smneuron.compilation.vocabulary import check_tokenizer
-from smneuron.endpoints.describing import require, status, unknown_kind
+from smneuron.endpoints.describing import choose_component, status, unknown_kind
 from smneuron.endpoints.handle import Endpoint
 from smneuron.endpoints.openai_compat import ChatCaller
 from smneuron.errors import ConfigError, InvocationError, UsageError
@@ -55,7 +55,7 @@ def evaluate_candidate(
         reference, package, outputs: encoders only: reference outputs computed before, a cpu model.tar.gz served
             locally, a Batch Transform ``.out`` file.
         endpoint: the candidate as a SageMaker endpoint (it says what it serves); or ``url``: a running server.
-        component: text generation, ``via="openai"``: the endpoint's inference component (None: its only one).
+        component: text generation: the endpoint's inference component (None: its only one).
         task: the model's task when neither the endpoint nor the model directory says it.
         via: an endpoint's path: "invoke" (InvokeEndpoint) or "openai" (/openai/v1 chat completions, text
             generation; ``evaluation.chat`` says what that path can compare).
@@ -145,7 +145,7 @@ def evaluate_generation(
         model: the uncompiled model directory (the reference runs it on CPU in fp32).
         thresholds: the gates (default ``GenerationThresholds()``).
         endpoint: the candidate as a SageMaker endpoint; or ``url``: a running local server (``smneuron serve``).
-        component: the endpoint's inference component (``via="openai"``; None: its only one).
+        component: the endpoint's inference component (None: its only one; several and none named: refused).
         via: the endpoint's path: "invoke" (InvokeEndpoint: raw-prompt completions, echo, teacher forcing) or
             "openai" (/openai/v1 with a bearer token: chat completions, ``evaluation.chat``).
         described: the endpoint's ``status(endpoint, full=False)`` when the caller read it (it is not read again).
@@ -173,10 +173,10 @@ def evaluate_generation(
             candidate = collect_chat(call, records, reference, t.max_new_tokens, t.top_logprobs, text_of)
             return score(reference, candidate, records, t, Path(work) / TOKENIZER_DIR)
     target = Endpoint(endpoint, url=url, session=session)
-    if (
-        endpoint and described is None
-    ):  # a missing endpoint is said before the reference spends its minutes on CPU
-        require(target.session, endpoint)
+    if endpoint:  # a missing endpoint is said before the reference spends its minutes on CPU
+        found = described or status(endpoint, session=target.session, full=False)
+        placed = [c["InferenceComponentName"] for c in found["components"]]
+        target.component = choose_component(endpoint, placed, component)[0]  # the one scored, on either path
 
     def invoke(request: dict) -> dict | None:
         try:

@@ -364,6 +364,14 @@ def _openai_path(smneuron_cli, url: str, state, described, artifact, model) -> N
         scored["metrics"]["perplexity_rel_diff"] is None
         and "Chat Completions (/openai/v1)" in scored["summary"]
     )
+    for via in (
+        "invoke",
+        "openai",
+    ):  # a component named is the one scored, on either path; a wrong one is refused first
+        wrong = smneuron_cli("--local", "evaluate", str(data), "--model", str(model), "--endpoint", "chat",
+                             "--component", "nope", "--via", via, check=False)  # fmt: skip
+        assert wrong.returncode == 1 and "has no inference component 'nope'" in wrong.stderr, wrong.stderr
+        assert "Its components: chat-ic." in wrong.stderr
     # an expired token (tests/endpoints/test_openai_compat.py, under a controlled clock) and a stream broken mid-answer
     # (tests/local/test_openai_route.py, the same relay as the SigV4 stream's kill above) are held where no wait is needed
 
