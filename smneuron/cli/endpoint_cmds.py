@@ -145,8 +145,8 @@ def invoke_cmd(
 ) -> None:
     """Invoke an endpoint and print the answer.
 
-    Texts (or a raw body with --data) for an encoder; a prompt for text generation (--stream prints tokens as
-    they arrive).
+    Texts (or a raw body with --data) for an encoder; for a text-generation endpoint the texts are a chat message
+    (--prompt: a completion; --stream prints tokens as they arrive).
     """
     from smneuron.cli.generation_cmds import generate
     from smneuron.endpoints.handle import Endpoint
@@ -163,7 +163,9 @@ def invoke_cmd(
     # vLLM's ranges, before anything is sent (exit 2); 0 tokens used to mean "not given" and sent the encoder's body
     check_sampling(max_tokens=max_tokens, seed=seed, temperature=temperature)
     ep = Endpoint(name, url=url, session=None if url else state(ctx).session())
-    if stream or max_tokens is not None or prompt or seed is not None or temperature is not None:
+    asked = stream or max_tokens is not None or prompt or seed is not None or temperature is not None
+    # texts for a text-generation endpoint are a chat message (the endpoint says what it serves; a URL does not)
+    if asked or (not data and ep.kind is not None and ep.kind.generates):
         return generate(
             ep,
             " ".join(text or []),

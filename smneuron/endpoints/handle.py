@@ -14,6 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smneuron.artifact.kind import ModelKind
 from smneuron.catalog import InstanceType, price_table
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.display.progress import step
@@ -231,6 +232,17 @@ class Endpoint(Displayed):
         self._http = HttpTarget(url) if url else None
         self._exists = False
         self.component: str | None = None  # the inference component requests go to (text generation)
+        self._kind: tuple[ModelKind | None] | None = None  # read once, when first asked
+
+    @property
+    def kind(self) -> ModelKind | None:
+        """What the endpoint serves, as recorded on it (``kind_of_endpoint``, read once); None for a URL, which says
+        nothing, or for an endpoint that does not say."""
+        if self._http:
+            return None
+        if self._kind is None:
+            self._kind = (kind_of_endpoint(self.session, self.name)[0],)  # type: ignore[arg-type]
+        return self._kind[0]
 
     @property
     def session(self) -> Session:
@@ -277,7 +289,7 @@ class Endpoint(Displayed):
         if self._http:
             return
         self._check()
-        kind = None if self.component else kind_of_endpoint(self.session, self.name)[0]  # type: ignore[arg-type]
+        kind = None if self.component else self.kind
         if kind is not None and not kind.generates:
             raise ConfigError(
                 f"Endpoint {self.name} serves an encoder (embeddings or classification), not text generation: "
@@ -286,7 +298,18 @@ class Endpoint(Displayed):
             )
 
     def predict(self, inputs: Any, parameters: dict | None = None) -> Any:
-        """Predict a text, a list of texts, or [text, pair] pairs; returns the decoded JSON."""
+        """Predict a text, a list of texts, or [text, pair] pairs; returns the decoded JSON.
+
+        Raises:
+            ConfigError: the endpoint serves text generation (ask it with ``generate`` or ``stream``).
+        """
+        if self.kind is not None and self.kind.generates:
+            raise ConfigError(
+                f"Endpoint {self.name} serves text generation, which answers prompts and chat messages, not "
+                '{"inputs": texts}.',
+                hint=f'Ask it: endpoint.generate(messages=[{{"role": "user", "content": "..."}}]) or endpoint.stream(...) '
+                f'(CLI: `smneuron invoke {self.name} "some text"`).',
+            )
         payload: dict[str, Any] = {"inputs": inputs}
         if parameters:
             payload["parameters"] = parameters

@@ -55,6 +55,10 @@ def test_the_kind_recorded_at_creation_is_what_every_verb_reads(
     # the recorded kind wins over what the resources look like: a generation request to the encoder is refused
     with pytest.raises(ConfigError, match="serves an encoder"):
         list(Endpoint("enc", session=session).stream("hello"))
+    with pytest.raises(ConfigError, match="serves text generation, which answers prompts and chat messages"):
+        Endpoint("chat", session=session).predict(
+            "hello"
+        )  # {"inputs"} to the vLLM container would be its 400
     # a redeploy of the other kind under the same name is refused before anything is uploaded or created (it went
     # through: the encoder endpoint became a component host, the chat endpoint kept its component beside a Model)
     s3 = session.client("s3")

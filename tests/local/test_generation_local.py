@@ -134,6 +134,9 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     )
     assert answer["object"] == "text_completion" and answer["usage"]["completion_tokens"] <= 5
     assert answer["model"] == "/opt/ml/model"  # what the vLLM container calls a model shipped as model data
+    # plain texts: the endpoint says it generates, so they go as a chat message (they went as {"inputs"}: a 400)
+    chat = json.loads(smneuron_cli("--local", "invoke", "chat", "hello", "there", "--json").stdout)
+    assert chat["object"] == "chat.completion" and chat["choices"][0]["message"]["role"] == "assistant", chat
     _openai_path(smneuron_cli, url, state, described, tmp_path / "a", tiny_llama)
 
     bench = json.loads(
