@@ -217,11 +217,11 @@ def scale_cmd(
     Target tracking and scheduled capacity: instances for an encoder, copies for text generation.
     """
     from smneuron.deployment.request import scaling_spec
-    from smneuron.endpoints.handle import scale
+    from smneuron.endpoints.scaling import scale
 
     flags = {"min_capacity": min_, "max_capacity": max_, "target_value": target, "metric": metric}
     spec = scaling_spec(state(ctx).project().scaling, {**flags, "schedule": schedule or None})
-    p = scale(name, spec, session=state(ctx).session())
+    p = scale(name, spec, session=state(ctx).session(), where="cli")
     if as_json:
         print_json(
             {

@@ -33,7 +33,8 @@ from smneuron.deployment.planning import Plan
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.describing import kind_of_endpoint
-from smneuron.endpoints.handle import Endpoint, console_url, describe, set_instance_count, wait_for_endpoint
+from smneuron.endpoints.handle import Endpoint, console_url, describe, wait_for_endpoint
+from smneuron.endpoints.scaling import set_instance_count
 from smneuron.errors import (
     ConfigError,
     DeployInProgressError,

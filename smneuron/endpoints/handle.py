@@ -15,13 +15,19 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from smneuron.artifact.kind import ModelKind
-from smneuron.catalog import InstanceType, price_table
+from smneuron.catalog import price_table
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.display.progress import step
 from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.describing import console_url as console_url  # part of this module's API
 from smneuron.endpoints.describing import describe as describe
-from smneuron.endpoints.describing import kind_of_endpoint, overview, pool_models, require, serving
+from smneuron.endpoints.describing import (
+    kind_of_endpoint,
+    overview,
+    pool_models,
+    require,
+    serving,
+)
 from smneuron.endpoints.describing import status as status
 from smneuron.endpoints.invoke import HttpTarget, Response, invoke_endpoint
 from smneuron.endpoints.logs import log_events as log_events  # part of this module's API
@@ -29,6 +35,7 @@ from smneuron.endpoints.logs import log_tail
 from smneuron.endpoints.naming import TAG_ENDPOINT
 from smneuron.endpoints.polling import intervals_for
 from smneuron.endpoints.polling import poll_intervals as poll_intervals  # part of this module's API
+from smneuron.endpoints.scaling import scale
 from smneuron.endpoints.streaming import open_stream, request_body, text_pieces
 from smneuron.errors import (
     ConfigError,
@@ -82,49 +89,6 @@ def wait_for_endpoint(
                 )
             sleep(delay)
     raise AssertionError("unreachable")
-
-
-def scale(name: str, spec: ScalingSpec, *, session: Session | None = None) -> autoscaling.ScalingPlan:
-    """Set an endpoint's autoscaling from ``spec``: its instances (target tracking and scheduled capacity),
-    or for text generation its copies. What ``spec`` no longer asks for is removed (min == max: no policy).
-
-    The default target follows the endpoint's instance type and worker count, read from the endpoint.
-    """
-
-    sess = session or Session.from_env()
-    s = status(name, session=sess)
-    if s["components"]:  # text generation: the copies scale, on the instances managed instance scaling adds
-        return components.scale(sess, s["components"][0]["InferenceComponentName"], spec, endpoint=name)
-    instance = InstanceType.parse(s["serving"]["instance_type"])
-    workers = int(s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
-    p = autoscaling.plan(name, s["config"]["VariantName"], spec, instance, workers)
-    autoscaling.reconcile(sess, p)
-    if not p.enabled:  # min == max: no autoscaling, the count itself
-        set_instance_count(sess, name, s["config"]["VariantName"], p.min_capacity)
-    return p
-
-
-def set_instance_count(session: Session, name: str, variant: str, count: int) -> str | None:
-    """Pin a variant's instance count (no autoscaling moves it); returns the change in words, or None."""
-    d = require(session, name)
-    now = next(
-        (
-            v.get("CurrentInstanceCount")
-            for v in d.get("ProductionVariants", [])
-            if v["VariantName"] == variant
-        ),
-        None,
-    )
-    if now is None or now == count:  # unknown (not reported yet) or already so
-        return None
-    try:
-        session.client("sagemaker").update_endpoint_weights_and_capacities(
-            EndpointName=name,
-            DesiredWeightsAndCapacities=[{"VariantName": variant, "DesiredInstanceCount": count}],
-        )
-    except ClientError as e:
-        raise from_client_error(e) from e
-    return f"instances of {name} {now} -> {count}"
 
 
 def delete(name: str, *, session: Session | None = None, variant: str = "AllTraffic") -> list[str]:

@@ -229,6 +229,12 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     refused = smneuron_cli("--local", "bench", "--url", "http://127.0.0.1:9", "--in-account", check=False)
     assert refused.returncode == 2 and "give its name, not --url" in " ".join(refused.stderr.split())
 
+    # what only instances have is refused for copies (it was dropped: the copies scaled, the schedule never came)
+    refused = smneuron_cli("--local", "scale", "chat", "--min", "1", "--max", "2", "--metric",
+                           "concurrent_requests_per_model", "--schedule", "cron(0 8 * * ? *)=1-2", check=False)  # fmt: skip
+    said = " ".join(refused.stderr.split())
+    assert refused.returncode == 1 and "Endpoint chat serves text generation" in said, said
+    assert "--metric concurrent_requests_per_model (an instance metric) and --schedule (scheduled" in said
     scaled = smneuron_cli("--local", "scale", "chat", "--min", "2", "--max", "2").stdout
     assert "autoscaling 2-2 copies" in scaled  # it sets copies, and says so (it said "instances")
     comp = _wait_copies(smneuron_cli, sm, "chat", 2)  # a second copy (a second stand-in server) runs

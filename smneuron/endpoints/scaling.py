@@ -1,0 +1,104 @@
+"""Setting an endpoint's autoscaling (``Endpoint.scale``, `smneuron scale`): its instances for an encoder (target
+tracking and scheduled capacity), its inference component's copies for text generation, as the kind recorded on the
+endpoint says; and pinning an instance count (also what ``apply`` does when a plan pins one)."""
+
+from __future__ import annotations
+
+from botocore.exceptions import ClientError
+
+from smneuron.artifact.kind import KINDS
+from smneuron.catalog import InstanceType
+from smneuron.endpoints import autoscaling, components
+from smneuron.endpoints.describing import require, status, unknown_kind
+from smneuron.errors import ConfigError, from_client_error
+from smneuron.session import Session
+from smneuron.specs.models import ScalingSpec
+
+
+def scale(
+    name: str, spec: ScalingSpec, *, session: Session | None = None, where: str = "sdk"
+) -> autoscaling.ScalingPlan:
+    """Set an endpoint's autoscaling from ``spec``: its instances (target tracking and scheduled capacity),
+    or for text generation its copies. What ``spec`` no longer asks for is removed (min == max: no policy).
+
+    The default target follows the endpoint's instance type and worker count, read from the endpoint. What the
+    endpoint serves is the kind recorded on it.
+
+    Raises:
+        NotFoundError: no such endpoint.
+        ConfigError: it cannot tell what the endpoint serves; for text generation, settings only instances have
+            (a metric, scheduled capacity: they would be ignored), or no inference component to scale.
+    """
+
+    sess = session or Session.from_env()
+    s = status(name, session=sess)
+    kind = KINDS.get(s["kind"]["kind"] or "")
+    if kind is None:
+        raise unknown_kind(name, s["kind"]["evidence"])
+    if (
+        not kind.scales_instances
+    ):  # text generation: the copies scale, on the instances managed instance scaling adds
+        _refuse_instance_scaling(name, spec, where)
+        if not s["components"]:
+            raise ConfigError(
+                f"Endpoint {name} serves text generation without an inference component: smneuron scales the copies "
+                "of a component.",
+                hint="Deploy it with smneuron (`smneuron deploy ARTIFACT --name NAME --copies N`) to scale its copies.",
+            )
+        return components.scale(sess, s["components"][0]["InferenceComponentName"], spec, endpoint=name)
+    instance = InstanceType.parse(s["serving"]["instance_type"])
+    workers = int(s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
+    p = autoscaling.plan(name, s["config"]["VariantName"], spec, instance, workers)
+    autoscaling.reconcile(sess, p)
+    if not p.enabled:  # min == max: no autoscaling, the count itself
+        set_instance_count(sess, name, s["config"]["VariantName"], p.min_capacity)
+    return p
+
+
+def _refuse_instance_scaling(name: str, spec: ScalingSpec, where: str) -> None:
+    """Copies scale on concurrent requests per copy: a target-tracking metric or scheduled capacity would be ignored."""
+    said = (
+        {"metric": "--metric", "scheduled": "--schedule"}
+        if where == "cli"
+        else {"metric": "metric=", "scheduled": "scheduled="}
+    )
+    ignored = []
+    if spec.metric != ScalingSpec.model_fields["metric"].default:
+        ignored.append(f"{said['metric']} {spec.metric} (an instance metric)")
+    if spec.scheduled:
+        ignored.append(f"{said['scheduled']} (scheduled instance capacity)")
+    if ignored:
+        raise ConfigError(
+            f"Endpoint {name} serves text generation: its copies scale on concurrent requests per copy, so "
+            + " and ".join(ignored)
+            + " would be ignored.",
+            hint="Drop them; give the copies' range and, if you like, the concurrent requests per copy to hold "
+            + (
+                "(--min, --max, --target-value)."
+                if where == "cli"
+                else "(min_capacity, max_capacity, target_value)."
+            ),
+        )
+
+
+def set_instance_count(session: Session, name: str, variant: str, count: int) -> str | None:
+    """Pin a variant's instance count (no autoscaling moves it); returns the change in words, or None."""
+    d = require(session, name)
+    now = next(
+        (
+            v.get("CurrentInstanceCount")
+            for v in d.get("ProductionVariants", [])
+            if v["VariantName"] == variant
+        ),
+        None,
+    )
+    if now is None or now == count:  # unknown (not reported yet) or already so
+        return None
+    try:
+        session.client("sagemaker").update_endpoint_weights_and_capacities(
+            EndpointName=name,
+            DesiredWeightsAndCapacities=[{"VariantName": variant, "DesiredInstanceCount": count}],
+        )
+    except ClientError as e:
+        raise from_client_error(e) from e
+    return f"instances of {name} {now} -> {count}"
