@@ -141,6 +141,9 @@ def invoke_cmd(
     prompt: bool = typer.Option(False, "--prompt", help="Text generation: a completion, not a chat message."),
     seed: int = typer.Option(None, "--seed", help="Text generation: sampling seed (a reproducible answer)."),
     temperature: float = typer.Option(None, "--temperature", help="Text generation: 0 is greedy."),
+    component: str = typer.Option(
+        None, "--component", help="Text generation: the inference component to ask (default: the only one)."
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Invoke an endpoint and print the answer.
@@ -163,6 +166,7 @@ def invoke_cmd(
     # vLLM's ranges, before anything is sent (exit 2); 0 tokens used to mean "not given" and sent the encoder's body
     check_sampling(max_tokens=max_tokens, seed=seed, temperature=temperature)
     ep = Endpoint(name, url=url, session=None if url else state(ctx).session())
+    ep.component = component
     asked = stream or max_tokens is not None or prompt or seed is not None or temperature is not None
     # texts for a text-generation endpoint are a chat message (the endpoint says what it serves; a URL does not)
     if asked or (not data and ep.kind is not None and ep.kind.generates):

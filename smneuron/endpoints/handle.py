@@ -19,15 +19,16 @@ from smneuron.catalog import price_table
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.display.progress import step
 from smneuron.endpoints import autoscaling, components, owned
-from smneuron.endpoints.describing import console_url as console_url  # part of this module's API
-from smneuron.endpoints.describing import describe as describe
 from smneuron.endpoints.describing import (
+    choose_component,
     kind_of_endpoint,
     overview,
     pool_models,
     require,
     serving,
 )
+from smneuron.endpoints.describing import console_url as console_url  # part of this module's API
+from smneuron.endpoints.describing import describe as describe
 from smneuron.endpoints.describing import status as status
 from smneuron.endpoints.invoke import HttpTarget, Response, invoke_endpoint
 from smneuron.endpoints.logs import log_events as log_events  # part of this module's API
@@ -228,7 +229,7 @@ class Endpoint(Displayed):
         if not self._exists:  # a missing endpoint is an error, never a placeholder answer
             require(self.session, self.name)  # type: ignore[arg-type]
             found = components.for_endpoint(self.session, self.name)  # type: ignore[arg-type]
-            self.component = self.component or (found[0] if found else None)
+            self.component = choose_component(self.name, found, self.component)[0]  # type: ignore[arg-type]
             self._exists = True
 
     def generate(self, prompt: str | None = None, *, messages: list | None = None, **params: Any) -> dict:

@@ -55,10 +55,21 @@ def test_the_kind_recorded_at_creation_is_what_every_verb_reads(
     # the recorded kind wins over what the resources look like: a generation request to the encoder is refused
     with pytest.raises(ConfigError, match="serves an encoder"):
         list(Endpoint("enc", session=session).stream("hello"))
+    # {"inputs"} to the vLLM container would be its 400
     with pytest.raises(ConfigError, match="serves text generation, which answers prompts and chat messages"):
-        Endpoint("chat", session=session).predict(
-            "hello"
-        )  # {"inputs"} to the vLLM container would be its 400
+        Endpoint("chat", session=session).predict("hello")
+    # a second component (made outside smneuron): a request names the one it asks, never the first found silently
+    first = sm.describe_inference_component(InferenceComponentName="chat-ic")
+    sm.create_inference_component(
+        InferenceComponentName="other-ic", EndpointName="chat", VariantName=first["VariantName"],
+        Specification={"ModelName": first["Specification"]["ModelName"],
+                       "ComputeResourceRequirements": first["Specification"]["ComputeResourceRequirements"]},
+        RuntimeConfig={"CopyCount": 1},
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="hosts 2 inference components; name the one to call") as refused:
+        Endpoint("chat", session=session).generate("hello")
+    assert "chat-ic" in refused.value.hint and "other-ic" in refused.value.hint
+    sm.delete_inference_component(InferenceComponentName="other-ic")
     # a redeploy of the other kind under the same name is refused before anything is uploaded or created (it went
     # through: the encoder endpoint became a component host, the chat endpoint kept its component beside a Model)
     s3 = session.client("s3")
