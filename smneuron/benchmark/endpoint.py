@@ -12,7 +12,7 @@ from smneuron.benchmark import encoder, prompts
 from smneuron.benchmark.encoder import Report
 from smneuron.benchmark.generation import GenerationReport, bench_text_generation
 from smneuron.benchmark.generation_metrics import Slo
-from smneuron.endpoints.describing import overview, unknown_kind
+from smneuron.endpoints.describing import choose_component, overview, unknown_kind
 from smneuron.errors import ConfigError
 from smneuron.session import Session
 
@@ -26,19 +26,25 @@ _SERVING = {
 }
 
 
-def deployed_on(name: str, *, session: Session) -> dict:
+def deployed_on(name: str, *, session: Session, component: str | None = None) -> dict:
     """What a SageMaker endpoint serves and on what (one status read): ``kind``, ``instance_type``,
-    ``instance_count``, and for text generation ``copies``, ``copies_per_instance`` and ``tensor_parallel_size``."""
+    ``instance_count``, the inference ``component`` the load goes to (the one named, else the only one; several and
+    none named: refused), and for text generation ``copies``, ``copies_per_instance`` and ``tensor_parallel_size``."""
     o = overview(name, session=session, full=False)  # one read of each resource; no autoscaling or alarms
     if o["kind"] is None:
         raise unknown_kind(name, o["kind_evidence"])
     found = {key: o[field_name] for key, field_name in _SERVING.items()}
     found["instance_count"] = found["instance_count"] or 1
-    return {"kind": o["kind"], "component": o["component"], **found}
+    return {"kind": o["kind"], "component": choose_component(name, o["components"], component)[0], **found}
 
 
 def target_kind(
-    endpoint: str | None, url: str | None, given: dict[str, str], *, session: Session | None
+    endpoint: str | None,
+    url: str | None,
+    given: dict[str, str],
+    *,
+    session: Session | None,
+    component: str | None = None,
 ) -> tuple[ModelKind, dict]:
     """What a bench is pointed at, decided once: a SageMaker endpoint says what it serves (one status read, also
     returned); a URL says nothing, so it is text generation when a text-generation bench setting was given (a
@@ -49,7 +55,7 @@ def target_kind(
         ConfigError: a setting of the other kind (``ModelKind.refuse_foreign``, scope "bench").
     """
     if endpoint and not url:
-        found = deployed_on(endpoint, session=session or Session.from_env())
+        found = deployed_on(endpoint, session=session or Session.from_env(), component=component)
         return kind_of(found), found
     mixed = {k: [n for n in given if n in k.settings] for k in (ENCODER, GENERATION)}
     if all(mixed.values()):
@@ -134,7 +140,7 @@ def bench_endpoint(
         }
     )
     sess = None if url else (session or Session.from_env())
-    kind, found = target_kind(name, url, given, session=sess)  # decided once
+    kind, found = target_kind(name, url, given, session=sess, component=run.get("component"))  # decided once
     kind.refuse_foreign(given, where=where, scope="bench")
     values, source = serving_of(found, {k: run.pop(k, None) for k in _SERVING})
     if name and not url:  # read once here: the senders neither describe nor list again
@@ -143,7 +149,7 @@ def bench_endpoint(
         run.setdefault("serving_source", source)
         run.setdefault("prompt_tokens", None if data else 64)
         if found.get("component"):
-            run.setdefault("component", found["component"])
+            run["component"] = found["component"]
         if "concurrency" in run:  # the closed-loop width: the text-generation runner's name for it
             run["max_concurrency"] = run.pop("concurrency")
         targets = [run.pop(k, None) for k in ("slo_ttft_ms", "slo_itl_ms", "slo_latency_ms")]

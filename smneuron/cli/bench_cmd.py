@@ -109,6 +109,9 @@ def bench_cmd(
         help="Text generation, an endpoint's path: invoke (InvokeEndpointWithResponseStream, the default) or openai "
         "(/openai/v1/chat/completions with a bearer token).",
     ),
+    component: str = typer.Option(
+        None, "--component", help="Text generation: the inference component to load (default: the only one)."
+    ),
     in_account: bool = typer.Option(
         False,
         "--in-account",
@@ -204,6 +207,7 @@ def bench_cmd(
         prompt_tokens=generation_bench_cmd.lengths(prompt_tokens, "--prompt-tokens"),
         output_tokens=generation_bench_cmd.lengths(output_tokens, "--output-tokens"),
         via=via,
+        component=component,
     )
     if isinstance(report, GenerationReport):
         generation_bench_cmd.emit(

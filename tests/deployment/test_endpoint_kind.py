@@ -69,6 +69,8 @@ def test_the_kind_recorded_at_creation_is_what_every_verb_reads(
     with pytest.raises(ConfigError, match="hosts 2 inference components; name the one to call") as refused:
         Endpoint("chat", session=session).generate("hello")
     assert "chat-ic" in refused.value.hint and "other-ic" in refused.value.hint
+    with pytest.raises(ConfigError, match="hosts 2 inference components"):  # a bench too, before any load
+        bench_endpoint("chat", session=session, prompt_tokens=8, output_tokens=4, duration_s=1)
     sm.delete_inference_component(InferenceComponentName="other-ic")
     # a redeploy of the other kind under the same name is refused before anything is uploaded or created (it went
     # through: the encoder endpoint became a component host, the chat endpoint kept its component beside a Model)
