@@ -270,8 +270,8 @@ def score(
         skipped = sum(c.get("positions_not_compared", 0) for c in candidate)
         if skipped:
             notes.append(
-                f"{skipped} generated position(s) after a prompt's first differing token not compared (Chat "
-                "Completions cannot teacher-force: the two sides' prefixes differ there)"
+                f"{skipped} generated position(s) after a prompt's first differing token (or past the served answer's "
+                "end) not compared (Chat Completions cannot teacher-force: the two sides' prefixes differ there)"
             )
         if matching.unchecked:
             notes.append(
