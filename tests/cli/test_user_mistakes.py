@@ -470,6 +470,14 @@ CASES = [
         {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""},
         None,
     ),
+    (  # a token is signed with the caller's credentials: none, no token (and no traceback)
+        "openai-no-credentials",
+        "openai enc",
+        1,
+        ["No AWS credentials", "aws configure"],
+        {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""},
+        None,
+    ),
     ("no-region", "status some-endpoint", 1, ["No AWS region", "--region"], {"AWS_REGION": ""}, None),
     (
         "serve-busy-port",
