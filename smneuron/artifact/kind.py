@@ -48,6 +48,11 @@ class ModelKind(str):
     # the local serving engines that can serve it (`smneuron serve --engine`)
     engines: tuple[str, ...]
 
+    @property
+    def a_title(self) -> str:
+        """The title with its article, for sentences: "an encoder", "a text generation"."""
+        return f"{'an' if self.title[0] in 'aeiou' else 'a'} {self.title}"
+
     def refuse_foreign(self, given: Mapping[str, str], *, where: str = "cli", scope: str = "deploy") -> None:
         """Refuse any setting of the other kind that was given, naming each the way the user gave it.
 
@@ -78,7 +83,7 @@ class ModelKind(str):
         own = [SETTINGS[n] for n in self.settings if SETTINGS[n].flag.startswith("--") and in_scope(n)]
         mine = ", ".join((s.flag if where == "cli" else f"{s.keyword}=") for s in own[:6])
         raise ConfigError(
-            f"This is {_article(self.title)} {self.title} {'model' if scope == 'deploy' else 'endpoint'}, served "
+            f"This is {self.a_title} {'model' if scope == 'deploy' else 'endpoint'}, served "
             f"{self.serves_with}; these settings are for {OTHER[self].title} endpoints and would be ignored: "
             + "; ".join(said)
             + ".",
@@ -88,10 +93,6 @@ class ModelKind(str):
 
 
 _SCOPE_NOUN = {"bench": "benchmarks", "evaluate": "evaluations"}
-
-
-def _article(word: str) -> str:
-    return "an" if word[0] in "aeiou" else "a"
 
 
 # Every setting that belongs to one kind only. The key is the name the request resolver and the refusal use.

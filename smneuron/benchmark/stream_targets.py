@@ -14,7 +14,7 @@ from typing import Any
 
 from smneuron.benchmark.generation_metrics import Timing
 from smneuron.endpoints import components
-from smneuron.endpoints.handle import require
+from smneuron.endpoints.describing import choose_component, require
 from smneuron.endpoints.openai_compat import RenewingToken, base_url, openai_access
 from smneuron.endpoints.streaming import SseBuffer, sagemaker_chunks, text_of
 
@@ -184,7 +184,7 @@ def sagemaker_stream_sender(
 
     if not checked:
         require(session, name)
-        component = component or next(iter(components.for_endpoint(session, name)), None)
+        component = choose_component(name, components.for_endpoint(session, name), component)[0]
     pool = ThreadPoolExecutor(max_workers=concurrency)
 
     def call(body: bytes, t0: float) -> Timing:

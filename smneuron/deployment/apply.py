@@ -168,15 +168,11 @@ def check_kind(session: Session, name: str, kind: ModelKind) -> None:
         return
     if served is not None and served != kind:
         raise ConfigError(
-            f"Endpoint {name} serves {_a(served.title)} {served.title} model ({evidence}), and this artifact is "
-            f"{_a(kind.title)} {kind.title} model: an update cannot turn one kind of endpoint into the other "
+            f"Endpoint {name} serves {served.a_title} model ({evidence}), and this artifact is "
+            f"{kind.a_title} model: an update cannot turn one kind of endpoint into the other "
             f"({served.title} models are served {served.serves_with}, {kind.title} models {kind.serves_with}).",
             hint=f"Deploy it under another name (--name), or delete the endpoint first (`smneuron delete {name}`).",
         )
-
-
-def _a(word: str) -> str:
-    return "an" if word[0] in "aeiou" else "a"
 
 
 def apply(

@@ -3,7 +3,7 @@ components, alarms), and the at-a-glance overview a notebook card and `smneuron 
 
 from __future__ import annotations
 
-from smneuron.artifact.kind import TAG_KIND, ModelKind, endpoint_kind
+from smneuron.artifact.kind import KINDS, TAG_KIND, ModelKind, endpoint_kind
 from smneuron.catalog import InstanceType, price_table
 from smneuron.catalog.generation import copies_per_instance
 from smneuron.container.generation_env import served_configuration
@@ -230,6 +230,18 @@ def unknown_kind(name: str, evidence: str) -> ConfigError:
         hint="Say it once, on the endpoint, and every smneuron verb reads it: `aws sagemaker add-tags "
         "--resource-arn ENDPOINT_ARN --tags Key=smneuron:kind,Value=encoder` (or Value=text-generation).",
     )
+
+
+def served_kind(name: str, s: dict) -> ModelKind:
+    """What endpoint ``name`` serves, from its ``status`` record ``s``, for a verb that cannot go on without it.
+
+    Raises:
+        ConfigError: it cannot tell (``unknown_kind``).
+    """
+    kind = KINDS.get(s["kind"]["kind"] or "")
+    if kind is None:
+        raise unknown_kind(name, s["kind"]["evidence"])
+    return kind
 
 
 def choose_component(name: str, placed: list[str], component: str | None) -> tuple[str | None, list[str]]:

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-from smneuron.artifact.kind import KINDS
 from smneuron.catalog import InstanceType
 from smneuron.endpoints import autoscaling, components
-from smneuron.endpoints.describing import require, status, unknown_kind
+from smneuron.endpoints.describing import require, served_kind, status
 from smneuron.errors import ConfigError, from_client_error
 from smneuron.session import Session
 from smneuron.specs.models import ScalingSpec
@@ -32,9 +31,7 @@ def scale(
 
     sess = session or Session.from_env()
     s = status(name, session=sess)
-    kind = KINDS.get(s["kind"]["kind"] or "")
-    if kind is None:
-        raise unknown_kind(name, s["kind"]["evidence"])
+    kind = served_kind(name, s)
     if (
         not kind.scales_instances
     ):  # text generation: the copies scale, on the instances managed instance scaling adds

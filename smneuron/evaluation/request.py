@@ -9,10 +9,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.kind import ENCODER, EVALUATE_SETTINGS, GENERATION, KINDS, ModelKind, kind_of
+from smneuron.artifact.kind import ENCODER, EVALUATE_SETTINGS, GENERATION, ModelKind, kind_of
 from smneuron.compilation.generation import text_generation_note
 from smneuron.compilation.vocabulary import check_tokenizer
-from smneuron.endpoints.describing import choose_component, status, unknown_kind
+from smneuron.endpoints.describing import choose_component, served_kind, status
 from smneuron.endpoints.handle import Endpoint
 from smneuron.endpoints.openai_compat import ChatCaller
 from smneuron.errors import ConfigError, InvocationError, UsageError
@@ -205,12 +205,10 @@ def _kind(
     elif model is not None and text_generation_note(model, None) is not None:
         stated, said = GENERATION, f"the model {model} (a causal LM)"
     if described is not None:
-        served = KINDS.get(described["kind"]["kind"] or "")
-        if served is None:
-            raise unknown_kind(str(endpoint), described["kind"]["evidence"])
+        served = served_kind(str(endpoint), described)
         if stated is not None and stated != served:
             raise ConfigError(
-                f"Endpoint {endpoint} serves {_article(served)} {served.title} model, but {said} is {stated.title}.",
+                f"Endpoint {endpoint} serves {served.a_title} model, but {said} is {stated.title}.",
                 hint="Evaluate the endpoint against the model it serves (or drop --task: the endpoint says it).",
             )
         return served
@@ -235,7 +233,3 @@ def _check_model_dir(model: Path) -> None:
             hint="Give the directory model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR) wrote.",
         )
     check_tokenizer(model)
-
-
-def _article(kind: ModelKind) -> str:
-    return "an" if kind.title[0] in "aeiou" else "a"
