@@ -30,23 +30,31 @@ TOKENS = 24
 def serve(
     artifact: Path, port: int, instance: str = "ml.c6i.xlarge", workers: int | None = None
 ) -> subprocess.Popen:
-    """`smneuron serve ARTIFACT` on ``port`` as ``instance`` lays it out (``workers`` by hand), once /ping answers."""
+    """`smneuron serve ARTIFACT` on ``port`` as ``instance`` lays it out (``workers`` by hand), once /ping answers.
+
+    A server that exits or never answers raises with the end of what it printed."""
     import httpx
 
+    log = tempfile.TemporaryFile()
     p = subprocess.Popen(
         [sys.executable, "-m", "smneuron.cli.main", "serve", str(artifact), "--instance", instance,
          "--port", str(port), *(["--workers", str(workers)] if workers else [])],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )  # fmt: skip
     for _ in range(600):
+        if p.poll() is not None:
+            break
         try:
             if httpx.get(f"http://127.0.0.1:{port}/ping", timeout=1).status_code == 200:
                 return p
         except httpx.HTTPError:
             time.sleep(0.2)
     p.terminate()
-    raise RuntimeError("smneuron serve did not come up")
+    p.wait(60)
+    log.seek(0)
+    said = log.read().decode(errors="replace")[-3000:]
+    raise RuntimeError(f"smneuron serve did not come up (exit {p.returncode}):\n{said}")
 
 
 def run_guidellm(url: str, streams: int, seconds: float, model_dir: Path, out: Path) -> dict:

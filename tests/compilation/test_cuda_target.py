@@ -1,7 +1,7 @@
 """The cuda target, checked where no GPU is: the graph it traces on this CPU must not pin tensors to the CPU, its
 precision is checked against the fp32 model, the inference code picks the worker's GPU (and refuses a host
-without one), and the catalog and the deploy plan pair it with GPU instances only. benchmarks/cuda_handler.py
-runs the same artifact on a real GPU."""
+without one), and the catalog and the deploy plan pair it with GPU instances only. benchmarks/gpu_check.sh
+runs the same path on a real GPU (benchmarks/results/ holds an H100 run)."""
 
 from __future__ import annotations
 
@@ -133,3 +133,36 @@ def test_a_large_model_keeps_one_worker_per_gpu_where_two_would_crowd_its_memory
 def test_workers_given_by_hand_win_and_nothing_is_said_about_the_rule(cuda_artifact):
     workers, threads, note = _layout(_gpu_plan(cuda_artifact, "ml.g6.xlarge", workers=3))
     assert (workers, threads, note) == (3, 1, "")
+
+
+def test_gpu_check_says_plainly_that_nothing_was_measured_without_a_gpu(tmp_path):
+    """benchmarks/gpu_check.sh (the cuda target's real check) on a machine with no NVIDIA GPU: exit 3, said."""
+    import subprocess
+
+    from conftest import REPO
+
+    (tmp_path / "nvidia-smi").write_text(
+        "#!/bin/sh\necho 'NVIDIA-SMI has failed: no devices were found' >&2\nexit 9\n"
+    )
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "PYTHON": sys.executable}
+    out = subprocess.run(
+        ["bash", str(REPO / "benchmarks" / "gpu_check.sh")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 3
+    assert "no NVIDIA GPU on this machine" in out.stderr and "nothing was measured" in out.stderr
+    # a GPU the driver sees, but a Python whose torch was built without CUDA (this machine's): said, exit 3
+    (tmp_path / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 80GB HBM3'\n")
+    out = subprocess.run(
+        ["bash", str(REPO / "benchmarks" / "gpu_check.sh")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 3
+    assert "has no torch with CUDA" in out.stderr and "set PYTHON" in out.stderr
