@@ -51,6 +51,7 @@ def main() -> int:
     ap.add_argument(
         "--concurrencies", default="16", help="requests in flight for the served runs, e.g. 16,64"
     )
+    ap.add_argument("--clients", default="1", help="bench processes sharing that load, e.g. 1,2 (a row each)")
     args = ap.parse_args()
 
     import torch
@@ -95,7 +96,9 @@ def main() -> int:
         ok = cosine > 0.99
         if args.workers:
             concurrencies = [int(c) for c in args.concurrencies.split(",")]
-            ok = served(dirs, [int(n) for n in args.workers.split(",")], args.seconds, concurrencies) and ok
+            counts = [int(n) for n in args.workers.split(",")]
+            clients = [int(k) for k in args.clients.split(",")]
+            ok = served(dirs, counts, args.seconds, concurrencies, clients=clients) and ok
     return 0 if ok else 1
 
 
@@ -119,11 +122,18 @@ def served(
     seconds: float,
     concurrencies: list[int],
     gpu_instance: str = "ml.g6.xlarge",
+    clients: list[int] = (1,),
 ) -> bool:
     """Each artifact served and benched under the same load; the rule's choice beside it. True when the served
-    cuda answers match the served cpu answer (cosine > 0.99)."""
+    cuda answers match the served cpu answer (cosine > 0.99).
+
+    ``clients``: the load comes from that many `smneuron bench` processes at once (the concurrency split between
+    them), so that a load generator's one event loop is not what sets the rate; the CPU each side used (the
+    server's front end, its workers, the clients, in cores) is printed beside each row to say which one did."""
     sys.path.insert(0, str(Path(__file__).parent))
     from embeddings_vs_guidellm import serve
+    from proc_cpu import cpu_s as _cpu_s
+    from proc_cpu import tree as _tree
 
     from smneuron.artifact.hashing import size_of
     from smneuron.catalog import InstanceType
@@ -134,7 +144,8 @@ def served(
     rows = [("cpu", dirs["cpu"], "ml.c6i.xlarge", None)]
     rows += [("cuda", dirs["cuda"], gpu_instance, n) for n in counts]
     print(
-        "served   instance       workers  in flight   req/s   p50 ms  p99 ms  GPU util %  (smneuron serve + bench)"
+        "served   instance       workers  in flight  clients   req/s   p50 ms  p99 ms  GPU util %  "
+        "cores: front end / workers / clients  (smneuron serve + bench)"
     )
     answers: dict[str, list[list[float]]] = {}
     for target, artifact, instance, n in rows:
@@ -145,13 +156,23 @@ def served(
         proc = serve(artifact, port, instance, n)
         try:
             answers[f"{target} {n}"] = _invoke(url)
+            server = _tree(proc.pid)
             for c in concurrencies:
-                with _gpu_sampler() as util:
-                    run = _bench(url, artifact, c, seconds)
-                print(
-                    f"{target:<8} {instance:<14} {n or 'rule':>7}  {c:>9}  {run['throughput_rps']:>6.1f}  "
-                    f"{run['latency_ms']['p50']:>6.1f}  {run['latency_ms']['p99']:>6.1f}  {util.mean():>10}"
-                )
+                for k in clients:
+                    front0, workers0 = _cpu_s(proc.pid), sum(_cpu_s(p) for p in server[1:])
+                    start = time.perf_counter()
+                    with _gpu_sampler() as util:
+                        runs, client_cpu = _bench(url, artifact, c, seconds, k)
+                    wall = time.perf_counter() - start
+                    front = (_cpu_s(proc.pid) - front0) / wall
+                    workers = (sum(_cpu_s(p) for p in server[1:]) - workers0) / wall
+                    rps = sum(r["throughput_rps"] for r in runs)
+                    p50 = max(r["latency_ms"]["p50"] for r in runs)
+                    p99 = max(r["latency_ms"]["p99"] for r in runs)
+                    print(
+                        f"{target:<8} {instance:<14} {n or 'rule':>7}  {c:>9}  {k:>7}  {rps:>6.1f}  {p50:>6.1f}  "
+                        f"{p99:>6.1f}  {util.mean():>10}  {front:.2f} / {workers:.2f} / {client_cpu / wall:.2f}"
+                    )
         finally:
             proc.terminate()
             proc.wait(60)
@@ -176,13 +197,45 @@ def _invoke(url: str) -> list[list[float]]:
     return answer if isinstance(answer[0], list) else [answer]
 
 
-def _bench(url: str, artifact: Path, concurrency: int, seconds: float) -> dict:
-    out = subprocess.run(
-        [*CLI, "bench", "--url", url, "--tokenizer", str(artifact), "--rate-type", "concurrent",
-         "--concurrencies", str(concurrency), "--duration", str(seconds), "--json"],
-        check=True, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    return json.loads(out.stdout)["runs"][0]
+def _bench(
+    url: str, artifact: Path, concurrency: int, seconds: float, clients: int = 1
+) -> tuple[list[dict], float]:
+    """``clients`` bench processes at once, ``concurrency`` split between them: each one's run, and their CPU-s."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    procs = [
+        subprocess.Popen(
+            [
+                *CLI,
+                "bench",
+                "--url",
+                url,
+                "--tokenizer",
+                str(artifact),
+                "--rate-type",
+                "concurrent",
+                "--concurrencies",
+                str(max(1, concurrency // clients)),
+                "--duration",
+                str(seconds),
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(clients)
+    ]
+    runs = []
+    for p in procs:
+        out, err = p.communicate(timeout=900)
+        if p.returncode:
+            raise RuntimeError(f"smneuron bench failed ({p.returncode}): {err[-2000:]}")
+        runs.append(json.loads(out)["runs"][0])
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return runs, cpu
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

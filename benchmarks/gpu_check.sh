@@ -6,6 +6,7 @@
 # compared) and driven by `smneuron bench` (req/s, p50, p99, GPU utilization) per worker count.
 #
 #   PYTHON=python3 benchmarks/gpu_check.sh [--model DIR] [--seconds 10] [--workers 1,2] [--concurrencies 16]
+#                                          [--clients 1,2]   (bench processes sharing the load: is the client the limit?)
 #
 # Needs a Python whose torch has CUDA and an NVIDIA GPU. Where there is none, it says so plainly and measures nothing
 # (exit 3, so a script that called it knows nothing was checked). The test suite never needs it.
@@ -24,6 +25,7 @@ fi
 seconds=10
 workers=1,2
 concurrencies=16
+clients=1
 model=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,7 +33,8 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
     --concurrencies) concurrencies=$2; shift 2 ;;
-    *) echo "gpu_check: unknown option $1 (use --model DIR, --seconds N, --workers 1,2, --concurrencies 16)" >&2
+    --clients) clients=$2; shift 2 ;;
+    *) echo "gpu_check: unknown option $1 (use --model DIR, --seconds N, --workers 1,2, --concurrencies 16, --clients 1,2)" >&2
        exit 2 ;;
   esac
 done
@@ -51,4 +54,4 @@ for target in cpu cuda; do
   echo "smneuron compile --target $target: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }") s"
 done
 "$PY" benchmarks/cuda_handler.py --artifacts "$work/cpu" "$work/cuda" --batch 8 --seconds "$seconds" \
-  --workers "$workers" --concurrencies "$concurrencies"
+  --workers "$workers" --concurrencies "$concurrencies" --clients "$clients"

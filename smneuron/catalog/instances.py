@@ -79,7 +79,7 @@ class InstanceType:
         """Model-server workers that keep the instance busy without oversubscribing it.
 
         Neuron: one worker per ``cores_per_model`` NeuronCores (processes cannot share a core).
-        GPU: one per GPU (a deploy gives a small model two: ``deploy.encoder_env.gpu_workers``). CPU: one per two
+        GPU: one per GPU (a deploy gives a small model up to four: ``container.encoder_env.gpu_workers``). CPU: one per two
         vCPUs (each worker's torch gets two intra-op threads).
         """
         if self.is_neuron or self.is_trainium:

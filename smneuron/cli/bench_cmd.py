@@ -348,6 +348,8 @@ def render(report) -> None:  # type: ignore[no-untyped-def]
         f"[dim]generator alone: {g['max_rps']:.0f} req/s ({g['us_per_request']:.1f} us per request); "
         "latency quantiles: numpy linear interpolation over measured requests[/dim]"
     )
+    for note in report.notes:
+        console().print(f"[yellow]{note}[/yellow]")
 
 
 def _generation_report(path: Path) -> bool:

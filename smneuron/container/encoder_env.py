@@ -14,7 +14,8 @@ lays the model server out the same way. The traps it avoids (see PLATFORM.md):
   oversubscribes the CPUs on every family, Inferentia included (the host still tokenizes, pads and
   runs any CPU-placed operators). Measured in the real TorchServe stack with the cpu artifact: below
   10 req/s instead of ~50 on 2 vCPUs. So OMP_NUM_THREADS = MKL_NUM_THREADS = vCPUs // workers.
-- GPUs (cuda artifacts): one worker per GPU, two when the model is small (``gpu_workers`` says why).
+- GPUs (cuda artifacts): as many workers per GPU as the host's vCPUs, the GPU's memory and 4 allow (``gpu_workers``
+  says which limit chose).
 """
 
 from __future__ import annotations
@@ -32,57 +33,69 @@ HANDLER = f"{MODEL_DIR}/code/smneuron_handler.py:handle"
 # again for activations at the largest bucket and for the caching allocator's slack. These are smneuron's margins,
 # not an NVIDIA figure.
 CUDA_CONTEXT_GIB = 0.5
-GPU_SHARE = 0.25  # a second worker only when one takes at most this share of a GPU's memory
+GPU_SHARE = 0.5  # the workers of one GPU together take at most this share of its memory
 VCPUS_PER_GPU_WORKER = 2  # each worker tokenizes, pads and copies on the host
-WORKERS_PER_GPU_SMALL = 2
+# The most workers per GPU smneuron gives: the most measured (benchmarks/results/gpu_check-h100-2026-11-26-clients.log:
+# all-MiniLM-L6-v2 on an H100 with 16 host cores, 64 requests in flight, enough load generators that they did not set
+# the rate: 2 workers 2,089 req/s, 4 workers 2,675 req/s with the GPU 36% busy).
+MAX_WORKERS_PER_GPU = 4
 
 
 def gpu_workers(instance: InstanceType, model_bytes: int | None) -> tuple[int, str]:
     """Workers for a cuda artifact on ``instance``, and why, in one sentence.
 
-    One worker per GPU keeps it busy when the model's forward pass dominates: TorchServe batches requests and the
-    batch runs on the GPU. A small model's batch finishes on the GPU in about the time the host takes to prepare
-    the next (tokenize, pad, copy to the device), so one worker leaves the GPU idle half the time; a second
-    worker overlaps its host work with the other's GPU work. Two, not more: without MPS (SageMaker's GPU DLCs do
-    not run it) kernels of several processes time-slice the GPU, so a third adds a CUDA context and no overlap.
-    "Small" is decided by memory, which is known before deploying: a worker (CUDA context + twice the artifact's
-    traced weights) must fit in a quarter of one GPU, and the host must have 2 vCPUs per worker. Whether the
-    second worker pays off for a given model is measured by ``benchmarks/gpu_check.sh``: for all-MiniLM-L6-v2 on an
-    H100 (2026-11-26, benchmarks/results/) two workers served 1.16-1.29x what one did, and four no more than two.
+    A worker's batch runs on the GPU in a few milliseconds for a small model, while the host work around it
+    (tokenize, pad, copy to the device, write the answers) takes as long or longer in the same process: one worker
+    leaves the GPU idle most of the time. Measured on an H100 with all-MiniLM-L6-v2 (benchmarks/gpu_check.sh): the GPU
+    was busy 14-36% whatever the layout, and 4 workers served 1.28x what 2 did once the load generators were not the
+    limit. So each GPU gets as many workers as three limits allow, the smallest of them: the host (2 vCPUs per
+    worker), the GPU's memory (all its workers, each a CUDA context + twice the artifact's traced weights, within
+    half of it) and 4 (the most measured). A model too large for two within half the GPU keeps one.
     """
     gpus = max(1, instance.gpus)
     per_gpu = instance.accelerator_memory_gib / gpus
     if not model_bytes:
         return (
             gpus,
-            "1 worker per GPU: the artifact's size is unknown here, so whether two fit is not decided",
+            "1 worker per GPU: the artifact's size is unknown here, so whether more fit is not decided",
         )
     footprint = CUDA_CONTEXT_GIB + 2 * model_bytes / 2**30
-    room = GPU_SHARE * per_gpu
     cpus = instance.vcpus // gpus
+    accelerator = instance.accelerator or "GPU"
+    limits = {
+        "host": cpus // VCPUS_PER_GPU_WORKER,
+        "memory": int(GPU_SHARE * per_gpu // footprint),
+        "most": MAX_WORKERS_PER_GPU,
+    }
+    n = max(1, min(limits.values()))
     sizes = (
         f"one worker needs about {footprint:.1f} GiB (a {CUDA_CONTEXT_GIB:g} GiB CUDA context and twice the "
         f"artifact's {model_bytes / 2**30:.2f} GiB)"
     )
-    if footprint <= room and cpus >= WORKERS_PER_GPU_SMALL * VCPUS_PER_GPU_WORKER:
-        return WORKERS_PER_GPU_SMALL * gpus, (
-            f"{WORKERS_PER_GPU_SMALL} workers per GPU: {sizes}, within a quarter of the {instance.accelerator or 'GPU'}'s "
-            f"{per_gpu:g} GiB, and {cpus} vCPUs per GPU feed two; the second prepares its batch while the other's "
-            "runs (override with --workers)"
+    if n == 1:
+        why = (
+            f"{sizes}, and two would take more than half of the {accelerator}'s {per_gpu:g} GiB"
+            if limits["memory"] < 2
+            else f"{cpus} vCPUs per GPU feed one worker"
         )
-    why = (
-        f"{sizes}, more than a quarter of the {instance.accelerator or 'GPU'}'s {per_gpu:g} GiB"
-        if footprint > room
-        else f"{cpus} vCPUs per GPU feed one worker"
+        return gpus, f"1 worker per GPU: {why} (override with --workers)"
+    bound = min(limits, key=lambda k: (limits[k], list(limits).index(k)))
+    reason = {
+        "host": f"{cpus} vCPUs per GPU feed {n} ({VCPUS_PER_GPU_WORKER} each)",
+        "memory": f"{n} fit within half of the {accelerator}'s {per_gpu:g} GiB",
+        "most": f"{n} at most (the most measured)",
+    }[bound]
+    overlap = "the other prepares its batch" if n == 2 else "the others prepare their batches"
+    return n * gpus, (
+        f"{n} workers per GPU: {sizes}; {reason}; {overlap} while one's runs on the GPU (override with --workers)"
     )
-    return gpus, f"1 worker per GPU: {why} (override with --workers)"
 
 
 def workers_for(
     instance: InstanceType, cores_per_model: int, requested: int | None = None, model_bytes: int | None = None
 ) -> int:
     """Model-server workers for ``instance``; refuse more workers than NeuronCores allow. On a GPU type the
-    artifact's size (``model_bytes``) decides between one and two workers per GPU (``gpu_workers``).
+    artifact's size (``model_bytes``) decides how many workers per GPU (``gpu_workers``).
 
     Raises:
         ConfigError: the model needs more cores than the instance has, or ``requested`` exceeds

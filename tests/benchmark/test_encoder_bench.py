@@ -139,6 +139,7 @@ def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
         "cloudwatch",
         "created_at",
         "search",  # --find-max only
+        "notes",  # what the numbers cannot be read without (the client's own limit)
     }
     assert (
         data["search"] is None and "aws.amazon.com/sagemaker/pricing" in data["price_source"]
@@ -346,3 +347,40 @@ def test_a_run_with_too_many_failed_requests_fails_after_writing_its_report(slow
     assert "throughput" in out  # the table was shown before the verdict
     code, out, err = run_cli(*args, "--max-error-rate", "0.5")
     assert code == 0, err
+
+
+def test_a_bench_whose_own_process_is_the_limit_says_so(slow_server, monkeypatch):
+    """The load generator's CPU is read around each run: an idle client (one request per 50 ms) says nothing; a client
+    that used a whole core (its CPU clock driven here to run as fast as the wall clock) is told its rate may be its
+    own, with the way past it."""
+    quiet = bench.run(
+        url=slow_server,
+        payloads=payload(0.05),
+        profile="synchronous",
+        duration_s=0.6,
+        warmup_s=0.1,
+        cooldown_s=0.0,
+    )
+    (run,) = quiet.runs
+    assert run.client_cores is not None and 0 <= run.client_cores < bench.CLIENT_BUSY
+    assert quiet.notes == [] and "client_cores" in quiet.to_json()
+
+    monkeypatch.setattr(
+        bench, "cpu_seconds", time.perf_counter
+    )  # every wall second a CPU second: one full core
+    busy = bench.run(
+        url=slow_server,
+        payloads=payload(0.01),
+        profile="concurrent",
+        concurrencies=[4],
+        duration_s=0.6,
+        warmup_s=0.1,
+        cooldown_s=0.0,
+    )
+    (run,) = busy.runs
+    assert run.client_cores == pytest.approx(1.0, abs=0.02)
+    (note,) = busy.notes
+    assert "used 1.00 of a CPU core during the concurrent run at concurrency 4" in note
+    assert "may be this client's limit, not the endpoint's" in note and "half the concurrency each" in note
+    assert json.loads(busy.to_json())["notes"] == [note]
+    assert ("note", note) in busy._card().rows  # the notebook's card shows it too

@@ -106,25 +106,35 @@ def _layout(p) -> tuple[int, int, str]:
     return int(env["SAGEMAKER_MODEL_SERVER_WORKERS"]), int(env["OMP_NUM_THREADS"]), (notes or [""])[0]
 
 
-def test_a_small_model_gets_two_workers_per_gpu_and_the_plan_says_why(cuda_artifact):
+def test_a_small_model_gets_as_many_workers_per_gpu_as_the_host_feeds_and_the_plan_says_why(cuda_artifact):
     workers, threads, note = _layout(_gpu_plan(cuda_artifact, "ml.g6.xlarge"))
-    assert (workers, threads) == (2, 2)  # 4 vCPUs: 2 threads each
+    assert (workers, threads) == (2, 2)  # 4 vCPUs: 2 workers, 2 threads each
     assert note.startswith("ml.g6.xlarge: 2 workers per GPU: one worker needs about 0.5 GiB")
-    assert "NVIDIA L4's 24 GiB" in note and "--workers" in note
-    # four GPUs: two workers each; the same rule per GPU
+    assert "4 vCPUs per GPU feed 2" in note and "--workers" in note
+    # 8 vCPUs for the one GPU: four workers (measured on an H100: 4 served 1.28x what 2 did)
+    workers, threads, note = _layout(_gpu_plan(cuda_artifact, "ml.g6.2xlarge"))
+    assert (workers, threads) == (4, 2) and "8 vCPUs per GPU feed 4" in note
+    # 16 vCPUs: still four, the most measured, and said
+    workers, threads, note = _layout(_gpu_plan(cuda_artifact, "ml.g6.4xlarge"))
+    assert (workers, threads) == (4, 4) and "4 at most (the most measured)" in note
+    # four GPUs, 12 vCPUs each: four workers each; the same rule per GPU
     workers, threads, _ = _layout(_gpu_plan(cuda_artifact, "ml.g5.12xlarge"))
-    assert (workers, threads) == (8, 6)
+    assert (workers, threads) == (16, 3)
 
 
-def test_a_large_model_keeps_one_worker_per_gpu_where_two_would_crowd_its_memory(cuda_artifact):
+def test_a_large_model_gets_fewer_workers_where_more_would_crowd_the_gpus_memory(cuda_artifact):
     five_gib = (
         5 * 2**30
-    )  # 0.5 + 2 x 5 = 10.5 GiB a worker: over a quarter of a T4 (4 GiB) and of an L40S (12 GiB)
+    )  # 0.5 + 2 x 5 = 10.5 GiB a worker: two are over half a T4 (8 GiB), not of an L40S (24)
     workers, _, note = _layout(_gpu_plan(cuda_artifact, "ml.g4dn.xlarge", five_gib))
     assert workers == 1 and "1 worker per GPU: one worker needs about 10.5 GiB" in note
-    assert "more than a quarter of the NVIDIA T4's 16 GiB" in note
-    two_gib = 2 * 2**30  # 4.5 GiB a worker: fits a quarter of the L40S's 48 GiB, not of the T4's 16
-    assert _layout(_gpu_plan(cuda_artifact, "ml.g6e.xlarge", two_gib))[0] == 2
+    assert "two would take more than half of the NVIDIA T4's 16 GiB" in note
+    two_gib = (
+        2 * 2**30
+    )  # 4.5 GiB a worker: five fit in half the L40S's 48 GiB, two in half an L4's 24, one in a T4's
+    assert _layout(_gpu_plan(cuda_artifact, "ml.g6e.xlarge", two_gib))[0] == 2  # its 4 vCPUs feed two
+    workers, _, note = _layout(_gpu_plan(cuda_artifact, "ml.g6.4xlarge", two_gib))  # 16 vCPUs would feed four
+    assert workers == 2 and "2 fit within half of the NVIDIA L4's 24 GiB" in note
     assert _layout(_gpu_plan(cuda_artifact, "ml.g4dn.xlarge", two_gib))[0] == 1
     unknown = _layout(_gpu_plan(cuda_artifact, "ml.g6.xlarge", 0))  # staged from an S3 prefix: no size
     assert unknown[0] == 1 and "size is unknown" in unknown[2]
