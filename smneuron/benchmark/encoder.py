@@ -438,8 +438,8 @@ CLIENT_BUSY = (
 
 def client_notes(runs: list[RunStats]) -> list[str]:
     """Say when the load generator itself may have set a run's rate: it used most of one core. Measured on an H100:
-    one `smneuron bench` process stopped at 1,300-1,450 req/s using a whole core while the endpoint served 2,675
-    with the load split over four (benchmarks/results/gpu_check-h100-2026-11-26-clients.log)."""
+    one `smneuron bench` process stopped at 1,300-1,450 req/s using a whole core while the endpoint served 2,675-2,718
+    with the load split over four (benchmarks/results/gpu_check-h100-2026-11-26-clients.log, -workers.log)."""
     busy = [r for r in runs if r.client_cores is not None and r.client_cores >= CLIENT_BUSY]
     if not busy:
         return []

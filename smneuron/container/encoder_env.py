@@ -35,9 +35,9 @@ HANDLER = f"{MODEL_DIR}/code/smneuron_handler.py:handle"
 CUDA_CONTEXT_GIB = 0.5
 GPU_SHARE = 0.5  # the workers of one GPU together take at most this share of its memory
 VCPUS_PER_GPU_WORKER = 2  # each worker tokenizes, pads and copies on the host
-# The most workers per GPU smneuron gives: the most measured (benchmarks/results/gpu_check-h100-2026-11-26-clients.log:
-# all-MiniLM-L6-v2 on an H100 with 16 host cores, 64 requests in flight, enough load generators that they did not set
-# the rate: 2 workers 2,089 req/s, 4 workers 2,675 req/s with the GPU 36% busy).
+# The most workers per GPU smneuron gives: where the measured curve flattens (benchmarks/results/gpu_check-h100-2026-11-26-
+# workers.log: all-MiniLM-L6-v2 on an H100 with 16 host cores, 64 requests in flight from 4 load generators: 1, 2, 4
+# and 8 workers served 1,042, 1,862, 2,718 and 2,797 req/s; the GPU was 7-35% busy).
 MAX_WORKERS_PER_GPU = 4
 
 
@@ -46,11 +46,11 @@ def gpu_workers(instance: InstanceType, model_bytes: int | None) -> tuple[int, s
 
     A worker's batch runs on the GPU in a few milliseconds for a small model, while the host work around it
     (tokenize, pad, copy to the device, write the answers) takes as long or longer in the same process: one worker
-    leaves the GPU idle most of the time. Measured on an H100 with all-MiniLM-L6-v2 (benchmarks/gpu_check.sh): the GPU
-    was busy 14-36% whatever the layout, and 4 workers served 1.28x what 2 did once the load generators were not the
-    limit. So each GPU gets as many workers as three limits allow, the smallest of them: the host (2 vCPUs per
-    worker), the GPU's memory (all its workers, each a CUDA context + twice the artifact's traced weights, within
-    half of it) and 4 (the most measured). A model too large for two within half the GPU keeps one.
+    leaves the GPU idle most of the time. Measured on an H100 with all-MiniLM-L6-v2 (benchmarks/gpu_check.sh): 2 workers
+    served 1.79x what 1 did, 4 1.46x what 2 did, 8 1.03x what 4 did, the GPU at most 35% busy, each worker using
+    0.7-1 host core. So each GPU gets as many workers as three limits allow, the smallest of them: the host (2 vCPUs
+    per worker), the GPU's memory (all its workers, each a CUDA context + twice the artifact's traced weights, within
+    half of it) and 4 (where the curve flattens). A model too large for two within half the GPU keeps one.
     """
     gpus = max(1, instance.gpus)
     per_gpu = instance.accelerator_memory_gib / gpus
@@ -83,7 +83,7 @@ def gpu_workers(instance: InstanceType, model_bytes: int | None) -> tuple[int, s
     reason = {
         "host": f"{cpus} vCPUs per GPU feed {n} ({VCPUS_PER_GPU_WORKER} each)",
         "memory": f"{n} fit within half of the {accelerator}'s {per_gpu:g} GiB",
-        "most": f"{n} at most (the most measured)",
+        "most": f"{n} at most (more served no faster on an H100)",
     }[bound]
     overlap = "the other prepares its batch" if n == 2 else "the others prepare their batches"
     return n * gpus, (
