@@ -182,6 +182,7 @@ SETTINGS: dict[str, Setting] = {
 BENCH_SETTINGS: dict[str, Setting] = {
     "mean_tokens": Setting("--mean-tokens", "-", "mean_tokens", "generated encoder texts"),
     "spread": Setting("--spread", "-", "spread", "generated encoder texts"),
+    "processes": Setting("--processes", "-", "processes", "load from several processes (encoder benches)"),
     "openai": Setting("--openai", "-", "openai", "OpenAI embeddings requests"),
     "slo_p99_ms": Setting("--slo-p99-ms", "-", "slo_p99_ms", "the encoder latency SLO"),
     "prompt_tokens": Setting("--prompt-tokens", "-", "prompt_tokens", "synthetic prompts"),

@@ -18,14 +18,23 @@ import asyncio
 import datetime as dt
 import json
 import time
-from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from smneuron.benchmark import profiles
+from smneuron.benchmark.fanout import START_MARGIN_S, Helpers, Target, portion, shares
+from smneuron.benchmark.loops import Sample, run_closed_loop, run_open_loop
 from smneuron.benchmark.report import plot, plot_html
+from smneuron.benchmark.run_stats import (  # noqa: F401  (CLIENT_BUSY, percentiles: the SDK's names too)
+    CLIENT_BUSY,
+    RunStats,
+    client_notes,
+    cost_per_million,
+    percentiles,
+    summarize,
+)
 from smneuron.benchmark.search import MEASURABLE, meets_p99, searched
 from smneuron.benchmark.targets import (
     ErrorLog,
@@ -39,32 +48,6 @@ from smneuron.catalog import price_table
 from smneuron.display.cards import Card, Displayed
 from smneuron.display.progress import Step, step
 from smneuron.errors import BenchFailedError, ConfigError
-
-
-@dataclass
-class Sample:
-    start: float  # seconds since the run began
-    latency: float
-    status: int
-    scheduled: float | None = None  # constant profile: when it should have been sent
-
-
-@dataclass
-class RunStats:
-    profile: str
-    rate: float | None
-    concurrency: int | None
-    requests_ok: int
-    requests_failed: int
-    by_status: dict[str, int]
-    duration_s: float
-    throughput_rps: float
-    latency_ms: dict[str, float]
-    send_lag_ms: dict[str, float]
-    cost_per_million_usd: float | None = None
-    # this process's CPU over the run, in cores: near 1, its one event loop may be what set the rate
-    client_cores: float | None = None
-    latencies: list[float] = field(default_factory=list, repr=False)  # ms, for plots; not in the JSON
 
 
 @dataclass(repr=False)
@@ -81,6 +64,7 @@ class Report(Displayed):
     created_at: str = ""
     search: dict | None = None  # --find-max: the SLO, the best rate and every step (benchmark/search.py)
     notes: list[str] = field(default_factory=list)  # what the numbers cannot be read without
+    processes: int = 1  # load-generator processes the runs' load came from
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -129,127 +113,6 @@ class Report(Displayed):
         return plot(self.to_dict(), busiest.latencies if busiest else None, path)
 
 
-def percentiles(values: list[float]) -> dict[str, float]:
-    import numpy as np
-
-    if not values:
-        return {k: float("nan") for k in ("p50", "p90", "p95", "p99", "max", "mean")}
-    a = np.asarray(values) * 1000
-    return {
-        "p50": float(np.percentile(a, 50)),
-        "p90": float(np.percentile(a, 90)),
-        "p95": float(np.percentile(a, 95)),
-        "p99": float(np.percentile(a, 99)),
-        "max": float(a.max()),
-        "mean": float(a.mean()),
-    }
-
-
-def cost_per_million(
-    throughput_rps: float, hourly_usd: float | None, instance_count: int = 1
-) -> float | None:
-    """1e6 / throughput x hourly price / 3600 x instance count."""
-    if not hourly_usd or throughput_rps <= 0:
-        return None
-    return 1e6 / throughput_rps * hourly_usd / 3600 * instance_count
-
-
-def summarize(
-    samples: list[Sample],
-    profile: str,
-    *,
-    warmup_s: float,
-    cooldown_s: float,
-    total_s: float,
-    rate: float | None = None,
-    concurrency: int | None = None,
-) -> RunStats:
-    end = total_s - cooldown_s
-    kept = [s for s in samples if warmup_s <= s.start < end]
-    ok = [s for s in kept if 200 <= s.status < 300]
-    window = max(1e-9, min(end, max((s.start + s.latency for s in kept), default=end)) - warmup_s)
-    lags = [max(0.0, s.start - s.scheduled) for s in kept if s.scheduled is not None]
-    return RunStats(
-        profile=profile,
-        rate=rate,
-        concurrency=concurrency,
-        requests_ok=len(ok),
-        requests_failed=len(kept) - len(ok),
-        by_status={str(k): v for k, v in sorted(Counter(s.status for s in kept).items())},
-        duration_s=round(window, 3),
-        throughput_rps=len(ok) / window,
-        latency_ms=percentiles([s.latency for s in ok]),
-        send_lag_ms=percentiles(lags) if lags else {},
-        latencies=[s.latency * 1000 for s in ok],
-    )
-
-
-async def run_closed_loop(
-    send: Send,
-    payloads: list[bytes],
-    concurrency: int,
-    *,
-    duration_s: float,
-    max_requests: int | None = None,
-    max_errors: int | None = None,
-) -> list[Sample]:
-    """``concurrency`` workers, each sending the next request as soon as its previous one returns."""
-    samples: list[Sample] = []
-    t0 = time.perf_counter()
-    counter = iter(range(10**12))
-    errors = 0
-
-    async def worker() -> None:
-        nonlocal errors
-        while True:
-            i = next(counter)
-            now = time.perf_counter() - t0
-            if now >= duration_s or (max_requests is not None and i >= max_requests):
-                return
-            if max_errors is not None and errors >= max_errors:
-                return
-            start = time.perf_counter()
-            status = await send(payloads[i % len(payloads)])
-            samples.append(Sample(start - t0, time.perf_counter() - start, status))
-            errors += status >= 400
-
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return samples
-
-
-async def run_open_loop(
-    send: Send,
-    payloads: list[bytes],
-    rate: float,
-    *,
-    duration_s: float,
-    max_requests: int | None = None,
-    poisson: bool = False,
-    seed: int = 0,
-) -> list[Sample]:
-    """Send on the profile's schedule (every 1/rate, or Poisson gaps), whether or not earlier requests
-    have returned."""
-    samples: list[Sample] = []
-    t0 = time.perf_counter()
-    tasks = []
-
-    async def one(i: int, scheduled: float) -> None:
-        start = time.perf_counter()
-        status = await send(payloads[i % len(payloads)])
-        samples.append(Sample(start - t0, time.perf_counter() - start, status, scheduled))
-
-    n = int(duration_s * rate) if max_requests is None else min(max_requests, int(duration_s * rate))
-    for i, scheduled in zip(range(n), profiles.send_times(rate, poisson=poisson, seed=seed), strict=False):
-        if scheduled >= duration_s:
-            break
-        delay = scheduled - (time.perf_counter() - t0)
-        if delay > 0:
-            await asyncio.sleep(delay)
-        tasks.append(asyncio.create_task(one(i, scheduled)))
-    await asyncio.gather(*tasks)
-    return samples
-
-
 async def _run(
     profile: str,
     send: Send,
@@ -268,31 +131,84 @@ async def _run(
     slo_p99_ms: float | None = None,
     precision: float = 0.1,
     search: dict | None = None,
+    helpers: Helpers | None = None,
+    errors: ErrorLog | None = None,
 ) -> list[RunStats]:
+    errors = errors if errors is not None else ErrorLog()
+
     async def closed(c: int, name: str) -> RunStats:
-        t, cpu = time.perf_counter(), cpu_seconds()
-        s = await run_closed_loop(
-            send, payloads, c, duration_s=duration_s, max_requests=max_requests, max_errors=max_errors
+        parts = shares(c, 1 + (helpers.n if helpers else 0))
+        jobs = [
+            {"kind": "closed", "concurrency": k, "pool": k, "duration_s": duration_s,
+             "max_requests": portion(max_requests, k, c), "max_errors": portion(max_errors, k, c)}
+            for k in parts
+        ]  # fmt: skip
+        return await fanned(
+            name,
+            jobs,
+            lambda job: run_closed_loop(
+                send,
+                payloads,
+                job["concurrency"],
+                duration_s=duration_s,
+                max_requests=job["max_requests"],
+                max_errors=job["max_errors"],
+            ),  # fmt: skip
+            concurrency=c,
         )
-        total = time.perf_counter() - t
-        stats = summarize(s, name, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=total, concurrency=c)
-        stats.client_cores = round((cpu_seconds() - cpu) / total, 2)
-        return stats
 
     async def opened(kind: str, r: float) -> RunStats:
-        t, cpu = time.perf_counter(), cpu_seconds()
-        s = await run_open_loop(
-            send,
-            payloads,
-            r,
-            duration_s=duration_s,
-            max_requests=max_requests,
-            poisson=kind == "poisson",
-            seed=seed,
+        n = 1 + (helpers.n if helpers else 0)
+        jobs = [
+            {"kind": "opened", "rate": r / n, "pool": max(1, concurrency // n), "duration_s": duration_s,
+             "max_requests": portion(max_requests, 1, n), "poisson": kind == "poisson", "seed": seed + 7919 * i,
+             "offset_s": 0.0 if kind == "poisson" else i / r}
+            for i in range(n)
+        ]  # fmt: skip
+        return await fanned(
+            kind,
+            jobs,
+            lambda job: run_open_loop(
+                send,
+                payloads,
+                job["rate"],
+                duration_s=duration_s,
+                max_requests=job["max_requests"],
+                poisson=job["poisson"],
+                seed=job["seed"],
+                offset_s=job["offset_s"],
+            ),  # fmt: skip
+            rate=r,
         )
+
+    async def fanned(
+        name: str,
+        jobs: list[dict],
+        own: Callable[[dict], Awaitable[list[Sample]]],
+        *,
+        concurrency: int | None = None,
+        rate: float | None = None,
+    ) -> RunStats:
+        """This process's job (the first) beside the helpers' (the rest), from one instant; one summary of all."""
+        start_at = time.time() + (START_MARGIN_S if len(jobs) > 1 else 0.0)
+        if helpers and len(jobs) > 1:
+            helpers.send([dict(job, start_at=start_at) for job in jobs[1:]])
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        t, cpu = time.perf_counter(), cpu_seconds()
+        samples = await own(jobs[0])
+        own_cpu = cpu_seconds() - cpu
+        others: list[list[Sample]] = []
+        cpus: list[float] = []
+        if helpers and len(jobs) > 1:
+            others, cpus, counts = await helpers.gather(len(jobs) - 1)
+            errors.add(counts)
         total = time.perf_counter() - t
-        stats = summarize(s, kind, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=total, rate=r)
-        stats.client_cores = round((cpu_seconds() - cpu) / total, 2)
+        merged = samples + [s for part in others for s in part]
+        stats = summarize(
+            merged, name, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=total, rate=rate,
+            concurrency=concurrency,
+        )  # fmt: skip
+        stats.client_cores = round(max([own_cpu, *cpus]) / total, 2)  # the busiest load-generator process
         return stats
 
     if profile == "find-max":
@@ -349,13 +265,21 @@ def run(
     slo_p99_ms: float | None = None,
     precision: float = 0.1,
     checked: bool = False,
+    processes: int = 1,
 ) -> Report:
     """Run a benchmark profile (``profiles.PROFILES``) against a local URL or a SageMaker endpoint; returns
-    the report. ``concurrencies``: the concurrent profile's levels; ``seed``: the poisson profile's gaps."""
+    the report. ``concurrencies``: the concurrent profile's levels; ``seed``: the poisson profile's gaps;
+    ``processes``: load-generator processes each run's load is spread over (``benchmark.fanout``), for targets that
+    answer faster than one process can send."""
 
     if not (url or endpoint):
         raise ConfigError("Benchmark a --url (local endpoint) or an --endpoint name.")
     check_window(duration_s, warmup_s, cooldown_s)
+    if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
+        raise ConfigError(
+            f"processes={processes!r} is not a number of load-generator processes.",
+            hint="Give a whole number from 1 (the default: this process alone).",
+        )
     errors = ErrorLog()
     search: dict = {}
     # the cost: --price, else ``prices`` (the project file's), else the session's overrides, over the catalog
@@ -386,13 +310,20 @@ def run(
                 slo_p99_ms=slo_p99_ms,
                 precision=precision,
                 search=search,
+                helpers=helpers,
+                errors=errors,
             )
         finally:
             await close()
 
     started = dt.datetime.now(dt.timezone.utc)
     with step(f"bench {url or endpoint} ({profile})") as shown:
-        runs = profiles.run_sync(main(shown))
+        helpers = Helpers(Target.of(url, endpoint, session), payloads, processes) if processes > 1 else None
+        try:
+            runs = profiles.run_sync(main(shown))
+        finally:
+            if helpers is not None:
+                helpers.close()
     failed = sum(r.requests_failed for r in runs)
     if not sum(r.requests_ok for r in runs):  # nothing measured is never a report: it is a failure, with why
         seen = errors.summary()
@@ -419,7 +350,8 @@ def run(
         generator=generator_overhead(),
         created_at=started.isoformat(timespec="seconds"),
         search=search or None,
-        notes=client_notes(runs),
+        notes=client_notes(runs, processes),
+        processes=processes,
     )
     if endpoint and session is not None:
         report.cloudwatch = endpoint_latency_metrics(
@@ -431,27 +363,6 @@ def run(
 # This process's CPU time (every thread): the load generator's own cost, read around each run. A name of its own so
 # that a test can drive it like a clock.
 cpu_seconds = time.process_time
-CLIENT_BUSY = (
-    0.85  # of one core: past this, one event loop (and Python's one interpreter lock) is nearly full
-)
-
-
-def client_notes(runs: list[RunStats]) -> list[str]:
-    """Say when the load generator itself may have set a run's rate: it used most of one core. Measured on an H100:
-    one `smneuron bench` process stopped at 1,300-1,450 req/s using a whole core while the endpoint served 2,675-2,718
-    with the load split over four (benchmarks/results/gpu_check-h100-2026-11-26-clients.log, -workers.log)."""
-    busy = [r for r in runs if r.client_cores is not None and r.client_cores >= CLIENT_BUSY]
-    if not busy:
-        return []
-    worst = max(busy, key=lambda r: r.client_cores or 0.0)
-    level = f"at {worst.rate:g}/s" if worst.rate is not None else f"at concurrency {worst.concurrency}"
-    return [
-        f"This bench process used {worst.client_cores:.2f} of a CPU core during the {worst.profile} run {level} "
-        f"({worst.throughput_rps:.1f} req/s; {len(busy)} of {len(runs)} run(s) past {CLIENT_BUSY:g}): one process "
-        "sends through one event loop, so that rate may be this client's limit, not the endpoint's. To measure past "
-        "it, split the load over several bench processes or machines (e.g. two `smneuron bench` at half the "
-        "concurrency each, their req/s added)."
-    ]
 
 
 def check_window(duration_s: float, warmup_s: float, cooldown_s: float) -> None:

@@ -36,6 +36,12 @@ class ErrorLog:
     def summary(self) -> str:
         return "; ".join(f"{what} (x{n})" for what, n in self.counts.items())
 
+    def add(self, counts: dict[str, int]) -> None:
+        """Another process's errors, counted here."""
+        for what, n in counts.items():
+            if what in self.counts or len(self.counts) < self.keep:
+                self.counts[what] = self.counts.get(what, 0) + n
+
 
 def url_sender(
     url: str, concurrency: int, errors: ErrorLog | None = None

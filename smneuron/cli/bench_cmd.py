@@ -36,6 +36,13 @@ def bench_cmd(
         False, "--openai", help='Embeddings: send OpenAI requests ({"input": ...}) as GuideLLM / AIPerf do.'
     ),
     spread: int = typer.Option(None, "--spread", help="Encoders: standard deviation of the length (8)."),
+    processes: int = typer.Option(
+        None,
+        "--processes",
+        min=1,
+        help="Encoders: send each run's load from N processes (one process sends through one event loop; the "
+        "report says when it was the limit).",
+    ),
     instance: str = typer.Option(None, "--instance", help="Instance type (for cost)."),
     count: int = typer.Option(
         None, "--instance-count", help="Instances serving (for cost; default: the endpoint's, else 1)."
@@ -138,6 +145,7 @@ def bench_cmd(
     settings = {
         "mean_tokens": mean_tokens,
         "spread": spread,
+        "processes": processes,
         "openai": openai or None,
         "prompt_tokens": prompt_tokens,
         "output_tokens": output_tokens,
@@ -191,6 +199,7 @@ def bench_cmd(
         cooldown_s=cooldown,
         max_requests=max_requests,
         max_errors=max_errors,
+        processes=processes,
         instance_type=instance,
         instance_count=count,
         copies=copies,

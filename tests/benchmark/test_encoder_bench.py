@@ -140,6 +140,7 @@ def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
         "created_at",
         "search",  # --find-max only
         "notes",  # what the numbers cannot be read without (the client's own limit)
+        "processes",  # load-generator processes
     }
     assert (
         data["search"] is None and "aws.amazon.com/sagemaker/pricing" in data["price_source"]
@@ -381,6 +382,53 @@ def test_a_bench_whose_own_process_is_the_limit_says_so(slow_server, monkeypatch
     assert run.client_cores == pytest.approx(1.0, abs=0.02)
     (note,) = busy.notes
     assert "used 1.00 of a CPU core during the concurrent run at concurrency 4" in note
-    assert "may be this client's limit, not the endpoint's" in note and "half the concurrency each" in note
+    assert "may be this client's limit, not the endpoint's" in note and "--processes 2" in note
     assert json.loads(busy.to_json())["notes"] == [note]
     assert ("note", note) in busy._card().rows  # the notebook's card shows it too
+
+
+def test_a_bench_from_three_processes_measures_the_whole_load_and_leaves_no_process(slow_server):
+    """--processes 3: each run's load is spread over this process and two helpers started for the bench; the run's
+    numbers are the whole load's (6 in flight against 50 ms answers is ~120 req/s; this process's 2 alone would be
+    ~40), an open loop's rate is the whole rate, and the helpers are gone when the bench returns."""
+    import multiprocessing
+
+    r = bench.run(
+        url=slow_server,
+        payloads=payload(0.05),
+        profile="concurrent",
+        concurrencies=[6],
+        duration_s=1.5,
+        warmup_s=0.3,
+        cooldown_s=0.0,
+        processes=3,
+    )
+    (run,) = r.runs
+    assert r.processes == 3 and json.loads(r.to_json())["processes"] == 3
+    assert run.concurrency == 6 and run.requests_failed == 0
+    # Little's law over the merged samples: 6 in flight / the mean latency (a loaded machine slows both alike)
+    assert run.throughput_rps == pytest.approx(6 * 1000 / run.latency_ms["mean"], rel=0.3)
+    assert run.throughput_rps > 2 * 1000 / run.latency_ms["mean"] * 1.5  # more than this process's share
+    opened = bench.run(
+        url=slow_server,
+        payloads=payload(0.01),
+        profile="constant",
+        rate=60,
+        duration_s=1.5,
+        warmup_s=0.0,
+        cooldown_s=0.0,
+        processes=3,
+    )
+    (run,) = opened.runs
+    assert run.rate == 60 and 60 * 1.5 * 0.8 <= run.requests_ok <= 60 * 1.5 + 3  # the whole rate, not a third
+    assert multiprocessing.active_children() == []
+
+
+def test_processes_is_a_whole_number_from_one(slow_server):
+    from smneuron.errors import ConfigError
+
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ConfigError, match="load-generator processes"):
+            bench.run(
+                url=slow_server, payloads=payload(0.01), profile="synchronous", duration_s=2, processes=bad
+            )

@@ -195,9 +195,15 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
         given["copies"] == 2 and given["serving_source"]["copies"] == "given"
     )  # a flag overrides, and says so
     assert given["serving_source"]["tensor_parallel_size"] == "endpoint"
-    refused = smneuron_cli("--local", "bench", "chat", "--mean-tokens", "30", "--openai", check=False)
+    refused = smneuron_cli(
+        "--local", "bench", "chat", "--mean-tokens", "30", "--openai", "--processes", "2", check=False
+    )
     assert refused.returncode == 1 and "This is a text generation endpoint" in refused.stderr
-    assert "--mean-tokens (" in refused.stderr and "--openai (" in refused.stderr
+    assert (
+        "--mean-tokens (" in refused.stderr
+        and "--openai (" in refused.stderr
+        and "--processes (" in refused.stderr
+    )
 
     # --in-account: the profile as a SageMaker AI benchmark job (the embedded one runs smneuron's bench as the job,
     # against the component, and writes the documented metrics under a clearly named prefix), and the same profile

@@ -60,8 +60,13 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     assert json.loads(smneuron_cli(*cfg, "list", "--json").stdout)[0]["hourly_usd"] == 10.0
     bench = json.loads(
         smneuron_cli(*cfg, "bench", "ep", "--data", str(tmp_path / "d.jsonl"), "--duration", "2",
-                     "--rate-type", "synchronous", "--warmup", "0", "--cooldown", "0", "--json").stdout
+                     "--rate-type", "concurrent", "--concurrencies", "2", "--processes", "2", "--warmup", "0",
+                     "--cooldown", "0", "--json").stdout
     )  # fmt: skip
+    # --processes 2: the second load generator is a process of its own, signing InvokeEndpoint with the same
+    # credentials (the service verifies every signature): its requests count in the run, none failed
+    assert bench["processes"] == 2 and bench["runs"][0]["requests_failed"] == 0
+    assert bench["runs"][0]["concurrency"] == 2 and bench["runs"][0]["requests_ok"] > 0
     assert bench["instance_type"] == "ml.c6i.large" and bench["instance_count"] == 1
     assert (bench["hourly_usd"], bench["price_source"]) == (10.0, "user override")
     run = bench["runs"][0]

@@ -1,0 +1,106 @@
+"""What one bench run measured (``RunStats``), summarized from its samples: throughput over the measured window,
+latency quantiles, cost per million requests, and whether the load generator itself may have set the rate."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from smneuron.benchmark.loops import Sample
+
+
+@dataclass
+class RunStats:
+    profile: str
+    rate: float | None
+    concurrency: int | None
+    requests_ok: int
+    requests_failed: int
+    by_status: dict[str, int]
+    duration_s: float
+    throughput_rps: float
+    latency_ms: dict[str, float]
+    send_lag_ms: dict[str, float]
+    cost_per_million_usd: float | None = None
+    # this process's CPU over the run, in cores: near 1, its one event loop may be what set the rate
+    client_cores: float | None = None
+    latencies: list[float] = field(default_factory=list, repr=False)  # ms, for plots; not in the JSON
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    import numpy as np
+
+    if not values:
+        return {k: float("nan") for k in ("p50", "p90", "p95", "p99", "max", "mean")}
+    a = np.asarray(values) * 1000
+    return {
+        "p50": float(np.percentile(a, 50)),
+        "p90": float(np.percentile(a, 90)),
+        "p95": float(np.percentile(a, 95)),
+        "p99": float(np.percentile(a, 99)),
+        "max": float(a.max()),
+        "mean": float(a.mean()),
+    }
+
+
+def cost_per_million(
+    throughput_rps: float, hourly_usd: float | None, instance_count: int = 1
+) -> float | None:
+    """1e6 / throughput x hourly price / 3600 x instance count."""
+    if not hourly_usd or throughput_rps <= 0:
+        return None
+    return 1e6 / throughput_rps * hourly_usd / 3600 * instance_count
+
+
+def summarize(
+    samples: list[Sample],
+    profile: str,
+    *,
+    warmup_s: float,
+    cooldown_s: float,
+    total_s: float,
+    rate: float | None = None,
+    concurrency: int | None = None,
+) -> RunStats:
+    end = total_s - cooldown_s
+    kept = [s for s in samples if warmup_s <= s.start < end]
+    ok = [s for s in kept if 200 <= s.status < 300]
+    window = max(1e-9, min(end, max((s.start + s.latency for s in kept), default=end)) - warmup_s)
+    lags = [max(0.0, s.start - s.scheduled) for s in kept if s.scheduled is not None]
+    return RunStats(
+        profile=profile,
+        rate=rate,
+        concurrency=concurrency,
+        requests_ok=len(ok),
+        requests_failed=len(kept) - len(ok),
+        by_status={str(k): v for k, v in sorted(Counter(s.status for s in kept).items())},
+        duration_s=round(window, 3),
+        throughput_rps=len(ok) / window,
+        latency_ms=percentiles([s.latency for s in ok]),
+        send_lag_ms=percentiles(lags) if lags else {},
+        latencies=[s.latency * 1000 for s in ok],
+    )
+
+
+CLIENT_BUSY = (
+    0.85  # of one core: past this, one event loop (and Python's one interpreter lock) is nearly full
+)
+
+
+def client_notes(runs: list[RunStats], processes: int = 1) -> list[str]:
+    """Say when the load generator itself may have set a run's rate: a process of it used most of one core.
+    Measured on an H100: one `smneuron bench` process stopped at 1,300-1,450 req/s using a whole core while the
+    endpoint served 2,675-2,718 with the load split over four (benchmarks/results/gpu_check-h100-2026-11-26-*.log)."""
+    busy = [r for r in runs if r.client_cores is not None and r.client_cores >= CLIENT_BUSY]
+    if not busy:
+        return []
+    worst = max(busy, key=lambda r: r.client_cores or 0.0)
+    level = f"at {worst.rate:g}/s" if worst.rate is not None else f"at concurrency {worst.concurrency}"
+    who = "This bench process" if processes == 1 else f"The busiest of this bench's {processes} processes"
+    return [
+        f"{who} used {worst.client_cores:.2f} of a CPU core during the {worst.profile} run {level} "
+        f"({worst.throughput_rps:.1f} req/s; {len(busy)} of {len(runs)} run(s) past {CLIENT_BUSY:g}): a process "
+        "sends through one event loop, so that rate may be this client's limit, not the endpoint's. To measure past "
+        f"it, send from more processes (--processes {processes * 2}, or processes={processes * 2} in the SDK) or "
+        "from more machines."
+    ]
