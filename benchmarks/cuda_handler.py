@@ -51,7 +51,11 @@ def main() -> int:
     ap.add_argument(
         "--concurrencies", default="16", help="requests in flight for the served runs, e.g. 16,64"
     )
-    ap.add_argument("--clients", default="1", help="bench processes sharing that load, e.g. 1,2 (a row each)")
+    ap.add_argument(
+        "--clients",
+        default="1",
+        help="load-generator processes sharing that load (smneuron bench --processes), e.g. 1,2 (a row each)",
+    )
     args = ap.parse_args()
 
     import torch
@@ -127,9 +131,10 @@ def served(
     """Each artifact served and benched under the same load; the rule's choice beside it. True when the served
     cuda answers match the served cpu answer (cosine > 0.99).
 
-    ``clients``: the load comes from that many `smneuron bench` processes at once (the concurrency split between
-    them), so that a load generator's one event loop is not what sets the rate; the CPU each side used (the
-    server's front end, its workers, the clients, in cores) is printed beside each row to say which one did."""
+    ``clients``: the load comes from that many load-generator processes (`smneuron bench --processes N`: the
+    concurrency split between them, one run of the whole load), so that one event loop is not what sets the rate;
+    the CPU each side used (the server's front end, its workers, the clients, in cores) is printed beside each row
+    to say which one did."""
     sys.path.insert(0, str(Path(__file__).parent))
     from embeddings_vs_guidellm import serve
     from proc_cpu import cpu_s as _cpu_s
@@ -162,13 +167,11 @@ def served(
                     front0, workers0 = _cpu_s(proc.pid), sum(_cpu_s(p) for p in server[1:])
                     start = time.perf_counter()
                     with _gpu_sampler() as util:
-                        runs, client_cpu = _bench(url, artifact, c, seconds, k)
+                        run, client_cpu = _bench(url, artifact, c, seconds, k)
                     wall = time.perf_counter() - start
                     front = (_cpu_s(proc.pid) - front0) / wall
                     workers = (sum(_cpu_s(p) for p in server[1:]) - workers0) / wall
-                    rps = sum(r["throughput_rps"] for r in runs)
-                    p50 = max(r["latency_ms"]["p50"] for r in runs)
-                    p99 = max(r["latency_ms"]["p99"] for r in runs)
+                    rps, p50, p99 = run["throughput_rps"], run["latency_ms"]["p50"], run["latency_ms"]["p99"]
                     print(
                         f"{target:<8} {instance:<14} {n or 'rule':>7}  {c:>9}  {k:>7}  {rps:>6.1f}  {p50:>6.1f}  "
                         f"{p99:>6.1f}  {util.mean():>10}  {front:.2f} / {workers:.2f} / {client_cpu / wall:.2f}"
@@ -198,44 +201,21 @@ def _invoke(url: str) -> list[list[float]]:
 
 
 def _bench(
-    url: str, artifact: Path, concurrency: int, seconds: float, clients: int = 1
-) -> tuple[list[dict], float]:
-    """``clients`` bench processes at once, ``concurrency`` split between them: each one's run, and their CPU-s."""
+    url: str, artifact: Path, concurrency: int, seconds: float, processes: int = 1
+) -> tuple[dict, float]:
+    """`smneuron bench --processes N`: the run (the whole load's, however many processes sent it) and the CPU-s the
+    bench and its helper processes used."""
     import resource
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    procs = [
-        subprocess.Popen(
-            [
-                *CLI,
-                "bench",
-                "--url",
-                url,
-                "--tokenizer",
-                str(artifact),
-                "--rate-type",
-                "concurrent",
-                "--concurrencies",
-                str(max(1, concurrency // clients)),
-                "--duration",
-                str(seconds),
-                "--json",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        for _ in range(clients)
-    ]
-    runs = []
-    for p in procs:
-        out, err = p.communicate(timeout=900)
-        if p.returncode:
-            raise RuntimeError(f"smneuron bench failed ({p.returncode}): {err[-2000:]}")
-        runs.append(json.loads(out)["runs"][0])
+    out = subprocess.run(
+        [*CLI, "bench", "--url", url, "--tokenizer", str(artifact), "--rate-type", "concurrent",
+         "--concurrencies", str(concurrency), "--duration", str(seconds), "--processes", str(processes), "--json"],
+        check=True, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return runs, cpu
+    return json.loads(out.stdout)["runs"][0], cpu
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

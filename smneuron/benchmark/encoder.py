@@ -133,6 +133,7 @@ async def _run(
     search: dict | None = None,
     helpers: Helpers | None = None,
     errors: ErrorLog | None = None,
+    width: int = 1,
 ) -> list[RunStats]:
     errors = errors if errors is not None else ErrorLog()
 
@@ -160,7 +161,7 @@ async def _run(
     async def opened(kind: str, r: float) -> RunStats:
         n = 1 + (helpers.n if helpers else 0)
         jobs = [
-            {"kind": "opened", "rate": r / n, "pool": max(1, concurrency // n), "duration_s": duration_s,
+            {"kind": "opened", "rate": r / n, "pool": max(1, width // n), "duration_s": duration_s,
              "max_requests": portion(max_requests, 1, n), "poisson": kind == "poisson", "seed": seed + 7919 * i,
              "offset_s": 0.0 if kind == "poisson" else i / r}
             for i in range(n)
@@ -286,32 +287,37 @@ def run(
     overrides = prices if prices is not None else getattr(session, "price_overrides", None)
     hourly, price_source = price_table(overrides).quote(instance_type, price)
 
+    levels = concurrencies or [1, 2, 4, 8]
+    # the senders carry the widest closed loop of the profile (--concurrencies 64 with --concurrency 16 kept only 24
+    # requests in flight, the pool's size, and reported 64) and open loops up to that width
+    width = max([max(1, concurrency), *levels])
+
     async def main(shown: Step) -> list[RunStats]:
-        conc = max(1, concurrency)
         if url:
-            send, close = url_sender(url, conc, errors)
+            send, close = url_sender(url, width, errors)
         else:
-            send, close = sagemaker_sender(endpoint, session, conc, errors, checked)  # type: ignore[arg-type]
+            send, close = sagemaker_sender(endpoint, session, width, errors, checked)  # type: ignore[arg-type]
         try:
             return await _run(
                 profile,
                 counted(send, shown),
                 payloads,
                 duration_s=duration_s,
-                concurrency=conc,
+                concurrency=max(1, concurrency),
                 rate=rate,
                 rates=rates,
                 warmup_s=warmup_s,
                 cooldown_s=cooldown_s,
                 max_requests=max_requests,
                 max_errors=max_errors,
-                concurrencies=concurrencies or [1, 2, 4, 8],
+                concurrencies=levels,
                 seed=seed,
                 slo_p99_ms=slo_p99_ms,
                 precision=precision,
                 search=search,
                 helpers=helpers,
                 errors=errors,
+                width=width,
             )
         finally:
             await close()

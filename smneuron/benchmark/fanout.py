@@ -1,9 +1,10 @@
 """One bench's load from several processes.
 
 A bench process sends through one event loop under one interpreter lock: past about one core of its own work it,
-not the endpoint, sets the rate. Measured on an H100 host: one `smneuron bench` stopped at 1,300-1,450 req/s using a
-whole core while the endpoint served 2,700 to four (benchmarks/results/gpu_check-h100-2026-11-26-clients.log). So an
-encoder bench can send from ``processes`` processes: this one and helpers started once per bench. Each run of the
+not the endpoint, sets the rate. One process sends about 10,000 req/s to an instant server on a 2-core machine
+(benchmarks/bench_generator.py); an endpoint can answer more (Neuron's published bert-base figure, 2,674/s at batch 8
+on an inf2.xlarge's 2 NeuronCores, is ~32,000/s over an inf2.48xlarge's 24). So an encoder bench can send from
+``processes`` processes: this one and helpers started once per bench. Each run of the
 profile is split: a closed loop's concurrency spread over the processes, an open loop's rate divided between them
 (constant schedules staggered into one even stream; Poisson streams seeded apart, whose sum is Poisson at the whole
 rate). They start at one wall-clock instant and their samples are summarized together, so a run's numbers are the

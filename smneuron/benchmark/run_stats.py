@@ -22,8 +22,11 @@ class RunStats:
     latency_ms: dict[str, float]
     send_lag_ms: dict[str, float]
     cost_per_million_usd: float | None = None
-    # this process's CPU over the run, in cores: near 1, its one event loop may be what set the rate
+    # the busiest load-generator process's CPU over the run, in cores: near 1, its one event loop may set the rate
     client_cores: float | None = None
+    # requests in flight on average over the measured window (Little's law: the latencies summed over the window);
+    # a closed loop that kept fewer than it was asked was limited by this client, not measured at its concurrency
+    in_flight: float | None = None
     latencies: list[float] = field(default_factory=list, repr=False)  # ms, for plots; not in the JSON
 
 
@@ -78,6 +81,7 @@ def summarize(
         throughput_rps=len(ok) / window,
         latency_ms=percentiles([s.latency for s in ok]),
         send_lag_ms=percentiles(lags) if lags else {},
+        in_flight=round(sum(s.latency for s in kept) / window, 2) if kept else None,
         latencies=[s.latency * 1000 for s in ok],
     )
 
@@ -85,22 +89,44 @@ def summarize(
 CLIENT_BUSY = (
     0.85  # of one core: past this, one event loop (and Python's one interpreter lock) is nearly full
 )
+KEPT_SHORT = 0.8  # a closed loop that kept less than this share of its requests in flight was held back here
 
 
 def client_notes(runs: list[RunStats], processes: int = 1) -> list[str]:
-    """Say when the load generator itself may have set a run's rate: a process of it used most of one core.
-    Measured on an H100: one `smneuron bench` process stopped at 1,300-1,450 req/s using a whole core while the
-    endpoint served 2,675-2,718 with the load split over four (benchmarks/results/gpu_check-h100-2026-11-26-*.log)."""
-    busy = [r for r in runs if r.client_cores is not None and r.client_cores >= CLIENT_BUSY]
-    if not busy:
-        return []
-    worst = max(busy, key=lambda r: r.client_cores or 0.0)
-    level = f"at {worst.rate:g}/s" if worst.rate is not None else f"at concurrency {worst.concurrency}"
-    who = "This bench process" if processes == 1 else f"The busiest of this bench's {processes} processes"
-    return [
-        f"{who} used {worst.client_cores:.2f} of a CPU core during the {worst.profile} run {level} "
-        f"({worst.throughput_rps:.1f} req/s; {len(busy)} of {len(runs)} run(s) past {CLIENT_BUSY:g}): a process "
-        "sends through one event loop, so that rate may be this client's limit, not the endpoint's. To measure past "
-        f"it, send from more processes (--processes {processes * 2}, or processes={processes * 2} in the SDK) or "
-        "from more machines."
+    """Say when the load generator itself may have set a run's numbers: a closed loop kept fewer requests in flight
+    than it was asked, or a process of it used most of one core (one event loop, one interpreter lock). Both were
+    measured before they were said: on an H100 host one `smneuron bench` asked for 64 in flight kept 24 (its
+    connection pool was sized by --concurrency, not --concurrencies; fixed) and spent a core re-sorting its progress
+    line's latencies on every request (fixed); what remains is one event loop's own ceiling
+    (benchmarks/bench_generator.py)."""
+    notes = []
+    short = [
+        r
+        for r in runs
+        if r.rate is None
+        and r.concurrency
+        and r.in_flight is not None
+        and r.in_flight < KEPT_SHORT * r.concurrency
     ]
+    if short:
+        worst = min(short, key=lambda r: (r.in_flight or 0.0) / (r.concurrency or 1))
+        notes.append(
+            f"The {worst.profile} run at concurrency {worst.concurrency} kept {worst.in_flight:.1f} requests in "
+            f"flight on average (Little's law: req/s x mean latency), not {worst.concurrency}: the rest waited in this "
+            f"client, so its {worst.throughput_rps:.1f} req/s and its latencies describe fewer in flight than asked "
+            f"({len(short)} of {len(runs)} run(s) short). Send from more processes (--processes {processes * 2}, or "
+            f"processes={processes * 2} in the SDK) or machines."
+        )
+    busy = [r for r in runs if r.client_cores is not None and r.client_cores >= CLIENT_BUSY]
+    if busy:
+        worst = max(busy, key=lambda r: r.client_cores or 0.0)
+        level = f"at {worst.rate:g}/s" if worst.rate is not None else f"at concurrency {worst.concurrency}"
+        who = "This bench process" if processes == 1 else f"The busiest of this bench's {processes} processes"
+        notes.append(
+            f"{who} used {worst.client_cores:.2f} of a CPU core during the {worst.profile} run {level} "
+            f"({worst.throughput_rps:.1f} req/s; {len(busy)} of {len(runs)} run(s) past {CLIENT_BUSY:g}): a process "
+            "sends through one event loop, so that rate may be this client's limit, not the endpoint's. To measure "
+            f"past it, send from more processes (--processes {processes * 2}, or processes={processes * 2} in the "
+            "SDK) or from more machines."
+        )
+    return notes

@@ -432,3 +432,38 @@ def test_processes_is_a_whole_number_from_one(slow_server):
             bench.run(
                 url=slow_server, payloads=payload(0.01), profile="synchronous", duration_s=2, processes=bad
             )
+
+
+def test_a_concurrent_run_keeps_every_request_it_was_asked_for_in_flight(slow_server):
+    """--concurrencies 40 with --concurrency left at 16: the run keeps 40 in flight (it kept 24, its connection pool's
+    size, and reported 40), so 200 ms answers come back at ~200 req/s; the report says how many were in flight."""
+    r = bench.run(
+        url=slow_server,
+        payloads=payload(0.2),
+        profile="concurrent",
+        concurrencies=[40],
+        duration_s=2.0,
+        warmup_s=0.5,
+        cooldown_s=0.0,
+    )
+    (run,) = r.runs
+    assert run.concurrency == 40 and run.requests_failed == 0
+    assert run.in_flight is not None and run.in_flight >= 0.8 * 40
+    assert run.throughput_rps == pytest.approx(run.in_flight * 1000 / run.latency_ms["mean"], rel=0.2)
+    assert not any("in flight on average" in n for n in r.notes)
+
+
+def test_a_run_that_kept_fewer_in_flight_than_asked_says_it_was_this_clients_doing():
+    def stats(concurrency, in_flight, rate=None):
+        return bench.RunStats(
+            profile="concurrent" if rate is None else "constant", rate=rate, concurrency=concurrency, requests_ok=100,
+            requests_failed=0, by_status={"200": 100}, duration_s=1.0, throughput_rps=1000.0,
+            latency_ms={"mean": 24.0}, send_lag_ms={}, in_flight=in_flight,
+        )  # fmt: skip
+
+    (note,) = bench.client_notes([stats(8, 7.9), stats(64, 24.0), stats(None, 3.0, rate=100.0)])
+    assert note.startswith("The concurrent run at concurrency 64 kept 24.0 requests in flight on average")
+    assert "not 64" in note and "(1 of 3 run(s) short)" in note and "--processes 2" in note
+    assert (
+        bench.client_notes([stats(64, 60.0), stats(None, 0.5, rate=100.0)]) == []
+    )  # open loops keep what arrives
