@@ -32,7 +32,9 @@ START_MARGIN_S = 0.05  # every process is told to start this long after the job 
 @dataclass(frozen=True)
 class Target:
     """What a helper process needs to build its own sender: a URL, or an endpoint with the session's region,
-    endpoint URL and frozen credentials (they pass through the process's pipe only, never a file or a log)."""
+    endpoint URL and frozen credentials (they pass through the process's pipe only, never a file or a log). A helper
+    keeps the credentials the session held when the bench began: a bench that outlives temporary credentials gets
+    ExpiredToken on its helpers' requests, counted and said as the run's errors."""
 
     url: str | None
     endpoint: str | None = None
@@ -164,7 +166,17 @@ class Helpers:
     async def gather(self, count: int) -> tuple[list[list[Sample]], list[float], dict[str, int]]:
         """The answers of the first ``count`` helpers (those sent a job): samples, CPU seconds, error counts."""
         loop = asyncio.get_running_loop()
-        answers = [await loop.run_in_executor(None, conn.recv) for conn in self.conns[:count]]
+        try:
+            answers = [await loop.run_in_executor(None, conn.recv) for conn in self.conns[:count]]
+        except (
+            EOFError,
+            OSError,
+        ) as e:  # killed (OOM, kill -9): the run's load is not whole, so no run is made
+            raise BenchFailedError(
+                f"A bench helper process exited during the run ({type(e).__name__}): its share of the load was not "
+                "measured.",
+                hint="Run it again, or with fewer --processes.",
+            ) from None
         self.running = 0
         failed = [a[1] for a in answers if a[0] == "failed"]
         if failed:

@@ -20,6 +20,9 @@ from smneuron.errors import AwsError, InvocationError, from_client_error
 
 Send = Callable[[bytes], Awaitable[int]]
 SHOWN_EVERY_S = 0.25  # how often the progress line's live figures are recomputed
+# an open loop sends on its schedule whatever is in flight: its connections are not capped at a closed loop's width
+# (requests past the pool would wait in this client and count that wait as latency), only at this many sockets
+OPEN_LOOP_CONNECTIONS = 1024
 
 
 class ErrorLog:
@@ -64,7 +67,7 @@ def url_sender(
         nonlocal session
         if session is None:
             session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=concurrency + 8),
+                connector=aiohttp.TCPConnector(limit=max(concurrency + 8, OPEN_LOOP_CONNECTIONS)),
                 timeout=aiohttp.ClientTimeout(total=120),
             )
         try:

@@ -467,3 +467,32 @@ def test_a_run_that_kept_fewer_in_flight_than_asked_says_it_was_this_clients_doi
     assert (
         bench.client_notes([stats(64, 60.0), stats(None, 0.5, rate=100.0)]) == []
     )  # open loops keep what arrives
+
+
+def test_a_helper_killed_mid_run_fails_the_bench_with_the_reason(slow_server):
+    """kill -9 of a load-generator helper (an OOM kill): the run's load was not whole, so the bench fails saying so
+    rather than report the survivors' share as the run."""
+    import multiprocessing
+    import os
+    import signal
+
+    from smneuron.errors import BenchFailedError
+
+    def kill_a_helper() -> None:
+        for _ in range(100):
+            helpers = [p for p in multiprocessing.active_children() if p.name.startswith("smneuron-bench-")]
+            if helpers:
+                time.sleep(0.8)  # inside the run
+                os.kill(helpers[0].pid, signal.SIGKILL)
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_a_helper, daemon=True)
+    killer.start()
+    with pytest.raises(BenchFailedError, match="helper process exited during the run"):
+        bench.run(
+            url=slow_server, payloads=payload(0.02), profile="concurrent", concurrencies=[4], duration_s=2.5,
+            warmup_s=0.1, cooldown_s=0.0, processes=2,
+        )  # fmt: skip
+    killer.join(5)
+    assert multiprocessing.active_children() == []
