@@ -151,28 +151,17 @@ def test_gpu_check_says_plainly_that_nothing_was_measured_without_a_gpu(tmp_path
 
     from conftest import REPO
 
-    (tmp_path / "nvidia-smi").write_text(
-        "#!/bin/sh\necho 'NVIDIA-SMI has failed: no devices were found' >&2\nexit 9\n"
-    )
-    (tmp_path / "nvidia-smi").chmod(0o755)
-    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "PYTHON": sys.executable}
-    out = subprocess.run(
-        ["bash", str(REPO / "benchmarks" / "gpu_check.sh")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    def gpu_check(nvidia_smi: str) -> subprocess.CompletedProcess:
+        (tmp_path / "nvidia-smi").write_text(f"#!/bin/sh\n{nvidia_smi}\n")
+        (tmp_path / "nvidia-smi").chmod(0o755)
+        env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "PYTHON": sys.executable}
+        script = str(REPO / "benchmarks" / "gpu_check.sh")
+        return subprocess.run(["bash", script], capture_output=True, text=True, env=env, timeout=60)
+
+    out = gpu_check("echo 'NVIDIA-SMI has failed: no devices were found' >&2; exit 9")
     assert out.returncode == 3
     assert "no NVIDIA GPU on this machine" in out.stderr and "nothing was measured" in out.stderr
     # a GPU the driver sees, but a Python whose torch was built without CUDA (this machine's): said, exit 3
-    (tmp_path / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 80GB HBM3'\n")
-    out = subprocess.run(
-        ["bash", str(REPO / "benchmarks" / "gpu_check.sh")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    out = gpu_check("echo 'GPU 0: NVIDIA H100 80GB HBM3'")
     assert out.returncode == 3
     assert "has no torch with CUDA" in out.stderr and "set PYTHON" in out.stderr
