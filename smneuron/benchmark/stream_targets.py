@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from smneuron.benchmark.generation_metrics import Timing
+from smneuron.benchmark.targets import OPEN_LOOP_CONNECTIONS
 from smneuron.endpoints import components
 from smneuron.endpoints.describing import choose_component, require
 from smneuron.endpoints.openai_compat import RenewingToken, base_url, openai_access
@@ -101,7 +102,7 @@ def url_stream_sender(
         nonlocal session
         if session is None:
             session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=concurrency + 8),
+                connector=aiohttp.TCPConnector(limit=max(concurrency + 8, OPEN_LOOP_CONNECTIONS)),
                 timeout=aiohttp.ClientTimeout(total=600),
             )
         start = time.perf_counter()
