@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from smneuron.artifact.staging import describe_local, stage
 from smneuron.deployment.apply import DeployResult, apply, check_kind
@@ -20,7 +20,7 @@ from smneuron.deployment.encoder_plan import DeployPlan, plan_for_model
 from smneuron.deployment.generation_plan import GenerationPlan, plan_generation
 from smneuron.deployment.planning import Plan, plan_request
 from smneuron.deployment.request import DeployRequest, resolve
-from smneuron.errors import ConfigError, from_client_error
+from smneuron.errors import AwsError, ConfigError, from_client_error
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec, ProjectFile, ScalingSpec
 
@@ -87,7 +87,9 @@ def preview(
     **settings: Any,
 ) -> Plan:
     """Everything ``deploy`` would create, creating nothing (``--dry-run``): an s3:// URI is read with
-    one HEAD request; a local artifact is hashed (packaged in a temp dir) without any AWS call.
+    one HEAD request; a local artifact is hashed (packaged in a temp dir). A named endpoint is read (DescribeEndpoint
+    and its tags) where credentials are at hand, so that the plan refuses what ``deploy`` would refuse (an endpoint
+    serving the other kind); without credentials the plan says that it was not checked.
 
     Args:
         artifact: a ``DeployRequest`` (``smneuron.deployment.request.resolve``), or an artifact with the specs
@@ -110,7 +112,28 @@ def preview(
     )
     data = stage(request.artifact, session=sess, upload=False)
     others = {t: stage(a, session=sess, upload=False) for t, a in request.artifacts.items()}
-    return plan_request(data, request, region=sess.region, others=others)
+    plan = plan_request(data, request, region=sess.region, others=others)
+    if request.endpoint.name:
+        unchecked = _kind_unchecked(sess, request.endpoint.name, request)
+        if unchecked:
+            plan.notes.append(unchecked)
+    return plan
+
+
+def _kind_unchecked(session: Session, name: str, request: DeployRequest) -> str | None:
+    """``check_kind`` for a dry run: its refusal raised as ``deploy`` raises it; where AWS cannot be asked (no
+    credentials, no access, no network), the sentence the plan says instead."""
+    later = "`smneuron deploy` checks it before uploading anything"
+    if session.boto_session.get_credentials() is None:
+        return f"Not checked: whether endpoint {name} exists and serves another kind of model (no AWS credentials here; {later})."
+    try:
+        check_kind(session, name, request.kind)
+    except (AwsError, BotoCoreError) as e:
+        why = e.message if isinstance(e, AwsError) else type(e).__name__
+        return (
+            f"Not checked: whether endpoint {name} exists and serves another kind of model ({why}; {later})."
+        )
+    return None
 
 
 def deploy(

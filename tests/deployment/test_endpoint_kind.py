@@ -94,6 +94,10 @@ def test_the_kind_recorded_at_creation_is_what_every_verb_reads(
             and f"this artifact is {other}" in said
         )
         assert f"`smneuron delete {name}`" in refused.value.hint
+        # the dry run refuses it the same way (it planned an update and said nothing)
+        with pytest.raises(ConfigError) as planned:
+            dp.preview(artifact, spec, session=session)
+        assert planned.value.message == said
     assert (objects(), sm.list_models()["Models"], sm.list_endpoint_configs()["EndpointConfigs"]) == before
     # evaluate reads it too: a causal LM's reference against the encoder endpoint is refused, naming both
     data = tmp_path / "prompts.jsonl"
@@ -178,3 +182,28 @@ def test_a_bench_reads_the_endpoint_once(
     reads = {k: v for k, v in calls.items() if k.startswith(("Describe", "List"))}
     assert reads["DescribeEndpoint"] == 1 and reads["ListInferenceComponents"] == 1, reads
     assert reads["DescribeInferenceComponent"] == 1 and reads["DescribeModel"] == 1, reads
+
+
+def test_a_dry_run_without_credentials_says_the_endpoints_kind_was_not_checked(
+    encoder_tarball, tmp_path, monkeypatch
+):
+    from smneuron.session import Session
+
+    for var in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_SECURITY_TOKEN",
+        "AWS_PROFILE",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    offline = Session.from_env(region="us-east-1", offline=True)
+    plan = dp.preview(
+        encoder_tarball, EndpointSpec(name="enc", instance_type="ml.inf2.xlarge"), session=offline
+    )
+    (note,) = [n for n in plan.notes if n.startswith("Not checked")]
+    assert "whether endpoint enc exists and serves another kind of model (no AWS credentials here" in note
+    assert "`smneuron deploy` checks it before uploading anything" in note
