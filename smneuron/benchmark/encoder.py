@@ -18,14 +18,14 @@ import asyncio
 import datetime as dt
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from smneuron.benchmark import profiles
 from smneuron.benchmark.fanout import START_MARGIN_S, Helpers, Target, portion, shares
-from smneuron.benchmark.loops import Sample, run_closed_loop, run_open_loop
+from smneuron.benchmark.loops import Sample, run_job, run_open_loop
 from smneuron.benchmark.report import plot, plot_html
 from smneuron.benchmark.run_stats import (  # noqa: F401  (CLIENT_BUSY, percentiles: the SDK's names too)
     CLIENT_BUSY,
@@ -144,19 +144,7 @@ async def _run(
              "max_requests": portion(max_requests, k, c), "max_errors": portion(max_errors, k, c)}
             for k in parts
         ]  # fmt: skip
-        return await fanned(
-            name,
-            jobs,
-            lambda job: run_closed_loop(
-                send,
-                payloads,
-                job["concurrency"],
-                duration_s=duration_s,
-                max_requests=job["max_requests"],
-                max_errors=job["max_errors"],
-            ),  # fmt: skip
-            concurrency=c,
-        )
+        return await fanned(name, jobs, concurrency=c)
 
     async def opened(kind: str, r: float) -> RunStats:
         n = 1 + (helpers.n if helpers else 0)
@@ -166,26 +154,11 @@ async def _run(
              "offset_s": 0.0 if kind == "poisson" else i / r}
             for i in range(n)
         ]  # fmt: skip
-        return await fanned(
-            kind,
-            jobs,
-            lambda job: run_open_loop(
-                send,
-                payloads,
-                job["rate"],
-                duration_s=duration_s,
-                max_requests=job["max_requests"],
-                poisson=job["poisson"],
-                seed=job["seed"],
-                offset_s=job["offset_s"],
-            ),  # fmt: skip
-            rate=r,
-        )
+        return await fanned(kind, jobs, rate=r)
 
     async def fanned(
         name: str,
         jobs: list[dict],
-        own: Callable[[dict], Awaitable[list[Sample]]],
         *,
         concurrency: int | None = None,
         rate: float | None = None,
@@ -196,7 +169,7 @@ async def _run(
             helpers.send([dict(job, start_at=start_at) for job in jobs[1:]])
         await asyncio.sleep(max(0.0, start_at - time.time()))
         t, cpu = time.perf_counter(), cpu_seconds()
-        samples = await own(jobs[0])
+        samples = await run_job(send, payloads, jobs[0])
         own_cpu = cpu_seconds() - cpu
         others: list[list[Sample]] = []
         cpus: list[float] = []

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from smneuron.benchmark.loops import Sample, run_closed_loop, run_open_loop
+from smneuron.benchmark.loops import Sample, run_job
 from smneuron.benchmark.targets import ErrorLog, sagemaker_sender, url_sender
 from smneuron.errors import BenchFailedError
 from smneuron.session import Session
@@ -92,16 +92,7 @@ async def _job(target: Target, payloads: list[bytes], job: dict) -> tuple[list[S
     send, close = target.sender(job["pool"], errors)
     await asyncio.sleep(max(0.0, job["start_at"] - time.time()))
     try:
-        if job["kind"] == "closed":
-            samples = await run_closed_loop(
-                send, payloads, job["concurrency"], duration_s=job["duration_s"],
-                max_requests=job["max_requests"], max_errors=job["max_errors"],
-            )  # fmt: skip
-        else:
-            samples = await run_open_loop(
-                send, payloads, job["rate"], duration_s=job["duration_s"], max_requests=job["max_requests"],
-                poisson=job["poisson"], seed=job["seed"], offset_s=job["offset_s"],
-            )  # fmt: skip
+        samples = await run_job(send, payloads, job)
     finally:
         await close()
     return samples, errors

@@ -87,3 +87,18 @@ async def run_open_loop(
         tasks.append(asyncio.create_task(one(i, scheduled)))
     await asyncio.gather(*tasks)
     return samples
+
+
+async def run_job(send: Send, payloads: list[bytes], job: dict) -> list[Sample]:
+    """One process's part of a run, as ``benchmark.fanout`` describes it: a closed loop (``concurrency``,
+    ``max_requests``, ``max_errors``) or an open loop (``rate``, ``max_requests``, ``poisson``, ``seed``,
+    ``offset_s``), for ``duration_s``."""
+    if job["kind"] == "closed":
+        return await run_closed_loop(
+            send, payloads, job["concurrency"], duration_s=job["duration_s"], max_requests=job["max_requests"],
+            max_errors=job["max_errors"],
+        )  # fmt: skip
+    return await run_open_loop(
+        send, payloads, job["rate"], duration_s=job["duration_s"], max_requests=job["max_requests"],
+        poisson=job["poisson"], seed=job["seed"], offset_s=job["offset_s"],
+    )  # fmt: skip
