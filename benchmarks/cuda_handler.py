@@ -126,7 +126,7 @@ def served(
     seconds: float,
     concurrencies: list[int],
     gpu_instance: str = "ml.g6.xlarge",
-    clients: list[int] = (1,),
+    clients: tuple[int, ...] | list[int] = (1,),
 ) -> bool:
     """Each artifact served and benched under the same load; the rule's choice beside it. True when the served
     cuda answers match the served cpu answer (cosine > 0.99).

@@ -100,6 +100,7 @@ def client_notes(runs: list[RunStats], processes: int = 1) -> list[str]:
     line's latencies on every request (fixed); what remains is one event loop's own ceiling
     (benchmarks/bench_generator.py)."""
     notes = []
+    more = f"more processes (--processes {processes * 2}, or processes={processes * 2} in the SDK)"
     short = [
         r
         for r in runs
@@ -114,8 +115,7 @@ def client_notes(runs: list[RunStats], processes: int = 1) -> list[str]:
             f"The {worst.profile} run at concurrency {worst.concurrency} kept {worst.in_flight:.1f} requests in "
             f"flight on average (Little's law: req/s x mean latency), not {worst.concurrency}: the rest waited in this "
             f"client, so its {worst.throughput_rps:.1f} req/s and its latencies describe fewer in flight than asked "
-            f"({len(short)} of {len(runs)} run(s) short). Send from more processes (--processes {processes * 2}, or "
-            f"processes={processes * 2} in the SDK) or machines."
+            f"({len(short)} of {len(runs)} run(s) short). Send from {more} or machines."
         )
     busy = [r for r in runs if r.client_cores is not None and r.client_cores >= CLIENT_BUSY]
     if busy:
@@ -126,7 +126,6 @@ def client_notes(runs: list[RunStats], processes: int = 1) -> list[str]:
             f"{who} used {worst.client_cores:.2f} of a CPU core during the {worst.profile} run {level} "
             f"({worst.throughput_rps:.1f} req/s; {len(busy)} of {len(runs)} run(s) past {CLIENT_BUSY:g}): a process "
             "sends through one event loop, so that rate may be this client's limit, not the endpoint's. To measure "
-            f"past it, send from more processes (--processes {processes * 2}, or processes={processes * 2} in the "
-            "SDK) or from more machines."
+            f"past it, send from {more} or from more machines."
         )
     return notes

@@ -50,9 +50,10 @@ class ErrorLog:
 def url_sender(
     url: str, concurrency: int, errors: ErrorLog | None = None
 ) -> tuple[Send, Callable[[], Awaitable[None]]]:
-    """An async sender to a local endpoint URL (aiohttp; connection pool sized to the concurrency).
+    """An async sender to a local endpoint URL (aiohttp; a connection pool of the concurrency, and at least
+    ``OPEN_LOOP_CONNECTIONS`` for open loops).
 
-    ``concurrency`` must be the most requests any run will keep in flight: aiohttp hands a released connection to
+    ``concurrency`` must be the most requests any closed loop will keep in flight: aiohttp hands a released connection to
     the task that releases it before its waiters, so requests past the pool's size wait to the end of the run and a
     closed loop of 64 over a pool of 24 keeps 24 in flight while saying 64. aiohttp rather than httpx: httpx's async
     pool degrades several-fold at high concurrency, which would make the generator the bottleneck.
