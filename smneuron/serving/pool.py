@@ -206,8 +206,31 @@ class WorkerPool:
                 batch.append(p)
         return batch
 
-    async def _serve(self, i: int) -> None:
+    def _reply(self, i: int) -> asyncio.Future:
+        """Worker ``i``'s reply, read by the event loop when its pipe becomes readable: no thread between the worker
+        and the loop (a thread pool's recv cost a thread wake-up and a hand-over of the GIL per batch)."""
         loop = asyncio.get_running_loop()
+        conn, reply = self._conns[i], loop.create_future()
+        fd = conn.fileno()
+
+        def readable() -> None:
+            loop.remove_reader(fd)
+            if not reply.done():
+                try:  # the worker writes a reply whole: once it starts arriving, the rest follows at once
+                    reply.set_result(conn.recv())
+                except BaseException as e:  # EOFError / OSError: it died; the caller restarts it
+                    reply.set_exception(e)
+
+        try:
+            loop.add_reader(fd, readable)
+        except (
+            NotImplementedError
+        ):  # an event loop without readers (Windows' proactor): a thread waits instead
+            return asyncio.ensure_future(loop.run_in_executor(None, conn.recv))
+        reply.add_done_callback(lambda _: loop.remove_reader(fd))  # timed out or cancelled too
+        return reply
+
+    async def _serve(self, i: int) -> None:
         while not self._closing:
             batch = await self._next_batch()
             if not batch:
@@ -224,7 +247,7 @@ class WorkerPool:
             st.busy = True
             try:
                 self._conns[i].send([(p.headers, p.body) for p in batch])
-                reply = await asyncio.wait_for(loop.run_in_executor(None, self._conns[i].recv), self.timeout)
+                reply = await asyncio.wait_for(self._reply(i), self.timeout)
                 _, results, model_stats = reply
                 for p, result in zip(batch, results, strict=True):
                     if not p.future.done():

@@ -1,5 +1,6 @@
-"""The embedded InvokeEndpoint's relay to the model servers (routing.Keepalive): connections kept alive and shared,
-one the server closed while idle opened again without failing the invocation, a dead server an error."""
+"""The embedded InvokeEndpoint's relay to the model servers (http1.Keepalive): connections kept alive and shared,
+one the server closed while idle opened again without failing the invocation, a dead server an error, answers read
+whole however they are framed; and http1.read_head, which reads a head as the standard library does."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import threading
 
 import pytest
 
-from smneuron.local.aws.routing import Keepalive
+from smneuron.local.aws.http1 import Keepalive
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -68,3 +69,77 @@ def test_a_connection_closed_while_idle_is_opened_again(server):
 def test_a_dead_server_is_an_error():
     with pytest.raises(OSError):
         Keepalive({}).post("http://127.0.0.1:9/invocations", b"x", {}, 2)
+
+
+def _raw_server(answer: bytes) -> str:
+    """A server that reads one request and sends ``answer`` as given, then closes."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            conn.sendall(answer)
+        listener.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world",
+        b"HTTP/1.0 200 OK\r\n\r\nhello world",  # no length: to the end of the connection
+    ],
+    ids=["chunked", "after-100-continue", "to-the-end"],
+)
+def test_answers_are_read_whole_however_they_are_framed(answer):
+    assert Keepalive({}).post(_raw_server(answer) + "/invocations", b"x", {}, 5).content == b"hello world"
+
+
+def test_an_answer_cut_short_is_an_error():
+    with pytest.raises(OSError):
+        Keepalive({}).post(
+            _raw_server(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhalf") + "/invocations", b"x", {}, 5
+        )
+
+
+HEAD = (
+    b"Host: 127.0.0.1:40000\r\nContent-Type: application/json\r\nX-Amz-Date: 20261126T000000Z\r\n"
+    b"Authorization: AWS4-HMAC-SHA256 Credential=AKIA/20261126/us-east-1/sagemaker/aws4_request, "
+    b"SignedHeaders=content-type;host;x-amz-date, Signature=abc\r\nX-Dup: 1\r\nX-Dup: 2\r\n"
+    b"X-Trailing: kept  \r\nContent-Length: 4\r\n\r\nbody"
+)
+
+
+def test_read_head_reads_what_the_standard_library_reads():
+    import http.client
+    import io
+
+    from smneuron.local.aws.http1 import read_head
+
+    ours, theirs = io.BytesIO(HEAD), io.BytesIO(HEAD)
+    assert read_head(ours).items() == http.client.parse_headers(theirs).items()
+    assert ours.read() == theirs.read() == b"body"  # both stop after the blank line
+    folded = read_head(io.BytesIO(b"X-Long: one\r\n two\r\nNot a header\r\nX-After: dropped\r\n\r\n"))
+    assert folded.items() == [
+        ("X-Long", "one two")
+    ]  # a line that is not a header ends them, as the stdlib has it
+
+
+def test_read_head_keeps_the_standard_librarys_limits():
+    import http.client
+    import io
+
+    from smneuron.local.aws.http1 import read_head
+
+    with pytest.raises(http.client.LineTooLong):
+        read_head(io.BytesIO(b"X-Big: " + b"a" * 70000 + b"\r\n\r\n"))
+    with pytest.raises(http.client.HTTPException, match="more than 100 headers"):
+        read_head(io.BytesIO(b"".join(b"X-%d: v\r\n" % i for i in range(101)) + b"\r\n"))

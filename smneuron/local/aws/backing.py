@@ -28,9 +28,10 @@ from smneuron.errors import ArtifactError
 from smneuron.local.aws import pools
 from smneuron.local.aws.capture import Capturer
 from smneuron.local.aws.component_backing import Components
+from smneuron.local.aws.http1 import Keepalive
 from smneuron.local.aws.log_shipping import ENDPOINT_GROUP, LogShipper, instance_stream
 from smneuron.local.aws.pools import NoCapacity
-from smneuron.local.aws.routing import Keepalive, route
+from smneuron.local.aws.routing import route
 from smneuron.serving.access import bearer, server_key
 from smneuron.serving.isolation import MARK
 from smneuron.serving.server import LocalEndpoint
@@ -80,7 +81,7 @@ class Backer:
             timeout=60, limits=httpx.Limits(max_connections=256), headers=bearer(server_key())
         )
 
-        self.keepalive = Keepalive(bearer(server_key()))  # InvokeEndpoint's relay (routing.Keepalive)
+        self.keepalive = Keepalive(bearer(server_key()))  # InvokeEndpoint's relay (http1.Keepalive)
         self.logs = LogShipper(self._session)  # model servers' output into the embedded CloudWatch Logs
         self.capturer = Capturer(self._session)  # endpoint configs' DataCaptureConfig, into the embedded S3
         self.components = Components(  # inference components: stand-in (or vLLM) copies

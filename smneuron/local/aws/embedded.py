@@ -43,6 +43,7 @@ from smneuron.errors import MissingDependencyError
 from smneuron.local.aws import patching, pools
 from smneuron.local.aws.benchmark_jobs import patch_benchmark_jobs
 from smneuron.local.aws.components import patch_components
+from smneuron.local.aws.connections import close_all, kept_alive
 from smneuron.local.aws.describe_shapes import patch_describe_shapes
 from smneuron.local.aws.gate import Gate
 from smneuron.local.aws.iam_simulation import patch_policy_simulation
@@ -306,6 +307,7 @@ def embedded_aws(
     state directory's), which ``Session.embedded(url)`` and ``local_credentials(url)`` find for this process."""
 
     try:
+        from moto.moto_server.werkzeug_app import MotoRequestHandler
         from moto.server import ThreadedMotoServer
     except ImportError as e:
         raise MissingDependencyError(
@@ -320,7 +322,9 @@ def embedded_aws(
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     patching.requires(server, "_server")
+    patching.requires(server._server, "RequestHandlerClass")
     patching.check()
+    server._server.RequestHandlerClass = kept_alive(MotoRequestHandler)  # HTTP/1.1 connections kept alive
     keys = keys or LocalKeys.new()
     # InvokeEndpointWithResponseStream (moto has none), all of it behind the gate
     routes = StreamRouter(server._server.app)
@@ -334,6 +338,7 @@ def embedded_aws(
     finally:
         _reset(url)
         server.stop()
+        close_all(server._server)
         register_embedded(url, None)
 
 

@@ -126,9 +126,12 @@ def _openai_refusal(start_response: Callable, refused: bearer.TokenRefused) -> l
 
 
 def _read_body(environ: dict) -> bytes:
+    length = environ.get("CONTENT_LENGTH") or ""
+    if length.isdigit() and not environ.get("wsgi.input_terminated"):  # the common case, read as WSGI has it
+        return environ["wsgi.input"].read(int(length)) if int(length) else b""
     from werkzeug.wsgi import get_input_stream  # moto's server is werkzeug: the `local` extra's seam
 
-    return get_input_stream(environ).read()
+    return get_input_stream(environ).read()  # chunked (S3's streaming uploads), or no length
 
 
 def _cors(origin: str | None) -> list[tuple[str, str]]:

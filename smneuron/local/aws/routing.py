@@ -4,10 +4,7 @@ component header an endpoint with components needs) and the model's errors as Mo
 
 from __future__ import annotations
 
-import http.client
 import json
-import threading
-import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -216,68 +213,3 @@ def json_answer(start_response: Any, status: int, code: str, doc: dict) -> list[
         ],
     )
     return [body]
-
-
-@dataclass
-class Answer:
-    """A model server's whole answer to one invocation."""
-
-    status_code: int
-    headers: dict[str, str]  # lower-case names
-    content: bytes
-
-    @property
-    def text(self) -> str:
-        return self.content.decode(errors="replace")
-
-
-class Keepalive:
-    """POSTs to the model servers on kept-alive connections (``http.client``), idle ones shared by all threads.
-
-    InvokeEndpoint's hot path: the embedded service, its WSGI server (a thread per client connection) and the local
-    endpoint's frontend share one process and its GIL, and httpx's pool (its lock, a readability poll of every reused
-    socket) cost a third of the relay there (py-spy). A connection the server closed while idle is opened again once;
-    a timeout raises ``TimeoutError``, anything else of the network ``OSError``.
-    """
-
-    def __init__(self, headers: dict[str, str]) -> None:
-        self.headers = headers  # sent with every request (the service's key for the servers it starts)
-        self._idle: dict[str, list[Any]] = {}
-        self._lock = threading.Lock()
-
-    def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> Answer:
-        target = urllib.parse.urlsplit(url)
-        sent = {**self.headers, **headers, "Content-Length": str(len(body))}
-        for attempt in (0, 1):
-            with self._lock:
-                idle = self._idle.setdefault(target.netloc, [])
-                conn = idle.pop() if idle and not attempt else None
-            fresh = conn is None
-            if fresh:
-                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=timeout)
-            else:
-                conn.timeout = timeout
-                if conn.sock is not None:
-                    conn.sock.settimeout(timeout)
-            try:
-                conn.request("POST", target.path or "/", body=body, headers=sent)
-                r = conn.getresponse()
-                content = r.read()
-            except TimeoutError:
-                conn.close()
-                raise
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                conn.close()
-                if fresh:  # a new connection refused or dropped: the server is gone, not idle-closed
-                    raise
-                continue
-            except (OSError, http.client.HTTPException) as e:
-                conn.close()
-                raise OSError(str(e) or type(e).__name__) from e
-            if r.will_close:
-                conn.close()
-            else:
-                with self._lock:
-                    self._idle[target.netloc].append(conn)
-            return Answer(r.status, {k.lower(): v for k, v in r.getheaders()}, content)
-        raise OSError("the model server closed the connection twice")

@@ -1,8 +1,9 @@
 """Signature Version 4, verified as AWS verifies it, for every request the embedded AWS answers.
 
-The expected signature is computed by botocore's own signer (``botocore.auth``: ``SigV4Auth`` and, for S3,
-``S3SigV4Auth``, which leaves the path unnormalised; the presigned forms ``SigV4QueryAuth`` /
-``S3SigV4QueryAuth``, whose payload is ``UNSIGNED-PAYLOAD`` for S3), over the request exactly as it arrived: the
+The canonical request and the string to sign are botocore's own signer's (``botocore.auth``: ``SigV4Auth`` and, for
+S3, ``S3SigV4Auth``, which leaves the path unnormalised; the presigned forms ``SigV4QueryAuth`` /
+``S3SigV4QueryAuth``, whose payload is ``UNSIGNED-PAYLOAD`` for S3; the signing key derived as its ``signature`` does,
+kept per secret, day, region and service), over the request exactly as it arrived: the
 raw path and query, the headers it names in ``SignedHeaders``, the payload hash (``X-Amz-Content-SHA256`` where
 sent, which must then be the body's own hash unless it is one of S3's unsigned forms; else the body's sha256).
 The rules and their sources:
@@ -24,7 +25,8 @@ The rules and their sources:
 
 from __future__ import annotations
 
-import calendar
+import datetime
+import functools
 import hmac
 import re
 import time
@@ -224,7 +226,8 @@ def verify(
     request.context["timestamp"] = stamp
     signer = signer_cls(Credentials(access_key, secret), service, region)
     canonical = signer.canonical_request(request)
-    expected = signer.signature(signer.string_to_sign(request, canonical), request)
+    key = _signing_key(secret, day, region, service)
+    expected = hmac.new(key, signer.string_to_sign(request, canonical).encode(), sha256).hexdigest()
     if not hmac.compare_digest(expected, signature):
         raise refusal(protocol, 2, service=service)
     return Signed(access_key, region, service, presigned and not authorization)
@@ -277,9 +280,27 @@ def _raw_uri(environ: Mapping[str, str]) -> str:
     return environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
 
 
+@functools.lru_cache(maxsize=64)
+def _signing_key(secret: str, day: str, region: str, service: str) -> bytes:
+    """SigV4's signing key (HMAC-SHA256 of the day, region, service and "aws4_request", from "AWS4" + the secret, as
+    botocore's ``SigV4Auth.signature`` derives it), once per secret, day, region and service instead of on every
+    request: the service checks every request it answers."""
+    key = f"AWS4{secret}".encode()
+    for part in (day, region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), sha256).digest()
+    return key
+
+
+_STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$")
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
 def _parse_stamp(stamp: str, protocol: str) -> float:
+    match = _STAMP.match(stamp or "")
     try:
-        return calendar.timegm(time.strptime(stamp, "%Y%m%dT%H%M%SZ"))
+        if match is None:
+            raise ValueError(stamp)
+        return (datetime.datetime(*map(int, match.groups())) - _EPOCH).total_seconds()
     except ValueError as e:
         raise refusal(protocol, 2, "X-Amz-Date is missing or not of the form YYYYMMDDTHHMMSSZ.") from e
 
