@@ -203,3 +203,53 @@ def test_an_idle_connection_is_closed_quietly(serve, caplog):
             assert s.recv(10) == b""  # the server ended the idle connection
             assert time.monotonic() - started < 20
     assert "timed out" not in caplog.text
+
+
+REQUESTS = [
+    b"POST /endpoints/minilm/invocations HTTP/1.1\r\nHost: 127.0.0.1:4566\r\nContent-Type: application/json\r\n"
+    b"X-Amz-Date: 20261126T000000Z\r\nAuthorization: AWS4-HMAC-SHA256 Credential=A/20261126/us-east-1/sagemaker/"
+    b"aws4_request, SignedHeaders=host, Signature=0\r\nContent-Length: 2\r\n\r\n",
+    b"PUT /bucket/a%20key%2Fwith%C3%A9?partNumber=1&uploadId=x%2By HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n"
+    b"X-Amz-Meta-Plain: v\r\nX-Dup: 1\r\nX-Dup: 2\r\n\r\n",
+    b"GET /?list-type=2&prefix=%E2%82%AC HTTP/1.1\r\nHost: h\r\nAccept-Encoding: identity\r\n\r\n",
+    b"GET //b/k HTTP/1.1\r\nHost: h\r\n\r\n",  # http.server made it /b/k before either looks
+]
+
+
+def _parsed(raw: bytes):
+    """A kept-alive moto handler that has parsed the request ``raw`` (no socket: a server and streams stand in)."""
+    import io
+
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+    class Server:
+        multithread, multiprocess, ssl_context = True, False, None
+        server_address = ("127.0.0.1", 4566)
+
+    handler_class = kept_alive(MotoRequestHandler)
+    handler = handler_class.__new__(handler_class)
+    handler.server, handler.client_address, handler.connection = Server(), ("127.0.0.1", 5555), object()
+    handler.rfile, handler.wfile = io.BytesIO(raw), io.BytesIO()
+    handler.raw_requestline = handler.rfile.readline()
+    assert handler.parse_request()
+    return handler
+
+
+@pytest.mark.parametrize("raw", REQUESTS, ids=["invoke", "s3-put", "s3-list", "double-slash"])
+def test_the_plain_environ_is_the_one_werkzeug_and_moto_make(raw):
+    """The fast path of make_environ builds what werkzeug's and moto's handlers build, key for key."""
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+    handler = _parsed(raw)
+    ours = handler._plain_environ()
+    assert ours is not None
+    assert ours == MotoRequestHandler.make_environ(handler)
+
+
+def test_requests_the_plain_environ_does_not_cover_get_werkzeugs():
+    for raw in (
+        b"PUT /b/k HTTP/1.1\r\nHost: h\r\nX-Amz-Meta-Under_Score: v\r\n\r\n",  # moto keeps the underscore
+        b"PUT /b/k HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"GET http://h/b/k HTTP/1.1\r\nHost: h\r\n\r\n",  # absolute form
+    ):
+        assert _parsed(raw)._plain_environ() is None, raw

@@ -69,19 +69,14 @@ class Backer:
     def __init__(
         self, aws_url: str, engine: str = "smneuron", no_capacity: frozenset[str] = frozenset()
     ) -> None:
-        import httpx
-
         self.aws_url = aws_url
         self._aws: Session | None = None
         self.engine = engine  # smneuron (the local endpoint) or torchserve (the DLC's own stack)
         self.no_capacity = no_capacity  # instance types this SageMaker has no capacity for (pools fall back)
         self.endpoints: dict[str, Backing] = {}
-        # the servers it starts answer only it (serving.access) when the service set a key: they inherit it
-        self.http = httpx.Client(
-            timeout=60, limits=httpx.Limits(max_connections=256), headers=bearer(server_key())
-        )
-
-        self.keepalive = Keepalive(bearer(server_key()))  # InvokeEndpoint's relay (http1.Keepalive)
+        # InvokeEndpoint's relays (http1.Keepalive), whole and streamed: the servers it starts answer only it
+        # (serving.access) when the service set a key, which they inherit
+        self.keepalive = Keepalive(bearer(server_key()))
         self.logs = LogShipper(self._session)  # model servers' output into the embedded CloudWatch Logs
         self.capturer = Capturer(self._session)  # endpoint configs' DataCaptureConfig, into the embedded S3
         self.components = Components(  # inference components: stand-in (or vLLM) copies
@@ -292,7 +287,7 @@ class Backer:
         return route(self, endpoint, component, size)
 
     def authorization(self, url: str) -> dict[str, str]:
-        """The header the server at ``url`` wants: the service's key (``self.http`` sends it), or a TorchServe
+        """The header the server at ``url`` wants: the service's key (``self.keepalive`` sends it), or a TorchServe
         stack's own inference key."""
         for backing in list(self.endpoints.values()):
             for server in [backing.server, *backing.extra]:

@@ -251,11 +251,7 @@ def components_of(endpoint: str) -> list[dict]:
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.sagemaker.models import sagemaker_backends
 
-    out = []
-    for region in sagemaker_backends[DEFAULT_ACCOUNT_ID]:
-        out += [
-            r
-            for r in _store(sagemaker_backends[DEFAULT_ACCOUNT_ID][region]).values()
-            if r["EndpointName"] == endpoint
-        ]
-    return out
+    # the regions' backends made so far (a component lives in one): moto makes a backend for each region it is asked
+    # for, under a lock, on every lookup, and this runs on every invocation
+    backends = list(dict.values(sagemaker_backends[DEFAULT_ACCOUNT_ID]))
+    return [r for backend in backends for r in _store(backend).values() if r["EndpointName"] == endpoint]

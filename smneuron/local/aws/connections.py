@@ -22,10 +22,12 @@ import http.client
 import logging
 import selectors
 import socket
+import sys
 import threading
 import time
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import unquote
 
 from smneuron.local.aws.http1 import read_head
 
@@ -37,6 +39,12 @@ _DRAIN_LIMIT = (
 )  # a refused body is read and dropped up to this, so the caller sees the answer
 _WERKZEUG_LOG = logging.getLogger("werkzeug")
 _DATE: list = [0, ""]  # the second and its Date header
+PRESERVED_NAMES = "moto.preserved_header_names"  # moto.core.request.PRESERVED_HEADER_NAMES_ENVIRON_KEY
+
+
+def _dance(text: str) -> str:
+    """A str as WSGI carries it (werkzeug's ``_wsgi_encoding_dance``: its UTF-8 bytes read as Latin-1)."""
+    return text.encode().decode("latin1")
 
 
 class _Counted:
@@ -139,11 +147,60 @@ class KeepAlive:
         return True
 
     def make_environ(self) -> dict[str, Any]:
-        environ = super().make_environ()
+        environ = self._plain_environ() or super().make_environ()
         self._body = None
         length = environ.get("CONTENT_LENGTH") or "0"
         if not environ.get("wsgi.input_terminated") and length.isdigit():
             self._body = environ["wsgi.input"] = _Counted(self.rfile, int(length))
+        return environ
+
+    def _plain_environ(self) -> dict[str, Any] | None:
+        """The environ werkzeug and moto make, made directly for the plain case (a path, no fragment, no underscore in
+        a header name, no chunked body, no TLS): what every SDK sends. None otherwise: theirs then (a test holds the
+        two equal). werkzeug parses the URL, and moto walks the headers twice more, for cases these requests are not."""
+        path = self.path
+        if (
+            not path.startswith("/")
+            or path.startswith("//")
+            or "#" in path
+            or self.server.ssl_context is not None
+        ):
+            return None
+        names = self.headers.keys()
+        if any("_" in name for name in names) or "Transfer-Encoding" in self.headers:
+            return None
+        where, _, query = path.partition("?")
+        environ: dict[str, Any] = {
+            "wsgi.version": (1, 0),
+            "wsgi.url_scheme": "http",
+            "wsgi.input": self.rfile,
+            "wsgi.errors": sys.stderr,
+            "wsgi.multithread": self.server.multithread,
+            "wsgi.multiprocess": self.server.multiprocess,
+            "wsgi.run_once": False,
+            "werkzeug.socket": self.connection,
+            "SERVER_SOFTWARE": self.server_version,
+            "REQUEST_METHOD": self.command,
+            "SCRIPT_NAME": "",
+            "PATH_INFO": _dance(unquote(where)),
+            "QUERY_STRING": _dance(query),
+            "REQUEST_URI": _dance(path),
+            "RAW_URI": _dance(path),
+            "REMOTE_ADDR": self.address_string(),
+            "REMOTE_PORT": self.port_integer(),
+            "SERVER_NAME": self.server.server_address[0],
+            "SERVER_PORT": str(self.server.server_address[1]),
+            "SERVER_PROTOCOL": self.request_version,
+        }
+        for name, value in self.headers.items():
+            key = name.upper().replace("-", "_")
+            value = value.replace("\r\n", "")
+            if key not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+                key = "HTTP_" + key
+                if key in environ:
+                    value = f"{environ[key]},{value}"
+            environ[key] = value
+        environ[PRESERVED_NAMES] = {}  # moto's record of underscored names: none here
         return environ
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:

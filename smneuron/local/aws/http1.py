@@ -9,10 +9,11 @@ per-read check, which cannot apply to them: ``_Latin1``), with the standard libr
 (65,536 bytes a line, 100 headers), its values (leading blanks dropped, trailing ones kept), continuation lines
 joined, and a line that is not a header ending the headers.
 
-``Keepalive`` POSTs to the model servers on connections kept alive and shared by the service's threads. It was
-``http.client`` (and httpx before it: its pool's lock and a readability poll of each reused socket cost a third of
-the relay); this one writes each request in one send and reads the answer with ``read_head``: Content-Length,
-chunked or to the end of the connection.
+``Keepalive`` POSTs to the model servers on connections kept alive and shared by the service's threads, for a whole
+answer (InvokeEndpoint) or one read as it arrives (InvokeEndpointWithResponseStream, /openai/v1). It was
+``http.client`` and httpx (their pools' locks and a readability poll of each reused socket cost a third of the relay);
+this one writes each request in one send and reads the answer with ``read_head``: Content-Length, chunked or to the end
+of the connection.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import http.client
 import socket
 import threading
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass
 from email.policy import Compat32
 from typing import Any
@@ -104,8 +106,9 @@ class _Connection:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.fp = self.sock.makefile("rb")
 
-    def exchange(self, request: bytes, timeout: float) -> tuple[Answer, bool]:
-        """Send ``request``; the answer and whether the connection may be used again."""
+    def send(self, request: bytes, timeout: float) -> tuple[int, dict[str, str], bool]:
+        """Send ``request``; the answer's status, headers (lower-case names) and whether the connection may be used
+        again once its body is read."""
         self.sock.settimeout(timeout)
         self.sock.sendall(request)
         while True:
@@ -117,37 +120,40 @@ class _Connection:
             if not version.startswith("HTTP/") or not code_text.isdigit():
                 raise http.client.BadStatusLine(line.decode("iso-8859-1", "replace")[:200])
             head = read_head(self.fp)
-            code = int(code_text)
-            if code >= 200:
+            if int(code_text) >= 200:
                 break  # a 1xx (100 Continue) is followed by the answer itself
         headers = {k.lower(): v for k, v in head.items()}
         reuse = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            content = self._chunks()
-        elif headers.get("content-length", "").isdigit():
-            length = int(headers["content-length"])
-            content = self.fp.read(length)
-            if len(content) < length:
-                raise http.client.IncompleteRead(content, length - len(content))
-        else:  # to the end of the connection
-            content, reuse = self.fp.read(), False
-        return Answer(code, headers, content), reuse
+        return int(code_text), headers, reuse
 
-    def _chunks(self) -> bytes:
-        parts = []
-        while True:
-            size_line = self.fp.readline(MAX_LINE + 1)
-            try:
-                size = int(size_line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise http.client.IncompleteRead(b"".join(parts)) from None
-            if size == 0:
-                read_head(self.fp)  # trailers, and the blank line that ends the message
-                return b"".join(parts)
-            data = self.fp.read(size + 2)
-            if len(data) < size + 2:
-                raise http.client.IncompleteRead(b"".join(parts) + data)
-            parts.append(data[:size])
+    def body(self, headers: dict[str, str]) -> Iterator[bytes]:
+        """The answer's body as it arrives: its chunks, its Content-Length in pieces, or to the end of the
+        connection. Raises ``http.client.IncompleteRead`` when it ends short."""
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            while True:
+                size_line = self.fp.readline(MAX_LINE + 1)
+                try:
+                    size = int(size_line.split(b";", 1)[0].strip(), 16)
+                except ValueError:
+                    raise http.client.IncompleteRead(b"") from None
+                if size == 0:
+                    read_head(self.fp)  # trailers, and the blank line that ends the message
+                    return
+                data = self.fp.read(size + 2)
+                if len(data) < size + 2:
+                    raise http.client.IncompleteRead(data)
+                yield data[:size]
+        elif headers.get("content-length", "").isdigit():
+            left = int(headers["content-length"])
+            while left:
+                data = self.fp.read1(min(left, 1 << 16))
+                if not data:
+                    raise http.client.IncompleteRead(b"", left)
+                left -= len(data)
+                yield data
+        else:
+            while data := self.fp.read1(1 << 16):
+                yield data
 
     def close(self) -> None:
         self.fp.close()
@@ -167,6 +173,13 @@ class Keepalive:
         self._lock = threading.Lock()
 
     def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> Answer:
+        """POST ``body`` to ``url``; the whole answer."""
+        stream = self.open(url, body, headers, timeout)
+        return Answer(stream.status_code, stream.headers, stream.read())
+
+    def open(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> Stream:
+        """POST ``body`` to ``url``; the answer once its head arrived, its body read as it comes (``Stream``).
+        ``timeout`` bounds each wait for the server (the connection, the head, each part of the body)."""
         target = urllib.parse.urlsplit(url)
         lines = [f"POST {target.path or '/'} HTTP/1.1", f"Host: {target.netloc}"]
         lines += [f"{k}: {v}" for k, v in {**self.headers, **headers}.items()]
@@ -180,7 +193,7 @@ class Keepalive:
             try:
                 if conn is None:
                     conn = _Connection(target.hostname or "127.0.0.1", target.port or 80, timeout)
-                answer, reuse = conn.exchange(request, timeout)
+                status, answer_headers, reuse = conn.send(request, timeout)
             except TimeoutError:
                 if conn is not None:
                     conn.close()
@@ -195,10 +208,53 @@ class Keepalive:
                 if conn is not None:
                     conn.close()
                 raise OSError(str(e) or type(e).__name__) from e
-            if reuse:
-                with self._lock:
-                    self._idle[target.netloc].append(conn)
-            else:
-                conn.close()
-            return answer
+            return Stream(self, target.netloc, conn, status, answer_headers, reuse)
         raise OSError("the model server closed the connection twice")
+
+    def _done(self, netloc: str, conn: _Connection, reuse: bool) -> None:
+        if reuse:
+            with self._lock:
+                self._idle.setdefault(netloc, []).append(conn)
+        else:
+            conn.close()
+
+
+class Stream:
+    """A model server's answer whose body is read as it arrives. ``iter_raw`` raises ``TimeoutError`` when the server
+    is silent past the timeout and ``OSError`` / ``http.client.HTTPException`` when the answer breaks off; ``close``
+    gives a connection whose answer was read whole back to the pool, and closes any other."""
+
+    def __init__(
+        self,
+        pool: Keepalive,
+        netloc: str,
+        conn: _Connection,
+        status: int,
+        headers: dict[str, str],
+        reuse: bool,
+    ) -> None:
+        self._pool, self._netloc, self._conn, self._reuse = pool, netloc, conn, reuse
+        self.status_code, self.headers = status, headers
+        self._whole = False
+        self._closed = False
+
+    def iter_raw(self) -> Iterator[bytes]:
+        yield from self._conn.body(self.headers)
+        self._whole = True
+
+    def read(self) -> bytes:
+        """The rest of the body (``TimeoutError`` when the server is silent past the timeout, ``OSError`` when it
+        breaks off); the connection goes back to the pool."""
+        try:
+            return b"".join(self.iter_raw())
+        except TimeoutError:
+            raise
+        except (OSError, http.client.HTTPException) as e:
+            raise OSError(str(e) or type(e).__name__) from e
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._pool._done(self._netloc, self._conn, self._reuse and self._whole)

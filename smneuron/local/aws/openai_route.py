@@ -30,8 +30,6 @@ def _json(start_response: Any, status: int, message: str, kind: str, code: str) 
 
 def answer(backer: Any, match: re.Match, environ: dict, start_response: Any) -> Any:
     """Relay one OpenAI-compatible request (already authenticated) to the container and its answer back."""
-    import httpx
-
     endpoint, component, rest = match.group(1), match.group(2), match.group(3) or ""
     if environ.get("REQUEST_METHOD") != "POST" or rest != CHAT:
         return _json(
@@ -64,11 +62,8 @@ def answer(backer: Any, match: re.Match, environ: dict, start_response: Any) -> 
         headers["Accept"] = accept
     release = backer.components.hold(url)  # until the answer is relayed: a copy drains before it stops
     try:
-        request = backer.http.build_request(
-            "POST", url + "/v1/chat/completions", content=body, headers=headers, timeout=INVOCATION_LIMIT_S
-        )
-        response = backer.http.send(request, stream=True)
-    except httpx.HTTPError as e:
+        response = backer.keepalive.open(url + "/v1/chat/completions", body, headers, INVOCATION_LIMIT_S)
+    except OSError as e:  # refused, dropped, or silent past the limit before its first byte
         release()
         return _json(start_response, 424, f"The model did not answer: {e}", "api_error", "ModelError")
     kind = response.headers.get("content-type", "application/json")

@@ -4,6 +4,7 @@ component header an endpoint with components needs) and the model's errors as Mo
 
 from __future__ import annotations
 
+import http.client
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -85,7 +86,8 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
     which skips moto's dispatch for the hottest call there is) both answer through it."""
     from moto.sagemaker.models import sagemaker_backends  # moto: the `local` extra's seam
 
-    record = sagemaker_backends[account][region].endpoints.get(name)
+    backend = sagemaker_backends[account][region]
+    record = backend.endpoints.get(name)
     if record is None:  # SageMaker's words, account included
         return error(400, "ValidationError", f"Endpoint {name} of account {account} not found.")
     variant = header("X-Amzn-SageMaker-Target-Variant")
@@ -124,7 +126,7 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
     attributes = r.headers.get(CUSTOM_ATTRIBUTES.lower())
     if attributes:  # the container's answer to the caller, as SageMaker passes it back
         out[CUSTOM_ATTRIBUTES] = attributes
-    config = sagemaker_backends[account][region].endpoint_configs.get(record.endpoint_config_name)
+    config = backend.endpoint_configs.get(record.endpoint_config_name)
     if config is not None and config.data_capture_config:  # the config's DataCaptureConfig, sampled
         backer.capturer.maybe(
             config.data_capture_config,
@@ -167,11 +169,10 @@ class Broken:
 
 
 def relay(response: Any, release: Callable[[], None], sse: bool) -> Iterator[bytes | Broken]:
-    """The model server's bytes as they arrive, then a ``Broken`` when the stream broke: the connection dropped, 60 s
-    of silence, or (``sse``) it ended before its final ``data: [DONE]`` (a copy that died mid-answer: its socket
-    closing looks like a normal end). The response is closed and ``release`` called either way."""
-    import httpx
-
+    """The model server's bytes as they arrive (``response``: an ``http1.Stream``), then a ``Broken`` when the stream
+    broke: the connection dropped, 60 s of silence, or (``sse``) it ended before its final ``data: [DONE]`` (a copy
+    that died mid-answer: its socket closing looks like a normal end). The response is closed and ``release`` called
+    either way."""
     tail = b""  # the last bytes relayed: [DONE] may arrive split across chunks
     broken = None
     try:
@@ -185,12 +186,12 @@ def relay(response: Any, release: Callable[[], None], sse: bool) -> Iterator[byt
                 "The model's stream ended before its final event (data: [DONE]): the model server stopped "
                 "mid-answer, and the answer is incomplete.",
             )
-    except httpx.TimeoutException:
+    except TimeoutError:
         broken = Broken(
             "ModelInvocationTimeExceeded",
             f"The model sent nothing for {INVOCATION_LIMIT_S:.0f} s mid-stream.",
         )
-    except httpx.HTTPError as e:
+    except (OSError, http.client.HTTPException) as e:
         broken = Broken("StreamBroken", f"The model stream broke: {type(e).__name__}: {e}")
     finally:
         response.close()

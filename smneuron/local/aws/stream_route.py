@@ -198,8 +198,6 @@ class StreamRouter:
         return [body]
 
     def _relay(self, backer: Any, url: str, body: bytes, environ: dict, start_response: Any) -> Any:
-        import httpx
-
         def get(name: str) -> str | None:
             # the streaming call carries Accept under its own name (botocore's shape)
             return wsgi_header(environ, "X-Amzn-SageMaker-Accept" if name == "Accept" else name)
@@ -207,17 +205,16 @@ class StreamRouter:
         headers = {**container_headers(get), **backer.authorization(url)}
         release = backer.components.hold(url)  # until the stream ends: a copy drains before it stops
         try:
-            request = backer.http.build_request(
-                "POST", url + "/invocations", content=body, headers=headers, timeout=INVOCATION_LIMIT_S
-            )
-            response = backer.http.send(request, stream=True)
-        except httpx.HTTPError as e:
+            response = backer.keepalive.open(url + "/invocations", body, headers, INVOCATION_LIMIT_S)
+        except OSError as e:  # refused, dropped, or silent past the limit before its first byte
             release()
             return _json_error(start_response, 424, "ModelError", f"The model did not answer: {e}")
         if response.status_code >= 400:
             release()
-            text = response.read().decode(errors="replace")
-            response.close()
+            try:
+                text = response.read().decode(errors="replace")
+            except OSError as e:
+                text = f"(its answer broke off: {e})"
             message = f'Received client error ({response.status_code}) from primary with message "{text}".'
             return _json_error(
                 start_response, 424, "ModelError", message, original=(response.status_code, text)
@@ -230,8 +227,9 @@ class StreamRouter:
                 response.headers.get("content-type", "application/octet-stream"),
             ),
         ]
-        if response.headers.get(CUSTOM_ATTRIBUTES):
-            out.append((CUSTOM_ATTRIBUTES, response.headers[CUSTOM_ATTRIBUTES]))
+        attributes = response.headers.get(CUSTOM_ATTRIBUTES.lower())  # the answer's names are lower-case
+        if attributes:
+            out.append((CUSTOM_ATTRIBUTES, attributes))
         start_response("200 OK", out)
         sse = response.headers.get("content-type", "").startswith("text/event-stream")
         return _frames(response, release, sse)
