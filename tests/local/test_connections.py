@@ -253,3 +253,39 @@ def test_requests_the_plain_environ_does_not_cover_get_werkzeugs():
         b"GET http://h/b/k HTTP/1.1\r\nHost: h\r\n\r\n",  # absolute form
     ):
         assert _parsed(raw)._plain_environ() is None, raw
+
+
+def test_an_answer_to_head_sends_no_body_even_when_the_application_gives_one(serve):
+    def app(environ, start_response):  # a refusal written as if for a GET
+        start_response("403 Forbidden", [("Content-Type", "application/json"), ("Content-Length", "9")])
+        return [b'{"no": 1}']
+
+    address = serve(app)
+    with socket.create_connection(address, timeout=30) as s:
+        s.sendall(b"HEAD /b/k HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.sendall(
+            b"GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n"
+        )  # the next answer starts right after the HEAD's head
+        data = b""
+        while data.count(b"HTTP/1.1 403") < 2 or not data.endswith(b'{"no": 1}'):
+            chunk = s.recv(65536)
+            assert chunk, f"the connection ended after {data!r}"
+            data += chunk
+    first, second = data.split(b"HTTP/1.1 403")[1:]
+    assert first.endswith(b"\r\n\r\n")  # the HEAD's answer: its head only
+    assert second.endswith(b'\r\n\r\n{"no": 1}')
+
+
+def test_an_answer_longer_or_shorter_than_announced_ends_its_connection(serve):
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Length", environ["QUERY_STRING"])])
+        return [b"12345"]
+
+    address = serve(app)
+    for announced, body in ((3, b"123"), (8, b"12345")):
+        with socket.create_connection(address, timeout=30) as s:
+            s.sendall(b"GET /?%d HTTP/1.1\r\nHost: x\r\n\r\n" % announced)
+            data = b""
+            while chunk := s.recv(65536):  # the server closes after it
+                data += chunk
+            assert data.split(b"\r\n\r\n", 1)[1] == body

@@ -286,6 +286,10 @@ class _Answer:
         self.headers: list[tuple[str, str]] | None = None
         self.sent: str | None = None
         self.chunked = False
+        self.bodiless = (
+            False  # an answer to HEAD, 1xx, 204, 304: no body goes out, whatever the application gives
+        )
+        self.left: int | None = None  # of the Content-Length announced, the bytes still to send
 
     def start_response(self, status: str, headers: list, exc_info: Any = None) -> Any:
         if exc_info:
@@ -302,8 +306,14 @@ class _Answer:
     def write(self, data: bytes) -> None:
         h = self.handler
         head = self._head() if self.sent is None else b""
-        if data and self.chunked:
+        if self.bodiless:
+            data = b""  # bytes after such an answer would be read as the start of the next one
+        elif self.chunked and data:
             data = b"%x\r\n" % len(data) + data + b"\r\n"
+        elif self.left is not None:
+            if len(data) > self.left:  # more than announced: the rest is not sent, and the connection ends
+                data, h.close_connection = data[: self.left], True
+            self.left -= len(data)
         if head or data:
             h.wfile.write(
                 head + data
@@ -316,6 +326,10 @@ class _Answer:
         if self.chunked:
             self.handler.wfile.write(b"0\r\n\r\n")
             self.handler.wfile.flush()
+        if (
+            self.left
+        ):  # less than announced: the caller waits for the rest, so the connection ends (its error)
+            self.handler.close_connection = True
 
     def _head(self) -> bytes:
         """The status line and headers, decided (chunked or not, kept alive or not), as bytes."""
@@ -329,7 +343,11 @@ class _Answer:
         for key, value in self.headers:
             h.send_header(key, value)  # a "Connection: close" of the application's closes it too
             keys.add(key.lower())
-        bodiless = h.command == "HEAD" or 100 <= code < 200 or code in (204, 304)
+            if key.lower() == "content-length" and value.strip().isdigit():
+                self.left = int(value)
+        self.bodiless = bodiless = h.command == "HEAD" or 100 <= code < 200 or code in (204, 304)
+        if bodiless:
+            self.left = None  # a HEAD's Content-Length is the GET's: nothing of it is sent
         if "content-length" not in keys and not bodiless:
             if h.request_version >= "HTTP/1.1":
                 self.chunked = True
