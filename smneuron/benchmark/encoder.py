@@ -32,6 +32,7 @@ from smneuron.benchmark.run_stats import (  # noqa: F401  (CLIENT_BUSY, percenti
     RunStats,
     client_notes,
     cost_per_million,
+    empty_run_notes,
     percentiles,
     summarize,
 )
@@ -312,9 +313,15 @@ def run(
                 hint="Check the target answers one request (`smneuron invoke ...`) and that the payloads fit the "
                 "model.",
             )
+        cut = (
+            f"With --max-requests {max_requests} a run can end inside its {warmup_s:g} s warm-up, which is not "
+            "measured: raise --max-requests, or measure from the start with --warmup 0."
+            if max_requests is not None and warmup_s > 0
+            else "Run it longer (--duration), or check that the target answers one request (`smneuron invoke ...`)."
+        )
         raise BenchFailedError(
             f"No request was answered within the run against {url or endpoint}: nothing was measured.",
-            hint="Run it longer (--duration), or check that the target answers one request (`smneuron invoke ...`).",
+            hint=cut,
         )
     for r in runs:
         r.cost_per_million_usd = cost_per_million(r.throughput_rps, hourly, instance_count)
@@ -329,7 +336,7 @@ def run(
         generator=generator_overhead(),
         created_at=started.isoformat(timespec="seconds"),
         search=search or None,
-        notes=client_notes(runs, processes),
+        notes=client_notes(runs, processes) + empty_run_notes(runs, max_requests, warmup_s, cooldown_s),
         processes=processes,
     )
     if endpoint and session is not None:

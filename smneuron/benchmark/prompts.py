@@ -196,7 +196,11 @@ def load_payloads(
             raise ConfigError(f"{data} has no requests.")
         return bodies
     if tokenizer is None:
-        raise ConfigError("Give a JSONL data file or a tokenizer to generate texts from.")
+        raise ConfigError(
+            "The bench has nothing to send: it needs the requests, or a tokenizer to make texts from.",
+            hint="Pass --data inputs.jsonl (one input per line), or --tokenizer with a tokenizer.json or the directory "
+            "that holds one (the compiled artifact's directory has the model's).",
+        )
     tok = load_tokenizer(tokenizer)  # a tokenizer.json or the directory that holds one
     words = [w for w in tok.get_vocab() if w.isalpha() and w.isascii() and len(w) > 1]
     rng = random.Random(seed)

@@ -129,3 +129,21 @@ def client_notes(runs: list[RunStats], processes: int = 1) -> list[str]:
             f"past it, send from {more} or from more machines."
         )
     return notes
+
+
+def empty_run_notes(
+    runs: list[RunStats], max_requests: int | None, warmup_s: float, cooldown_s: float
+) -> list[str]:
+    """Say which runs measured nothing (a row of 0 requests is not a rate of 0): with ``max_requests`` a run can end
+    before its warm-up and cool-down windows leave anything to measure."""
+    empty = [r for r in runs if r.requests_ok + r.requests_failed == 0]
+    if not empty:
+        return []
+    names = ", ".join(f"{r.profile} ({r.rate:g}/s)" if r.rate is not None else r.profile for r in empty)
+    why = (
+        f"they stopped at --max-requests {max_requests} before the {warmup_s:g} s warm-up and {cooldown_s:g} s "
+        "cool-down, which are not measured, left anything; raise --max-requests, or set --warmup 0 --cooldown 0"
+        if max_requests is not None
+        else f"no request started between the {warmup_s:g} s warm-up and the {cooldown_s:g} s cool-down; run longer"
+    )
+    return [f"Measured nothing in {len(empty)} of {len(runs)} run(s), {names}: {why}."]

@@ -11,6 +11,7 @@ import pytest
 
 from smneuron.benchmark import encoder as bench
 from smneuron.benchmark import prompts
+from smneuron.errors import BenchFailedError
 from smneuron.serving.ports import free_port
 
 
@@ -146,6 +147,27 @@ def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
         data["search"] is None and "aws.amazon.com/sagemaker/pricing" in data["price_source"]
     )  # the catalog
     assert set(data["runs"][0]["latency_ms"]) == {"p50", "p90", "p95", "p99", "max", "mean"}
+
+
+def test_a_bench_cut_short_by_max_requests_inside_its_warm_up_says_so(slow_server):
+    """--max-requests 20 at 10 ms a request ends every run inside the 1 s warm-up: the sweep divided by a rate of 0
+    (the user saw 'Unexpected error: ZeroDivisionError'); it is a failed bench that names the flag and the way out."""
+    with pytest.raises(BenchFailedError) as e:
+        bench.run(url=slow_server, payloads=payload(0.01), profile="sweep", concurrency=4, duration_s=3.0,
+                  warmup_s=1.0, cooldown_s=0.0, max_requests=20)  # fmt: skip
+    assert "nothing was measured" in e.value.message
+    assert "--max-requests 20" in e.value.hint and "--warmup 0" in e.value.hint
+
+
+def test_a_run_that_measured_nothing_beside_others_is_said_not_shown_as_a_rate_of_zero(slow_server):
+    """80 requests of 10 ms: the synchronous run lasts at least 0.8 s (some of it before the 0.5 s cool-down), the
+    throughput run at 16 in flight about 0.05 s (all of it inside the cool-down)."""
+    r = bench.run(url=slow_server, payloads=payload(0.01), profile="sweep", rates=1, concurrency=16, duration_s=5.0,
+                  warmup_s=0.0, cooldown_s=0.5, max_requests=80)  # fmt: skip
+    empty = [x.profile for x in r.runs if x.requests_ok + x.requests_failed == 0]
+    assert "throughput" in empty and "synchronous" not in empty
+    (note,) = [n for n in r.notes if n.startswith("Measured nothing")]
+    assert "throughput" in note and "--max-requests 80" in note
 
 
 def test_cost_arithmetic_and_quantiles():

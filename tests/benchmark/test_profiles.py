@@ -40,6 +40,21 @@ def test_each_profile_is_the_runs_guidellm_names():
     ]
 
 
+def test_a_sweep_whose_closed_runs_measured_nothing_places_no_open_loops():
+    """It divided by a rate of 0 (a ZeroDivisionError the user saw as 'Unexpected error'): a bench cut short by
+    --max-requests inside its warm-up measured nothing; the caller refuses that with the reason."""
+
+    async def closed(kind: str, c: int) -> tuple[str, float]:
+        return (kind, 0.0)
+
+    async def opened(kind: str, rate: float) -> tuple[str, float]:
+        raise AssertionError(f"an open loop at {rate}/s")
+
+    plan = profiles.runs("sweep", closed=closed, opened=opened, rate_of=lambda r: r[1], max_concurrency=4,
+                         concurrencies=[1], rate=None, rates=3)  # fmt: skip
+    assert asyncio.run(plan) == [("synchronous", 0.0), ("throughput", 0.0)]
+
+
 def test_a_profile_without_what_it_needs_is_refused():
     with pytest.raises(ConfigError, match="needs --rate"):
         _plan("poisson")
