@@ -39,28 +39,6 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
             return Response(status_code=200)
         return _error(503, "not_ready", "Workers are loading or restarting.")
 
-    async def invocations(request: Request) -> Response:
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > MAX_PAYLOAD:
-            return _error(413, "payload_too_large", f"The request body exceeds {MAX_PAYLOAD} bytes.")
-        body = bytearray()
-        async for chunk in request.stream():
-            body.extend(chunk)
-            if len(body) > MAX_PAYLOAD:
-                return _error(413, "payload_too_large", f"The request body exceeds {MAX_PAYLOAD} bytes.")
-        headers = {
-            "Content-Type": request.headers.get("content-type", ""),
-            "Accept": request.headers.get("accept", ""),
-        }
-        future = pool.submit(headers, bytes(body))
-        try:
-            status, ctype, data = await asyncio.wait_for(
-                asyncio.shield(future), spec.model_server_timeout_in_seconds + 5
-            )
-        except asyncio.TimeoutError:
-            return _error(504, "model_timeout", "The model server did not answer in time.")
-        return Response(data, status_code=status, media_type=ctype)
-
     async def metrics(_: Request) -> Response:
         lines = [
             "# HELP smneuron_queue_depth Requests waiting for a worker.",
@@ -84,29 +62,85 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
             lines += [f'{name}{{worker="{i}"}} {int(getattr(s, attr))}' for i, s in enumerate(pool.stats)]
         return PlainTextResponse("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
 
-    key = server_key()  # set when the embedded SageMaker started this server: it alone may call it
+    async def invoke(scope: Any, receive: Any, send: Any) -> None:
+        """``invocations`` in plain ASGI, the same answers: what every request takes, without Starlette's routing,
+        middleware and Request/Response objects around it (a third of the front end's work per request)."""
+        headers = dict(
+            reversed(scope.get("headers") or [])
+        )  # a name sent twice: its first value, as Starlette reads it
+        length = headers.get(b"content-length", b"")
+        if length.isdigit() and int(length) > MAX_PAYLOAD:
+            await _error(413, "payload_too_large", f"The request body exceeds {MAX_PAYLOAD} bytes.")(
+                scope, receive, send
+            )
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the caller is gone: nothing to answer
+            body.extend(message.get("body", b""))
+            if len(body) > MAX_PAYLOAD:
+                await _error(413, "payload_too_large", f"The request body exceeds {MAX_PAYLOAD} bytes.")(
+                    scope, receive, send
+                )
+                return
+            if not message.get("more_body"):
+                break
+        request_headers = {
+            "Content-Type": headers.get(b"content-type", b"").decode("latin-1"),
+            "Accept": headers.get(b"accept", b"").decode("latin-1"),
+        }
+        future = pool.submit(request_headers, bytes(body))
+        try:
+            status, ctype, data = await asyncio.wait_for(
+                asyncio.shield(future), spec.model_server_timeout_in_seconds + 5
+            )
+        except asyncio.TimeoutError:
+            await _error(504, "model_timeout", "The model server did not answer in time.")(
+                scope, receive, send
+            )
+            return
+        if ctype.startswith("text/") and "charset=" not in ctype.lower():
+            ctype += "; charset=utf-8"  # as Starlette's Response says it
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-length", str(len(data)).encode()),
+                    (b"content-type", ctype.encode("latin-1")),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": data})
 
-    class OnlyTheService:  # pure ASGI: a refused request costs no Starlette routing
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
-
+    class Invocations:  # an ASGI app, not a function: Starlette routes to it as it is (and answers 405 for GET)
         async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] == "http" and key:
-                headers = dict(scope.get("headers") or [])
-                given = headers.get(b"authorization", b"").decode("latin-1")
-                if not allowed(given, key):
-                    await _error(401, REFUSAL["code"], REFUSAL["error"])(scope, receive, send)
-                    return
-            await self.inner(scope, receive, send)
+            await invoke(scope, receive, send)
 
-    app = Starlette(
+    key = server_key()  # set when the embedded SageMaker started this server: it alone may call it
+    starlette = Starlette(
         routes=[
             Route("/ping", ping, methods=["GET"]),
-            Route("/invocations", invocations, methods=["POST"]),
+            Route("/invocations", Invocations(), methods=["POST"]),
             # OpenAI's path for {"input": ...} embeddings requests (GuideLLM, AIPerf and openai clients call it)
-            Route("/v1/embeddings", invocations, methods=["POST"]),
+            Route("/v1/embeddings", Invocations(), methods=["POST"]),
             Route("/metrics", metrics, methods=["GET"]),
         ],
         lifespan=lifespan,
     )
-    return OnlyTheService(app) if key else app
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            if key:
+                given = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+                if not allowed(given, key):
+                    await _error(401, REFUSAL["code"], REFUSAL["error"])(scope, receive, send)
+                    return
+            if scope["method"] == "POST" and scope["path"] in ("/invocations", "/v1/embeddings"):
+                await invoke(scope, receive, send)  # the hot path, straight to it
+                return
+        await starlette(scope, receive, send)  # /ping, /metrics, the lifespan, 404 and 405
+
+    return app

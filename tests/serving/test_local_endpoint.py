@@ -128,6 +128,30 @@ def test_bad_requests_get_4xx_and_the_server_stays_healthy(endpoint):
     )  # no bad request killed one
 
 
+def test_the_invocations_route_answers_as_a_web_framework_would(endpoint):
+    """/invocations is served without Starlette's routing (the front end's hot path): the HTTP around it stays what
+    Starlette answered: 405 for another method, 413 for a streamed body past 6 MiB, the answer's type and length."""
+    with httpx.Client(timeout=30) as c:
+        assert c.get(endpoint.url + "/invocations").status_code == 405
+        assert c.get(endpoint.url + "/nope").status_code == 404
+
+        def chunks():  # no Content-Length: the limit is found while reading
+            for _ in range(7):
+                yield b"a" * (1024 * 1024)
+
+        r = c.post(endpoint.url + "/invocations", content=chunks(), headers={"content-type": "text/plain"})
+        assert r.status_code == 413 and r.json()["code"] == "payload_too_large"
+        r = c.post(
+            endpoint.url + "/invocations", json={"inputs": "x"}, headers={"accept": "application/jsonlines"}
+        )
+        assert r.status_code == 200 and r.headers["content-type"] == "application/jsonlines"
+        assert int(r.headers["content-length"]) == len(r.content) > 0
+        r = c.post(
+            endpoint.url + "/v1/embeddings", json={"input": "x"}
+        )  # routed to the model (a classifier here)
+        assert r.status_code == 400 and "embedding" in r.json()["error"].lower()
+
+
 def test_a_worker_killed_mid_load_loses_no_request_silently_and_comes_back(endpoint):
     victim = endpoint.pool.pids()[0]
     restarts = metric(endpoint, "smneuron_worker_restarts_total")
