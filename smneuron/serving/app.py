@@ -12,6 +12,9 @@ from smneuron.serving.pool import WorkerPool
 from smneuron.specs.models import EndpointSpec
 
 MAX_PAYLOAD = 6 * 1024 * 1024  # SageMaker's real-time payload limit
+TIMED_OUT = json.dumps(
+    {"error": "The model server did not answer in time.", "code": "model_timeout"}
+).encode()
 
 
 def _error(status: int, code: str, message: str) -> Any:
@@ -92,15 +95,17 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
             "Accept": headers.get(b"accept", b"").decode("latin-1"),
         }
         future = pool.submit(request_headers, bytes(body))
+        # the request's own deadline, past the pool's (which answers a worker that overran): it answers 504 itself
+        # when nothing has; the pool never answers a request twice. One timer, where wait_for(shield(...)) made
+        # three futures and their callbacks per request.
+        deadline = asyncio.get_running_loop().call_later(
+            spec.model_server_timeout_in_seconds + 5,
+            lambda: future.done() or future.set_result((504, "application/json", TIMED_OUT)),
+        )
         try:
-            status, ctype, data = await asyncio.wait_for(
-                asyncio.shield(future), spec.model_server_timeout_in_seconds + 5
-            )
-        except asyncio.TimeoutError:
-            await _error(504, "model_timeout", "The model server did not answer in time.")(
-                scope, receive, send
-            )
-            return
+            status, ctype, data = await future
+        finally:
+            deadline.cancel()
         if ctype.startswith("text/") and "charset=" not in ctype.lower():
             ctype += "; charset=utf-8"  # as Starlette's Response says it
         await send(

@@ -242,6 +242,7 @@ class LocalEndpoint:
             # "auto": httptools where installed (the serve extra; 1.29x the tiny BERT's served rate of h11), else h11
             http="auto",
             log_level="warning",
+            proxy_headers=False,  # nothing proxies it: no X-Forwarded-* middleware on every request
             timeout_graceful_shutdown=self.spec.model_server_timeout_in_seconds,
             lifespan="on",
         )
