@@ -143,3 +143,58 @@ def test_read_head_keeps_the_standard_librarys_limits():
         read_head(io.BytesIO(b"X-Big: " + b"a" * 70000 + b"\r\n\r\n"))
     with pytest.raises(http.client.HTTPException, match="more than 100 headers"):
         read_head(io.BytesIO(b"".join(b"X-%d: v\r\n" % i for i in range(101)) + b"\r\n"))
+
+
+def _scripted_server(steps: list[tuple[bytes, float]]) -> str:
+    """A server that reads one request, then sends each part after its pause, then closes."""
+    import socket
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            for part, pause in steps:
+                time.sleep(pause)
+                conn.sendall(part)
+        listener.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+HEAD_CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    "steps, code, why",
+    [
+        (
+            [(HEAD_CHUNKED + b'10\r\ndata: {"a": 1}\n\n\r\n', 0), (b"20\r\ncut short", 0)],
+            "StreamBroken",
+            "broke",
+        ),
+        ([(HEAD_CHUNKED + b'10\r\ndata: {"a": 1}\n\n\r\n0\r\n\r\n', 0)], "StreamBroken", "final event"),
+        (
+            [(HEAD_CHUNKED + b'10\r\ndata: {"a": 1}\n\n\r\n', 0), (b"", 3.0)],
+            "ModelInvocationTimeExceeded",
+            "nothing",
+        ),
+    ],
+    ids=["cut-mid-chunk", "no-done-event", "silent-past-the-limit"],
+)
+def test_a_broken_stream_is_relayed_as_what_broke_it(steps, code, why):
+    """The parts that arrived, then the break as SageMaker names it (routing.relay over http1.Stream): the connection
+    cut mid-chunk, an event stream ended without its `data: [DONE]`, silence past the limit (here 0.5 s)."""
+    from smneuron.local.aws.routing import Broken, relay
+
+    released = []
+    stream = Keepalive({}).open(_scripted_server(steps) + "/invocations", b"{}", {}, 0.5)
+    parts = list(relay(stream, lambda: released.append(True), sse=True))
+    assert parts[0] == b'data: {"a": 1}\n\n'
+    assert isinstance(parts[-1], Broken) and parts[-1].code == code and why in parts[-1].message
+    assert released == [True]
