@@ -11,7 +11,10 @@ pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: n
 
 def test_demo_runs_every_stage_and_tears_down(tmp_path):
     seen = []
-    result = run_demo(bench_seconds=3, on_stage=lambda name, s, d: seen.append(name), work_dir=tmp_path)
+    # 2 s runs (0.2 s warm-up, 0.1 s cool-down; the same check): with 1 s runs it failed once under the full suite's
+    # load, not alone nor beside three busy loops; a 0.7 s window is thin on a loaded 2-core machine. The message
+    # says which run and how, should it fail again
+    result = run_demo(bench_seconds=6, on_stage=lambda name, s, d: seen.append(name), work_dir=tmp_path)
     assert seen == [
         "compile",
         "package",
@@ -23,7 +26,8 @@ def test_demo_runs_every_stage_and_tears_down(tmp_path):
         "teardown",
     ]
     assert len(result.answer) == 2
-    assert all(r.requests_ok > 0 and r.requests_failed == 0 for r in result.report.runs)
+    runs = [(r.profile, r.requests_ok, r.requests_failed, r.by_status) for r in result.report.runs]
+    assert all(r.requests_ok > 0 and r.requests_failed == 0 for r in result.report.runs), runs
     assert result.leftovers == dict.fromkeys(
         ["inference_components", "endpoints", "endpoint_configs", "models", "scalable_targets", "alarms"], 0
     )
