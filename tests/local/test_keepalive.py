@@ -71,9 +71,10 @@ def test_a_dead_server_is_an_error():
         Keepalive({}).post("http://127.0.0.1:9/invocations", b"x", {}, 2)
 
 
-def _raw_server(answer: bytes) -> str:
-    """A server that reads one request and sends ``answer`` as given, then closes."""
+def _scripted_server(steps: list[tuple[bytes, float]]) -> str:
+    """A server that reads one request, then sends each part after its pause, then closes."""
     import socket
+    import time
 
     listener = socket.create_server(("127.0.0.1", 0))
 
@@ -83,11 +84,18 @@ def _raw_server(answer: bytes) -> str:
             data = b""
             while b"\r\n\r\n" not in data:
                 data += conn.recv(65536)
-            conn.sendall(answer)
+            for part, pause in steps:
+                time.sleep(pause)
+                conn.sendall(part)
         listener.close()
 
     threading.Thread(target=serve, daemon=True).start()
     return f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+def _raw_server(answer: bytes) -> str:
+    """A server that reads one request and sends ``answer`` as given, then closes."""
+    return _scripted_server([(answer, 0.0)])
 
 
 @pytest.mark.parametrize(
@@ -143,28 +151,6 @@ def test_read_head_keeps_the_standard_librarys_limits():
         read_head(io.BytesIO(b"X-Big: " + b"a" * 70000 + b"\r\n\r\n"))
     with pytest.raises(http.client.HTTPException, match="more than 100 headers"):
         read_head(io.BytesIO(b"".join(b"X-%d: v\r\n" % i for i in range(101)) + b"\r\n"))
-
-
-def _scripted_server(steps: list[tuple[bytes, float]]) -> str:
-    """A server that reads one request, then sends each part after its pause, then closes."""
-    import socket
-    import time
-
-    listener = socket.create_server(("127.0.0.1", 0))
-
-    def serve() -> None:
-        conn, _ = listener.accept()
-        with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                data += conn.recv(65536)
-            for part, pause in steps:
-                time.sleep(pause)
-                conn.sendall(part)
-        listener.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    return f"http://127.0.0.1:{listener.getsockname()[1]}"
 
 
 HEAD_CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
