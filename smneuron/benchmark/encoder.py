@@ -313,7 +313,7 @@ def run(
                 hint="Check the target answers one request (`smneuron invoke ...`) and that the payloads fit the "
                 "model.",
             )
-        cut = (
+        hint = (
             f"With --max-requests {max_requests} a run can end inside its {warmup_s:g} s warm-up, which is not "
             "measured: raise --max-requests, or measure from the start with --warmup 0."
             if max_requests is not None and warmup_s > 0
@@ -321,7 +321,7 @@ def run(
         )
         raise BenchFailedError(
             f"No request was answered within the run against {url or endpoint}: nothing was measured.",
-            hint=cut,
+            hint=hint,
         )
     for r in runs:
         r.cost_per_million_usd = cost_per_million(r.throughput_rps, hourly, instance_count)

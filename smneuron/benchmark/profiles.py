@@ -52,10 +52,10 @@ async def runs(
     sync = await closed("synchronous", 1)
     peak = await closed("throughput", max_concurrency)
     lo, hi = rate_of(sync), max(rate_of(peak), rate_of(sync) * 1.01)
-    if (
-        hi <= 0
-    ):  # neither closed run measured a request: there is no rate to place the open loops at (the caller
-        return [sync, peak]  # refuses a bench that measured nothing, and says why)
+    # neither closed run measured a request: there is no rate to place the open loops at (the caller refuses a bench
+    # that measured nothing, and says why)
+    if hi <= 0:
+        return [sync, peak]
     steps = [lo + (hi - lo) * (i + 1) / (rates + 1) for i in range(rates)]
     return [sync, peak, *[await opened("constant", r) for r in steps]]
 

@@ -25,6 +25,10 @@ def _error(status: int, code: str, message: str) -> Any:
     )
 
 
+def _too_large() -> Any:
+    return _error(413, "payload_too_large", f"The request body exceeds {MAX_PAYLOAD} bytes.")
+
+
 def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -68,14 +72,11 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
     async def invoke(scope: Any, receive: Any, send: Any) -> None:
         """``invocations`` in plain ASGI, the same answers: what every request takes, without Starlette's routing,
         middleware and Request/Response objects around it (a third of the front end's work per request)."""
-        headers = dict(
-            reversed(scope.get("headers") or [])
-        )  # a name sent twice: its first value, as Starlette reads it
+        # a name sent twice: its first value, as Starlette reads it
+        headers = dict(reversed(scope.get("headers") or []))
         length = headers.get(b"content-length", b"")
         if length.isdigit() and int(length) > MAX_PAYLOAD:
-            await _error(413, "payload_too_large", f"The request body exceeds {MAX_PAYLOAD} bytes.")(
-                scope, receive, send
-            )
+            await _too_large()(scope, receive, send)
             return
         body = bytearray()
         while True:
@@ -84,9 +85,7 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
                 return  # the caller is gone: nothing to answer
             body.extend(message.get("body", b""))
             if len(body) > MAX_PAYLOAD:
-                await _error(413, "payload_too_large", f"The request body exceeds {MAX_PAYLOAD} bytes.")(
-                    scope, receive, send
-                )
+                await _too_large()(scope, receive, send)
                 return
             if not message.get("more_body"):
                 break
@@ -120,7 +119,9 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
         )
         await send({"type": "http.response.body", "body": data})
 
-    class Invocations:  # an ASGI app, not a function: Starlette routes to it as it is (and answers 405 for GET)
+    # for Starlette's routing table, so that another method gets its 405: every POST goes to ``invoke`` before Starlette.
+    # An ASGI app, not a function: Starlette routes to it as it is
+    class Invocations:
         async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
             await invoke(scope, receive, send)
 

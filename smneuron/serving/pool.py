@@ -223,9 +223,8 @@ class WorkerPool:
 
         try:
             loop.add_reader(fd, readable)
-        except (
-            NotImplementedError
-        ):  # an event loop without readers (Windows' proactor): a thread waits instead
+        except NotImplementedError:
+            # an event loop without readers (Windows' proactor): a thread waits instead
             return asyncio.ensure_future(loop.run_in_executor(None, conn.recv))
         reply.add_done_callback(lambda _: loop.remove_reader(fd))  # timed out or cancelled too
         return reply

@@ -4,7 +4,7 @@ moto's server is werkzeug's development server, which closes every connection af
 http.server doesn't know how to drain the stream before the next request line"): every call then paid a TCP connect,
 a new thread and, after its answer, a 10 ms wait for stray body bytes; clients that pool connections (boto3, the AWS
 CLI, the SageMaker SDK, smneuron's bench) could not reuse one. ``KeptAliveHandler`` is moto's request handler with
-werkzeug's request loop answered the HTTP/1.1 way:
+werkzeug's request loop answered the HTTP/1.1 way (``kept_alive`` makes it):
 
 - a connection stays open when that is safe: the request's body was read to its Content-Length before the answer
   began (counted as it is read), and the answer's length is known (Content-Length) or it is sent chunked with its
@@ -31,14 +31,13 @@ from urllib.parse import unquote
 
 from smneuron.local.aws.http1 import read_head
 
-IDLE_S = (
-    60.0  # an idle kept-alive connection closes after this (a local choice: AWS does not publish its own)
-)
-_DRAIN_LIMIT = (
-    64 * 1024 * 1024
-)  # a refused body is read and dropped up to this, so the caller sees the answer
+# an idle kept-alive connection closes after this (a local choice: AWS does not publish its own)
+IDLE_S = 60.0
+# a refused body is read and dropped up to this, so the caller sees the answer
+_DRAIN_LIMIT = 64 * 1024 * 1024
 _WERKZEUG_LOG = logging.getLogger("werkzeug")
 _DATE: list = [0, ""]  # the second and its Date header
+_LOCK = threading.Lock()  # guards the making of a server's set of open connections
 PRESERVED_NAMES = "moto.preserved_header_names"  # moto.core.request.PRESERVED_HEADER_NAMES_ENVIRON_KEY
 
 
@@ -286,9 +285,8 @@ class _Answer:
         self.headers: list[tuple[str, str]] | None = None
         self.sent: str | None = None
         self.chunked = False
-        self.bodiless = (
-            False  # an answer to HEAD, 1xx, 204, 304: no body goes out, whatever the application gives
-        )
+        # an answer to HEAD, 1xx, 204, 304: no body goes out, whatever the application gives
+        self.bodiless = False
         self.left: int | None = None  # of the Content-Length announced, the bytes still to send
 
     def start_response(self, status: str, headers: list, exc_info: Any = None) -> Any:
@@ -314,10 +312,8 @@ class _Answer:
             if len(data) > self.left:  # more than announced: the rest is not sent, and the connection ends
                 data, h.close_connection = data[: self.left], True
             self.left -= len(data)
-        if head or data:
-            h.wfile.write(
-                head + data
-            )  # the head with the first part: one send, one packet for a small answer
+        if head or data:  # the head with the first part: one send, one packet for a small answer
+            h.wfile.write(head + data)
         h.wfile.flush()
 
     def end(self) -> None:
@@ -326,9 +322,7 @@ class _Answer:
         if self.chunked:
             self.handler.wfile.write(b"0\r\n\r\n")
             self.handler.wfile.flush()
-        if (
-            self.left
-        ):  # less than announced: the caller waits for the rest, so the connection ends (its error)
+        if self.left:  # less than announced: the caller waits for the rest, so the connection ends
             self.handler.close_connection = True
 
     def _head(self) -> bytes:
@@ -377,6 +371,3 @@ def close_all(server: Any) -> None:
             conn.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-
-
-_LOCK = threading.Lock()

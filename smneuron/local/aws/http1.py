@@ -123,7 +123,9 @@ class _Connection:
             if int(code_text) >= 200:
                 break  # a 1xx (100 Continue) is followed by the answer itself
         headers = {k.lower(): v for k, v in head.items()}
-        reuse = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
+        framed = "content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
+        # a body that runs to the end of the connection leaves nothing to reuse
+        reuse = framed and version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
         return int(code_text), headers, reuse
 
     def body(self, headers: dict[str, str]) -> Iterator[bytes]:

@@ -348,12 +348,12 @@ _EPOCH = datetime.datetime(1970, 1, 1)
 
 def _parse_stamp(stamp: str, protocol: str) -> float:
     match = _STAMP.match(stamp or "")
-    try:
-        if match is None:
-            raise ValueError(stamp)
-        return (datetime.datetime(*map(int, match.groups())) - _EPOCH).total_seconds()
-    except ValueError as e:
-        raise refusal(protocol, 2, "X-Amz-Date is missing or not of the form YYYYMMDDTHHMMSSZ.") from e
+    if match is not None:
+        try:
+            return (datetime.datetime(*map(int, match.groups())) - _EPOCH).total_seconds()
+        except ValueError:  # a month 13, a day 32
+            pass
+    raise refusal(protocol, 2, "X-Amz-Date is missing or not of the form YYYYMMDDTHHMMSSZ.")
 
 
 def _skew_message(stamp: str, now: float) -> str:
