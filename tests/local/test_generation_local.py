@@ -313,22 +313,29 @@ def _openai_path(smneuron_cli, url: str, state, described, artifact, model) -> N
     assert access["base_url"] == f"{url}/endpoints/chat/inference-components/chat-ic/openai/v1"
     assert access["model"] == "/opt/ml/model" and access["token"].startswith("sagemaker-api-key-")
     messages = [{"role": "user", "content": "where is paris"}]
+    # a random model may sample its end-of-sequence token first and answer nothing: vLLM's ignore_eos (what GuideLLM
+    # sends too) makes every answer as long as asked, so each one below has text to check
+    whole = {"ignore_eos": True}
     client = openai.OpenAI(base_url=access["base_url"], api_key=access["token"], max_retries=0)
-    reply = client.chat.completions.create(model=access["model"], messages=messages, max_tokens=5)
+    reply = client.chat.completions.create(
+        model=access["model"], messages=messages, max_tokens=5, extra_body=whole
+    )
     assert (
         reply.object == "chat.completion"
-        and reply.usage.completion_tokens <= 5
+        and reply.usage.completion_tokens == 5
         and reply.choices[0].message.content
     )
     pieces = [c.choices[0].delta.content for c in client.chat.completions.create(
-        model="", messages=messages, max_tokens=6, stream=True) if c.choices and c.choices[0].delta.content]  # fmt: skip
+        model="", messages=messages, max_tokens=6, stream=True, extra_body=whole)
+        if c.choices and c.choices[0].delta.content]  # fmt: skip
     assert pieces  # streamed, an empty model passed on as sent
 
     async def twice() -> list[str]:
         async with openai.AsyncOpenAI(
             base_url=access["base_url"], api_key=access["token"], max_retries=0
         ) as aclient:
-            done = await asyncio.gather(*[aclient.chat.completions.create(model="", messages=messages, max_tokens=3)
+            done = await asyncio.gather(*[aclient.chat.completions.create(model="", messages=messages, max_tokens=3,
+                                                                          extra_body=whole)
                                           for _ in range(2)])  # fmt: skip
         return [d.choices[0].message.content for d in done]
 
@@ -345,7 +352,12 @@ def _openai_path(smneuron_cli, url: str, state, described, artifact, model) -> N
     )
     sdk = openai.OpenAI(base_url=access["base_url"], api_key=sdk_token, max_retries=0)
     # answered (2 sampled tokens of a random model may decode to nothing, so the tokens are counted, not the text)
-    assert sdk.chat.completions.create(model="", messages=messages, max_tokens=2).usage.completion_tokens >= 1
+    assert (
+        sdk.chat.completions.create(
+            model="", messages=messages, max_tokens=2, extra_body=whole
+        ).usage.completion_tokens
+        == 2
+    )
     # as curl sends it
     raw = httpx.post(access["base_url"] + "/chat/completions", headers={"Authorization": f"Bearer {sdk_token}"},
                      json={"model": "", "messages": messages, "max_tokens": 2})  # fmt: skip
