@@ -6,6 +6,7 @@ place that maps botocore ``ClientError`` codes onto them.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import sys
@@ -316,6 +317,8 @@ def from_exception(err: BaseException) -> SmneuronError | None:
     URL, missing credentials, a missing optional package); None when ``err`` is not one of those."""
     if isinstance(err, SmneuronError):
         return err
+    if isinstance(err, OSError) and err.filename is not None and err.errno in _FILE_HINTS:
+        return file_error(err)
     if isinstance(err, ModuleNotFoundError) and err.name:
         top = err.name.split(".")[0]
         if top in EXTRAS:
@@ -354,6 +357,30 @@ def unreachable(url: str, detail: str = "") -> AwsError:
         hint="Check your network connection, the region (--region) and, if you set one, --endpoint-url "
         "or AWS_ENDPOINT_URL (is the embedded AWS running?). Commands that create nothing, like "
         "`deploy --dry-run` and `pipeline definition`, work offline.",
+    )
+
+
+# what a user does about each way a path of theirs can fail (the errno of an OSError that names its file)
+_FILE_HINTS = {
+    errno.ENOENT: "The path, or a folder on the way to it, does not exist or cannot hold files there: check it.",
+    errno.EACCES: "You may not use it: choose a path you own, or fix its permissions.",
+    errno.EPERM: "You may not use it: choose a path you own, or fix its permissions.",
+    errno.EISDIR: "It is a folder where a file is needed: name a file.",
+    errno.ENOTDIR: "A file stands where a folder of the path is needed: choose another path.",
+    errno.EEXIST: "Something is already there: choose another path, or remove it.",
+    errno.ENOSPC: "The disk is full: free some space, or write to another disk.",
+    errno.EDQUOT: "Your disk quota is used up: free some space, or write to another disk.",
+    errno.EROFS: "The file system is read-only: choose a path you can write.",
+    errno.ENAMETOOLONG: "The name is too long: choose a shorter path.",
+    errno.ELOOP: "Its symbolic links go round in a loop: check them.",
+}
+
+
+def file_error(err: OSError) -> SmneuronError:
+    """A file or folder of the user's that could not be read or written, with the path and what to do."""
+    where = str(err.filename) if err.filename2 is None else f"{err.filename} -> {err.filename2}"
+    return SmneuronError(
+        f"{err.strerror or type(err).__name__}: {where}.", hint=_FILE_HINTS.get(err.errno or 0)
     )
 
 

@@ -27,8 +27,12 @@ from smneuron.artifact.manifest import MANIFEST_NAME, Manifest
 from smneuron.artifact.resources import inference_code_dir
 from smneuron.display.progress import step
 from smneuron.errors import ArtifactError, ConfigError
+from smneuron.output_paths import dir_to_write, file_to_write
 
 Compression = Literal["gzip", "none"]
+TARBALL = (
+    "model.tar.gz"  # the name SageMaker's examples and the SDK give it, and the tarball's name in a folder
+)
 IGNORED_DIRS = {
     "__pycache__",
     ".git",
@@ -179,7 +183,8 @@ def package(
 
     Args:
         artifact_dir: a compiled artifact (has smneuron.json).
-        output: the tarball path, or the directory for ``compression="none"``.
+        output: the tarball path (an existing folder: ``model.tar.gz`` in it), or the directory for
+            ``compression="none"``.
         extra_code: a directory of the user's own modules to ship in ``code/``.
         requirements: extra pip requirements (else ``extra_code/requirements.txt`` if present).
         wheels: wheel files to vendor into ``code/wheels`` for network-isolated endpoints.
@@ -188,9 +193,17 @@ def package(
         threads: compression threads (default: all cores).
 
     Returns:
-        ``PackageResult`` with the sha256 (of the tarball, or of the tree for "none").
+        ``PackageResult`` with the path written and the sha256 (of the tarball, or of the tree for "none").
+
+    Raises:
+        UsageError: ``output`` cannot be written (checked before anything is read).
+        ArtifactError, ConfigError: as ``plan`` says; a file that does not match its manifest.
     """
-    artifact_dir, output = Path(artifact_dir), Path(output)
+    artifact_dir = Path(artifact_dir)
+    if compression == "none":
+        output = dir_to_write(output)
+    else:  # a folder named as the output gets the tarball inside it, as cp puts a file into a folder
+        output = file_to_write(Path(output) / TARBALL if Path(output).is_dir() else output, example=TARBALL)
     files, req = plan(
         artifact_dir,
         Path(extra_code) if extra_code else None,

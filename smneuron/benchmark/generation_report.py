@@ -18,6 +18,7 @@ from smneuron.benchmark.search import provenance
 from smneuron.catalog import PriceTable, price_table
 from smneuron.display.cards import png_html
 from smneuron.errors import ConfigError
+from smneuron.output_paths import write_bytes, write_text
 
 CSV_COLUMNS = [
     ("profile", "profile"),
@@ -67,13 +68,12 @@ def _get(run: dict, dotted: str):  # type: ignore[no-untyped-def]
 
 def write_csv(report: dict, path: str | Path) -> Path:
     """One row per run: the rates, token throughput, the TTFT/ITL/TPOT/latency distributions, goodput, cost."""
-    path = Path(path)
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow([name for name, _ in CSV_COLUMNS])
-        for run in report["runs"]:
-            w.writerow(["" if (v := _get(run, key)) is None else v for _, key in CSV_COLUMNS])
-    return path
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow([name for name, _ in CSV_COLUMNS])
+    for run in report["runs"]:
+        w.writerow(["" if (v := _get(run, key)) is None else v for _, key in CSV_COLUMNS])
+    return write_text(path, buf.getvalue())
 
 
 def figures(report: dict) -> dict[str, bytes]:
@@ -150,13 +150,7 @@ def run_label(run: dict) -> str:
 
 
 def write_pngs(report: dict, directory: str | Path) -> list[Path]:
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, data in figures(report).items():
-        (directory / f"{name}.png").write_bytes(data)
-        paths.append(directory / f"{name}.png")
-    return paths
+    return [write_bytes(Path(directory) / f"{name}.png", data) for name, data in figures(report).items()]
 
 
 def write_html(report: dict, path: str | Path) -> Path:
@@ -232,9 +226,7 @@ figure{{display:inline-block;margin:0.5rem}}img{{max-width:100%}}</style></head>
 TPOT = (last token - start) / output tokens; percentiles by linear interpolation.</p>
 </body></html>
 """
-    path = Path(path)
-    path.write_text(page)
-    return path
+    return write_text(path, page)
 
 
 def _ms(dist: dict, q: str) -> str:

@@ -14,6 +14,7 @@ from smneuron.benchmark.search import provenance
 from smneuron.catalog import PriceTable, price_table
 from smneuron.display.cards import png_html
 from smneuron.errors import ConfigError
+from smneuron.output_paths import write_bytes
 
 
 def load(path: str | Path) -> dict:
@@ -28,9 +29,7 @@ def load(path: str | Path) -> dict:
 
 def plot(report: dict, latencies_ms: list[float] | None, out: str | Path) -> Path:
     """PNG file: p50/p99 latency against throughput across the runs, and a latency histogram."""
-    out = Path(out)
-    out.write_bytes(plot_png(report, latencies_ms))
-    return out
+    return write_bytes(out, plot_png(report, latencies_ms))
 
 
 def plot_png(report: dict, latencies_ms: list[float] | None) -> bytes:

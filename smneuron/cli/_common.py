@@ -154,3 +154,17 @@ def whole_numbers(text: str | None, flag: str) -> list[int] | None:
         return [int(c) for c in text.split(",")]
     except ValueError:
         raise typer.BadParameter(f"{text!r}: give whole numbers, e.g. 1,4,8.", param_hint=flag) from None
+
+
+def outputs_checked(files: dict[str, Path | None], folders: dict[str, Path | None] | None = None) -> None:
+    """Each output flag given (flag -> path), checked before the work that fills it (``smneuron.output_paths``): a
+    folder named where a file goes, or a place that cannot take a new file, is a usage error (exit 2) naming the flag,
+    said before a benchmark runs rather than after it."""
+    from smneuron.output_paths import dir_to_write, file_to_write
+
+    for flag, path in files.items():
+        if path is not None:
+            file_to_write(path, flag)
+    for flag, path in (folders or {}).items():
+        if path is not None:
+            dir_to_write(path, flag)

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, print_json, state, table, whole_numbers
+from smneuron.cli._common import (
+    JsonOpt,
+    console,
+    outputs_checked,
+    print_json,
+    state,
+    table,
+    whole_numbers,
+)
 from smneuron.errors import ArtifactError, ConfigError
 
 
@@ -131,6 +139,7 @@ def bench_cmd(
     from smneuron.benchmark.endpoint import bench_endpoint
     from smneuron.benchmark.generation import GenerationReport
     from smneuron.cli import generation_bench_cmd
+    from smneuron.output_paths import write_text
 
     if endpoint == "compare":
         if reports and len(reports) == 2 and _generation_report(reports[0]):
@@ -162,6 +171,9 @@ def bench_cmd(
         "via": via,
     }
     given = {name: "flag" for name, value in settings.items() if value is not None}
+    outputs_checked(
+        {"--output": out, "--plot": plot, "--csv": csv_out, "--html": html_out}, {"--png-dir": png_dir}
+    )
     if in_account:  # its own request: a SageMaker AI benchmark job beside the bench from here
         return generation_bench_cmd.in_account(
             ctx,
@@ -222,15 +234,15 @@ def bench_cmd(
         generation_bench_cmd.emit(
             report, out=out, csv_out=csv_out, html_out=html_out, png_dir=png_dir, as_json=as_json
         )
-    else:
-        if out:
-            out.write_text(report.to_json())
-        if plot:
-            report.plot(plot)
+    else:  # shown first: a file that cannot be written after all (a full disk) then loses nothing
         if as_json:
             print_json(__import__("json").loads(report.to_json()))
         else:
             render(report)
+        if out:
+            write_text(out, report.to_json())
+        if plot:
+            report.plot(plot)
     generation_bench_cmd.check(report, max_error_rate)
 
 

@@ -10,7 +10,16 @@ import typer
 if TYPE_CHECKING:
     from smneuron.hardware.report import Comparison
 
-from smneuron.cli._common import JsonOpt, console, pairs, print_json, state, table, whole_numbers
+from smneuron.cli._common import (
+    JsonOpt,
+    console,
+    outputs_checked,
+    pairs,
+    print_json,
+    state,
+    table,
+    whole_numbers,
+)
 from smneuron.errors import ConfigError
 
 
@@ -88,6 +97,7 @@ def compare_cmd(
         sequence_length=sequence_length,
     )
     levels = whole_numbers(concurrencies, "--concurrencies")
+    outputs_checked({"--output": out, "--html": html_out, "--plot": plot})
     comparison = compare_instances(
         model,
         instances,
@@ -111,16 +121,16 @@ def compare_cmd(
         prices=pairs(price, "--price", "TYPE=USD", float),
         session=st.session(),
     )
+    if as_json:  # shown first: a file that cannot be written after all (a full disk) then loses nothing
+        print_json(comparison.to_dict())
+    else:
+        render(comparison)
     if out:
         comparison.write_json(out)
     if html_out:
         comparison.write_html(html_out)
     if plot:
         comparison.plot(plot)
-    if as_json:
-        print_json(comparison.to_dict())
-    else:
-        render(comparison)
     if comparison.left_behind or not comparison.measured:
         raise typer.Exit(1)
 

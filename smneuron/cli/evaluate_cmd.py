@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.cli._common import JsonOpt, console, outputs_checked, print_json, state, table
 
 
 def evaluate_cmd(
@@ -60,6 +60,7 @@ def evaluate_cmd(
 
     st = state(ctx)
     project = st.project()
+    outputs_checked({"--output": out})
     result = evaluate_candidate(
         data,
         model=model,
@@ -84,9 +85,7 @@ def evaluate_cmd(
         min_bhattacharyya=min_bhattacharyya,
         min_task_exact_match=min_task_exact_match,
     )
-    if out:
-        result.write(out)
-    if as_json:
+    if as_json:  # shown first: a file that cannot be written after all (a full disk) then loses nothing
         print_json(result.to_json())
     else:
         table(
@@ -95,5 +94,7 @@ def evaluate_cmd(
             [[k, "n/a" if v is None else f"{v:.6g}"] for k, v in result.metrics.items()],
         )
         console().print(result.summary)
+    if out:
+        result.write(out)
     if not result.passed:
         raise typer.Exit(1)

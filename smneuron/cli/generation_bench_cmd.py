@@ -32,22 +32,23 @@ def lengths(text: str | None, flag: str):  # type: ignore[no-untyped-def]
 
 
 def emit(report, *, out, csv_out, html_out, png_dir, as_json) -> None:  # type: ignore[no-untyped-def]
-    """A text-generation report as asked: JSON, CSV, HTML and PNG files, then the table (or JSON on stdout)."""
+    """A text-generation report as asked: the table (or JSON on stdout), then JSON, CSV, HTML and PNG files."""
     from smneuron.benchmark.generation_report import write_csv, write_html, write_pngs
+    from smneuron.output_paths import write_text
 
     data = report.to_dict()
+    if as_json:  # shown first: a file that cannot be written after all (a full disk) then loses nothing
+        print_json(data)
+    else:
+        render(data)
     if out:
-        out.write_text(json.dumps(data, indent=2))
+        write_text(out, json.dumps(data, indent=2))
     if csv_out:
         write_csv(data, csv_out)
     if html_out:
         write_html(data, html_out)
     if png_dir:
         write_pngs(data, png_dir)
-    if as_json:
-        print_json(data)
-    else:
-        render(data)
 
 
 def check(report, max_error_rate: float) -> None:  # type: ignore[no-untyped-def]
@@ -85,6 +86,7 @@ def in_account(
 ) -> None:
     """``--in-account``: flags -> ``bench_in_account_and_here`` -> a table of what the job and the bench measured."""
     from smneuron.benchmark.in_account import bench_in_account_and_here
+    from smneuron.output_paths import write_text
 
     if concurrencies and len(concurrencies) > 1:
         raise typer.BadParameter(
@@ -121,11 +123,15 @@ def in_account(
         on_status=None if as_json else progress,
     )
     data = measured.to_dict()
-    if out:
-        out.write_text(json.dumps(data, indent=2, default=str))
     if as_json:
         print_json(data)
-        return
+    else:
+        _show_in_account(endpoint, measured, c)
+    if out:  # after it was shown: a file that cannot be written after all loses nothing
+        write_text(out, json.dumps(data, indent=2, default=str))
+
+
+def _show_in_account(endpoint: str | None, measured, c) -> None:  # type: ignore[no-untyped-def]
     job = measured.job
     table(
         f"{endpoint}: the same profile measured twice",

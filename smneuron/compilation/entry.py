@@ -22,6 +22,7 @@ from smneuron.compilation.generation import (
     text_generation_note,
 )
 from smneuron.errors import ConfigError
+from smneuron.output_paths import dir_to_write
 from smneuron.specs.models import CompileSpec, override
 
 
@@ -53,10 +54,12 @@ def compile_model(
 
     Raises:
         ConfigError: bad settings, or ``from_cache`` for an encoder task.
+        UsageError: ``out_dir`` is a file, or its place cannot take a new folder.
         MissingDependencyError: torch / transformers / the target's Neuron package / optimum-neuron missing.
         CompileError: loading, tracing, exporting or validation failed.
     """
     spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
+    out_dir = dir_to_write(out_dir)  # before minutes of compiling, not after
     if from_cache and spec.task is not None and not generates_task(spec.task):
         raise ConfigError(
             f"--from-cache is for text generation (the optimum-neuron cache holds causal LMs); the task is {spec.task}.",

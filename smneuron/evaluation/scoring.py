@@ -31,6 +31,7 @@ from smneuron.compilation.entry import compile_model
 from smneuron.compilation.tasks import TASKS, infer_task
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError, SmneuronError
+from smneuron.output_paths import write_text
 from smneuron.serving.server import LocalEndpoint
 from smneuron.specs.models import CompileSpec, Thresholds
 
@@ -122,9 +123,7 @@ def read_transform_output(path: str | Path) -> list[Any]:
 
 
 def write_outputs(path: str | Path, outputs: Iterable[Any]) -> Path:
-    path = Path(path)
-    path.write_text("".join(json.dumps(o) + "\n" for o in outputs))
-    return path
+    return write_text(path, "".join(json.dumps(o) + "\n" for o in outputs))
 
 
 def read_outputs(path: str | Path) -> list[Any]:
@@ -175,9 +174,7 @@ class Evaluation:
         }
 
     def write(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps(self.to_json(), indent=2) + "\n")
-        return path
+        return write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
 
 
 def score(

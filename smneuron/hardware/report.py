@@ -21,6 +21,7 @@ from pathlib import Path
 from smneuron.benchmark.encoder import cost_per_million
 from smneuron.benchmark.report import Option, recommend, sustainable
 from smneuron.display.cards import Card, Displayed, png_html
+from smneuron.output_paths import write_bytes, write_text
 
 HOURS_PER_MONTH = 730
 MEASURED = "measured"
@@ -381,21 +382,15 @@ class Comparison(Displayed):
         return buf.getvalue()
 
     def plot(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_bytes(self.plot_png())
-        return path
+        return write_bytes(path, self.plot_png())
 
     def write_json(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(self.to_json())
-        return path
+        return write_text(path, self.to_json())
 
     def write_html(self, path: str | Path) -> Path:
         """One self-contained HTML page (no scripts, no network): the table, the recommendation with its
         arithmetic, what was not measured and why, the plot, and every type's runs."""
-        path = Path(path)
-        path.write_text(self.html())
-        return path
+        return write_text(path, self.html())
 
     def html(self) -> str:
         e = html.escape

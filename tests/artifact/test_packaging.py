@@ -220,3 +220,9 @@ def test_a_manifest_from_another_smneuron_is_explained(artifact, tmp_path):
     (old / "smneuron.json").write_text(_json.dumps(m))
     with pytest.raises(ArtifactError, match="not a manifest this smneuron understands.*Recompile"):
         package(old, tmp_path / "m.tar.gz")
+
+
+def test_a_folder_named_as_the_output_gets_model_tar_gz_in_it(artifact, tmp_path):
+    result = package(artifact, tmp_path)  # as `cp FILE FOLDER` puts the file in the folder
+    assert result.path == tmp_path / "model.tar.gz" and names(result.path)[0] == "smneuron.json"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.tar.gz"]
