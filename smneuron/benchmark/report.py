@@ -21,7 +21,11 @@ def load(path: str | Path) -> dict:
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
-        raise ConfigError(f"Cannot read bench report {path}: {e}") from e
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise ConfigError(
+            f"Cannot read bench report {path}: {why}.",
+            hint="Pass reports `smneuron bench ... -o FILE.json` wrote (one per run to compare).",
+        ) from e
     if "runs" not in data:
         raise ConfigError(f"{path} is not a smneuron bench report (no 'runs').")
     return data
