@@ -43,7 +43,11 @@ def output_fn(prediction, accept, context):
 
 SDK = """
 import json, sys
+import sagemaker.core.helper.session_helper as waiting
 from sagemaker.core.helper.session_helper import Session
+# the SDK's deploy waits with its own waiter (DescribeEndpoint, the endpoint's CloudWatch logs) but sleeps 30 s before
+# its first look (_wait_until); the same waiter looks every second here, as the suite has no 30 s to spare
+waiting.EP_LOGGER_POLL = waiting.DEFAULT_EP_POLL = 1
 from sagemaker.core.training.configs import SourceCode
 from sagemaker.serve.model_builder import ModelBuilder
 
