@@ -319,6 +319,13 @@ def from_exception(err: BaseException) -> SmneuronError | None:
         return err
     if isinstance(err, OSError) and err.filename is not None and err.errno in _FILE_HINTS:
         return file_error(err)
+    if isinstance(
+        err, UnicodeDecodeError
+    ):  # a reader that does not name its file (user_files.read_text does)
+        return SmneuronError(
+            f"A file smneuron read as text is not UTF-8 ({err.reason} at offset {err.start}).",
+            hint="Check the files you passed: JSONL, JSON and YAML files are UTF-8 text.",
+        )
     if isinstance(err, ModuleNotFoundError) and err.name:
         top = err.name.split(".")[0]
         if top in EXTRAS:

@@ -27,7 +27,7 @@ from smneuron.artifact.manifest import MANIFEST_NAME, Manifest
 from smneuron.artifact.resources import inference_code_dir
 from smneuron.display.progress import step
 from smneuron.errors import ArtifactError, ConfigError
-from smneuron.output_paths import dir_to_write, file_to_write
+from smneuron.user_files import dir_to_write, file_to_write, read_text
 
 Compression = Literal["gzip", "none"]
 TARBALL = (
@@ -110,7 +110,7 @@ def plan(
         else (Path(extra_code) / "requirements.txt" if extra_code else None)
     )
     if user_req and user_req.is_file():
-        req += "\n# from " + user_req.name + "\n" + user_req.read_text()
+        req += "\n# from " + user_req.name + "\n" + read_text(user_req, "the requirements file")
     if wheels:
         # network-isolated endpoints: pip installs from the shipped wheels only
         req = "--no-index\n--find-links /opt/ml/model/code/wheels\n" + req

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smneuron.errors import ConfigError
+from smneuron.user_files import read_text
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def requests_from(
 
 def _read_dataset(path: Path) -> list:
     try:
-        text = path.read_text()
+        text = read_text(path, "the dataset")
     except OSError as e:
         raise ConfigError(f"Cannot read the dataset {path}: {e}") from None
     try:
@@ -174,7 +175,7 @@ def load_payloads(
     """
     if data:
         try:
-            lines = Path(data).read_text().splitlines()
+            lines = read_text(data, "the requests file").splitlines()
         except OSError as e:
             raise ConfigError(
                 f"Cannot read the requests file {data}: {e.strerror or e}.",

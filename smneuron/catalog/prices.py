@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from smneuron.errors import ConfigError
+from smneuron.user_files import read_text
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def load_prices(overrides: dict[str, float] | None = None, file: str | Path | No
     file = file or os.environ.get("SMNEURON_PRICES_FILE")
     if file:
         try:
-            loaded = yaml.safe_load(Path(file).read_text()) or {}
+            loaded = yaml.safe_load(read_text(file, "the price file")) or {}
         except (OSError, yaml.YAMLError) as e:
             raise ConfigError(f"Cannot read the price file {file}: {e}") from e
         loaded = loaded.get("hourly_usd", loaded)

@@ -157,10 +157,10 @@ def whole_numbers(text: str | None, flag: str) -> list[int] | None:
 
 
 def outputs_checked(files: dict[str, Path | None], folders: dict[str, Path | None] | None = None) -> None:
-    """Each output flag given (flag -> path), checked before the work that fills it (``smneuron.output_paths``): a
+    """Each output flag given (flag -> path), checked before the work that fills it (``smneuron.user_files``): a
     folder named where a file goes, or a place that cannot take a new file, is a usage error (exit 2) naming the flag,
     said before a benchmark runs rather than after it."""
-    from smneuron.output_paths import dir_to_write, file_to_write
+    from smneuron.user_files import dir_to_write, file_to_write
 
     for flag, path in files.items():
         if path is not None:

@@ -22,8 +22,8 @@ from smneuron.compilation.generation import (
     text_generation_note,
 )
 from smneuron.errors import ConfigError
-from smneuron.output_paths import dir_to_write
 from smneuron.specs.models import CompileSpec, override
+from smneuron.user_files import dir_to_write
 
 
 def compile_model(

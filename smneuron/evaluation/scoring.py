@@ -31,9 +31,9 @@ from smneuron.compilation.entry import compile_model
 from smneuron.compilation.tasks import TASKS, infer_task
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError, SmneuronError
-from smneuron.output_paths import write_text
 from smneuron.serving.server import LocalEndpoint
 from smneuron.specs.models import CompileSpec, Thresholds
+from smneuron.user_files import read_text, write_text
 
 # Parameters that make each task's answer comparable number by number.
 REQUEST_PARAMETERS: dict[str, dict[str, Any]] = {
@@ -63,7 +63,7 @@ def read_records(path: str | Path, *, limit: int | None = None) -> list[Record]:
     """
     path = Path(path)
     try:
-        lines = path.read_text().splitlines()
+        lines = read_text(path, "evaluation data").splitlines()
     except OSError as e:
         raise ConfigError(f"Cannot read evaluation data {path}: {e.strerror}.") from e
     records = []
@@ -115,10 +115,8 @@ def collect(
 def read_transform_output(path: str | Path) -> list[Any]:
     """Outputs from a Batch Transform ``.out`` file (AssembleWith Line): one JSON answer per line."""
     outputs = []
-    for line in Path(path).read_text().splitlines():
-        if line.strip():
-            answer = json.loads(line)
-            outputs.extend(answer if isinstance(answer, list) else [answer])
+    for answer in _json_lines(path, "the Batch Transform output"):
+        outputs.extend(answer if isinstance(answer, list) else [answer])
     return outputs
 
 
@@ -127,7 +125,25 @@ def write_outputs(path: str | Path, outputs: Iterable[Any]) -> Path:
 
 
 def read_outputs(path: str | Path) -> list[Any]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    return _json_lines(path, "the reference outputs")
+
+
+def _json_lines(path: str | Path, what: str) -> list[Any]:
+    """One JSON value per non-empty line of a file the user named.
+
+    Raises:
+        ConfigError: the file is not text, or a line is not JSON (named by its number).
+    """
+    values = []
+    for n, line in enumerate(read_text(path, what).splitlines(), 1):
+        if line.strip():
+            try:
+                values.append(json.loads(line))
+            except ValueError as e:
+                raise ConfigError(
+                    f"{path}:{n}: not JSON ({e}).", hint=f"Pass {what}: one JSON value per line."
+                ) from None
+    return values
 
 
 @dataclass

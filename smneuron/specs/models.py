@@ -21,6 +21,7 @@ from smneuron.errors import ConfigError
 from smneuron.specs.controls import DataCaptureSpec, VpcSpec, check_kms_key, check_tags
 from smneuron.specs.validation import StrictModel, make_loader, validate
 from smneuron.specs.validation import override as override  # part of the specs API
+from smneuron.user_files import read_text
 
 Task = Literal[
     "text-classification",
@@ -566,7 +567,7 @@ class ProjectFile(StrictModel):
 
         path = Path(path)
         try:
-            data = yaml.load(path.read_text(), Loader=make_loader()) or {}
+            data = yaml.load(read_text(path, "the project file"), Loader=make_loader()) or {}
         except OSError as e:
             raise ConfigError(f"Cannot read {path}: {e.strerror}.") from e
         except yaml.YAMLError as e:

@@ -41,6 +41,7 @@ def world(tiny_classifier, tiny_encoder, tiny_llama, minilm_dir, tmp_path_factor
     (root / "foreign" / "notes.txt").write_text("mine")
     (root / "not-a-model").mkdir()
     (root / "data.jsonl").write_text('{"inputs": "hello world"}\n{"inputs": "good morning"}\n')
+    (root / "weights.bin").write_bytes(bytes(range(128, 256)))  # not text: a file passed where text goes
     (root / "bad.yaml").write_text("endpoint:\n  instnce_type: ml.inf2.xlarge\n")
     (root / "no-task.yaml").write_text("model_name: m\n")
     fake = root / "no-aiohttp" / "aiohttp"
@@ -701,6 +702,31 @@ CASES = [
         "evaluate {root}/data.jsonl --model {model} -o {root}",
         2,
         ["--output", "is a folder"],
+        {},
+        None,
+    ),
+    # a file that is not what it should be: said with its name (was "Unexpected error: UnicodeDecodeError/JSONDecodeError")
+    (
+        "bench-data-not-text",
+        "bench --url http://127.0.0.1:9 --data {root}/weights.bin",
+        1,
+        ["The requests file", "weights.bin is not text", "0x80 at offset 0"],
+        {},
+        None,
+    ),
+    (
+        "project-file-not-text",
+        "--config {root}/weights.bin list",
+        1,
+        ["The project file", "is not text"],
+        {},
+        None,
+    ),
+    (
+        "evaluate-outputs-not-json",
+        "evaluate {root}/data.jsonl --model {model} --outputs {root}/bad.yaml",
+        1,
+        ["bad.yaml:1: not JSON", "one JSON value per line"],
         {},
         None,
     ),

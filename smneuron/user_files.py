@@ -1,8 +1,10 @@
-"""Files and folders a user names for smneuron to write (a report, a plot, a tarball, an artifact directory).
+"""Files and folders a user names: read as text, and written (a report, a plot, a tarball, an artifact directory).
 
-Each is checked before the work that fills it begins (``file_to_write``, ``dir_to_write``), so a mistyped folder costs a
-message, not a finished benchmark; each is written whole (``write_bytes``): its missing folders made, the bytes written
-beside it and renamed into place, so a reader never finds half a report and a failed write leaves the old one.
+A file the user passes is read as UTF-8 text or refused with its name (``read_text``): a tarball given where a JSONL goes
+is a mistake to say, not a UnicodeDecodeError. A place to write is checked before the work that fills it begins
+(``file_to_write``, ``dir_to_write``), so a mistyped folder costs a message, not a finished benchmark; each is written
+whole (``write_bytes``): its missing folders made, the bytes written beside it and renamed into place, so a reader never
+finds half a report and a failed write leaves the old one.
 """
 
 from __future__ import annotations
@@ -12,7 +14,29 @@ import secrets
 import tempfile
 from pathlib import Path
 
-from smneuron.errors import UsageError
+from smneuron.errors import ConfigError, UsageError
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The text of a file the user named, decoded as UTF-8.
+
+    Args:
+        path: the file.
+        what: what it should be, for the message ("the requests file", "evaluation data").
+
+    Raises:
+        ConfigError: it is not UTF-8 text (a tarball, a Parquet file or a model given where text goes), with the path
+            and where the first byte that is not text stands.
+        OSError: it cannot be read at all (the caller says what it needed).
+    """
+    data = Path(path).read_bytes()
+    try:
+        return data.decode()
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{what[:1].upper()}{what[1:]} {path} is not text: byte {data[e.start]:#04x} at offset {e.start} is not UTF-8.",
+            hint=f"Pass the right file: {what} is UTF-8 text.",
+        ) from None
 
 
 def file_to_write(path: str | Path, flag: str = "output", example: str = "report.json") -> Path:

@@ -1,5 +1,5 @@
-"""Files and folders a user names for smneuron to write: checked before the work, written whole, and a path that fails
-anyway is an error with the path and what to do (smneuron.output_paths, errors.file_error)."""
+"""Files and folders a user names: read as text or refused by name; places to write checked before the work and written
+whole; a path that fails anyway is an error with the path and what to do (smneuron.user_files, errors.file_error)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from smneuron.errors import SmneuronError, UsageError, from_exception
-from smneuron.output_paths import dir_to_write, file_to_write, write_bytes, write_text
+from smneuron.errors import ConfigError, SmneuronError, UsageError, from_exception
+from smneuron.user_files import dir_to_write, file_to_write, read_text, write_bytes, write_text
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="a /proc file system (Linux)")
 
@@ -100,3 +100,26 @@ def test_an_os_error_that_names_no_path_is_not_taken_for_a_file_of_the_users():
     assert (
         from_exception(OSError(errno.EIO, "Input/output error", "/dev/sda")) is None
     )  # not the user's to fix
+
+
+def test_a_file_that_is_not_text_is_refused_by_name_and_where_it_stops_being_text(tmp_path):
+    (tmp_path / "data.jsonl").write_bytes(
+        '{"inputs": "café"}\n'.encode() + b"\x1f\x8b\x08"
+    )  # text, then gzip's magic
+    with pytest.raises(
+        ConfigError, match=r"The requests file .*data.jsonl is not text: byte 0x8b at offset 21"
+    ):
+        read_text(tmp_path / "data.jsonl", "the requests file")
+    (tmp_path / "ok.jsonl").write_text('{"inputs": "café"}\n')
+    assert read_text(tmp_path / "ok.jsonl", "the requests file") == '{"inputs": "café"}\n'
+    with pytest.raises(FileNotFoundError):  # unreadable: the caller says what it needed
+        read_text(tmp_path / "missing.jsonl", "the requests file")
+
+
+def test_a_reader_that_names_no_file_still_says_what_was_not_text():
+    known = from_exception(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"))
+    assert (
+        isinstance(known, SmneuronError)
+        and "not UTF-8" in str(known)
+        and "JSONL, JSON and YAML" in str(known)
+    )
