@@ -1,7 +1,10 @@
 """Errors a user can cause, each with a message that says what to do.
 
-Library code raises these; only the CLI turns them into exit codes. ``from_client_error`` is the one
-place that maps botocore ``ClientError`` codes onto them.
+Library code raises these; only the CLI turns them into exit codes. ``from_client_error`` is the one place that maps
+botocore ``ClientError`` codes onto them; ``from_exception`` turns the other failures a user can cause (an OS error on
+one of their paths, a file that is not text, a dead URL, a missing extra) into them.
+
+One module because it is one vocabulary: what a user reads when something fails, and the one translation into it.
 """
 
 from __future__ import annotations

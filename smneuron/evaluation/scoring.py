@@ -1,17 +1,15 @@
-"""Accuracy of a compiled model against its reference: the scoring behind `smneuron evaluate` and the
-pipeline's evaluate step.
+"""Accuracy of a compiled model against its reference: the scoring behind `smneuron evaluate` and the pipeline's
+evaluate step.
 
-Both sides answer the same requests through the same inference code: the *reference* is the model
-in fp32 on CPU (the ``cpu`` target: TorchScript of the uncompiled graph, checked against eager
-PyTorch at trace time), the *candidate* is the compiled artifact on its hardware (a Batch Transform
-job, a staging endpoint, or the local endpoint). Requests ask for raw, comparable values (all
-class logits, unnormalised labels per token, ...), and the metrics follow the task:
+Both sides answer the same requests through the same inference code: the *reference* is the model in fp32 on CPU (the
+``cpu`` target: TorchScript of the uncompiled graph, checked against eager PyTorch at trace time), the *candidate* is the
+compiled artifact on its hardware (a Batch Transform job, a staging endpoint, or the local endpoint). Requests ask for
+raw, comparable values (all class logits, unnormalised labels per token, ...), and the metrics follow the task:
 
-- classification: top-1 agreement with the reference, accuracy against labels (when given),
-  max abs diff of the logits;
+- classification: top-1 agreement with the reference, accuracy against labels (when given), max abs diff of the logits;
 - embeddings: cosine similarity to the reference (min and mean), max abs diff;
-- token classification: agreement of the per-token entity labels; question answering: agreement
-  of the answer spans (accuracy against labelled answers).
+- token classification: agreement of the per-token entity labels; question answering: agreement of the answer spans
+  (accuracy against labelled answers).
 
 Scoring is plain Python (no torch), so it runs in any job container.
 """
@@ -61,19 +59,12 @@ def read_records(path: str | Path, *, limit: int | None = None) -> list[Record]:
     Raises:
         ConfigError: unreadable file, malformed lines (named by number), or no records.
     """
-    path = Path(path)
     try:
-        lines = read_text(path, "evaluation data").splitlines()
+        lines = _json_lines(path, "evaluation data")
     except OSError as e:
         raise ConfigError(f"Cannot read evaluation data {path}: {e.strerror}.") from e
     records = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"{path}:{n}: not JSON ({e.msg}).") from None
+    for n, obj in lines:
         if isinstance(obj, str):
             obj = {"inputs": obj}
         if not isinstance(obj, dict) or "inputs" not in obj:
@@ -115,7 +106,7 @@ def collect(
 def read_transform_output(path: str | Path) -> list[Any]:
     """Outputs from a Batch Transform ``.out`` file (AssembleWith Line): one JSON answer per line."""
     outputs = []
-    for answer in _json_lines(path, "the Batch Transform output"):
+    for _, answer in _json_lines(path, "the Batch Transform output"):
         outputs.extend(answer if isinstance(answer, list) else [answer])
     return outputs
 
@@ -125,24 +116,20 @@ def write_outputs(path: str | Path, outputs: Iterable[Any]) -> Path:
 
 
 def read_outputs(path: str | Path) -> list[Any]:
-    return _json_lines(path, "the reference outputs")
+    return [value for _, value in _json_lines(path, "the reference outputs")]
 
 
-def _json_lines(path: str | Path, what: str) -> list[Any]:
-    """One JSON value per non-empty line of a file the user named.
-
-    Raises:
-        ConfigError: the file is not text, or a line is not JSON (named by its number).
-    """
+def _json_lines(path: str | Path, what: str) -> list[tuple[int, Any]]:
+    """(line number, JSON value) of each non-empty line of a file the user named; ConfigError if the file is not text
+    or a line is not JSON (named by its number)."""
     values = []
     for n, line in enumerate(read_text(path, what).splitlines(), 1):
-        if line.strip():
-            try:
-                values.append(json.loads(line))
-            except ValueError as e:
-                raise ConfigError(
-                    f"{path}:{n}: not JSON ({e}).", hint=f"Pass {what}: one JSON value per line."
-                ) from None
+        try:
+            values += [(n, json.loads(line))] if line.strip() else []
+        except json.JSONDecodeError as e:
+            raise ConfigError(
+                f"{path}:{n}: not JSON ({e.msg}).", hint=f"Each line of {what} is one JSON value."
+            ) from None
     return values
 
 
