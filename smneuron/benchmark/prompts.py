@@ -39,7 +39,8 @@ def load_tokenizer(path: str | Path):  # type: ignore[no-untyped-def]
     """A fast tokenizer from a tokenizer.json, a model/artifact directory that holds one.
 
     Raises:
-        ConfigError: no tokenizer there (synthetic prompts need the model's tokenizer to count tokens).
+        ConfigError: no tokenizer there, or a file that is not one (synthetic prompts need the model's tokenizer to
+            count tokens).
     """
     from tokenizers import Tokenizer
 
@@ -50,7 +51,14 @@ def load_tokenizer(path: str | Path):  # type: ignore[no-untyped-def]
             f"No tokenizer.json at {path}: synthetic prompts are counted with the model's own tokenizer.",
             hint="Pass --tokenizer with the model or artifact directory (or its tokenizer.json), or --dataset FILE.",
         )
-    tok = Tokenizer.from_file(str(file))
+    try:
+        tok = Tokenizer.from_file(str(file))
+    except Exception as e:  # tokenizers raises a bare Exception for a file that is not one of its tokenizers
+        raise ConfigError(
+            f"{file} is not a tokenizer.json the tokenizers library can read ({e}).",
+            hint="Pass --tokenizer with the model or artifact directory (or its tokenizer.json, as save_pretrained "
+            "writes it), or --dataset FILE.",
+        ) from None
     tok.no_padding()  # a tokenizer.json saved with padding/truncation (e.g. for an encoder) would miscount
     tok.no_truncation()
     return tok

@@ -715,6 +715,14 @@ CASES = [
         None,
     ),
     (
+        "bench-tokenizer-not-a-tokenizer",
+        "bench --url http://127.0.0.1:9 --tokenizer {artifact}/smneuron.json",
+        1,
+        ["smneuron.json is not a tokenizer.json", "--tokenizer with the model"],
+        {},
+        None,
+    ),
+    (
         "project-file-not-text",
         "--config {root}/weights.bin list",
         1,
