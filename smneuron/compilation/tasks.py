@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,8 +118,21 @@ def load(
         # eager attention traces to the same graph on every backend (no SDPA kernels on Neuron)
         hf, info = auto.from_pretrained(str(model_dir), attn_implementation="eager", output_loading_info=True)
         hf = hf.eval()
-    except (OSError, ValueError, KeyError) as e:
-        raise CompileError(f"Cannot load {model_dir} as a {task} model: {e}") from e
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        EOFError,
+        RuntimeError,
+        pickle.UnpicklingError,
+        *_weights_errors(),
+    ) as e:
+        # a truncated or foreign weights file (a download cut short) fails in safetensors or torch.load, not in transformers
+        raise CompileError(
+            f"Cannot load {model_dir} as a {task} model: {type(e).__name__}: {str(e).rstrip('.')}.",
+            hint="Check that the directory is what save_pretrained wrote, with its weights files whole "
+            "(compare their sizes with the source).",
+        ) from e
     missing = sorted(info.get("missing_keys") or [])
     if missing and not allow_random_weights:
         shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
@@ -164,6 +178,15 @@ def load(
         else False,
         pad_token_id=int(pad),
     )
+
+
+def _weights_errors() -> tuple[type[BaseException], ...]:
+    """safetensors' own error, when safetensors is there (transformers loads .safetensors files with it)."""
+    try:
+        from safetensors import SafetensorError
+    except ImportError:
+        return ()
+    return (SafetensorError,)
 
 
 def _make_wrapper_class() -> type:

@@ -42,6 +42,10 @@ def world(tiny_classifier, tiny_encoder, tiny_llama, minilm_dir, tmp_path_factor
     (root / "not-a-model").mkdir()
     (root / "data.jsonl").write_text('{"inputs": "hello world"}\n{"inputs": "good morning"}\n')
     (root / "weights.bin").write_bytes(bytes(range(128, 256)))  # not text: a file passed where text goes
+    cut = root / "cut-weights"  # a download cut short: the weights file truncated
+    shutil.copytree(tiny_classifier, cut)
+    for weights in cut.glob("*.safetensors"):
+        weights.write_bytes(weights.read_bytes()[:1000])
     (root / "bad.yaml").write_text("endpoint:\n  instnce_type: ml.inf2.xlarge\n")
     (root / "no-task.yaml").write_text("model_name: m\n")
     fake = root / "no-aiohttp" / "aiohttp"
@@ -719,6 +723,14 @@ CASES = [
         "bench --url http://127.0.0.1:9 --tokenizer {artifact}/smneuron.json",
         1,
         ["smneuron.json is not a tokenizer.json", "--tokenizer with the model"],
+        {},
+        None,
+    ),
+    (
+        "compile-truncated-weights",
+        "compile {root}/cut-weights -o {root}/never --target cpu",
+        1,
+        ["Cannot load", "cut-weights", "SafetensorError", "weights files whole"],
         {},
         None,
     ),
