@@ -189,16 +189,18 @@ def package(
         requirements: extra pip requirements (else ``extra_code/requirements.txt`` if present).
         wheels: wheel files to vendor into ``code/wheels`` for network-isolated endpoints.
         compression: gzip (default) or none.
-        level: deflate level (0-3 for isal; 2 is within ~1% of gzip -6 at a fraction of the time).
-        threads: compression threads (default: all cores).
+        level: deflate level, 0-3 (python-isal's; 2 is within ~1% of gzip -6 at a fraction of the time).
+        threads: compression threads, at least 1 (default: all cores).
 
     Returns:
         ``PackageResult`` with the path written and the sha256 (of the tarball, or of the tree for "none").
 
     Raises:
+        ConfigError: a compression, level or thread count out of range.
         UsageError: ``output`` cannot be written (checked before anything is read).
         ArtifactError, ConfigError: as ``plan`` says; a file that does not match its manifest.
     """
+    _check_settings(compression, level, threads)
     artifact_dir = Path(artifact_dir)
     if compression == "none":
         output = dir_to_write(output)
@@ -247,13 +249,30 @@ def package(
     return PackageResult(output, hashing.hash.hexdigest(), hashing.size, "gzip", names)
 
 
+def _check_settings(compression: str, level: int, threads: int | None) -> None:
+    """The package's settings, refused out of range (a level of 9 quietly became 3 and "zip" became gzip)."""
+    if compression not in ("gzip", "none"):
+        raise ConfigError(
+            f"compression must be gzip or none, not {compression!r}.",
+            hint="gzip makes model.tar.gz; none lays the tree out for SageMaker's uncompressed S3-prefix model data.",
+        )
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3:
+        raise ConfigError(
+            f"level must be 0-3 (python-isal's deflate levels), not {level!r}.",
+            hint="2, the default, compresses within about 1% of gzip -6 at a fraction of its time; 3 is isal's best.",
+        )
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ConfigError(
+            f"threads must be a whole number of at least 1, not {threads!r}.",
+            hint="Leave it out for all cores.",
+        )
+
+
 def _gzip_writer(raw: io.RawIOBase, level: int, threads: int | None):
     try:
         from isal import igzip_threaded
 
-        return igzip_threaded.open(
-            raw, "wb", compresslevel=min(max(level, 0), 3), threads=threads or os.cpu_count() or 1
-        )
+        return igzip_threaded.open(raw, "wb", compresslevel=level, threads=threads or os.cpu_count() or 1)
     except ImportError:  # plain zlib at a low level: slower, same format
         return gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=max(level, 1), mtime=0, filename="")
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.errors import ConfigError
 
 
 def package_cmd(
@@ -29,8 +28,6 @@ def package_cmd(
     """Build model.tar.gz in the layout the DLC expects; deterministic, multi-threaded."""
     from smneuron.artifact.packaging import package
 
-    if compression not in ("gzip", "none"):
-        raise ConfigError(f"--compression must be gzip or none, not {compression!r}.")
     t0 = time.perf_counter()
     r = package(
         artifact_dir,

@@ -226,3 +226,17 @@ def test_a_folder_named_as_the_output_gets_model_tar_gz_in_it(artifact, tmp_path
     result = package(artifact, tmp_path)  # as `cp FILE FOLDER` puts the file in the folder
     assert result.path == tmp_path / "model.tar.gz" and names(result.path)[0] == "smneuron.json"
     assert [p.name for p in tmp_path.iterdir()] == ["model.tar.gz"]
+
+
+@pytest.mark.parametrize(
+    "setting, says",
+    [
+        ({"compression": "zip"}, "compression must be gzip or none, not 'zip'"),
+        ({"level": 9}, "level must be 0-3"),  # quietly became 3
+        ({"threads": 0}, "threads must be a whole number of at least 1"),
+    ],
+)
+def test_a_setting_out_of_range_is_refused_not_bent(artifact, tmp_path, setting, says):
+    with pytest.raises(ConfigError, match=says):
+        package(artifact, tmp_path / "model.tar.gz", **setting)
+    assert list(tmp_path.iterdir()) == []
