@@ -72,7 +72,7 @@ def inspect_package(path: str | Path) -> InspectReport:
                             manifest_bytes = (manifest_bytes or b"") + block
                     entries[member.name] = Entry(member.name, member.size, h.hexdigest())
         except (tarfile.TarError, OSError, EOFError) as e:
-            raise ArtifactError(f"{path} is not a readable tar archive: {e}") from e
+            raise unreadable(path, e) from e
     problems, damaged = [], []
     manifest = None
     if manifest_bytes is None:
@@ -205,5 +205,24 @@ def extract_package(
                 else:  # links that stay inside dest
                     tar.extract(m, dest, set_attrs=False)
     except (tarfile.TarError, EOFError) as e:
-        raise ArtifactError(f"{path} is not a readable tar archive: {e}") from e
+        raise unreadable(path, e) from e
     return dest
+
+
+def unreadable(path: Path, e: BaseException) -> ArtifactError:
+    """Why ``path`` cannot be read as a package, in a user's words (tarfile's say which decompressors it tried)."""
+    if isinstance(e, FileNotFoundError):
+        why = "does not exist"
+    elif isinstance(e, OSError) and not isinstance(e, EOFError) and e.strerror:
+        why = f"cannot be read ({e.strerror})"
+    elif isinstance(e, EOFError) or "ended before" in str(e) or "unexpected end" in str(e).lower():
+        why = "ends early: it was cut short (an interrupted copy or download?)"
+    elif path.is_file() and path.stat().st_size == 0:
+        why = "is empty"
+    else:
+        why = "is not a tar archive (neither gzip, bzip2, xz nor plain tar)"
+    return ArtifactError(
+        f"{path} {why}.",
+        hint="Pass a model.tar.gz that `smneuron package` made, or the artifact directory; `smneuron inspect FILE` "
+        "checks one.",
+    )

@@ -203,10 +203,27 @@ def test_uncompressed_package_is_the_same_tree(artifact, tmp_path):
 def test_not_an_artifact(tmp_path):
     with pytest.raises(ArtifactError, match="smneuron compile"):
         package(tmp_path, tmp_path / "m.tar.gz")
-    bad = tmp_path / "bad.tar.gz"
-    bad.write_bytes(gzip.compress(b"not a tar"))
-    with pytest.raises(ArtifactError, match="not a readable tar"):
-        inspect_package(bad)
+
+
+def test_a_file_that_is_no_package_says_what_it_is_instead(artifact, tmp_path):
+    whole = package(artifact, tmp_path / "model.tar.gz").path.read_bytes()
+    cases = {
+        "cut.tar.gz": (whole[: len(whole) // 2], "ends early: it was cut short"),
+        "text.tar.gz": (
+            b"hello, not an archive\n" * 40,
+            r"is not a tar archive \(neither gzip, bzip2, xz nor plain tar\)",
+        ),
+        "gzipped-text.tar.gz": (gzip.compress(b"not a tar"), "is not a tar archive"),
+        "empty.tar.gz": (b"", "is empty"),
+    }
+    for name, (data, says) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        for read in (inspect_package, lambda p: extract_package(p, tmp_path / "out")):
+            with pytest.raises(ArtifactError, match=says) as refused:
+                read(tmp_path / name)
+            assert "smneuron package" in str(refused.value) and "method gz" not in str(refused.value)
+    with pytest.raises(ArtifactError, match="missing.tar.gz does not exist"):
+        inspect_package(tmp_path / "missing.tar.gz")
 
 
 def test_a_manifest_from_another_smneuron_is_explained(artifact, tmp_path):

@@ -527,7 +527,7 @@ CASES = [
         {},
         None,
     ),
-    ("inspect-missing", "inspect {root}/nope.tar.gz", 1, ["nope.tar.gz", "No such file"], {}, None),
+    ("inspect-missing", "inspect {root}/nope.tar.gz", 1, ["nope.tar.gz does not exist"], {}, None),
     ("instances-family-typo", "instances --family inf9", 1, ["Unknown instance family", "inf2"], {}, None),
     ("list-no-region", "list", 1, ["No AWS region", "--region"], {"AWS_REGION": ""}, None),
     ("local-engine-typo", "local up --engine nope", 1, ["Unknown engine", "--engine torchserve"], {}, None),
