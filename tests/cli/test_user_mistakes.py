@@ -746,7 +746,7 @@ CASES = [
         "evaluate-outputs-not-json",
         "evaluate {root}/data.jsonl --model {model} --outputs {root}/bad.yaml",
         1,
-        ["bad.yaml:1: not JSON", "one JSON value per line"],
+        ["bad.yaml:1: not JSON", "Each line of the Batch Transform output is one JSON value"],
         {},
         None,
     ),
