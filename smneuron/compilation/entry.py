@@ -60,6 +60,11 @@ def compile_model(
     """
     spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
     out_dir = dir_to_write(out_dir)  # before minutes of compiling, not after
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ConfigError(
+            f"jobs (--jobs) must be a whole number of at least 1, got {jobs!r}.",
+            hint="Leave it out: one process per bucket for Neuron targets, in process for cpu and cuda.",
+        )
     if from_cache and spec.task is not None and not generates_task(spec.task):
         raise ConfigError(
             f"--from-cache is for text generation (the optimum-neuron cache holds causal LMs); the task is {spec.task}.",

@@ -138,6 +138,7 @@ def resolve(
         data = stage(artifact, session=session or Session.from_env(), upload=False) if s3 else None
     kind = (data or describe_local(artifact)).kind
     kind.refuse_foreign(given, where=where)
+    _check_workers(flags.get("workers"), where)
 
     spec = _endpoint(base, flags)
     req_scaling = _scaling(spec, base_scaling, flags, given, where) if kind.scales_instances else None
@@ -158,6 +159,15 @@ def resolve(
         given=given,
         notes=notes,
     )
+
+
+def _check_workers(workers: Any, where: str) -> None:
+    """A worker count given is a whole number of at least 1 (0 was taken for "not given" and laid out the default)."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ConfigError(
+            f"{'--workers' if where == 'cli' else 'workers='} must be a whole number of at least 1, got {workers!r}.",
+            hint="Leave it out for the instance's layout: one worker per NeuronCore group, per GPU, or per two vCPUs.",
+        )
 
 
 def project_settings(project: ProjectFile) -> dict[str, str]:

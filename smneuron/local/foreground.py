@@ -74,6 +74,10 @@ def serve(
     """
     if engine not in ENGINES:
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use engine smneuron or torchserve.")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError(
+            f"Port {port!r} is not a TCP port.", hint="Give one from 1 to 65535, or 0 for a free one."
+        )
     request = resolve(
         artifact,
         project=project,

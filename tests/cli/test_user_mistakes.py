@@ -734,6 +734,31 @@ CASES = [
         {},
         None,
     ),
+    # numbers out of range: refused (0 workers laid out the default, port 70000 was "Unexpected error: OverflowError")
+    (
+        "serve-zero-workers",
+        "serve {artifact} --workers 0",
+        1,
+        ["--workers must be a whole number of at least 1, got 0"],
+        {},
+        None,
+    ),
+    (
+        "serve-port-out-of-range",
+        "serve {artifact} --port 70000",
+        1,
+        ["Port 70000 is not a TCP port", "0 for a free one"],
+        {},
+        None,
+    ),
+    (
+        "compile-zero-jobs",
+        "compile {model} -o {root}/never --target cpu --jobs 0",
+        1,
+        ["--jobs", "at least 1, got 0"],
+        {},
+        None,
+    ),
     (
         "project-file-not-text",
         "--config {root}/weights.bin list",
