@@ -40,6 +40,7 @@ from smneuron.benchmark.search import MEASURABLE, meets_p99, searched
 from smneuron.benchmark.targets import (
     ErrorLog,
     Send,
+    check_reachable,
     counted,
     endpoint_latency_metrics,
     sagemaker_sender,
@@ -269,6 +270,9 @@ def run(
     async def main(shown: Step) -> list[RunStats]:
         if url:
             send, close = url_sender(url, width, errors)
+            # a dead URL fails here, once everything local was read (the sender's extra too), not after a run of
+            # refused connections
+            check_reachable(url)
         else:
             send, close = sagemaker_sender(endpoint, session, width, errors, checked)  # type: ignore[arg-type]
         try:

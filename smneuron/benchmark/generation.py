@@ -41,6 +41,7 @@ from smneuron.benchmark.stream_targets import (
     sagemaker_stream_sender,
     url_stream_sender,
 )
+from smneuron.benchmark.targets import check_reachable
 from smneuron.catalog import price_table
 from smneuron.display.cards import Card, Displayed
 from smneuron.display.progress import step
@@ -364,6 +365,9 @@ def run_generation(
     async def main() -> list[GenerationRun]:
         if url:
             send, close = url_stream_sender(url, width, tokenizer)
+            # a dead URL fails here, once everything local was read (the sender's extra too), not after a run of
+            # refused connections
+            check_reachable(url)
         elif via == "openai":
             send, close = openai_stream_sender(endpoint, session, width, tokenizer, component, checked)  # type: ignore[arg-type]
         else:

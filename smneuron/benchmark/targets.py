@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import socket
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +18,7 @@ from botocore.exceptions import ClientError
 from smneuron.display.progress import Step
 from smneuron.endpoints.handle import require
 from smneuron.endpoints.invoke import invoke_endpoint
-from smneuron.errors import AwsError, InvocationError, from_client_error
+from smneuron.errors import AwsError, ConfigError, InvocationError, SmneuronError, from_client_error
 
 Send = Callable[[bytes], Awaitable[int]]
 SHOWN_EVERY_S = 0.25  # how often the progress line's live figures are recomputed
@@ -45,6 +47,33 @@ class ErrorLog:
         for what, n in counts.items():
             if what in self.counts or len(self.counts) < self.keep:
                 self.counts[what] = self.counts.get(what, 0) + n
+
+
+def check_reachable(url: str, timeout_s: float = 5.0) -> None:
+    """Fail fast on a URL nothing answers at: one TCP connection, opened and closed, no request sent (the load would
+    otherwise run its whole duration against a refused port, 20 s of a sweep, and then report every request failed).
+
+    Raises:
+        ConfigError: not an http(s) URL with a host.
+        SmneuronError: the connection is refused, times out or the name does not resolve.
+    """
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port is None:
+        raise ConfigError(
+            f"{url} is not an http(s) URL of a server.",
+            hint="Give the URL `smneuron serve` prints, e.g. --url http://127.0.0.1:8080.",
+        )
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    except OSError as e:
+        raise SmneuronError(
+            f"Cannot connect to {url}: {e.strerror or type(e).__name__}.",
+            hint="Check that the endpoint is running and the URL and port are right (`smneuron serve` prints its URL).",
+        ) from None
 
 
 def url_sender(

@@ -11,7 +11,8 @@ import pytest
 
 from smneuron.benchmark import encoder as bench
 from smneuron.benchmark import prompts
-from smneuron.errors import BenchFailedError
+from smneuron.benchmark.endpoint import bench_endpoint
+from smneuron.errors import BenchFailedError, ConfigError, SmneuronError
 from smneuron.serving.ports import free_port
 
 
@@ -147,6 +148,33 @@ def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
         data["search"] is None and "aws.amazon.com/sagemaker/pricing" in data["price_source"]
     )  # the catalog
     assert set(data["runs"][0]["latency_ms"]) == {"p50", "p90", "p95", "p99", "max", "mean"}
+
+
+def test_a_target_that_refuses_every_request_fails_the_bench_with_what_it_answered(slow_server):
+    """A server that is up but answers 503 to everything: the bench fails (exit 1), saying what came back."""
+    with pytest.raises(BenchFailedError, match="Every request failed") as e:
+        bench.run(url=slow_server, payloads=payload(0.01, status=503), profile="synchronous", duration_s=1.0,
+                  warmup_s=0.1, cooldown_s=0.0)  # fmt: skip
+    assert "HTTP 503" in e.value.message
+
+
+def test_a_dead_url_or_a_number_out_of_range_is_refused_before_any_load(slow_server):
+    t = time.perf_counter()
+    with pytest.raises(SmneuronError, match="Cannot connect to http://127.0.0.1:9: Connection refused"):
+        bench_endpoint(url="http://127.0.0.1:9", texts=["hello"], profile="sweep", duration_s=10)
+    assert time.perf_counter() - t < 5  # not a 20 s sweep of refused connections
+    for given, says in (
+        ({"concurrency": 0}, "concurrency= must be a number of at least 1, got 0"),
+        ({"rate": float("nan"), "profile": "constant"}, "rate= must be a number above 0, got nan"),
+        (
+            {"concurrencies": [4, -1], "profile": "concurrent"},
+            "concurrencies= must be a number of at least 1",
+        ),
+        ({"goodput_target": 1.5}, "goodput_target= is a share of the requests"),
+        ({"spread": -1}, "spread= must be a number of at least 0"),
+    ):
+        with pytest.raises(ConfigError, match=says):
+            bench_endpoint(url=slow_server, texts=["hello"], duration_s=2, **given)
 
 
 def test_a_bench_cut_short_by_max_requests_inside_its_warm_up_says_so(slow_server):

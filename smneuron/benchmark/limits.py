@@ -1,0 +1,77 @@
+"""A bench's numbers, checked once for every way in (the CLI, ``smneuron.bench_endpoint``, compare): a count below one,
+a negative time or price, a rate or an SLO of zero is refused naming the setting as the user gave it, before any load
+is sent. Each of them ran: ``--concurrency 0`` measured a sweep anyway, ``--rate -5`` ran and sent nothing,
+``--max-requests 0`` reported every request failed."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from smneuron.errors import ConfigError
+
+# keyword -> (the CLI's flag, the least value, whether the least itself is allowed)
+LEAST: dict[str, tuple[str, float, bool]] = {
+    "concurrency": ("--concurrency", 1, True),
+    "rate": ("--rate", 0, False),
+    "rates": ("--rates", 1, True),
+    "warmup_s": ("--warmup", 0, True),
+    "cooldown_s": ("--cooldown", 0, True),
+    "max_requests": ("--max-requests", 1, True),
+    "max_errors": ("--max-errors", 1, True),
+    "processes": ("--processes", 1, True),
+    "instance_count": ("--instance-count", 1, True),
+    "copies": ("--copies", 1, True),
+    "copies_per_instance": ("--copies-per-instance", 1, True),
+    "tensor_parallel_size": ("--tensor-parallel-size", 1, True),
+    "price": ("--price", 0, True),
+    "slo_p99_ms": ("--slo-p99-ms", 0, False),
+    "slo_ttft_ms": ("--slo-ttft-ms", 0, False),
+    "slo_itl_ms": ("--slo-itl-ms", 0, False),
+    "slo_latency_ms": ("--slo-latency-ms", 0, False),
+    "mean_tokens": ("--mean-tokens", 1, True),
+    "spread": ("--spread", 0, True),
+}
+
+
+def check_numbers(settings: Mapping[str, Any], *, where: str = "sdk") -> None:
+    """Refuse any number in ``settings`` (keyword -> value; None: not given) below what it may be.
+
+    Args:
+        settings: the bench's keywords as ``bench_endpoint`` takes them.
+        where: "cli" names flags (``--concurrency``), "sdk" keywords (``concurrency=``).
+
+    Raises:
+        ConfigError: the first number out of range, with the least it may be.
+    """
+    for key, value in settings.items():
+        if value is None:
+            continue
+        if key == "concurrencies":
+            for level in value:
+                _check(key, level, ("--concurrencies", 1, True), where)
+        elif key == "goodput_target":
+            if not _number(value) or not 0 < value <= 1:
+                label = "--goodput-target" if where == "cli" else "goodput_target="
+                raise ConfigError(
+                    f"{label} is a share of the requests, above 0 and at most 1, got {value!r}.",
+                    hint="e.g. 0.99: 99% of the requests meet the SLOs.",
+                )
+        elif key in LEAST:
+            _check(key, value, LEAST[key], where)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check(key: str, value: Any, rule: tuple[str, float, bool], where: str) -> None:
+    flag, least, inclusive = rule
+    if _number(value) and (value >= least if inclusive else value > least):
+        return
+    label = flag if where == "cli" else f"{key}="
+    raise ConfigError(
+        f"{label} must be a number {'of at least' if inclusive else 'above'} {least:g}, got {value!r}.",
+        hint=f"Give {label} a value in range, or leave it out for its default.",
+    )
