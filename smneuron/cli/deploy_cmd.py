@@ -32,7 +32,7 @@ def deploy_cmd(
     ),
     slo_p99_ms: float = typer.Option(None, "--slo-p99-ms", help="With --bench-report: the latency SLO."),
     headroom: float = typer.Option(
-        0.7, "--headroom", help="With --bench-report: fraction of sustainable rate."
+        None, "--headroom", help="With --bench-report: fraction of sustainable rate (0.7)."
     ),
     role: str = typer.Option(None, "--role", help="Execution role ARN or name."),
     bucket: str = typer.Option(None, "--bucket", help="Artifact bucket."),
@@ -169,7 +169,22 @@ def deploy_cmd(
         if slo_p99_ms is None:
             raise ConfigError("--bench-report needs --slo-p99-ms (the p99 latency the endpoint must meet).")
         scaling = ScalingSpec.from_bench_report(
-            bench_report, slo_p99_ms, headroom=headroom, base=st.project().scaling
+            bench_report,
+            slo_p99_ms,
+            headroom=0.7 if headroom is None else headroom,
+            base=st.project().scaling,
+        )
+    elif (
+        slo_p99_ms is not None or headroom is not None
+    ):  # they shape a target derived from a bench: alone, nothing
+        given = " and ".join(
+            f for f, v in (("--slo-p99-ms", slo_p99_ms), ("--headroom", headroom)) if v is not None
+        )
+        raise ConfigError(
+            f"{given} set the scaling target derived from a bench report; without --bench-report they would be "
+            "ignored.",
+            hint="Add --bench-report REPORT.json (from `smneuron bench ENDPOINT -o REPORT.json`), or give the target "
+            "itself with --target-value.",
         )
     session = st.session(role=role, bucket=bucket, offline=dry_run)
     data = corridor.stage(artifact, session=session, upload=False) if artifact.startswith("s3://") else None

@@ -429,13 +429,24 @@ def target_from_report(report: dict, latency_p99_ms: float, headroom: float = 0.
     Raises:
         ConfigError: no run of the report meets the SLO.
     """
+    if not 0 < headroom <= 1:
+        raise ConfigError(
+            f"--headroom is the share of the sustainable rate to target, above 0 and at most 1, got {headroom}.",
+            hint="For example 0.7 (the default): scale out at 70% of what the bench sustained at the SLO.",
+        )
     count = max(1, int(report.get("instance_count", 1)))
-    ok = [r for r in report.get("runs", []) if r["requests_ok"] and r["latency_ms"]["p99"] <= latency_p99_ms]
+    measured = [r for r in report.get("runs", []) if r["requests_ok"]]
+    if not measured:
+        raise ConfigError(
+            "The bench report measured no run (no request answered in any).",
+            hint="Pass a report of a bench that ran (`smneuron bench ENDPOINT -o report.json`).",
+        )
+    ok = [r for r in measured if r["latency_ms"]["p99"] <= latency_p99_ms]
     if not ok:
-        best = min((r["latency_ms"]["p99"] for r in report.get("runs", [])), default=float("nan"))
+        best = min(r["latency_ms"]["p99"] for r in measured)
         raise ConfigError(
             f"No run in the bench report meets p99 <= {latency_p99_ms} ms (best p99 {best:.1f} ms).",
-            hint="Benchmark lower rates (`smneuron bench --profile sweep`) or relax the SLO.",
+            hint="Benchmark lower rates (`smneuron bench --rate-type sweep`) or relax the SLO.",
         )
     sustainable = max(r["throughput_rps"] for r in ok) / count
     return target_from_bench(sustainable, headroom)

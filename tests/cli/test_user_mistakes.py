@@ -42,6 +42,11 @@ def world(tiny_classifier, tiny_encoder, tiny_llama, minilm_dir, tmp_path_factor
     (root / "not-a-model").mkdir()
     (root / "data.jsonl").write_text('{"inputs": "hello world"}\n{"inputs": "good morning"}\n')
     (root / "weights.bin").write_bytes(bytes(range(128, 256)))  # not text: a file passed where text goes
+    run = {"requests_ok": 100, "throughput_rps": 50.0, "latency_ms": {"p99": 40.0}}
+    (root / "report.json").write_text(json.dumps({"instance_count": 1, "runs": [run]}))  # a bench's report
+    (root / "empty-report.json").write_text(
+        json.dumps({"instance_count": 1, "runs": [{**run, "requests_ok": 0}]})
+    )
     cut = root / "cut-weights"  # a download cut short: the weights file truncated
     shutil.copytree(tiny_classifier, cut)
     for weights in cut.glob("*.safetensors"):
@@ -781,6 +786,31 @@ CASES = [
         "bench --url http://127.0.0.1:9 --data {root}/data.jsonl --warmup -1",
         1,
         ["--warmup must be a number of at least 0"],
+        {},
+        None,
+    ),
+    # settings that only shape another one: alone they were dropped without a word
+    (
+        "deploy-slo-without-bench-report",
+        "deploy {artifact} --instance ml.c6i.xlarge --slo-p99-ms 50 --dry-run",
+        1,
+        ["--slo-p99-ms set the scaling target derived from a bench report", "--bench-report"],
+        {},
+        None,
+    ),
+    (
+        "deploy-headroom-out-of-range",
+        "deploy {artifact} --instance ml.c6i.xlarge --bench-report {root}/report.json --slo-p99-ms 50 --headroom 2 --dry-run",
+        1,
+        ["--headroom is the share", "got 2.0"],
+        {},
+        None,
+    ),
+    (
+        "deploy-bench-report-measured-nothing",
+        "deploy {artifact} --instance ml.c6i.xlarge --bench-report {root}/empty-report.json --slo-p99-ms 50 --dry-run",
+        1,
+        ["The bench report measured no run"],
         {},
         None,
     ),
