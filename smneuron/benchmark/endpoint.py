@@ -12,7 +12,7 @@ from smneuron.benchmark import encoder, prompts
 from smneuron.benchmark.encoder import Report
 from smneuron.benchmark.generation import GenerationReport, bench_text_generation
 from smneuron.benchmark.generation_metrics import Slo
-from smneuron.benchmark.limits import check_numbers
+from smneuron.benchmark.settings import check_numbers, check_profile
 from smneuron.endpoints.describing import choose_component, overview, unknown_kind
 from smneuron.errors import ConfigError
 from smneuron.session import Session
@@ -127,7 +127,7 @@ def bench_endpoint(
 
     Raises:
         NotFoundError: no such endpoint.
-        ConfigError: no target, a setting of the other kind, a number out of range (``limits``), no inputs, an unknown
+        ConfigError: no target, a setting of the other kind, a number out of range or a load setting the profile does not read (``settings``), no inputs, an unknown
             profile, a run too short for its warm-up.
         SmneuronError: nothing listens at ``url`` (checked with one connection once the rest was read, before any
             load).
@@ -135,6 +135,7 @@ def bench_endpoint(
     """
     run = {k: v for k, v in run.items() if v is not None}  # None: not given (the runners' defaults apply)
     check_numbers({**run, "mean_tokens": mean_tokens, "spread": spread}, where=where)
+    check_profile(profile, run, where=where)
     given = {k: "flag" for k in (*run, *outputs) if k in SETTINGS}
     given.update(
         {

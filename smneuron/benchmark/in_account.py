@@ -27,11 +27,14 @@ class MeasuredTwice:
         return {"benchmark_job": self.job.to_dict(), "local": self.local, "comparison": self.rows}
 
 
+IN_ACCOUNT_CONCURRENCY = 1  # the job's closed loop when none is given (AIPerf's concurrency)
+
+
 def bench_in_account_and_here(
     endpoint: str | None,
     *,
     url: str | None = None,
-    concurrency: int = 1,
+    concurrency: int = IN_ACCOUNT_CONCURRENCY,
     prompt_tokens: Lengths | None = None,
     output_tokens: Lengths | None = None,
     request_count: int = 50,

@@ -32,9 +32,11 @@ def bench_cmd(
         "(--profile is the AWS profile).",
     ),
     duration: float = typer.Option(10, "--duration", help="Seconds per run."),
-    concurrency: int = typer.Option(16, "--concurrency", help="Requests in flight (throughput)."),
+    concurrency: int = typer.Option(
+        None, "--concurrency", help="Requests in flight (throughput, sweep: 16; text generation 32)."
+    ),
     rate: float = typer.Option(None, "--rate", help="Requests per second (constant)."),
-    rates: int = typer.Option(3, "--rates", help="Constant rates in a sweep."),
+    rates: int = typer.Option(None, "--rates", help="Constant rates in a sweep (3)."),
     data: Path = typer.Option(None, "--data", help="JSONL of inputs."),
     tokenizer: Path = typer.Option(None, "--tokenizer", help="tokenizer.json to generate texts with."),
     mean_tokens: int = typer.Option(
@@ -93,11 +95,11 @@ def bench_cmd(
         None, "--slo-p99-ms", help="Encoders, with --find-max: the p99 latency SLO."
     ),
     precision: float = typer.Option(
-        0.1,
+        None,
         "--precision",
         min=0.01,
         max=1.0,
-        help="--find-max: stop when the bracket is within this fraction.",
+        help="--find-max: stop when the bracket is within this fraction (0.1).",
     ),
     slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="Goodput: time to first token target."),
     slo_itl_ms: float = typer.Option(None, "--slo-itl-ms", help="Goodput: inter-token latency target."),

@@ -120,6 +120,7 @@ def compare_cmd(
         openai=openai,
         prices=pairs(price, "--price", "TYPE=USD", float),
         session=st.session(),
+        where="cli",
     )
     if as_json:  # shown first: a file that cannot be written after all (a full disk) then loses nothing
         print_json(comparison.to_dict())

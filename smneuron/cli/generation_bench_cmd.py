@@ -74,7 +74,7 @@ def in_account(
     *,
     endpoint: str | None,
     url: str | None,
-    concurrency: int,
+    concurrency: int | None,
     concurrencies: list[int] | None,
     prompt_tokens: str | None,
     output_tokens: str | None,
@@ -85,7 +85,7 @@ def in_account(
     as_json: bool,
 ) -> None:
     """``--in-account``: flags -> ``bench_in_account_and_here`` -> a table of what the job and the bench measured."""
-    from smneuron.benchmark.in_account import bench_in_account_and_here
+    from smneuron.benchmark.in_account import IN_ACCOUNT_CONCURRENCY, bench_in_account_and_here
     from smneuron.user_files import write_text
 
     if concurrencies and len(concurrencies) > 1:
@@ -93,7 +93,11 @@ def in_account(
             "--in-account runs one closed loop (AIPerf's concurrency): give one level, e.g. --concurrency 4.",
             param_hint="--concurrencies",
         )
-    level = concurrencies[0] if concurrencies else concurrency
+    level = (
+        concurrencies[0]
+        if concurrencies
+        else (IN_ACCOUNT_CONCURRENCY if concurrency is None else concurrency)
+    )
     prompt, output = lengths(prompt_tokens, "--prompt-tokens"), lengths(output_tokens, "--output-tokens")
     count = max_requests or 50
     c, said = console(), []

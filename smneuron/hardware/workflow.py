@@ -25,6 +25,7 @@ from smneuron.artifact.kind import ENCODER, GENERATION
 from smneuron.artifact.staging import describe_local
 from smneuron.benchmark import encoder
 from smneuron.benchmark.prompts import Lengths
+from smneuron.benchmark.settings import check_numbers
 from smneuron.catalog import InstanceType, price_table
 from smneuron.catalog.prices import PriceTable
 from smneuron.compilation.entry import compile_model
@@ -112,6 +113,7 @@ def compare_instances(
     session: Session | None = None,
     work_dir: str | Path | None = None,
     timeout: float = 3600,
+    where: str = "sdk",
     **compile_overrides: Any,
 ) -> Comparison:
     """Measure one model on several instance types under the same load and say which to choose.
@@ -141,6 +143,7 @@ def compare_instances(
         prices: hourly USD per instance type over the catalog's prices.
         work_dir: where the compiled artifacts go (default: a temporary directory, removed afterwards).
         timeout: seconds to wait for each endpoint.
+        where: "cli" or "sdk": how a refusal names a setting (``--concurrency`` or ``concurrency=``).
 
     Returns:
         The ``Comparison`` (a table, a plot and the recommendation in a notebook; ``write_html``, ``to_json``);
@@ -157,6 +160,11 @@ def compare_instances(
     _check_settings(rate, slo_p99_ms, artifacts, types)
     _check_kind(generation, slo_p99_ms, slo_ttft_ms, slo_itl_ms, prompt_tokens, output_tokens, openai, texts)
     encoder.check_window(duration_s, warmup_s, cooldown_s)
+    check_numbers(  # before anything is compiled or deployed
+        {"concurrency": concurrency, "concurrencies": concurrencies, "rates": rates, "warmup_s": warmup_s,
+         "cooldown_s": cooldown_s, "slo_p99_ms": slo_p99_ms, "slo_ttft_ms": slo_ttft_ms, "slo_itl_ms": slo_itl_ms},
+        where=where,
+    )  # fmt: skip
     sess = session or Session.from_env()
     prices_now = price_table(
         {**sess.price_overrides, **(prices or {})}

@@ -172,6 +172,12 @@ def test_a_dead_url_or_a_number_out_of_range_is_refused_before_any_load(slow_ser
         ),
         ({"goodput_target": 1.5}, "goodput_target= is a share of the requests"),
         ({"spread": -1}, "spread= must be a number of at least 0"),
+        # a load setting the profile does not read is refused too, named as the SDK's keyword
+        (
+            {"profile": "throughput", "rates": 5},
+            r"The throughput profile does not read rates= \(read by sweep\)",
+        ),
+        ({"profile": "constant", "rate": 5, "concurrency": 8}, "does not read concurrency="),
     ):
         with pytest.raises(ConfigError, match=says):
             bench_endpoint(url=slow_server, texts=["hello"], duration_s=2, **given)

@@ -814,6 +814,31 @@ CASES = [
         {},
         None,
     ),
+    # a load setting the profile does not read: dropped without a word before
+    (
+        "bench-rate-on-a-synchronous-run",
+        "bench --url http://127.0.0.1:9 --data {root}/data.jsonl --rate-type synchronous --rate 5",
+        1,
+        ["The synchronous profile does not read --rate (read by constant, poisson, find-max)"],
+        {},
+        None,
+    ),
+    (
+        "bench-precision-without-find-max",
+        "bench --url http://127.0.0.1:9 --data {root}/data.jsonl --precision 0.2",
+        1,
+        ["The sweep profile does not read --precision (read by find-max)"],
+        {},
+        None,
+    ),
+    (
+        "compare-zero-concurrency",
+        "compare {model} --instances ml.c6i.xlarge --concurrency 0",
+        1,
+        ["--concurrency must be a number of at least 1, got 0"],
+        {},
+        None,
+    ),
     (
         "project-file-not-text",
         "--config {root}/weights.bin list",

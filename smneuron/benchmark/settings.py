@@ -1,7 +1,11 @@
-"""A bench's numbers, checked once for every way in (the CLI, ``smneuron.bench_endpoint``, compare): a count below one,
-a negative time or price, a rate or an SLO of zero is refused naming the setting as the user gave it, before any load
-is sent. Each of them ran: ``--concurrency 0`` measured a sweep anyway, ``--rate -5`` ran and sent nothing,
-``--max-requests 0`` reported every request failed."""
+"""A bench's settings, checked once for every way in (the CLI, ``smneuron.bench_endpoint``, compare), before any load:
+
+- its numbers (``check_numbers``): a count below one, a negative time or price, a rate or an SLO of zero is refused
+  naming the setting as the user gave it. Each of them ran: ``--concurrency 0`` measured a sweep anyway, ``--rate -5``
+  ran and sent nothing, ``--max-requests 0`` reported every request failed;
+- its load settings against the profile (``check_profile``): ``--rate`` on a synchronous run, ``--concurrencies`` on a
+  constant one, ``--precision`` without ``--find-max`` were dropped without a word.
+"""
 
 from __future__ import annotations
 
@@ -74,4 +78,47 @@ def _check(key: str, value: Any, rule: tuple[str, float, bool], where: str) -> N
     raise ConfigError(
         f"{label} must be a number {'of at least' if inclusive else 'above'} {least:g}, got {value!r}.",
         hint=f"Give {label} a value in range, or leave it out for its default.",
+    )
+
+
+# what each profile reads of the load settings (keyword -> the CLI's flag); any other one given would be dropped
+LOAD = {
+    "concurrency": "--concurrency",
+    "concurrencies": "--concurrencies",
+    "rate": "--rate",
+    "rates": "--rates",
+    "precision": "--precision",
+    "slo_p99_ms": "--slo-p99-ms",
+}
+READS = {
+    "synchronous": set(),
+    "concurrent": {"concurrencies"},
+    "throughput": {"concurrency"},
+    "constant": {"rate"},
+    "poisson": {"rate"},
+    "sweep": {"concurrency", "rates"},
+    "find-max": {"concurrency", "rate", "precision", "slo_p99_ms"},
+}
+
+
+def check_profile(profile: str, settings: Mapping[str, Any], *, where: str = "sdk") -> None:
+    """Refuse the load settings given (keys of ``settings``) that ``profile`` does not read.
+
+    Raises:
+        ConfigError: naming each such setting and the profiles that read it.
+    """
+    if profile not in READS:
+        return  # an unknown profile is refused by the runner, with the list
+    unread = [k for k in LOAD if k in settings and k not in READS[profile]]
+    if not unread:
+        return
+    said = []
+    for key in unread:
+        readers = [p for p, keys in READS.items() if key in keys]
+        label = LOAD[key] if where == "cli" else f"{key}="
+        said.append(f"{label} (read by {', '.join(readers)})")
+    raise ConfigError(
+        f"The {profile} profile does not read {'; '.join(said)}: it would be dropped.",
+        hint="Remove it, or choose a profile that reads it"
+        + (" (--rate-type; --find-max for the search)." if where == "cli" else " (profile=)."),
     )
