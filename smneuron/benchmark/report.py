@@ -141,13 +141,24 @@ def recommend(
     without a price last); types that never meet the SLO are left out.
     """
 
+    if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
+        raise ConfigError(
+            f"The rate to serve must be above 0 requests per second, got {rate!r}.",
+            hint="For example --rate 200.",
+        )
+    if latency_p99_ms is not None and not latency_p99_ms > 0:
+        raise ConfigError(
+            f"The p99 SLO must be above 0 ms, got {latency_p99_ms!r}.", hint="For example --slo-p99-ms 100."
+        )
     table = price_table(prices)
     options = []
     for rep in reports:
         itype = rep.get("instance_type")
         if not itype:
+            of = f" of {rep['target']}" if rep.get("target") else ""
             raise ConfigError(
-                f"The report for {rep.get('target')} has no instance_type; rerun bench with --instance."
+                f"A bench report{of} does not say which instance type it measured.",
+                hint="Rerun `smneuron bench` with --instance TYPE (a bench of a SageMaker endpoint reads its type).",
             )
         count = max(1, int(rep.get("instance_count", 1)))
         found = sustainable(rep, latency_p99_ms, headroom)

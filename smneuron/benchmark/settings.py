@@ -60,7 +60,7 @@ def check_numbers(settings: Mapping[str, Any], *, where: str = "sdk") -> None:
                 label = "--goodput-target" if where == "cli" else "goodput_target="
                 raise ConfigError(
                     f"{label} is a share of the requests, above 0 and at most 1, got {value!r}.",
-                    hint="e.g. 0.99: 99% of the requests meet the SLOs.",
+                    hint="For example 0.99: 99% of the requests meet the SLOs.",
                 )
         elif key in LEAST:
             _check(key, value, LEAST[key], where)

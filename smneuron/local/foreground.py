@@ -26,6 +26,7 @@ from smneuron.container.generation_env import container_environment as generatio
 from smneuron.deployment.request import DeployRequest, resolve
 from smneuron.errors import ConfigError
 from smneuron.local.generation.standin import serve as serve_standin
+from smneuron.serving.ports import check_port
 from smneuron.serving.server import LocalEndpoint, check_port_free
 from smneuron.serving.torchserve import TorchServeStack
 from smneuron.specs.models import ProjectFile
@@ -74,10 +75,7 @@ def serve(
     """
     if engine not in ENGINES:
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use engine smneuron or torchserve.")
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ConfigError(
-            f"Port {port!r} is not a TCP port.", hint="Give one from 1 to 65535, or 0 for a free one."
-        )
+    check_port(port)
     request = resolve(
         artifact,
         project=project,

@@ -35,7 +35,7 @@ from smneuron.local_record import local_service as status
 from smneuron.local_record import local_service_path as state_path
 from smneuron.private_files import open_private_append, private_dir, tighten, write_private
 from smneuron.serving.access import KEY_ENV, new_key
-from smneuron.serving.ports import free_port
+from smneuron.serving.ports import check_port, free_port
 from smneuron.serving.server import check_port_free
 from smneuron.serving.torchserve import require as require_torchserve
 from smneuron.session import Session
@@ -134,7 +134,7 @@ def up(
     orphans = sweep(_owner(path))  # a previous service that crashed left these serving
     _remove_run_dir(path)  # and its downloads, weights and logs
     log = path.with_name("local.log")
-    port = port or _last_port(path) or free_port()
+    port = check_port(port) or _last_port(path) or free_port()
     with os.fdopen(open_private_append(log), "a") as out:  # appended: the log of a run that crashed says why
         out.write(f"\n=== smneuron local up {time.strftime('%Y-%m-%d %H:%M:%S')} on port {port}\n")
         out.flush()

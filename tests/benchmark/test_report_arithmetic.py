@@ -45,5 +45,5 @@ def test_recommend_picks_the_cheapest_count_that_meets_the_slo():
     assert [(o.instance_type, o.instances) for o in options] == [("ml.inf2.xlarge", 3), ("ml.c6i.xlarge", 23)]
     assert options[0].cost_per_hour == pytest.approx(2.97) and options[1].cost_per_hour == pytest.approx(4.6)
     assert "ceil(1000 / 400.0) = 3" in options[0].arithmetic
-    with pytest.raises(ConfigError, match="no instance_type"):
+    with pytest.raises(ConfigError, match="does not say which instance type it measured"):
         report.recommend([{**inf2, "instance_type": None}], latency_p99_ms=50, rate=1)
