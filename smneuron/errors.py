@@ -394,6 +394,20 @@ def file_error(err: OSError) -> SmneuronError:
     )
 
 
+def unreachable_url(url: str, err: BaseException, hint: str | None = None) -> SmneuronError:
+    """Nothing answers at ``url`` (a model server, a local endpoint): the one way smneuron says so."""
+    cause = err.__cause__ or err.__context__
+    reason = (
+        getattr(err, "strerror", None) or getattr(cause, "strerror", None) or str(err) or type(err).__name__
+    )
+    reason = re.sub(r"^\[Errno -?\d+\] ", "", str(reason)).rstrip(".")
+    return SmneuronError(
+        f"Cannot reach {url}: {reason}.",
+        hint=hint
+        or "Check that the endpoint is running and the URL and port are right (`smneuron serve` prints its URL).",
+    )
+
+
 def _http_connection_error(err: BaseException) -> SmneuronError | None:
     name = type(err).__name__
     module = type(err).__module__.split(".")[0]

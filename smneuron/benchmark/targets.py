@@ -18,7 +18,13 @@ from botocore.exceptions import ClientError
 from smneuron.display.progress import Step
 from smneuron.endpoints.handle import require
 from smneuron.endpoints.invoke import invoke_endpoint
-from smneuron.errors import AwsError, ConfigError, InvocationError, SmneuronError, from_client_error
+from smneuron.errors import (
+    AwsError,
+    ConfigError,
+    InvocationError,
+    from_client_error,
+    unreachable_url,
+)
 
 Send = Callable[[bytes], Awaitable[int]]
 SHOWN_EVERY_S = 0.25  # how often the progress line's live figures are recomputed
@@ -70,10 +76,7 @@ def check_reachable(url: str, timeout_s: float = 5.0) -> None:
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
     except OSError as e:
-        raise SmneuronError(
-            f"Cannot connect to {url}: {e.strerror or type(e).__name__}.",
-            hint="Check that the endpoint is running and the URL and port are right (`smneuron serve` prints its URL).",
-        ) from None
+        raise unreachable_url(url, e) from None
 
 
 def url_sender(

@@ -12,7 +12,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError, ResponseStreamingError
 
-from smneuron.errors import InvocationError, SmneuronError, from_client_error, unreachable
+from smneuron.errors import InvocationError, from_client_error, unreachable, unreachable_url
 from smneuron.session import Session
 
 
@@ -51,10 +51,7 @@ class HttpTarget:
                 headers={"Content-Type": content_type, "Accept": accept},
             )
         except httpx.TransportError as e:
-            raise SmneuronError(
-                f"Cannot reach {self.url}: {type(e).__name__}: {e}",
-                hint="Check that the endpoint is running (`smneuron serve ...`) and the URL and port are right.",
-            ) from None
+            raise unreachable_url(self.url, e) from None
         if r.status_code >= 400:
             raise InvocationError(r.status_code, r.text)
         return Response(r.status_code, r.headers.get("content-type", ""), r.content)
@@ -65,7 +62,7 @@ class HttpTarget:
         try:
             return self._http().get(self.url + "/ping").status_code
         except httpx.TransportError as e:
-            raise SmneuronError(f"Cannot reach {self.url}: {e}", hint="Is the endpoint running?") from None
+            raise unreachable_url(self.url, e) from None
 
 
 def invoke_endpoint(

@@ -40,18 +40,24 @@ MAX_EXPIRY = dt.timedelta(hours=12)  # TOKEN_DURATION there: 43200 s
 RENEW_BEFORE = dt.timedelta(minutes=5)  # a client renews its token this long before it expires
 
 
+def check_expiry(expires: dt.timedelta) -> int:
+    """A token's lifetime in whole seconds, or ConfigError outside (0, 12 h] (checked before anything is read)."""
+    seconds = int(expires.total_seconds())
+    if not 0 < seconds <= MAX_EXPIRY.total_seconds():
+        raise ConfigError(
+            f"A SageMaker bearer token lives at most 12 hours; {expires} was asked for.",
+            hint="Give --expires between 1s and 12h (for example 30m, 1h, 12h).",
+        )
+    return seconds
+
+
 def mint_token(credentials: Any, region: str, expires: dt.timedelta) -> str:
     """A SageMaker bearer token, signed locally (no network call), exactly as SDK v3's ``generate_token`` makes it.
 
     Raises:
         ConfigError: an expiry outside (0, 12 h].
     """
-    seconds = int(expires.total_seconds())
-    if not 0 < seconds <= MAX_EXPIRY.total_seconds():
-        raise ConfigError(
-            f"A SageMaker bearer token lives at most 12 hours; {expires} was asked for.",
-            hint="Give --expires between 1s and 12h (e.g. 30m, 1h, 12h).",
-        )
+    seconds = check_expiry(expires)
     request = AWSRequest(
         method="POST",
         url=f"https://{TOKEN_HOST}/",
@@ -122,6 +128,7 @@ def openai_access(
             endpoint's, several components and none named (listed), an expiry over 12 hours.
         MissingCredentialsError: no AWS credentials to sign the token with.
     """
+    check_expiry(expires)
     sess = session or Session.from_env()
     # one read of each resource: kind, components, the served model
     s = described or status(name, session=sess, full=False)

@@ -14,7 +14,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError, EventStreamError
 
-from smneuron.errors import ConfigError, InvocationError, SmneuronError, UsageError, from_client_error
+from smneuron.errors import (
+    ConfigError,
+    InvocationError,
+    UsageError,
+    from_client_error,
+    unreachable_url,
+)
 
 INT64 = (-(2**63), 2**63 - 1)  # vLLM's seed bounds (protocol.py: ge=_LONG_INFO.min, le=_LONG_INFO.max)
 # What vLLM's SamplingParams._verify_args accepts (vllm/sampling_params.py), checked before a request is sent
@@ -210,10 +216,7 @@ def url_chunks(url: str, body: bytes, *, timeout: float = 300, path: str = "/inv
                 raise InvocationError(r.status_code, r.read().decode(errors="replace"))
             yield from r.iter_raw()
     except httpx.TransportError as e:
-        raise SmneuronError(
-            f"Cannot reach {url}: {type(e).__name__}: {e}",
-            hint="Check that the server runs and the URL is right.",
-        ) from None
+        raise unreachable_url(url, e) from None
 
 
 def open_stream(endpoint: Any, body: bytes) -> Iterator[bytes]:

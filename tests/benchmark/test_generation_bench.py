@@ -350,7 +350,7 @@ def test_bench_cli_for_text_generation_and_its_mistakes(tiny_llama, tmp_path):
         "--duration",
         "0.5",
     )
-    assert code == 1 and "Cannot connect to http://127.0.0.1:9" in err and "Unexpected" not in err  # at once
+    assert code == 1 and "Cannot reach http://127.0.0.1:9" in err and "Unexpected" not in err  # at once
     assert Path(tmp_path / "a.html").read_text().startswith("<!doctype html>")
 
 
