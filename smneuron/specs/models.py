@@ -98,6 +98,7 @@ class CompileSpec(StrictModel):
     )
     max_abs_diff: float | None = Field(
         None,
+        ge=0,
         description="Fail the compile when traced vs eager outputs differ by more (default 1e-4 for cpu).",
     )
     sequence_length: int = Field(

@@ -69,6 +69,14 @@ FLAGS = {
     "rolling_batch": "--rolling-batch",
     "rolling_wait_s": "--rolling-wait",
     "inference_ami_version": "--inference-ami-version",
+    # the evaluation gates (`smneuron evaluate`; compile's --max-abs-diff is the same word for its own check)
+    "min_top1_agreement": "--min-top1-agreement",
+    "min_cosine": "--min-cosine",
+    "min_accuracy": "--min-accuracy",
+    "max_abs_diff": "--max-abs-diff",
+    "min_logit_match": "--min-logit-match",
+    "min_bhattacharyya": "--min-bhattacharyya",
+    "min_task_exact_match": "--min-task-exact-match",
 }
 SECTIONS = {
     "CompileSpec": "compile",

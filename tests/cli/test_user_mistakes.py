@@ -865,6 +865,22 @@ CASES = [
         None,
     ),
     (
+        "evaluate-gate-out-of-range",
+        "evaluate {root}/data.jsonl --model {model} --outputs {root}/data.jsonl --min-cosine 2",
+        1,
+        ["--min-cosine (pipeline.thresholds.min_cosine) must be at most 1"],
+        {},
+        None,
+    ),
+    (
+        "compile-negative-max-abs-diff",
+        "compile {model} -o {root}/never --target cpu --max-abs-diff -1",
+        1,
+        ["--max-abs-diff (compile.max_abs_diff) must be at least 0"],
+        {},
+        None,
+    ),
+    (
         "project-file-not-text",
         "--config {root}/weights.bin list",
         1,
