@@ -297,8 +297,13 @@ def check_target(target: str, instance: InstanceType) -> None:
             hint="Deploy inf2 artifacts to ml.inf2.* (NeuronCore-v2, like trn1), or cpu artifacts to a CPU type.",
         )
     if target != instance.target:
+        default = (
+            "; the default when no --instance is given"
+            if instance.name == EndpointSpec().instance_type
+            else ""
+        )
         raise ConfigError(
-            f"This artifact was compiled for {target} and cannot run on {instance.name} ({instance.family}).",
+            f"This artifact was compiled for {target} and cannot run on {instance.name} ({instance.family}{default}).",
             hint=f"Deploy it to {_WHERE[target]}, or recompile with `--target {instance.target}`.",
         )
 
