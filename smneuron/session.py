@@ -5,7 +5,9 @@ This is the only module that creates boto3 clients; everything else asks a ``Ses
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 import threading
 import urllib.parse
 import urllib.request
@@ -13,11 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import botocore
 import botocore.exceptions
 import botocore.loaders
 from botocore.config import Config
 
-from smneuron.errors import MissingCredentialsError, MissingRegionError, from_client_error
+from smneuron.errors import ConfigError, MissingCredentialsError, MissingRegionError, from_client_error
 from smneuron.local_record import (
     LOCAL_ACCOUNT,
     LOCAL_REGION,
@@ -72,6 +75,36 @@ def resolve_region(explicit: str | None = None, boto_session: Any = None) -> str
 
         boto_session = boto3.Session()
     return boto_session.region_name
+
+
+def check_region(region: str, boto_session: Any) -> None:
+    """Refuse a region SageMaker is in nowhere that botocore knows of (its endpoints data, every partition).
+
+    "us-east-1a" (an availability zone) or a typo was tried against a made-up host name, retried for seconds and
+    reported as AWS being unreachable.
+
+    Raises:
+        ConfigError: with the region the zone belongs to, or the nearest known names.
+    """
+    known: set[str] = set()
+    for partition in boto_session.get_available_partitions():
+        known.update(boto_session.get_available_regions("sagemaker", partition_name=partition))
+    if not known or region in known:
+        return
+    zone = re.fullmatch(r"([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]", region)
+    near = difflib.get_close_matches(region, sorted(known), n=3, cutoff=0.6)
+    if zone and zone.group(1) in known:
+        hint = (
+            f"{region} is an availability zone; its region is {zone.group(1)}: pass --region {zone.group(1)}."
+        )
+    else:
+        near_said = f"Did you mean {' or '.join(near)}? " if near else ""
+        hint = f"{near_said}`aws ec2 describe-regions` lists them; for one newer than your botocore, `pip install -U boto3`."
+    raise ConfigError(
+        f"{region} is not a region where SageMaker runs, as botocore {botocore.__version__} knows them "
+        f"({len(known)} regions).",
+        hint=hint,
+    )
 
 
 def default_bucket_name(account: str, region: str) -> str:
@@ -169,13 +202,20 @@ class Session:
             boto_session = boto3.Session(
                 profile_name=boto_session.profile_name if profile else None, region_name=resolved_region
             )
+        endpoint_url = (
+            endpoint_url
+            or os.environ.get("SMNEURON_ENDPOINT_URL")
+            or os.environ.get("AWS_ENDPOINT_URL")
+            or None
+        )
+        if (
+            endpoint_url is None
+        ):  # an endpoint URL (a VPC endpoint, moto) answers for whatever region it is given
+            check_region(resolved_region, boto_session)
         return cls(
             boto_session=boto_session,
             region=resolved_region,
-            endpoint_url=endpoint_url
-            or os.environ.get("SMNEURON_ENDPOINT_URL")
-            or os.environ.get("AWS_ENDPOINT_URL")
-            or None,
+            endpoint_url=endpoint_url,
             role=role or os.environ.get("SMNEURON_ROLE") or None,
             bucket=bucket or os.environ.get("SMNEURON_BUCKET") or None,
             kms_key_id=kms_key_id or os.environ.get("SMNEURON_KMS_KEY_ID") or None,

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from smneuron.errors import MissingCredentialsError, MissingRegionError
+from smneuron.errors import ConfigError, MissingCredentialsError, MissingRegionError
 from smneuron.session import Session
 
 
@@ -82,3 +82,26 @@ def test_credentials_never_appear_in_reprs_errors_or_tracebacks(aws, monkeypatch
         assert out.returncode != 0
         shown += [out.stdout, out.stderr]
     assert not [text for text in shown if secret in text]
+
+
+@pytest.mark.parametrize(
+    "region, says",
+    [
+        (
+            "us-east-1a",
+            "us-east-1a is an availability zone; its region is us-east-1: pass --region us-east-1",
+        ),
+        ("eu-wset-1", "Did you mean eu-west-1"),
+        ("moon-1", "`aws ec2 describe-regions` lists them"),
+    ],
+)
+def test_a_region_sagemaker_is_not_in_is_refused_at_once_with_the_likely_one(monkeypatch, region, says):
+    """They were tried against a made-up host name, retried for seconds, then reported as AWS being unreachable."""
+    monkeypatch.setenv("AWS_REGION", region)
+    with pytest.raises(ConfigError, match="is not a region where SageMaker runs") as refused:
+        Session.from_env()
+    assert says in str(refused.value)
+    # an endpoint URL (moto, a VPC endpoint) answers for whatever region it is given; so does every known region
+    assert Session.from_env(endpoint_url="http://127.0.0.1:9").region == region
+    monkeypatch.setenv("AWS_REGION", "ap-southeast-7")
+    assert Session.from_env().region == "ap-southeast-7"
