@@ -354,6 +354,11 @@ def from_exception(err: BaseException) -> SmneuronError | None:
         )
     if isinstance(err, (bex.NoCredentialsError, bex.PartialCredentialsError)):
         return MissingCredentialsError()
+    if isinstance(err, bex.ParamValidationError):  # botocore refused a value before sending it
+        return ConfigError(
+            f"A value is outside what AWS accepts (botocore refused it before sending): {err.kwargs.get('report', err)}",
+            hint="Check the values of the flags or the project file's keys it names.",
+        )
     if isinstance(err, bex.NoRegionError):
         return MissingRegionError()
     return _http_connection_error(err)

@@ -64,3 +64,15 @@ def test_endpoint_failed_error_carries_reason_and_log_lines():
 def test_not_found_is_recognised_in_each_services_words(code, message, missing):
     err = ClientError({"Error": {"Code": code, "Message": message}}, "InvokeEndpoint")
     assert errors.is_not_found(err) is missing
+
+
+def test_a_value_botocore_refuses_before_sending_is_a_usage_mistake_not_an_unexpected_error():
+    from botocore.exceptions import ParamValidationError
+
+    from smneuron.errors import ConfigError, from_exception
+
+    known = from_exception(
+        ParamValidationError(report="Invalid value for parameter limit, value: 0, valid min value: 1")
+    )
+    assert isinstance(known, ConfigError) and known.exit_code == 1
+    assert "valid min value: 1" in str(known) and "AWS accepts" in str(known)

@@ -881,6 +881,14 @@ CASES = [
         None,
     ),
     (
+        "logs-zero-lines",
+        "logs enc --lines 0",
+        1,
+        ["--lines must be a whole number from 1 to 10,000", "got 0"],
+        {},
+        None,
+    ),
+    (
         "project-file-not-text",
         "--config {root}/weights.bin list",
         1,
