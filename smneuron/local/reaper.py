@@ -14,29 +14,47 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 # every process the service starts inherits it; its value is the state directory
 OWNER = "SMNEURON_LOCAL_OWNER"
 
 
-def sweep(owner: Path) -> list[int]:
+def sweep(owner: Path, wait_s: float = 10.0) -> list[int]:
     """Stop every process still carrying this service's owner mark (model servers, copies, TorchServe's Java and
-    workers) after the service itself has gone: left by a crash, a kill -9 or a `down` that timed out.
-    Linux only (/proc); elsewhere nothing is found."""
+    workers) after the service itself has gone: left by a crash, a kill -9 or a `down` that timed out. Returns once
+    they are gone (a killed process is not gone at once; one that a dying parent started in the meantime is killed
+    in the next round), or after ``wait_s``. Linux only (/proc); elsewhere nothing is found."""
     mark = f"{OWNER}={owner}".encode() + b"\0"
+    stopped: list[int] = []
+    deadline = time.monotonic() + wait_s
+    while found := _marked(mark):
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        stopped += [pid for pid in found if pid not in stopped]
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.02)
+    return stopped
+
+
+def _marked(mark: bytes) -> list[int]:
+    """The live processes (not this one, not zombies: those hold nothing but their pid) that carry ``mark``."""
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
-            if int(proc.name) != os.getpid() and mark in (proc / "environ").read_bytes():
+            if (
+                int(proc.name) != os.getpid()
+                and mark in (proc / "environ").read_bytes()
+                and " Z" not in (proc / "stat").read_text().rsplit(")", 1)[1][:3]
+            ):
                 found.append(int(proc.name))
-        except (OSError, ValueError):
+        except (OSError, ValueError, IndexError):
             continue
-    for pid in found:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     return found
 
 
