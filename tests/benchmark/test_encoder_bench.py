@@ -159,10 +159,10 @@ def test_a_target_that_refuses_every_request_fails_the_bench_with_what_it_answer
 
 
 def test_a_dead_url_or_a_number_out_of_range_is_refused_before_any_load(slow_server):
-    t = time.perf_counter()
-    with pytest.raises(SmneuronError, match="Cannot reach http://127.0.0.1:9: Connection refused"):
+    with pytest.raises(SmneuronError, match="Cannot reach http://127.0.0.1:9: Connection refused") as refused:
         bench_endpoint(url="http://127.0.0.1:9", texts=["hello"], profile="sweep", duration_s=10)
-    assert time.perf_counter() - t < 5  # not a 20 s sweep of refused connections
+    # refused before the load, not a run of refused connections reported as a failed bench (how long: dead_url.py)
+    assert not isinstance(refused.value, BenchFailedError)
     for given, says in (
         ({"concurrency": 0}, "concurrency= must be a number of at least 1, got 0"),
         ({"rate": float("nan"), "profile": "constant"}, "rate= must be a number above 0, got nan"),
