@@ -322,9 +322,8 @@ def from_exception(err: BaseException) -> SmneuronError | None:
         return err
     if isinstance(err, OSError) and err.filename is not None and err.errno in _FILE_HINTS:
         return file_error(err)
-    if isinstance(
-        err, UnicodeDecodeError
-    ):  # a reader that does not name its file (user_files.read_text does)
+    # a reader that does not name its file (user_files.read_text does)
+    if isinstance(err, UnicodeDecodeError):
         return SmneuronError(
             f"A file smneuron read as text is not UTF-8 ({err.reason} at offset {err.start}).",
             hint="Check the files you passed: JSONL, JSON and YAML files are UTF-8 text.",
@@ -399,7 +398,7 @@ def file_error(err: OSError) -> SmneuronError:
     )
 
 
-def unreachable_url(url: str, err: BaseException, hint: str | None = None) -> SmneuronError:
+def unreachable_url(url: str, err: BaseException) -> SmneuronError:
     """Nothing answers at ``url`` (a model server, a local endpoint): the one way smneuron says so."""
     cause = err.__cause__ or err.__context__
     reason = (
@@ -408,8 +407,7 @@ def unreachable_url(url: str, err: BaseException, hint: str | None = None) -> Sm
     reason = re.sub(r"^\[Errno -?\d+\] ", "", str(reason)).rstrip(".")
     return SmneuronError(
         f"Cannot reach {url}: {reason}.",
-        hint=hint
-        or "Check that the endpoint is running and the URL and port are right (`smneuron serve` prints its URL).",
+        hint="Check that the endpoint is running and the URL and port are right (`smneuron serve` prints its URL).",
     )
 
 

@@ -213,7 +213,7 @@ def unreadable(path: Path, e: BaseException) -> ArtifactError:
     """Why ``path`` cannot be read as a package, in a user's words (tarfile's say which decompressors it tried)."""
     if isinstance(e, FileNotFoundError):
         why = "does not exist"
-    elif isinstance(e, OSError) and not isinstance(e, EOFError) and e.strerror:
+    elif isinstance(e, OSError) and e.strerror:
         why = f"cannot be read ({e.strerror})"
     elif isinstance(e, EOFError) or "ended before" in str(e) or "unexpected end" in str(e).lower():
         why = "ends early: it was cut short (an interrupted copy or download?)"

@@ -27,12 +27,12 @@ from smneuron.artifact.manifest import MANIFEST_NAME, Manifest
 from smneuron.artifact.resources import inference_code_dir
 from smneuron.display.progress import step
 from smneuron.errors import ArtifactError, ConfigError
+from smneuron.specs.validation import at_least_one
 from smneuron.user_files import dir_to_write, file_to_write, read_text
 
 Compression = Literal["gzip", "none"]
-TARBALL = (
-    "model.tar.gz"  # the name SageMaker's examples and the SDK give it, and the tarball's name in a folder
-)
+# the name SageMaker's examples and the SDK give it, and the tarball's name in a folder
+TARBALL = "model.tar.gz"
 IGNORED_DIRS = {
     "__pycache__",
     ".git",
@@ -261,11 +261,8 @@ def _check_settings(compression: str, level: int, threads: int | None) -> None:
             f"level must be 0-3 (python-isal's deflate levels), not {level!r}.",
             hint="2, the default, compresses within about 1% of gzip -6 at a fraction of its time; 3 is isal's best.",
         )
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise ConfigError(
-            f"threads must be a whole number of at least 1, not {threads!r}.",
-            hint="Leave it out for all cores.",
-        )
+    if threads is not None:
+        at_least_one(threads, "threads", "Leave it out for all cores.")
 
 
 def _gzip_writer(raw: io.RawIOBase, level: int, threads: int | None):

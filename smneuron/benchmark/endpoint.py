@@ -127,8 +127,8 @@ def bench_endpoint(
 
     Raises:
         NotFoundError: no such endpoint.
-        ConfigError: no target, a setting of the other kind, a number out of range or a load setting the profile does not read (``settings``), no inputs, an unknown
-            profile, a run too short for its warm-up.
+        ConfigError: no target, a setting of the other kind, a number out of range or a load setting the profile
+            does not read (``settings``), no inputs, an unknown profile, a run too short for its warm-up.
         SmneuronError: nothing listens at ``url`` (checked with one connection once the rest was read, before any
             load).
         BenchFailedError: every request failed.

@@ -15,28 +15,58 @@ from typing import Any
 
 from smneuron.errors import ConfigError
 
-# keyword -> (the CLI's flag, the least value, whether the least itself is allowed)
-LEAST: dict[str, tuple[str, float, bool]] = {
-    "concurrency": ("--concurrency", 1, True),
-    "rate": ("--rate", 0, False),
-    "rates": ("--rates", 1, True),
-    "warmup_s": ("--warmup", 0, True),
-    "cooldown_s": ("--cooldown", 0, True),
-    "max_requests": ("--max-requests", 1, True),
-    "max_errors": ("--max-errors", 1, True),
-    "processes": ("--processes", 1, True),
-    "instance_count": ("--instance-count", 1, True),
-    "copies": ("--copies", 1, True),
-    "copies_per_instance": ("--copies-per-instance", 1, True),
-    "tensor_parallel_size": ("--tensor-parallel-size", 1, True),
-    "price": ("--price", 0, True),
-    "slo_p99_ms": ("--slo-p99-ms", 0, False),
-    "slo_ttft_ms": ("--slo-ttft-ms", 0, False),
-    "slo_itl_ms": ("--slo-itl-ms", 0, False),
-    "slo_latency_ms": ("--slo-latency-ms", 0, False),
-    "mean_tokens": ("--mean-tokens", 1, True),
-    "spread": ("--spread", 0, True),
+# keyword -> the CLI's flag, for the messages
+FLAGS = {
+    "concurrency": "--concurrency",
+    "concurrencies": "--concurrencies",
+    "rate": "--rate",
+    "rates": "--rates",
+    "precision": "--precision",
+    "warmup_s": "--warmup",
+    "cooldown_s": "--cooldown",
+    "max_requests": "--max-requests",
+    "max_errors": "--max-errors",
+    "processes": "--processes",
+    "instance_count": "--instance-count",
+    "copies": "--copies",
+    "copies_per_instance": "--copies-per-instance",
+    "tensor_parallel_size": "--tensor-parallel-size",
+    "price": "--price",
+    "slo_p99_ms": "--slo-p99-ms",
+    "slo_ttft_ms": "--slo-ttft-ms",
+    "slo_itl_ms": "--slo-itl-ms",
+    "slo_latency_ms": "--slo-latency-ms",
+    "mean_tokens": "--mean-tokens",
+    "spread": "--spread",
+    "goodput_target": "--goodput-target",
 }
+# keyword -> (the least value, whether the least itself is allowed); ``concurrencies``: each level
+LEAST: dict[str, tuple[float, bool]] = {
+    "concurrency": (1, True),
+    "concurrencies": (1, True),
+    "rate": (0, False),
+    "rates": (1, True),
+    "warmup_s": (0, True),
+    "cooldown_s": (0, True),
+    "max_requests": (1, True),
+    "max_errors": (1, True),
+    "processes": (1, True),
+    "instance_count": (1, True),
+    "copies": (1, True),
+    "copies_per_instance": (1, True),
+    "tensor_parallel_size": (1, True),
+    "price": (0, True),
+    "slo_p99_ms": (0, False),
+    "slo_ttft_ms": (0, False),
+    "slo_itl_ms": (0, False),
+    "slo_latency_ms": (0, False),
+    "mean_tokens": (1, True),
+    "spread": (0, True),
+}
+
+
+def _label(key: str, where: str) -> str:
+    return FLAGS[key] if where == "cli" else f"{key}="
 
 
 def check_numbers(settings: Mapping[str, Any], *, where: str = "sdk") -> None:
@@ -52,44 +82,33 @@ def check_numbers(settings: Mapping[str, Any], *, where: str = "sdk") -> None:
     for key, value in settings.items():
         if value is None:
             continue
-        if key == "concurrencies":
-            for level in value:
-                _check(key, level, ("--concurrencies", 1, True), where)
-        elif key == "goodput_target":
-            if not _number(value) or not 0 < value <= 1:
-                label = "--goodput-target" if where == "cli" else "goodput_target="
-                raise ConfigError(
-                    f"{label} is a share of the requests, above 0 and at most 1, got {value!r}.",
-                    hint="For example 0.99: 99% of the requests meet the SLOs.",
-                )
-        elif key in LEAST:
-            _check(key, value, LEAST[key], where)
+        if key == "goodput_target" and not (_number(value) and 0 < value <= 1):
+            raise ConfigError(
+                f"{_label(key, where)} is a share of the requests, above 0 and at most 1, got {value!r}.",
+                hint="For example 0.99: 99% of the requests meet the SLOs.",
+            )
+        if key in LEAST:
+            for one in value if key == "concurrencies" else [value]:
+                _check(key, one, where)
 
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _check(key: str, value: Any, rule: tuple[str, float, bool], where: str) -> None:
-    flag, least, inclusive = rule
+def _check(key: str, value: Any, where: str) -> None:
+    least, inclusive = LEAST[key]
     if _number(value) and (value >= least if inclusive else value > least):
         return
-    label = flag if where == "cli" else f"{key}="
+    label = _label(key, where)
     raise ConfigError(
         f"{label} must be a number {'of at least' if inclusive else 'above'} {least:g}, got {value!r}.",
         hint=f"Give {label} a value in range, or leave it out for its default.",
     )
 
 
-# what each profile reads of the load settings (keyword -> the CLI's flag); any other one given would be dropped
-LOAD = {
-    "concurrency": "--concurrency",
-    "concurrencies": "--concurrencies",
-    "rate": "--rate",
-    "rates": "--rates",
-    "precision": "--precision",
-    "slo_p99_ms": "--slo-p99-ms",
-}
+# what each profile reads of the load settings; any other one given would be dropped
+LOAD = ("concurrency", "concurrencies", "rate", "rates", "precision", "slo_p99_ms")
 READS = {
     "synchronous": set(),
     "concurrent": {"concurrencies"},
@@ -115,8 +134,7 @@ def check_profile(profile: str, settings: Mapping[str, Any], *, where: str = "sd
     said = []
     for key in unread:
         readers = [p for p, keys in READS.items() if key in keys]
-        label = LOAD[key] if where == "cli" else f"{key}="
-        said.append(f"{label} (read by {', '.join(readers)})")
+        said.append(f"{_label(key, where)} (read by {', '.join(readers)})")
     raise ConfigError(
         f"The {profile} profile does not read {'; '.join(said)}: it would be dropped.",
         hint="Remove it, or choose a profile that reads it"

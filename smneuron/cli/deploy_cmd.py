@@ -174,9 +174,8 @@ def deploy_cmd(
             headroom=0.7 if headroom is None else headroom,
             base=st.project().scaling,
         )
-    elif (
-        slo_p99_ms is not None or headroom is not None
-    ):  # they shape a target derived from a bench: alone, nothing
+    elif slo_p99_ms is not None or headroom is not None:
+        # they shape a target derived from a bench: alone, they would shape nothing
         given = " and ".join(
             f for f, v in (("--slo-p99-ms", slo_p99_ms), ("--headroom", headroom)) if v is not None
         )

@@ -23,6 +23,7 @@ from smneuron.compilation.generation import (
 )
 from smneuron.errors import ConfigError
 from smneuron.specs.models import CompileSpec, override
+from smneuron.specs.validation import at_least_one
 from smneuron.user_files import dir_to_write
 
 
@@ -60,10 +61,11 @@ def compile_model(
     """
     spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
     out_dir = dir_to_write(out_dir)  # before minutes of compiling, not after
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise ConfigError(
-            f"jobs (--jobs) must be a whole number of at least 1, got {jobs!r}.",
-            hint="Leave it out: one process per bucket for Neuron targets, in process for cpu and cuda.",
+    if jobs is not None:
+        at_least_one(
+            jobs,
+            "jobs (--jobs)",
+            "Leave it out: one process per bucket for Neuron targets, in process for cpu and cuda.",
         )
     if from_cache and spec.task is not None and not generates_task(spec.task):
         raise ConfigError(

@@ -127,7 +127,7 @@ def load(
         pickle.UnpicklingError,
         *_weights_errors(),
     ) as e:
-        # a truncated or foreign weights file (a download cut short) fails in safetensors or torch.load, not in transformers
+        # a truncated or foreign weights file (a download cut short) fails in safetensors or torch.load
         raise CompileError(
             f"Cannot load {model_dir} as a {task} model: {type(e).__name__}: {str(e).rstrip('.')}.",
             hint="Check that the directory is what save_pretrained wrote, with its weights files whole "

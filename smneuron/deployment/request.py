@@ -27,6 +27,7 @@ from smneuron.specs.models import (
     ScheduledScaling,
     override,
 )
+from smneuron.specs.validation import at_least_one
 
 # keyword (SDK) / flag (CLI, with dashes) -> where the value goes: the endpoint spec, its generation section, the
 # scaling spec, or the request itself. The keys of SETTINGS name the same things.
@@ -163,10 +164,11 @@ def resolve(
 
 def _check_workers(workers: Any, where: str) -> None:
     """A worker count given is a whole number of at least 1 (0 was taken for "not given" and laid out the default)."""
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise ConfigError(
-            f"{'--workers' if where == 'cli' else 'workers='} must be a whole number of at least 1, got {workers!r}.",
-            hint="Leave it out for the instance's layout: one worker per NeuronCore group, per GPU, or per two vCPUs.",
+    if workers is not None:
+        at_least_one(
+            workers,
+            "--workers" if where == "cli" else "workers=",
+            "Leave it out for the instance's layout: one worker per NeuronCore group, per GPU, or per two vCPUs.",
         )
 
 
