@@ -185,12 +185,18 @@ SERVERS: Mapping[ModelKind, Callable[..., int]] = {ENCODER: _encoder, GENERATION
 
 
 def describe_layout(layout: Any) -> str:
-    """One sentence on the worker layout, saying when this machine caps it."""
+    """One sentence on the worker layout and the CPUs it runs on, saying when this machine caps it or has fewer CPUs
+    than the instance type has vCPUs."""
     inst = layout.instance
     unit = f"{inst.neuron_cores} NeuronCores" if inst.is_neuron else f"{inst.vcpus} vCPUs"
     text = f"{layout.workers} worker(s) for {inst.name} ({unit}, {layout.cores_per_model} core(s) per model)"
     if layout.capped_from:
+        text += f"; the instance would run {layout.capped_from}, capped at this machine's {len(layout.cpus)} cores"
+    if layout.short_of_vcpus:
         text += (
-            f"; the instance would run {layout.capped_from}, capped at this machine's {layout.workers} cores"
+            f"; this machine gives it {len(layout.cpus)} CPU(s) where {inst.name} has {inst.vcpus} vCPUs, so what is "
+            "measured here understates that instance"
         )
+    elif layout.host_cpus > len(layout.cpus):
+        text += f"; on {len(layout.cpus)} of this machine's {layout.host_cpus} CPUs, as many as {inst.name} has vCPUs"
     return text

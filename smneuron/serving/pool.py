@@ -15,12 +15,14 @@ import json
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smneuron.serving import frames
 from smneuron.serving.worker import worker_main
 
 log = logging.getLogger("smneuron.local")
@@ -93,6 +95,7 @@ class WorkerPool:
         self._procs: list[Any] = [None] * n
         self._conns: list[Any] = [None] * n
         self._wakeup: asyncio.Event | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task] = []
         self._ctx = worker_context()
         self._closing = False
@@ -118,15 +121,20 @@ class WorkerPool:
         self._procs[i], self._conns[i] = proc, parent
 
     def _await_ready(self, i: int) -> None:
-        conn = self._conns[i]
-        if not conn.poll(self.start_timeout):
-            raise WorkerStartError(f"worker {i} did not load the model within {self.start_timeout:.0f} s")
+        fd = self._conns[i].fileno()
         try:
-            msg = conn.recv()
+            msg = frames.recv(fd, self.start_timeout)
+        except TimeoutError:
+            raise WorkerStartError(
+                f"worker {i} did not load the model within {self.start_timeout:.0f} s"
+            ) from None
         except EOFError:
             raise WorkerStartError(f"worker {i} exited while loading the model") from None
         if msg[0] != "ready":
             raise WorkerStartError(f"worker {i} could not load the model: {msg[1]}")
+        # from here the event loop reads and writes this socket: never blocking, whatever the loop (uvloop makes it
+        # non-blocking by itself; asyncio's loop would otherwise block in a read of a reply that is still arriving)
+        os.set_blocking(fd, False)
         self.stats[i].pid, self.stats[i].ready = msg[1], True
         self._note(logging.INFO, "worker %d (pid %s) loaded the model in %.1f s", i, msg[1], msg[2])
 
@@ -149,8 +157,8 @@ class WorkerPool:
             if proc is None:
                 continue
             try:
-                self._conns[i].send(None)
-            except (OSError, BrokenPipeError):
+                frames.send(self._conns[i].fileno(), None)
+            except OSError:
                 pass
             proc.join(timeout=5)
             if proc.is_alive():
@@ -174,7 +182,10 @@ class WorkerPool:
     def run(self) -> None:
         """Start the per-worker batching loops on the running event loop."""
         self._wakeup = asyncio.Event()
-        self._tasks = [asyncio.get_running_loop().create_task(self._serve(i)) for i in range(self.n)]
+        self.loop = (
+            asyncio.get_running_loop()
+        )  # uvloop's or asyncio's: the workers' replies are read whole on either
+        self._tasks = [self.loop.create_task(self._serve(i)) for i in range(self.n)]
 
     def submit(self, headers: dict[str, str], body: bytes) -> asyncio.Future:
         fut = asyncio.get_running_loop().create_future()
@@ -207,27 +218,37 @@ class WorkerPool:
         return batch
 
     def _reply(self, i: int) -> asyncio.Future:
-        """Worker ``i``'s reply, read by the event loop when its pipe becomes readable: no thread between the worker
-        and the loop (a thread pool's recv cost a thread wake-up and a hand-over of the GIL per batch)."""
+        """Worker ``i``'s reply, read by the event loop in parts as they arrive on its socket (``frames.Reader``): no
+        thread between the worker and the loop (a thread pool's recv cost a thread wake-up and a hand-over of the GIL
+        per batch), and a reply larger than the socket's buffer is whole before it is taken, under any event loop."""
         loop = asyncio.get_running_loop()
-        conn, reply = self._conns[i], loop.create_future()
-        fd = conn.fileno()
+        fd, reply, reader = self._conns[i].fileno(), loop.create_future(), frames.Reader()
 
         def readable() -> None:
-            loop.remove_reader(fd)
-            if not reply.done():
-                try:  # the worker writes a reply whole: once it starts arriving, the rest follows at once
-                    reply.set_result(conn.recv())
-                except BaseException as e:  # EOFError / OSError: it died; the caller restarts it
-                    reply.set_exception(e)
+            if reply.done():
+                return
+            try:
+                whole, message = reader.feed(fd)
+            except Exception as e:  # EOFError: its end closed, so it died; the caller restarts it
+                loop.remove_reader(fd)
+                reply.set_exception(e)
+                return
+            if whole:
+                loop.remove_reader(fd)
+                reply.set_result(message)
 
         try:
             loop.add_reader(fd, readable)
         except NotImplementedError:
             # an event loop without readers (Windows' proactor): a thread waits instead
-            return asyncio.ensure_future(loop.run_in_executor(None, conn.recv))
+            return asyncio.ensure_future(loop.run_in_executor(None, frames.recv, fd))
         reply.add_done_callback(lambda _: loop.remove_reader(fd))  # timed out or cancelled too
         return reply
+
+    async def _exchange(self, i: int, batch: list[Pending]) -> Any:
+        """Send ``batch`` to worker ``i`` and wait for its reply (both without blocking the event loop)."""
+        await frames.send_async(self._conns[i].fileno(), [(p.headers, p.body) for p in batch])
+        return await self._reply(i)
 
     async def _serve(self, i: int) -> None:
         while not self._closing:
@@ -245,8 +266,7 @@ class WorkerPool:
             st = self.stats[i]
             st.busy = True
             try:
-                self._conns[i].send([(p.headers, p.body) for p in batch])
-                reply = await asyncio.wait_for(self._reply(i), self.timeout)
+                reply = await asyncio.wait_for(self._exchange(i, batch), self.timeout)
                 _, results, model_stats = reply
                 for p, result in zip(batch, results, strict=True):
                     if not p.future.done():
@@ -262,11 +282,21 @@ class WorkerPool:
                     f"The model server did not answer within {self.timeout:.0f} s.",
                 )
                 await self._restart(i, "timed out")
-            except (EOFError, OSError, BrokenPipeError):
+            except (EOFError, OSError, pickle.UnpicklingError) as e:
+                # its socket ended or broke: it died (or its process is about to); the log says which it was
                 self._fail(batch, 500, "worker_died", "The model worker died while serving this request.")
-                await self._restart(i, "died")
+                await self._restart(i, f"died ({self._exit_of(i, e)})")
             finally:
                 st.busy = False
+
+    def _exit_of(self, i: int, error: BaseException) -> str:
+        """How worker ``i`` ended, for the log: its exit code or signal, else the error its socket gave."""
+        proc = self._procs[i]
+        if proc is not None:
+            proc.join(timeout=1)
+            if proc.exitcode is not None:
+                return f"exit code {proc.exitcode}" if proc.exitcode >= 0 else f"signal {-proc.exitcode}"
+        return f"{type(error).__name__}: {error}"
 
     @staticmethod
     def _fail(batch: list[Pending], status: int, code: str, message: str) -> None:

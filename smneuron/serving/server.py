@@ -32,6 +32,7 @@ from smneuron.errors import ArtifactError, ConfigError
 from smneuron.serving.app import build_app
 from smneuron.serving.pool import WorkerPool, WorkerStartError
 from smneuron.serving.ports import free_port
+from smneuron.serving.worker import CPUS_ENV
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec, override
 
@@ -43,6 +44,34 @@ class Layout:
     cores_per_model: int
     capped_from: int | None
     env: dict[str, str]
+    cpus: tuple[
+        int, ...
+    ] = ()  # the host CPUs the workers may run on: the instance's vCPUs, or what the host has
+    host_cpus: int = 0  # how many CPUs this process may use on the host
+
+    @property
+    def short_of_vcpus(self) -> bool:
+        """The host has fewer CPUs than the instance type has vCPUs: numbers measured here understate it."""
+        return len(self.cpus) < self.instance.vcpus
+
+
+def host_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity: a container's or taskset's limit), in order."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux: every CPU
+        return list(range(os.cpu_count() or 1))
+
+
+def instance_cpus(instance: InstanceType, slot: int = 0) -> tuple[int, ...]:
+    """The host CPUs that stand for ``instance``'s vCPUs: as many as it has, the ``slot``-th such window of the host's
+    (instance ``slot`` of an endpoint gets its own where the host has room), all of the host's where it has fewer."""
+    cpus = host_cpus()
+    if len(cpus) <= instance.vcpus:
+        return tuple(cpus)
+    windows = len(cpus) // instance.vcpus
+    start = (slot % windows) * instance.vcpus
+    return tuple(cpus[start : start + instance.vcpus])
 
 
 def plan_layout(
@@ -51,13 +80,15 @@ def plan_layout(
     spec: EndpointSpec,
     workers: int | None,
     model_bytes: int | None = None,
+    slot: int = 0,
 ) -> Layout:
-    """Workers as the real endpoint would run them, capped by this machine's cores (said out loud)."""
+    """Workers as the real endpoint would run them, on as many host CPUs as the instance has vCPUs (so a number
+    measured here for ml.c6i.xlarge is one for 4 vCPUs on any host), capped by this machine's cores (said out loud)."""
 
     cores_per_model = int(manifest["compiler"].get("cores_per_model", 1))
     wanted = workers_for(instance, cores_per_model, workers, model_bytes)
-    here = os.cpu_count() or 1
-    n = min(wanted, here)
+    cpus = instance_cpus(instance, slot)
+    n = min(wanted, len(cpus))
     env = container_environment(
         instance,
         spec,
@@ -65,10 +96,11 @@ def plan_layout(
         workers=wanted,
         compiled_batch=manifest.get("batch_size") if "generation" not in manifest else None,
     )
-    # threads per worker follow THIS machine's cores (deploy.encoder_env sized them for the instance's vCPUs)
-    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(max(1, here // n))
+    # threads per worker share the CPUs the instance has here (deploy.encoder_env sized them for its vCPUs)
+    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(max(1, len(cpus) // n))
     env["SMNEURON_MODEL_SERVER_WORKERS_LOCAL"] = str(n)
-    return Layout(instance, n, cores_per_model, wanted if n < wanted else None, env)
+    env[CPUS_ENV] = ",".join(map(str, cpus))
+    return Layout(instance, n, cores_per_model, wanted if n < wanted else None, env, cpus, len(host_cpus()))
 
 
 def check_runnable(manifest: dict) -> None:
@@ -116,6 +148,8 @@ class LocalEndpoint:
         workers: override the worker count (refused above NeuronCores / cores per model).
         batch_size / max_batch_delay_ms / model_server_timeout_s: TorchServe's knobs.
         log_path: where the workers' stdout/stderr and the pool's worker events go (default: this process's).
+        slot: which instance of its endpoint this is (0, 1, ...): each gets its own host CPUs where the host has room.
+        loop: uvicorn's event loop: "auto" (uvloop where installed, as uvicorn picks it), "asyncio" or "uvloop".
     """
 
     def __init__(
@@ -132,6 +166,8 @@ class LocalEndpoint:
         spec: EndpointSpec | None = None,
         session: Session | None = None,
         log_path: str | Path | None = None,
+        slot: int = 0,
+        loop: str = "auto",
     ) -> None:
 
         base = spec or EndpointSpec(instance_type=instance_type)
@@ -157,6 +193,8 @@ class LocalEndpoint:
         self._thread: threading.Thread | None = None
         self.model_dir: Path | None = None
         self.log_path = Path(log_path) if log_path else None  # the workers' output, as the container's stdout
+        self.slot = slot
+        self.loop = loop
 
     @property
     def log_files(self) -> list[Path]:
@@ -206,7 +244,12 @@ class LocalEndpoint:
         if self.port == 0:
             self.port = free_port()
         self.layout = plan_layout(
-            manifest, self.spec.instance, self.spec, self.requested_workers, size_of(self.model_dir)
+            manifest,
+            self.spec.instance,
+            self.spec,
+            self.requested_workers,
+            size_of(self.model_dir),
+            self.slot,
         )
         self.pool = WorkerPool(
             str(self.model_dir),
@@ -241,6 +284,7 @@ class LocalEndpoint:
             port=self.port,
             # "auto": httptools where installed (the serve extra; 1.29x the tiny BERT's served rate of h11), else h11
             http="auto",
+            loop=self.loop,  # "auto": uvloop where installed; the pool reads its workers whole under either
             log_level="warning",
             proxy_headers=False,  # nothing proxies it: no X-Forwarded-* middleware on every request
             timeout_graceful_shutdown=self.spec.model_server_timeout_in_seconds,

@@ -13,8 +13,19 @@ import time
 import traceback
 from typing import Any
 
+from smneuron.serving import frames
 from smneuron.serving.isolation import MARK, isolate, said
 from smneuron.serving.ts_context import TorchServeContext
+
+# the host CPUs a worker runs on: its instance type's vCPUs (serving.server.plan_layout)
+CPUS_ENV = "SMNEURON_CPUS"
+
+
+def pin(env: dict[str, str]) -> None:
+    """Run on the CPUs the layout gave the instance (all of the host's when it names none)."""
+    cpus = {int(c) for c in env.get(CPUS_ENV, "").split(",") if c}
+    if cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, cpus)
 
 
 def output_to(path: str, mode: int = 0o644) -> None:
@@ -29,8 +40,11 @@ def output_to(path: str, mode: int = 0o644) -> None:
 
 
 def worker_main(model_dir: str, env: dict[str, str], conn: Any) -> None:
-    """Process entry point: load, report ready, then answer batches until the pipe closes."""
+    """Process entry point: load, report ready, then answer batches until the socket closes (``frames``: whole
+    messages, whatever the server's event loop does to its own end)."""
+    fd = conn.fileno()
     os.environ.update(env)
+    pin(env)
     gone = isolate(os.environ)  # an isolated Model's process: no credentials, endpoint or proxy
     if env.get("SMNEURON_WORKER_LOG"):  # the model's prints and tracebacks, as a container's stdout/stderr
         output_to(env["SMNEURON_WORKER_LOG"], 0o600)
@@ -46,13 +60,13 @@ def worker_main(model_dir: str, env: dict[str, str], conn: Any) -> None:
 
         t0 = time.perf_counter()
         model = smneuron_handler.initialize(TorchServeContext(model_dir, []))
-        conn.send(("ready", os.getpid(), time.perf_counter() - t0))
+        frames.send(fd, ("ready", os.getpid(), time.perf_counter() - t0))
     except BaseException as e:  # report why, so the server can refuse to start with the reason
-        conn.send(("failed", f"{type(e).__name__}: {e}", traceback.format_exc()))
+        frames.send(fd, ("failed", f"{type(e).__name__}: {e}", traceback.format_exc()))
         return
     while True:
         try:
-            message = conn.recv()
+            message = frames.recv(fd)
         except (EOFError, OSError, KeyboardInterrupt):
             return
         if message is None:
@@ -69,4 +83,4 @@ def worker_main(model_dir: str, env: dict[str, str], conn: Any) -> None:
             traceback.print_exc()
             err = f'{{"error": "worker failure: {type(e).__name__}", "code": "internal_error"}}'.encode()
             out = [(500, "application/json", err)] * len(message)
-        conn.send(("done", out, dict(model.stats)))
+        frames.send(fd, ("done", out, dict(model.stats)))

@@ -20,7 +20,7 @@ from served import code_on_path
 from smneuron.artifact.packaging import package
 from smneuron.compilation.encoder import compile_model
 from smneuron.errors import ArtifactError
-from smneuron.serving.server import LocalEndpoint
+from smneuron.serving.server import LocalEndpoint, host_cpus
 from smneuron.specs.models import EndpointSpec
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
@@ -46,9 +46,13 @@ def tarball(tiny_classifier, tmp_path_factory) -> Path:
     return package(d / "a", d / "model.tar.gz").path
 
 
-@pytest.fixture(scope="module")
-def endpoint(tarball):
-    with LocalEndpoint(tarball, instance_type="ml.inf2.xlarge", batch_size=4, max_batch_delay_ms=25) as ep:
+@pytest.fixture(scope="module", params=["asyncio", "uvloop"])
+def endpoint(tarball, request):
+    """Served under both event loops users get: uvicorn takes uvloop by itself wherever it is installed."""
+    with LocalEndpoint(
+        tarball, instance_type="ml.inf2.xlarge", batch_size=4, max_batch_delay_ms=25, loop=request.param
+    ) as ep:
+        assert type(ep.pool.loop).__module__.split(".")[0] == request.param
         yield ep
 
 
@@ -65,7 +69,7 @@ def direct_predictions(model_dir: Path, texts: list[str]) -> list[dict]:
 
 
 def test_layout_follows_the_instance_and_this_machine(endpoint):
-    assert endpoint.layout.workers == min(2, os.cpu_count())  # ml.inf2.xlarge has 2 NeuronCores
+    assert endpoint.layout.workers == min(2, len(host_cpus()))  # ml.inf2.xlarge has 2 NeuronCores
     assert endpoint.layout.env["SAGEMAKER_TS_BATCH_SIZE"] == "4"
     assert len(set(endpoint.pool.pids())) == endpoint.layout.workers
 
@@ -248,9 +252,10 @@ def test_workers_are_capped_by_this_machine_and_said_out_loud(tarball):
     try:
         layout = ep.prepare()
         assert (
-            layout.workers == min(12, os.cpu_count()) and layout.env["SAGEMAKER_MODEL_SERVER_WORKERS"] == "12"
+            layout.workers == min(12, len(host_cpus()))
+            and layout.env["SAGEMAKER_MODEL_SERVER_WORKERS"] == "12"
         )
-        assert ("instance would run 12, capped" in describe_layout(layout)) is (os.cpu_count() < 12)
+        assert ("instance would run 12, capped" in describe_layout(layout)) is (len(host_cpus()) < 12)
     finally:
         ep.cleanup()
 
@@ -264,7 +269,7 @@ def test_the_cap_is_said_on_a_small_machine_and_absent_on_a_big_one(monkeypatch,
     from smneuron.serving.server import plan_layout
     from smneuron.specs.models import EndpointSpec
 
-    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    monkeypatch.setattr("smneuron.serving.server.host_cpus", lambda: list(range(cores)))
     manifest = {"compiler": {"target": "inf2", "cores_per_model": 1}, "batch_size": 8}
     layout = plan_layout(manifest, InstanceType.parse("ml.inf2.24xlarge"), EndpointSpec(), None)
     assert layout.workers == workers and layout.env["SAGEMAKER_MODEL_SERVER_WORKERS"] == "12"

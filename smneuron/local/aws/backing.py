@@ -148,7 +148,7 @@ class Backer:
         if count > 1:  # an update keeps the instance count
             self._scale(backing)
 
-    def _server_for(self, config_name: str, name: str) -> Any:
+    def _server_for(self, config_name: str, name: str, slot: int = 0) -> Any:
 
         session = self._session()
         sm = session.client("sagemaker")
@@ -189,6 +189,7 @@ class Backer:
             workers=workers,
             session=session,
             log_path=log,
+            slot=slot,  # instance 1, 2, ... of the endpoint: CPUs of its own where the host has room
         )
 
     def scale(self, name: str, count: int) -> None:
@@ -207,7 +208,7 @@ class Backer:
                 extra.pop().stop()
             while len(extra) + 1 < count and config:
                 try:
-                    server = self._server_for(config, backing.name)
+                    server = self._server_for(config, backing.name, slot=len(extra) + 1)
                     server.start()
                 except Exception:  # a new instance that cannot start leaves the others serving
                     break
