@@ -29,10 +29,17 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
+from smneuron.local.aws.bodies import Dechunked
 from smneuron.local.aws.http1 import read_head
 
 # an idle kept-alive connection closes after this (a local choice: AWS does not publish its own)
 IDLE_S = 60.0
+# a request whose body or answer makes no progress for this long ends (S3 answers RequestTimeout to a body that stops
+# arriving; it publishes no period: a local choice, long enough for any client on loopback)
+BODY_S = 20.0
+# connections open at once; more are closed at once (each holds a thread: a flood of idle or slow connections from a
+# local process must not grow the service without bound; the SDKs pool 10 per client)
+MAX_CONNECTIONS = 512
 # a refused body is read and dropped up to this, so the caller sees the answer
 _DRAIN_LIMIT = 64 * 1024 * 1024
 _WERKZEUG_LOG = logging.getLogger("werkzeug")
@@ -74,6 +81,19 @@ class _Counted:
         return iter(self.readline, b"")
 
 
+class _Empty:
+    """The read side of a connection refused for want of room: it ends at once."""
+
+    def readline(self, *_: Any) -> bytes:
+        return b""
+
+    def read(self, *_: Any) -> bytes:
+        return b""
+
+    def close(self) -> None:
+        pass
+
+
 def kept_alive(base: type) -> type:
     """moto's request handler ``base`` (its headers as moto reads them), with connections kept alive (the module)."""
     return type("KeptAliveHandler", (KeepAlive, base), {})
@@ -88,6 +108,11 @@ class KeepAlive:
 
     def setup(self) -> None:
         super().setup()
+        if len(open_connections(self.server)) >= MAX_CONNECTIONS:
+            self.close_connection = True
+            self.rfile = _Empty()  # answered by closing: handle() reads nothing
+        # a new connection has BODY_S for its first request line; once it has made one, the idle limit applies
+        self.connection.settimeout(min(BODY_S, self.timeout))
         # each write goes out at once: a kept-alive connection otherwise waits out the client's delayed ACK (40 ms)
         # whenever a small write follows another (Nagle), and a stream's parts would wait too
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -149,8 +174,14 @@ class KeepAlive:
         environ = self._plain_environ() or super().make_environ()
         self._body = None
         length = environ.get("CONTENT_LENGTH") or "0"
-        if not environ.get("wsgi.input_terminated") and length.isdigit():
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            # read strictly, by the gate, within its operation's limit (werkzeug's reader spun on a bad size line)
+            self._body = environ["wsgi.input"] = Dechunked(self.rfile)
+            environ["wsgi.input_terminated"] = True
+        elif not environ.get("wsgi.input_terminated") and length.isdigit():
             self._body = environ["wsgi.input"] = _Counted(self.rfile, int(length))
+        # a body that stops arriving ends the request (the gate answers S3's RequestTimeout), not the idle wait
+        self.connection.settimeout(BODY_S)
         return environ
 
     def _plain_environ(self) -> dict[str, Any] | None:
@@ -254,6 +285,7 @@ class KeepAlive:
             self.server.log("error", f"Error on request {self.command} {self.path}: {type(e).__name__}: {e}")
         if self.close_connection:
             self._drain()
+        self.connection.settimeout(self.timeout)  # until the next request's first line
 
     def body_read(self) -> bool:
         """Whether the request's body was read to its end (a kept-alive connection then starts at the next request)."""

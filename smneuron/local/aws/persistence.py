@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -38,7 +39,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from smneuron.local.aws import stream_route
-from smneuron.private_files import sync_dir, write_private
+from smneuron.local.aws.bodies import Body
+from smneuron.private_files import private_dir, sync_dir, write_private
 from smneuron.session import Session
 
 INTERVAL_S = 2.0
@@ -167,15 +169,16 @@ class Keeper:
             write_private(self.path, json.dumps(doc, default=str).encode())
             self._doc, self._fingerprint = doc, None  # the background look compares again from scratch
 
-    def known_object(self, bucket: str, key: str, body: bytes) -> None:
-        """An object a PutObject just stored, kept from the request's own bytes (fsynced), its content type and metadata
-        read with one HEAD: the snapshot that acknowledges it need not read it back (an 80 MB upload is not moved twice).
-        """
+    def known_object(self, bucket: str, key: str, body: Body) -> None:
+        """An object a PutObject just stored, kept from the request's own body (as the gate spooled it, its sha256
+        known; fsynced), its content type and metadata read with one HEAD: the snapshot that acknowledges it need not
+        read it back (an 80 MB upload is not moved twice)."""
         head = self.session.client("s3").head_object(Bucket=bucket, Key=key)
-        sha = hashlib.sha256(body).hexdigest()
-        if not (self.objects / sha).exists():
-            write_private(self.objects / sha, body)  # fsynced, renamed, the directory fsynced
-        self._known[(bucket, key, head["ETag"])] = _entry(key, sha, head)
+        if not (self.objects / body.sha256).exists():
+            body.file.seek(0)
+            self._keep_blob(body.file, body.sha256)
+            body.file.seek(0)
+        self._known[(bucket, key, head["ETag"])] = _entry(key, body.sha256, head)
 
     def _try(self, *, clean: bool) -> bool:
         try:
@@ -271,20 +274,37 @@ class Keeper:
 
     def _object(self, s3: Any, bucket: str, key: str) -> dict:
         got = s3.get_object(Bucket=bucket, Key=key)
-        digest, tmp = hashlib.sha256(), self.objects / ".incoming"
-        with open(tmp, "wb") as f:
-            for chunk in iter(lambda: got["Body"].read(1 << 20), b""):
-                digest.update(chunk)
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())  # on disk before the snapshot that names it
-        sha = digest.hexdigest()
-        if (self.objects / sha).exists():
-            tmp.unlink()
-        else:
-            tmp.replace(self.objects / sha)
-            sync_dir(self.objects)
-        return _entry(key, sha, got)
+        return _entry(key, self._keep_blob(got["Body"]), got)
+
+    def _keep_blob(self, stream: Any, sha256: str | None = None) -> str:
+        """Keep ``stream``'s bytes under their sha256 in ``objects/`` (0600, fsynced, renamed, the directory fsynced:
+        on disk before the snapshot that names it); returns the sha256. ``sha256``: what the bytes must hash to.
+
+        Raises:
+            OSError: they could not be written (a full disk), or do not hash to ``sha256``.
+        """
+        private_dir(self.objects)
+        fd, tmp = tempfile.mkstemp(dir=self.objects, prefix=".incoming.")
+        digest = hashlib.sha256()
+        try:
+            with os.fdopen(fd, "wb") as f:
+                for chunk in iter(lambda: stream.read(1 << 20), b""):
+                    digest.update(chunk)
+                    f.write(chunk)
+                f.flush()
+                os.fsync(f.fileno())
+            sha = digest.hexdigest()
+            if sha256 is not None and sha != sha256:
+                raise OSError(f"the object's bytes changed while they were kept (sha256 {sha}, not {sha256})")
+            if (self.objects / sha).exists():
+                os.unlink(tmp)
+            else:
+                os.replace(tmp, self.objects / sha)
+                sync_dir(self.objects)
+            return sha
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def _roles(self) -> list[dict]:
         iam = self.session.client("iam")

@@ -39,7 +39,6 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from botocore.auth import (
-    EMPTY_SHA256_HASH,
     SIGNED_HEADERS_BLACKLIST,
     HmacV1QueryAuth,
     S3SigV4Auth,
@@ -135,27 +134,47 @@ def refusal(protocol: str, kind: int, message: str | None = None, *, service: st
     return Refused(403, code, message or _MESSAGES[kind])
 
 
-def verify(
-    environ: Mapping[str, str],
-    body: bytes,
-    keys: Mapping[str, str],
-    *,
-    now: float | None = None,
-) -> Signed:
-    """Check a WSGI request's SigV4 signature (header or presigned URL) against ``keys`` (access key -> secret).
+@dataclass(frozen=True)
+class Claim:
+    """Who a request says signed it, checked as far as it can be without its body: a well-formed signature of a known
+    key, inside its time window (``identify``)."""
+
+    protocol: str
+    access_key: str
+    secret: str
+    day: str
+    region: str
+    service: str
+    signature: str
+    signed_names: tuple[str, ...]
+    stamp: str
+    presigned: bool
+    unsigned_query: str
+    signer_cls: type
+
+    @property
+    def scope(self) -> str:
+        return f"{self.day}/{self.region}/{self.service}/aws4_request"
+
+    @property
+    def signing_key(self) -> bytes:
+        return _signing_key(self.secret, self.day, self.region, self.service)
+
+
+def identify(environ: Mapping[str, str], keys: Mapping[str, str], *, now: float | None = None) -> Claim:
+    """Check who a request says it is before its body is read: an Authorization header or presigned query of the form
+    SigV4 has, a key of ``keys``, a request time inside the window (or a presigned URL not expired), the scope's date.
+    The signature itself is checked by ``verify`` (over the body's hash, unless S3 states it in a signed header).
 
     Raises:
-        Refused: unsigned, an unknown key, a wrong signature or payload hash, or outside the time window.
+        Refused: unsigned, malformed, an unknown key, or outside the time window.
     """
     protocol = protocol_of(environ)
     now = time.time() if now is None else now
     raw_query = environ.get("QUERY_STRING", "")
-    query = parse_qsl(raw_query, keep_blank_values=True)
-    params = dict(query)
+    params = dict(parse_qsl(raw_query, keep_blank_values=True))
     authorization = environ.get("HTTP_AUTHORIZATION", "")
-    presigned = "X-Amz-Signature" in params
-    if not authorization and {"AWSAccessKeyId", "Signature", "Expires"} <= set(params):
-        return _verify_v2_query(environ, params, keys, now)
+    presigned = "X-Amz-Signature" in params and not authorization
     if authorization:
         match = _AUTH.match(authorization)
         if not match:
@@ -169,7 +188,6 @@ def verify(
         signed_names = params.get("X-Amz-SignedHeaders", "host").split(";")
     else:
         raise refusal(protocol, 0)
-
     parts = credential.split("/")
     if len(parts) != 5 or parts[4] != "aws4_request":
         raise refusal(protocol, 2, "The credential scope is malformed: KEY/DATE/REGION/SERVICE/aws4_request.")
@@ -178,61 +196,115 @@ def verify(
     if secret is None:
         raise refusal(protocol, 1, service=service)
     s3 = service == "s3"
-
-    if presigned and not authorization:
+    if presigned:
         stamp = params.get("X-Amz-Date", "")
-        expires = params.get("X-Amz-Expires", "")
-        when = _parse_stamp(stamp, protocol)
-        if not expires.isdigit() or int(expires) > MAX_EXPIRES_S:
-            raise refusal(protocol, 2, f"X-Amz-Expires must be a number of seconds up to {MAX_EXPIRES_S}.")
-        if now > when + int(expires):
-            raise Refused(403, "AccessDenied" if s3 else _CODES[protocol][3], "Request has expired")
-        if when > now + WINDOW_S:
-            raise refusal(protocol, 3, "Request is not yet valid: X-Amz-Date is in the future.")
+        _check_presigned_time(protocol, s3, stamp, params.get("X-Amz-Expires", ""), now)
         unsigned_query = "&".join(p for p in raw_query.split("&") if not p.startswith("X-Amz-Signature="))
         signer_cls = S3SigV4QueryAuth if s3 else SigV4QueryAuth
     else:
-        stamp = wsgi_header(environ, "x-amz-date")
-        if not stamp and wsgi_header(environ, "date"):
-            try:
-                stamp = time.strftime(
-                    "%Y%m%dT%H%M%SZ", parsedate_to_datetime(wsgi_header(environ, "date")).utctimetuple()
-                )
-            except (TypeError, ValueError) as e:
-                raise refusal(protocol, 2, "The Date header is not an HTTP date.") from e
-        when = _parse_stamp(stamp, protocol)
-        if abs(now - when) > WINDOW_S:
-            raise refusal(protocol, 3, _skew_message(stamp, now) if not s3 else None)
-        unsigned_query = raw_query
-        signer_cls = S3SigV4Auth if s3 else SigV4Auth
+        stamp = _header_stamp(environ, protocol)
+        _check_header_time(protocol, s3, stamp, now)
+        unsigned_query, signer_cls = raw_query, S3SigV4Auth if s3 else SigV4Auth
     if stamp[:8] != day:
         raise refusal(protocol, 2, "The credential scope's date is not the request's date.")
-
     missing = [n for n in signed_names if n != "host" and wsgi_header(environ, n) is None]
     if "host" not in signed_names or missing:
         raise refusal(
             protocol, 2, f"Signed headers missing from the request: {', '.join(missing) or 'host'}."
         )
-    headers = {n: wsgi_header(environ, n) or "" for n in signed_names}
-    payload_hash = headers.get("x-amz-content-sha256")
-    if payload_hash and payload_hash not in UNSIGNED_FORMS and not payload_hash.startswith("STREAMING-"):
-        if not hmac.compare_digest(payload_hash, sha256(body).hexdigest() if body else EMPTY_SHA256_HASH):
-            raise Refused(
-                400,
-                "XAmzContentSHA256Mismatch",
-                "The provided 'x-amz-content-sha256' header does not match what was computed.",
+    return Claim(protocol, access_key, secret, day, region, service, signature, tuple(signed_names), stamp,
+                 presigned, unsigned_query, signer_cls)  # fmt: skip
+
+
+def _check_presigned_time(protocol: str, s3: bool, stamp: str, expires: str, now: float) -> None:
+    when = _parse_stamp(stamp, protocol)
+    if not expires.isdigit() or int(expires) > MAX_EXPIRES_S:
+        raise refusal(protocol, 2, f"X-Amz-Expires must be a number of seconds up to {MAX_EXPIRES_S}.")
+    if now > when + int(expires):
+        raise Refused(403, "AccessDenied" if s3 else _CODES[protocol][3], "Request has expired")
+    if when > now + WINDOW_S:
+        raise refusal(protocol, 3, "Request is not yet valid: X-Amz-Date is in the future.")
+
+
+def _header_stamp(environ: Mapping[str, str], protocol: str) -> str:
+    stamp = wsgi_header(environ, "x-amz-date")
+    if not stamp and wsgi_header(environ, "date"):
+        try:
+            return time.strftime(
+                "%Y%m%dT%H%M%SZ", parsedate_to_datetime(wsgi_header(environ, "date")).utctimetuple()
             )
+        except (TypeError, ValueError) as e:
+            raise refusal(protocol, 2, "The Date header is not an HTTP date.") from e
+    return stamp or ""
+
+
+def _check_header_time(protocol: str, s3: bool, stamp: str, now: float) -> None:
+    when = _parse_stamp(stamp, protocol)
+    if abs(now - when) > WINDOW_S:
+        raise refusal(protocol, 3, S3_SKEW if s3 else _skew_message(stamp, now, ahead=when > now))
+
+
+def verify(
+    environ: Mapping[str, str],
+    body: bytes | None,
+    keys: Mapping[str, str],
+    *,
+    now: float | None = None,
+    body_sha256: str | None = None,
+    claim: Claim | None = None,
+) -> Signed:
+    """Check a WSGI request's SigV4 signature (header or presigned URL) against ``keys`` (access key -> secret).
+
+    ``body`` may be None for an S3 request whose signed ``x-amz-content-sha256`` header states the payload's hash
+    (the signature is then checked before the body is read; the caller checks the body against that hash with
+    ``payload_mismatch``); ``body_sha256`` is the body's hash where the caller has it already.
+
+    Raises:
+        Refused: unsigned, an unknown key, a wrong signature or payload hash, or outside the time window.
+    """
+    if not environ.get("HTTP_AUTHORIZATION"):
+        params = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
+        if "X-Amz-Signature" not in params and {"AWSAccessKeyId", "Signature", "Expires"} <= set(params):
+            return _verify_v2_query(environ, params, keys, time.time() if now is None else now)
+    claim = claim or identify(environ, keys, now=now)
+    protocol = claim.protocol
+    headers = {n: wsgi_header(environ, n) or "" for n in claim.signed_names}
+    payload_hash = headers.get("x-amz-content-sha256")
+    if claim.service != "s3" and payload_hash is not None:
+        if payload_hash in UNSIGNED_FORMS or payload_hash.startswith("STREAMING-"):
+            raise refusal(protocol, 2, f"x-amz-content-sha256 {payload_hash} is accepted by Amazon S3 only: "
+                                       "other services sign the body's own hash.")  # fmt: skip
+    if claim.service == "s3" and not claim.presigned and payload_hash is None:
+        raise Refused(400, "InvalidRequest", "Missing required header for this request: x-amz-content-sha256")
+    if body is not None and payload_mismatch(payload_hash, body_sha256 or sha256(body).hexdigest()):
+        raise Refused(400, "XAmzContentSHA256Mismatch", CONTENT_SHA256_MISMATCH)
     path = _raw_uri(environ).split("?", 1)[0]
-    url = f"http://{headers['host']}{path}" + (f"?{unsigned_query}" if unsigned_query else "")
-    request = _Arrived(environ.get("REQUEST_METHOD", "GET"), url, _Headers(headers), body)
-    request.context["timestamp"] = stamp
-    signer = _CHECKING[signer_cls](Credentials(access_key, secret), service, region)
+    query = claim.unsigned_query
+    url = f"http://{headers['host']}{path}" + (f"?{query}" if query else "")
+    request = _Arrived(environ.get("REQUEST_METHOD", "GET"), url, _Headers(headers), body or b"")
+    request.context["timestamp"] = claim.stamp
+    signer = _CHECKING[claim.signer_cls](
+        Credentials(claim.access_key, claim.secret), claim.service, claim.region
+    )
     canonical = signer.canonical_request(request)
-    key = _signing_key(secret, day, region, service)
-    expected = hmac.new(key, signer.string_to_sign(request, canonical).encode(), sha256).hexdigest()
-    if not hmac.compare_digest(expected, signature):
-        raise refusal(protocol, 2, service=service)
-    return Signed(access_key, region, service, presigned and not authorization)
+    expected = hmac.new(
+        claim.signing_key, signer.string_to_sign(request, canonical).encode(), sha256
+    ).hexdigest()
+    if not hmac.compare_digest(expected, claim.signature):
+        raise refusal(protocol, 2, service=claim.service)
+    return Signed(claim.access_key, claim.region, claim.service, claim.presigned)
+
+
+CONTENT_SHA256_MISMATCH = "The provided 'x-amz-content-sha256' header does not match what was computed."
+S3_SKEW = "The difference between the request time and the current time is too large."
+
+
+def payload_mismatch(declared: str | None, actual: str) -> bool:
+    """Whether a body whose sha256 is ``actual`` contradicts the hash its request declared (an unsigned or streaming
+    form declares none)."""
+    if not declared or declared in UNSIGNED_FORMS or declared.startswith("STREAMING-"):
+        return False
+    return not hmac.compare_digest(declared, actual)
 
 
 class _Headers(dict):
@@ -356,10 +428,14 @@ def _parse_stamp(stamp: str, protocol: str) -> float:
     raise refusal(protocol, 2, "X-Amz-Date is missing or not of the form YYYYMMDDTHHMMSSZ.")
 
 
-def _skew_message(stamp: str, now: float) -> str:
-    # AWS's own wording for a JSON service ("Signature expired: <t> is now earlier than <now - 5 min> ...")
+def _skew_message(stamp: str, now: float, *, ahead: bool = False) -> str:
+    """AWS's own wording for a JSON service, both ways: "Signature expired: <t> is now earlier than <now - 5 min>
+    (<now> - 5 min.)", and for a request from the future "Signature not yet current: <t> is still later than
+    <now + 5 min> (<now> + 5 min.)"."""
     fmt = "%Y%m%dT%H%M%SZ"
-    return (
-        f"Signature expired: {stamp} is now earlier than {time.strftime(fmt, time.gmtime(now - WINDOW_S))} "
-        f"({time.strftime(fmt, time.gmtime(now))} - 5 min.)"
-    )
+    now_text = time.strftime(fmt, time.gmtime(now))
+    if ahead:
+        limit = time.strftime(fmt, time.gmtime(now + WINDOW_S))
+        return f"Signature not yet current: {stamp} is still later than {limit} ({now_text} + 5 min.)"
+    limit = time.strftime(fmt, time.gmtime(now - WINDOW_S))
+    return f"Signature expired: {stamp} is now earlier than {limit} ({now_text} - 5 min.)"

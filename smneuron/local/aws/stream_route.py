@@ -16,7 +16,6 @@ the total a stream may last is not published in botocore's model and is not limi
 from __future__ import annotations
 
 import binascii
-import io
 import json
 import re
 import struct
@@ -25,6 +24,7 @@ from http import HTTPStatus
 from typing import Any
 
 from smneuron.local.aws import openai_route
+from smneuron.local.aws.bodies import ENVIRON_KEY
 from smneuron.local.aws.routing import (
     CUSTOM_ATTRIBUTES,
     INVOCATION_LIMIT_S,
@@ -52,7 +52,7 @@ _READ_PREFIXES = ("Describe", "List", "Get", "Head")  # AWS's read-only operatio
 # the service's durable write of what a request changed (persistence.Keeper.persist), given the service the request
 # was signed for; None where no state is kept (an in-process embedded AWS)
 persist: Callable[[str | None], None] | None = None
-# the Keeper's record of an object a PutObject stored, from the request's own bytes (persistence.Keeper.known_object)
+# the Keeper's record of an object a PutObject stored, from the request's own body (persistence.Keeper.known_object)
 known_object: Callable[..., None] | None = None
 
 
@@ -172,9 +172,7 @@ class StreamRouter:
             return lambda data: None  # moto's answers are built whole: nothing is written through this
 
         upload = _put_object(environ)
-        if upload is not None and persist is not None:
-            sent = environ["wsgi.input"].read()  # the gate has read it whole: hand moto a copy
-            environ["wsgi.input"] = io.BytesIO(sent)
+        sent = environ.get(ENVIRON_KEY)  # the object as the gate read it (spooled, its sha256 known)
         result = self.app(environ, hold)
         try:
             body = b"".join(result)
@@ -183,7 +181,7 @@ class StreamRouter:
         answered += 1  # counted once answered: a snapshot that sees the count sees what the request changed
         if persist is not None and held and held[0][:1] in ("2",):
             try:
-                if upload is not None and known_object is not None:
+                if upload is not None and known_object is not None and sent is not None:
                     known_object(*upload, sent)
                 scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
                 persist(scope.group(2) if scope else None)
@@ -236,14 +234,11 @@ class StreamRouter:
 
 
 def _put_object(environ: dict) -> tuple[str, str] | None:
-    """(bucket, key) of a plain S3 PutObject (path style, whole body), else None (multipart parts, copies, chunked)."""
+    """(bucket, key) of a plain S3 PutObject (path style; an aws-chunked one arrives here decoded by the gate), else
+    None (multipart parts, copies)."""
     if environ.get("REQUEST_METHOD") != "PUT" or environ.get("HTTP_X_AMZ_TARGET"):
         return None
     if "uploadId" in environ.get("QUERY_STRING", "") or environ.get("HTTP_X_AMZ_COPY_SOURCE"):
-        return None
-    if "aws-chunked" in environ.get("HTTP_CONTENT_ENCODING", "") or environ.get(
-        "HTTP_X_AMZ_CONTENT_SHA256", ""
-    ).startswith("STREAMING-"):
         return None
     bucket, _, key = environ.get("PATH_INFO", "").lstrip("/").partition("/")
     return (bucket, key) if bucket and key and not environ.get("QUERY_STRING") else None
