@@ -29,6 +29,11 @@ def up_cmd(
     fresh: bool = typer.Option(
         False, "--fresh", help="Start empty: discard what the previous embedded SageMaker kept."
     ),
+    restore_previous: bool = typer.Option(
+        False,
+        "--restore-previous",
+        help="Restore the snapshot before the last one (when the last cannot be read; it is kept aside).",
+    ),
     no_capacity: str = typer.Option(
         None,
         "--no-capacity",
@@ -60,6 +65,7 @@ def up_cmd(
         engine=engine,
         generation_engine=generation_engine,
         fresh=fresh,
+        restore_previous=restore_previous,
         no_capacity=short,
         allow_origins=allow_origin or None,
     )
@@ -77,6 +83,8 @@ def up_cmd(
             f"Made the state directory the user's alone: {len(state['tightened'])} file(s) and folder(s) others "
             "could read are now 0600 / 0700."
         )
+    if state.get("set_aside"):
+        console().print(f"The damaged snapshot was kept aside as {state['set_aside']}.")
     if state["started"] and state.get("restored"):
         console().print(state["restored"])
     verb = "started" if state["started"] else "already running"

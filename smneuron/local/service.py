@@ -9,6 +9,9 @@ or ``SMNEURON_LOCAL=1`` (or the printed environment). ``down`` stops it and ever
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import fcntl
 import json
 import os
 import shutil
@@ -19,11 +22,12 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 
 from smneuron.catalog import InstanceType
-from smneuron.errors import ConfigError, Interrupted, SmneuronError
-from smneuron.local.aws import stream_route
+from smneuron.errors import ConfigError, Interrupted, SmneuronError, file_error
+from smneuron.local.aws import snapshot_file, stream_route
 from smneuron.local.aws.backing import Backer
 from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws
 from smneuron.local.aws.hooks import activate
@@ -86,6 +90,7 @@ def up(
     generation_engine: str = "stand-in",
     *,
     fresh: bool = False,
+    restore_previous: bool = False,
     no_capacity: list[str] | None = None,
     allow_origins: list[str] | None = None,
 ) -> dict:
@@ -95,10 +100,13 @@ def up(
     origins that may call it (none by default: a request with any other Origin is refused).
 
     The state directory is the user's alone (0700, its files 0600; an older one is tightened, and ``tightened``
-    lists what was); its credentials (``credentials.json``) are made on the first start and kept after.
+    lists what was); its credentials (``credentials.json``) are made on the first start and kept after. One `up` at a
+    time: a second waits for the first (a lock on the state directory), then finds it running. A kept snapshot that
+    cannot be read is refused (``snapshot_file``) unless ``restore_previous`` (the one before it) or ``fresh``.
 
     Raises:
-        ConfigError: an unknown engine, or the torchserve engine without its packages.
+        ConfigError: an unknown engine, the torchserve engine without its packages, a damaged snapshot
+            (``SnapshotDamaged``), or a full disk under the state directory.
         SmneuronError: it did not come up (with the last lines of its log).
     """
     if engine not in ("smneuron", "torchserve"):
@@ -110,69 +118,153 @@ def up(
             f"Unknown LLM engine {generation_engine!r}.",
             hint="Use --llm-engine stand-in or --llm-engine vllm.",
         )
+    if fresh and restore_previous:
+        raise ConfigError("--fresh and --restore-previous exclude each other.", hint="Give one of them.")
     short = [InstanceType.parse(t, use="endpoint").name for t in no_capacity or []]
     origins = [_origin(o) for o in allow_origins or []]
-    running = status()
-    if running:
-        if allow_origins is not None and sorted(origins) != sorted(running.get("allowed_origins", [])):
-            raise ConfigError(
-                f"The embedded SageMaker already runs allowing origins {running.get('allowed_origins') or 'none'}.",
-                hint="Stop it first (`smneuron local down`), then start it with the --allow-origin you want.",
-            )
-        if sorted(short) != sorted(running.get("no_capacity", [])) and no_capacity is not None:
-            raise ConfigError(
-                f"The embedded SageMaker already runs with no capacity for {running.get('no_capacity') or 'nothing'}.",
-                hint="Stop it first (`smneuron local down`), then start it with the --no-capacity you want.",
-            )
-        return {**running, "started": False}
-
     path = state_path()
-    tightened = tighten(path.parent) if path.parent.is_dir() else []  # an older smneuron's: say what changed
-    private_dir(path.parent)
+    try:
+        tightened = (
+            tighten(path.parent) if path.parent.is_dir() else []
+        )  # an older smneuron's: say what changed
+        private_dir(path.parent)
+        with state_lock(path.parent, timeout):
+            running = status()
+            if running:
+                _same_settings(running, origins if allow_origins is not None else None, short, no_capacity)
+                return {**running, "started": False}
+            aside = _kept_state(path.with_name("aws"), fresh, restore_previous)
+            started = _start(path, port, engine, generation_engine, fresh, short, origins, timeout)
+    except OSError as e:
+        raise state_disk_error(e, path.parent) from None
+    return {**started, "tightened": [str(p) for p in tightened], "set_aside": str(aside) if aside else None}
+
+
+def state_disk_error(err: OSError, directory: Path) -> SmneuronError:
+    """An OSError under the state directory in words: a full disk says so with what is free; others name the file."""
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        try:
+            free = shutil.disk_usage(directory).free
+        except OSError:
+            free = 0
+        return SmneuronError(
+            f"The disk holding the embedded SageMaker's state folder {directory} is full ({free / 2**20:.1f} MiB "
+            f"free): {err.strerror} while writing {err.filename or 'its state'}.",
+            hint="Free some space on that disk, or point SMNEURON_STATE_DIR at a folder on another disk.",
+        )
+    return file_error(err)
+
+
+def _same_settings(
+    running: dict, origins: list[str] | None, short: list[str], asked: list[str] | None
+) -> None:
+    """Refuse settings a running service was not started with (it would have to be restarted for them)."""
+    if origins is not None and sorted(origins) != sorted(running.get("allowed_origins", [])):
+        raise ConfigError(
+            f"The embedded SageMaker already runs allowing origins {running.get('allowed_origins') or 'none'}.",
+            hint="Stop it first (`smneuron local down`), then start it with the --allow-origin you want.",
+        )
+    if asked is not None and sorted(short) != sorted(running.get("no_capacity", [])):
+        raise ConfigError(
+            f"The embedded SageMaker already runs with no capacity for {running.get('no_capacity') or 'nothing'}.",
+            hint="Stop it first (`smneuron local down`), then start it with the --no-capacity you want.",
+        )
+
+
+def _kept_state(kept: Path, fresh: bool, restore_previous: bool) -> Path | None:
+    """What the service will restore, checked before it starts: a damaged snapshot is refused, or set aside when the
+    user chose ``fresh`` or ``restore_previous``; returns where a damaged one was set aside."""
+    if fresh:
+        return snapshot_file.set_aside(kept)
+    if restore_previous:
+        return snapshot_file.restore_previous(kept)
+    snapshot_file.check(kept)
+    return None
+
+
+@contextlib.contextmanager
+def state_lock(directory: Path, timeout: float) -> Iterator[None]:
+    """Hold the state directory's lock (``local.lock``, 0600): one `up` or `down` at a time.
+
+    Raises:
+        SmneuronError: another held it for ``timeout`` seconds.
+    """
+    fd = os.open(directory / "local.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise SmneuronError(
+                        f"Another `smneuron local up` or `down` has held {directory} for {timeout:.0f} s.",
+                        hint="Wait for it to finish, or stop it, then run this again.",
+                    ) from None
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _start(
+    path: Path,
+    port: int,
+    engine: str,
+    generation_engine: str,
+    fresh: bool,
+    short: list[str],
+    origins: list[str],
+    timeout: float,
+) -> dict:
+    """Start the service process (the caller holds the state lock) and wait until it answers."""
     keys = local_keys()  # made once for this state directory, 0600
     path.unlink(missing_ok=True)
     orphans = sweep(_owner(path))  # a previous service that crashed left these serving
     _remove_run_dir(path)  # and its downloads, weights and logs
     log = path.with_name("local.log")
     port = check_port(port) or _last_port(path) or free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "smneuron.local",  # its __main__: workers forked for model servers do not re-import a main module
+        "--port",
+        str(port),
+        "--state",
+        str(path),
+        "--engine",
+        engine,
+        "--llm-engine",
+        generation_engine,
+        *(["--fresh"] if fresh else []),
+        *(["--no-capacity", ",".join(short)] if short else []),
+        *(["--allow-origin", ",".join(origins)] if origins else []),
+    ]
     with os.fdopen(open_private_append(log), "a") as out:  # appended: the log of a run that crashed says why
         out.write(f"\n=== smneuron local up {time.strftime('%Y-%m-%d %H:%M:%S')} on port {port}\n")
         out.flush()
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "smneuron.local",  # its __main__: workers forked for model servers do not re-import a main module
-                "--port",
-                str(port),
-                "--state",
-                str(path),
-                "--engine",
-                engine,
-                "--llm-engine",
-                generation_engine,
-                *(["--fresh"] if fresh else []),
-                *(["--no-capacity", ",".join(short)] if short else []),
-                *(["--allow-origin", ",".join(origins)] if origins else []),
-            ],
+            command,
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # survives the shell that started it; `local down` stops it
             env={**os.environ, **keys.environment(), "AWS_REGION": LOCAL_REGION, OWNER: str(_owner(path))},
         )
+    running = _wait_up(proc, path, log, timeout)
+    write_private(path.with_name("port"), str(port).encode())
+    return {**running, "started": True, "orphans_stopped": orphans}
+
+
+def _wait_up(proc: subprocess.Popen, path: Path, log: Path, timeout: float) -> dict:
+    """The service's record once it answers; Ctrl-C stops it; a service that exits is reported with its log."""
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
             running = status()
             if running:
-                write_private(path.with_name("port"), str(port).encode())
-                return {
-                    **running,
-                    "started": True,
-                    "orphans_stopped": orphans,
-                    "tightened": [str(p) for p in tightened],
-                }
+                return running
             if proc.poll() is not None:
                 break
             time.sleep(0.2)
@@ -223,13 +315,20 @@ def _origin(value: str) -> str:
 
 
 def down(timeout: float = 30) -> bool:
-    """Stop the service and its backing servers; False when none was running."""
+    """Stop the service and its backing servers; False when none was running.
+
+    Raises:
+        SmneuronError: it stopped, but its last snapshot was not written (a full disk, or it had to be killed): what
+            changed after the previous snapshot is not kept, and the error says since when.
+    """
     path = state_path()
     try:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return False
+    stopping = time.time()
     pid = int(state.get("pid", 0))
+    killed = False
     if pid and pid_alive(pid):
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
@@ -237,10 +336,35 @@ def down(timeout: float = 30) -> bool:
             time.sleep(0.1)
         if pid_alive(pid):
             os.killpg(pid, signal.SIGKILL)
+            killed = True
     sweep(_owner(path))  # anything the service could not stop (it was killed, or a server hung)
     _remove_run_dir(path)
     path.unlink(missing_ok=True)
+    _check_last_snapshot(path.with_name("aws"), stopping, killed)
     return True
+
+
+def _check_last_snapshot(kept: Path, stopping: float, killed: bool) -> None:
+    """Say so when the clean stop's snapshot is not on disk (the service writes it last, as it stops)."""
+    try:
+        doc = snapshot_file.load(kept / snapshot_file.CURRENT) or {}
+    except (OSError, ValueError):
+        doc = {}
+    if doc.get("clean") and doc.get("taken_at", 0) >= stopping - 1:
+        return
+    since = time.strftime("%H:%M:%S", time.localtime(doc["taken_at"])) if doc.get("taken_at") else "its start"
+    why = "it did not stop within the time given and was killed" if killed else "it could not be written"
+    try:
+        free = shutil.disk_usage(kept if kept.exists() else kept.parent).free
+    except OSError:
+        free = None
+    if free is not None and free < 16 * 2**20:
+        why = f"the disk holding {kept.parent} is full ({free / 2**20:.1f} MiB free)"
+    raise SmneuronError(
+        f"The embedded SageMaker stopped, but its last snapshot was not written: {why}. What changed after {since} "
+        "(its last snapshot) is not kept.",
+        hint="Free some space on that disk before the next `smneuron local up`; its log says more (local.log).",
+    )
 
 
 def _remove_run_dir(path: Path) -> None:
@@ -297,8 +421,7 @@ def serve(
         keeper = Keeper(url, kept)
         report = keeper.restore()
         keeper.snapshot(clean=False)  # what was restored, on disk before the first acknowledged change
-        stream_route.persist = keeper.persist  # from now on a change is answered once it is on disk
-        stream_route.known_object = keeper.known_object
+        stream_route.KEEPER = keeper  # from now on a change is answered once it is on disk
         keeping = threading.Thread(target=keeper.run, args=(stop,), name="smneuron-keeper")
         keeping.start()
         log = str(state_file.with_name("local.log"))
@@ -324,7 +447,7 @@ def serve(
         finally:
             stop.set()
             keeping.join(timeout=120)  # the last snapshot (clean), while the embedded AWS still answers
-            stream_route.persist = stream_route.known_object = None
+            stream_route.KEEPER = None
             activate(None)
             shutil.rmtree(run_dir, ignore_errors=True)
     state_file.unlink(missing_ok=True)

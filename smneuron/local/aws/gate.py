@@ -24,15 +24,12 @@ CBOR), so boto3, the AWS CLI and the SageMaker SDKs show their usual auth errors
 
 from __future__ import annotations
 
-import json
 import re
-import uuid
 from collections.abc import Callable, Iterable, Mapping
-from http import HTTPStatus
 from typing import Any
-from xml.sax.saxutils import escape
 
 from smneuron.local.aws import aws_chunked, bearer, openai_route
+from smneuron.local.aws.aws_errors import refuse
 from smneuron.local.aws.bodies import (
     API_LIMIT,
     ENVIRON_KEY,
@@ -97,7 +94,7 @@ class Gate:
         except (Refused, BodyError) as refused:
             if openai:  # SageMaker's OpenAI path answers as OpenAI's servers do, whatever refused it
                 return _openai_refusal(start_response, refused)
-            return _refuse(start_response, protocol, _as_refused(refused, protocol))
+            return refuse(start_response, protocol, _as_refused(refused, protocol))
         environ["wsgi.input"] = body.file
         environ["CONTENT_LENGTH"] = str(body.size)
         environ[ENVIRON_KEY] = (
@@ -251,56 +248,3 @@ def _cors(origin: str | None) -> list[tuple[str, str]]:
         ("Access-Control-Expose-Headers", "x-amzn-requestid, x-amz-request-id, etag, x-amzn-errortype"),
         ("Vary", "Origin"),
     ]
-
-
-def _refuse(start_response: Callable, protocol: str, refused: Refused) -> list[bytes]:
-    """Answer ``refused`` in the error shape of ``protocol`` (what botocore's parser for it reads)."""
-    request_id = str(uuid.uuid4())
-    if protocol == "s3":
-        ctype = "application/xml"
-        body = (
-            f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{refused.code}</Code>'
-            f"<Message>{escape(refused.message)}</Message><RequestId>{request_id}</RequestId></Error>"
-        ).encode()
-    elif protocol == "query":
-        ctype = "text/xml"
-        body = (
-            f"<ErrorResponse><Error><Type>Sender</Type><Code>{refused.code}</Code>"
-            f"<Message>{escape(refused.message)}</Message></Error><RequestId>{request_id}</RequestId></ErrorResponse>"
-        ).encode()
-    elif protocol == "cbor":
-        ctype = "application/cbor"
-        body = _cbor_map({"__type": refused.code, "message": refused.message})
-    else:
-        ctype = "application/x-amz-json-1.1" if protocol == "json" else "application/json"
-        body = json.dumps(
-            {"__type": refused.code, "message": refused.message, "Message": refused.message}
-        ).encode()
-    headers = [
-        ("Content-Type", ctype),
-        ("Content-Length", str(len(body))),
-        ("x-amzn-RequestId", request_id),
-        ("x-amzn-ErrorType", refused.code),
-    ]
-    if protocol == "cbor":
-        headers.append(("smithy-protocol", "rpc-v2-cbor"))
-    start_response(f"{refused.status} {HTTPStatus(refused.status).phrase}", headers)
-    return [body]
-
-
-def _cbor_map(doc: dict[str, str]) -> bytes:
-    """A CBOR map of text strings (RFC 8949: major type 5 holding major type 3 items), for CloudWatch's protocol."""
-
-    def text(s: str) -> bytes:
-        raw = s.encode()
-        n = len(raw)
-        head = (
-            bytes([0x60 + n])
-            if n < 24
-            else bytes([0x78, n])
-            if n < 256
-            else bytes([0x79]) + n.to_bytes(2, "big")
-        )
-        return head + raw
-
-    return bytes([0xA0 + len(doc)]) + b"".join(text(k) + text(v) for k, v in doc.items())

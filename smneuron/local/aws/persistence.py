@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -38,13 +39,17 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from smneuron.local.aws import stream_route
+from smneuron.local.aws import snapshot_file, stream_route
 from smneuron.local.aws.bodies import Body
-from smneuron.private_files import private_dir, sync_dir, write_private
+from smneuron.private_files import private_dir, sync_dir
 from smneuron.session import Session
 
 INTERVAL_S = 2.0
 QUIET_S = 20.0
+# free space the state's disk keeps: below it a change is refused before it is applied (507), so what the service
+# lists is what it could keep; `SMNEURON_STATE_MIN_FREE_MB` sets it (a local choice: a snapshot of a busy service is a
+# few hundred KB, and an object's bytes are kept beside it)
+MIN_FREE_MB = 64
 
 _MODEL_KEYS = (
     "ModelName",
@@ -102,6 +107,22 @@ class Keeper:
     @property
     def path(self) -> Path:
         return self.root / "resources.json"
+
+    def room_problem(self, incoming: int) -> str | None:
+        """Why a change bringing ``incoming`` bytes cannot be kept (the state's disk lacks the room), or None."""
+        reserve = int(os.environ.get("SMNEURON_STATE_MIN_FREE_MB", MIN_FREE_MB)) * 2**20
+        try:
+            free = shutil.disk_usage(self.root if self.root.exists() else self.root.parent).free
+        except OSError:
+            return None  # cannot tell: the write itself will say
+        if free >= reserve + incoming:
+            return None
+        return (
+            f"Nothing was changed: the disk holding the embedded AWS's state folder {self.root.parent} has "
+            f"{free / 2**20:.1f} MiB free, and the service keeps {reserve / 2**20:.0f} MiB (SMNEURON_STATE_MIN_FREE_MB) "
+            f"plus the request's {incoming} bytes in reserve so that every change it acknowledges is on disk. Free "
+            "some space and try again."
+        )
 
     # ------------------------------------------------------------------ snapshot
     def run(self, stop: threading.Event) -> None:
@@ -166,7 +187,7 @@ class Keeper:
             for service in dirty:
                 key, build = _SECTIONS[service]
                 doc[key] = build(self)
-            write_private(self.path, json.dumps(doc, default=str).encode())
+            snapshot_file.write(self.root, doc)
             self._doc, self._fingerprint = doc, None  # the background look compares again from scratch
 
     def known_object(self, bucket: str, key: str, body: Body) -> None:
@@ -216,7 +237,7 @@ class Keeper:
             print(f"smneuron: no snapshot this time ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
             return False
         # atomic and durable: a crash leaves the previous snapshot or this one, never half, and never one not on disk
-        write_private(self.path, json.dumps(doc, default=str).encode())
+        snapshot_file.write(self.root, doc)
         self._fingerprint, self._doc = fingerprint, doc
         return True
 
@@ -404,10 +425,15 @@ class Keeper:
 
     # ------------------------------------------------------------------ restore
     def restore(self) -> dict | None:
-        """Create what the last snapshot holds; returns what came back and what did not (None: no snapshot)."""
-        try:
-            doc = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+        """Create what the last snapshot holds; returns what came back and what did not (None: no snapshot).
+
+        Raises:
+            SnapshotDamaged: the snapshot cannot be read.
+        """
+        doc = snapshot_file.check(
+            self.root
+        )  # a damaged one is refused (`local up` checked it before it started)
+        if doc is None:
             return None
         s3, iam, sm = (self.session.client(s) for s in ("s3", "iam", "sagemaker"))
         restored = dict.fromkeys(
@@ -432,8 +458,11 @@ class Keeper:
                 )
             for o in b["objects"]:
                 data = self.objects / o["sha256"]
-                if not data.exists():
-                    failed.append(f"s3://{b['Name']}/{o['Key']}: its bytes are missing from {self.objects}")
+                problem = snapshot_file.blob_problem(
+                    data, o["sha256"]
+                )  # checked against its name before it is served
+                if problem:
+                    failed.append(f"s3://{b['Name']}/{o['Key']}: {problem}")
                     continue
                 with open(data, "rb") as f:
                     attempt(f"s3://{b['Name']}/{o['Key']}", "S3 objects", s3.put_object, Bucket=b["Name"], Key=o["Key"],
@@ -493,6 +522,7 @@ class Keeper:
         return {
             "taken_at": doc.get("taken_at"),
             "clean": bool(doc.get("clean")),
+            "restored_from": doc.get("restored_from"),
             "restored": {k: v for k, v in restored.items() if v},
             "not_kept": doc.get("not_kept", {}),
             "failed": failed,
@@ -507,7 +537,9 @@ def describe(report: dict) -> str:
     """One paragraph for `local up`: what came back, from when, and what did not."""
     when = time.strftime("%H:%M:%S", time.localtime(report.get("taken_at") or 0))
     how = (
-        "at its clean stop"
+        f"at {when}, in the snapshot before its last (which could not be read)"
+        if report.get("restored_from")
+        else "at its clean stop"
         if report["clean"]
         else f"at {when}, the last snapshot before the service stopped uncleanly"
     )

@@ -48,6 +48,7 @@ from botocore.auth import (
 )
 from botocore.credentials import Credentials
 
+from smneuron.local.aws.aws_errors import Refused
 from smneuron.local_record import LOCAL_REGION
 
 WINDOW_S = 300  # AWS's clock window for a signed request
@@ -59,18 +60,6 @@ _AUTH = re.compile(
     r"^AWS4-HMAC-SHA256\s+Credential=(?P<credential>[^,\s]+),\s*SignedHeaders=(?P<signed>[^,\s]+),"
     r"\s*Signature=(?P<signature>[0-9a-f]{64})\s*$"
 )
-
-
-@dataclass
-class Refused(Exception):
-    """A request the embedded AWS will not act on, in AWS's words for its protocol."""
-
-    status: int
-    code: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
 
 
 @dataclass(frozen=True)

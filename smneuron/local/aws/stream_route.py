@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
 
-from smneuron.local.aws import openai_route
+from smneuron.local.aws import openai_route, undo
+from smneuron.local.aws.aws_errors import Refused, refuse
 from smneuron.local.aws.bodies import ENVIRON_KEY
 from smneuron.local.aws.routing import (
     CUSTOM_ATTRIBUTES,
@@ -35,7 +36,7 @@ from smneuron.local.aws.routing import (
     relay,
     too_large,
 )
-from smneuron.local.aws.sigv4 import wsgi_header
+from smneuron.local.aws.sigv4 import protocol_of, wsgi_header
 from smneuron.local_record import LOCAL_ACCOUNT, LOCAL_REGION
 
 _PATH = re.compile(r"^/endpoints/([^/]+)/invocations-response-stream$")
@@ -48,24 +49,27 @@ _KEEPER_ENVIRON = "HTTP_" + KEEPER_HEADER.upper().replace("-", "_")  # the heade
 # API requests answered that can change something (``may_change``), the snapshot's own left out:
 # persistence.Keeper looks again when it grows
 answered = 0
-_READ_PREFIXES = ("Describe", "List", "Get", "Head")  # AWS's read-only operations, by name
-# the service's durable write of what a request changed (persistence.Keeper.persist), given the service the request
-# was signed for; None where no state is kept (an in-process embedded AWS)
-persist: Callable[[str | None], None] | None = None
-# the Keeper's record of an object a PutObject stored, from the request's own body (persistence.Keeper.known_object)
-known_object: Callable[..., None] | None = None
+# AWS's read-only operations, by name (IAM's SimulatePrincipalPolicy and SageMaker's Search read too)
+_READ_PREFIXES = ("Describe", "List", "Get", "Head", "Simulate", "Search")
+# what keeps the service's state on disk (persistence.Keeper: persist, known_object, room_problem, session); None
+# where no state is kept (an in-process embedded AWS)
+KEEPER: Any = None
 
 
 def may_change(environ: dict) -> bool:
     """Whether a request can change what the embedded AWS holds. Reads cannot: GET and HEAD (S3, moto's own API),
-    operations named Describe/List/Get (JSON and CBOR protocols name them), invocations. Anything else counts,
-    an IAM query-protocol POST included (its action is in the body): a look too many, never one too few."""
+    operations named Describe/List/Get/Head/Simulate/Search (the JSON and CBOR protocols name them in a header or the
+    path, the query protocol in its query or form body: IAM's and STS's reads are POSTs), invocations. Anything else
+    counts: a look too many, never one too few."""
     if environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
         return False
     path = environ.get("PATH_INFO", "")
     if path.startswith("/endpoints/") and path.endswith("/invocations"):
         return False
     target = environ.get("HTTP_X_AMZ_TARGET") or (path if "/operation/" in path else "")
+    if not target:
+        body = environ.get(ENVIRON_KEY)
+        target = undo.action(environ, body.data() if body is not None else b"")
     return not target.rsplit(".", 1)[-1].rsplit("/", 1)[-1].startswith(_READ_PREFIXES)
 
 
@@ -160,38 +164,40 @@ class StreamRouter:
         return [data]
 
     def _durably(self, environ: dict, start_response: Any) -> Any:
-        """A request that can change something, answered only once what it changed is on disk (``persist``: the
-        service's Keeper writes, fsyncs and renames the snapshot): an acknowledged write survives a kill -9 of the
-        service a moment later. A change that could not be written is answered 500, never 200."""
+        """A request that can change something, answered only once what it changed is on disk (the service's Keeper
+        writes, fsyncs and renames the snapshot): an acknowledged write survives a kill -9 of the service a moment
+        later. A change is not applied when the state's disk has no room for it (507); one that could not be written
+        after all is taken back where it can be (``undo``) and answered 500, never 200, in the protocol's own shape."""
         global answered
 
+        keeper, protocol = KEEPER, protocol_of(environ)
+        sent = environ.get(ENVIRON_KEY)  # the body as the gate read it (spooled, its sha256 known)
+        if keeper is not None:
+            short = keeper.room_problem(sent.size if sent is not None else 0)
+            if short:
+                return refuse(start_response, protocol, Refused(507, "InsufficientStorage", short))
+            take_back = undo.before(keeper.session, environ, sent.data() if sent is not None else b"")
         held: list = []
 
         def hold(status: str, headers: list, exc_info: Any = None) -> Any:
             held[:] = [status, headers, exc_info]
             return lambda data: None  # moto's answers are built whole: nothing is written through this
 
-        upload = _put_object(environ)
-        sent = environ.get(ENVIRON_KEY)  # the object as the gate read it (spooled, its sha256 known)
         result = self.app(environ, hold)
         try:
             body = b"".join(result)
         finally:
             getattr(result, "close", lambda: None)()
         answered += 1  # counted once answered: a snapshot that sees the count sees what the request changed
-        if persist is not None and held and held[0][:1] in ("2",):
+        if keeper is not None and held and held[0][:1] in ("2",):
             try:
-                if upload is not None and known_object is not None and sent is not None:
-                    known_object(*upload, sent)
+                upload = _put_object(environ)
+                if upload is not None and sent is not None:
+                    keeper.known_object(*upload, sent)
                 scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
-                persist(scope.group(2) if scope else None)
-            except Exception as e:  # the change is made but not kept: say so, never 200
-                return _json_error(
-                    start_response,
-                    500,
-                    "InternalFailure",
-                    f"The change was made but could not be written to the embedded AWS's state on disk: {e}",
-                )
+                keeper.persist(scope.group(2) if scope else None)
+            except Exception as e:  # the change is made but not kept: take it back where possible, never 200
+                return refuse(start_response, protocol, _not_kept(e, take_back, protocol))
         start_response(*held[:2])
         return [body]
 
@@ -231,6 +237,24 @@ class StreamRouter:
         start_response("200 OK", out)
         sse = response.headers.get("content-type", "").startswith("text/event-stream")
         return _frames(response, release, sse)
+
+
+def _not_kept(error: Exception, take_back: Callable[[], None] | None, protocol: str) -> Refused:
+    """The answer to a change that could not be written: undone (nothing changed), or said to stay until written."""
+    why = f"the embedded AWS could not write its state to disk ({type(error).__name__}: {error})"
+    code = "InternalError" if protocol == "s3" else "InternalFailure"  # each protocol's own word for it
+    if take_back is not None:
+        try:
+            take_back()
+            return Refused(500, code, f"Nothing was changed: {why}, so the change was taken back.")
+        except Exception:  # cannot be taken back after all: said below
+            pass
+    return Refused(
+        500,
+        code,
+        f"The change was made but not kept: {why}. It stays in the running service and is written with the next "
+        "snapshot that succeeds; it is lost if the service stops first.",
+    )
 
 
 def _put_object(environ: dict) -> tuple[str, str] | None:
