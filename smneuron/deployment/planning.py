@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind
 from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType
+from smneuron.container.rules import environment_problems
 from smneuron.deployment.controls import Controls
 from smneuron.deployment.encoder_plan import DeployPlan, plan
 from smneuron.deployment.generation_plan import GenerationPlan, plan_generation
@@ -112,8 +113,8 @@ def plan_request(
     """The plan for ``request`` over the artifact ``data`` (described or staged), by the kind's planner.
 
     Raises:
-        ConfigError: a pool artifact compiled for another target than it was given for, or what the planner
-            refuses (target vs instance family, capacity, workers).
+        ConfigError: a pool artifact compiled for another target than it was given for, what the planner
+            refuses (target vs instance family, capacity, workers), or an environment SageMaker would refuse.
     """
     for target, other in (others or {}).items():
         if other.target != target:
@@ -122,6 +123,14 @@ def plan_request(
                 hint=f"Pass it as --artifact {other.target}=..., or compile the model with --target {target}.",
             )
     plan = PLANNERS[data.kind](data, request, region, others or {})
+    problems = environment_problems(plan.environment)
+    if problems:  # SageMaker's CreateModel would refuse it after the upload: refused here, before anything
+        raise ConfigError(
+            f"The container environment breaks SageMaker's rules for a Model (botocore's EnvironmentMap): "
+            f"{'; '.join(problems)}.",
+            hint="Rename or shorten the variables given with --env (or endpoint.environment in smneuron.yaml): names "
+            "of letters, digits and underscores not starting with a digit, names and values up to 1024 characters.",
+        )
     warning = secret_warning(plan.environment)
     if warning and warning not in plan.notes:
         plan.notes.append(warning)

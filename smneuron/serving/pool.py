@@ -100,6 +100,8 @@ class WorkerPool:
         self._ctx = worker_context()
         self._closing = False
         self.log_path = log_path  # the workers' stdout/stderr and the events below, when given
+        # (time, what happened) of the last worker deaths and replacements: what `smneuron status` shows
+        self.events: collections.deque[tuple[float, str]] = collections.deque(maxlen=20)
 
     def _note(self, level: int, message: str, *args: Any) -> None:
         log.log(level, message, *args)
@@ -313,6 +315,7 @@ class WorkerPool:
         st.ready = False
         st.restarts += 1
         self._note(logging.WARNING, "worker %d %s; restarting it", i, why)
+        self.events.append((time.time(), f"worker {i} {why} at {time.strftime('%H:%M:%S')}; replaced"))
         proc = self._procs[i]
         if proc is not None and proc.is_alive():
             os.kill(proc.pid, signal.SIGKILL)

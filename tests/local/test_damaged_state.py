@@ -246,3 +246,20 @@ def test_local_up_on_a_full_disk_says_so_in_one_paragraph(tmp_path, monkeypatch)
     said = f"{refused.value.message} {refused.value.hint}"
     assert f"The disk holding the embedded SageMaker's state folder {tmp_path / 'state'} is full" in said
     assert "SMNEURON_STATE_DIR" in said
+
+
+def test_restored_resources_keep_the_time_they_were_created(cli):
+    assert cli("local", "up").returncode == 0
+    sm = cli.client("sagemaker")
+    sm.create_model(ModelName="timed", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+                    PrimaryContainer={"Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.1.0-cpu-py310"})  # fmt: skip
+    sm.create_endpoint_config(EndpointConfigName="timed-config", ProductionVariants=[{
+        "VariantName": "AllTraffic", "ModelName": "timed", "InstanceType": "ml.c6i.large", "InitialInstanceCount": 1}])  # fmt: skip
+    made = (sm.describe_model(ModelName="timed")["CreationTime"],
+            sm.describe_endpoint_config(EndpointConfigName="timed-config")["CreationTime"])  # fmt: skip
+    assert cli("local", "down").returncode == 0
+    assert cli("local", "up").returncode == 0
+    sm = cli.client("sagemaker")
+    again = (sm.describe_model(ModelName="timed")["CreationTime"],
+             sm.describe_endpoint_config(EndpointConfigName="timed-config")["CreationTime"])  # fmt: skip
+    assert again == made  # not the time of the restart

@@ -95,6 +95,12 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
         "the restart in the endpoint's logs",
     )
     assert "loaded the model" in logs
+    # and in `status`, as copies being replaced are (issue 60 #5): it showed only in the logs
+    shown = " ".join(smneuron_cli("--local", "status", "ep").stdout.split())
+    assert "InService (Model server workers replaced in the last 10 minutes: instance 0: worker" in shown, (
+        shown
+    )
+    assert "died" in shown and "replaced" in shown
     bad = smneuron_cli(
         "--local",
         "invoke",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -276,11 +277,9 @@ class Backer:
         backing = self.endpoints.get(name)
         if backing is None:
             return None
-        return (
-            ("Updating", None)
-            if backing.updating and backing.status == "InService"
-            else (backing.status, backing.reason)
-        )
+        if backing.updating and backing.status == "InService":
+            return "Updating", None
+        return backing.status, backing.reason or _worker_events(backing)
 
     def route(self, endpoint: str, component: str | None, size: int) -> str | tuple[int, str, str]:
         """The model server URL for an invocation, or SageMaker's (status, code, message) refusal."""
@@ -304,6 +303,28 @@ class Backer:
         servers = [backing.server, *backing.extra]
         backing.turn += 1
         return servers[backing.turn % len(servers)].url
+
+
+RECENT_S = (
+    600  # how long a worker's death and replacement is shown with the endpoint (SageMaker's logs keep it)
+)
+
+
+def _worker_events(backing: Backing) -> str | None:
+    """The worker deaths and replacements of the last ``RECENT_S`` on the endpoint's instances, as one sentence (the
+    model server replaced them itself; the endpoint stayed InService), or None."""
+    since = time.time() - RECENT_S
+    said = []
+    for n, server in enumerate([backing.server, *backing.extra]):
+        pool = getattr(server, "pool", None)
+        for when, what in list(getattr(pool, "events", ())):
+            if when >= since:
+                said.append(f"instance {n}: {what}")
+    if not said:
+        return None
+    return (
+        f"Model server workers replaced in the last {RECENT_S // 60} minutes: " + "; ".join(said[-5:]) + "."
+    )
 
 
 def _alive(server: Any) -> bool:

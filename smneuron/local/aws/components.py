@@ -26,6 +26,11 @@ def _store(backend: Any) -> dict[str, dict]:
     return backend._smneuron_components
 
 
+def component_record(backend: Any, name: str) -> dict | None:
+    """The record of inference component ``name`` in ``backend`` (what Describe answers from), or None."""
+    return _store(backend).get(name)
+
+
 def _arn(backend: Any, kind: str, name: str) -> str:
     return f"arn:aws:sagemaker:{backend.region_name}:{backend.account_id}:{kind}/{name.lower()}"
 

@@ -38,6 +38,7 @@ from typing import Any
 
 import botocore.session
 
+from smneuron.container.rules import environment_problems
 from smneuron.deployment.controls import VPC_ACTIONS
 from smneuron.errors import MissingDependencyError
 from smneuron.local.aws import patching, pools
@@ -94,6 +95,7 @@ def patch_moto() -> None:
 
     patching.replace(models.FakeEndpointConfig, "validate_instance_type", validate_instance_type)
     pools.patch(models, ValidationError)
+    _patch_create_model(models, ValidationError)
 
     def backend_update_endpoint(
         self: Any, endpoint_name: str, endpoint_config_name: str, deployment_config: dict | None
@@ -296,6 +298,32 @@ def _patch_s3_conditional_denies() -> None:
         return IAMPolicy(json.dumps(doc)).is_action_permitted(action, resource)
 
     patching.replace(s3_models.FakeBucket, "get_permission", get_permission)
+
+
+def _patch_create_model(models: Any, validation_error: type) -> None:
+    """CreateModel refuses a container environment SageMaker refuses (``container.rules``), in SageMaker's words."""
+    create = patching.original(models.SageMakerModelBackend, "create_model")
+
+    def create_model(
+        self: Any,
+        model_name: str,
+        execution_role_arn: str,
+        primary_container: Any,
+        vpc_config: Any,
+        containers: Any,
+        tags: Any,
+    ) -> Any:
+        for i, container in enumerate([primary_container or {}, *(containers or [])]):
+            problems = environment_problems(dict(container.get("Environment") or {}))
+            if problems:
+                where = "primaryContainer.environment" if i == 0 else f"containers.{i}.member.environment"
+                raise validation_error(
+                    message=f"1 validation error detected: Value at '{where}' failed to satisfy constraint: "
+                    f"{'; '.join(problems)}"
+                )
+        return create(self, model_name, execution_role_arn, primary_container, vpc_config, containers, tags)
+
+    patching.replace(models.SageMakerModelBackend, "create_model", create_model)
 
 
 @contextmanager

@@ -22,9 +22,10 @@ from smneuron.local.aws.routing import invoke
 
 def _status(name: str, stored: str | None) -> tuple[str | None, str | None]:
     """An endpoint's status as SageMaker would report it: moto's record says InService at once; the backing
-    process says Creating (not yet answering /ping), Updating or Failed (with the reason)."""
+    process says Creating (not yet answering /ping), Updating or Failed (with the reason), or InService with what it
+    replaced lately (instances, workers: SageMaker keeps an endpoint InService while it heals, as here)."""
     state = _ACTIVE.status(name) if _ACTIVE is not None else None
-    if state is not None and stored == "InService" and state[0] != "InService":
+    if state is not None and stored == "InService":
         return state
     return stored, None
 
@@ -103,7 +104,7 @@ def install() -> None:
     def describe_endpoint(self: Any, endpoint_name: str) -> dict:
         response = describe(self, endpoint_name)
         status, reason = _status(endpoint_name, response.get("EndpointStatus"))
-        if status != response.get("EndpointStatus"):
+        if status != response.get("EndpointStatus") or reason:
             response = dict(response, EndpointStatus=status)
             if reason:
                 response["FailureReason"] = reason

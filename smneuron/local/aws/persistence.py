@@ -25,6 +25,7 @@ May import: smneuron.session, smneuron.local.aws.stream_route (the count of answ
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
@@ -41,6 +42,8 @@ from botocore.exceptions import ClientError
 
 from smneuron.local.aws import snapshot_file, stream_route
 from smneuron.local.aws.bodies import Body
+from smneuron.local.aws.components import component_record
+from smneuron.local_record import LOCAL_ACCOUNT, LOCAL_REGION
 from smneuron.private_files import private_dir, sync_dir
 from smneuron.session import Session
 
@@ -354,18 +357,21 @@ class Keeper:
         models = []
         for m in sm.list_models()["Models"]:
             d = sm.describe_model(ModelName=m["ModelName"])
-            models.append({**{k: d[k] for k in _MODEL_KEYS if d.get(k)}, "Tags": tags(d["ModelArn"])})
+            models.append({**{k: d[k] for k in _MODEL_KEYS if d.get(k)}, "Tags": tags(d["ModelArn"]),
+                           CREATED: d.get("CreationTime")})  # fmt: skip
         configs = []
         for c in sm.list_endpoint_configs()["EndpointConfigs"]:
             d = sm.describe_endpoint_config(EndpointConfigName=c["EndpointConfigName"])
             configs.append(
-                {**{k: d[k] for k in _CONFIG_KEYS if d.get(k)}, "Tags": tags(d["EndpointConfigArn"])}
-            )
+                {**{k: d[k] for k in _CONFIG_KEYS if d.get(k)}, "Tags": tags(d["EndpointConfigArn"]),
+                 CREATED: d.get("CreationTime")}
+            )  # fmt: skip
         endpoints = [
             {
                 "EndpointName": e["EndpointName"],
                 "EndpointConfigName": d["EndpointConfigName"],
                 "Tags": tags(e["EndpointArn"]),
+                CREATED: d.get("CreationTime"),
             }
             for e in sm.list_endpoints()["Endpoints"]
             for d in [sm.describe_endpoint(EndpointName=e["EndpointName"])]
@@ -378,7 +384,7 @@ class Keeper:
                 "VariantName": d["VariantName"],
                 **{k: d[k] for k in ("Specification", "Specifications") if k in d},
                 "RuntimeConfig": {"CopyCount": d["RuntimeConfig"]["DesiredCopyCount"]},
-                "Tags": tags(d["InferenceComponentArn"]),
+                "Tags": tags(d["InferenceComponentArn"]), CREATED: d.get("CreationTime"),
             })  # fmt: skip
         return {
             "models": models,
@@ -490,6 +496,7 @@ class Keeper:
         kept = doc.get("sagemaker", {})
         for m in kept.get("models", []):
             attempt(f"model {m['ModelName']}", "models", sm.create_model, **_tagged(m))
+            created_at("models", m["ModelName"], m.get(CREATED))
         for c in kept.get("endpoint_configs", []):
             attempt(
                 f"endpoint config {c['EndpointConfigName']}",
@@ -497,11 +504,14 @@ class Keeper:
                 sm.create_endpoint_config,
                 **_tagged(c),
             )
+            created_at("endpoint_configs", c["EndpointConfigName"], c.get(CREATED))
         for e in kept.get("endpoints", []):
             attempt(f"endpoint {e['EndpointName']}", "endpoints", sm.create_endpoint, **_tagged(e))
+            created_at("endpoints", e["EndpointName"], e.get(CREATED))
         for c in kept.get("components", []):
             attempt(f"inference component {c['InferenceComponentName']}", "inference components",
                     sm.create_inference_component, **_tagged(c))  # fmt: skip
+            created_at("components", c["InferenceComponentName"], c.get(CREATED))
         cw, aas = self.session.client("cloudwatch"), self.session.client("application-autoscaling")
         for a in doc.get("alarms", []):
             attempt(f"alarm {a['AlarmName']}", "CloudWatch alarms", cw.put_metric_alarm, **_tagged(a))
@@ -529,8 +539,45 @@ class Keeper:
         }
 
 
+CREATED = (
+    "CreationTime"  # kept with each SageMaker resource, set back on the one restored (not a request field)
+)
+
+
 def _tagged(request: dict) -> dict:
-    return {k: v for k, v in request.items() if k != "Tags" or v}
+    """The create request a snapshot's record stands for: its tags when it has some, its creation time left out."""
+    return {k: v for k, v in request.items() if (k != "Tags" or v) and k != CREATED}
+
+
+def created_at(kind: str, name: str, when: str | None) -> None:
+    """Give a restored resource the time it was first created (moto stamps the time of the restore's create): a
+    Describe after `local up` says when the user made it, as SageMaker's would."""
+    if not when:
+        return
+    from moto.sagemaker.models import (
+        sagemaker_backends,
+    )  # moto: the `local` extra's seam (the service runs it)
+
+    stamp = datetime.datetime.fromisoformat(str(when))
+    backend = sagemaker_backends[LOCAL_ACCOUNT][LOCAL_REGION]
+    if kind == "components":
+        record = component_record(backend, name)
+        if record is not None:
+            record["CreationTime"] = (
+                stamp.timestamp() if isinstance(record.get("CreationTime"), float) else stamp
+            )
+        return
+    made = {
+        "models": backend._models,
+        "endpoint_configs": backend.endpoint_configs,
+        "endpoints": backend.endpoints,
+    }
+    resource = made[kind].get(name)
+    if resource is not None and isinstance(getattr(resource, "creation_time", None), datetime.datetime):
+        naive = resource.creation_time.tzinfo is None  # moto's utcnow() is naive UTC
+        resource.creation_time = (
+            stamp.astimezone(datetime.timezone.utc).replace(tzinfo=None) if naive else stamp
+        )
 
 
 def describe(report: dict) -> str:
