@@ -13,6 +13,9 @@ werkzeug's request loop answered the HTTP/1.1 way (``kept_alive`` makes it):
 - an idle connection closes after ``IDLE_S`` (a client's pool opens a new one, as it does with AWS);
 - ``close_all`` ends the open connections when the embedded AWS stops, so nothing answers after it.
 
+One module because reading a request (its head, its body to the end) and writing its answer (length known or chunked)
+decide together whether the connection can be kept: split, the two halves would have to share that state.
+
 May import: werkzeug (the `local` extra's seam), the standard library.
 """
 
