@@ -79,7 +79,14 @@ def test_credentials_never_appear_in_reprs_errors_or_tracebacks(aws, monkeypatch
             env={**os.environ, "SMNEURON_DEBUG": debug, "AWS_MAX_ATTEMPTS": "1"},
             timeout=120,
         )
-        assert out.returncode != 0
+        # the error path was taken (a dead URL, exit 1): its one paragraph, or with debug the traceback of the call
+        assert out.returncode == 1, out.stderr[-800:]
+        if debug == "1":
+            assert (
+                "Traceback (most recent call last)" in out.stderr and "EndpointConnectionError" in out.stderr
+            )
+        else:
+            assert "Cannot reach AWS at http://127.0.0.1:9/" in out.stderr and "Traceback" not in out.stderr
         shown += [out.stdout, out.stderr]
     assert not [text for text in shown if secret in text]
 

@@ -534,14 +534,33 @@ def test_a_helper_killed_mid_run_fails_the_bench_with_the_reason(slow_server):
 
     from smneuron.errors import BenchFailedError
 
+    port = int(slow_server.rsplit(":", 1)[1])
+
+    def connected(pid: int) -> bool:
+        """Whether process ``pid`` holds a TCP connection to the server: its share of the load is being sent."""
+        inodes = set()
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+        with open("/proc/net/tcp") as f:
+            rows = [line.split() for line in f.readlines()[1:]]
+        return any(int(r[2].split(":")[1], 16) == port and r[9] in inodes for r in rows)
+
     def kill_a_helper() -> None:
-        for _ in range(100):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
             helpers = [p for p in multiprocessing.active_children() if p.name.startswith("smneuron-bench-")]
-            if helpers:
-                time.sleep(0.8)  # inside the run
-                os.kill(helpers[0].pid, signal.SIGKILL)
-                return
-            time.sleep(0.05)
+            try:
+                if helpers and connected(helpers[0].pid):  # inside the run, known rather than slept for
+                    os.kill(helpers[0].pid, signal.SIGKILL)
+                    return
+            except FileNotFoundError:
+                pass
+            time.sleep(0.01)
 
     killer = threading.Thread(target=kill_a_helper, daemon=True)
     killer.start()

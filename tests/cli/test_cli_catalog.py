@@ -75,4 +75,7 @@ def test_debug_env_shows_traceback():
         text=True,
         env=env,
     )
-    assert proc.returncode != 0 and "Traceback" in proc.stderr
+    # the traceback of the refusal itself (the unknown type, raised in the catalog), then the same one paragraph
+    assert proc.returncode == 1 and "Traceback (most recent call last)" in proc.stderr
+    assert "smneuron/catalog/instances.py" in proc.stderr and "UnknownInstanceTypeError" in proc.stderr
+    assert "Unknown instance type 'nope'" in " ".join(proc.stderr.split()) and "Traceback" not in err

@@ -68,6 +68,27 @@ def test_input_fn_raises_only_request_errors(served, body, ctype):
         assert 400 <= e.status < 500
 
 
+# every code a request fault carries, and its one status (inference_code's RequestError sites)
+CODES = {
+    "unsupported_content_type": 415, "unsupported_accept": 406, "too_many_inputs": 413, "input_too_long": 422,
+    "bad_body": 400, "bad_encoding": 400, "bad_encoding_format": 400, "bad_json": 400, "bad_parameter": 400,
+    "bad_parameters": 400, "empty_inputs": 400, "not_embeddings": 400, "unknown_field": 400, "bad_inputs": 400,
+    "bad_input": 400, "unsupported_dimensions": 400, "unknown_parameter": 400,
+}  # fmt: skip
+
+
+def expected(body: bytes, ctype: str, accept: str) -> str | None:
+    """The code a request must get where it is decided before the model looks at it (None: decided later)."""
+    media = ctype.split(";")[0].strip().lower() or "application/json"
+    if media not in ("application/json", "application/jsonlines", "text/plain"):
+        return "unsupported_content_type"
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "bad_encoding"
+    return None
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batch=st.lists(st.tuples(bodies, content_types, accepts), min_size=1, max_size=5))
 def test_handle_answers_every_request_and_stays_healthy(served, batch):
@@ -76,11 +97,17 @@ def test_handle_answers_every_request_and_stays_healthy(served, batch):
     ctx = TorchServeContext(str(d), [{"Content-Type": c, "Accept": a} for _, c, a in batch])
     out = handler.handle([{"body": b} for b, _, _ in batch], ctx)
     assert len(out) == len(batch)
-    for i, body in enumerate(out):
+    for i, (body, (sent, ctype, accept)) in enumerate(zip(out, batch, strict=True)):
         status = ctx.status(i)
-        assert status == 200 or 400 <= status < 500, body
+        code = json.loads(body)["code"] if status != 200 else None
         if status != 200:
             assert set(json.loads(body)) == {"error", "code"}
+            assert CODES.get(code) == status, (code, status, body)  # a known fault, with its one status
+        must = expected(sent, ctype, accept)
+        if must is not None:
+            assert code == must, (sent[:60], ctype, accept, body)
+        elif accept == "text/html" and status not in (400, 413, 422):
+            assert code == "unsupported_accept", (sent[:60], ctype, accept, body)
     # the worker still serves a good request afterwards
     ok_ctx = TorchServeContext(str(d), [{"Content-Type": "application/json"}])
     (good,) = handler.handle([{"body": b'{"inputs": "i loved it"}'}], ok_ctx)

@@ -6,7 +6,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 
-def make_config(sm, name: str, instance: str) -> None:
+def make_config(sm, name: str, instance: str, count: int = 1) -> None:
     sm.create_model(
         ModelName=f"m-{name}",
         ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
@@ -18,7 +18,7 @@ def make_config(sm, name: str, instance: str) -> None:
             {
                 "VariantName": "AllTraffic",
                 "ModelName": f"m-{name}",
-                "InitialInstanceCount": 1,
+                "InitialInstanceCount": count,
                 "InstanceType": instance,
             }
         ],
@@ -39,7 +39,7 @@ def test_inf2_endpoint_configs_are_accepted_and_bogus_types_rejected(session):
 def test_update_endpoint_switches_config_and_keeps_deployment_config(session):
     sm = session.client("sagemaker")
     make_config(sm, "c1", "ml.inf2.xlarge")
-    make_config(sm, "c2", "ml.inf2.8xlarge")
+    make_config(sm, "c2", "ml.inf2.8xlarge", count=2)
     sm.create_endpoint(EndpointName="ep", EndpointConfigName="c1")
     sm.update_endpoint(
         EndpointName="ep",
@@ -52,7 +52,8 @@ def test_update_endpoint_switches_config_and_keeps_deployment_config(session):
     )
     d = sm.describe_endpoint(EndpointName="ep")
     assert d["EndpointConfigName"] == "c2"
-    assert d["ProductionVariants"][0]["CurrentInstanceCount"] >= 1
+    variant = d["ProductionVariants"][0]  # the new config's variant, not the old one's (1 instance)
+    assert (variant["CurrentInstanceCount"], variant["DesiredInstanceCount"]) == (2, 2), variant
     with pytest.raises(ClientError, match="Could not find endpoint"):
         sm.update_endpoint(EndpointName="nope", EndpointConfigName="c2")
     with pytest.raises(ClientError, match="Could not find endpoint configuration"):

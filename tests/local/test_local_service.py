@@ -279,7 +279,21 @@ def test_the_dlc_stack_can_back_the_endpoints(smneuron_cli, tiny_classifier, tmp
     java = _torchserve_java(tmp_path / "state")
     assert java  # TorchServe's Java frontend serves this endpoint
     answer = json.loads(smneuron_cli("--local", "invoke", "ts-ep", "i loved it").stdout)
-    assert answer[0]["label"] in ("NEGATIVE", "POSITIVE")
+    # the model's own answer through TorchServe: what the shipped inference code answers in this process
+    from served import code_on_path
+
+    from smneuron.artifact.packaging import package
+
+    served = package(tmp_path / "a", tmp_path / "direct", compression="none").path
+    with code_on_path(served) as mods:
+        inf = mods["inference"]
+        model = inf.model_fn(str(served))
+        direct = inf.predict_fn(
+            inf.input_fn(json.dumps({"inputs": ["i loved it"]}), "application/json"), model
+        )[0]
+    assert answer[0]["label"] == direct[0]["label"] and answer[0]["score"] == pytest.approx(
+        direct[0]["score"], abs=1e-5
+    )
     smneuron_cli("--local", "delete", "ts-ep", "--yes")
     smneuron_cli("local", "down")
     assert not alive(service) and not any(alive(p) for p in java)

@@ -11,10 +11,11 @@ import subprocess
 import sys
 import tarfile
 import time
+from pathlib import Path
 
 import httpx
 import pytest
-from conftest import listening, service_processes
+from conftest import cmdline, listening, service_processes
 
 pytestmark = pytest.mark.e2e  # the embedded service, TorchServe
 
@@ -134,19 +135,25 @@ print(json.dumps({"attrs": r.get("CustomAttributes"), "body": json.loads(r["Body
     assert got["body"][0] == pytest.approx(expected[0], abs=1e-5)
     assert got["csv"] == ",".join(f"{v:.3f}" for v in expected[0])  # the container saw Accept: text/csv
     assert got["endpoints"] == ["sdk-ep"]
-    # the DLC stack behind it answers only the service (issue 46 #3): TorchServe's own token authorization
-    ports = listening([p for p in service_processes(tmp_path / "state") if p != up_pid])
-    refused = []
-    for address in (f"127.0.0.1:{a.rsplit(':', 1)[1]}" for a in ports):  # Java lists [::ffff:127.0.0.1]:PORT
-        try:
-            for r in (httpx.post(f"http://{address}/invocations", content=b"[[1, 2, 3, 4]]", timeout=10,
-                                 headers={"Content-Type": "application/json"}),
-                      httpx.get(f"http://{address}/models", timeout=10)):  # fmt: skip
-                assert r.status_code != 200, (address, r.text)
-                refused += [address] if "Token Authorization failed" in r.text else []
-        except httpx.HTTPError:  # TorchServe's gRPC ports
-            continue
-    assert len(set(refused)) >= 2, refused  # the inference and management APIs, each for both routes
+    # the DLC stack behind it answers only the service (issue 46 #3): TorchServe's own token authorization. Its two
+    # HTTP APIs are where the service told the stack to listen (TS_INFERENCE_ADDRESS, TS_MANAGEMENT_ADDRESS in the
+    # Java frontend's environment); each refuses a caller without the token, on each of its routes
+    java = [p for p in service_processes(tmp_path / "state") if p != up_pid and "java" in cmdline(p)]
+    assert len(java) == 1, java
+    told = dict(
+        v.split("=", 1)
+        for v in Path(f"/proc/{java[0]}/environ").read_bytes().decode().split("\0")
+        if "=" in v
+    )
+    inference, management = told["TS_INFERENCE_ADDRESS"], told["TS_MANAGEMENT_ADDRESS"]
+    assert {inference.rsplit(":", 1)[1], management.rsplit(":", 1)[1]} <= {
+        a.rsplit(":", 1)[1] for a in listening(java)
+    }
+    for r in (httpx.post(f"{inference}/invocations", content=b"[[1, 2, 3, 4]]", timeout=10,
+                         headers={"Content-Type": "application/json"}),
+              httpx.post(f"{inference}/predictions/model", content=b"[[1, 2, 3, 4]]", timeout=10),
+              httpx.get(f"{management}/models", timeout=10)):  # fmt: skip
+        assert r.status_code in (400, 401, 403) and "Token Authorization failed" in r.text, (r.url, r.text)
     run(sys.executable, "-m", "awscli", "sagemaker", "delete-endpoint", "--endpoint-name", "sdk-ep")
     deadline = time.monotonic() + 60
     while [
