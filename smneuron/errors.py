@@ -322,7 +322,7 @@ def from_exception(err: BaseException) -> SmneuronError | None:
         return err
     if isinstance(err, OSError) and err.filename is not None and err.errno in _FILE_HINTS:
         return file_error(err)
-    # a reader that does not name its file (user_files.read_text does)
+    # a reader that does not name its file (files.user.read_text does)
     if isinstance(err, UnicodeDecodeError):
         return SmneuronError(
             f"A file smneuron read as text is not UTF-8 ({err.reason} at offset {err.start}).",

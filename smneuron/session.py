@@ -21,7 +21,7 @@ import botocore.loaders
 from botocore.config import Config
 
 from smneuron.errors import ConfigError, MissingCredentialsError, MissingRegionError, from_client_error
-from smneuron.local_record import (
+from smneuron.files.local_record import (
     LOCAL_ACCOUNT,
     LOCAL_REGION,
     embedded_keys,

@@ -1,5 +1,5 @@
 """Files and folders a user names: read as text or refused by name; places to write checked before the work and written
-whole; a path that fails anyway is an error with the path and what to do (smneuron.user_files, errors.file_error)."""
+whole; a path that fails anyway is an error with the path and what to do (smneuron.files.user, errors.file_error)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from smneuron.errors import ConfigError, SmneuronError, UsageError, from_exception
-from smneuron.user_files import dir_to_write, file_to_write, read_text, write_bytes, write_text
+from smneuron.files.user import dir_to_write, file_to_write, read_text, write_bytes, write_text
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="a /proc file system (Linux)")
 

@@ -18,7 +18,7 @@ from smneuron.benchmark.search import provenance
 from smneuron.catalog import PriceTable, price_table
 from smneuron.display.cards import png_html
 from smneuron.errors import ConfigError
-from smneuron.user_files import write_bytes, write_text
+from smneuron.files.user import write_bytes, write_text
 
 CSV_COLUMNS = [
     ("profile", "profile"),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smneuron.errors import ConfigError
-from smneuron.user_files import read_text
+from smneuron.files.user import read_text
 
 
 @dataclass(frozen=True)

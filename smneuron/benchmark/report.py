@@ -14,7 +14,7 @@ from smneuron.benchmark.search import provenance
 from smneuron.catalog import PriceTable, price_table
 from smneuron.display.cards import png_html
 from smneuron.errors import ConfigError
-from smneuron.user_files import write_bytes
+from smneuron.files.user import write_bytes
 
 
 def load(path: str | Path) -> dict:

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from smneuron.errors import ConfigError
-from smneuron.user_files import read_text
+from smneuron.files.user import read_text
 
 
 @dataclass(frozen=True)

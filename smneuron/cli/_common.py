@@ -50,7 +50,7 @@ class CliState:
         ``offline``: for commands that create nothing; missing credentials are fine and an unknown
         account shows as ``<account-id>`` (set SMNEURON_ACCOUNT to fill it in).
         """
-        from smneuron.local_record import local_environment, require_local_service
+        from smneuron.files.local_record import local_environment, require_local_service
         from smneuron.session import Session
 
         if self._session is None or overrides or offline:
@@ -157,10 +157,10 @@ def whole_numbers(text: str | None, flag: str) -> list[int] | None:
 
 
 def outputs_checked(files: dict[str, Path | None], folders: dict[str, Path | None] | None = None) -> None:
-    """Each output flag given (flag -> path), checked before the work that fills it (``smneuron.user_files``): a
+    """Each output flag given (flag -> path), checked before the work that fills it (``smneuron.files.user``): a
     folder named where a file goes, or a place that cannot take a new file, is a usage error (exit 2) naming the flag,
     said before a benchmark runs rather than after it."""
-    from smneuron.user_files import dir_to_write, file_to_write
+    from smneuron.files.user import dir_to_write, file_to_write
 
     for flag, path in files.items():
         if path is not None:

@@ -141,7 +141,7 @@ def bench_cmd(
     from smneuron.benchmark.endpoint import bench_endpoint
     from smneuron.benchmark.generation import GenerationReport
     from smneuron.cli import generation_bench_cmd
-    from smneuron.user_files import write_text
+    from smneuron.files.user import write_text
 
     if endpoint == "compare":
         if reports and len(reports) == 2 and _generation_report(reports[0]):

@@ -111,7 +111,7 @@ def images(
     """Show the DLC image smneuron deploys for an instance type, and the other known tags."""
     from smneuron.catalog import InstanceType, image_versions, resolve_image
     from smneuron.catalog.generation import VLLM_GPU_TAGS, VLLM_TAGS, resolve_vllm_image
-    from smneuron.local_record import LOCAL_REGION, wants_local
+    from smneuron.files.local_record import LOCAL_REGION, wants_local
     from smneuron.session import resolve_region
 
     if matrix:

@@ -34,7 +34,7 @@ def lengths(text: str | None, flag: str):  # type: ignore[no-untyped-def]
 def emit(report, *, out, csv_out, html_out, png_dir, as_json) -> None:  # type: ignore[no-untyped-def]
     """A text-generation report as asked: the table (or JSON on stdout), then JSON, CSV, HTML and PNG files."""
     from smneuron.benchmark.generation_report import write_csv, write_html, write_pngs
-    from smneuron.user_files import write_text
+    from smneuron.files.user import write_text
 
     data = report.to_dict()
     if as_json:  # shown first: a file that cannot be written after all (a full disk) then loses nothing
@@ -86,7 +86,7 @@ def in_account(
 ) -> None:
     """``--in-account``: flags -> ``bench_in_account_and_here`` -> a table of what the job and the bench measured."""
     from smneuron.benchmark.in_account import IN_ACCOUNT_CONCURRENCY, bench_in_account_and_here
-    from smneuron.user_files import write_text
+    from smneuron.files.user import write_text
 
     if concurrencies and len(concurrencies) > 1:
         raise typer.BadParameter(

@@ -56,8 +56,8 @@ def up_cmd(
 
     What it holds (S3 objects, roles, Models, endpoint configs, endpoints, inference components) is kept under
     its state directory and comes back at the next `local up`, model servers included; the rest is said."""
+    from smneuron.files.local_record import local_environment
     from smneuron.local import service
-    from smneuron.local_record import local_environment
 
     short = [t.strip() for t in no_capacity.split(",") if t.strip()] if no_capacity is not None else None
     state = service.up(
@@ -116,7 +116,7 @@ def down_cmd(as_json: bool = JsonOpt) -> None:
 @app.command("status")
 def status_cmd(as_json: bool = JsonOpt) -> None:
     """Whether the embedded SageMaker runs, and where (exit 1 when it does not)."""
-    from smneuron.local_record import local_service
+    from smneuron.files.local_record import local_service
 
     state = local_service()
     if as_json:

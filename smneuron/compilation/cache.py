@@ -16,7 +16,7 @@ from platformdirs import user_cache_dir
 
 from smneuron.artifact.hashing import tree_hash
 from smneuron.artifact.manifest import MANIFEST_NAME, Manifest, verify_files
-from smneuron.private_files import copy_private, private_dir, write_private
+from smneuron.files.private import copy_private, private_dir, write_private
 
 SKIP_MODEL_FILES = {"README.md", ".gitattributes"}
 

@@ -22,9 +22,9 @@ from smneuron.compilation.generation import (
     text_generation_note,
 )
 from smneuron.errors import ConfigError
+from smneuron.files.user import dir_to_write
 from smneuron.specs.models import CompileSpec, override
 from smneuron.specs.validation import at_least_one
-from smneuron.user_files import dir_to_write
 
 
 def compile_model(

@@ -29,9 +29,9 @@ from smneuron.compilation.entry import compile_model
 from smneuron.compilation.tasks import TASKS, infer_task
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError, SmneuronError
+from smneuron.files.user import read_text, write_text
 from smneuron.serving.server import LocalEndpoint
 from smneuron.specs.models import CompileSpec, Thresholds
-from smneuron.user_files import read_text, write_text
 
 # Parameters that make each task's answer comparable number by number.
 REQUEST_PARAMETERS: dict[str, dict[str, Any]] = {

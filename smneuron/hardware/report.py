@@ -21,7 +21,7 @@ from pathlib import Path
 from smneuron.benchmark.encoder import cost_per_million
 from smneuron.benchmark.report import Option, recommend, sustainable
 from smneuron.display.cards import Card, Displayed, png_html
-from smneuron.user_files import write_bytes, write_text
+from smneuron.files.user import write_bytes, write_text
 
 HOURS_PER_MONTH = 730
 MEASURED = "measured"

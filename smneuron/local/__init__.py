@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 
+from smneuron.files.local_record import local_environment
 from smneuron.local import service
-from smneuron.local_record import local_environment
 
 _SET: dict[str, str] = {}  # what up() put into os.environ, so that down() takes back exactly that
 

@@ -8,7 +8,6 @@ or ``SMNEURON_LOCAL=1`` (or the printed environment). ``down`` stops it and ever
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import errno
 import fcntl
@@ -18,8 +17,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -27,60 +24,17 @@ from pathlib import Path
 
 from smneuron.catalog import InstanceType
 from smneuron.errors import ConfigError, Interrupted, SmneuronError, file_error
-from smneuron.local.aws import snapshot_file, stream_route
-from smneuron.local.aws.backing import Backer
-from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws
-from smneuron.local.aws.hooks import activate
+from smneuron.files.local_record import LOCAL_REGION, local_keys, pid_alive
+from smneuron.files.local_record import local_service as status
+from smneuron.files.local_record import local_service_path as state_path
+from smneuron.files.private import open_private_append, private_dir, tighten, write_private
+from smneuron.local.aws import snapshot_file
 from smneuron.local.aws.patching import EmbeddedAwsError
-from smneuron.local.aws.persistence import Keeper, describe
 from smneuron.local.reaper import OWNER, sweep
-from smneuron.local_record import LOCAL_ACCOUNT, LOCAL_REGION, local_keys, pid_alive
-from smneuron.local_record import local_service as status
-from smneuron.local_record import local_service_path as state_path
-from smneuron.private_files import open_private_append, private_dir, tighten, write_private
-from smneuron.serving.access import KEY_ENV, new_key
+from smneuron.local.service_process import REFUSED, REFUSED_EXIT, owner_of
 from smneuron.serving.ports import check_port, free_port
 from smneuron.serving.server import check_port_free
 from smneuron.serving.torchserve import require as require_torchserve
-from smneuron.session import Session
-
-REFUSED, REFUSED_EXIT = "smneuron-refused: ", 3  # the service's word that moto does not fit its patches
-
-
-_REAPER_PIPE: list[int] = []  # the write end the reaper watches: open for the life of the service process
-
-
-def _start_reaper(owner: Path) -> None:
-    """Start the watcher that stops this service's processes when it dies (smneuron.local.reaper)."""
-    read, write = os.pipe()  # non-inheritable: no process the service execs holds the write end
-    # the reaper carries no mark: it outlives the sweep
-    env = {k: v for k, v in os.environ.items() if k != OWNER}
-    subprocess.Popen(
-        [sys.executable, "-m", "smneuron.local.reaper", str(owner), str(read)],
-        pass_fds=(read,),
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    os.close(read)
-    _REAPER_PIPE.append(write)
-
-
-def _owner(path: Path) -> Path:
-    return path.parent.resolve()
-
-
-# The SageMaker SDK finds its default bucket's account through STS at a URL it builds itself (the public regional
-# endpoint, whatever AWS_ENDPOINT_URL says); with the bucket named in its config file it never asks.
-SDK_CONFIG = f"""SchemaVersion: '1.0'
-SageMaker:
-  PythonSDK:
-    Modules:
-      Session:
-        DefaultS3Bucket: sagemaker-{LOCAL_REGION}-{LOCAL_ACCOUNT}
-"""
 
 
 def up(
@@ -221,7 +175,7 @@ def _start(
     """Start the service process (the caller holds the state lock) and wait until it answers."""
     keys = local_keys()  # made once for this state directory, 0600
     path.unlink(missing_ok=True)
-    orphans = sweep(_owner(path))  # a previous service that crashed left these serving
+    orphans = sweep(owner_of(path))  # a previous service that crashed left these serving
     _remove_run_dir(path)  # and its downloads, weights and logs
     log = path.with_name("local.log")
     port = check_port(port) or _last_port(path) or free_port()
@@ -250,7 +204,7 @@ def _start(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # survives the shell that started it; `local down` stops it
-            env={**os.environ, **keys.environment(), "AWS_REGION": LOCAL_REGION, OWNER: str(_owner(path))},
+            env={**os.environ, **keys.environment(), "AWS_REGION": LOCAL_REGION, OWNER: str(owner_of(path))},
         )
     running = _wait_up(proc, path, log, timeout)
     write_private(path.with_name("port"), str(port).encode())
@@ -293,7 +247,7 @@ def _stop_started(proc: subprocess.Popen, path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    sweep(_owner(path))
+    sweep(owner_of(path))
     _remove_run_dir(path)
     path.unlink(missing_ok=True)
 
@@ -337,7 +291,7 @@ def down(timeout: float = 30) -> bool:
         if pid_alive(pid):
             os.killpg(pid, signal.SIGKILL)
             killed = True
-    sweep(_owner(path))  # anything the service could not stop (it was killed, or a server hung)
+    sweep(owner_of(path))  # anything the service could not stop (it was killed, or a server hung)
     _remove_run_dir(path)
     path.unlink(missing_ok=True)
     _check_last_snapshot(path.with_name("aws"), stopping, killed)
@@ -385,97 +339,3 @@ def _last_port(path: Path) -> int:
         return port
     except (OSError, ValueError, SmneuronError):
         return 0
-
-
-def serve(
-    port: int,
-    state_file: Path,
-    engine: str = "smneuron",
-    *,
-    fresh: bool = False,
-    no_capacity: list[str] | None = None,
-    allow_origins: list[str] | None = None,
-) -> None:
-    """The service process: embedded AWS + backed endpoints until SIGTERM; what it holds is kept under the
-    state directory (smneuron.local.aws.persistence) and restored at the next start unless ``fresh``. Everything
-    it and its servers create is the user's alone (umask 077)."""
-
-    os.umask(0o077)
-    os.environ[KEY_ENV] = new_key()  # the model servers and copies it starts answer only it (serving.access)
-    _start_reaper(_owner(state_file))  # they die with it, even by kill -9
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    kept = state_file.with_name("aws")
-    if fresh:
-        shutil.rmtree(kept, ignore_errors=True)
-    # everything the service and its servers write to temporary files goes under one directory of its own (short:
-    # TorchServe's sockets live below it), removed when it stops, or by the next up/down when it was killed
-    run_dir = tempfile.mkdtemp(prefix="smneuron-local-")
-    write_private(state_file.with_name("rundir"), run_dir.encode())
-    tempfile.tempdir = os.environ["TMPDIR"] = run_dir
-    with embedded_aws(port, keys=local_keys(), allowed_origins=allow_origins or ()) as url:
-        activate(Backer(url, engine, no_capacity=frozenset(no_capacity or [])))
-
-        create_sagemaker_role(Session.embedded(url))
-        keeper = Keeper(url, kept)
-        report = keeper.restore()
-        keeper.snapshot(clean=False)  # what was restored, on disk before the first acknowledged change
-        stream_route.KEEPER = keeper  # from now on a change is answered once it is on disk
-        keeping = threading.Thread(target=keeper.run, args=(stop,), name="smneuron-keeper")
-        keeping.start()
-        log = str(state_file.with_name("local.log"))
-        generation_engine = os.environ.get("SMNEURON_LLM_ENGINE", "stand-in")
-        sdk_config = state_file.with_name("sagemaker-config.yaml")
-        write_private(sdk_config, SDK_CONFIG.encode())
-        state = {
-            "url": url,
-            "pid": os.getpid(),
-            "log": log,
-            "engine": engine,
-            "generation_engine": generation_engine,
-            "no_capacity": sorted(no_capacity or []),
-            "allowed_origins": sorted(allow_origins or []),
-            "sdk_config": str(sdk_config),
-            "kept": str(kept),
-            "restored": describe(report) if report else None,
-        }
-        write_private(state_file, json.dumps(state).encode())
-        print(f"embedded SageMaker at {url}", flush=True)
-        try:
-            stop.wait()
-        finally:
-            stop.set()
-            keeping.join(timeout=120)  # the last snapshot (clean), while the embedded AWS still answers
-            stream_route.KEEPER = None
-            activate(None)
-            shutil.rmtree(run_dir, ignore_errors=True)
-    state_file.unlink(missing_ok=True)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """The service process's command line (`python -m smneuron.local`, started by `up`)."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--port", type=int, required=True)
-    ap.add_argument("--state", type=Path, required=True)
-    ap.add_argument("--engine", choices=["smneuron", "torchserve"], default="smneuron")
-    ap.add_argument(
-        "--llm-engine", dest="generation_engine", choices=["stand-in", "vllm"], default="stand-in"
-    )
-    ap.add_argument("--fresh", action="store_true")
-    ap.add_argument("--no-capacity", default="")
-    ap.add_argument("--allow-origin", default="")
-    a = ap.parse_args(argv)
-    os.environ["SMNEURON_LLM_ENGINE"] = a.generation_engine  # the inference components' copies
-    try:
-        serve(
-            a.port,
-            a.state,
-            a.engine,
-            fresh=a.fresh,
-            no_capacity=[t for t in a.no_capacity.split(",") if t],
-            allow_origins=[o for o in a.allow_origin.split(",") if o],
-        )
-    except EmbeddedAwsError as e:  # moto does not fit the patches: say why, and `up` refuses with it
-        print(REFUSED + json.dumps({"message": e.message, "hint": e.hint}), flush=True)
-        sys.exit(REFUSED_EXIT)

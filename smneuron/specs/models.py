@@ -18,10 +18,10 @@ from pydantic import Field, field_validator, model_validator
 
 from smneuron.catalog import InstanceType, Use
 from smneuron.errors import ConfigError
+from smneuron.files.user import read_text
 from smneuron.specs.controls import DataCaptureSpec, VpcSpec, check_kms_key, check_tags
 from smneuron.specs.validation import StrictModel, make_loader, validate
 from smneuron.specs.validation import override as override  # part of the specs API
-from smneuron.user_files import read_text
 
 Task = Literal[
     "text-classification",

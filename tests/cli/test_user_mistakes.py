@@ -86,7 +86,7 @@ def _an_encoder_endpoint(url: str, name: str) -> None:
 
 
 def _env(world, **extra: str) -> dict[str, str]:
-    from smneuron.local_record import embedded_keys
+    from smneuron.files.local_record import embedded_keys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
     env.update(

@@ -51,8 +51,8 @@ def test_signed_calls_to_the_embedded_aws_share_one_connection():
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
 
+    from smneuron.files.local_record import embedded_keys
     from smneuron.local.aws.embedded import embedded_aws
-    from smneuron.local_record import embedded_keys
 
     with embedded_aws() as url:
         keys = embedded_keys(url)

@@ -41,6 +41,7 @@ import botocore.session
 from smneuron.container.rules import environment_problems
 from smneuron.deployment.controls import VPC_ACTIONS
 from smneuron.errors import MissingDependencyError
+from smneuron.files.local_record import LocalKeys, embedded_keys, register_embedded, signed_call
 from smneuron.local.aws import patching, pools
 from smneuron.local.aws.benchmark_jobs import patch_benchmark_jobs
 from smneuron.local.aws.components import patch_components
@@ -50,7 +51,6 @@ from smneuron.local.aws.gate import Gate
 from smneuron.local.aws.iam_simulation import patch_policy_simulation
 from smneuron.local.aws.speed import patch_speed
 from smneuron.local.aws.stream_route import StreamRouter
-from smneuron.local_record import LocalKeys, embedded_keys, register_embedded, signed_call
 from smneuron.serving.ports import free_port
 
 _PATCHED = False

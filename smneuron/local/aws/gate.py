@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from smneuron.files.local_record import LOCAL_REGION
 from smneuron.local.aws import aws_chunked, bearer, openai_route
 from smneuron.local.aws.aws_errors import refuse
 from smneuron.local.aws.bodies import (
@@ -51,7 +52,6 @@ from smneuron.local.aws.sigv4 import (
     verify,
     wsgi_header,
 )
-from smneuron.local_record import LOCAL_REGION
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 FORM_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")

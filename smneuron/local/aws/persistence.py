@@ -40,11 +40,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smneuron.files.local_record import LOCAL_ACCOUNT, LOCAL_REGION
+from smneuron.files.private import private_dir, sync_dir
 from smneuron.local.aws import snapshot_file, stream_route
 from smneuron.local.aws.bodies import Body
 from smneuron.local.aws.components import component_record
-from smneuron.local_record import LOCAL_ACCOUNT, LOCAL_REGION
-from smneuron.private_files import private_dir, sync_dir
 from smneuron.session import Session
 
 INTERVAL_S = 2.0

@@ -22,6 +22,10 @@ The rules and their sources:
   ``MissingAuthenticationTokenException``, ``UnrecognizedClientException``, ``InvalidSignatureException``; the query
   services ``MissingAuthenticationToken``, ``InvalidClientTokenId``, ``SignatureDoesNotMatch`` (EC2:
   ``AuthFailure``). What status code each service uses for them is not documented per service: 403 here.
+
+One module because the canonical request, the string to sign and each check of a request (identify before the body,
+verify after, the presigned and version-2 forms) are one reading of one specification; split, two places would have
+to agree on every header and every rule.
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ from botocore.auth import (
 )
 from botocore.credentials import Credentials
 
+from smneuron.files.local_record import LOCAL_REGION
 from smneuron.local.aws.aws_errors import Refused
-from smneuron.local_record import LOCAL_REGION
 
 WINDOW_S = 300  # AWS's clock window for a signed request
 MAX_EXPIRES_S = 7 * 24 * 3600  # the longest a presigned URL may live

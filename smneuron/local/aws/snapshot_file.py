@@ -8,7 +8,7 @@ over: `local up` refuses with the file, the reason and the two ways on (``--rest
 The objects' bytes (``aws/objects/<sha256>``) are checked against their names when they are restored; one that does
 not match is reported as a missing one is.
 
-May import: smneuron.errors, smneuron.private_files.
+May import: smneuron.errors, smneuron.files.private.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from smneuron.errors import ConfigError
-from smneuron.private_files import sync_dir, write_private
+from smneuron.files.private import sync_dir, write_private
 
 CURRENT = "resources.json"
 PREVIOUS = "resources.previous.json"

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
 
+from smneuron.files.local_record import LOCAL_ACCOUNT, LOCAL_REGION
 from smneuron.local.aws import openai_route, undo
 from smneuron.local.aws.aws_errors import Refused, refuse
 from smneuron.local.aws.bodies import ENVIRON_KEY
@@ -37,7 +38,6 @@ from smneuron.local.aws.routing import (
     too_large,
 )
 from smneuron.local.aws.sigv4 import protocol_of, wsgi_header
-from smneuron.local_record import LOCAL_ACCOUNT, LOCAL_REGION
 
 _PATH = re.compile(r"^/endpoints/([^/]+)/invocations-response-stream$")
 _INVOKE = re.compile(r"^/endpoints/([^/]+)/invocations$")

@@ -18,7 +18,7 @@ from pathlib import Path
 from platformdirs import user_state_dir
 
 from smneuron.errors import ConfigError
-from smneuron.private_files import read_private, write_private
+from smneuron.files.private import read_private, write_private
 
 LOCAL_REGION = "us-east-1"
 LOCAL_ACCOUNT = "123456789012"  # moto's account
