@@ -53,7 +53,7 @@ def cli_deploy(tree: Path, url: str, artifact: Path, name: str, env: dict[str, s
 def main() -> None:
     from smneuron.artifact.staging import stage
     from smneuron.compilation.encoder import compile_model
-    from smneuron.local.aws.embedded import (
+    from smneuron.local.aws.engine.embedded import (
         create_sagemaker_role,
         embedded_aws,
         local_credentials,

@@ -19,7 +19,7 @@ PROGRAMS = {
     "torch": "import torch",
     "torch + transformers (a model server, a compile)": "import torch, transformers, transformers.modeling_utils",
     "moto + the embedded SageMaker's modules": (
-        "from smneuron.local.aws.embedded import patch_moto; patch_moto(); import smneuron.local.service"
+        "from smneuron.local.aws.engine.embedded import patch_moto; patch_moto(); import smneuron.local.service"
     ),
 }
 

@@ -73,10 +73,10 @@ def _no_real_aws(
 
 @pytest.fixture
 def aws():
-    """moto in process, extended where it lags the real API (smneuron.local.aws.embedded)."""
+    """moto in process, extended where it lags the real API (smneuron.local.aws.engine.embedded)."""
     from moto import mock_aws
 
-    from smneuron.local.aws.embedded import patch_moto
+    from smneuron.local.aws.engine.embedded import patch_moto
 
     patch_moto()
     with mock_aws():

@@ -246,7 +246,7 @@ def test_the_sdk_is_an_extra_not_a_dependency():
 DEPLOY_WITHOUT_SDK = r"""
 import sys
 from moto import mock_aws
-from smneuron.local.aws.embedded import patch_moto
+from smneuron.local.aws.engine.embedded import patch_moto
 patch_moto()
 with mock_aws():
     import boto3, json

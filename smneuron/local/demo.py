@@ -23,9 +23,9 @@ from smneuron.compilation.entry import compile_model
 from smneuron.deployment.corridor import deploy
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.handle import Endpoint, delete
-from smneuron.local.aws.backing import Backer
-from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
-from smneuron.local.aws.hooks import activate
+from smneuron.local.aws.data_plane.backing import Backer
+from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws, local_credentials
+from smneuron.local.aws.engine.hooks import activate
 from smneuron.local.tiny_model import build_tiny_bert
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec, ScalingSpec

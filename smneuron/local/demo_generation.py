@@ -22,9 +22,9 @@ from smneuron.catalog import InstanceType
 from smneuron.compilation.entry import compile_model
 from smneuron.deployment.corridor import deploy
 from smneuron.endpoints.handle import Endpoint, delete
-from smneuron.local.aws.backing import Backer
-from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
-from smneuron.local.aws.hooks import activate
+from smneuron.local.aws.data_plane.backing import Backer
+from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws, local_credentials
+from smneuron.local.aws.engine.hooks import activate
 from smneuron.local.demo import leftovers, stage_recorder
 from smneuron.local.tiny_model import build_tiny_llama
 from smneuron.session import Session

@@ -1,7 +1,7 @@
 """`smneuron local up | down | status`: the embedded SageMaker as a background service on loopback.
 
 ``up`` starts one detached process that runs the embedded AWS (moto with smneuron's extensions) and
-backs its endpoints with local model servers (smneuron.local.aws.backing), records its URL and pid in a
+backs its endpoints with local model servers (smneuron.local.aws.data_plane.backing), records its URL and pid in a
 state file, and returns once the URL answers. Every smneuron command then uses it with ``--local``
 or ``SMNEURON_LOCAL=1`` (or the printed environment). ``down`` stops it and every backing server.
 """
@@ -28,8 +28,8 @@ from smneuron.files.local_record import LOCAL_REGION, local_keys, pid_alive
 from smneuron.files.local_record import local_service as status
 from smneuron.files.local_record import local_service_path as state_path
 from smneuron.files.private import open_private_append, private_dir, tighten, write_private
-from smneuron.local.aws import snapshot_file
-from smneuron.local.aws.patching import EmbeddedAwsError
+from smneuron.local.aws.engine.patching import EmbeddedAwsError
+from smneuron.local.aws.state import snapshot_file
 from smneuron.local.reaper import OWNER, sweep
 from smneuron.local.service_process import REFUSED, REFUSED_EXIT, owner_of
 from smneuron.serving.ports import check_port, free_port

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from smneuron.files.local_record import LOCAL_ACCOUNT, LOCAL_REGION, local_keys
 from smneuron.files.private import write_private
-from smneuron.local.aws import stream_route
-from smneuron.local.aws.backing import Backer
-from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws
-from smneuron.local.aws.hooks import activate
-from smneuron.local.aws.patching import EmbeddedAwsError
-from smneuron.local.aws.persistence import Keeper, describe
+from smneuron.local.aws.data_plane import stream_route
+from smneuron.local.aws.data_plane.backing import Backer
+from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws
+from smneuron.local.aws.engine.hooks import activate
+from smneuron.local.aws.engine.patching import EmbeddedAwsError
+from smneuron.local.aws.state.persistence import Keeper, describe
 from smneuron.local.reaper import OWNER
 from smneuron.serving.access import KEY_ENV, new_key
 from smneuron.session import Session
@@ -79,7 +79,7 @@ def serve(
     allow_origins: list[str] | None = None,
 ) -> None:
     """The service process: embedded AWS + backed endpoints until SIGTERM; what it holds is kept under the
-    state directory (smneuron.local.aws.persistence) and restored at the next start unless ``fresh``. Everything
+    state directory (smneuron.local.aws.state.persistence) and restored at the next start unless ``fresh``. Everything
     it and its servers create is the user's alone (umask 077)."""
 
     os.umask(0o077)

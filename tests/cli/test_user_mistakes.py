@@ -24,7 +24,7 @@ CLI = [sys.executable, "-m", "smneuron.cli.main"]
 def world(tiny_classifier, tiny_encoder, tiny_llama, minilm_dir, tmp_path_factory):
     """Files a user might point smneuron at, and an embedded AWS to point it to."""
     from smneuron.compilation.encoder import compile_model
-    from smneuron.local.aws.embedded import embedded_aws
+    from smneuron.local.aws.engine.embedded import embedded_aws
 
     root = tmp_path_factory.mktemp("mistakes")
     compile_model(tiny_classifier, root / "artifact", target="cpu", task="text-classification", buckets="16")

@@ -56,7 +56,7 @@ def test_deploy_env_that_sagemaker_refuses_is_refused_before_anything_is_created
 
 
 def test_the_embedded_create_model_refuses_what_sagemaker_refuses():
-    from smneuron.local.aws.embedded import embedded_aws
+    from smneuron.local.aws.engine.embedded import embedded_aws
     from smneuron.session import Session
 
     with embedded_aws() as url:

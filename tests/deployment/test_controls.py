@@ -16,7 +16,7 @@ from smneuron.compilation.encoder import compile_model
 from smneuron.deployment import corridor as dp
 from smneuron.deployment.controls import VPC_ACTIONS
 from smneuron.errors import ConfigError
-from smneuron.local.aws.capture import Capturer
+from smneuron.local.aws.data_plane.capture import Capturer
 
 
 @pytest.fixture(scope="module")

@@ -364,7 +364,7 @@ def test_a_deploy_onto_an_endpoint_another_deploy_is_creating_says_so_and_change
 ):
     """Issue 22 #7: two deploys of one name; the second said InService too and the last one won silently."""
     from smneuron.errors import DeployInProgressError
-    from smneuron.local.aws.embedded import set_endpoint_delay
+    from smneuron.local.aws.engine.embedded import set_endpoint_delay
 
     tarball = retarget(cpu_artifact, tmp_path, "inf2")
     set_endpoint_delay(600)  # the first deploy's endpoint stays Creating, as a real one does for minutes
@@ -388,7 +388,7 @@ def test_two_deploys_of_one_name_at_once_one_wins_the_other_says_so(cpu_artifact
 
     from smneuron.artifact.staging import stage
     from smneuron.errors import DeployInProgressError
-    from smneuron.local.aws.embedded import set_endpoint_delay
+    from smneuron.local.aws.engine.embedded import set_endpoint_delay
 
     # staged once: in-process moto mishandles two concurrent PUTs of one key ("I/O operation on closed file")
     uri = stage(retarget(cpu_artifact, tmp_path, "inf2"), session=session).uri

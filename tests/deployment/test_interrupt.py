@@ -15,7 +15,7 @@ pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: n
 
 def test_sigint_while_the_endpoint_is_creating_removes_what_the_deploy_created(tiny_classifier, tmp_path):
     from smneuron.compilation.encoder import compile_model
-    from smneuron.local.aws.embedded import (
+    from smneuron.local.aws.engine.embedded import (
         create_sagemaker_role,
         embedded_aws,
         local_credentials,

@@ -215,7 +215,7 @@ def test_a_copy_that_fails_to_start_is_reported_not_swallowed(tmp_path):
     """Bug 7: the embedded copy scaler returned silently when a new copy could not start."""
     import time
 
-    from smneuron.local.aws.component_backing import Components, Copies
+    from smneuron.local.aws.data_plane.component_backing import Components, Copies
 
     components = Components(session_factory=None)
     components.items["chat-1"] = Copies(status="InService", model_dir=str(tmp_path / "gone"), environment={})

@@ -12,7 +12,7 @@ from botocore.credentials import Credentials
 
 from smneuron.endpoints.openai_compat import RenewingToken, base_url, mint_token
 from smneuron.errors import ConfigError
-from smneuron.local.aws import bearer
+from smneuron.local.aws.auth import bearer
 
 KEYS = Credentials("AKIAEXAMPLEKEY000000", "s" * 40)
 

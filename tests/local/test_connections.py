@@ -1,4 +1,4 @@
-"""The embedded AWS keeps HTTP/1.1 connections open (smneuron.local.aws.connections): werkzeug's server closed each
+"""The embedded AWS keeps HTTP/1.1 connections open (smneuron.local.aws.http.connections): werkzeug's server closed each
 one after a single answer, so every call paid a connect and a thread. Held against the real embedded AWS with boto3
 and raw sockets, and against werkzeug's server with small WSGI apps for what the embedded AWS rarely does."""
 
@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from smneuron.local.aws.connections import close_all, kept_alive
+from smneuron.local.aws.http.connections import close_all, kept_alive
 
 
 def _answer(sock: socket.socket) -> tuple[bytes, dict[str, str], bytes]:
@@ -52,7 +52,7 @@ def test_signed_calls_to_the_embedded_aws_share_one_connection():
     from botocore.credentials import Credentials
 
     from smneuron.files.local_record import embedded_keys
-    from smneuron.local.aws.embedded import embedded_aws
+    from smneuron.local.aws.engine.embedded import embedded_aws
 
     with embedded_aws() as url:
         keys = embedded_keys(url)
@@ -77,7 +77,7 @@ def test_signed_calls_to_the_embedded_aws_share_one_connection():
 def test_a_request_refused_before_its_body_was_read_closes_its_connection():
     """The gate refuses a foreign Origin without reading the body: the answer says so and the connection ends (the
     unread body would otherwise be read as the next request)."""
-    from smneuron.local.aws.embedded import embedded_aws
+    from smneuron.local.aws.engine.embedded import embedded_aws
 
     with embedded_aws() as url:
         host, port = url.removeprefix("http://").split(":")
@@ -90,7 +90,7 @@ def test_a_request_refused_before_its_body_was_read_closes_its_connection():
 
 
 def test_the_embedded_aws_ends_its_open_connections_when_it_stops():
-    from smneuron.local.aws.embedded import embedded_aws
+    from smneuron.local.aws.engine.embedded import embedded_aws
 
     with embedded_aws() as url:
         host, port = url.removeprefix("http://").split(":")

@@ -14,7 +14,7 @@ import boto3
 import pytest
 from contract import Recorder, error_problems, response_problems, service_model
 
-from smneuron.local.aws import patching
+from smneuron.local.aws.engine import patching
 
 ROLE = "arn:aws:iam::123456789012:role/smneuron-execution-role"
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.5-cpu-py311"
@@ -170,7 +170,7 @@ def test_every_answer_of_the_embedded_sagemaker_fits_botocores_model(aws):
 
 def test_smneuron_adds_only_operations_botocore_knows():
     """An operation botocore does not know is one no client can call: each added answer has a botocore name."""
-    from smneuron.local.aws.embedded import patch_moto
+    from smneuron.local.aws.engine.embedded import patch_moto
 
     patch_moto()
     known = set(service_model("sagemaker").operation_names) | set(service_model("iam").operation_names)

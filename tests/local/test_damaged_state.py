@@ -19,9 +19,10 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from smneuron.local.aws import snapshot_file, stream_route
-from smneuron.local.aws.embedded import embedded_aws
-from smneuron.local.aws.persistence import Keeper
+from smneuron.local.aws.data_plane import stream_route
+from smneuron.local.aws.engine.embedded import embedded_aws
+from smneuron.local.aws.state import snapshot_file
+from smneuron.local.aws.state.persistence import Keeper
 from smneuron.session import Session
 
 pytestmark = pytest.mark.e2e  # the embedded service

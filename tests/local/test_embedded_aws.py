@@ -1,4 +1,4 @@
-"""The moto extensions in smneuron.local.aws.embedded behave like the real SageMaker API."""
+"""The moto extensions in smneuron.local.aws.engine.embedded behave like the real SageMaker API."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_update_endpoint_switches_config_and_keeps_deployment_config(session):
 
 
 def test_embedded_server_serves_the_extended_api():
-    from smneuron.local.aws.embedded import embedded_aws
+    from smneuron.local.aws.engine.embedded import embedded_aws
     from smneuron.session import Session
 
     with embedded_aws() as url:
@@ -103,8 +103,8 @@ def test_conditional_denies_are_left_to_real_s3_unconditional_ones_enforced(sess
 
 def test_endpoint_delay_makes_endpoints_transition_like_real_ones(session, monkeypatch):
     """The embedded clock is the test's (issue 51 #5: a 0.5 s delay against a 0.6 s sleep raced on a loaded machine)."""
-    from smneuron.local.aws import embedded
-    from smneuron.local.aws.embedded import set_endpoint_delay
+    from smneuron.local.aws.engine import embedded
+    from smneuron.local.aws.engine.embedded import set_endpoint_delay
 
     now = [1000.0]
     monkeypatch.setattr(embedded, "clock", lambda: now[0])
@@ -125,7 +125,7 @@ def test_endpoint_delay_makes_endpoints_transition_like_real_ones(session, monke
 def test_a_second_endpoint_of_the_same_name_and_an_update_in_progress_are_refused(session):
     """Issue 22 #7: moto replaced an endpoint on a second CreateEndpoint of its name; SageMaker refuses it, and
     refuses to update an endpoint that is still Creating or Updating."""
-    from smneuron.local.aws.embedded import set_endpoint_delay
+    from smneuron.local.aws.engine.embedded import set_endpoint_delay
 
     sm = session.client("sagemaker")
     make_config(sm, "c-a", "ml.c6i.xlarge")
@@ -150,7 +150,7 @@ def test_the_streaming_route_refuses_an_announced_body_over_6_mb_before_reading_
     nothing is answered at once."""
     import socket
 
-    from smneuron.local.aws.embedded import embedded_aws, local_credentials
+    from smneuron.local.aws.engine.embedded import embedded_aws, local_credentials
 
     with embedded_aws() as url, local_credentials(url):
         host, port = url.removeprefix("http://").split(":")

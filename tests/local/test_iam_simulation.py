@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from smneuron.local.aws.iam_simulation import decision
+from smneuron.local.aws.engine.iam_simulation import decision
 
 
 def test_decisions_follow_iam_for_policies_without_conditions():
@@ -23,7 +23,7 @@ def test_decisions_follow_iam_for_policies_without_conditions():
 def test_the_simulation_answers_through_boto3_for_a_role_and_its_policies():
     import boto3
 
-    from smneuron.local.aws.embedded import LOCAL_ROLE_POLICY, patch_moto
+    from smneuron.local.aws.engine.embedded import LOCAL_ROLE_POLICY, patch_moto
 
     patch_moto()
     iam = boto3.client("iam", region_name="us-east-1")

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from smneuron.local.aws.http1 import Keepalive
+from smneuron.local.aws.http.http1 import Keepalive
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -130,7 +130,7 @@ def test_read_head_reads_what_the_standard_library_reads():
     import http.client
     import io
 
-    from smneuron.local.aws.http1 import read_head
+    from smneuron.local.aws.http.http1 import read_head
 
     ours, theirs = io.BytesIO(HEAD), io.BytesIO(HEAD)
     assert read_head(ours).items() == http.client.parse_headers(theirs).items()
@@ -145,7 +145,7 @@ def test_read_head_keeps_the_standard_librarys_limits():
     import http.client
     import io
 
-    from smneuron.local.aws.http1 import read_head
+    from smneuron.local.aws.http.http1 import read_head
 
     with pytest.raises(http.client.LineTooLong):
         read_head(io.BytesIO(b"X-Big: " + b"a" * 70000 + b"\r\n\r\n"))
@@ -176,7 +176,7 @@ HEAD_CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-
 def test_a_broken_stream_is_relayed_as_what_broke_it(steps, code, why):
     """The parts that arrived, then the break as SageMaker names it (routing.relay over http1.Stream): the connection
     cut mid-chunk, an event stream ended without its `data: [DONE]`, silence past the limit (here 0.5 s)."""
-    from smneuron.local.aws.routing import Broken, relay
+    from smneuron.local.aws.data_plane.routing import Broken, relay
 
     released = []
     stream = Keepalive({}).open(_scripted_server(steps) + "/invocations", b"{}", {}, 0.5)

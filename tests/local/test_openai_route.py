@@ -7,7 +7,7 @@ import httpx
 import openai
 import pytest
 
-from smneuron.local.aws.openai_route import _relay
+from smneuron.local.aws.data_plane.openai_route import _relay
 
 CHUNK = b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
 

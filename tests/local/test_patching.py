@@ -12,7 +12,7 @@ import pytest
 import tomllib
 from conftest import REPO
 
-from smneuron.local.aws import patching
+from smneuron.local.aws.engine import patching
 
 LOCAL_UP = pytest.mark.e2e  # `smneuron local up` in subprocesses
 
@@ -62,8 +62,8 @@ def test_local_up_refuses_a_moto_that_implements_an_operation_smneuron_adds(tmp_
 
 
 def test_every_patch_landed_on_the_installed_moto_and_moto_is_pinned_to_the_tested_range():
-    from smneuron.local.aws.embedded import patch_moto
-    from smneuron.local.aws.hooks import install
+    from smneuron.local.aws.engine.embedded import patch_moto
+    from smneuron.local.aws.engine.hooks import install
 
     patch_moto()
     install()

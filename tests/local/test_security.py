@@ -19,7 +19,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from smneuron.files.local_record import LOCAL_REGION, LocalKeys, embedded_keys, signed_call
-from smneuron.local.aws.embedded import embedded_aws
+from smneuron.local.aws.engine.embedded import embedded_aws
 from smneuron.session import Session
 
 ALLOWED = "http://localhost:8888"

@@ -22,10 +22,11 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from smneuron.files.local_record import LOCAL_REGION, embedded_keys
-from smneuron.local.aws import aws_chunked, connections
-from smneuron.local.aws.bodies import Body, BodyError, spooled
-from smneuron.local.aws.embedded import embedded_aws
-from smneuron.local.aws.sigv4 import Refused, identify, verify
+from smneuron.local.aws.auth import aws_chunked
+from smneuron.local.aws.auth.sigv4 import Refused, identify, verify
+from smneuron.local.aws.engine.embedded import embedded_aws
+from smneuron.local.aws.http import connections
+from smneuron.local.aws.http.bodies import Body, BodyError, spooled
 from smneuron.session import Session
 
 # AWS's example of a signed streaming PUT (S3 API reference, "Signature Calculations for the Authorization Header:

@@ -8,8 +8,9 @@ import threading
 
 from conftest import until
 
-from smneuron.local.aws import persistence, stream_route
-from smneuron.local.aws.embedded import embedded_aws
+from smneuron.local.aws.data_plane import stream_route
+from smneuron.local.aws.engine.embedded import embedded_aws
+from smneuron.local.aws.state import persistence
 from smneuron.session import Session
 
 

@@ -35,9 +35,9 @@ from smneuron.display.cards import Card, Displayed
 from smneuron.endpoints import components
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError, EndpointFailedError, InvocationError, PipelineFailedError
-from smneuron.local.aws.backing import Backer
-from smneuron.local.aws.embedded import create_sagemaker_role, embedded_aws, local_credentials
-from smneuron.local.aws.hooks import activate
+from smneuron.local.aws.data_plane.backing import Backer
+from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws, local_credentials
+from smneuron.local.aws.engine.hooks import activate
 from smneuron.local.pipeline.graph import dependencies, ordered_steps, path_get
 from smneuron.local.pipeline.inputs import check_gates_have_data, upload_dir
 from smneuron.local.pipeline.job_process import run_job

@@ -15,7 +15,7 @@ import json
 from typing import Any
 from urllib.parse import unquote
 
-from smneuron.local.aws import patching
+from smneuron.local.aws.engine import patching
 
 
 def decision(documents: list[dict], action: str, resource: str = "*") -> str:

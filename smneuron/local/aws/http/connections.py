@@ -32,8 +32,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
-from smneuron.local.aws.bodies import Dechunked
-from smneuron.local.aws.http1 import read_head
+from smneuron.local.aws.http.bodies import Dechunked
+from smneuron.local.aws.http.http1 import read_head
 
 # an idle kept-alive connection closes after this (a local choice: AWS does not publish its own)
 IDLE_S = 60.0

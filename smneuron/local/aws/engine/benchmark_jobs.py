@@ -31,7 +31,7 @@ import yaml
 
 from smneuron.benchmark.generation import bench_text_generation
 from smneuron.benchmark.prompts import Lengths
-from smneuron.local.aws import patching
+from smneuron.local.aws.engine import patching
 
 runner: Any = (
     None  # the embedded SageMaker's session factory (set by hooks.activate); None: jobs cannot run here

@@ -42,15 +42,15 @@ from smneuron.container.rules import environment_problems
 from smneuron.deployment.controls import VPC_ACTIONS
 from smneuron.errors import MissingDependencyError
 from smneuron.files.local_record import LocalKeys, embedded_keys, register_embedded, signed_call
-from smneuron.local.aws import patching, pools
-from smneuron.local.aws.benchmark_jobs import patch_benchmark_jobs
-from smneuron.local.aws.components import patch_components
-from smneuron.local.aws.connections import close_all, kept_alive
-from smneuron.local.aws.describe_shapes import patch_describe_shapes
-from smneuron.local.aws.gate import Gate
-from smneuron.local.aws.iam_simulation import patch_policy_simulation
-from smneuron.local.aws.speed import patch_speed
-from smneuron.local.aws.stream_route import StreamRouter
+from smneuron.local.aws.auth.gate import Gate
+from smneuron.local.aws.data_plane.stream_route import StreamRouter
+from smneuron.local.aws.engine import patching, pools
+from smneuron.local.aws.engine.benchmark_jobs import patch_benchmark_jobs
+from smneuron.local.aws.engine.components import patch_components
+from smneuron.local.aws.engine.describe_shapes import patch_describe_shapes
+from smneuron.local.aws.engine.iam_simulation import patch_policy_simulation
+from smneuron.local.aws.engine.speed import patch_speed
+from smneuron.local.aws.http.connections import close_all, kept_alive
 from smneuron.serving.ports import free_port
 
 _PATCHED = False

@@ -53,7 +53,7 @@ from botocore.auth import (
 from botocore.credentials import Credentials
 
 from smneuron.files.local_record import LOCAL_REGION
-from smneuron.local.aws.aws_errors import Refused
+from smneuron.local.aws.http.aws_errors import Refused
 
 WINDOW_S = 300  # AWS's clock window for a signed request
 MAX_EXPIRES_S = 7 * 24 * 3600  # the longest a presigned URL may live

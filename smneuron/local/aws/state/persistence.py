@@ -20,7 +20,7 @@ may be missing: the snapshot's time is said.
 One module because snapshot and restore must agree field by field: what a snapshot keeps of each kind is
 exactly what its restore call takes back, and the two read best side by side.
 
-May import: smneuron.session, smneuron.local.aws.stream_route (the count of answered requests).
+May import: smneuron.session, smneuron.local.aws.data_plane.stream_route (the count of answered requests).
 """
 
 from __future__ import annotations
@@ -42,9 +42,10 @@ from botocore.exceptions import ClientError
 
 from smneuron.files.local_record import LOCAL_ACCOUNT, LOCAL_REGION
 from smneuron.files.private import private_dir, sync_dir
-from smneuron.local.aws import snapshot_file, stream_route
-from smneuron.local.aws.bodies import Body
-from smneuron.local.aws.components import component_record
+from smneuron.local.aws.data_plane import stream_route
+from smneuron.local.aws.engine.components import component_record
+from smneuron.local.aws.http.bodies import Body
+from smneuron.local.aws.state import snapshot_file
 from smneuron.session import Session
 
 INTERVAL_S = 2.0

@@ -30,8 +30,8 @@ from typing import IO
 from botocore.compat import HAS_CRT
 from botocore.httpchecksum import Crc32Checksum, Sha1Checksum, Sha256Checksum
 
-from smneuron.local.aws.bodies import MAX_CHUNK_LINE, MAX_TRAILERS, Body, BodyError, spooled
-from smneuron.local.aws.sigv4 import Claim, Refused
+from smneuron.local.aws.auth.sigv4 import Claim, Refused
+from smneuron.local.aws.http.bodies import MAX_CHUNK_LINE, MAX_TRAILERS, Body, BodyError, spooled
 
 SIGNED = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
 SIGNED_TRAILER = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.staging import fetch, stage
-from smneuron.local.aws.log_shipping import COMPONENT_GROUP, LogShipper, copy_stream
+from smneuron.local.aws.data_plane.log_shipping import COMPONENT_GROUP, LogShipper, copy_stream
 from smneuron.local.generation.copy import GenerationServer
 from smneuron.local.generation.standin import IMAGE_VARIABLE
 from smneuron.serving.isolation import MARK

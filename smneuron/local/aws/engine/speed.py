@@ -12,7 +12,7 @@
 
 Both go through ``patching``: a moto or botocore that renamed them stops `local up` loudly.
 
-May import: smneuron.local.aws.patching, smneuron.session.
+May import: smneuron.local.aws.engine.patching, smneuron.session.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import botocore.session
 
-from smneuron.local.aws import patching
+from smneuron.local.aws.engine import patching
 from smneuron.session import shared_loader
 
 

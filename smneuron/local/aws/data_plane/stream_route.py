@@ -24,10 +24,9 @@ from http import HTTPStatus
 from typing import Any
 
 from smneuron.files.local_record import LOCAL_ACCOUNT, LOCAL_REGION
-from smneuron.local.aws import openai_route, undo
-from smneuron.local.aws.aws_errors import Refused, refuse
-from smneuron.local.aws.bodies import ENVIRON_KEY
-from smneuron.local.aws.routing import (
+from smneuron.local.aws.auth.sigv4 import protocol_of, wsgi_header
+from smneuron.local.aws.data_plane import openai_route
+from smneuron.local.aws.data_plane.routing import (
     CUSTOM_ATTRIBUTES,
     INVOCATION_LIMIT_S,
     Broken,
@@ -37,7 +36,9 @@ from smneuron.local.aws.routing import (
     relay,
     too_large,
 )
-from smneuron.local.aws.sigv4 import protocol_of, wsgi_header
+from smneuron.local.aws.http.aws_errors import Refused, refuse
+from smneuron.local.aws.http.bodies import ENVIRON_KEY
+from smneuron.local.aws.state import undo
 
 _PATH = re.compile(r"^/endpoints/([^/]+)/invocations-response-stream$")
 _INVOKE = re.compile(r"^/endpoints/([^/]+)/invocations$")

@@ -3,7 +3,7 @@ the SigV4 signature, verifies that the token has not expired" (Developer Guide, 
 APIs", "How the token works").
 
 A token is ``sagemaker-api-key-`` + base64 of ``sagemaker.amazonaws.com/?Action=CallWithBearerToken&X-Amz-...`` +
-``&Version=1`` (``endpoints.openai_compat.mint_token``; SDK v3's ``sagemaker.core.token_generator``). The presigned
+``&Version=1`` (what SDK v3's ``sagemaker.core.token_generator`` mints, and smneuron's client after it). The presigned
 URL's signature is checked by ``sigv4.verify`` (botocore's ``SigV4QueryAuth``) against the service's own credentials,
 then its service (``sagemaker``), action, lifetime (at most 12 h) and region (this service's).
 
@@ -17,12 +17,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
-from smneuron.endpoints.openai_compat import MAX_EXPIRY, TOKEN_HOST, TOKEN_PREFIX, TOKEN_VERSION
-from smneuron.local.aws.sigv4 import Refused, Signed, verify
+from smneuron.local.aws.auth.sigv4 import Refused, Signed, verify
+
+# AWS's token format, read here from the SageMaker SDK v3 (sagemaker/core/token_generator/token_generator.py: AUTH_PREFIX,
+# DEFAULT_HOST, TOKEN_VERSION, TOKEN_DURATION) and the Developer Guide's "How the token works", independently of the
+# client's minting (endpoints.openai_compat): a mistake in either shows as a refused token in the tests that mint with
+# the SDK's own generator
+TOKEN_PREFIX = "sagemaker-api-key-"
+TOKEN_HOST = "sagemaker.amazonaws.com"
+TOKEN_VERSION = "&Version=1"
+MAX_EXPIRY = dt.timedelta(seconds=43200)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 
 import botocore.session
 
-from smneuron.local.aws import patching
+from smneuron.local.aws.engine import patching
 
 # start_component(name, record) / stop_component(name) / component_state(name) / specification(record)
 listener: Any = None

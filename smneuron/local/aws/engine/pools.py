@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from smneuron.local.aws import patching
+from smneuron.local.aws.engine import patching
 
 # SageMaker's words when no pool (or the single instance type) could be provisioned
 NO_CAPACITY = "Unable to provision requested ML compute capacity due to InsufficientInstanceCapacity error."

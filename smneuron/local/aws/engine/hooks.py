@@ -1,9 +1,9 @@
-"""The embedded AWS (moto) taught to back its endpoints with the active ``Backer`` (smneuron.local.aws.backing).
+"""The embedded AWS (moto) taught to back its endpoints with the active ``Backer`` (smneuron.local.aws.data_plane.backing).
 
 ``activate(backer)`` installs the hooks once and makes ``backer`` the one they report to: CreateEndpoint,
 UpdateEndpoint and DeleteEndpoint start, swap and stop model servers; DescribeEndpoint, ListEndpoints and the
 endpoint summary report the serving process's status (Creating until it answers /ping, Failed with the reason);
-InvokeEndpoint goes to it (smneuron.local.aws.routing); UpdateEndpointWeightsAndCapacities and Application Auto
+InvokeEndpoint goes to it (smneuron.local.aws.data_plane.routing); UpdateEndpointWeightsAndCapacities and Application Auto
 Scaling's RegisterScalableTarget move the number of instances or copies that really run. With no active backer
 moto behaves as before (in-process tests).
 
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from smneuron.local.aws import benchmark_jobs, patching, pools, stream_route
-from smneuron.local.aws import components as moto_components
-from smneuron.local.aws.backing import Backer
-from smneuron.local.aws.routing import invoke
+from smneuron.local.aws.data_plane import stream_route
+from smneuron.local.aws.data_plane.backing import Backer
+from smneuron.local.aws.data_plane.routing import invoke
+from smneuron.local.aws.engine import benchmark_jobs, patching, pools
+from smneuron.local.aws.engine import components as moto_components
 
 
 def _status(name: str, stored: str | None) -> tuple[str | None, str | None]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from smneuron.local.aws import patching
+from smneuron.local.aws.engine import patching
 
 KEEP_EMPTY = {"ProductionVariants", "Tags"}  # lists SageMaker answers even when empty
 

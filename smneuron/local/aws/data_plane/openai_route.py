@@ -17,7 +17,14 @@ from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
 
-from smneuron.local.aws.routing import INVOCATION_LIMIT_S, SSE_DONE, Broken, json_answer, relay, too_large
+from smneuron.local.aws.data_plane.routing import (
+    INVOCATION_LIMIT_S,
+    SSE_DONE,
+    Broken,
+    json_answer,
+    relay,
+    too_large,
+)
 
 PATH = re.compile(r"^/endpoints/([^/]+)(?:/inference-components/([^/]+))?/openai/v1(/.*)?$")
 CHAT = "/chat/completions"

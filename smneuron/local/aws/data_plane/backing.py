@@ -1,6 +1,6 @@
 """The embedded SageMaker really serves: each endpoint is backed by local model server processes.
 
-Driven by moto's hooks (smneuron.local.aws.hooks): CreateEndpoint starts a ``LocalEndpoint`` for the Model's
+Driven by moto's hooks (smneuron.local.aws.engine.hooks): CreateEndpoint starts a ``LocalEndpoint`` for the Model's
 data (downloaded from the embedded S3, verified, extracted safely) with the worker layout and container
 environment the Model carries; a Model smneuron did not stage (the SageMaker SDK's repacked PyTorchModel) is
 served as the PyTorch DLC serves it, by TorchServe and the SageMaker toolkit. The endpoint reports Creating
@@ -10,7 +10,7 @@ new one is healthy (blue/green); DeleteEndpoint stops it, also while it is still
 instance count is observable: registering a scalable target (its min/max) or UpdateEndpointWeightsAndCapacities
 starts or stops servers (one per instance, up to MAX_LOCAL_INSTANCES), and InvokeEndpoint spreads requests over
 them. Health checks run every second: a server that exited is replaced (so is a component's copy). Every
-server's output goes to the embedded CloudWatch Logs (smneuron.local.aws.log_shipping).
+server's output goes to the embedded CloudWatch Logs (smneuron.local.aws.data_plane.log_shipping).
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from typing import Any
 from smneuron.artifact.staging import fetch, stage, staged_by_smneuron
 from smneuron.artifact.storage import download
 from smneuron.errors import ArtifactError
-from smneuron.local.aws import pools
-from smneuron.local.aws.capture import Capturer
-from smneuron.local.aws.component_backing import Components
-from smneuron.local.aws.http1 import Keepalive
-from smneuron.local.aws.log_shipping import ENDPOINT_GROUP, LogShipper, instance_stream
-from smneuron.local.aws.pools import NoCapacity
-from smneuron.local.aws.routing import route
+from smneuron.local.aws.data_plane.capture import Capturer
+from smneuron.local.aws.data_plane.component_backing import Components
+from smneuron.local.aws.data_plane.log_shipping import ENDPOINT_GROUP, LogShipper, instance_stream
+from smneuron.local.aws.data_plane.routing import route
+from smneuron.local.aws.engine import pools
+from smneuron.local.aws.engine.pools import NoCapacity
+from smneuron.local.aws.http.http1 import Keepalive
 from smneuron.serving.access import bearer, server_key
 from smneuron.serving.isolation import MARK
 from smneuron.serving.server import LocalEndpoint

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from smneuron.local.aws.components import components_of
+from smneuron.local.aws.engine.components import components_of
 
 MAX_PAYLOAD = 6 * 1024 * 1024  # SageMaker's real-time payload limit
 # SageMaker's real-time invocation limit (the container contract: 60 s per invocation); a stream's idle limit too

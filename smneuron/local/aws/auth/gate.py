@@ -29,20 +29,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from smneuron.files.local_record import LOCAL_REGION
-from smneuron.local.aws import aws_chunked, bearer, openai_route
-from smneuron.local.aws.aws_errors import refuse
-from smneuron.local.aws.bodies import (
-    API_LIMIT,
-    ENVIRON_KEY,
-    OBJECT_LIMIT,
-    Body,
-    BodyError,
-    declared_length,
-    too_large,
-)
-from smneuron.local.aws.bodies import read as read_body
-from smneuron.local.aws.routing import MAX_PAYLOAD, json_answer
-from smneuron.local.aws.sigv4 import (
+from smneuron.local.aws.auth import aws_chunked, bearer
+from smneuron.local.aws.auth.sigv4 import (
     CONTENT_SHA256_MISMATCH,
     Claim,
     Refused,
@@ -52,6 +40,19 @@ from smneuron.local.aws.sigv4 import (
     verify,
     wsgi_header,
 )
+from smneuron.local.aws.data_plane import openai_route
+from smneuron.local.aws.data_plane.routing import MAX_PAYLOAD, json_answer
+from smneuron.local.aws.http.aws_errors import refuse
+from smneuron.local.aws.http.bodies import (
+    API_LIMIT,
+    ENVIRON_KEY,
+    OBJECT_LIMIT,
+    Body,
+    BodyError,
+    declared_length,
+    too_large,
+)
+from smneuron.local.aws.http.bodies import read as read_body
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 FORM_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")
