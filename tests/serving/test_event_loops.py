@@ -117,7 +117,7 @@ def test_concurrent_requests_with_replies_larger_than_a_pipe_all_answer(big_repl
             answers = list(
                 ex.map(lambda i: c.post(ep.url + "/invocations", json={"inputs": texts}), range(96))
             )
-        assert [a.status_code for a in answers] == [200] * 96
+        assert [a.status_code for a in answers] == [200] * 48
         assert len(answers[0].content) > 212_992  # larger than the socket's buffer
         assert len({a.content for a in answers}) == 1  # every reply whole, the same answer
         assert sum(s.restarts for s in ep.pool.stats) == 0  # no live worker taken for a dead one
