@@ -19,13 +19,12 @@ def status_cmd(
     Status, instances (with instance pools, the pool that holds them), model, image, workers or copies, cost
     per hour, autoscaling policies, scheduled actions and alarms.
     """
-    from smneuron.endpoints.describing import digest
-    from smneuron.endpoints.handle import status
+    from smneuron.endpoints.record import read_endpoint
 
-    session = state(ctx).session()
-    s = status(name, session=session)
+    record = read_endpoint(state(ctx).session(), name, scaling=True)  # one read of each resource
+    s, summary = record.document, record.overview()
     if as_json:  # the described resources, and the same at-a-glance figures the table shows (kind, cost)
-        print_json({**s, "summary": digest(s, session)})
+        print_json({**s, "summary": summary})
         return
     e = s["endpoint"]
     console().print(
@@ -55,7 +54,7 @@ def status_cmd(
             ["model", s["model"]["ModelName"]],
             ["image", s["model"]["Image"]],
             ["model data", s["model"]["ModelDataUrl"]],
-            *_serving_and_cost(digest(s, session)),
+            *_serving_and_cost(summary),
             *_controls(s["controls"]),
         ],
         numeric=False,

@@ -32,8 +32,8 @@ from smneuron.deployment.controls import check_account, check_update
 from smneuron.deployment.planning import Plan
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling, components, owned
-from smneuron.endpoints.describing import kind_of_endpoint
 from smneuron.endpoints.handle import Endpoint, console_url, describe, wait_for_endpoint
+from smneuron.endpoints.record import read_endpoint
 from smneuron.endpoints.scaling import set_instance_count
 from smneuron.errors import (
     ConfigError,
@@ -156,16 +156,17 @@ class Ledger:
 
 def check_kind(session: Session, name: str, kind: ModelKind) -> None:
     """Refuse to update endpoint ``name`` with a model of another kind than the one it serves (the kind recorded on
-    it, ``kind_of_endpoint``): an update cannot turn TorchServe workers on the instances into inference-component
+    it, from its record): an update cannot turn TorchServe workers on the instances into inference-component
     copies or back, and half of the old one would stay behind. Nothing happens for an endpoint that does not exist.
 
     Raises:
         ConfigError: it serves the other kind (named, with its evidence), with the two ways out.
     """
     try:
-        served, evidence = kind_of_endpoint(session, name)
+        record = read_endpoint(session, name)
     except NotFoundError:
         return
+    served, evidence = record.kind, record.kind_evidence
     if served is not None and served != kind:
         raise ConfigError(
             f"Endpoint {name} serves {served.a_title} model ({evidence}), and this artifact is "

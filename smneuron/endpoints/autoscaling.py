@@ -215,16 +215,24 @@ class Reconciled:
     policy_arns: dict[str, str] = field(default_factory=dict)
 
 
-def describe(session: Session, resource: str, dimension: str = DIMENSION) -> dict:
-    """Current scalable target, policies and scheduled actions of one resource id and dimension."""
+def describe(session: Session, resource: str, dimension: str = DIMENSION, *, also: list[str] = ()) -> dict:
+    """Current scalable target, policies and scheduled actions of one resource id and dimension; with ``also``, the
+    scalable targets of those resources too, read in the same DescribeScalableTargets (``others``: resource id ->
+    its targets)."""
     aas = session.client("application-autoscaling")
     kw = {"ServiceNamespace": NAMESPACE, "ResourceId": resource, "ScalableDimension": dimension}
-    targets = aas.describe_scalable_targets(
-        ServiceNamespace=NAMESPACE, ResourceIds=[resource], ScalableDimension=dimension
-    )["ScalableTargets"]
+    if also:
+        found = aas.describe_scalable_targets(ServiceNamespace=NAMESPACE, ResourceIds=[resource, *also])
+        every = found["ScalableTargets"]
+        targets = [t for t in every if t["ResourceId"] == resource and t["ScalableDimension"] == dimension]
+    else:
+        every = targets = aas.describe_scalable_targets(
+            ServiceNamespace=NAMESPACE, ResourceIds=[resource], ScalableDimension=dimension
+        )["ScalableTargets"]
     policies = aas.describe_scaling_policies(**kw)["ScalingPolicies"]
     actions = aas.describe_scheduled_actions(**kw)["ScheduledActions"]
-    return {"targets": targets, "policies": policies, "scheduled_actions": actions}
+    others = {rid: [t for t in every if t["ResourceId"] == rid] for rid in also}
+    return {"targets": targets, "policies": policies, "scheduled_actions": actions, "others": others}
 
 
 def reconcile(session: Session, p: ScalingPlan) -> Reconciled:

@@ -108,15 +108,10 @@ def delete(session: Session, name: str) -> list[str]:
     return removed
 
 
-def summary(session: Session, described: dict, *, scaling: bool = True) -> dict:
-    """What `smneuron status` shows of a component: status, copies, the model, and (``scaling``) its copy
-    autoscaling (one Application Auto Scaling read; [] without)."""
-    targets = []
-    if scaling:
-        resource = f"inference-component/{described['InferenceComponentName']}"
-        targets = session.client("application-autoscaling").describe_scalable_targets(
-            ServiceNamespace="sagemaker", ResourceIds=[resource]
-        )["ScalableTargets"]
+def summary(described: dict, *, targets: list[dict] | None = None) -> dict:
+    """What `smneuron status` shows of a component: status, copies, the model, and its copy autoscaling (``targets``:
+    its scalable targets as the caller read them; None: not read, [] shown)."""
+    targets = targets or []
     return {
         "InferenceComponentName": described["InferenceComponentName"],
         "InferenceComponentStatus": described.get("InferenceComponentStatus"),

@@ -19,14 +19,7 @@ from smneuron.catalog import price_table
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.display.progress import step
 from smneuron.endpoints import autoscaling, components, owned
-from smneuron.endpoints.describing import (
-    choose_component,
-    kind_of_endpoint,
-    overview,
-    pool_models,
-    require,
-    serving,
-)
+from smneuron.endpoints.describing import choose_component, pool_models, require, serving
 from smneuron.endpoints.describing import console_url as console_url  # part of this module's API
 from smneuron.endpoints.describing import describe as describe
 from smneuron.endpoints.describing import status as status
@@ -36,6 +29,7 @@ from smneuron.endpoints.logs import log_tail
 from smneuron.endpoints.naming import TAG_ENDPOINT
 from smneuron.endpoints.polling import intervals_for
 from smneuron.endpoints.polling import poll_intervals as poll_intervals  # part of this module's API
+from smneuron.endpoints.record import EndpointRecord, read_endpoint
 from smneuron.endpoints.scaling import scale
 from smneuron.endpoints.streaming import open_stream, request_body, text_pieces
 from smneuron.errors import (
@@ -195,19 +189,32 @@ class Endpoint(Displayed):
         self.url = url.rstrip("/") if url else None
         self._session = session
         self._http = HttpTarget(url) if url else None
-        self._exists = False
         self.component: str | None = None  # the inference component requests go to (text generation)
-        self._kind: tuple[ModelKind | None] | None = None  # read once, when first asked
+        self._component_chosen = False
+        self.record: EndpointRecord | None = (
+            None  # the endpoint as read once (``read_endpoint``), when first needed
+        )
+
+    def read(self) -> EndpointRecord:
+        """The endpoint's record, read once for this handle (``refresh`` reads it again).
+
+        Raises:
+            NotFoundError: no such endpoint.
+        """
+        if self.record is None:
+            self.record = read_endpoint(self.session, self.name)  # type: ignore[arg-type]
+        return self.record
+
+    def refresh(self) -> EndpointRecord:
+        """Read the endpoint again (after it changed), as sagemaker-core's ``refresh``."""
+        self.record = None
+        return self.read()
 
     @property
     def kind(self) -> ModelKind | None:
-        """What the endpoint serves, as recorded on it (``kind_of_endpoint``, read once); None for a URL, which says
+        """What the endpoint serves, as recorded on it (from its record, read once); None for a URL, which says
         nothing, or for an endpoint that does not say."""
-        if self._http:
-            return None
-        if self._kind is None:
-            self._kind = (kind_of_endpoint(self.session, self.name)[0],)  # type: ignore[arg-type]
-        return self._kind[0]
+        return None if self._http else self.read().kind
 
     @property
     def session(self) -> Session:
@@ -226,11 +233,10 @@ class Endpoint(Displayed):
         return invoke_endpoint(self.session, self.name, data, content_type, accept, component=self.component)  # type: ignore[arg-type]
 
     def _check(self) -> None:
-        if not self._exists:  # a missing endpoint is an error, never a placeholder answer
-            require(self.session, self.name)  # type: ignore[arg-type]
-            found = components.for_endpoint(self.session, self.name)  # type: ignore[arg-type]
+        if not self._component_chosen:  # a missing endpoint is an error, never a placeholder answer
+            found = list(self.read().component_names)
             self.component = choose_component(self.name, found, self.component)[0]  # type: ignore[arg-type]
-            self._exists = True
+            self._component_chosen = True
 
     def generate(self, prompt: str | None = None, *, messages: list | None = None, **params: Any) -> dict:
         """One text-generation request (``prompt`` -> completions, ``messages`` -> chat); the JSON answer."""
@@ -281,10 +287,11 @@ class Endpoint(Displayed):
         return self.invoke(json.dumps(payload)).json()
 
     def status(self) -> dict:
-        """Status, config, model environment, autoscaling and alarms (SageMaker endpoints)."""
+        """Status, config, model environment, autoscaling and alarms (SageMaker endpoints): read now."""
         if self._http:
             return {"url": self.url, "ping": self._http.ping()}
-        return status(self.name, session=self.session)  # type: ignore[arg-type]
+        self.record = read_endpoint(self.session, self.name, scaling=True)  # type: ignore[arg-type]
+        return self.record.document
 
     describe = status
 
@@ -312,9 +319,11 @@ class Endpoint(Displayed):
             )
 
     def overview(self) -> dict:
-        """Status, kind, instances, workers or copies, cost per hour, console link (see ``overview``)."""
+        """Status, kind, instances, workers or copies, cost per hour, console link (``EndpointRecord.overview``):
+        read now."""
         self._local_refusal("describe")
-        return overview(self.name, session=self.session)  # type: ignore[arg-type]
+        self.record = read_endpoint(self.session, self.name, scaling=True)  # type: ignore[arg-type]
+        return self.record.overview()
 
     def __repr__(self) -> str:  # no AWS call: a repr must be cheap and never fail
         return f"Endpoint({self.name or self.url!r})"

@@ -22,8 +22,8 @@ import httpx
 from botocore.auth import SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 
-from smneuron.artifact.kind import KINDS
-from smneuron.endpoints.describing import choose_component, status
+from smneuron.endpoints.describing import choose_component
+from smneuron.endpoints.record import EndpointRecord, read_endpoint
 from smneuron.errors import (
     ConfigError,
     InvocationError,
@@ -112,7 +112,7 @@ def openai_access(
     *,
     expires: dt.timedelta = dt.timedelta(hours=1),
     session: Session | None = None,
-    described: dict | None = None,
+    described: EndpointRecord | None = None,
 ) -> OpenAIAccess:
     """The base URL, a fresh token and the model of endpoint ``name`` for OpenAI-style chat completions.
 
@@ -120,7 +120,7 @@ def openai_access(
         name: the endpoint.
         component: its inference component; None: the endpoint's own (or its only component, said in ``notes``).
         expires: the token's lifetime, at most 12 hours.
-        described: the endpoint's ``status(name, full=False)`` when the caller read it already (nothing is read again).
+        described: the endpoint's record when the caller read it already (nothing is read again).
 
     Raises:
         NotFoundError: no such endpoint.
@@ -131,17 +131,15 @@ def openai_access(
     check_expiry(expires)
     sess = session or Session.from_env()
     # one read of each resource: kind, components, the served model
-    s = described or status(name, session=sess, full=False)
-    kind, evidence = KINDS.get(s["kind"]["kind"] or ""), s["kind"]["evidence"]
+    record = described or read_endpoint(sess, name)
+    kind, evidence = record.kind, record.kind_evidence
     if kind is not None and not kind.generates:
         raise ConfigError(
             f"Endpoint {name} serves an encoder ({evidence}): SageMaker's /openai/v1 path is chat completions, which "
             "an encoder does not answer.",
             hint=f'Send it texts: `smneuron invoke {name} "some text"` (SDK: Endpoint("{name}").predict([...])).',
         )
-    component, notes = choose_component(
-        name, [c["InferenceComponentName"] for c in s["components"]], component
-    )
+    component, notes = choose_component(name, list(record.component_names), component)
     credentials = sess.boto_session.get_credentials()
     if credentials is None:
         raise MissingCredentialsError(None)
@@ -152,19 +150,19 @@ def openai_access(
         base_url=base_url(sess, name, component),
         token=token,
         expires_at=dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + expires,
-        model=_served_model(sess, s, component),
+        model=_served_model(sess, record, component),
         notes=tuple(notes),
     )
 
 
-def _served_model(session: Session, s: dict, component: str | None) -> str:
+def _served_model(session: Session, record: EndpointRecord, component: str | None) -> str:
     """The model name the container serves (its ``SM_ON_MODEL`` / ``SM_VLLM_MODEL`` / ``HF_MODEL_ID``); "" when it
-    does not say (an empty ``model`` is passed on as sent, and vLLM then serves its one model). ``s``: the endpoint's
-    ``status``, whose Model is its variant's or its first component's."""
-    env = s["model"]["Environment"]
-    first = s["components"][0]["InferenceComponentName"] if s["components"] else None
+    does not say (an empty ``model`` is passed on as sent, and vLLM then serves its one model). The record's Model is
+    its variant's or its first component's."""
+    env = record.environment
+    first = record.component_names[0] if record.component_names else None
     if component and component != first:
-        model = next(c["ModelName"] for c in s["components"] if c["InferenceComponentName"] == component)
+        model = next(c["ModelName"] for c in record.components if c["InferenceComponentName"] == component)
         env = (
             session.client("sagemaker")
             .describe_model(ModelName=model)
@@ -248,7 +246,7 @@ class ChatCaller:
         *,
         session: Session,
         timeout_s: float = 120,
-        described: dict | None = None,
+        described: EndpointRecord | None = None,
     ) -> None:
         self.access = openai_access(name, component, session=session, described=described)
         self._http = httpx.Client(auth=RenewingToken(session), timeout=timeout_s)

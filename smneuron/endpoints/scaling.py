@@ -6,22 +6,28 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-from smneuron.catalog import InstanceType
 from smneuron.endpoints import autoscaling, components
-from smneuron.endpoints.describing import require, served_kind, status
+from smneuron.endpoints.describing import require
+from smneuron.endpoints.record import EndpointRecord, read_endpoint
 from smneuron.errors import ConfigError, from_client_error
 from smneuron.session import Session
 from smneuron.specs.models import ScalingSpec
 
 
 def scale(
-    name: str, spec: ScalingSpec, *, session: Session | None = None, where: str = "sdk"
+    name: str,
+    spec: ScalingSpec,
+    *,
+    session: Session | None = None,
+    where: str = "sdk",
+    record: EndpointRecord | None = None,
 ) -> autoscaling.ScalingPlan:
     """Set an endpoint's autoscaling from ``spec``: its instances (target tracking and scheduled capacity),
     or for text generation its copies. What ``spec`` no longer asks for is removed (min == max: no policy).
 
     The default target follows the endpoint's instance type and worker count, read from the endpoint. What the
-    endpoint serves is the kind recorded on it.
+    endpoint serves is the kind recorded on it. ``record``: the endpoint as the caller read it (not read again); its
+    scaling state is read once, by ``autoscaling.reconcile``.
 
     Raises:
         NotFoundError: no such endpoint.
@@ -30,25 +36,24 @@ def scale(
     """
 
     sess = session or Session.from_env()
-    s = status(name, session=sess)
-    kind = served_kind(name, s)
+    r = record or read_endpoint(sess, name)
+    kind = r.served_kind()
     if (
         not kind.scales_instances
     ):  # text generation: the copies scale, on the instances managed instance scaling adds
         _refuse_instance_scaling(name, spec, where)
-        if not s["components"]:
+        if not r.component_names:
             raise ConfigError(
                 f"Endpoint {name} serves text generation without an inference component: smneuron scales the copies "
                 "of a component.",
                 hint="Deploy it with smneuron (`smneuron deploy ARTIFACT --name NAME --copies N`) to scale its copies.",
             )
-        return components.scale(sess, s["components"][0]["InferenceComponentName"], spec, endpoint=name)
-    instance = InstanceType.parse(s["serving"]["instance_type"])
-    workers = int(s["model"]["Environment"].get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
-    p = autoscaling.plan(name, s["config"]["VariantName"], spec, instance, workers)
+        return components.scale(sess, r.component_names[0], spec, endpoint=name)
+    workers = int(r.environment.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
+    p = autoscaling.plan(name, r.variant_name, spec, r.instance, workers)
     autoscaling.reconcile(sess, p)
     if not p.enabled:  # min == max: no autoscaling, the count itself
-        set_instance_count(sess, name, s["config"]["VariantName"], p.min_capacity)
+        set_instance_count(sess, name, r.variant_name, p.min_capacity, now=r.instance_count)
     return p
 
 
@@ -78,17 +83,21 @@ def _refuse_instance_scaling(name: str, spec: ScalingSpec, where: str) -> None:
         )
 
 
-def set_instance_count(session: Session, name: str, variant: str, count: int) -> str | None:
-    """Pin a variant's instance count (no autoscaling moves it); returns the change in words, or None."""
-    d = require(session, name)
-    now = next(
-        (
-            v.get("CurrentInstanceCount")
-            for v in d.get("ProductionVariants", [])
-            if v["VariantName"] == variant
-        ),
-        None,
-    )
+def set_instance_count(
+    session: Session, name: str, variant: str, count: int, *, now: int | None = None
+) -> str | None:
+    """Pin a variant's instance count (no autoscaling moves it); returns the change in words, or None. ``now``: the
+    count the caller read (else the endpoint is described)."""
+    if now is None:
+        d = require(session, name)
+        now = next(
+            (
+                v.get("CurrentInstanceCount")
+                for v in d.get("ProductionVariants", [])
+                if v["VariantName"] == variant
+            ),
+            None,
+        )
     if now is None or now == count:  # unknown (not reported yet) or already so
         return None
     try:

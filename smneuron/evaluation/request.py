@@ -12,9 +12,10 @@ from typing import Any
 from smneuron.artifact.kind import ENCODER, EVALUATE_SETTINGS, GENERATION, ModelKind, kind_of
 from smneuron.compilation.generation import text_generation_note
 from smneuron.compilation.vocabulary import check_tokenizer
-from smneuron.endpoints.describing import choose_component, served_kind, status
+from smneuron.endpoints.describing import choose_component
 from smneuron.endpoints.handle import Endpoint
 from smneuron.endpoints.openai_compat import ChatCaller
+from smneuron.endpoints.record import EndpointRecord, read_endpoint
 from smneuron.errors import ConfigError, InvocationError, UsageError
 from smneuron.evaluation.chat import collect_chat
 from smneuron.evaluation.generation import TOKENIZER_DIR, collect, reference_outputs, score, text_of
@@ -89,7 +90,7 @@ def evaluate_candidate(
         given["via"] = "flag"
     sess = session or (Session.from_env() if endpoint and not url else None)
     # the endpoint read once (kind, components, the served model), and that record handed on
-    described = status(endpoint, session=sess, full=False) if endpoint and not url else None
+    described = read_endpoint(sess, endpoint) if endpoint and not url else None
     kind = _kind(endpoint, described, model, task)
     kind.refuse_foreign(given, where=where, scope="evaluate")
     if kind.generates:
@@ -135,7 +136,7 @@ def evaluate_generation(
     component: str | None = None,
     via: str = "invoke",
     session: Any = None,
-    described: dict | None = None,
+    described: EndpointRecord | None = None,
 ) -> Evaluation:
     """Score a served causal LM against its fp32 reference on CPU (``smneuron evaluate`` for text generation): the
     pipeline's CheckAgreement, run by hand.
@@ -148,7 +149,7 @@ def evaluate_generation(
         component: the endpoint's inference component (None: its only one; several and none named: refused).
         via: the endpoint's path: "invoke" (InvokeEndpoint: raw-prompt completions, echo, teacher forcing) or
             "openai" (/openai/v1 with a bearer token: chat completions, ``evaluation.chat``).
-        described: the endpoint's ``status(endpoint, full=False)`` when the caller read it (it is not read again).
+        described: the endpoint's record when the caller read it (it is not read again).
 
     Raises:
         ConfigError: unreadable data; EvaluationError: the candidate refused a plain completion, or a task floor
@@ -174,9 +175,11 @@ def evaluate_generation(
             return score(reference, candidate, records, t, Path(work) / TOKENIZER_DIR)
     target = Endpoint(endpoint, url=url, session=session)
     if endpoint:  # a missing endpoint is said before the reference spends its minutes on CPU
-        found = described or status(endpoint, session=target.session, full=False)
-        placed = [c["InferenceComponentName"] for c in found["components"]]
-        target.component = choose_component(endpoint, placed, component)[0]  # the one scored, on either path
+        found = described or read_endpoint(target.session, endpoint)
+        target.record = found  # the handle invokes on what was read: no second read
+        target.component = choose_component(endpoint, list(found.component_names), component)[
+            0
+        ]  # the one scored, on either path
 
     def invoke(request: dict) -> dict | None:
         try:
@@ -195,7 +198,7 @@ def evaluate_generation(
 
 
 def _kind(
-    endpoint: str | None, described: dict | None, model: str | Path | None, task: str | None
+    endpoint: str | None, described: EndpointRecord | None, model: str | Path | None, task: str | None
 ) -> ModelKind:
     """Decided once: an endpoint's recorded kind; else the task; else the model directory (a causal LM's config);
     else an encoder. An endpoint and a task or model of the other kind disagree: refused, naming both."""
@@ -205,7 +208,7 @@ def _kind(
     elif model is not None and text_generation_note(model, None) is not None:
         stated, said = GENERATION, f"the model {model} (a causal LM)"
     if described is not None:
-        served = served_kind(str(endpoint), described)
+        served = described.served_kind()
         if stated is not None and stated != served:
             raise ConfigError(
                 f"Endpoint {endpoint} serves {served.a_title} model, but {said} is {stated.title}.",

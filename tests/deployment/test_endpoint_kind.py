@@ -14,7 +14,7 @@ from smneuron.benchmark.endpoint import bench_endpoint
 from smneuron.compilation.encoder import compile_model as compile_encoder
 from smneuron.compilation.generation import compile_from_cache
 from smneuron.deployment import corridor as dp
-from smneuron.endpoints.describing import kind_of_endpoint, overview
+from smneuron.endpoints.describing import overview
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError
 from smneuron.evaluation.request import evaluate_candidate
@@ -43,7 +43,7 @@ def test_the_kind_recorded_at_creation_is_what_every_verb_reads(
     sm = session.client("sagemaker")
     for name, kind in (("enc", "encoder"), ("chat", "text-generation")):
         o = overview(name, session=session)
-        assert (o["kind"], str(kind_of_endpoint(session, name)[0])) == (kind, kind)
+        assert (o["kind"], str(Endpoint(name, session=session).kind)) == (kind, kind)
         assert "recorded on the endpoint" in o["kind_evidence"]
         arn = sm.describe_endpoint(EndpointName=name)["EndpointArn"]
         assert {"Key": "smneuron:kind", "Value": kind} in sm.list_tags(ResourceArn=arn)["Tags"]
@@ -150,7 +150,7 @@ def test_an_endpoint_smneuron_did_not_make_is_decided_from_stated_evidence_or_re
         ResourceArn=arn, Tags=[{"Key": "smneuron:kind", "Value": "text-generation"}]
     )
     assert overview("own", session=session)["kind"] == "text-generation"
-    assert str(kind_of_endpoint(session, "own")[0]) == "text-generation"
+    assert str(Endpoint("own", session=session).kind) == "text-generation"
 
 
 def test_a_bench_reads_the_endpoint_once(
