@@ -24,8 +24,8 @@ from smneuron.deployment.corridor import deploy
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.handle import Endpoint, delete
 from smneuron.local.aws.data_plane.backing import Backer
+from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws, local_credentials
-from smneuron.local.aws.engine.hooks import activate
 from smneuron.local.tiny_model import build_tiny_bert
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec, ScalingSpec
@@ -118,10 +118,13 @@ def run_demo(
         stage("compile", f"{label} for cpu, buckets 32/64/128, batch 8")
         pkg = package(compiled.out_dir, work / "model.tar.gz")
         stage("package", f"model.tar.gz {pkg.size_bytes / 2**20:.1f} MiB, sha256 {pkg.sha256[:12]}")
-        with embedded_aws() as aws_url, local_credentials(aws_url):
+        service = (
+            EmbeddedService()
+        )  # what stands behind the embedded AWS: the model servers, once its URL is known
+        with embedded_aws(service=service) as aws_url, local_credentials(aws_url):
             session = Session.embedded(aws_url, price_overrides=dict(prices or {}))
             create_sagemaker_role(session)
-            activate(Backer(aws_url))
+            service.backer = Backer(aws_url)
             stage("embedded AWS", f"SageMaker, S3, CloudWatch, autoscaling at {aws_url}")
             up = stage_model_data(pkg.path, name="demo", session=session)
             stage("upload", up.uri)
@@ -161,10 +164,9 @@ def run_demo(
             stage("bench", f"peak {peak:.0f} req/s through InvokeEndpoint")
             removed = delete(dep.endpoint_name, session=session)
             result.leftovers = leftovers(session)
-            activate(None)
+            service.stop()
             stage("teardown", f"removed {len(removed)} resources; left: {sum(result.leftovers.values())}")
-    finally:
-        activate(None)  # stops any model server still behind an endpoint
+    finally:  # (embedded_aws stops any model server still behind an endpoint as it leaves)
         if tmp is not None:
             tmp.cleanup()
     return result

@@ -23,8 +23,8 @@ from smneuron.compilation.entry import compile_model
 from smneuron.deployment.corridor import deploy
 from smneuron.endpoints.handle import Endpoint, delete
 from smneuron.local.aws.data_plane.backing import Backer
+from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws, local_credentials
-from smneuron.local.aws.engine.hooks import activate
 from smneuron.local.demo import leftovers, stage_recorder
 from smneuron.local.tiny_model import build_tiny_llama
 from smneuron.session import Session
@@ -69,10 +69,11 @@ def run_generation_demo(
             "compile",
             f"{label} for cpu: batch {g.batch_size}, sequence {g.sequence_length}, {g.num_parameters / 1e6:.2f}M parameters",
         )
-        with embedded_aws() as aws_url, local_credentials(aws_url):
+        service = EmbeddedService()  # what stands behind the embedded AWS: the copies, once its URL is known
+        with embedded_aws(service=service) as aws_url, local_credentials(aws_url):
             session = Session.embedded(aws_url, price_overrides=dict(prices or {}))
             create_sagemaker_role(session)
-            activate(Backer(aws_url))
+            service.backer = Backer(aws_url)
             stage("embedded AWS", f"SageMaker, S3, autoscaling at {aws_url}")
             up = stage_model_data(compiled.out_dir, name="llm-demo", session=session)
             stage("upload", f"{up.uri} (uncompressed, {up.size_bytes / 2**20:.1f} MiB)")
@@ -122,10 +123,9 @@ def run_generation_demo(
             stage("bench", f"streamed through SageMaker: up to {peak:.0f} output tokens/s")
             removed = delete(dep.endpoint_name, session=session)
             result.leftovers = leftovers(session)
-            activate(None)
+            service.stop()
             stage("teardown", f"removed {len(removed)} resources; left: {sum(result.leftovers.values())}")
-    finally:
-        activate(None)
+    finally:  # (embedded_aws stops any copy still behind an endpoint as it leaves)
         if tmp is not None:
             tmp.cleanup()
     return result

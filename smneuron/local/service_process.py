@@ -20,10 +20,9 @@ from pathlib import Path
 
 from smneuron.files.local_record import LOCAL_ACCOUNT, LOCAL_REGION, local_keys
 from smneuron.files.private import write_private
-from smneuron.local.aws.data_plane import stream_route
 from smneuron.local.aws.data_plane.backing import Backer
+from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws
-from smneuron.local.aws.engine.hooks import activate
 from smneuron.local.aws.engine.patching import EmbeddedAwsError
 from smneuron.local.aws.state.persistence import Keeper, describe
 from smneuron.local.reaper import OWNER
@@ -96,15 +95,17 @@ def serve(
     run_dir = tempfile.mkdtemp(prefix="smneuron-local-")
     write_private(state_file.with_name("rundir"), run_dir.encode())
     tempfile.tempdir = os.environ["TMPDIR"] = run_dir
-    with embedded_aws(port, keys=local_keys(), allowed_origins=allow_origins or ()) as url:
-        activate(Backer(url, engine, no_capacity=frozenset(no_capacity or [])))
-
+    service = EmbeddedService()  # what stands behind the embedded AWS, handed to it
+    with embedded_aws(port, keys=local_keys(), allowed_origins=allow_origins or (), service=service) as url:
+        service.backer = Backer(url, engine, no_capacity=frozenset(no_capacity or []))
         create_sagemaker_role(Session.embedded(url))
         keeper = Keeper(url, kept)
         report = keeper.restore()
         keeper.snapshot(clean=False)  # what was restored, on disk before the first acknowledged change
-        stream_route.KEEPER = keeper  # from now on a change is answered once it is on disk
-        keeping = threading.Thread(target=keeper.run, args=(stop,), name="smneuron-keeper")
+        service.keeper = keeper  # from now on a change is answered once it is on disk
+        keeping = threading.Thread(
+            target=keeper.run, args=(stop, lambda: service.answered), name="smneuron-keeper"
+        )
         keeping.start()
         log = str(state_file.with_name("local.log"))
         generation_engine = os.environ.get("SMNEURON_LLM_ENGINE", "stand-in")
@@ -129,8 +130,8 @@ def serve(
         finally:
             stop.set()
             keeping.join(timeout=120)  # the last snapshot (clean), while the embedded AWS still answers
-            stream_route.KEEPER = None
-            activate(None)
+            service.keeper = None
+            service.stop()
             shutil.rmtree(run_dir, ignore_errors=True)
     state_file.unlink(missing_ok=True)
 

@@ -19,7 +19,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from smneuron.local.aws.data_plane import stream_route
+from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine.embedded import embedded_aws
 from smneuron.local.aws.state import snapshot_file
 from smneuron.local.aws.state.persistence import Keeper
@@ -158,7 +158,8 @@ def test_a_full_disk_refuses_changes_before_they_are_made_and_never_refuses_a_re
 @pytest.fixture
 def failing_keeper(tmp_path, monkeypatch):
     """An in-process embedded AWS whose state writes fail as on a full disk after the room check passed."""
-    with embedded_aws() as url:
+    service = EmbeddedService()
+    with embedded_aws(service=service) as url:
         keeper = Keeper(url, tmp_path / "aws")
 
         def full(*_a, **_k):
@@ -166,11 +167,11 @@ def failing_keeper(tmp_path, monkeypatch):
 
         monkeypatch.setattr(snapshot_file, "write", full)
         monkeypatch.setattr(keeper, "_keep_blob", full)
-        stream_route.KEEPER = keeper
+        service.keeper = keeper
         try:
             yield Session.embedded(url)
         finally:
-            stream_route.KEEPER = None  # before the embedded AWS resets itself on the way out
+            service.keeper = None  # before the embedded AWS resets itself on the way out
 
 
 def test_a_change_that_could_not_be_written_is_taken_back_and_said_in_the_protocols_shape(failing_keeper):

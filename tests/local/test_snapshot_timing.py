@@ -9,6 +9,7 @@ import threading
 from conftest import until
 
 from smneuron.local.aws.data_plane import stream_route
+from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine.embedded import embedded_aws
 from smneuron.local.aws.state import persistence
 from smneuron.session import Session
@@ -17,23 +18,24 @@ from smneuron.session import Session
 def test_a_request_is_snapshotted_and_the_snapshots_own_reads_are_not_requests(tmp_path, monkeypatch):
     monkeypatch.setattr(persistence, "INTERVAL_S", 0.05)
     monkeypatch.setattr(persistence, "QUIET_S", 3600.0)  # only a request brings a look here
-    with embedded_aws() as url:
+    service = EmbeddedService()
+    with embedded_aws(service=service) as url:
         keeper = persistence.Keeper(url, tmp_path)
-        before = stream_route.answered
+        before = service.answered
         keeper.snapshot(clean=False, force=True)  # a dozen reads of its own
-        assert stream_route.answered == before
+        assert service.answered == before
 
         stop = threading.Event()
-        looking = threading.Thread(target=keeper.run, args=(stop,))
+        looking = threading.Thread(target=keeper.run, args=(stop, lambda: service.answered))
         looking.start()
         try:
             client = Session.embedded(url)
             client.client("s3").list_buckets()  # reads change nothing: they bring no look
             client.client("sagemaker").list_endpoints()
             client.client("cloudwatch").describe_alarms()
-            assert stream_route.answered == before
+            assert service.answered == before
             client.client("s3").create_bucket(Bucket="kept")
-            assert stream_route.answered == before + 1
+            assert service.answered == before + 1
 
             def kept() -> bool:
                 doc = json.loads(keeper.path.read_text())

@@ -36,8 +36,8 @@ from smneuron.endpoints import components
 from smneuron.endpoints.handle import Endpoint
 from smneuron.errors import ConfigError, EndpointFailedError, InvocationError, PipelineFailedError
 from smneuron.local.aws.data_plane.backing import Backer
+from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws, local_credentials
-from smneuron.local.aws.engine.hooks import activate
 from smneuron.local.pipeline.graph import dependencies, ordered_steps, path_get
 from smneuron.local.pipeline.inputs import check_gates_have_data, upload_dir
 from smneuron.local.pipeline.job_process import run_job
@@ -174,12 +174,10 @@ def _aws(url: str | None) -> Iterator[str]:
     if url is not None:
         yield url
         return
-    with embedded_aws() as own:
-        activate(Backer(own))
-        try:
-            yield own
-        finally:
-            activate(None)
+    service = EmbeddedService()
+    with embedded_aws(service=service) as own:  # it stops the service's model servers as it leaves
+        service.backer = Backer(own)
+        yield own
 
 
 class _Runner:

@@ -36,6 +36,7 @@ from smneuron.local.aws.data_plane.routing import (
     relay,
     too_large,
 )
+from smneuron.local.aws.embedded_service import EmbeddedService, serving
 from smneuron.local.aws.http.aws_errors import Refused, refuse
 from smneuron.local.aws.http.bodies import ENVIRON_KEY
 from smneuron.local.aws.state import undo
@@ -44,17 +45,10 @@ _PATH = re.compile(r"^/endpoints/([^/]+)/invocations-response-stream$")
 _INVOKE = re.compile(r"^/endpoints/([^/]+)/invocations$")
 _SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([a-z0-9-]+)/([a-z0-9-]+)/")
 COMPONENT_HEADER = "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT"
-ACTIVE: Any = None  # the embedded SageMaker's Backer (set by hooks.activate)
 KEEPER_HEADER = "X-Smneuron-Keeper"  # the snapshot's own reads (persistence.Keeper): they change nothing
 _KEEPER_ENVIRON = "HTTP_" + KEEPER_HEADER.upper().replace("-", "_")  # the header as WSGI names it
-# API requests answered that can change something (``may_change``), the snapshot's own left out:
-# persistence.Keeper looks again when it grows
-answered = 0
 # AWS's read-only operations, by name (IAM's SimulatePrincipalPolicy and SageMaker's Search read too)
 _READ_PREFIXES = ("Describe", "List", "Get", "Head", "Simulate", "Search")
-# what keeps the service's state on disk (persistence.Keeper: persist, known_object, room_problem, session); None
-# where no state is kept (an in-process embedded AWS)
-KEEPER: Any = None
 
 
 def may_change(environ: dict) -> bool:
@@ -110,27 +104,32 @@ def stream_error(message: str, code: str = "StreamBroken") -> bytes:
 
 
 class StreamRouter:
-    """WSGI middleware: the streaming invoke route, everything else to moto."""
+    """WSGI middleware in front of moto, holding the ``EmbeddedService`` it routes for: the invocation routes and
+    durable changes read its backer and keeper; every request it hands to moto runs with the service named
+    (``embedded_service.serving``), which is how moto's hooks find it."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, service: EmbeddedService) -> None:
         self.app = app
+        self.service = service
 
     def __call__(self, environ: dict, start_response: Any) -> Any:
-        global answered
+        with serving(self.service):
+            return self._route(environ, start_response)
 
+    def _route(self, environ: dict, start_response: Any) -> Any:
         path = environ.get("PATH_INFO", "")
+        backer = self.service.backer
         openai = openai_route.PATH.match(path)
         if openai is not None:  # SageMaker's OpenAI-compatible path (the gate checked its bearer token)
-            return openai_route.answer(ACTIVE, openai, environ, start_response)
+            return openai_route.answer(backer, openai, environ, start_response)
         invoke = _INVOKE.match(path) if environ.get("REQUEST_METHOD") == "POST" else None
-        if invoke is not None and ACTIVE is not None:
-            return self._invoke(ACTIVE, invoke.group(1), environ, start_response)
+        if invoke is not None and backer is not None:
+            return self._invoke(backer, invoke.group(1), environ, start_response)
         match = _PATH.match(path)
         if environ.get("REQUEST_METHOD") != "POST" or match is None:
             if _KEEPER_ENVIRON in environ or not may_change(environ):
                 return self.app(environ, start_response)
             return self._durably(environ, start_response)
-        backer = ACTIVE
         length = int(environ.get("CONTENT_LENGTH") or 0)
         refused = too_large(length)  # on what it announces, before a byte of it is read
         if refused:
@@ -169,9 +168,7 @@ class StreamRouter:
         writes, fsyncs and renames the snapshot): an acknowledged write survives a kill -9 of the service a moment
         later. A change is not applied when the state's disk has no room for it (507); one that could not be written
         after all is taken back where it can be (``undo``) and answered 500, never 200, in the protocol's own shape."""
-        global answered
-
-        keeper, protocol = KEEPER, protocol_of(environ)
+        keeper, protocol = self.service.keeper, protocol_of(environ)
         sent = environ.get(ENVIRON_KEY)  # the body as the gate read it (spooled, its sha256 known)
         if keeper is not None:
             short = keeper.room_problem(sent.size if sent is not None else 0)
@@ -189,7 +186,9 @@ class StreamRouter:
             body = b"".join(result)
         finally:
             getattr(result, "close", lambda: None)()
-        answered += 1  # counted once answered: a snapshot that sees the count sees what the request changed
+        self.service.answered += (
+            1  # counted once answered: a snapshot that sees the count sees what it changed
+        )
         if keeper is not None and held and held[0][:1] in ("2",):
             try:
                 upload = _put_object(environ)

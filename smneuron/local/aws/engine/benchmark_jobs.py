@@ -31,11 +31,9 @@ import yaml
 
 from smneuron.benchmark.generation import bench_text_generation
 from smneuron.benchmark.prompts import Lengths
+from smneuron.local.aws.embedded_service import backer
 from smneuron.local.aws.engine import patching
 
-runner: Any = (
-    None  # the embedded SageMaker's session factory (set by hooks.activate); None: jobs cannot run here
-)
 RESULTS = "smneuron-embedded-sagemaker/metrics.json"
 DEFAULTS = {"concurrency": 1, "request_count": 10, "output_tokens_mean": 128, "prompt_input_tokens_mean": 550}
 # the documented statistic -> smneuron's
@@ -174,7 +172,8 @@ def patch_benchmark_jobs() -> None:
             ),
         }
         _store(backend)["jobs"][name] = record
-        threading.Thread(target=_run, args=(record, config), daemon=True).start()
+        active = backer()  # read in the request: the job's thread runs on the service it was made on
+        threading.Thread(target=_run, args=(record, config, active), daemon=True).start()
         return ActionResult({"AIBenchmarkJobArn": record["AIBenchmarkJobArn"]})
 
     def describe_job(self: Any) -> Any:
@@ -236,16 +235,17 @@ def _end(record: dict, status: str, reason: str | None = None) -> None:
     record["EndTime"] = dt.datetime.now(dt.timezone.utc)
 
 
-def _run(record: dict, config: dict) -> None:
-    """The job: smneuron's streaming bench against the embedded endpoint, the metrics written to the output."""
-    if runner is None:
+def _run(record: dict, config: dict, active: Any) -> None:
+    """The job: smneuron's streaming bench against the embedded endpoint (``active``: the service's backer), the
+    metrics written to the output."""
+    if active is None:
         return _end(
             record,
             "Failed",
             "This embedded SageMaker serves no endpoints (plain moto): benchmark jobs run under `smneuron local up`.",
         )
     try:
-        session = runner()
+        session = active._session()
         sm = session.client("sagemaker")
         target = record["BenchmarkTarget"]["Endpoint"]
         endpoint = target["Identifier"].rsplit("/", 1)[-1]

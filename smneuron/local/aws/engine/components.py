@@ -2,7 +2,7 @@
 
 Create / Describe / List / Update / UpdateRuntimeConfig / Delete with SageMaker's shapes and checks
 (the endpoint, its variant and the Model must exist; names are unique; an endpoint with components
-cannot be deleted; ``Specification`` or ``Specifications``, one per instance type, not both). Status: InService at once, unless a ``listener`` (the embedded SageMaker's backer)
+cannot be deleted; ``Specification`` or ``Specifications``, one per instance type, not both). Status: InService at once, unless a listener (the backer of the service the request is for)
 runs the copies, in which case it reports Creating until they answer /ping, or Failed with the reason.
 """
 
@@ -14,16 +14,22 @@ from typing import Any
 
 import botocore.session
 
+from smneuron.local.aws.embedded_service import backer
 from smneuron.local.aws.engine import patching
 
 # start_component(name, record) / stop_component(name) / component_state(name) / specification(record)
-listener: Any = None
 
 
 def _store(backend: Any) -> dict[str, dict]:
     if not hasattr(backend, "_smneuron_components"):
         backend._smneuron_components = {}
     return backend._smneuron_components
+
+
+def _listener() -> Any:
+    """What copies run on: the current service's backer's components (None: plain moto; InService at once)."""
+    active = backer()
+    return None if active is None else active.components
 
 
 def component_record(backend: Any, name: str) -> dict | None:
@@ -38,6 +44,7 @@ def _arn(backend: Any, kind: str, name: str) -> str:
 def _describe(backend: Any, record: dict) -> dict:
     out = {k: v for k, v in record.items() if not k.startswith("_")}
     copies = record["RuntimeConfig"]["DesiredCopyCount"]
+    listener = _listener()
     state = listener.component_state(record["InferenceComponentName"]) if listener is not None else None
     status, reason, current, served = ("InService", None, copies, None) if state is None else state
     out.update(
@@ -123,6 +130,7 @@ def patch_components() -> None:
         }
         record["_tags"] = self._get_param("Tags") or []  # moto's tagging does not know this resource type
         _store(backend)[name] = record
+        listener = _listener()
         if listener is not None:
             listener.start_component(name, record)
         return ActionResult({"InferenceComponentArn": record["InferenceComponentArn"]})
@@ -159,6 +167,7 @@ def patch_components() -> None:
         deployment = self._get_param("DeploymentConfig")
         if deployment:
             record["LastDeploymentConfig"] = deployment
+        listener = _listener()
         if listener is not None:
             listener.start_component(record["InferenceComponentName"], record, deployment)
         return ActionResult({"InferenceComponentArn": record["InferenceComponentArn"]})
@@ -169,6 +178,7 @@ def patch_components() -> None:
         record["RuntimeConfig"] = {
             "DesiredCopyCount": int(self._get_param("DesiredRuntimeConfig")["CopyCount"])
         }
+        listener = _listener()
         if listener is not None:
             listener.scale_component(
                 record["InferenceComponentName"], record["RuntimeConfig"]["DesiredCopyCount"]
@@ -180,6 +190,7 @@ def patch_components() -> None:
         name = self._get_param("InferenceComponentName")
         find(backend, name)
         del _store(backend)[name]
+        listener = _listener()
         if listener is not None:
             listener.stop_component(name)
         return ActionResult({})

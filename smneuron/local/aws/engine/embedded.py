@@ -44,10 +44,12 @@ from smneuron.errors import MissingDependencyError
 from smneuron.files.local_record import LocalKeys, embedded_keys, register_embedded, signed_call
 from smneuron.local.aws.auth.gate import Gate
 from smneuron.local.aws.data_plane.stream_route import StreamRouter
+from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine import patching, pools
 from smneuron.local.aws.engine.benchmark_jobs import patch_benchmark_jobs
 from smneuron.local.aws.engine.components import patch_components
 from smneuron.local.aws.engine.describe_shapes import patch_describe_shapes
+from smneuron.local.aws.engine.hooks import install as install_hooks
 from smneuron.local.aws.engine.iam_simulation import patch_policy_simulation
 from smneuron.local.aws.engine.speed import patch_speed
 from smneuron.local.aws.http.connections import close_all, kept_alive
@@ -328,11 +330,17 @@ def _patch_create_model(models: Any, validation_error: type) -> None:
 
 @contextmanager
 def embedded_aws(
-    port: int | None = None, *, keys: LocalKeys | None = None, allowed_origins: Iterable[str] = ()
+    port: int | None = None,
+    *,
+    keys: LocalKeys | None = None,
+    allowed_origins: Iterable[str] = (),
+    service: EmbeddedService | None = None,
 ) -> Iterator[str]:
     """Run moto's server (with the extensions) on loopback behind the ``gate`` (Host, Origin, SigV4); yields its
     endpoint URL. It accepts requests signed with ``keys`` (fresh random ones unless given: `local up` gives its
-    state directory's), which ``Session.embedded(url)`` and ``local_credentials(url)`` find for this process."""
+    state directory's), which ``Session.embedded(url)`` and ``local_credentials(url)`` find for this process.
+    ``service``: what stands behind it (its endpoints' backer, its state's keeper), set by the caller once the URL is
+    known; none given, it is plain moto behind the gate. Leaving, it stops the service's model servers."""
 
     try:
         from moto.moto_server.werkzeug_app import MotoRequestHandler
@@ -355,7 +363,9 @@ def embedded_aws(
     server._server.RequestHandlerClass = kept_alive(MotoRequestHandler)  # HTTP/1.1 connections kept alive
     keys = keys or LocalKeys.new()
     # InvokeEndpointWithResponseStream (moto has none), all of it behind the gate
-    routes = StreamRouter(server._server.app)
+    service = service if service is not None else EmbeddedService()
+    install_hooks()  # moto reports endpoint lifecycle and invocations to the service a request is for
+    routes = StreamRouter(server._server.app, service)
     server._server.app = Gate(routes, port, {keys.access_key: keys.secret_key}, allowed_origins)
     url = f"http://127.0.0.1:{port}"
     register_embedded(url, keys)
@@ -364,6 +374,7 @@ def embedded_aws(
     try:
         yield url
     finally:
+        service.stop()  # its model servers and copies, before the engine resets under them
         _reset(url)
         server.stop()
         close_all(server._server)

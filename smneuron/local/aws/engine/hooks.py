@@ -1,31 +1,31 @@
-"""The embedded AWS (moto) taught to back its endpoints with the active ``Backer`` (smneuron.local.aws.data_plane.backing).
+"""The embedded AWS (moto) taught to back its endpoints with the ``Backer`` of the service a request is for
+(``embedded_service.backer()``: the router names the service around each request it hands to moto).
 
-``activate(backer)`` installs the hooks once and makes ``backer`` the one they report to: CreateEndpoint,
+``install()`` installs the hooks once; they report to that backer: CreateEndpoint,
 UpdateEndpoint and DeleteEndpoint start, swap and stop model servers; DescribeEndpoint, ListEndpoints and the
 endpoint summary report the serving process's status (Creating until it answers /ping, Failed with the reason);
 InvokeEndpoint goes to it (smneuron.local.aws.data_plane.routing); UpdateEndpointWeightsAndCapacities and Application Auto
-Scaling's RegisterScalableTarget move the number of instances or copies that really run. With no active backer
-moto behaves as before (in-process tests).
+Scaling's RegisterScalableTarget move the number of instances or copies that really run. With no backer (plain
+moto, an in-process mock) moto behaves as before.
 
-May import: smneuron.local.aws (backing, components, routing, stream_route).
+May import: smneuron.local.aws (embedded_service, routing, engine).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from smneuron.local.aws.data_plane import stream_route
-from smneuron.local.aws.data_plane.backing import Backer
 from smneuron.local.aws.data_plane.routing import invoke
-from smneuron.local.aws.engine import benchmark_jobs, patching, pools
-from smneuron.local.aws.engine import components as moto_components
+from smneuron.local.aws.embedded_service import backer
+from smneuron.local.aws.engine import patching, pools
 
 
 def _status(name: str, stored: str | None) -> tuple[str | None, str | None]:
     """An endpoint's status as SageMaker would report it: moto's record says InService at once; the backing
     process says Creating (not yet answering /ping), Updating or Failed (with the reason), or InService with what it
     replaced lately (instances, workers: SageMaker keeps an endpoint InService while it heals, as here)."""
-    state = _ACTIVE.status(name) if _ACTIVE is not None else None
+    active = backer()
+    state = active.status(name) if active is not None else None
     if state is not None and stored == "InService":
         return state
     return stored, None
@@ -36,24 +36,7 @@ def _into(now: int, low: int | None, high: int | None) -> int:
     return min(max(now, now if low is None else low), high or now)
 
 
-_ACTIVE: Backer | None = None
 _INSTALLED = False
-
-
-def activate(backer: Backer | None) -> None:
-    """Back the embedded AWS's endpoints with ``backer`` (None: plain moto again, for in-process tests)."""
-    global _ACTIVE
-
-    if backer is not None:
-        install()
-    elif _ACTIVE is not None:
-        _ACTIVE.stop_all()
-    _ACTIVE = backer
-    moto_components.listener = backer.components if backer is not None else None
-    benchmark_jobs.runner = (
-        backer._session if backer is not None else None
-    )  # AI benchmark jobs run smneuron's bench
-    stream_route.ACTIVE = backer
 
 
 def install() -> None:
@@ -80,8 +63,9 @@ def install() -> None:
 
     def create_endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
         endpoint = create(self, *args, **kwargs)
-        if _ACTIVE is not None:
-            _ACTIVE.start(endpoint.endpoint_name, endpoint.endpoint_config_name)
+        active = backer()
+        if active is not None:
+            active.start(endpoint.endpoint_name, endpoint.endpoint_config_name)
         return endpoint
 
     def update_endpoint(
@@ -93,14 +77,16 @@ def install() -> None:
         def revert() -> None:
             endpoint.endpoint_config_name = before
 
-        if _ACTIVE is not None:
-            _ACTIVE.start(endpoint_name, endpoint_config_name, revert=revert)
+        active = backer()
+        if active is not None:
+            active.start(endpoint_name, endpoint_config_name, revert=revert)
         return endpoint
 
     def delete_endpoint(self: Any, endpoint_name: str) -> None:
         delete(self, endpoint_name)
-        if _ACTIVE is not None:
-            _ACTIVE.stop(endpoint_name)
+        active = backer()
+        if active is not None:
+            active.stop(endpoint_name)
 
     def describe_endpoint(self: Any, endpoint_name: str) -> dict:
         response = describe(self, endpoint_name)
@@ -109,7 +95,8 @@ def install() -> None:
             response = dict(response, EndpointStatus=status)
             if reason:
                 response["FailureReason"] = reason
-        running = _ACTIVE.instances(endpoint_name) if _ACTIVE is not None else 0
+        active = backer()
+        running = active.instances(endpoint_name) if active is not None else 0
         if running and response.get("ProductionVariants"):
             variants = [dict(v) for v in response["ProductionVariants"]]
             variants[0]["CurrentInstanceCount"] = running  # what really runs on this machine
@@ -118,7 +105,7 @@ def install() -> None:
         if config is not None and response.get("ProductionVariants"):
             variant = config.production_variants[0]
             if variant.get("InstancePools"):  # which pool holds the instances
-                backing = _ACTIVE.endpoints.get(endpoint_name) if _ACTIVE is not None else None
+                backing = active.endpoints.get(endpoint_name) if active is not None else None
                 variants = [dict(v) for v in response["ProductionVariants"]]
                 # an endpoint for inference components runs no server of its own: its instance holds the copies
                 held = running or int(
@@ -143,8 +130,9 @@ def install() -> None:
         return {**plain_summary(self), "EndpointStatus": _status(self.endpoint_name, self.endpoint_status)[0]}
 
     def invoke_endpoint(self: Any) -> Any:
-        if _ACTIVE is not None:
-            return invoke(_ACTIVE, self)
+        active = backer()
+        if active is not None:
+            return invoke(active, self)
         # moto's own (queued) answer puts the body into JSON: give it text, as it had before use_raw_body
         if isinstance(self.body, bytes):
             self.body = self.body.decode("utf-8", "replace")
@@ -156,8 +144,9 @@ def install() -> None:
         desired = desired_weights_and_capacities  # moto passes it by this keyword
         arn = update_weights(self, endpoint_name, desired)
         count = next((d.get("DesiredInstanceCount") for d in desired if d.get("DesiredInstanceCount")), None)
-        if _ACTIVE is not None and count:
-            _ACTIVE.scale(endpoint_name, int(count))
+        active = backer()
+        if active is not None and count:
+            active.scale(endpoint_name, int(count))
         return arn
 
     def register_scalable_target(
@@ -171,18 +160,18 @@ def install() -> None:
         **kwargs: Any,
     ) -> Any:
         target = register(self, namespace, r_id, dimension, min_capacity, max_capacity, *args, **kwargs)
-        parts = r_id.split("/")
-        if _ACTIVE is not None and namespace == "sagemaker" and parts[0] == "inference-component":
-            copies = _ACTIVE.components.component_state(parts[1])
+        parts, active = r_id.split("/"), backer()
+        if active is not None and namespace == "sagemaker" and parts[0] == "inference-component":
+            copies = active.components.component_state(parts[1])
             now = copies[2] if copies else 0
             wanted = _into(now, min_capacity, max_capacity)
             if copies and wanted != now:
-                _ACTIVE.components.scale_component(parts[1], wanted)
-        if _ACTIVE is not None and namespace == "sagemaker" and len(parts) == 4 and parts[0] == "endpoint":
-            now = _ACTIVE.instances(parts[1]) or 1
+                active.components.scale_component(parts[1], wanted)
+        if active is not None and namespace == "sagemaker" and len(parts) == 4 and parts[0] == "endpoint":
+            now = active.instances(parts[1]) or 1
             wanted = _into(now, min_capacity or now, max_capacity)
             if wanted != now:  # as Application Auto Scaling moves the variant into [min, max]
-                _ACTIVE.scale(parts[1], wanted)
+                active.scale(parts[1], wanted)
         return target
 
     patching.replace(models.SageMakerModelBackend, "create_endpoint", create_endpoint)

@@ -20,7 +20,7 @@ may be missing: the snapshot's time is said.
 One module because snapshot and restore must agree field by field: what a snapshot keeps of each kind is
 exactly what its restore call takes back, and the two read best side by side.
 
-May import: smneuron.session, smneuron.local.aws.data_plane.stream_route (the count of answered requests).
+May import: smneuron.session, smneuron.local.aws.data_plane.stream_route (the keeper's own header).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -129,12 +130,13 @@ class Keeper:
         )
 
     # ------------------------------------------------------------------ snapshot
-    def run(self, stop: threading.Event) -> None:
-        """Snapshot whenever something changed, until ``stop``; once more at the end (a clean stop). A snapshot
-        that fails says why in the service's log and leaves the previous one in place."""
+    def run(self, stop: threading.Event, answered: Callable[[], int]) -> None:
+        """Snapshot whenever something changed (``answered``: how many changing requests the service has answered),
+        until ``stop``; once more at the end (a clean stop). A snapshot that fails says why in the service's log and
+        leaves the previous one in place."""
         seen, looked = -1, 0.0
         while not stop.wait(INTERVAL_S):
-            now = stream_route.answered  # read before the look: a request answered during it brings another
+            now = answered()  # read before the look: a request answered during it brings another
             if now == seen and time.monotonic() - looked < QUIET_S:
                 continue
             seen, looked = now, time.monotonic()
