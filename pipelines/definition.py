@@ -62,6 +62,8 @@ from sagemaker.mlops.workflow.steps import CacheConfig, ProcessingStep, Transfor
 from sagemaker.mlops.workflow.triggers import PipelineSchedule
 from sagemaker.serve.model_builder import ModelBuilder
 
+from smneuron.artifact.kind import ENCODER, GENERATION, kind_of
+
 IN, OUT = "/opt/ml/processing/input", "/opt/ml/processing/output"
 QUIET_LOGGERS = {
     "sagemaker.config": logging.WARNING,  # "Applied value from config key ..." on every lookup
@@ -309,7 +311,7 @@ def _input(name: str, source: Any, destination: str) -> ProcessingInput:
 def build(plan: Any, session: Any) -> Pipeline:
     """The ``Pipeline`` for a ``smneuron.pipeline.plan.PipelinePlan`` on smneuron ``session``."""
     b = _Builder(plan, session)
-    return _generation(b) if plan.task == "text-generation" else _encoder(b)
+    return _GRAPHS[kind_of(plan)](b)  # each kind's graph: this stage's half of the kind strategy
 
 
 def _compile_step(
@@ -641,27 +643,29 @@ def _parameters(p: Any) -> list[Any]:
         ParameterString("InstanceType", default_value=d["InstanceType"], enum_values=p.instance_choices),
         ParameterString("EndpointName", default_value=d["EndpointName"]),
     ]
-    if p.task == "text-generation":
-        return [
-            *common,
-            # "none": compile from ModelSourceS3Uri; else the s3:// prefix of an artifact compiled before
-            ParameterString("ArtifactS3Uri", default_value=d["ArtifactS3Uri"]),
-            ParameterInteger("MaxNewTokens", default_value=d["MaxNewTokens"]),
-            ParameterFloat("MinPrefixMatch", default_value=d["MinPrefixMatch"]),
-            ParameterInteger("FirstTokens", default_value=d["FirstTokens"]),
-            ParameterFloat("MinFirstTokensMatch", default_value=d["MinFirstTokensMatch"]),
-            ParameterFloat("MaxPerplexityDiff", default_value=d["MaxPerplexityDiff"]),
-            # Neuron's own criteria (smneuron.evaluation.logits): top-k logit matching and Bhattacharyya similarity
-            ParameterInteger("TopLogprobs", default_value=d["TopLogprobs"]),
-            ParameterFloat("MinLogitMatch", default_value=d["MinLogitMatch"]),
-            ParameterFloat("DivergenceTolerance", default_value=d["DivergenceTolerance"]),
-            ParameterFloat("MinBhattacharyya", default_value=d["MinBhattacharyya"]),
-            ParameterString(
-                "MinTaskExactMatch", default_value=d["MinTaskExactMatch"]
-            ),  # "none": no task floor
-        ]
+    return [*common, *_KIND_PARAMETERS[kind_of(p)](d)]
+
+
+def _generation_parameters(d: dict) -> list[Any]:
     return [
-        *common,
+        # "none": compile from ModelSourceS3Uri; else the s3:// prefix of an artifact compiled before
+        ParameterString("ArtifactS3Uri", default_value=d["ArtifactS3Uri"]),
+        ParameterInteger("MaxNewTokens", default_value=d["MaxNewTokens"]),
+        ParameterFloat("MinPrefixMatch", default_value=d["MinPrefixMatch"]),
+        ParameterInteger("FirstTokens", default_value=d["FirstTokens"]),
+        ParameterFloat("MinFirstTokensMatch", default_value=d["MinFirstTokensMatch"]),
+        ParameterFloat("MaxPerplexityDiff", default_value=d["MaxPerplexityDiff"]),
+        # Neuron's own criteria (smneuron.evaluation.logits): top-k logit matching and Bhattacharyya similarity
+        ParameterInteger("TopLogprobs", default_value=d["TopLogprobs"]),
+        ParameterFloat("MinLogitMatch", default_value=d["MinLogitMatch"]),
+        ParameterFloat("DivergenceTolerance", default_value=d["DivergenceTolerance"]),
+        ParameterFloat("MinBhattacharyya", default_value=d["MinBhattacharyya"]),
+        ParameterString("MinTaskExactMatch", default_value=d["MinTaskExactMatch"]),  # "none": no task floor
+    ]
+
+
+def _encoder_parameters(d: dict) -> list[Any]:
+    return [
         ParameterString("Buckets", default_value=d["Buckets"]),
         ParameterInteger("BatchSize", default_value=d["BatchSize"]),
         ParameterString("AutoCast", default_value=d["AutoCast"], enum_values=["none", "matmult", "all"]),
@@ -678,3 +682,8 @@ def _parameters(p: Any) -> list[Any]:
             enum_values=["Approved", "PendingManualApproval"],
         ),
     ]
+
+
+# each kind's graph and parameters: this stage's half of the kind strategy (smneuron.artifact.kind)
+_GRAPHS = {ENCODER: _encoder, GENERATION: _generation}
+_KIND_PARAMETERS = {ENCODER: _encoder_parameters, GENERATION: _generation_parameters}

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from smneuron.artifact.kind import GENERATION
 from smneuron.artifact.staging import ModelData
 from smneuron.deployment.apply import apply
 from smneuron.deployment.corridor import generation_plan_for_model
@@ -155,7 +156,7 @@ def check_generation_matches(staged: ModelData, spec: CompileSpec) -> None:
     """A precompiled artifact must be what the project compiles: text generation with the same batch size,
     sequence length, tp and dtype (the container is configured from them)."""
     g = staged.generation
-    if staged.task != "text-generation" or g is None:
+    if not GENERATION.holds(staged) or g is None:
         raise SystemExit(f"{staged.uri} is a {staged.task} artifact, not text generation.")
     got = (g.batch_size, g.sequence_length, g.tensor_parallel_size, g.dtype)
     want = (spec.batch_size, spec.sequence_length, spec.tensor_parallel_size, spec.dtype)

@@ -4,8 +4,9 @@ instance type and count are read from SageMaker, so the report's cost column is 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from smneuron.artifact.kind import ENCODER, GENERATION, SETTINGS, ModelKind, kind_of
 from smneuron.benchmark import encoder, prompts
@@ -150,34 +151,66 @@ def bench_endpoint(
     values, source = serving_of(found, {k: run.pop(k, None) for k in _SERVING})
     if name and not url:  # read once here: the senders neither describe nor list again
         run.setdefault("checked", True)
-    if kind.generates:
-        run.setdefault("serving_source", source)
-        run.setdefault("prompt_tokens", None if data else 64)
-        if found.get("component"):
-            run["component"] = found["component"]
-        if "concurrency" in run:  # the closed-loop width: the text-generation runner's name for it
-            run["max_concurrency"] = run.pop("concurrency")
-        targets = [run.pop(k, None) for k in ("slo_ttft_ms", "slo_itl_ms", "slo_latency_ms")]
-        if any(t is not None for t in targets) and "slo" not in run:
-            run["slo"] = Slo(*targets)
-        return bench_text_generation(
-            endpoint=name, url=url, session=sess, dataset=data, tokenizer=tokenizer, profile=profile,
-            duration_s=duration_s, **values, **run,
-        )  # fmt: skip
+    target = _Target(
+        name, url, sess, data, tokenizer, profile, duration_s, texts, openai, mean_tokens, spread
+    )
+    return _BENCHES[kind](target, found, values, source, run)
+
+
+class _Target(NamedTuple):
+    """Where a bench's load goes and what it is made of, as resolved by ``bench_endpoint``."""
+
+    name: str | None
+    url: str | None
+    session: Session | None
+    data: str | Path | None
+    tokenizer: str | Path | None
+    profile: str
+    duration_s: float
+    texts: list[str] | None
+    openai: bool
+    mean_tokens: int | None
+    spread: int | None
+
+
+def _bench_generation(t: _Target, found: dict, values: dict, source: dict, run: dict) -> GenerationReport:
+    """Text generation's bench: streamed requests, the endpoint's serving figures and where they came from."""
+    run.setdefault("serving_source", source)
+    run.setdefault("prompt_tokens", None if t.data else 64)
+    if found.get("component"):
+        run["component"] = found["component"]
+    if "concurrency" in run:  # the closed-loop width: the text-generation runner's name for it
+        run["max_concurrency"] = run.pop("concurrency")
+    targets = [run.pop(k, None) for k in ("slo_ttft_ms", "slo_itl_ms", "slo_latency_ms")]
+    if any(x is not None for x in targets) and "slo" not in run:
+        run["slo"] = Slo(*targets)
+    return bench_text_generation(
+        endpoint=t.name, url=t.url, session=t.session, dataset=t.data, tokenizer=t.tokenizer, profile=t.profile,
+        duration_s=t.duration_s, **values, **run,
+    )  # fmt: skip
+
+
+def _bench_encoder(t: _Target, found: dict, values: dict, source: dict, run: dict) -> Report:
+    """An encoder's bench: texts (given, from a file, or generated from the tokenizer) as InvokeEndpoint requests."""
     for key in ("copies", "copies_per_instance", "tensor_parallel_size"):
         values.pop(key, None)
     run.update(values)
-    if texts:
-        payloads = [json.dumps({"inputs": t}).encode() for t in texts]
+    if t.texts:
+        payloads = [json.dumps({"inputs": x}).encode() for x in t.texts]
     else:
         payloads = prompts.load_payloads(
-            data,
-            tokenizer=tokenizer,
-            mean_tokens=24 if mean_tokens is None else mean_tokens,
-            spread=8 if spread is None else spread,
+            t.data,
+            tokenizer=t.tokenizer,
+            mean_tokens=24 if t.mean_tokens is None else t.mean_tokens,
+            spread=8 if t.spread is None else t.spread,
         )
-    if openai:
-        payloads = prompts.as_openai_embeddings(payloads, name)
+    if t.openai:
+        payloads = prompts.as_openai_embeddings(payloads, t.name)
     return encoder.run(
-        endpoint=name, url=url, session=sess, payloads=payloads, profile=profile, duration_s=duration_s, **run
-    )
+        endpoint=t.name, url=t.url, session=t.session, payloads=payloads, profile=t.profile,
+        duration_s=t.duration_s, **run,
+    )  # fmt: skip
+
+
+# each kind's bench: this stage's half of the kind strategy
+_BENCHES: dict[ModelKind, Callable[..., Any]] = {ENCODER: _bench_encoder, GENERATION: _bench_generation}

@@ -12,14 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.kind import GENERATION, generates_task
+from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, generates_task, model_kind
 from smneuron.compilation.encoder import CompileEvent, CompileResult
 from smneuron.compilation.encoder import compile_model as compile_encoder
 from smneuron.compilation.generation import (
     GenerationCompileResult,
     compile_from_cache,
     compile_generation,
-    text_generation_note,
 )
 from smneuron.errors import ConfigError
 from smneuron.files.user import dir_to_write
@@ -79,17 +78,26 @@ def compile_model(
             hint="Pass the directory the model was saved to. Texts to send go to `smneuron invoke`, `bench --data` "
             "or the pipeline's evaluation data.",
         )
-    note = "" if from_cache else text_generation_note(model, spec.task)
-    if note is None:
-        return compile_encoder(
-            model, out_dir, spec, cache=cache, cache_dir=cache_dir, jobs=jobs, progress=progress
-        )
-    spec = spec.model_copy(update={"task": GENERATION})
-    result = (
-        compile_from_cache(str(model), out_dir, spec)
-        if from_cache
-        else compile_generation(model, out_dir, spec)
-    )
+    # decided once: the optimum-neuron cache holds causal LMs; else the task, or config.json (artifact.kind)
+    kind, note = (GENERATION, "") if from_cache else model_kind(model, spec.task)
+    settings = dict(from_cache=from_cache, cache=cache, cache_dir=cache_dir, jobs=jobs, progress=progress)
+    result = _COMPILERS[kind](model, out_dir, spec, **settings)
     if note:
         result.notes.insert(0, note)
     return result
+
+
+def _encoder(model: str | Path, out_dir: Path, spec: CompileSpec, **settings: Any) -> CompileResult:
+    settings.pop("from_cache")
+    return compile_encoder(model, out_dir, spec, **settings)
+
+
+def _generation(
+    model: str | Path, out_dir: Path, spec: CompileSpec, *, from_cache: bool, **_: Any
+) -> GenerationCompileResult:
+    spec = spec.model_copy(update={"task": GENERATION})
+    return compile_from_cache(str(model), out_dir, spec) if from_cache else compile_generation(model, out_dir, spec)
+
+
+# each kind's compiler: this stage's half of the kind strategy
+_COMPILERS: dict[ModelKind, Callable[..., Any]] = {ENCODER: _encoder, GENERATION: _generation}

@@ -23,7 +23,6 @@ from pathlib import Path
 
 from smneuron._version import __version__
 from smneuron.artifact.hashing import sha256_file, tree_hash
-from smneuron.artifact.kind import generates_task
 from smneuron.artifact.links import check_file, inode_names
 from smneuron.artifact.manifest import Compiler, Generation, GenerationManifest
 from smneuron.catalog.capacity import ModelShape, smallest_fit
@@ -108,27 +107,6 @@ def check_causal_lm(model: Path, config: dict) -> None:
             "a *ForCausalLM model.",
             hint="Pick another --task for an encoder, or point at a causal LM (Llama, Qwen, Mistral, ...).",
         )
-
-
-def text_generation_note(model: str | Path, task: str | None) -> str | None:
-    """Whether ``smneuron compile`` takes the text-generation path, and the note when it inferred that.
-
-    Returns:
-        None: not text generation. "": asked for with --task. Otherwise the inference, in words.
-    """
-    if task is not None and not generates_task(task):
-        return None
-    path = Path(model)
-    if not path.is_dir():
-        return "" if generates_task(task) else None
-    try:
-        archs = [str(a) for a in json.loads((path / "config.json").read_text()).get("architectures") or []]
-    except (OSError, ValueError):
-        archs = []
-    if generates_task(task):
-        return ""
-    causal = [a for a in archs if a.endswith("ForCausalLM")]
-    return f"task text-generation inferred from config.json architectures: {causal[0]}" if causal else None
 
 
 def compile_generation(model: str | Path, out_dir: str | Path, spec: CompileSpec) -> GenerationCompileResult:

@@ -9,8 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.kind import ENCODER, EVALUATE_SETTINGS, GENERATION, ModelKind, kind_of
-from smneuron.compilation.generation import text_generation_note
+from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, agreed_kind
+from smneuron.artifact.kind_settings import EVALUATE_SETTINGS
 from smneuron.compilation.vocabulary import check_tokenizer
 from smneuron.endpoints.describing import choose_component
 from smneuron.endpoints.handle import Endpoint
@@ -91,38 +91,57 @@ def evaluate_candidate(
     sess = session or (Session.from_env() if endpoint and not url else None)
     # the endpoint read once (kind, components, the served model), and that record handed on
     described = read_endpoint(sess, endpoint) if endpoint and not url else None
-    kind = _kind(endpoint, described, model, task)
+    # decided once: what the endpoint serves, else the task, else the model directory (artifact.kind.agreed_kind)
+    kind = agreed_kind(described.served_kind() if described else None, f"Endpoint {endpoint}", task, model)
     kind.refuse_foreign(given, where=where, scope="evaluate")
-    if kind.generates:
-        if model is None or not (endpoint or url):
-            raise UsageError(
-                "A text-generation evaluation needs the uncompiled model (--model DIR, its fp32 reference on CPU) and "
-                "the candidate (--endpoint NAME or --url URL).",
-                hint="Give both; e.g. `smneuron evaluate prompts.jsonl --model ./model --endpoint NAME`.",
-            )
-        return evaluate_generation(
-            data,
-            model=model,
-            thresholds=override(generation_thresholds or GenerationThresholds(), **gates),
-            endpoint=endpoint,
-            url=url,
-            component=component,
-            via=via,
-            session=sess,
-            described=described,
-        )
+    asked = dict(data=data, model=model, reference=reference, package=package, endpoint=endpoint, url=url,
+                 outputs=outputs, component=component, task=task, via=via, compile_spec=compile_spec, session=sess,
+                 described=described, gates=gates,
+                 thresholds=thresholds, generation_thresholds=generation_thresholds)  # fmt: skip
+    return _SCORERS[kind](**asked)
+
+
+def _score_encoder(*, data: Any, thresholds: Any, gates: dict, model: Any, **asked: Any) -> Evaluation:
+    """An encoder's evaluation: the scorer of ``evaluation.scoring`` with the project's gates overridden."""
     return evaluate(
         data,
-        task=task,
+        task=asked["task"],
         thresholds=override(thresholds or Thresholds(), **gates),
         reference_model=model,
-        reference=reference,
-        compile_spec=compile_spec,
-        package=package,
+        reference=asked["reference"],
+        compile_spec=asked["compile_spec"],
+        package=asked["package"],
+        endpoint=asked["endpoint"],
+        url=asked["url"],
+        outputs=asked["outputs"],
+        session=asked["session"],
+    )
+
+
+def _score_generation(
+    *, data: Any, generation_thresholds: Any, gates: dict, model: Any, endpoint: Any, url: Any, **asked: Any
+) -> Evaluation:
+    """Text generation's evaluation: the served model against its fp32 reference on CPU (``evaluate_generation``).
+
+    Raises:
+        UsageError: no uncompiled model or no candidate.
+    """
+    if model is None or not (endpoint or url):
+        raise UsageError(
+            "A text-generation evaluation needs the uncompiled model (--model DIR, its fp32 reference on CPU) and "
+            "the candidate (--endpoint NAME or --url URL).",
+            hint="Give both; e.g. `smneuron evaluate prompts.jsonl --model ./model --endpoint NAME`.",
+        )
+    return evaluate_generation(
+        data,
+        model=model,
+        thresholds=override(generation_thresholds or GenerationThresholds(), **gates),
         endpoint=endpoint,
         url=url,
-        outputs=outputs,
-        session=sess,
+        component=asked["component"],
+        via=asked["via"],
+        session=asked["session"],
+        described=asked["described"],
     )
 
 
@@ -197,25 +216,8 @@ def evaluate_generation(
         return score(reference, candidate, records, t, Path(work) / TOKENIZER_DIR)
 
 
-def _kind(
-    endpoint: str | None, described: EndpointRecord | None, model: str | Path | None, task: str | None
-) -> ModelKind:
-    """Decided once: an endpoint's recorded kind; else the task; else the model directory (a causal LM's config);
-    else an encoder. An endpoint and a task or model of the other kind disagree: refused, naming both."""
-    stated, said = None, ""
-    if task:
-        stated, said = kind_of({"task": task}), f"the task {task}"
-    elif model is not None and text_generation_note(model, None) is not None:
-        stated, said = GENERATION, f"the model {model} (a causal LM)"
-    if described is not None:
-        served = described.served_kind()
-        if stated is not None and stated != served:
-            raise ConfigError(
-                f"Endpoint {endpoint} serves {served.a_title} model, but {said} is {stated.title}.",
-                hint="Evaluate the endpoint against the model it serves (or drop --task: the endpoint says it).",
-            )
-        return served
-    return stated if stated is not None else ENCODER
+# each kind's scorer: this stage's half of the kind strategy
+_SCORERS: dict[ModelKind, Any] = {ENCODER: _score_encoder, GENERATION: _score_generation}
 
 
 def _check_model_dir(model: Path) -> None:

@@ -16,12 +16,12 @@ import datetime as dt
 import os
 import secrets
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
-from smneuron.artifact.kind import ENCODER, GENERATION
+from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, model_kind
 from smneuron.artifact.staging import describe_local
 from smneuron.benchmark import encoder
 from smneuron.benchmark.prompts import Lengths
@@ -29,7 +29,6 @@ from smneuron.benchmark.settings import check_numbers
 from smneuron.catalog import InstanceType, price_table
 from smneuron.catalog.prices import PriceTable
 from smneuron.compilation.entry import compile_model
-from smneuron.compilation.generation import text_generation_note
 from smneuron.deployment.corridor import deploy, preview
 from smneuron.endpoints.handle import delete
 from smneuron.errors import (
@@ -156,9 +155,11 @@ def compare_instances(
         CompileError: the model does not compile (for a target this machine can compile).
     """
     types = parse_instances(instances)
-    generation = _is_generation(model, spec, compile_overrides, artifacts)
+    kind = _kind_compared(model, spec, compile_overrides, artifacts)
+    parts = _PARTS[kind]
+    asked = _Asked(texts, data, slo_p99_ms, slo_ttft_ms, slo_itl_ms, prompt_tokens, output_tokens, openai)
     _check_settings(rate, slo_p99_ms, artifacts, types)
-    _check_kind(generation, slo_p99_ms, slo_ttft_ms, slo_itl_ms, prompt_tokens, output_tokens, openai, texts)
+    parts.check(asked)
     encoder.check_window(duration_s, warmup_s, cooldown_s)
     check_numbers(  # before anything is compiled or deployed
         {"concurrency": concurrency, "concurrencies": concurrencies, "rates": rates, "warmup_s": warmup_s,
@@ -173,43 +174,17 @@ def compare_instances(
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
     try:
         built, notes = _artifacts(
-            model,
-            {t.target for t in types},
-            artifacts or {},
-            spec,
-            compile_overrides,
-            work,
-            GENERATION_TARGETS if generation else TARGETS,
+            model, {t.target for t in types}, artifacts or {}, spec, compile_overrides, work, parts.targets
         )
-        candidates = [
-            Candidate(
-                t.name,
-                t.target,
-                hourly_usd=prices_now.hourly(t.name),
-                price_source=prices_now.source_of(t.name),
-                price_kind=price_kind(prices_now, t.name),
-            )
-            for t in types
-        ]
-        for c in candidates:
-            outcome = built[c.target]
-            if isinstance(outcome, Unbuilt):
-                c.status, c.reason = outcome
-            else:  # refuse an artifact that does not fit its type before anything is created
-                preview(outcome, EndpointSpec(instance_type=c.instance_type), session=sess)
+        candidates = _candidates(types, built, prices_now, sess)
         task = next((describe_local(a).task for a in built.values() if isinstance(a, Path)), "")
         bench_profile = Profile(profile, duration_s, concurrency, concurrencies, rates, warmup_s, cooldown_s)
-        load = (
-            generation_load(built, data, prompt_tokens, output_tokens, bench_profile, slo_ttft_ms, slo_itl_ms)
-            if generation
-            else encoder_load(texts, data, built, openai, bench_profile)
-        )
-        kind = GenerationComparison if generation else Comparison
-        comparison = kind(
+        load = parts.load(built, asked, bench_profile)
+        comparison = parts.comparison(
             model=str(model) if model else ", ".join(str(a) for a in (artifacts or {}).values()),
             task=task or "",
             where=_where(sess),
-            caveat=_caveat(sess, generation),
+            caveat=_caveat(sess, parts.cannot),
             one_host=_embedded(sess),
             load=load.describe(),
             rate=rate,
@@ -217,9 +192,8 @@ def compare_instances(
             candidates=candidates,
             notes=notes,
             created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            **parts.slos(asked),
         )
-        if isinstance(comparison, GenerationComparison):
-            comparison.slo_ttft_ms, comparison.slo_itl_ms = slo_ttft_ms, slo_itl_ms
         _measure(comparison, built, load, sess, timeout)
         if comparison.caveat:
             comparison.notes += same_layout_notes(comparison)
@@ -227,6 +201,25 @@ def compare_instances(
         if tmp is not None:
             tmp.cleanup()
     return comparison
+
+
+def _candidates(
+    types: list[InstanceType], built: dict[str, Path | Unbuilt], prices: PriceTable, session: Session
+) -> list[Candidate]:
+    """A row per type, priced; a type whose artifact could not be built says why, and an artifact that does not fit
+    its type is refused before anything is created."""
+    candidates = [
+        Candidate(t.name, t.target, hourly_usd=prices.hourly(t.name), price_source=prices.source_of(t.name),
+                  price_kind=price_kind(prices, t.name))
+        for t in types
+    ]  # fmt: skip
+    for c in candidates:
+        outcome = built[c.target]
+        if isinstance(outcome, Unbuilt):
+            c.status, c.reason = outcome
+        else:
+            preview(outcome, EndpointSpec(instance_type=c.instance_type), session=session)
+    return candidates
 
 
 def price_kind(table: PriceTable, instance: str) -> str:
@@ -256,65 +249,88 @@ def _check_settings(
             )
 
 
-def _is_generation(
+def _kind_compared(
     model: str | Path | None, spec: CompileSpec | None, overrides: dict[str, Any], artifacts: dict | None
-) -> bool:
-    """A causal LM (by its task or config.json) or text-generation artifacts; refuses a mix of kinds."""
-    kinds = {describe_local(a).kind for a in (artifacts or {}).values()}  # the artifacts' manifests say
-    if model is not None:  # the model's task, or its config.json: the resolver compile itself uses
-        task = (spec.task if spec else None) or overrides.get("task")
-        kinds.add(GENERATION if text_generation_note(model, task) is not None else ENCODER)
+) -> ModelKind:
+    """What is compared: the model's kind (its task or config.json, ``artifact.kind.model_kind``: the resolver compile
+    itself uses) and the artifacts' (their manifests say); a mix of kinds is refused."""
+    kinds = {describe_local(a).kind for a in (artifacts or {}).values()}
+    if model is not None:
+        kinds.add(model_kind(model, (spec.task if spec else None) or overrides.get("task"))[0])
     if len(kinds) > 1:
         raise ConfigError(
             "The model and the --artifact directories are not all of one kind: some are text generation, some are "
             "encoders.",
             hint="Compare one model: pass artifacts compiled from the model you name.",
         )
-    return any(k.generates for k in kinds)
+    return next(iter(kinds), ENCODER)
 
 
-def _check_kind(
-    generation: bool,
-    slo_p99_ms: float | None,
-    slo_ttft_ms: float | None,
-    slo_itl_ms: float | None,
-    prompt_tokens: Any,
-    output_tokens: Any,
-    openai: bool,
-    texts: list[str] | None,
-) -> None:
-    """Settings that belong to the other kind of model are refused, naming the ones that fit."""
-    if generation:
-        wrong = [
-            flag
-            for flag, given in (("--slo-p99-ms", slo_p99_ms), ("--openai", openai), ("texts", texts))
-            if given
-        ]
-        if wrong:
-            raise ConfigError(
-                f"{', '.join(wrong)}: an encoder setting, and this is a text-generation model.",
-                hint="For text generation give --slo-ttft-ms / --slo-itl-ms (p95), --prompt-tokens, --output-tokens, "
-                "or --data with a JSONL of prompts.",
-            )
-        for flag, value in (("--slo-ttft-ms", slo_ttft_ms), ("--slo-itl-ms", slo_itl_ms)):
-            if value is not None and value <= 0:
-                raise ConfigError(f"{flag} {value:g}: give the latency target in milliseconds, above 0.")
-        return
-    wrong = [
-        flag
-        for flag, given in (
-            ("--slo-ttft-ms", slo_ttft_ms),
-            ("--slo-itl-ms", slo_itl_ms),
-            ("--prompt-tokens", prompt_tokens),
-            ("--output-tokens", output_tokens),
-        )
-        if given is not None
-    ]
+class _Asked(NamedTuple):
+    """The load and SLO settings a comparison was given (each kind reads its own and refuses the other's)."""
+
+    texts: list[str] | None
+    data: str | Path | None
+    slo_p99_ms: float | None
+    slo_ttft_ms: float | None
+    slo_itl_ms: float | None
+    prompt_tokens: Any
+    output_tokens: Any
+    openai: bool
+
+
+def _check_encoder(asked: _Asked) -> None:
+    """An encoder refuses text generation's settings, naming them."""
+    wrong = [flag for flag, given in (("--slo-ttft-ms", asked.slo_ttft_ms), ("--slo-itl-ms", asked.slo_itl_ms),
+                                      ("--prompt-tokens", asked.prompt_tokens), ("--output-tokens", asked.output_tokens))
+             if given is not None]  # fmt: skip
     if wrong:
         raise ConfigError(
             f"{', '.join(wrong)}: a text-generation setting, and this model is an encoder.",
             hint="For an encoder give the latency target as --slo-p99-ms.",
         )
+
+
+def _check_generation(asked: _Asked) -> None:
+    """Text generation refuses an encoder's settings, and latency targets that are not above 0."""
+    wrong = [flag for flag, given in (("--slo-p99-ms", asked.slo_p99_ms), ("--openai", asked.openai),
+                                      ("texts", asked.texts)) if given]  # fmt: skip
+    if wrong:
+        raise ConfigError(
+            f"{', '.join(wrong)}: an encoder setting, and this is a text-generation model.",
+            hint="For text generation give --slo-ttft-ms / --slo-itl-ms (p95), --prompt-tokens, --output-tokens, "
+            "or --data with a JSONL of prompts.",
+        )
+    for flag, value in (("--slo-ttft-ms", asked.slo_ttft_ms), ("--slo-itl-ms", asked.slo_itl_ms)):
+        if value is not None and value <= 0:
+            raise ConfigError(f"{flag} {value:g}: give the latency target in milliseconds, above 0.")
+
+
+class _KindParts(NamedTuple):
+    """What a comparison does differently for a kind: this stage's half of the kind strategy."""
+
+    targets: tuple[str, ...]  # the compile targets it has
+    comparison: type  # the report
+    cannot: str  # what cannot serve on the embedded SageMaker, for the caveat
+    check: Callable[[_Asked], None]  # refuses the other kind's settings
+    load: Callable[[dict, _Asked, Profile], Any]
+    slos: Callable[[_Asked], dict]  # the report's own SLO fields
+
+
+_PARTS: dict[ModelKind, _KindParts] = {
+    ENCODER: _KindParts(
+        TARGETS, Comparison, "Neuron and GPU artifacts cannot serve here and say so", _check_encoder,
+        lambda built, a, profile: encoder_load(a.texts, a.data, built, a.openai, profile), lambda a: {},
+    ),
+    GENERATION: _KindParts(
+        GENERATION_TARGETS, GenerationComparison,
+        "Neuron artifacts cannot serve here and say so; a GPU row's copies run the GPU image's server contract on "
+        "these CPUs", _check_generation,
+        lambda built, a, profile: generation_load(built, a.data, a.prompt_tokens, a.output_tokens, profile,
+                                                  a.slo_ttft_ms, a.slo_itl_ms),
+        lambda a: {"slo_ttft_ms": a.slo_ttft_ms, "slo_itl_ms": a.slo_itl_ms},
+    ),
+}  # fmt: skip
 
 
 def _artifacts(
@@ -473,15 +489,9 @@ def _where(session: Session) -> str:
     return f"SageMaker in account {session.account_id}, {session.region}"
 
 
-def _caveat(session: Session, generation: bool = False) -> str:
+def _caveat(session: Session, cannot: str) -> str:
     if not _embedded(session):
         return ""
-    cannot = (
-        "Neuron artifacts cannot serve here and say so; a GPU row's copies run the GPU image's server contract on these "
-        "CPUs"
-        if generation
-        else "Neuron and GPU artifacts cannot serve here and say so"
-    )
     return (
         f"Every measured row ran on this machine's {os.cpu_count()} CPUs, not on the named instance type's "
         "hardware: the rows compare the serving layouts smneuron plans for each type (workers, threads and batching; "

@@ -7,11 +7,12 @@ Images, roles, instance choices, parameter defaults, the model's container envir
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from smneuron._version import __version__
-from smneuron.artifact.kind import kind_of
+from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, kind_of
 from smneuron.artifact.staging import GenerationConfig
 from smneuron.catalog import INSTANCE_TYPES, InstanceType, matrix, resolve_image
 from smneuron.catalog.generation import resolve_vllm_image
@@ -23,7 +24,7 @@ from smneuron.deployment.controls import Controls
 from smneuron.deployment.request import project_settings
 from smneuron.errors import ConfigError
 from smneuron.session import Session
-from smneuron.specs.models import PipelineSpec, ProjectFile
+from smneuron.specs.models import CompileSpec, EndpointSpec, PipelineSpec, ProjectFile
 
 CPU_JOB_INSTANCE = "ml.m5.large"
 TAG_PIPELINE = "smneuron:pipeline"
@@ -111,43 +112,15 @@ def plan(
         )
     kind = kind_of(comp)  # from compile.task, decided once
     kind.refuse_foreign(project_settings(proj))  # what deploy refuses, the pipeline refuses (by file key)
-    generation = kind.generates
-    if generation and instance.family == "inf1":
-        raise ConfigError(
-            "Text generation is compiled with optimum-neuron for inf2; the pipeline cannot serve it on inf1.",
-            hint="Set endpoint.instance_type to an ml.inf2 type.",
-        )
     if comp.target != target:
         comp = comp.model_copy(update={"target": target})
     if not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}", spec.name):
         raise ConfigError(f"Pipeline name {spec.name!r} may hold only letters, digits and hyphens.")
-    if generation:
-        image = resolve_vllm_image(
-            sess.region, version=ep.generation.image_version, uri=ep.image_uri, target=comp.target
-        )
-        env, _ = generation_environment(
-            GenerationConfig(comp.batch_size, comp.sequence_length, comp.tensor_parallel_size, comp.dtype),
-            ep.environment,
-            target=comp.target,
-            served_batch_size=ep.generation.batch_size,
-            hf_token_env=ep.generation.hf_token_env,
-        )
-    else:
-        image = resolve_image(
-            instance, sess.region, torch_version=ep.torch_version, neuron_sdk=ep.neuron_sdk, uri=ep.image_uri
-        )
-        env = container_environment(
-            instance,
-            ep,
-            cores_per_model=comp.neuroncore_pipeline_cores or 1,
-            region=sess.region,
-            compiled_batch=max(comp.all_batch_sizes),
-        )
+    image, env, sdk = _SERVING[kind](instance, ep, comp, sess.region)
     choices = _instance_choices(instance)
     model_name = proj.model_name or spec.name
     endpoint_name = ep.name or model_name
     t, g = spec.thresholds, spec.generation_thresholds
-    sdk = image.version.neuron_sdk if image.version and instance.is_neuron and not generation else None
     job_env = {
         "SMNEURON_REGION": sess.region,
         "SMNEURON_BUCKET": sess.bucket_name,
@@ -218,6 +191,52 @@ def plan(
         },
         notes=_preflight(image.uri, instance, ep.inference_ami_version),
     )
+
+
+def _encoder_serving(
+    instance: InstanceType, ep: EndpointSpec, comp: CompileSpec, region: str
+) -> tuple[Any, dict[str, str], str | None]:
+    """An encoder's image (the PyTorch Neuron DLC it compiles and serves in), the Model's environment, and the Neuron
+    SDK the compile job pins (that image's)."""
+    image = resolve_image(
+        instance, region, torch_version=ep.torch_version, neuron_sdk=ep.neuron_sdk, uri=ep.image_uri
+    )
+    env = container_environment(
+        instance, ep, cores_per_model=comp.neuroncore_pipeline_cores or 1, region=region,
+        compiled_batch=max(comp.all_batch_sizes),
+    )  # fmt: skip
+    return image, env, image.version.neuron_sdk if image.version and instance.is_neuron else None
+
+
+def _generation_serving(
+    instance: InstanceType, ep: EndpointSpec, comp: CompileSpec, region: str
+) -> tuple[Any, dict[str, str], str | None]:
+    """Text generation's image (optimum-neuron's vLLM container, inf2 only) and the Model's ``SM_ON_*`` environment.
+
+    Raises:
+        ConfigError: an inf1 instance (optimum-neuron compiles for inf2).
+    """
+    if instance.family == "inf1":
+        raise ConfigError(
+            "Text generation is compiled with optimum-neuron for inf2; the pipeline cannot serve it on inf1.",
+            hint="Set endpoint.instance_type to an ml.inf2 type.",
+        )
+    image = resolve_vllm_image(
+        region, version=ep.generation.image_version, uri=ep.image_uri, target=comp.target
+    )
+    env, _ = generation_environment(
+        GenerationConfig(comp.batch_size, comp.sequence_length, comp.tensor_parallel_size, comp.dtype),
+        ep.environment, target=comp.target, served_batch_size=ep.generation.batch_size,
+        hf_token_env=ep.generation.hf_token_env,
+    )  # fmt: skip
+    return image, env, None
+
+
+# each kind's serving image and environment: this stage's half of the kind strategy
+_SERVING: dict[ModelKind, Callable[..., tuple[Any, dict[str, str], str | None]]] = {
+    ENCODER: _encoder_serving,
+    GENERATION: _generation_serving,
+}
 
 
 def _preflight(image_uri: str, instance: InstanceType, ami: str | None) -> list[str]:
