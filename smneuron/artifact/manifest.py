@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from smneuron.artifact.hashing import sha256_file
-from smneuron.artifact.kind import MANIFEST_NAME, kind_of
+from smneuron.artifact.kind import ENCODER, GENERATION, MANIFEST_NAME, kind_of
 from smneuron.errors import ArtifactError
 
 SCHEMA_VERSION = 1
@@ -182,18 +182,28 @@ class GenerationManifest(_Model):
 
 
 def parse_any(data: dict, source: str) -> Manifest | GenerationManifest:
-    """The manifest of an encoder artifact or of a text-generation artifact."""
-    if kind_of(data).generates and data.get("schema_version") == SCHEMA_VERSION:
-        try:
-            return GenerationManifest.model_validate(data)
-        except ValidationError as e:
-            first = e.errors()[0]
-            raise ArtifactError(
-                f"{source} is not a manifest this smneuron understands "
-                f"({'.'.join(str(p) for p in first['loc'])}: {first['msg']}).",
-                hint="Recompile the model with this version of smneuron.",
-            ) from None
-    return Manifest.parse(data, source)
+    """The manifest of an encoder artifact or of a text-generation artifact (each kind's reader)."""
+    return _READERS[kind_of(data)](data, source)
+
+
+def _generation_manifest(data: dict, source: str) -> Manifest | GenerationManifest:
+    if (
+        data.get("schema_version") != SCHEMA_VERSION
+    ):  # an older text-generation manifest: the encoder's reader says so
+        return Manifest.parse(data, source)
+    try:
+        return GenerationManifest.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise ArtifactError(
+            f"{source} is not a manifest this smneuron understands "
+            f"({'.'.join(str(p) for p in first['loc'])}: {first['msg']}).",
+            hint="Recompile the model with this version of smneuron.",
+        ) from None
+
+
+# each kind's manifest reader: this stage's half of the kind strategy
+_READERS = {ENCODER: Manifest.parse, GENERATION: _generation_manifest}
 
 
 def verify_files(directory: Path, manifest: Manifest | GenerationManifest) -> list[str]:

@@ -23,7 +23,7 @@ from typing import Literal
 from smneuron._version import __version__
 from smneuron.artifact.archive import read_manifest, verify_package
 from smneuron.artifact.hashing import content_hash, size_of
-from smneuron.artifact.kind import ModelKind, kind_of, kind_of_path
+from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, kind_of, kind_of_path
 from smneuron.artifact.manifest import MANIFEST_NAME
 from smneuron.artifact.packaging import package
 from smneuron.artifact.storage import (
@@ -211,9 +211,7 @@ def describe_local(artifact: str | Path) -> ModelData:
     if not path.exists():
         raise ArtifactError(f"{path} does not exist.")
     m = read_manifest(path)
-    generation = None
-    if kind_of(m).generates:
-        generation = GenerationConfig.from_dict({**m["generation"], "shape": _shape(path)})
+    generation = _SERVED_CONFIGURATION[kind_of(m)](m, path)
     return ModelData(
         uri=str(path),
         sha256="",
@@ -389,3 +387,12 @@ def fetch(model_data: ModelData, dest: str | Path, *, session: Session | None = 
             f"{model_data.uri} does not match its recorded tree sha256.", hint="Upload it again."
         )
     return out
+
+
+def _generation_configuration(manifest: dict, path: Path) -> GenerationConfig:
+    """A text-generation artifact's served configuration: its manifest's, with the model's shape."""
+    return GenerationConfig.from_dict({**manifest["generation"], "shape": _shape(path)})
+
+
+# what each kind's artifact carries of its served configuration (an encoder's is its environment, planned later)
+_SERVED_CONFIGURATION = {ENCODER: lambda manifest, path: None, GENERATION: _generation_configuration}

@@ -67,12 +67,17 @@ class Report(Displayed):
     search: dict | None = None  # --find-max: the SLO, the best rate and every step (benchmark/search.py)
     notes: list[str] = field(default_factory=list)  # what the numbers cannot be read without
     processes: int = 1  # load-generator processes the runs' load came from
+    kind: str = "encoder"  # what it measured (artifact.kind: a text-generation report says "text-generation")
 
     def to_dict(self) -> dict:
         data = asdict(self)
         for r in data["runs"]:
             r.pop("latencies", None)
         return data
+
+    def request_counts(self) -> tuple[int, int]:
+        """Requests answered and failed over every run (the bench's verdict reads them)."""
+        return sum(r.requests_ok for r in self.runs), sum(r.requests_failed for r in self.runs)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)

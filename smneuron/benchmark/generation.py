@@ -88,6 +88,10 @@ class GenerationReport(Displayed):
         data["runs"] = [r.to_dict() for r in self.runs]
         return data
 
+    def request_counts(self) -> tuple[int, int]:
+        """Requests answered whole, and failed or cut off, over every run (the bench's verdict reads them)."""
+        return sum(r.successful for r in self.runs), sum(r.errored + r.incomplete for r in self.runs)
+
     def _card(self) -> Card:
         rows = [
             [

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from smneuron.benchmark.search import unmet
 from smneuron.errors import BenchFailedError, ConfigError
 
 PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
@@ -80,6 +81,20 @@ def send_times(rate: float, *, poisson: bool = False, seed: int = 0) -> Iterator
     while True:
         yield at
         at += rng.expovariate(rate) if poisson else 1.0 / rate
+
+
+def verdict(report: Any, max_error_rate: float) -> None:
+    """The bench's pass or fail, for either kind's report (the CLI's `bench` exits on it; a notebook calls it too):
+    failed above ``max_error_rate``, or a ``--find-max`` search that met no SLO.
+
+    Raises:
+        BenchFailedError: too many requests failed. SmneuronError: the search found no rate meeting the SLO.
+    """
+    ok, failed = report.request_counts()
+    check_error_rate(ok + failed, failed, max_error_rate, report.target)
+    refused = unmet(report.search)
+    if refused:
+        raise refused
 
 
 def check_error_rate(requests: int, errors: int, max_error_rate: float, target: str) -> None:

@@ -59,7 +59,7 @@ def inspect_cmd(
 ) -> None:
     """List a package's entries and verify them against its manifest (exit 1 on any mismatch)."""
     from smneuron.artifact.archive import inspect_package
-    from smneuron.artifact.kind import kind_of
+    from smneuron.artifact.kind import ENCODER, GENERATION, kind_of
 
     r = inspect_package(package_path)
     if as_json:
@@ -77,18 +77,9 @@ def inspect_cmd(
         )
     else:
         table(None, ["entry", "bytes", "sha256"], [[e.name, e.size_bytes, e.sha256[:16]] for e in r.entries])
-        if r.manifest and kind_of(r.manifest).generates:
-            g, m = r.manifest["generation"], r.manifest
-            console().print(
-                f"task text-generation  target {m['compiler']['target']}  batch {g['batch_size']}  sequence "
-                f"{g['sequence_length']}  tp {g['tensor_parallel_size']}  {g['dtype']}  smneuron {m['smneuron_version']}"
-            )
-        elif r.manifest:
-            m = r.manifest
-            console().print(
-                f"task {m['task']}  target {m['compiler']['target']}  batch {m['batch_size']}  buckets "
-                f"{[b['seq_len'] for b in m['buckets']]}  smneuron {m['smneuron_version']}"
-            )
+        if r.manifest:  # each kind's line of what the manifest says
+            lines = {ENCODER: _encoder_line, GENERATION: _generation_line}
+            console().print(lines[kind_of(r.manifest)](r.manifest))
         for p in r.problems:
             console().print(f"[red]problem:[/red] {p}")
         if r.ok:
@@ -123,3 +114,18 @@ def upload_cmd(
         return
     verb = "already there, skipped (same sha256)" if r.skipped else "uploaded"
     console().print(f"{r.uri}  {verb}")
+
+
+def _generation_line(m: dict) -> str:
+    g = m["generation"]
+    return (
+        f"task text-generation  target {m['compiler']['target']}  batch {g['batch_size']}  sequence "
+        f"{g['sequence_length']}  tp {g['tensor_parallel_size']}  {g['dtype']}  smneuron {m['smneuron_version']}"
+    )
+
+
+def _encoder_line(m: dict) -> str:
+    return (
+        f"task {m['task']}  target {m['compiler']['target']}  batch {m['batch_size']}  buckets "
+        f"{[b['seq_len'] for b in m['buckets']]}  smneuron {m['smneuron_version']}"
+    )

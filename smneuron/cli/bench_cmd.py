@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -138,16 +139,16 @@ def bench_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
+    from smneuron.artifact.kind import ENCODER, GENERATION, kind_of
     from smneuron.benchmark.endpoint import bench_endpoint
-    from smneuron.benchmark.generation import GenerationReport
+    from smneuron.benchmark.profiles import verdict
     from smneuron.cli import generation_bench_cmd
-    from smneuron.files.user import write_text
 
     if endpoint == "compare":
-        if reports and len(reports) == 2 and _generation_report(reports[0]):
-            return generation_bench_cmd.compare(reports, as_json)
-        _compare(reports or [], as_json)
-        return
+        compare = {ENCODER: _compare, GENERATION: generation_bench_cmd.compare}  # each kind's comparison
+        return compare[_report_kind(reports[0]) if reports and len(reports) == 2 else ENCODER](
+            reports or [], as_json
+        )
     levels = whole_numbers(concurrencies, "--concurrencies")
     if find_max:  # the search is its own profile: bracketing, then bisection on a constant rate
         if profile not in ("sweep", "find-max"):
@@ -232,20 +233,26 @@ def bench_cmd(
         via=via,
         component=component,
     )
-    if isinstance(report, GenerationReport):
-        generation_bench_cmd.emit(
-            report, out=out, csv_out=csv_out, html_out=html_out, png_dir=png_dir, as_json=as_json
-        )
-    else:  # shown first: a file that cannot be written after all (a full disk) then loses nothing
-        if as_json:
-            print_json(__import__("json").loads(report.to_json()))
-        else:
-            render(report)
-        if out:
-            write_text(out, report.to_json())
-        if plot:
-            report.plot(plot)
-    generation_bench_cmd.check(report, max_error_rate)
+    # each kind's report, shown and written (the text-generation one lives with its commands); then the verdict
+    emitters = {ENCODER: _emit, GENERATION: generation_bench_cmd.emit}
+    emitters[kind_of(report)](
+        report, out=out, csv_out=csv_out, html_out=html_out, png_dir=png_dir, plot=plot, as_json=as_json
+    )
+    verdict(report, max_error_rate)
+
+
+def _emit(report, *, out, plot, as_json, **_) -> None:  # type: ignore[no-untyped-def]
+    """An encoder's report: shown first, so that a file that cannot be written after all (a full disk) loses nothing."""
+    from smneuron.files.user import write_text
+
+    if as_json:
+        print_json(__import__("json").loads(report.to_json()))
+    else:
+        render(report)
+    if out:
+        write_text(out, report.to_json())
+    if plot:
+        report.plot(plot)
 
 
 def _compare(paths: list[Path], as_json: bool) -> None:
@@ -297,27 +304,23 @@ def recommend_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """The cheapest instance type and count meeting a p99 SLO at a rate, with the arithmetic."""
-    from smneuron.benchmark.report import load, recommend
+    from smneuron.artifact.kind import ENCODER, GENERATION
     from smneuron.cli import generation_bench_cmd
 
-    if reports and _generation_report(reports[0]):
-        return generation_bench_cmd.recommend(
-            reports,
-            rate=rate,
-            ttft_ms=slo_ttft_ms,
-            itl_ms=slo_itl_ms,
-            prices=state(ctx).project().prices,
-            as_json=as_json,
-        )
+    # each kind's recommendation: an encoder's under a p99 SLO, text generation's under TTFT / ITL
+    recommenders = {ENCODER: _recommend, GENERATION: generation_bench_cmd.recommend}
+    kind = _report_kind(reports[0]) if reports else ENCODER
+    recommenders[kind](reports, rate=rate, latency_p99_ms=latency_p99_ms, ttft_ms=slo_ttft_ms, itl_ms=slo_itl_ms,
+                       headroom=headroom, prices=state(ctx).project().prices, as_json=as_json)  # fmt: skip
+
+
+def _recommend(reports, *, rate, latency_p99_ms, headroom, prices, as_json, **_) -> None:  # type: ignore[no-untyped-def]
+    """An encoder's recommendation: the cheapest type and count whose runs meet the p99 SLO at the rate."""
+    from smneuron.benchmark.report import load, recommend
+
     if latency_p99_ms is None:
         raise ConfigError("Give the latency SLO: --slo-p99-ms MS.")
-    options = recommend(
-        [load(p) for p in reports],
-        latency_p99_ms,
-        rate,
-        prices=state(ctx).project().prices,
-        headroom=headroom,
-    )
+    options = recommend([load(p) for p in reports], latency_p99_ms, rate, prices=prices, headroom=headroom)
     if as_json:
         print_json([o.__dict__ for o in options])
         return
@@ -377,12 +380,12 @@ def render(report) -> None:  # type: ignore[no-untyped-def]
         console().print(f"[yellow]{note}[/yellow]")
 
 
-def _generation_report(path: Path) -> bool:
-    """Whether a report is a text-generation one; an unreadable file is the report loader's to explain."""
-    from smneuron.artifact.kind import kind_of_path
+def _report_kind(path: Path) -> Any:
+    """What a report file measured (an encoder unless it says otherwise); an unreadable file is the report loader's
+    to explain."""
+    from smneuron.artifact.kind import ENCODER, kind_of_path
 
     try:
-        kind = kind_of_path(path)
+        return kind_of_path(path) or ENCODER
     except ArtifactError:
-        return False
-    return kind is not None and kind.generates
+        return ENCODER

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -59,7 +60,7 @@ def compile_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Compile a model: one traced file per sequence bucket, tokenizer, manifest; cached."""
-    from smneuron.artifact.kind import kind_of
+    from smneuron.artifact.kind import ENCODER, GENERATION, kind_of
     from smneuron.cli.generation_cmds import render_text_generation
     from smneuron.compilation import compile_model
     from smneuron.specs.models import override
@@ -96,9 +97,13 @@ def compile_cmd(
     result = compile_model(
         model_dir, out, spec, from_cache=from_cache, cache=not no_cache, cache_dir=cache_dir, jobs=jobs
     )
-    if kind_of(result.manifest).generates:
-        render_text_generation(result, as_json=as_json)
-        return
+    # each kind's rendering (the text-generation table lives with its commands)
+    renderers = {ENCODER: _render_encoder, GENERATION: render_text_generation}
+    renderers[kind_of(result.manifest)](result, as_json=as_json)
+
+
+def _render_encoder(result: Any, *, as_json: bool) -> None:
+    """An encoder's compile: its buckets (file, size, compile time, validation against the eager model)."""
     m = result.manifest
     if as_json:
         print_json(

@@ -31,7 +31,7 @@ def lengths(text: str | None, flag: str):  # type: ignore[no-untyped-def]
     return Lengths(mean, stdev, lo, hi)
 
 
-def emit(report, *, out, csv_out, html_out, png_dir, as_json) -> None:  # type: ignore[no-untyped-def]
+def emit(report, *, out, csv_out, html_out, png_dir, as_json, **_) -> None:  # type: ignore[no-untyped-def]
     """A text-generation report as asked: the table (or JSON on stdout), then JSON, CSV, HTML and PNG files."""
     from smneuron.benchmark.generation_report import write_csv, write_html, write_pngs
     from smneuron.files.user import write_text
@@ -49,24 +49,6 @@ def emit(report, *, out, csv_out, html_out, png_dir, as_json) -> None:  # type: 
         write_html(data, html_out)
     if png_dir:
         write_pngs(data, png_dir)
-
-
-def check(report, max_error_rate: float) -> None:  # type: ignore[no-untyped-def]
-    """Exit 1 above ``max_error_rate`` failed requests, or when --find-max met no SLO (either kind's report)."""
-    from smneuron.benchmark.generation import GenerationReport
-    from smneuron.benchmark.profiles import check_error_rate
-    from smneuron.benchmark.search import unmet
-
-    if isinstance(report, GenerationReport):
-        failed = sum(r.errored + r.incomplete for r in report.runs)
-        ok = sum(r.successful for r in report.runs)
-    else:
-        failed = sum(r.requests_failed for r in report.runs)
-        ok = sum(r.requests_ok for r in report.runs)
-    check_error_rate(ok + failed, failed, max_error_rate, report.target)
-    refused = unmet(report.search)
-    if refused:
-        raise refused
 
 
 def in_account(
@@ -260,8 +242,9 @@ def recommend(
     itl_ms: float | None,
     prices: dict[str, float],
     as_json: bool,
+    **_: object,
 ) -> None:
-
+    """Text generation's recommendation: the cheapest type and count whose runs meet the TTFT / ITL SLOs at the rate."""
     from smneuron.benchmark.generation_report import load
     from smneuron.benchmark.generation_report import recommend as pick
 

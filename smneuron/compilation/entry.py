@@ -96,7 +96,11 @@ def _generation(
     model: str | Path, out_dir: Path, spec: CompileSpec, *, from_cache: bool, **_: Any
 ) -> GenerationCompileResult:
     spec = spec.model_copy(update={"task": GENERATION})
-    return compile_from_cache(str(model), out_dir, spec) if from_cache else compile_generation(model, out_dir, spec)
+    return (
+        compile_from_cache(str(model), out_dir, spec)
+        if from_cache
+        else compile_generation(model, out_dir, spec)
+    )
 
 
 # each kind's compiler: this stage's half of the kind strategy

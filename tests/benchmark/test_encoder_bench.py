@@ -143,7 +143,9 @@ def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
         "search",  # --find-max only
         "notes",  # what the numbers cannot be read without (the client's own limit)
         "processes",  # load-generator processes
+        "kind",  # what it measured: "encoder" (a text-generation report says so too)
     }
+    assert data["kind"] == "encoder"
     assert (
         data["search"] is None and "aws.amazon.com/sagemaker/pricing" in data["price_source"]
     )  # the catalog
