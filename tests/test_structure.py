@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -291,7 +292,7 @@ def test_deploy_from_the_cli_and_the_sdk_never_loads_the_sagemaker_sdk(tiny_clas
 
 def test_no_module_but_the_resolver_compares_model_kinds():
     """Issue 51 #2: the model kind is decided once (``artifact/kind.py``: the strategies, their tables, the resolvers)
-    and every other module asks the strategy (``kind.generates``, ``kind.ships_code``, ``kind.engines``...) instead of
+    and every other module asks the strategy (``kind.ships_code``, ``kind.refuse_request``, a table keyed by the kind...) instead of
     comparing a kind value; a comparison elsewhere is where the next setting of one kind gets dropped by the other."""
     kinds = {"GENERATION", "ENCODER"}
     names = {"text-generation", "encoder"}
@@ -311,3 +312,30 @@ def test_no_module_but_the_resolver_compares_model_kinds():
             if isinstance(node, ast.Compare) and any(is_kind(n) for n in [node.left, *node.comparators]):
                 found.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert found == []
+
+
+# what decides the model kind at a call site: the strategy's flag, a comparison with a kind value, the proxies that stood
+# for it (a component's presence, copies or no copies, a report's class, a manifest's generation section), a task's name
+KIND_DECISION = re.compile(
+    r"\.generates\b|[=!]=\s*(GENERATION|ENCODER|\"text-generation\"|\"encoder\")|\bis (not )?(GENERATION|ENCODER)\b"
+    r"|\"text-generation\"\s*[=!]=|isinstance\([^)]*Generation|[\"']generation[\"'] (not )?in\b"
+    r"|copies[\"']\] is (not )?None|generates_task\(|_is_generation|text_generation_note|kind_of_endpoint"
+)
+
+
+def test_at_most_eight_lines_decide_the_kind_outside_its_strategy_and_tables():
+    """Issue 61 #3: what differs per kind is a method or a table entry of the kind (``artifact/kind.py`` and the tables
+    keyed by it in each stage), never an ``if`` at the call site. At most 8 lines elsewhere decide it, each saying why
+    it cannot be a table entry in a ``# kind:`` comment."""
+    found, unexplained = [], []
+    for path in [*PACKAGE.rglob("*.py"), *(REPO / "pipelines").rglob("*.py")]:
+        if path.relative_to(REPO).as_posix() in ("smneuron/artifact/kind.py", "smneuron/artifact/kind_settings.py"):
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if KIND_DECISION.search(code) and not code.lstrip().startswith(("def ", "from ", "import ")):
+                found.append(f"{path.relative_to(REPO)}:{number}")
+                if "# kind:" not in line:
+                    unexplained.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert len(found) <= 8, found
+    assert unexplained == []

@@ -41,6 +41,23 @@ class ModelKind(str):
     # the local serving engines that can serve it (`smneuron serve --engine`)
     engines: tuple[str, ...]
 
+    # what an endpoint of this kind does not answer: the request ("texts", "prompts", "chat") -> (refusal, hint), with
+    # {name} and {evidence} filled in
+    refusals: Mapping[str, tuple[str, str]] = {}
+
+    def refuse_request(self, name: str, asks: str, evidence: str = "") -> None:
+        """Refuse a request endpoint ``name`` of this kind does not answer: "texts" (``{"inputs": texts}``: predict),
+        "prompts" (generate, stream, max tokens, seed, temperature) or "chat" (SageMaker's /openai/v1), with what
+        it answers instead.
+
+        Raises:
+            ConfigError: this kind does not answer ``asks``.
+        """
+        refusal = self.refusals.get(asks)
+        if refusal is not None:
+            message, hint = refusal
+            raise ConfigError(message.format(name=name, evidence=evidence), hint=hint.format(name=name))
+
     def holds(self, thing: Any) -> bool:
         """Whether ``thing`` (a manifest, ModelData, plan or report) is of this kind (``kind_of``): a check that an
         input is what a step takes, never a choice of behaviour (that is a table keyed by the kind)."""
@@ -90,11 +107,25 @@ class ModelKind(str):
         )
 
 
+_SEND_TEXTS = 'Send it texts: `smneuron invoke {name} "some text"` (SDK: Endpoint("{name}").predict([...])).'
+
+
 class Encoder(ModelKind):
     title = "encoder"
+    refusals = {
+        "prompts": (
+            "Endpoint {name} serves an encoder (embeddings or classification), not text generation: streaming, max "
+            "tokens, prompts, seed and temperature apply only to text-generation endpoints.",
+            _SEND_TEXTS,
+        ),
+        "chat": (
+            "Endpoint {name} serves an encoder ({evidence}): SageMaker's /openai/v1 path is chat completions, which "
+            "an encoder does not answer.",
+            _SEND_TEXTS,
+        ),
+    }
     settings = _ENCODER_SETTINGS
     serves_with = "by TorchServe workers in the PyTorch DLC"
-    generates = False
     ships_code = True
     scales_instances = True
     engines = ("smneuron", "torchserve")
@@ -102,9 +133,15 @@ class Encoder(ModelKind):
 
 class TextGeneration(ModelKind):
     title = "text generation"
+    refusals = {
+        "texts": (
+            'Endpoint {name} serves text generation, which answers prompts and chat messages, not {{"inputs": texts}}.',
+            'Ask it: endpoint.generate(messages=[{{"role": "user", "content": "..."}}]) or endpoint.stream(...) (CLI: '
+            '`smneuron invoke {name} "some text"`).',
+        ),
+    }
     settings = _GENERATION_SETTINGS
     serves_with = "as inference-component copies of the vLLM container"
-    generates = True
     ships_code = False
     scales_instances = False
     engines = ("smneuron",)
@@ -204,11 +241,6 @@ def agreed_kind(
             hint="Evaluate the endpoint against the model it serves (or drop --task: the endpoint says it).",
         )
     return served
-
-
-def generates_task(task: str | None) -> bool:
-    """Whether a compile task (or a report's ``kind``) is text generation's: the name decides the kind (``kind_of``)."""
-    return task is not None and kind_of({"task": task}).generates
 
 
 def kind_of_path(path: str | Path) -> ModelKind | None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from smneuron.artifact.kind import generates_task
+from smneuron.artifact.kind import GENERATION
 from smneuron.benchmark.search import provenance
 from smneuron.catalog import PriceTable, price_table
 from smneuron.display.cards import png_html
@@ -54,7 +54,7 @@ def load(path: str | Path) -> dict:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
         raise ConfigError(f"Cannot read bench report {path}: {e}") from None
-    if not generates_task(data.get("kind")) or "runs" not in data:
+    if data.get("kind") is None or not GENERATION.holds(data) or "runs" not in data:
         raise ConfigError(f"{path} is not a smneuron text-generation bench report.")
     return data
 

@@ -111,20 +111,28 @@ def _controls(c: dict) -> list[list[str]]:
 def _serving_and_cost(o: dict) -> list[list[str]]:
     """What it serves and how it is known; workers per instance for an encoder, copies for text generation (no
     TorchServe workers); the cost."""
+    from smneuron.artifact.kind import ENCODER, GENERATION, KINDS
+
     kind = ["kind", f"{o['kind'] or 'unknown'}: {o['kind_evidence']}"]
-    if o["copies"] is not None:
-        serving = ["copies", f"{o['copies']}/{o['desired_copies']} (inference component)"]
-    else:
-        serving = [
-            "workers",
-            f"{o['workers']} per instance" if o["workers"] else "the toolkit's default (one per vCPU)",
-        ]
+    rows = {ENCODER: _workers_row, GENERATION: _copies_row}  # each kind's serving row (unknown: workers)
+    serving = rows[KINDS.get(o["kind"] or "", ENCODER)](o)
     if o["cost_per_hour_usd"] is None:
         return [kind, serving, ["cost", "price unknown (`smneuron instances`)"]]
     cost = (
         f"${o['cost_per_hour_usd']:.3f}/hour ({o['instances']} x ${o['hourly_usd']:.3f}, {o['price_source']})"
     )
     return [kind, serving, ["cost", cost]]
+
+
+def _workers_row(o: dict) -> list[str]:
+    return [
+        "workers",
+        f"{o['workers']} per instance" if o["workers"] else "the toolkit's default (one per vCPU)",
+    ]
+
+
+def _copies_row(o: dict) -> list[str]:
+    return ["copies", f"{o['copies']}/{o['desired_copies']} (inference component)"]
 
 
 def invoke_cmd(
@@ -150,6 +158,7 @@ def invoke_cmd(
     Texts (or a raw body with --data) for an encoder; for a text-generation endpoint the texts are a chat message
     (--prompt: a completion; --stream prints tokens as they arrive).
     """
+    from smneuron.artifact.kind import ENCODER, GENERATION
     from smneuron.cli.generation_cmds import generate
     from smneuron.endpoints.handle import Endpoint
 
@@ -167,8 +176,10 @@ def invoke_cmd(
     ep = Endpoint(name, url=url, session=None if url else state(ctx).session())
     ep.component = component
     asked = stream or max_tokens is not None or prompt or seed is not None or temperature is not None
-    # texts for a text-generation endpoint are a chat message (the endpoint says what it serves; a URL does not)
-    if asked or (not data and ep.kind is not None and ep.kind.generates):
+    # plain texts go as each kind asks: {"inputs": texts} to an encoder, a chat message to text generation (the
+    # endpoint says what it serves; a URL does not: an encoder's body, unless a generation flag was given)
+    texts_as = {ENCODER: "inputs", GENERATION: "chat"}
+    if asked or (not data and texts_as[ep.kind or ENCODER] == "chat"):
         return generate(
             ep,
             " ".join(text or []),

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, generates_task, model_kind
+from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, model_kind
 from smneuron.compilation.encoder import CompileEvent, CompileResult
 from smneuron.compilation.encoder import compile_model as compile_encoder
 from smneuron.compilation.generation import (
@@ -66,7 +66,7 @@ def compile_model(
             "jobs (--jobs)",
             "Leave it out: one process per bucket for Neuron targets, in process for cpu and cuda.",
         )
-    if from_cache and spec.task is not None and not generates_task(spec.task):
+    if from_cache and spec.task is not None and not GENERATION.holds(spec):
         raise ConfigError(
             f"--from-cache is for text generation (the optimum-neuron cache holds causal LMs); the task is {spec.task}.",
             hint="Drop --from-cache, or use --task text-generation.",

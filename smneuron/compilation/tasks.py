@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smneuron.artifact.kind import ENCODER, GENERATION, model_kind
 from smneuron.errors import CompileError, ConfigError, MissingDependencyError
 
 OUTPUTS = {
@@ -319,17 +320,10 @@ def _wrapper_class() -> type:
 
 
 def pipeline_task(model_dir: Path) -> tuple[str, str]:
-    """``infer_task``, with causal LMs (``*ForCausalLM``) as text-generation: the pipeline runs both kinds."""
-    try:
-        archs = [
-            str(a) for a in json.loads((model_dir / "config.json").read_text()).get("architectures") or []
-        ]
-    except (OSError, ValueError):
-        archs = []
-    causal = [a for a in archs if a.endswith("ForCausalLM")]
-    if causal:
-        return "text-generation", f"config.json architectures: {causal[0]}"
-    return infer_task(model_dir)
+    """The task of a model directory for the pipeline, which runs both kinds: the kind as ``artifact.kind.model_kind``
+    decides it (a causal LM: text-generation), an encoder's task as ``infer_task`` reads it."""
+    kind, note = model_kind(model_dir, None)
+    return _TASK_OF[kind](model_dir, note)
 
 
 def write_sample_records(path: str | Path, task: str) -> Path:
@@ -339,3 +333,13 @@ def write_sample_records(path: str | Path, task: str) -> Path:
     rows = [{"inputs": [SAMPLE_TEXTS[0], t] if task == "question-answering" else t} for t in SAMPLE_TEXTS]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
+
+
+# each kind's task of a model directory (text generation has one task; an encoder's is read from its head)
+_TASK_OF = {
+    ENCODER: lambda model_dir, note: infer_task(model_dir),
+    GENERATION: lambda model_dir, note: (
+        str(GENERATION),
+        note.removeprefix("task text-generation inferred from "),
+    ),
+}

@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from smneuron.artifact.kind import ModelKind
+from smneuron.artifact.kind import ENCODER, GENERATION, KINDS, ModelKind
 from smneuron.catalog import price_table
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.display.progress import step
@@ -33,7 +33,6 @@ from smneuron.endpoints.record import EndpointRecord, read_endpoint
 from smneuron.endpoints.scaling import scale
 from smneuron.endpoints.streaming import open_stream, request_body, text_pieces
 from smneuron.errors import (
-    ConfigError,
     EndpointFailedError,
     SmneuronError,
     from_client_error,
@@ -260,13 +259,9 @@ class Endpoint(Displayed):
         if self._http:
             return
         self._check()
-        kind = None if self.component else self.kind
-        if kind is not None and not kind.generates:
-            raise ConfigError(
-                f"Endpoint {self.name} serves an encoder (embeddings or classification), not text generation: "
-                "streaming, max tokens, prompts, seed and temperature apply only to text-generation endpoints.",
-                hint=f'Send it texts: `smneuron invoke {self.name} "some text"` (or endpoint.predict([...])).',
-            )
+        kind = None if self.component else self.kind  # (a component serves text generation)
+        if kind is not None:
+            kind.refuse_request(self.name, "prompts")  # type: ignore[arg-type]
 
     def predict(self, inputs: Any, parameters: dict | None = None) -> Any:
         """Predict a text, a list of texts, or [text, pair] pairs; returns the decoded JSON.
@@ -274,13 +269,8 @@ class Endpoint(Displayed):
         Raises:
             ConfigError: the endpoint serves text generation (ask it with ``generate`` or ``stream``).
         """
-        if self.kind is not None and self.kind.generates:
-            raise ConfigError(
-                f"Endpoint {self.name} serves text generation, which answers prompts and chat messages, not "
-                '{"inputs": texts}.',
-                hint=f'Ask it: endpoint.generate(messages=[{{"role": "user", "content": "..."}}]) or endpoint.stream(...) '
-                f'(CLI: `smneuron invoke {self.name} "some text"`).',
-            )
+        if self.kind is not None:
+            self.kind.refuse_request(self.name, "texts")  # type: ignore[arg-type]
         payload: dict[str, Any] = {"inputs": inputs}
         if parameters:
             payload["parameters"] = parameters
@@ -335,10 +325,7 @@ class Endpoint(Displayed):
             o = self.overview()
         except SmneuronError as e:
             return Card(title=f"endpoint {self.name}", brief=repr(self.name), rows=[("status", str(e))])
-        if o["copies"] is None:
-            serving = ("workers per instance", o["workers"] or "the toolkit's default (one per vCPU)")
-        else:
-            serving = ("copies", f"{o['copies']}/{o['desired_copies']}")
+        serving = _CARD_SERVING[KINDS.get(o["kind"] or "", ENCODER)](o)  # unknown: as an encoder
         cost = o["cost_per_hour_usd"]
         return Card(
             title=f"endpoint {o['name']}: {o['status']}",
@@ -354,3 +341,10 @@ class Endpoint(Displayed):
             ],
             link=("open in the SageMaker console", o["console_url"]) if o["console_url"] else None,
         )
+
+
+# each kind's serving row on the notebook card: workers per instance, or the component's copies
+_CARD_SERVING = {
+    ENCODER: lambda o: ("workers per instance", o["workers"] or "the toolkit's default (one per vCPU)"),
+    GENERATION: lambda o: ("copies", f"{o['copies']}/{o['desired_copies']}"),
+}

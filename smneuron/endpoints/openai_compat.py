@@ -132,13 +132,8 @@ def openai_access(
     sess = session or Session.from_env()
     # one read of each resource: kind, components, the served model
     record = described or read_endpoint(sess, name)
-    kind, evidence = record.kind, record.kind_evidence
-    if kind is not None and not kind.generates:
-        raise ConfigError(
-            f"Endpoint {name} serves an encoder ({evidence}): SageMaker's /openai/v1 path is chat completions, which "
-            "an encoder does not answer.",
-            hint=f'Send it texts: `smneuron invoke {name} "some text"` (SDK: Endpoint("{name}").predict([...])).',
-        )
+    if record.kind is not None:
+        record.kind.refuse_request(name, "chat", record.kind_evidence)
     component, notes = choose_component(name, list(record.component_names), component)
     credentials = sess.boto_session.get_credentials()
     if credentials is None:

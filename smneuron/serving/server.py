@@ -94,7 +94,7 @@ def plan_layout(
         spec,
         cores_per_model=cores_per_model,
         workers=wanted,
-        compiled_batch=manifest.get("batch_size") if "generation" not in manifest else None,
+        compiled_batch=manifest.get("batch_size"),
     )
     # threads per worker share the CPUs the instance has here (deploy.encoder_env sized them for its vCPUs)
     env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(max(1, len(cpus) // n))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.kind import generates_task
+from smneuron.artifact.kind import ENCODER, GENERATION, kind_of
 from smneuron.artifact.staging import stage
 from smneuron.artifact.storage import ensure_bucket, parse_s3_uri
 from smneuron.compilation.tasks import pipeline_task
@@ -129,10 +129,7 @@ def run_local(
     if proj.compile.task is None:
         proj.compile.task = pipeline_task(model_dir)[0]
     parameters = dict(parameters or {})
-    if not generates_task(proj.compile.task):
-        check_gates_have_data(proj, data, parameters)
-    elif artifact is not None and not Path(artifact, "smneuron.json").is_file():
-        raise ConfigError(f"{artifact} is not a compiled artifact (no smneuron.json).")
+    _INPUT_CHECKS[kind_of(proj.compile)](proj, data, parameters, artifact)
     proj.endpoint.instance_type = LOCAL_INSTANCE  # cpu target: the artifacts must run on this machine
     proj.compile.target = "cpu"
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-pipeline-") if work_dir is None else None
@@ -496,3 +493,16 @@ def _serving(sm: Any) -> list[str]:
         c["InferenceComponentName"] for c in sm.list_inference_components().get("InferenceComponents", [])
     ]
     return [f"endpoint {e}" for e in sorted(endpoints)] + [f"inference component {c}" for c in sorted(found)]
+
+
+def _check_encoder_inputs(proj: ProjectFile, data: Path, parameters: dict, artifact: Any) -> None:
+    check_gates_have_data(proj, data, parameters)  # an encoder's gates need labels or references in the data
+
+
+def _check_generation_inputs(proj: ProjectFile, data: Path, parameters: dict, artifact: Any) -> None:
+    if artifact is not None and not Path(artifact, "smneuron.json").is_file():
+        raise ConfigError(f"{artifact} is not a compiled artifact (no smneuron.json).")
+
+
+# what each kind's run checks of its inputs before anything runs
+_INPUT_CHECKS = {ENCODER: _check_encoder_inputs, GENERATION: _check_generation_inputs}
