@@ -75,157 +75,161 @@ def parse_spec(inline: str) -> dict:
 
 
 def patch_benchmark_jobs() -> None:
+    """Teach moto SageMaker AI's workload configs and benchmark jobs (a job runs smneuron's bench here)."""
     from moto.core.responses import ActionResult
     from moto.sagemaker import responses
     from moto.sagemaker.exceptions import ValidationError
 
-    def find(backend: Any, kind: str, identifier: str) -> dict:
-        name = identifier.rsplit("/", 1)[-1]
-        record = _store(backend)[kind].get(name)
-        if record is None:
-            what = "AI workload config" if kind == "configs" else "AI benchmark job"
-            raise ValidationError(message=f'Could not find {what} "{identifier}".')
-        return record
+    operations = {
+        **_config_operations(ActionResult, ValidationError),
+        **_job_operations(ActionResult, ValidationError),
+    }
+    for name, fn in operations.items():
+        patching.add(responses.SageMakerResponse, name, fn)
+
+
+def _find(backend: Any, kind: str, identifier: str, error: type) -> dict:
+    name = identifier.rsplit("/", 1)[-1]
+    record = _store(backend)[kind].get(name)
+    if record is None:
+        what = "AI workload config" if kind == "configs" else "AI benchmark job"
+        raise error(message=f'Could not find {what} "{identifier}".')
+    return record
+
+
+def _config_operations(result: type, error: type) -> dict[str, Any]:
+    """CreateAIWorkloadConfig and its describe, list and delete, as SageMakerResponse methods."""
 
     def create_config(self: Any) -> Any:
         backend = self.sagemaker_backend
         name = self._get_param("AIWorkloadConfigName")
         if name in _store(backend)["configs"]:
-            raise ValidationError(message=f'AI workload config "{name}" already exists.')
+            raise error(message=f'AI workload config "{name}" already exists.')
         configs = self._get_param("AIWorkloadConfigs") or {}
         inline = (configs.get("WorkloadSpec") or {}).get("Inline")
         if inline:
             try:
                 parse_spec(inline)
             except ValueError as e:
-                raise ValidationError(message=str(e)) from None
+                raise error(message=str(e)) from None
         arn = _arn(backend, "ai-workload-config", name)
+        dataset = self._get_param("DatasetConfig")
         _store(backend)["configs"][name] = {
-            "AIWorkloadConfigName": name,
-            "AIWorkloadConfigArn": arn,
-            **(
-                {"DatasetConfig": self._get_param("DatasetConfig")}
-                if self._get_param("DatasetConfig")
-                else {}
-            ),
-            **({"AIWorkloadConfigs": configs} if configs else {}),
-            "Tags": self._get_param("Tags") or [],
+            "AIWorkloadConfigName": name, "AIWorkloadConfigArn": arn, **({"DatasetConfig": dataset} if dataset else {}),
+            **({"AIWorkloadConfigs": configs} if configs else {}), "Tags": self._get_param("Tags") or [],
             "CreationTime": dt.datetime.now(dt.timezone.utc),
-        }
-        return ActionResult({"AIWorkloadConfigArn": arn})
+        }  # fmt: skip
+        return result({"AIWorkloadConfigArn": arn})
 
     def describe_config(self: Any) -> Any:
-        return ActionResult(find(self.sagemaker_backend, "configs", self._get_param("AIWorkloadConfigName")))
+        return result(
+            _find(self.sagemaker_backend, "configs", self._get_param("AIWorkloadConfigName"), error)
+        )
 
     def list_configs(self: Any) -> Any:
         contains = self._get_param("NameContains") or ""
-        items = [
-            {k: c[k] for k in ("AIWorkloadConfigName", "AIWorkloadConfigArn", "CreationTime")}
-            for c in _store(self.sagemaker_backend)["configs"].values()
-            if contains in c["AIWorkloadConfigName"]
-        ]
-        return ActionResult({"AIWorkloadConfigs": items})
+        items = [{k: c[k] for k in ("AIWorkloadConfigName", "AIWorkloadConfigArn", "CreationTime")}
+                 for c in _store(self.sagemaker_backend)["configs"].values() if contains in c["AIWorkloadConfigName"]]  # fmt: skip
+        return result({"AIWorkloadConfigs": items})
 
     def delete_config(self: Any) -> Any:
         backend = self.sagemaker_backend
-        record = find(backend, "configs", self._get_param("AIWorkloadConfigName"))
+        record = _find(backend, "configs", self._get_param("AIWorkloadConfigName"), error)
         name = record["AIWorkloadConfigName"]
-        active = [
-            j["AIBenchmarkJobName"]
-            for j in _store(backend)["jobs"].values()
-            if j["AIWorkloadConfigIdentifier"].rsplit("/", 1)[-1] == name
-            and j["AIBenchmarkJobStatus"] in ("InProgress", "Stopping")
-        ]
+        active = [j["AIBenchmarkJobName"] for j in _store(backend)["jobs"].values()
+                  if j["AIWorkloadConfigIdentifier"].rsplit("/", 1)[-1] == name
+                  and j["AIBenchmarkJobStatus"] in ("InProgress", "Stopping")]  # fmt: skip
         if active:
-            raise ValidationError(
+            raise error(
                 message=f'AI workload config "{name}" is used by the active benchmark job {active[0]}.'
             )
         del _store(backend)["configs"][name]
-        return ActionResult({"AIWorkloadConfigArn": record["AIWorkloadConfigArn"]})
+        return result({"AIWorkloadConfigArn": record["AIWorkloadConfigArn"]})
+
+    return {
+        "create_ai_workload_config": create_config,
+        "describe_ai_workload_config": describe_config,
+        "list_ai_workload_configs": list_configs,
+        "delete_ai_workload_config": delete_config,
+    }
+
+
+def _new_job(response: Any, error: type) -> tuple[dict, dict]:
+    """CreateAIBenchmarkJob's record (InProgress) and the workload config it runs, both checked."""
+    backend = response.sagemaker_backend
+    name = response._get_param("AIBenchmarkJobName")
+    if name in _store(backend)["jobs"]:
+        raise error(message=f'AI benchmark job "{name}" already exists.')
+    config = _find(backend, "configs", response._get_param("AIWorkloadConfigIdentifier"), error)
+    target = response._get_param("BenchmarkTarget") or {}
+    endpoint = (target.get("Endpoint") or {}).get("Identifier", "").rsplit("/", 1)[-1]
+    if endpoint not in backend.endpoints:
+        raise error(message=f'Could not find endpoint "{_arn(backend, "endpoint", endpoint)}".')
+    now, network = dt.datetime.now(dt.timezone.utc), response._get_param("NetworkConfig")
+    record = {
+        "AIBenchmarkJobName": name, "AIBenchmarkJobArn": _arn(backend, "ai-benchmark-job", name),
+        "AIBenchmarkJobStatus": "InProgress", "BenchmarkTarget": target,
+        "OutputConfig": dict(response._get_param("OutputConfig")),
+        "AIWorkloadConfigIdentifier": response._get_param("AIWorkloadConfigIdentifier"),
+        "RoleArn": response._get_param("RoleArn"), "CreationTime": now, "StartTime": now,
+        "Tags": response._get_param("Tags") or [], **({"NetworkConfig": network} if network else {}),
+    }  # fmt: skip
+    return record, config
+
+
+def _job_operations(result: type, error: type) -> dict[str, Any]:
+    """CreateAIBenchmarkJob and its describe, list, stop and delete, as SageMakerResponse methods."""
 
     def create_job(self: Any) -> Any:
-        backend = self.sagemaker_backend
-        name = self._get_param("AIBenchmarkJobName")
-        if name in _store(backend)["jobs"]:
-            raise ValidationError(message=f'AI benchmark job "{name}" already exists.')
-        config = find(backend, "configs", self._get_param("AIWorkloadConfigIdentifier"))
-        target = self._get_param("BenchmarkTarget") or {}
-        endpoint = (target.get("Endpoint") or {}).get("Identifier", "").rsplit("/", 1)[-1]
-        if endpoint not in backend.endpoints:
-            raise ValidationError(message=f'Could not find endpoint "{_arn(backend, "endpoint", endpoint)}".')
-        now = dt.datetime.now(dt.timezone.utc)
-        record = {
-            "AIBenchmarkJobName": name,
-            "AIBenchmarkJobArn": _arn(backend, "ai-benchmark-job", name),
-            "AIBenchmarkJobStatus": "InProgress",
-            "BenchmarkTarget": target,
-            "OutputConfig": dict(self._get_param("OutputConfig")),
-            "AIWorkloadConfigIdentifier": self._get_param("AIWorkloadConfigIdentifier"),
-            "RoleArn": self._get_param("RoleArn"),
-            "CreationTime": now,
-            "StartTime": now,
-            "Tags": self._get_param("Tags") or [],
-            **(
-                {"NetworkConfig": self._get_param("NetworkConfig")}
-                if self._get_param("NetworkConfig")
-                else {}
-            ),
-        }
-        _store(backend)["jobs"][name] = record
+        record, config = _new_job(self, error)
+        _store(self.sagemaker_backend)["jobs"][record["AIBenchmarkJobName"]] = record
         active = backer()  # read in the request: the job's thread runs on the service it was made on
         threading.Thread(target=_run, args=(record, config, active), daemon=True).start()
-        return ActionResult({"AIBenchmarkJobArn": record["AIBenchmarkJobArn"]})
+        return result({"AIBenchmarkJobArn": record["AIBenchmarkJobArn"]})
 
     def describe_job(self: Any) -> Any:
-        record = find(self.sagemaker_backend, "jobs", self._get_param("AIBenchmarkJobName"))
-        return ActionResult({k: v for k, v in record.items() if not k.startswith("_")})
+        record = _find(self.sagemaker_backend, "jobs", self._get_param("AIBenchmarkJobName"), error)
+        return result({k: v for k, v in record.items() if not k.startswith("_")})
 
     def list_jobs(self: Any) -> Any:
         contains, status = self._get_param("NameContains") or "", self._get_param("StatusEquals")
-        items = [
-            {
-                "AIBenchmarkJobName": j["AIBenchmarkJobName"],
-                "AIBenchmarkJobArn": j["AIBenchmarkJobArn"],
-                "AIBenchmarkJobStatus": j["AIBenchmarkJobStatus"],
-                "CreationTime": j["CreationTime"],
-                **({"EndTime": j["EndTime"]} if "EndTime" in j else {}),
-                "AIWorkloadConfigName": j["AIWorkloadConfigIdentifier"].rsplit("/", 1)[-1],
-            }
-            for j in _store(self.sagemaker_backend)["jobs"].values()
-            if contains in j["AIBenchmarkJobName"] and (status is None or j["AIBenchmarkJobStatus"] == status)
-        ]
-        return ActionResult({"AIBenchmarkJobs": items})
+        items = [_job_summary(j) for j in _store(self.sagemaker_backend)["jobs"].values()
+                 if contains in j["AIBenchmarkJobName"] and (status is None or j["AIBenchmarkJobStatus"] == status)]  # fmt: skip
+        return result({"AIBenchmarkJobs": items})
 
     def stop_job(self: Any) -> Any:
-        record = find(self.sagemaker_backend, "jobs", self._get_param("AIBenchmarkJobName"))
+        record = _find(self.sagemaker_backend, "jobs", self._get_param("AIBenchmarkJobName"), error)
         if record["AIBenchmarkJobStatus"] == "InProgress":
             record["AIBenchmarkJobStatus"] = "Stopping"
             record["_stop"] = True
-        return ActionResult({"AIBenchmarkJobArn": record["AIBenchmarkJobArn"]})
+        return result({"AIBenchmarkJobArn": record["AIBenchmarkJobArn"]})
 
     def delete_job(self: Any) -> Any:
-        backend = self.sagemaker_backend
-        record = find(backend, "jobs", self._get_param("AIBenchmarkJobName"))
+        record = _find(self.sagemaker_backend, "jobs", self._get_param("AIBenchmarkJobName"), error)
         if record["AIBenchmarkJobStatus"] in ("InProgress", "Stopping"):
-            raise ValidationError(
-                message=f'AI benchmark job "{record["AIBenchmarkJobName"]}" is {record["AIBenchmarkJobStatus"]}; '
-                "stop it first."
-            )
-        del _store(backend)["jobs"][record["AIBenchmarkJobName"]]
-        return ActionResult({"AIBenchmarkJobArn": record["AIBenchmarkJobArn"]})
+            raise error(message=f'AI benchmark job "{record["AIBenchmarkJobName"]}" is '
+                                f"{record['AIBenchmarkJobStatus']}; stop it first.")  # fmt: skip
+        del _store(self.sagemaker_backend)["jobs"][record["AIBenchmarkJobName"]]
+        return result({"AIBenchmarkJobArn": record["AIBenchmarkJobArn"]})
 
-    for name, fn in (
-        ("create_ai_workload_config", create_config),
-        ("describe_ai_workload_config", describe_config),
-        ("list_ai_workload_configs", list_configs),
-        ("delete_ai_workload_config", delete_config),
-        ("create_ai_benchmark_job", create_job),
-        ("describe_ai_benchmark_job", describe_job),
-        ("list_ai_benchmark_jobs", list_jobs),
-        ("stop_ai_benchmark_job", stop_job),
-        ("delete_ai_benchmark_job", delete_job),
-    ):
-        patching.add(responses.SageMakerResponse, name, fn)
+    return {
+        "create_ai_benchmark_job": create_job,
+        "describe_ai_benchmark_job": describe_job,
+        "list_ai_benchmark_jobs": list_jobs,
+        "stop_ai_benchmark_job": stop_job,
+        "delete_ai_benchmark_job": delete_job,
+    }
+
+
+def _job_summary(j: dict) -> dict:
+    return {
+        "AIBenchmarkJobName": j["AIBenchmarkJobName"],
+        "AIBenchmarkJobArn": j["AIBenchmarkJobArn"],
+        "AIBenchmarkJobStatus": j["AIBenchmarkJobStatus"],
+        "CreationTime": j["CreationTime"],
+        **({"EndTime": j["EndTime"]} if "EndTime" in j else {}),
+        "AIWorkloadConfigName": j["AIWorkloadConfigIdentifier"].rsplit("/", 1)[-1],
+    }
 
 
 def _end(record: dict, status: str, reason: str | None = None) -> None:

@@ -65,98 +65,103 @@ def _describe(backend: Any, record: dict) -> dict:
 
 
 def patch_components() -> None:
+    """Teach moto inference components: their operations, the endpoint rules they bring, their tags."""
     from moto.core.responses import ActionResult
     from moto.sagemaker import models, responses
     from moto.sagemaker.exceptions import ValidationError
 
-    def find(backend: Any, name: str) -> dict:
-        record = _store(backend).get(name)
-        if record is None:
-            raise ValidationError(
-                message=f'Could not find inference component "{_arn(backend, "inference-component", name)}".'
-            )
-        return record
+    for name, operation in _operations(ActionResult, ValidationError).items():
+        patching.add(responses.SageMakerResponse, name, operation)
+    _patch_endpoints(models, ValidationError)
+    _patch_copy_dimension()
+    _patch_tags(models, ValidationError)
 
-    def specifications(self: Any, required: bool) -> dict:
-        """``{"Specification": ...}`` or ``{"Specifications": [...]}`` as given (not both; with several, each names
-        its InstanceType, once), every Model checked to exist; ``{}`` when neither is given and none is required."""
-        one, several = self._get_param("Specification"), self._get_param("Specifications")
-        if one and several:
-            raise ValidationError(message="Specify either Specification or Specifications, not both.")
-        if not one and not several:
-            if required:
-                raise ValidationError(message="Specification or Specifications is required.")
-            return {}
-        for spec in several or [one]:
-            self.sagemaker_backend.describe_model(spec.get("ModelName"))  # raises for an unknown Model
-        if several and len(several) > 1:
-            types = [x.get("InstanceType") for x in several]
-            if None in types or len(set(types)) != len(types):
-                raise ValidationError(
-                    message=f"Each of several Specifications needs its own InstanceType, once: {types}."
-                )
-        return {"Specifications": several} if several else {"Specification": one}
+
+def _find(backend: Any, name: str, error: type) -> dict:
+    record = _store(backend).get(name)
+    if record is None:
+        raise error(
+            message=f'Could not find inference component "{_arn(backend, "inference-component", name)}".'
+        )
+    return record
+
+
+def _specifications(response: Any, required: bool, error: type) -> dict:
+    """``{"Specification": ...}`` or ``{"Specifications": [...]}`` as given (not both; with several, each names its
+    InstanceType, once), every Model checked to exist; ``{}`` when neither is given and none is required."""
+    one, several = response._get_param("Specification"), response._get_param("Specifications")
+    if one and several:
+        raise error(message="Specify either Specification or Specifications, not both.")
+    if not one and not several:
+        if required:
+            raise error(message="Specification or Specifications is required.")
+        return {}
+    for spec in several or [one]:
+        response.sagemaker_backend.describe_model(spec.get("ModelName"))  # raises for an unknown Model
+    if several and len(several) > 1:
+        types = [x.get("InstanceType") for x in several]
+        if None in types or len(set(types)) != len(types):
+            raise error(message=f"Each of several Specifications needs its own InstanceType, once: {types}.")
+    return {"Specifications": several} if several else {"Specification": one}
+
+
+def _new_record(response: Any, error: type) -> dict:
+    """CreateInferenceComponent's record, its endpoint, variant and Models checked as SageMaker checks them."""
+    backend = response.sagemaker_backend
+    name, endpoint_name = response._get_param("InferenceComponentName"), response._get_param("EndpointName")
+    if name in _store(backend):
+        arn = _arn(backend, "inference-component", name)
+        raise error(message=f'Cannot create already existing inference component "{arn}".')
+    endpoint = backend.endpoints.get(endpoint_name)
+    if endpoint is None:
+        raise error(message=f'Could not find endpoint "{_arn(backend, "endpoint", endpoint_name)}".')
+    variant = response._get_param("VariantName")
+    config = backend.describe_endpoint_config(endpoint.endpoint_config_name)
+    if variant not in [v["VariantName"] for v in config["ProductionVariants"]]:
+        raise error(message=f"Variant {variant} is not part of endpoint {endpoint_name}.")
+    given = _specifications(response, True, error)
+    copies = int((response._get_param("RuntimeConfig") or {}).get("CopyCount", 1))
+    now = dt.datetime.now(dt.timezone.utc)
+    return {
+        "InferenceComponentName": name,
+        "InferenceComponentArn": _arn(backend, "inference-component", name),
+        "EndpointName": endpoint_name,
+        "EndpointArn": _arn(backend, "endpoint", endpoint_name),
+        "VariantName": variant,
+        **given,
+        "RuntimeConfig": {"DesiredCopyCount": copies},
+        "CreationTime": now,
+        "LastModifiedTime": now,
+        "_tags": response._get_param("Tags") or [],  # moto's tagging does not know this resource type
+    }
+
+
+def _operations(result: type, error: type) -> dict[str, Any]:
+    """The component operations moto lacks, as SageMakerResponse methods (moto's ``ActionResult``, its
+    ``ValidationError``); each reports to the backer of the service the request is for (``_listener``)."""
 
     def create(self: Any) -> Any:
-        backend = self.sagemaker_backend
-        name = self._get_param("InferenceComponentName")
-        endpoint_name = self._get_param("EndpointName")
-        if name in _store(backend):
-            raise ValidationError(
-                message=f'Cannot create already existing inference component "{_arn(backend, "inference-component", name)}".'
-            )
-        endpoint = backend.endpoints.get(endpoint_name)
-        if endpoint is None:
-            raise ValidationError(
-                message=f'Could not find endpoint "{_arn(backend, "endpoint", endpoint_name)}".'
-            )
-        variant = self._get_param("VariantName")
-        config = backend.describe_endpoint_config(endpoint.endpoint_config_name)
-        if variant not in [v["VariantName"] for v in config["ProductionVariants"]]:
-            raise ValidationError(message=f"Variant {variant} is not part of endpoint {endpoint_name}.")
-        given = specifications(self, required=True)
-        copies = int((self._get_param("RuntimeConfig") or {}).get("CopyCount", 1))
-        now = dt.datetime.now(dt.timezone.utc)
-        record = {
-            "InferenceComponentName": name,
-            "InferenceComponentArn": _arn(backend, "inference-component", name),
-            "EndpointName": endpoint_name,
-            "EndpointArn": _arn(backend, "endpoint", endpoint_name),
-            "VariantName": variant,
-            **given,
-            "RuntimeConfig": {"DesiredCopyCount": copies},
-            "CreationTime": now,
-            "LastModifiedTime": now,
-        }
-        record["_tags"] = self._get_param("Tags") or []  # moto's tagging does not know this resource type
-        _store(backend)[name] = record
-        listener = _listener()
-        if listener is not None:
-            listener.start_component(name, record)
-        return ActionResult({"InferenceComponentArn": record["InferenceComponentArn"]})
+        record = _new_record(self, error)
+        _store(self.sagemaker_backend)[record["InferenceComponentName"]] = record
+        if (listener := _listener()) is not None:
+            listener.start_component(record["InferenceComponentName"], record)
+        return result({"InferenceComponentArn": record["InferenceComponentArn"]})
 
     def describe(self: Any) -> Any:
         backend = self.sagemaker_backend
-        return ActionResult(_describe(backend, find(backend, self._get_param("InferenceComponentName"))))
+        return result(_describe(backend, _find(backend, self._get_param("InferenceComponentName"), error)))
 
     def list_(self: Any) -> Any:
-        backend = self.sagemaker_backend
-        endpoint = self._get_param("EndpointNameEquals")
-        items = [
-            {
-                k: v
-                for k, v in _describe(backend, r).items()
-                if k not in ("Specification", "Specifications", "RuntimeConfig", "FailureReason")
-            }
-            for r in _store(backend).values()
-            if endpoint is None or r["EndpointName"] == endpoint
-        ]
-        return ActionResult({"InferenceComponents": items})
+        endpoint, hidden = self._get_param("EndpointNameEquals"), ("Specification", "Specifications", "RuntimeConfig",
+                                                                   "FailureReason")  # fmt: skip
+        items = [{k: v for k, v in _describe(self.sagemaker_backend, r).items() if k not in hidden}
+                 for r in _store(self.sagemaker_backend).values()
+                 if endpoint is None or r["EndpointName"] == endpoint]  # fmt: skip
+        return result({"InferenceComponents": items})
 
     def update(self: Any) -> Any:
-        backend = self.sagemaker_backend
-        record = find(backend, self._get_param("InferenceComponentName"))
-        given = specifications(self, required=False)
+        record = _find(self.sagemaker_backend, self._get_param("InferenceComponentName"), error)
+        given = _specifications(self, False, error)
         if given:  # the new form replaces the old one
             record.pop("Specification", None)
             record.pop("Specifications", None)
@@ -167,34 +172,41 @@ def patch_components() -> None:
         deployment = self._get_param("DeploymentConfig")
         if deployment:
             record["LastDeploymentConfig"] = deployment
-        listener = _listener()
-        if listener is not None:
+        if (listener := _listener()) is not None:
             listener.start_component(record["InferenceComponentName"], record, deployment)
-        return ActionResult({"InferenceComponentArn": record["InferenceComponentArn"]})
+        return result({"InferenceComponentArn": record["InferenceComponentArn"]})
 
     def update_runtime(self: Any) -> Any:
-        backend = self.sagemaker_backend
-        record = find(backend, self._get_param("InferenceComponentName"))
+        record = _find(self.sagemaker_backend, self._get_param("InferenceComponentName"), error)
         record["RuntimeConfig"] = {
             "DesiredCopyCount": int(self._get_param("DesiredRuntimeConfig")["CopyCount"])
         }
-        listener = _listener()
-        if listener is not None:
+        if (listener := _listener()) is not None:
             listener.scale_component(
                 record["InferenceComponentName"], record["RuntimeConfig"]["DesiredCopyCount"]
             )
-        return ActionResult({"InferenceComponentArn": record["InferenceComponentArn"]})
+        return result({"InferenceComponentArn": record["InferenceComponentArn"]})
 
     def delete(self: Any) -> Any:
-        backend = self.sagemaker_backend
         name = self._get_param("InferenceComponentName")
-        find(backend, name)
-        del _store(backend)[name]
-        listener = _listener()
-        if listener is not None:
+        _find(self.sagemaker_backend, name, error)
+        del _store(self.sagemaker_backend)[name]
+        if (listener := _listener()) is not None:
             listener.stop_component(name)
-        return ActionResult({})
+        return result({})
 
+    return {
+        "create_inference_component": create,
+        "describe_inference_component": describe,
+        "list_inference_components": list_,
+        "update_inference_component": update,
+        "update_inference_component_runtime_config": update_runtime,
+        "delete_inference_component": delete,
+    }
+
+
+def _patch_endpoints(models: Any, error: type) -> None:
+    """A variant without a Model hosts components; an endpoint with components cannot be deleted."""
     original_validate = patching.original(models.SageMakerModelBackend, "validate_production_variants")
 
     def validate_production_variants(self: Any, production_variants: list[dict[str, Any]]) -> None:
@@ -204,47 +216,47 @@ def patch_components() -> None:
     patching.replace(
         models.SageMakerModelBackend, "validate_production_variants", validate_production_variants
     )
-    _patch_copy_dimension()
     original_delete_endpoint = patching.original(models.SageMakerModelBackend, "delete_endpoint")
 
     def delete_endpoint(self: Any, endpoint_name: str) -> None:
         left = [n for n, r in _store(self).items() if r["EndpointName"] == endpoint_name]
         if left:
-            raise ValidationError(
+            raise error(
                 message=f"Endpoint {endpoint_name} has inference components ({', '.join(left)}); delete them first."
             )
         return original_delete_endpoint(self, endpoint_name)
 
+    patching.replace(models.SageMakerModelBackend, "delete_endpoint", delete_endpoint)
+
+
+class _Tagged:
+    """What moto's AddTags / ListTags / DeleteTags need of a resource: its tags list."""
+
+    def __init__(self, record: dict) -> None:
+        self.record = record
+
+    @property
+    def tags(self) -> list:
+        return self.record["_tags"]
+
+    @tags.setter
+    def tags(self, value: list) -> None:
+        self.record["_tags"] = value
+
+
+def _patch_tags(models: Any, error: type) -> None:
+    """moto's tagging finds a component by its ARN (it answered 500 before)."""
     original_resource = patching.original(models.SageMakerModelBackend, "_get_resource_from_arn")
 
-    class _Tagged:  # what moto's AddTags / ListTags / DeleteTags need of a resource: its tags list
-        def __init__(self, record: dict) -> None:
-            self.record = record
-
-        @property
-        def tags(self) -> list:
-            return self.record["_tags"]
-
-        @tags.setter
-        def tags(self, value: list) -> None:
-            self.record["_tags"] = value
-
     def resource_from_arn(self: Any, arn: str) -> Any:
-        if ":inference-component/" in arn:  # moto's tagging does not know components (a 500 before)
+        if ":inference-component/" in arn:
             for name, record in _store(self).items():
                 if _arn(self, "inference-component", name) == arn:
                     return _Tagged(record)
-            raise ValidationError(message=f'Could not find inference component "{arn}".')
+            raise error(message=f'Could not find inference component "{arn}".')
         return original_resource(self, arn)
 
     patching.replace(models.SageMakerModelBackend, "_get_resource_from_arn", resource_from_arn)
-    patching.add(responses.SageMakerResponse, "create_inference_component", create)
-    patching.add(responses.SageMakerResponse, "describe_inference_component", describe)
-    patching.add(responses.SageMakerResponse, "list_inference_components", list_)
-    patching.add(responses.SageMakerResponse, "update_inference_component", update)
-    patching.add(responses.SageMakerResponse, "update_inference_component_runtime_config", update_runtime)
-    patching.add(responses.SageMakerResponse, "delete_inference_component", delete)
-    patching.replace(models.SageMakerModelBackend, "delete_endpoint", delete_endpoint)
 
 
 def _patch_copy_dimension() -> None:
