@@ -86,18 +86,39 @@ def patch_moto() -> None:
     from moto.sagemaker import models, responses
     from moto.sagemaker.exceptions import ValidationError
 
+    _patch_instance_types(models, ValidationError)
+    pools.patch(models, ValidationError)
+    _patch_create_model(models, ValidationError)
+    _patch_endpoint_updates(models, responses, ActionResult, ValidationError)
+    _patch_pipeline_steps(models, responses, ActionResult)
+    patch_components()
+    patch_benchmark_jobs()
+    patch_policy_simulation()
+    patch_describe_shapes()
+    _patch_s3_conditional_denies()
+    _patch_cloudformation()
+    _require_private_members(models)
+    _PATCHED = True
+    patching.check()  # refuse a moto whose members moved: the patches would answer wrongly
+
+
+def _patch_instance_types(models: Any, error: type) -> None:
+    """An endpoint config takes the hosting instance types botocore's model lists (moto's list lacks ml.inf2)."""
     valid = _variant_instance_types()
 
     def validate_instance_type(self: Any, instance_type: str) -> None:
         if instance_type not in valid:
-            raise ValidationError(
+            raise error(
                 message=f"Value '{instance_type}' at 'instanceType' failed to satisfy constraint: "
                 f"Member must satisfy enum value set: {valid}"
             )
 
     patching.replace(models.FakeEndpointConfig, "validate_instance_type", validate_instance_type)
-    pools.patch(models, ValidationError)
-    _patch_create_model(models, ValidationError)
+
+
+def _patch_endpoint_updates(models: Any, responses: Any, result: type, error: type) -> None:
+    """UpdateEndpoint (moto has none); a second CreateEndpoint of a name refused; Creating and Updating last a moment,
+    as SageMaker's do, so that a waiter sees them."""
 
     def backend_update_endpoint(
         self: Any, endpoint_name: str, endpoint_config_name: str, deployment_config: dict | None
@@ -105,9 +126,9 @@ def patch_moto() -> None:
         endpoint = self.endpoints.get(endpoint_name)
         if endpoint is None:
             arn = models.FakeEndpoint.arn_formatter(endpoint_name, self.account_id, self.region_name)
-            raise ValidationError(message=f"Could not find endpoint '{arn}'.")
+            raise error(message=f"Could not find endpoint '{arn}'.")
         if self.describe_endpoint(endpoint_name)["EndpointStatus"] in ("Creating", "Updating", "Deleting"):
-            raise ValidationError(message=f'Cannot update in-progress endpoint "{endpoint.arn}".')
+            raise error(message=f'Cannot update in-progress endpoint "{endpoint.arn}".')
         config = self.describe_endpoint_config(endpoint_config_name)  # raises moto's ValidationException
         endpoint.endpoint_config_name = endpoint_config_name
         endpoint.production_variants = endpoint._process_production_variants(config["ProductionVariants"])
@@ -122,7 +143,7 @@ def patch_moto() -> None:
             endpoint_config_name=self._get_param("EndpointConfigName"),
             deployment_config=self._get_param("DeploymentConfig"),
         )
-        return ActionResult({"EndpointArn": endpoint.arn})
+        return result({"EndpointArn": endpoint.arn})
 
     original_create = patching.original(models.SageMakerModelBackend, "create_endpoint")
     original_describe = patching.original(models.SageMakerModelBackend, "describe_endpoint")
@@ -130,7 +151,7 @@ def patch_moto() -> None:
     def create_endpoint(self: Any, endpoint_name: str, *args: Any, **kwargs: Any) -> Any:
         if endpoint_name in self.endpoints:  # moto replaced it silently; SageMaker refuses
             arn = models.FakeEndpoint.arn_formatter(endpoint_name, self.account_id, self.region_name)
-            raise ValidationError(message=f'Cannot create already existing endpoint "{arn}".')
+            raise error(message=f'Cannot create already existing endpoint "{arn}".')
         endpoint = original_create(self, endpoint_name, *args, **kwargs)
         endpoint._smneuron_busy = ("Creating", clock() + _ENDPOINT_DELAY_S)
         return endpoint
@@ -146,17 +167,6 @@ def patch_moto() -> None:
     patching.replace(models.SageMakerModelBackend, "describe_endpoint", describe_endpoint)
     patching.add(models.SageMakerModelBackend, "update_endpoint", backend_update_endpoint)
     patching.add(responses.SageMakerResponse, "update_endpoint", response_update_endpoint)
-    _patch_pipeline_steps(models, responses, ActionResult)
-
-    patch_components()
-    patch_benchmark_jobs()
-    patch_policy_simulation()
-    patch_describe_shapes()
-    _patch_s3_conditional_denies()
-    _patch_cloudformation()
-    _require_private_members(models)
-    _PATCHED = True
-    patching.check()  # refuse a moto whose members moved: the patches would answer wrongly
 
 
 def _require_private_members(models: Any) -> None:
