@@ -337,184 +337,187 @@ def read_timeout_s() -> float:
 
 
 def handler_for(gen: Generator, served: dict) -> type[BaseHTTPRequestHandler]:
-    key = server_key()  # set when the embedded SageMaker started this copy: it alone may call it
+    """The copy's HTTP handler for ``gen`` (what it serves: ``served``), answering only the service that started it."""
+    # set when the embedded SageMaker started this copy: it alone may call it; the socket's timeout: a request
+    # announcing 1 GB no longer holds a thread forever
+    return type(
+        "Handler",
+        (_Handler,),
+        {"gen": gen, "served": served, "key": server_key(), "timeout": read_timeout_s()},
+    )
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"  # a stream ends when the connection closes, as SSE over HTTP/1.0 does
-        timeout = read_timeout_s()  # the socket's: a request announcing 1 GB no longer holds a thread forever
 
-        def log_message(self, *args: Any) -> None:
-            pass
+class _Handler(BaseHTTPRequestHandler):
+    """The vLLM container's OpenAI-compatible routes, as the stand-in answers them (see the module)."""
 
-        def _json(self, status: int, doc: dict) -> None:
-            body = json.dumps(doc).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    protocol_version = "HTTP/1.0"  # a stream ends when the connection closes, as SSE over HTTP/1.0 does
+    gen: Generator
+    served: dict
+    key: str | None
 
-        def _refused(self) -> bool:
-            """Whether the caller lacks the key of the service that started this copy (then it was answered 401)."""
-            if allowed(self.headers.get("Authorization"), key):
-                return False
-            self.close_connection = True
-            self._json(401, _error(REFUSAL["error"], 401))
-            return True
+    def log_message(self, *args: Any) -> None:
+        pass
 
-        def do_GET(self) -> None:
-            if self._refused():
-                return
-            if self.path in ("/ping", "/health"):
-                self._json(200, {"status": "healthy"})
-            elif self.path == "/v1/models":
-                self._json(200, {"object": "list", "data": [{"id": served["model"], "object": "model"}]})
-            else:
-                self._json(404, _error(f"{self.path} not found", 404))
+    def _json(self, status: int, doc: dict) -> None:
+        body = json.dumps(doc).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
-        def do_POST(self) -> None:
-            if self._refused():
-                return
-            try:
-                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            except ValueError as e:
-                return self._json(400, _error(f"Invalid JSON body: {e}", 400))
-            except TimeoutError:
-                self.close_connection = True
-                return self._json(
-                    408, _error(f"The request body did not arrive within {self.timeout:.0f} s.", 408)
-                )
-            if not isinstance(request, dict):
-                return self._json(400, _error("The body must be a JSON object.", 400))
-            try:
-                sampling(request)  # before any byte, streamed or not: vLLM's 400
-            except ValueError as e:
-                return self._json(400, _error(str(e), 400))
-            if self.path in ("/invocations", "/v1/chat/completions", "/v1/completions"):
-                chat = (
-                    "messages" in request
-                    if self.path == "/invocations"
-                    else self.path.endswith("chat/completions")
-                )
-                if ("messages" if chat else "prompt") not in request:
-                    return self._json(
-                        400, _error("The request needs `messages` (chat) or `prompt` (completion).", 400)
-                    )
-                return self._generate(request, chat)
+    def _refused(self) -> bool:
+        """Whether the caller lacks the key of the service that started this copy (then it was answered 401)."""
+        if allowed(self.headers.get("Authorization"), self.key):
+            return False
+        self.close_connection = True
+        self._json(401, _error(REFUSAL["error"], 401))
+        return True
+
+    def do_GET(self) -> None:
+        if self._refused():
+            return
+        if self.path in ("/ping", "/health"):
+            self._json(200, {"status": "healthy"})
+        elif self.path == "/v1/models":
+            self._json(200, {"object": "list", "data": [{"id": self.served["model"], "object": "model"}]})
+        else:
             self._json(404, _error(f"{self.path} not found", 404))
 
-        def _generate(self, request: dict, chat: bool) -> None:
-            try:
-                check_prompt(request, gen.vocabulary)
-                ids = gen.encode(request)
-            except (TypeError, KeyError, ValueError, AttributeError) as e:
-                return self._json(400, _error(f"Cannot read the request: {e}", 400))
-            try:
-                max_tokens = sampling(request)[0]
-                wanted = chat_top(request) if chat else request.get("logprobs")
-                if isinstance(wanted, int) and wanted > MAX_LOGPROBS:  # vLLM's processor refuses it so
-                    raise ValueError(
-                        f"Requested sample logprobs of {wanted}, which is greater than max allowed: {MAX_LOGPROBS}"
-                    )
-            except ValueError as e:  # before any byte of a stream: a 400 JSON answer, as vLLM gives
-                return self._json(400, _error(str(e), 400))
-            if len(ids) + max_tokens > gen.sequence_length:
-                return self._json(
-                    400,
-                    _error(
-                        f"This model's maximum context length is {gen.sequence_length} tokens. However, you requested "
-                        f"{len(ids) + max_tokens} tokens ({len(ids)} in the messages, {max_tokens} in the completion). "
-                        "Please reduce the length of the messages or completion.",
-                        400,
-                    ),
-                )
-            rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
-            base = {"id": rid, "created": int(time.time()), "model": served["model"]}
-            kind = "chat.completion" if chat else "text_completion"
-            if not request.get("stream"):
-                produced = list(gen.tokens(ids, request))
-                text, n = "".join(p for p, _, _ in produced), len(produced)
-                choice = (
-                    {"index": 0, "message": {"role": "assistant", "content": text}}
-                    if chat
-                    else {"index": 0, "text": text}
-                )
-                if not chat and request.get("echo"):
-                    choice["text"] = gen.tokenizer.decode(ids, skip_special_tokens=True) + text
-                if not chat and request.get("logprobs") is not None:
-                    choice["logprobs"] = _logprobs(gen, ids, produced, request)
-                if chat and request.get("logprobs"):
-                    tops = (
-                        gen.top_logprobs(ids + [t for _, t, _ in produced], wanted)[len(ids) :]
-                        if wanted
-                        else None
-                    )
-                    choice["logprobs"] = {
-                        "content": [
-                            _chat_logprob(gen, t, lp, tops[i] if tops else None, wanted, request)
-                            for i, (_, t, lp) in enumerate(produced)
-                        ]
-                    }
-                choice["finish_reason"] = "length" if n >= max_tokens else "stop"
-                return self._json(
-                    200, {**base, "object": kind, "choices": [choice], "usage": _usage(len(ids), n)}
-                )
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.end_headers()
-            kind += ".chunk" if chat else ""
-            if chat:
-                self._event(
-                    {
-                        **base,
-                        "object": kind,
-                        "choices": [
-                            {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
-                        ],
-                    }
-                )
-            n, so_far = 0, list(ids)
-            try:
-                for piece, token, logprob in gen.tokens(ids, request):
-                    n += 1
-                    so_far.append(token)
-                    choice = (
-                        {"index": 0, "delta": {"content": piece}} if chat else {"index": 0, "text": piece}
-                    )
-                    if chat and request.get("logprobs"):  # vLLM streams each token's logprobs with its piece
-                        top = gen.top_logprobs(so_far, wanted)[-1] if wanted else None
-                        choice["logprobs"] = {
-                            "content": [_chat_logprob(gen, token, logprob, top, wanted, request)]
-                        }
-                    self._event({**base, "object": kind, "choices": [{**choice, "finish_reason": None}]})
-            except (BrokenPipeError, ConnectionResetError):
-                return  # the caller left: nothing to tell it
-            except Exception as e:  # any failure mid-stream: in band, as vLLM reports it, then [DONE]
-                self._event(
-                    {"error": {**_error(f"{type(e).__name__}: {e}", 500), "type": "InternalServerError"}}
-                )
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
-                return
-            last = {"index": 0, "delta": {}} if chat else {"index": 0, "text": ""}
-            self._event(
-                {
-                    **base,
-                    "object": kind,
-                    "choices": [{**last, "finish_reason": "length" if n >= max_tokens else "stop"}],
-                }
+    def do_POST(self) -> None:
+        if self._refused():
+            return
+        try:
+            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        except ValueError as e:
+            return self._json(400, _error(f"Invalid JSON body: {e}", 400))
+        except TimeoutError:
+            self.close_connection = True
+            return self._json(
+                408, _error(f"The request body did not arrive within {self.timeout:.0f} s.", 408)
             )
-            if (request.get("stream_options") or {}).get("include_usage"):
-                self._event({**base, "object": kind, "choices": [], "usage": _usage(len(ids), n)})
+        if not isinstance(request, dict):
+            return self._json(400, _error("The body must be a JSON object.", 400))
+        try:
+            sampling(request)  # before any byte, streamed or not: vLLM's 400
+        except ValueError as e:
+            return self._json(400, _error(str(e), 400))
+        if self.path not in ("/invocations", "/v1/chat/completions", "/v1/completions"):
+            return self._json(404, _error(f"{self.path} not found", 404))
+        chat = (
+            "messages" in request if self.path == "/invocations" else self.path.endswith("chat/completions")
+        )
+        if ("messages" if chat else "prompt") not in request:
+            return self._json(
+                400, _error("The request needs `messages` (chat) or `prompt` (completion).", 400)
+            )
+        asked = self._asked(request, chat)
+        if asked is not None:
+            ids, max_tokens, wanted = asked
+            rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
+            base = {"id": rid, "created": int(time.time()), "model": self.served["model"]}
+            answer = self._stream if request.get("stream") else self._whole
+            answer(request, chat, ids, max_tokens, wanted, base)
+
+    def _asked(self, request: dict, chat: bool) -> tuple[list[int], int, Any] | None:
+        """The prompt's token ids, the tokens to generate and the log-probabilities wanted; None when the request
+        was refused (answered 400 as vLLM answers it, before any byte of a stream)."""
+        try:
+            check_prompt(request, self.gen.vocabulary)
+            ids = self.gen.encode(request)
+        except (TypeError, KeyError, ValueError, AttributeError) as e:
+            self._json(400, _error(f"Cannot read the request: {e}", 400))
+            return None
+        try:
+            max_tokens = sampling(request)[0]
+            wanted = chat_top(request) if chat else request.get("logprobs")
+            if isinstance(wanted, int) and wanted > MAX_LOGPROBS:  # vLLM's processor refuses it so
+                raise ValueError(
+                    f"Requested sample logprobs of {wanted}, which is greater than max allowed: {MAX_LOGPROBS}"
+                )
+        except ValueError as e:
+            self._json(400, _error(str(e), 400))
+            return None
+        if len(ids) + max_tokens > self.gen.sequence_length:
+            self._json(400, _error(
+                f"This model's maximum context length is {self.gen.sequence_length} tokens. However, you requested "
+                f"{len(ids) + max_tokens} tokens ({len(ids)} in the messages, {max_tokens} in the completion). "
+                "Please reduce the length of the messages or completion.", 400))  # fmt: skip
+            return None
+        return ids, max_tokens, wanted
+
+    def _whole(
+        self, request: dict, chat: bool, ids: list[int], max_tokens: int, wanted: Any, base: dict
+    ) -> None:
+        gen = self.gen
+        produced = list(gen.tokens(ids, request))
+        text, n = "".join(p for p, _, _ in produced), len(produced)
+        choice: dict = (
+            {"index": 0, "message": {"role": "assistant", "content": text}}
+            if chat
+            else {"index": 0, "text": text}
+        )
+        if not chat and request.get("echo"):
+            choice["text"] = gen.tokenizer.decode(ids, skip_special_tokens=True) + text
+        if not chat and request.get("logprobs") is not None:
+            choice["logprobs"] = _logprobs(gen, ids, produced, request)
+        if chat and request.get("logprobs"):
+            tops = gen.top_logprobs(ids + [t for _, t, _ in produced], wanted)[len(ids) :] if wanted else None
+            choice["logprobs"] = {"content": [_chat_logprob(gen, t, lp, tops[i] if tops else None, wanted, request)
+                                              for i, (_, t, lp) in enumerate(produced)]}  # fmt: skip
+        choice["finish_reason"] = "length" if n >= max_tokens else "stop"
+        kind = "chat.completion" if chat else "text_completion"
+        self._json(200, {**base, "object": kind, "choices": [choice], "usage": _usage(len(ids), n)})
+
+    def _stream(
+        self, request: dict, chat: bool, ids: list[int], max_tokens: int, wanted: Any, base: dict
+    ) -> None:
+        """Server-sent events, as vLLM sends them; a failure mid-stream is in band, then ``[DONE]``."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        kind = "chat.completion.chunk" if chat else "text_completion"
+        if chat:
+            first = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+            self._event({**base, "object": kind, "choices": [first]})
+        n, so_far = 0, list(ids)
+        try:
+            for piece, token, logprob in self.gen.tokens(ids, request):
+                n += 1
+                so_far.append(token)
+                choice: dict = (
+                    {"index": 0, "delta": {"content": piece}} if chat else {"index": 0, "text": piece}
+                )
+                if chat and request.get("logprobs"):  # vLLM streams each token's logprobs with its piece
+                    top = self.gen.top_logprobs(so_far, wanted)[-1] if wanted else None
+                    choice["logprobs"] = {
+                        "content": [_chat_logprob(self.gen, token, logprob, top, wanted, request)]
+                    }
+                self._event({**base, "object": kind, "choices": [{**choice, "finish_reason": None}]})
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the caller left: nothing to tell it
+        except Exception as e:  # any failure mid-stream: in band, as vLLM reports it, then [DONE]
+            self._event({"error": {**_error(f"{type(e).__name__}: {e}", 500), "type": "InternalServerError"}})
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
+            return
+        last = {"index": 0, "delta": {}} if chat else {"index": 0, "text": ""}
+        self._event(
+            {
+                **base,
+                "object": kind,
+                "choices": [{**last, "finish_reason": "length" if n >= max_tokens else "stop"}],
+            }
+        )
+        if (request.get("stream_options") or {}).get("include_usage"):
+            self._event({**base, "object": kind, "choices": [], "usage": _usage(len(ids), n)})
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
 
-        def _event(self, doc: dict) -> None:
-            self.wfile.write(b"data: " + json.dumps(doc).encode() + b"\n\n")
-            self.wfile.flush()
-
-    return Handler
+    def _event(self, doc: dict) -> None:
+        self.wfile.write(b"data: " + json.dumps(doc).encode() + b"\n\n")
+        self.wfile.flush()
 
 
 MAX_LOGPROBS = 20  # vLLM's default --max-logprobs
