@@ -444,21 +444,42 @@ class Keeper:
         )  # a damaged one is refused (`local up` checked it before it started)
         if doc is None:
             return None
-        s3, iam, sm = (self.session.client(s) for s in ("s3", "iam", "sagemaker"))
-        restored = dict.fromkeys(
+        r = _Restorer(self.session, self.objects)
+        r.buckets(doc.get("s3", []))
+        r.roles(doc.get("iam", []))
+        r.sagemaker(doc.get("sagemaker", {}))
+        r.alarms_and_scaling(doc.get("alarms", []), doc.get("autoscaling", {}))
+        return {
+            "taken_at": doc.get("taken_at"),
+            "clean": bool(doc.get("clean")),
+            "restored_from": doc.get("restored_from"),
+            "restored": {k: v for k, v in r.restored.items() if v},
+            "not_kept": doc.get("not_kept", {}),
+            "failed": r.failed,
+        }
+
+
+class _Restorer:
+    """One restore: each resource created again through the API in dependency order, counted, or its failure said."""
+
+    def __init__(self, session: Session, objects: Path) -> None:
+        self.session, self.objects = session, objects
+        self.restored = dict.fromkeys(
             ("buckets", "S3 objects", "roles", "models", "endpoint configs", "endpoints", "inference components",
              "CloudWatch alarms", "scalable targets", "scaling policies", "scheduled actions"), 0)  # fmt: skip
-        failed: list[str] = []
+        self.failed: list[str] = []
 
-        def attempt(label: str, kind: str, call: Any, **kwargs: Any) -> None:
-            try:
-                call(**kwargs)
-                restored[kind] += 1
-            except ClientError as e:
-                failed.append(f"{label}: {e.response['Error'].get('Message') or e}")
+    def attempt(self, label: str, kind: str, call: Any, **kwargs: Any) -> None:
+        try:
+            call(**kwargs)
+            self.restored[kind] += 1
+        except ClientError as e:
+            self.failed.append(f"{label}: {e.response['Error'].get('Message') or e}")
 
-        for b in doc.get("s3", []):
-            attempt(f"bucket {b['Name']}", "buckets", s3.create_bucket, Bucket=b["Name"])
+    def buckets(self, buckets: list[dict]) -> None:
+        s3 = self.session.client("s3")
+        for b in buckets:
+            self.attempt(f"bucket {b['Name']}", "buckets", s3.create_bucket, Bucket=b["Name"])
             if b.get("Policy"):
                 s3.put_bucket_policy(Bucket=b["Name"], Policy=b["Policy"])
             if b.get("ServerSideEncryptionConfiguration"):
@@ -471,20 +492,23 @@ class Keeper:
                     data, o["sha256"]
                 )  # checked against its name before it is served
                 if problem:
-                    failed.append(f"s3://{b['Name']}/{o['Key']}: {problem}")
+                    self.failed.append(f"s3://{b['Name']}/{o['Key']}: {problem}")
                     continue
                 with open(data, "rb") as f:
-                    attempt(f"s3://{b['Name']}/{o['Key']}", "S3 objects", s3.put_object, Bucket=b["Name"], Key=o["Key"],
-                            Body=f, Metadata=o.get("Metadata") or {},
-                            **({"ContentType": o["ContentType"]} if o.get("ContentType") else {}))  # fmt: skip
-        for r in doc.get("iam", []):
+                    self.attempt(f"s3://{b['Name']}/{o['Key']}", "S3 objects", s3.put_object, Bucket=b["Name"],
+                                 Key=o["Key"], Body=f, Metadata=o.get("Metadata") or {},
+                                 **({"ContentType": o["ContentType"]} if o.get("ContentType") else {}))  # fmt: skip
+
+    def roles(self, roles: list[dict]) -> None:
+        iam = self.session.client("iam")
+        for r in roles:
             try:
                 iam.get_role(RoleName=r["RoleName"])
                 continue  # the service's own execution role exists already
             except ClientError:
                 pass
-            attempt(f"role {r['RoleName']}", "roles", iam.create_role, RoleName=r["RoleName"], Path=r["Path"],
-                    AssumeRolePolicyDocument=json.dumps(r["AssumeRolePolicyDocument"]))  # fmt: skip
+            self.attempt(f"role {r['RoleName']}", "roles", iam.create_role, RoleName=r["RoleName"], Path=r["Path"],
+                         AssumeRolePolicyDocument=json.dumps(r["AssumeRolePolicyDocument"]))  # fmt: skip
             for name, policy in r["inline"].items():
                 iam.put_role_policy(
                     RoleName=r["RoleName"], PolicyName=name, PolicyDocument=json.dumps(policy)
@@ -493,53 +517,38 @@ class Keeper:
                 try:
                     iam.attach_role_policy(RoleName=r["RoleName"], PolicyArn=arn)
                 except ClientError as e:
-                    failed.append(
+                    self.failed.append(
                         f"policy {arn} on role {r['RoleName']}: {e.response['Error'].get('Message')}"
                     )
-        kept = doc.get("sagemaker", {})
-        for m in kept.get("models", []):
-            attempt(f"model {m['ModelName']}", "models", sm.create_model, **_tagged(m))
-            created_at("models", m["ModelName"], m.get(CREATED))
-        for c in kept.get("endpoint_configs", []):
-            attempt(
-                f"endpoint config {c['EndpointConfigName']}",
-                "endpoint configs",
-                sm.create_endpoint_config,
-                **_tagged(c),
-            )
-            created_at("endpoint_configs", c["EndpointConfigName"], c.get(CREATED))
-        for e in kept.get("endpoints", []):
-            attempt(f"endpoint {e['EndpointName']}", "endpoints", sm.create_endpoint, **_tagged(e))
-            created_at("endpoints", e["EndpointName"], e.get(CREATED))
-        for c in kept.get("components", []):
-            attempt(f"inference component {c['InferenceComponentName']}", "inference components",
-                    sm.create_inference_component, **_tagged(c))  # fmt: skip
-            created_at("components", c["InferenceComponentName"], c.get(CREATED))
+
+    def sagemaker(self, kept: dict) -> None:
+        sm = self.session.client("sagemaker")
+        sections = (  # in dependency order: (section, label, counter, name field, create call, moto's store)
+            ("models", "model", "models", "ModelName", sm.create_model),
+            ("endpoint_configs", "endpoint config", "endpoint configs", "EndpointConfigName",
+             sm.create_endpoint_config),
+            ("endpoints", "endpoint", "endpoints", "EndpointName", sm.create_endpoint),
+            ("components", "inference component", "inference components", "InferenceComponentName",
+             sm.create_inference_component),
+        )  # fmt: skip
+        for section, label, counter, field, create in sections:
+            for record in kept.get(section, []):
+                self.attempt(f"{label} {record[field]}", counter, create, **_tagged(record))
+                created_at(section, record[field], record.get(CREATED))
+
+    def alarms_and_scaling(self, alarms: list[dict], scaling: dict) -> None:
         cw, aas = self.session.client("cloudwatch"), self.session.client("application-autoscaling")
-        for a in doc.get("alarms", []):
-            attempt(f"alarm {a['AlarmName']}", "CloudWatch alarms", cw.put_metric_alarm, **_tagged(a))
-        scaling = doc.get("autoscaling", {})
+        for a in alarms:
+            self.attempt(f"alarm {a['AlarmName']}", "CloudWatch alarms", cw.put_metric_alarm, **_tagged(a))
         for t in scaling.get("targets", []):
-            attempt(
+            self.attempt(
                 f"scalable target {t['ResourceId']}", "scalable targets", aas.register_scalable_target, **t
             )
         for p in scaling.get("policies", []):
-            attempt(f"scaling policy {p['PolicyName']}", "scaling policies", aas.put_scaling_policy, **p)
+            self.attempt(f"scaling policy {p['PolicyName']}", "scaling policies", aas.put_scaling_policy, **p)
         for a in scaling.get("actions", []):
-            attempt(
-                f"scheduled action {a['ScheduledActionName']}",
-                "scheduled actions",
-                aas.put_scheduled_action,
-                **a,
-            )
-        return {
-            "taken_at": doc.get("taken_at"),
-            "clean": bool(doc.get("clean")),
-            "restored_from": doc.get("restored_from"),
-            "restored": {k: v for k, v in restored.items() if v},
-            "not_kept": doc.get("not_kept", {}),
-            "failed": failed,
-        }
+            self.attempt(f"scheduled action {a['ScheduledActionName']}", "scheduled actions",
+                         aas.put_scheduled_action, **a)  # fmt: skip
 
 
 CREATED = (
