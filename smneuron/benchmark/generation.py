@@ -335,24 +335,8 @@ def run_generation(
         ConfigError: unknown profile, no target, a run too short for its warm-up and cool-down.
         BenchFailedError: every request failed (with the first distinct errors).
     """
-
-    if via not in PATHS:
-        raise ConfigError(
-            f"Unknown path {via!r}.", hint="Use --via invoke (SigV4) or --via openai (/openai/v1)."
-        )
-    if via == "openai" and url:
-        raise ConfigError(
-            "--via openai is an endpoint's path; a --url is benchmarked on the path it names.",
-            hint="Give the endpoint's name, or drop --via.",
-        )
-    if profile not in (*profiles.PROFILES, "find-max"):
-        raise ConfigError(
-            f"Unknown profile {profile!r}.", hint=f"Use one of: {', '.join(profiles.PROFILES)}, find-max."
-        )
+    _check_request(via, url, endpoint, profile)
     search: dict = {}
-    if not (url or endpoint):
-        raise ConfigError("Benchmark a --url or an endpoint name.")
-
     check_window(duration_s, warmup_s, cooldown_s)
     slo = slo or Slo()
     # the cost: --price, else ``prices`` (the project file's), else the session's overrides, over the catalog
@@ -367,15 +351,7 @@ def run_generation(
     width = max([max_concurrency, *(concurrencies or [1])])
 
     async def main() -> list[GenerationRun]:
-        if url:
-            send, close = url_stream_sender(url, width, tokenizer)
-            # a dead URL fails here, once everything local was read (the sender's extra too), not after a run of
-            # refused connections
-            check_reachable(url)
-        elif via == "openai":
-            send, close = openai_stream_sender(endpoint, session, width, tokenizer, component, checked)  # type: ignore[arg-type]
-        else:
-            send, close = sagemaker_stream_sender(endpoint, session, width, tokenizer, component, checked)  # type: ignore[arg-type]
+        send, close = _sender(url, via, endpoint, session, width, tokenizer, component, checked)
         try:
             return await _profile(
                 profile,
@@ -406,13 +382,7 @@ def run_generation(
                 progress(p)
 
         runs = profiles.run_sync(main())
-    if not any(r.successful for r in runs):
-        errors = {e: n for r in runs for e, n in r.errors.items()}
-        raise BenchFailedError(
-            f"Every request failed against {url or endpoint}: "
-            + "; ".join(f"{e} (x{n})" for e, n in list(errors.items())[:3]),
-            hint="Check the target answers one request (`smneuron invoke --stream ...`).",
-        )
+    _check_some_answered(runs, url or endpoint)
     for r in runs:
         add_cost(r, hourly * instance_count if hourly else None)
     best = highest_good_rate(runs, goodput_target) if slo.any else None
@@ -435,6 +405,57 @@ def run_generation(
         search=search or None,
         path="url" if url else PATHS[via],
     )
+
+
+def _check_request(via: str, url: str | None, endpoint: str | None, profile: str) -> None:
+    """Refuse a path, profile or target a text-generation bench cannot run."""
+    if via not in PATHS:
+        raise ConfigError(
+            f"Unknown path {via!r}.", hint="Use --via invoke (SigV4) or --via openai (/openai/v1)."
+        )
+    if via == "openai" and url:
+        raise ConfigError(
+            "--via openai is an endpoint's path; a --url is benchmarked on the path it names.",
+            hint="Give the endpoint's name, or drop --via.",
+        )
+    if profile not in (*profiles.PROFILES, "find-max"):
+        raise ConfigError(
+            f"Unknown profile {profile!r}.", hint=f"Use one of: {', '.join(profiles.PROFILES)}, find-max."
+        )
+    if not (url or endpoint):
+        raise ConfigError("Benchmark a --url or an endpoint name.")
+
+
+def _sender(
+    url: str | None,
+    via: str,
+    endpoint: Any,
+    session: Any,
+    width: int,
+    tokenizer: Any,
+    component: Any,
+    checked: bool,
+) -> tuple[Any, Any]:
+    """The streaming sender for the target: a URL's, /openai/v1's or InvokeEndpointWithResponseStream's."""
+    if url:
+        sender = url_stream_sender(url, width, tokenizer)
+        # a dead URL fails here, once everything local was read (the sender's extra too), not after a run of refused
+        # connections
+        check_reachable(url)
+        return sender
+    make = openai_stream_sender if via == "openai" else sagemaker_stream_sender
+    return make(endpoint, session, width, tokenizer, component, checked)
+
+
+def _check_some_answered(runs: list[GenerationRun], target: Any) -> None:
+    """Refuse a bench in which every request failed, with the first distinct errors."""
+    if not any(r.successful for r in runs):
+        errors = {e: n for r in runs for e, n in r.errors.items()}
+        raise BenchFailedError(
+            f"Every request failed against {target}: "
+            + "; ".join(f"{e} (x{n})" for e, n in list(errors.items())[:3]),
+            hint="Check the target answers one request (`smneuron invoke --stream ...`).",
+        )
 
 
 def bench_text_generation(
