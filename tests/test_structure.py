@@ -306,8 +306,8 @@ def test_no_module_but_the_resolver_compares_model_kinds():
 
     found = []
     for path in PACKAGE.rglob("*.py"):
-        if path.relative_to(PACKAGE).as_posix() == "artifact/kind.py":
-            continue
+        if path.relative_to(PACKAGE).as_posix() in ("artifact/kind.py", "artifact/kind_settings.py"):
+            continue  # the strategies and their table of which kind owns which setting
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Compare) and any(is_kind(n) for n in [node.left, *node.comparators]):
                 found.append(f"{path.relative_to(REPO)}:{node.lineno}")

@@ -89,13 +89,8 @@ class ModelKind(str):
             s = SETTINGS[name]
             label = s.key if given[name] != "flag" else (s.flag if where == "cli" else f"{s.keyword}=")
             said.append(f"{label} ({s.what})")
-        scoped = _SCOPES.get(scope)
-        in_scope = (
-            (lambda n: n in scoped)
-            if scoped is not None
-            else (lambda n: all(n not in t for t in _SCOPES.values()))
-        )
-        own = [SETTINGS[n] for n in self.settings if SETTINGS[n].flag.startswith("--") and in_scope(n)]
+        scoped = _SCOPES[scope]  # the verb's table, in its order
+        own = [s for n, s in scoped.items() if n in self.settings and s.flag.startswith("--")]
         mine = ", ".join((s.flag if where == "cli" else f"{s.keyword}=") for s in own[:6])
         raise ConfigError(
             f"This is {self.a_title} {'model' if scope == 'deploy' else 'endpoint'}, served "

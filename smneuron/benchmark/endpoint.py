@@ -13,10 +13,12 @@ from smneuron.benchmark import encoder, prompts
 from smneuron.benchmark.encoder import Report
 from smneuron.benchmark.generation import GenerationReport, bench_text_generation
 from smneuron.benchmark.generation_metrics import Slo
-from smneuron.benchmark.settings import check_numbers, check_profile
+from smneuron.benchmark.prompts import Lengths, lengths
+from smneuron.benchmark.settings import check_profile
 from smneuron.endpoints.describing import choose_component, overview, unknown_kind
 from smneuron.errors import ConfigError
 from smneuron.session import Session
+from smneuron.specs.bench_settings import BENCH, PROMPT_TOKENS, BenchRequest
 
 # what a bench needs to know of where the load lands: bench keyword -> overview field
 _SERVING = {
@@ -86,97 +88,73 @@ def serving_of(found: dict, given: dict) -> tuple[dict, dict]:
     return values, source
 
 
-def bench_endpoint(
-    name: str | None = None,
-    texts: list[str] | None = None,
+def bench_here(
+    name: str | None,
+    texts: list[str] | None,
+    request: BenchRequest,
     *,
-    url: str | None = None,
-    data: str | Path | None = None,
-    tokenizer: str | Path | None = None,
     session: Session | None = None,
-    profile: str = "sweep",
-    duration_s: float = 10,
-    openai: bool = False,
-    mean_tokens: int | None = None,
-    spread: int | None = None,
     where: str = "sdk",
-    outputs: tuple[str, ...] = (),
-    **run: Any,
 ) -> Report | GenerationReport:
-    """Benchmark the endpoint ``name`` as it is deployed (or a server's ``url``): the one bench request, which the CLI's
-    `smneuron bench` calls too.
-
-    Args:
-        name: the SageMaker endpoint; it says what it serves and on what. Or ``url``: a running server, whose kind is
-            text generation when a text-generation setting is given (``prompt_tokens``, ``output_tokens``...), else
-            an encoder.
-        texts: encoder inputs to send (cycled); else ``data`` (a JSONL file) or texts generated from
-            ``tokenizer``'s vocabulary (``mean_tokens`` 24 +- ``spread`` 8 tokens). Text generation: ``data`` is a
-            prompts dataset; else synthetic prompts (``prompt_tokens`` / ``output_tokens`` in ``run``; 64 / 128).
-        profile, duration_s: the load profile and the length of each run.
-        openai: encoders: send OpenAI embeddings requests (``{"input": ...}``) instead of ``{"inputs": ...}``.
-        where: "cli" or "sdk": how a refused setting is named (``--copies`` or ``copies=``).
-        outputs: the caller's kind-specific output settings that were given (the CLI's ``csv``, ``png_dir``): they
-            decide a URL's kind and are refused by the other kind, as the run's settings are.
-        run: everything else the encoder bench (``smneuron.run_bench``) or the text-generation bench
-            (``smneuron.run_generation_bench``) takes; ``instance_type``, ``instance_count`` and, for text
-            generation, ``copies``, ``copies_per_instance`` and ``tensor_parallel_size`` default to the endpoint's
-            own (what was given overrides; the report's ``serving_source`` says which).
-
-    Returns:
-        The report (``Report`` for encoders, ``GenerationReport`` for text generation): a table and a plot in a notebook.
+    """The bench of ``request`` from this machine (``smneuron.bench`` without ``in_account``): the target says its
+    kind (an endpoint by reading it once, a URL by the settings given), which refuses the other kind's settings; the
+    endpoint's serving figures fill what was not given.
 
     Raises:
         NotFoundError: no such endpoint.
-        ConfigError: no target, a setting of the other kind, a number out of range or a load setting the profile
-            does not read (``settings``), no inputs, an unknown profile, a run too short for its warm-up.
-        SmneuronError: nothing listens at ``url`` (checked with one connection once the rest was read, before any
-            load).
-        BenchFailedError: every request failed.
+        ConfigError: no target, a setting of the other kind, a load setting the profile does not read, no inputs.
+        SmneuronError: nothing listens at the URL. BenchFailedError: every request failed.
     """
-    run = {k: v for k, v in run.items() if v is not None}  # None: not given (the runners' defaults apply)
-    check_numbers({**run, "mean_tokens": mean_tokens, "spread": spread}, where=where)
+    run = request.given()
+    url = run.pop("url", None)
+    if not name and not url:
+        raise ConfigError(
+            "Nothing to bench: no endpoint name and no URL.",
+            hint=f"Give the endpoint's name (`smneuron bench NAME`), or {BENCH['url'].label(where)} of a running server.",
+        )
+    profile = run.pop("profile", BENCH["profile"].default)
     check_profile(profile, run, where=where)
-    given = {k: "flag" for k in (*run, *outputs) if k in SETTINGS}
-    given.update(
-        {
-            k: "flag"
-            for k, v in (("openai", openai or None), ("mean_tokens", mean_tokens), ("spread", spread))
-            if v
-        }
-    )
+    given = {BENCH[k].name: "flag" for k in run if BENCH[k].name in SETTINGS}
     sess = None if url else (session or Session.from_env())
     kind, found = target_kind(name, url, given, session=sess, component=run.get("component"))  # decided once
     kind.refuse_foreign(given, where=where, scope="bench")
+    for keyword in [k for k in run if not BENCH[k].sdk]:  # the CLI's outputs: they took part in the kind's check
+        run.pop(keyword)
     values, source = serving_of(found, {k: run.pop(k, None) for k in _SERVING})
     if name and not url:  # read once here: the senders neither describe nor list again
-        run.setdefault("checked", True)
-    target = _Target(
-        name, url, sess, data, tokenizer, profile, duration_s, texts, openai, mean_tokens, spread
-    )
+        run["checked"] = True
+    for keyword in ("prompt_tokens", "output_tokens"):  # N or N,stdev,min,max
+        if keyword in run:
+            run[keyword] = lengths(run[keyword], BENCH[keyword].label(where))
+    load = {k: run.pop(k, None) for k in ("data", "tokenizer", "duration_s", "openai", "mean_tokens", "spread")}
+    target = _Target(name, url, sess, profile, texts, **load)
     return _BENCHES[kind](target, found, values, source, run)
 
 
 class _Target(NamedTuple):
-    """Where a bench's load goes and what it is made of, as resolved by ``bench_endpoint``."""
+    """Where a bench's load goes and what it is made of, as resolved by ``bench_here``."""
 
     name: str | None
     url: str | None
     session: Session | None
+    profile: str
+    texts: list[str] | None
     data: str | Path | None
     tokenizer: str | Path | None
-    profile: str
-    duration_s: float
-    texts: list[str] | None
-    openai: bool
+    duration_s: float | None
+    openai: bool | None
     mean_tokens: int | None
     spread: int | None
+
+    @property
+    def duration(self) -> float:
+        return BENCH["duration_s"].default if self.duration_s is None else self.duration_s
 
 
 def _bench_generation(t: _Target, found: dict, values: dict, source: dict, run: dict) -> GenerationReport:
     """Text generation's bench: streamed requests, the endpoint's serving figures and where they came from."""
     run.setdefault("serving_source", source)
-    run.setdefault("prompt_tokens", None if t.data else 64)
+    run.setdefault("prompt_tokens", None if t.data else Lengths(PROMPT_TOKENS))
     if found.get("component"):
         run["component"] = found["component"]
     if "concurrency" in run:  # the closed-loop width: the text-generation runner's name for it
@@ -186,7 +164,7 @@ def _bench_generation(t: _Target, found: dict, values: dict, source: dict, run: 
         run["slo"] = Slo(*targets)
     return bench_text_generation(
         endpoint=t.name, url=t.url, session=t.session, dataset=t.data, tokenizer=t.tokenizer, profile=t.profile,
-        duration_s=t.duration_s, **values, **run,
+        duration_s=t.duration, **values, **run,
     )  # fmt: skip
 
 
@@ -201,14 +179,14 @@ def _bench_encoder(t: _Target, found: dict, values: dict, source: dict, run: dic
         payloads = prompts.load_payloads(
             t.data,
             tokenizer=t.tokenizer,
-            mean_tokens=24 if t.mean_tokens is None else t.mean_tokens,
-            spread=8 if t.spread is None else t.spread,
+            mean_tokens=BENCH["mean_tokens"].default if t.mean_tokens is None else t.mean_tokens,
+            spread=BENCH["spread"].default if t.spread is None else t.spread,
         )
     if t.openai:
         payloads = prompts.as_openai_embeddings(payloads, t.name)
     return encoder.run(
         endpoint=t.name, url=t.url, session=t.session, payloads=payloads, profile=t.profile,
-        duration_s=t.duration_s, **run,
+        duration_s=t.duration, **run,
     )  # fmt: skip
 
 

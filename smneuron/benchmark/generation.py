@@ -46,6 +46,7 @@ from smneuron.catalog import price_table
 from smneuron.display.cards import Card, Displayed
 from smneuron.display.progress import step
 from smneuron.errors import BenchFailedError, ConfigError
+from smneuron.specs.bench_settings import OUTPUT_TOKENS
 
 SCHEMA_VERSION = 1
 
@@ -325,7 +326,7 @@ def run_generation(
 ) -> GenerationReport:
     """Stream ``bodies`` at a URL or a SageMaker endpoint under ``profile``; returns the report. ``via``: an endpoint's
     path, ``invoke`` (InvokeEndpointWithResponseStream, SigV4) or ``openai`` (/openai/v1/chat/completions, a bearer
-    token; each prompt sent as one user message). ``checked``: the endpoint was read already (``bench_endpoint``), its
+    token; each prompt sent as one user message). ``checked``: the endpoint was read already (``bench_here``), its
     component named: the sender reads nothing again.
 
     ``instance_count`` may be a fraction (one copy of three on an instance: 1/3) so that cost is the
@@ -464,7 +465,7 @@ def bench_text_generation(
     endpoint: str | None = None,
     session: Any = None,
     prompt_tokens: Lengths | int | None = None,
-    output_tokens: Lengths | int = 128,
+    output_tokens: Lengths | int = OUTPUT_TOKENS,
     dataset: str | Path | None = None,
     tokenizer: str | Path | None = None,
     instance_count: float = 1,

@@ -3,16 +3,23 @@ smneuron's bench from where it runs (`smneuron bench NAME --in-account`, ``smneu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from smneuron.benchmark.endpoint import bench_endpoint, target_kind
+from smneuron.artifact.kind import SETTINGS
+from smneuron.benchmark.endpoint import bench_here, target_kind
 from smneuron.benchmark.jobs import InAccount, comparison, run_in_account
-from smneuron.benchmark.prompts import Lengths
+from smneuron.benchmark.prompts import lengths
 from smneuron.errors import UsageError
 from smneuron.session import Session
+from smneuron.specs.bench_settings import (
+    BENCH,
+    IN_ACCOUNT_REQUESTS,
+    OUTPUT_TOKENS,
+    PROMPT_TOKENS,
+    BenchRequest,
+)
 
 
 @dataclass
@@ -28,65 +35,63 @@ class MeasuredTwice:
 
 
 IN_ACCOUNT_CONCURRENCY = 1  # the job's closed loop when none is given (AIPerf's concurrency)
+# what an in-account run reads of a bench request: one closed loop of synthetic prompts; anything else given (a rate,
+# a duration, SLOs, a dataset) would be dropped, so it is refused
+READS = ("in_account", "concurrency", "concurrencies", "prompt_tokens", "output_tokens", "max_requests", "tokenizer")
+# the CLI's outputs that an in-account run writes (the JSON report) or whose kind it checks
+WRITES = ("csv", "html", "png_dir", "plot")
 
 
 def bench_in_account_and_here(
     endpoint: str | None,
+    request: BenchRequest,
     *,
-    url: str | None = None,
-    concurrency: int = IN_ACCOUNT_CONCURRENCY,
-    prompt_tokens: Lengths | None = None,
-    output_tokens: Lengths | None = None,
-    request_count: int = 50,
-    tokenizer: str | Path | None = None,
-    given: Mapping[str, str] | None = None,
     where: str = "sdk",
     session: Session | None = None,
     on_status: Callable[[str, float], None] | None = None,
 ) -> MeasuredTwice:
-    """Run the profile as a SageMaker AI benchmark job, then the same profile with smneuron's bench from here.
+    """Run the profile as a SageMaker AI benchmark job, then the same profile with smneuron's bench from here
+    (``smneuron.bench(name, in_account=True, ...)``).
 
     Args:
         endpoint: the SageMaker endpoint (a text-generation one: the job drives OpenAI chat completions).
-        concurrency, request_count: the closed loop both run (AIPerf's concurrency and request count).
-        prompt_tokens, output_tokens: the synthetic prompts (64 / 128 tokens by default).
-        given: the other bench settings the caller gave (setting -> "flag"): the endpoint's kind refuses those of the
-            other kind, as ``bench_endpoint`` does.
+        request: the bench request: its ``concurrency`` (one level), ``max_requests`` (50), ``prompt_tokens`` /
+            ``output_tokens`` (64 / 128) and ``tokenizer`` shape the closed loop both run.
         on_status: called with the job's status and the seconds it has run, as it is polled.
 
     Raises:
-        UsageError: a URL instead of an endpoint name. ConfigError: a setting of the other kind (an encoder endpoint).
-        What ``run_in_account`` and ``bench_endpoint`` raise.
+        UsageError: a URL instead of an endpoint name; a setting an in-account run does not read; more than one level.
+        ConfigError: a setting of the other kind (an encoder endpoint). What ``run_in_account`` and ``bench_here`` raise.
     """
-    if url or not endpoint:
+    given = request.given()
+    if given.get("url") or not endpoint:
         raise UsageError(
             "--in-account runs the load inside the AWS account against a SageMaker endpoint: give its name, not --url."
         )
     sess = session or Session.from_env()
-    marks = {**(given or {}), "in_account": "flag"}
+    marks = {BENCH[k].name: "flag" for k in given if BENCH[k].name in SETTINGS}
     kind, _ = target_kind(endpoint, None, marks, session=sess)
     kind.refuse_foreign(marks, where=where, scope="bench")
-    prompt, output = prompt_tokens or Lengths(64), output_tokens or Lengths(128)
-    job = run_in_account(
-        endpoint,
-        prompt_tokens=prompt,
-        output_tokens=output,
-        concurrency=concurrency,
-        request_count=request_count,
-        session=sess,
-        on_status=on_status,
+    unread = [BENCH[k].label(where) for k in given if k not in READS and k not in WRITES]
+    if unread:
+        raise UsageError(
+            f"--in-account runs one closed loop of synthetic prompts; it does not read {', '.join(unread)}.",
+            hint="Leave them out, or bench without --in-account.",
+        )
+    levels = given.get("concurrencies") or [given.get("concurrency", IN_ACCOUNT_CONCURRENCY)]
+    if len(levels) > 1:
+        raise UsageError(
+            "--in-account runs one closed loop (AIPerf's concurrency): give one level, e.g. --concurrency 4.",
+        )
+    prompt = lengths(given.get("prompt_tokens", PROMPT_TOKENS), BENCH["prompt_tokens"].label(where))
+    output = lengths(given.get("output_tokens", OUTPUT_TOKENS), BENCH["output_tokens"].label(where))
+    count = given.get("max_requests", IN_ACCOUNT_REQUESTS)
+    job = run_in_account(endpoint, prompt_tokens=prompt, output_tokens=output, concurrency=levels[0],
+                         request_count=count, session=sess, on_status=on_status)  # fmt: skip
+    here = BENCH.parse(
+        {"profile": "concurrent", "concurrencies": levels, "max_requests": count, "prompt_tokens": prompt,
+         "output_tokens": output, "tokenizer": given.get("tokenizer"), "duration_s": 600, "warmup_s": 0,
+         "cooldown_s": 0}  # fmt: skip
     )
-    local = bench_endpoint(
-        endpoint,
-        session=sess,
-        tokenizer=tokenizer,
-        profile="concurrent",
-        concurrencies=[concurrency],
-        max_requests=request_count,
-        prompt_tokens=prompt,
-        output_tokens=output,
-        duration_s=600,
-        warmup_s=0,
-        cooldown_s=0,
-    ).to_dict()
+    local = bench_here(endpoint, None, here, session=sess, where=where).to_dict()
     return MeasuredTwice(job, local, comparison(job, local["runs"][0]))

@@ -24,6 +24,7 @@ from smneuron.endpoints.describing import require
 from smneuron.endpoints.polling import intervals_for
 from smneuron.errors import BenchFailedError, ConfigError, SmneuronError
 from smneuron.session import Session
+from smneuron.specs.bench_settings import IN_ACCOUNT_REQUESTS
 
 METRICS = ("request_throughput", "output_token_throughput", "time_to_first_token", "inter_token_latency",
            "request_latency")  # fmt: skip
@@ -88,7 +89,7 @@ def run_in_account(
     prompt_tokens: Lengths,
     output_tokens: Lengths,
     concurrency: int = 1,
-    request_count: int = 50,
+    request_count: int = IN_ACCOUNT_REQUESTS,
     tokenizer: str | None = None,
     session: Session | None = None,
     timeout: float = 3600,

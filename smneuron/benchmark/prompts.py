@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, UsageError
 from smneuron.files.user import read_text
 
 
@@ -33,6 +33,30 @@ class Lengths:
         n = self.mean if not self.stdev else int(round(rng.gauss(self.mean, self.stdev)))
         lo, hi = self.min if self.min is not None else 1, self.max if self.max is not None else 1 << 20
         return max(lo, min(hi, max(1, n)))
+
+
+def lengths(value: Lengths | int | str, label: str) -> Lengths:
+    """A length as a bench takes it: ``Lengths``, a token count, or ``"N"`` / ``"N,stdev,min,max"`` (the CLI's).
+
+    Raises:
+        UsageError: not one of those, or a mean below 1, naming ``label`` (the flag or keyword given).
+    """
+    if isinstance(value, Lengths):
+        found = value
+    else:
+        try:
+            parts = [float(x) for x in str(value).split(",")]
+            if not 1 <= len(parts) <= 4 or isinstance(value, bool):
+                raise ValueError
+            found = Lengths(int(parts[0]), parts[1] if len(parts) > 1 else 0.0,
+                            *(int(p) for p in parts[2:]))  # fmt: skip
+        except ValueError:
+            raise UsageError(
+                f"{label} {value!r} is not N or N,stdev,min,max.", hint="For example 256, or 256,64,32,512."
+            ) from None
+    if found.mean < 1:
+        raise UsageError(f"{label} must be at least 1 token, got {found.mean}.", hint="For example 256.")
+    return found
 
 
 def load_tokenizer(path: str | Path):  # type: ignore[no-untyped-def]

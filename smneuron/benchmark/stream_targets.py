@@ -151,7 +151,7 @@ def openai_stream_sender(
     checked: bool = False,
 ) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
     """Stream through the endpoint's /openai/v1/chat/completions with a bearer token renewed as it runs. ``checked``:
-    the caller read the endpoint already and named its component (``bench_endpoint``): nothing is read again.
+    the caller read the endpoint already and named its component (``bench_here``): nothing is read again.
 
     Raises:
         NotFoundError, ConfigError: what ``openai_access`` raises (an encoder endpoint, an unknown component).
@@ -181,7 +181,7 @@ def sagemaker_stream_sender(
     checked: bool = False,
 ) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
     """Raises NotFoundError (before any load) when the endpoint does not exist. ``checked``: the caller read the
-    endpoint already (``bench_endpoint``) and named its component: nothing is read again."""
+    endpoint already (``bench_here``) and named its component: nothing is read again."""
 
     if not checked:
         require(session, name)

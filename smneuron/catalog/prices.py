@@ -10,8 +10,6 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from smneuron.errors import ConfigError
 from smneuron.files.user import read_text
 
@@ -92,6 +90,8 @@ def load_prices(overrides: dict[str, float] | None = None, file: str | Path | No
     changed: list[str] = []
     file = file or os.environ.get("SMNEURON_PRICES_FILE")
     if file:
+        import yaml  # loaded when a price file is read, not for a command's --help
+
         try:
             loaded = yaml.safe_load(read_text(file, "the price file")) or {}
         except (OSError, yaml.YAMLError) as e:

@@ -14,134 +14,35 @@ from smneuron.cli._common import (
     print_json,
     state,
     table,
-    whole_numbers,
 )
+from smneuron.cli.options import with_options
 from smneuron.errors import ArtifactError, ConfigError
+from smneuron.specs.bench_settings import BENCH
 
 
+@with_options(BENCH)
 def bench_cmd(
     ctx: typer.Context,
     endpoint: str = typer.Argument(
         None, help="SageMaker endpoint name (or --url), or `compare A.json B.json`."
     ),
     reports: list[Path] = typer.Argument(None, help="With `compare`: the two reports."),
-    url: str = typer.Option(None, "--url", help="Local endpoint URL."),
-    profile: str = typer.Option(
-        "sweep",
-        "--rate-type",
-        help="Load shape: synchronous, concurrent, throughput, constant, poisson, sweep or find-max "
-        "(--profile is the AWS profile).",
-    ),
-    duration: float = typer.Option(10, "--duration", help="Seconds per run."),
-    concurrency: int = typer.Option(
-        None, "--concurrency", help="Requests in flight (throughput, sweep: 16; text generation 32)."
-    ),
-    rate: float = typer.Option(None, "--rate", help="Requests per second (constant)."),
-    rates: int = typer.Option(None, "--rates", help="Constant rates in a sweep (3)."),
-    data: Path = typer.Option(None, "--data", help="JSONL of inputs."),
-    tokenizer: Path = typer.Option(None, "--tokenizer", help="tokenizer.json to generate texts with."),
-    mean_tokens: int = typer.Option(
-        None, "--mean-tokens", help="Encoders: generated text length (24 tokens)."
-    ),
-    openai: bool = typer.Option(
-        False, "--openai", help='Embeddings: send OpenAI requests ({"input": ...}) as GuideLLM / AIPerf do.'
-    ),
-    spread: int = typer.Option(None, "--spread", help="Encoders: standard deviation of the length (8)."),
-    processes: int = typer.Option(
-        None,
-        "--processes",
-        min=1,
-        help="Encoders: send each run's load from N processes (one process sends through one event loop; the "
-        "report says when it was the limit).",
-    ),
-    instance: str = typer.Option(None, "--instance", help="Instance type (for cost)."),
-    count: int = typer.Option(
-        None, "--instance-count", help="Instances serving (for cost; default: the endpoint's, else 1)."
-    ),
-    price: float = typer.Option(None, "--price", help="Hourly USD per instance (else the catalog)."),
-    max_requests: int = typer.Option(None, "--max-requests", help="Stop a run after this many requests."),
-    max_errors: int = typer.Option(None, "--max-errors", help="Stop a run after this many errors."),
-    out: Path = typer.Option(None, "--output", "-o", help="Write the JSON report here."),
-    plot: Path = typer.Option(None, "--plot", help="Write a PNG (latency vs throughput, histogram)."),
-    prompt_tokens: str = typer.Option(
-        None,
-        "--prompt-tokens",
-        help="Text generation: prompt tokens, N or N,stdev,min,max (synthetic, exact).",
-    ),
-    output_tokens: str = typer.Option(
-        None,
-        "--output-tokens",
-        help="Text generation: output tokens (max_tokens + ignore_eos), N or N,stdev,min,max.",
-    ),
-    dataset: Path = typer.Option(
-        None, "--dataset", help="Text generation: JSONL of prompts or chat messages."
-    ),
-    concurrencies: str = typer.Option(
-        None, "--concurrencies", help="The concurrent profile's levels, e.g. 1,4,8."
-    ),
-    warmup: float = typer.Option(
-        None, "--warmup", help="Seconds not measured at the start of each run (default 1; text generation 0)."
-    ),
-    cooldown: float = typer.Option(
-        None,
-        "--cooldown",
-        help="Seconds not measured at the end of each run (default 0.5; text generation 0).",
-    ),
     find_max: bool = typer.Option(
         False,
         "--find-max",
-        help="Search the highest rate meeting the SLOs (--slo-p99-ms; --slo-ttft/itl-ms).",
+        help="Search the highest rate meeting the SLOs (--slo-p99-ms; --slo-ttft/itl-ms): --rate-type find-max.",
     ),
-    slo_p99_ms: float = typer.Option(
-        None, "--slo-p99-ms", help="Encoders, with --find-max: the p99 latency SLO."
-    ),
-    precision: float = typer.Option(
-        None,
-        "--precision",
-        min=0.01,
-        max=1.0,
-        help="--find-max: stop when the bracket is within this fraction (0.1).",
-    ),
-    slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="Goodput: time to first token target."),
-    slo_itl_ms: float = typer.Option(None, "--slo-itl-ms", help="Goodput: inter-token latency target."),
-    slo_latency_ms: float = typer.Option(None, "--slo-latency-ms", help="Goodput: request latency target."),
-    goodput_target: float = typer.Option(
-        None, "--goodput-target", help="Text generation: share of requests that must meet the SLOs (0.99)."
-    ),
-    copies: int = typer.Option(
-        None, "--copies", help="Text generation: copies serving (cost share, recommend)."
-    ),
-    copies_per_instance: int = typer.Option(None, "--copies-per-instance", help="Copies one instance holds."),
-    tp: int = typer.Option(None, "--tensor-parallel-size", help="Recorded in the report (recommend)."),
-    csv_out: Path = typer.Option(None, "--csv", help="Text generation: write a CSV (one row per run)."),
-    html_out: Path = typer.Option(
-        None, "--html", help="Text generation: write a self-contained HTML report."
-    ),
-    png_dir: Path = typer.Option(None, "--png-dir", help="Text generation: write the plots as PNGs here."),
+    out: Path = typer.Option(None, "--output", "-o", help="Write the JSON report here."),
     max_error_rate: float = typer.Option(
         0.01, "--max-error-rate", min=0.0, max=1.0, help="Fail (exit 1) above this share of failed requests."
     ),
-    via: str = typer.Option(
-        None,
-        "--via",
-        help="Text generation, an endpoint's path: invoke (InvokeEndpointWithResponseStream, the default) or openai "
-        "(/openai/v1/chat/completions with a bearer token).",
-    ),
-    component: str = typer.Option(
-        None, "--component", help="Text generation: the inference component to load (default: the only one)."
-    ),
-    in_account: bool = typer.Option(
-        False,
-        "--in-account",
-        help="Text generation: run the profile as a SageMaker AI benchmark job (AIPerf, next to the endpoint) and "
-        "from here; a table of both.",
-    ),
     as_json: bool = JsonOpt,
+    **settings: Any,
 ) -> None:
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
     from smneuron.artifact.kind import ENCODER, GENERATION, kind_of
-    from smneuron.benchmark.endpoint import bench_endpoint
     from smneuron.benchmark.profiles import verdict
+    from smneuron.benchmark.request import bench
     from smneuron.cli import generation_bench_cmd
 
     if endpoint == "compare":
@@ -149,96 +50,31 @@ def bench_cmd(
         return compare[_report_kind(reports[0]) if reports and len(reports) == 2 else ENCODER](
             reports or [], as_json
         )
-    levels = whole_numbers(concurrencies, "--concurrencies")
     if find_max:  # the search is its own profile: bracketing, then bisection on a constant rate
-        if profile not in ("sweep", "find-max"):
-            raise typer.BadParameter(f"--find-max searches the rate itself; drop --rate-type {profile}.")
-        profile = "find-max"
-    settings = {
-        "mean_tokens": mean_tokens,
-        "spread": spread,
-        "processes": processes,
-        "openai": openai or None,
-        "prompt_tokens": prompt_tokens,
-        "output_tokens": output_tokens,
-        "dataset": dataset,
-        "slo_ttft_ms": slo_ttft_ms,
-        "slo_itl_ms": slo_itl_ms,
-        "slo_p99_ms": slo_p99_ms,
-        "copies": copies,
-        "copies_per_instance": copies_per_instance,
-        "tensor_parallel_size": tp,
-        "csv": csv_out,
-        "png_dir": png_dir,
-        "in_account": in_account or None,
-        "via": via,
-    }
-    given = {name: "flag" for name, value in settings.items() if value is not None}
-    outputs_checked(
-        {"--output": out, "--plot": plot, "--csv": csv_out, "--html": html_out}, {"--png-dir": png_dir}
-    )
-    if in_account:  # its own request: a SageMaker AI benchmark job beside the bench from here
-        return generation_bench_cmd.in_account(
-            ctx,
-            endpoint=endpoint,
-            url=url,
-            concurrency=concurrency,
-            concurrencies=levels,
-            prompt_tokens=prompt_tokens,
-            output_tokens=output_tokens,
-            max_requests=max_requests,
-            tokenizer=tokenizer,
-            given={k: v for k, v in given.items() if k != "in_account"},
-            out=out,
-            as_json=as_json,
-        )
+        if settings.get("profile", "find-max") not in ("sweep", "find-max"):
+            raise typer.BadParameter(f"--find-max searches the rate itself; drop --rate-type {settings['profile']}.")
+        settings["profile"] = "find-max"
+    files = {"--output": out, **{BENCH[k].flag: settings.get(k) for k in ("plot", "csv", "html")}}
+    outputs_checked(files, {"--png-dir": settings.get("png_dir")})
+    st = state(ctx)
     # flags -> the SDK's one bench request (defaults, kind, refusals and serving figures decided there) -> render
-    report = bench_endpoint(
+    result = bench(
         endpoint,
-        url=url,
-        data=dataset or data,
-        tokenizer=tokenizer,
-        session=None if url else state(ctx).session(),
-        profile=profile,
-        duration_s=duration,
-        openai=openai,
-        mean_tokens=mean_tokens,
-        spread=spread,
+        session=None if settings.get("url") else st.session(),
         where="cli",
-        outputs=tuple(k for k, v in (("csv", csv_out), ("png_dir", png_dir)) if v is not None),
-        concurrency=concurrency,
-        concurrencies=levels,
-        rate=rate,
-        rates=rates,
-        warmup_s=warmup,
-        cooldown_s=cooldown,
-        max_requests=max_requests,
-        max_errors=max_errors,
-        processes=processes,
-        instance_type=instance,
-        instance_count=count,
-        copies=copies,
-        copies_per_instance=copies_per_instance,
-        tensor_parallel_size=tp,
-        price=price,
-        prices=state(ctx).project().prices,
-        precision=precision,
-        slo_p99_ms=slo_p99_ms,
-        slo_ttft_ms=slo_ttft_ms,
-        slo_itl_ms=slo_itl_ms,
-        slo_latency_ms=slo_latency_ms,
-        goodput_target=goodput_target,
-        prompt_tokens=generation_bench_cmd.lengths(prompt_tokens, "--prompt-tokens"),
-        output_tokens=generation_bench_cmd.lengths(output_tokens, "--output-tokens"),
-        via=via,
-        component=component,
+        on_status=None if as_json else generation_bench_cmd.job_progress(endpoint),
+        prices=st.project().prices or None,
+        **settings,
     )
     # each kind's report, shown and written (the text-generation one lives with its commands); then the verdict
     emitters = {ENCODER: _emit, GENERATION: generation_bench_cmd.emit}
-    emitters[kind_of(report)](
-        report, out=out, csv_out=csv_out, html_out=html_out, png_dir=png_dir, plot=plot, as_json=as_json
-    )
-    verdict(report, max_error_rate)
+    if settings.get("in_account"):
+        return generation_bench_cmd.emit_in_account(endpoint, result, out=out, as_json=as_json)
+    emitters[kind_of(result)](
+        result, out=out, csv_out=settings.get("csv"), html_out=settings.get("html"), png_dir=settings.get("png_dir"),
+        plot=settings.get("plot"), as_json=as_json,
+    )  # fmt: skip
+    verdict(result, max_error_rate)
 
 
 def _emit(report, *, out, plot, as_json, **_) -> None:  # type: ignore[no-untyped-def]

@@ -78,7 +78,7 @@ def compare_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Compile, deploy and bench MODEL on each instance type, delete them, and recommend one with its arithmetic."""
-    from smneuron.cli.generation_bench_cmd import lengths
+    from smneuron.benchmark.prompts import lengths
     from smneuron.hardware.workflow import compare_instances
     from smneuron.specs.models import override
 
@@ -108,8 +108,8 @@ def compare_cmd(
         slo_p99_ms=slo_p99_ms,
         slo_ttft_ms=slo_ttft_ms,
         slo_itl_ms=slo_itl_ms,
-        prompt_tokens=lengths(prompt_tokens, "--prompt-tokens"),
-        output_tokens=lengths(output_tokens, "--output-tokens"),
+        prompt_tokens=lengths(prompt_tokens, "--prompt-tokens") if prompt_tokens else None,
+        output_tokens=lengths(output_tokens, "--output-tokens") if output_tokens else None,
         profile=profile,
         duration_s=duration,
         concurrency=concurrency,

@@ -32,7 +32,7 @@ def doctor_cmd(
     request = resolve(
         artifact,
         project=st.project(),
-        flags={"instance": instance, "image_uri": image_uri},
+        settings={"instance": instance, "image_uri": image_uri},
         where="cli",
         session=session,
     )

@@ -5,30 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import typer
-
-from smneuron.cli._common import console, print_json, state, table
+from smneuron.cli._common import console, print_json, table
 from smneuron.errors import ConfigError
-
-
-def lengths(text: str | None, flag: str):  # type: ignore[no-untyped-def]
-    """``N`` or ``N,stdev,min,max`` -> Lengths."""
-    from smneuron.benchmark.prompts import Lengths
-
-    if text is None:
-        return None
-    try:
-        parts = [float(x) for x in text.split(",")]
-        mean, stdev = int(parts[0]), parts[1] if len(parts) > 1 else 0.0
-        lo = int(parts[2]) if len(parts) > 2 else None
-        hi = int(parts[3]) if len(parts) > 3 else None
-    except (ValueError, IndexError):
-        raise typer.BadParameter(
-            f"{text!r} is not N or N,stdev,min,max (e.g. 256 or 256,64,32,512).", param_hint=flag
-        ) from None
-    if mean < 1:
-        raise typer.BadParameter(f"must be at least 1, got {mean}.", param_hint=flag)
-    return Lengths(mean, stdev, lo, hi)
 
 
 def emit(report, *, out, csv_out, html_out, png_dir, as_json, **_) -> None:  # type: ignore[no-untyped-def]
@@ -51,68 +29,29 @@ def emit(report, *, out, csv_out, html_out, png_dir, as_json, **_) -> None:  # t
         write_pngs(data, png_dir)
 
 
-def in_account(
-    ctx: typer.Context,
-    *,
-    endpoint: str | None,
-    url: str | None,
-    concurrency: int | None,
-    concurrencies: list[int] | None,
-    prompt_tokens: str | None,
-    output_tokens: str | None,
-    max_requests: int | None,
-    tokenizer: Path | None,
-    given: dict[str, str],
-    out: Path | None,
-    as_json: bool,
-) -> None:
-    """``--in-account``: flags -> ``bench_in_account_and_here`` -> a table of what the job and the bench measured."""
-    from smneuron.benchmark.in_account import IN_ACCOUNT_CONCURRENCY, bench_in_account_and_here
-    from smneuron.files.user import write_text
-
-    if concurrencies and len(concurrencies) > 1:
-        raise typer.BadParameter(
-            "--in-account runs one closed loop (AIPerf's concurrency): give one level, e.g. --concurrency 4.",
-            param_hint="--concurrencies",
-        )
-    level = (
-        concurrencies[0]
-        if concurrencies
-        else (IN_ACCOUNT_CONCURRENCY if concurrency is None else concurrency)
-    )
-    prompt, output = lengths(prompt_tokens, "--prompt-tokens"), lengths(output_tokens, "--output-tokens")
-    count = max_requests or 50
+def job_progress(endpoint: str | None):  # type: ignore[no-untyped-def]
+    """``--in-account``'s progress: a line once the job exists (nothing was refused), then its status as it is
+    polled."""
     c, said = console(), []
 
-    def progress(status: str, seconds: float) -> None:  # the header once the job exists (nothing was refused)
+    def progress(status: str, seconds: float) -> None:
         if not said:
             said.append(status)
-            c.print(
-                f"SageMaker AI benchmark job on {endpoint}: concurrency {level}, {count} requests, "
-                f"{prompt.mean if prompt else 64} prompt / {output.mean if output else 128} output tokens (streamed, "
-                "OpenAI chat completions) ...",
-                highlight=False,
-            )
+            c.print(f"SageMaker AI benchmark job on {endpoint} (streamed, OpenAI chat completions) ...", highlight=False)
         c.print(f"  job {status} after {seconds:.0f} s", highlight=False)
 
-    measured = bench_in_account_and_here(
-        endpoint,
-        url=url,
-        concurrency=level,
-        prompt_tokens=prompt,
-        output_tokens=output,
-        request_count=count,
-        tokenizer=tokenizer,
-        given=given,
-        where="cli",
-        session=None if url else state(ctx).session(),
-        on_status=None if as_json else progress,
-    )
+    return progress
+
+
+def emit_in_account(endpoint: str | None, measured, *, out: Path | None, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    """``--in-account``: a table of what the job and the bench measured (or the JSON), then the file."""
+    from smneuron.files.user import write_text
+
     data = measured.to_dict()
     if as_json:
         print_json(data)
     else:
-        _show_in_account(endpoint, measured, c)
+        _show_in_account(endpoint, measured, console())
     if out:  # after it was shown: a file that cannot be written after all loses nothing
         write_text(out, json.dumps(data, indent=2, default=str))
 

@@ -2,7 +2,7 @@
 
 CLI, SDK (``smneuron.deploy`` / ``smneuron.preview``), the pipeline's Deploy step and the demo all come through here:
 
-    resolve(artifact, project, flags) -> DeployRequest -> stage -> ModelData -> plan_request -> Plan -> apply
+    resolve(artifact, project, settings) -> DeployRequest -> stage -> ModelData -> plan_request -> Plan -> apply
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from smneuron.deployment.planning import Plan, plan_request
 from smneuron.deployment.request import DeployRequest, resolve
 from smneuron.errors import AwsError, ConfigError, from_client_error
 from smneuron.session import Session
+from smneuron.specs.deploy_settings import DEPLOY
 from smneuron.specs.models import EndpointSpec, ProjectFile, ScalingSpec
 
 __all__ = [
@@ -41,15 +42,14 @@ def request_for(
     scaling: ScalingSpec | None = None,
     *,
     session: Session | None = None,
-    workers: int | None = None,
     prices: dict[str, float] | None = None,
     artifacts: dict[str, str | Path] | None = None,
     project: ProjectFile | str | Path | None = None,
     settings: dict[str, Any] | None = None,
 ) -> DeployRequest:
     """A ``DeployRequest`` as it is, or one resolved by the resolver the CLI uses: from keyword ``settings`` as the
-    CLI's flags are (``instance="ml.inf2.xlarge", count=3, copies=2``) over the ``project`` file, or from the typed
-    specs of the older signature (``deploy(artifact, EndpointSpec(...), ScalingSpec(...))``)."""
+    CLI's flags are (``instance="ml.inf2.xlarge", count=3, copies=2``: deploy's table) over the ``project`` file, or
+    from the typed specs of the older signature (``deploy(artifact, EndpointSpec(...), ScalingSpec(...))``)."""
     if isinstance(artifact, DeployRequest):
         if settings or spec or scaling:
             raise ConfigError(
@@ -63,7 +63,7 @@ def request_for(
         project=project,
         endpoint=spec if spec is not None or project is not None else EndpointSpec(),
         scaling=scaling,
-        flags={"workers": workers, **(settings or {})},
+        settings=settings,
         artifacts=artifacts,
         prices=prices,
         session=session,
@@ -74,13 +74,13 @@ def _is_s3(artifact: Any) -> bool:
     return str(artifact).startswith("s3://")
 
 
+@DEPLOY.signature
 def preview(
     artifact: str | Path | DeployRequest,
     spec: EndpointSpec | None = None,
     scaling: ScalingSpec | None = None,
     *,
     session: Session | None = None,
-    workers: int | None = None,
     prices: dict[str, float] | None = None,
     artifacts: dict[str, str | Path] | None = None,
     project: ProjectFile | str | Path | None = None,
@@ -104,7 +104,6 @@ def preview(
         spec,
         scaling,
         session=sess,
-        workers=workers,
         prices=prices,
         artifacts=artifacts,
         project=project,
@@ -136,6 +135,7 @@ def _kind_unchecked(session: Session, name: str, request: DeployRequest) -> str 
     return None
 
 
+@DEPLOY.signature
 def deploy(
     artifact: str | Path | DeployRequest,
     spec: EndpointSpec | None = None,
@@ -145,7 +145,6 @@ def deploy(
     wait: bool = True,
     timeout: float = 3600,
     on_status: Callable[[str, float], None] | None = None,
-    workers: int | None = None,
     prices: dict[str, float] | None = None,
     artifacts: dict[str, str | Path] | None = None,
     project: ProjectFile | str | Path | None = None,
@@ -154,10 +153,8 @@ def deploy(
     """Create or update an endpoint for ``artifact`` (artifact dir, model.tar.gz, package dir or s3:// URI).
 
     In a notebook: ``smneuron.deploy("artifact", instance="ml.inf2.xlarge", count=2)``: the keyword settings are
-    the CLI's flags (``deployment.request.KEYWORDS``: instance, name, count, min_capacity, max_capacity,
-    target_value, metric, schedule, workers, batch_size, max_batch_delay_ms, image_uri, latency_p99_alarm_ms,
-    provision_timeout, env, copies, min_copies, max_copies, max_instances), resolved by the same resolver over
-    ``project`` (a smneuron.yaml path or ``ProjectFile``); the other kind's settings are refused. ``artifact`` may
+    the CLI's flags (deploy's table, ``specs.deploy_settings.DEPLOY``, listed below), resolved by the same resolver
+    over ``project`` (a smneuron.yaml path or ``ProjectFile``); the other kind's settings are refused. ``artifact`` may
     also be a ``DeployRequest`` (``deployment.request.resolve``), or come with ``EndpointSpec`` / ``ScalingSpec``. With instance pools
     (``spec.instance_pools``, or ``instance_type="a,b,c"``) that span families, ``artifacts`` gives the artifact
     for each other target (``{"cuda": "artifact-cuda/"}``): one Model per pool layout, each pool's
@@ -180,7 +177,6 @@ def deploy(
         spec,
         scaling,
         session=sess,
-        workers=workers,
         prices=prices,
         artifacts=artifacts,
         project=project,

@@ -19,54 +19,16 @@ from smneuron.catalog import InstanceType
 from smneuron.endpoints.autoscaling import parse_schedule
 from smneuron.errors import ConfigError
 from smneuron.session import Session
+from smneuron.specs.deploy_settings import DEPLOY, DeploySettings
 from smneuron.specs.models import (
     EndpointSpec,
-    GenerationSpec,
     ProjectFile,
     ScalingSpec,
     ScheduledScaling,
     override,
 )
-from smneuron.specs.validation import at_least_one
 
-# keyword (SDK) / flag (CLI, with dashes) -> where the value goes: the endpoint spec, its generation section, the
-# scaling spec, or the request itself. The keys of SETTINGS name the same things.
-_ENDPOINT_FIELDS = {
-    "instance": "instance_type",
-    "name": "name",
-    "count": "initial_instance_count",
-    "batch_size": "batch_size",
-    "max_batch_delay_ms": "max_batch_delay_ms",
-    "timeout": "model_server_timeout_in_seconds",
-    "image_uri": "image_uri",
-    "inference_ami_version": "inference_ami_version",
-    "latency_p99_alarm_ms": "latency_p99_alarm_ms",
-    "provision_timeout": "variant_instance_provision_timeout_in_seconds",
-    "env": "environment",
-    "network_isolation": "network_isolation",
-    "kms_key": "kms_key",
-}
-# the controls a security team asks for that nest in the endpoint spec: keyword -> (section, field)
-_CONTROL_FIELDS = {
-    "subnets": ("vpc", "subnets"),
-    "security_groups": ("vpc", "security_groups"),
-    "data_capture": ("data_capture", "destination"),
-    "capture_percent": ("data_capture", "sampling_percent"),
-    "capture": ("data_capture", "capture"),
-    "capture_kms_key": ("data_capture", "kms_key"),
-}
-_GENERATION_FIELDS = (
-    *("copies", "min_copies", "max_copies", "max_instances", "data_caching"),
-    *("rolling_batch", "rolling_wait_s", "scale_in", "placement"),
-)
-_SCALING_FIELDS = {
-    "min_capacity": "min_capacity",
-    "max_capacity": "max_capacity",
-    "target_value": "target_value",
-    "metric": "metric",
-    "schedule": "scheduled",
-}
-KEYWORDS = (*_ENDPOINT_FIELDS, *_CONTROL_FIELDS, "tags", *_GENERATION_FIELDS, *_SCALING_FIELDS, "workers")
+KEYWORDS = tuple(o.keyword for o in DEPLOY if o.sdk)  # the SDK's deploy keywords, from the one table
 
 
 @dataclass(frozen=True)
@@ -96,7 +58,7 @@ def resolve(
     project: ProjectFile | None = None,
     endpoint: EndpointSpec | None = None,
     scaling: ScalingSpec | None = None,
-    flags: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | DeploySettings | None = None,
     data: ModelData | None = None,
     artifacts: Mapping[str, str | Path] | None = None,
     prices: Mapping[str, float] | None = None,
@@ -109,8 +71,8 @@ def resolve(
         artifact: artifact dir, model.tar.gz, package dir or s3:// URI.
         project: the project file (its ``endpoint``, ``scaling`` and ``prices`` sections); else defaults.
         endpoint, scaling: specs to start from instead of the project file's (the SDK's typed way in).
-        flags: the user's settings by keyword (``KEYWORDS``: instance, count, min_capacity, copies, workers, ...);
-            None values are "not given".
+        settings: the user's settings (``DeploySettings``, or keywords of ``specs.deploy_settings.DEPLOY``: instance,
+            count, min_capacity, copies, workers, bench_report, ...); None values are "not given".
         data: the artifact as already described or staged; else a local one is described, an s3:// URI read
             with one HEAD request through ``session``.
         artifacts: instance pools of other families: target -> artifact.
@@ -121,28 +83,23 @@ def resolve(
 
     Raises:
         ConfigError: a setting of the other kind, a count outside the autoscaling range, an unknown keyword,
-            an invalid value (the spec's validation, naming the field).
+            an invalid value (naming the flag, the keyword or the project file's key).
     """
     project = project or ProjectFile()
-    flags = {k: v for k, v in (flags or {}).items() if v is not None}
-    unknown = sorted(set(flags) - set(KEYWORDS))
-    if unknown:
-        raise ConfigError(
-            f"Unknown deploy setting(s): {', '.join(unknown)}.", hint=f"Use {', '.join(KEYWORDS)}."
-        )
+    given_settings = DEPLOY.parse(settings, where=where).given()
     base = endpoint or project.endpoint
-    base_scaling = scaling or project.scaling
-    given = _given(base, base_scaling, flags, from_file=endpoint is None, scaling_from_file=scaling is None)
+    base_scaling = _sized(scaling or project.scaling, given_settings)
+    from_file = endpoint is None, scaling is None and "bench_report" not in given_settings
+    given = _given(base, base_scaling, given_settings, from_file=from_file)
 
     if data is None:  # an s3:// URI is read with one HEAD request (its metadata says what it holds)
         s3 = str(artifact).startswith("s3://")
         data = stage(artifact, session=session or Session.from_env(), upload=False) if s3 else None
     kind = (data or describe_local(artifact)).kind
     kind.refuse_foreign(given, where=where)
-    _check_workers(flags.get("workers"), where)
 
-    spec = _endpoint(base, flags)
-    req_scaling = _scaling(spec, base_scaling, flags, given, where) if kind.scales_instances else None
+    spec = _endpoint(base, given_settings)
+    req_scaling = _scaling(spec, base_scaling, given_settings, given, where) if kind.scales_instances else None
     notes = ()
     if kind.scales_instances and "initial_instance_count" in given and not _any_scaling(given):
         notes = (
@@ -153,7 +110,7 @@ def resolve(
         kind=kind,
         endpoint=spec,
         scaling=req_scaling,
-        workers=flags.get("workers"),
+        workers=given_settings.get("workers"),
         artifacts=dict(artifacts or {}),
         # the session's (the CLI's: the project file's), the project file's, then the caller's: one table for every cost
         prices={**(session.price_overrides if session else {}), **project.prices, **(prices or {})} or None,
@@ -162,52 +119,54 @@ def resolve(
     )
 
 
-def _check_workers(workers: Any, where: str) -> None:
-    """A worker count given is a whole number of at least 1 (0 was taken for "not given" and laid out the default)."""
-    if workers is not None:
-        at_least_one(
-            workers,
-            "--workers" if where == "cli" else "workers=",
-            "Leave it out for the instance's layout: one worker per NeuronCore group, per GPU, or per two vCPUs.",
-        )
+def _sized(base: ScalingSpec, settings: Mapping[str, Any]) -> ScalingSpec:
+    """With ``bench_report``: the scaling target from what the bench sustained at ``slo_p99_ms``, times ``headroom``
+    (``ScalingSpec.from_bench_report``); else ``base`` as it is."""
+    if "bench_report" not in settings:
+        return base
+    headroom = settings.get("headroom", DEPLOY["headroom"].default)
+    return ScalingSpec.from_bench_report(
+        settings["bench_report"], settings["slo_p99_ms"], headroom=headroom, base=base
+    )
 
 
 def project_settings(project: ProjectFile) -> dict[str, str]:
     """The kind-specific settings a project file gives (by its keys), for paths that take no flags (the
     pipeline): the same table the resolver reads, so the pipeline refuses what deploy refuses."""
-    return _given(project.endpoint, project.scaling, {}, from_file=True, scaling_from_file=True)
+    return _given(project.endpoint, project.scaling, {}, from_file=(True, True))
+
+
+def _at(spec: Any, key: str) -> Any:
+    """The value at a project-file key below its section (``endpoint.generation.copies`` of an EndpointSpec)."""
+    for part in key.split(".")[1:]:
+        spec = getattr(spec, part, None) if spec is not None else None
+    return spec
 
 
 def _given(
     base: EndpointSpec,
     base_scaling: ScalingSpec,
-    flags: Mapping[str, Any],
+    settings: Mapping[str, Any],
     *,
-    from_file: bool,
-    scaling_from_file: bool,
+    from_file: tuple[bool, bool],
 ) -> dict[str, str]:
-    """Which kind-specific settings the user gave, and where: "flag", or the project file's key (a value that
-    differs from its default counts as given)."""
+    """Which kind-specific settings the user gave, and where: "flag" (a flag or an SDK keyword), or the project file's
+    key (a value that differs from its default counts as given; ``from_file``: the endpoint's and the scaling's specs
+    came from the project file)."""
     given: dict[str, str] = {}
-    defaults, gen_defaults, scale_defaults = EndpointSpec(), GenerationSpec(), ScalingSpec()
-    for name, setting in SETTINGS.items():
-        source = setting.key if from_file else "flag"
-        if name in EndpointSpec.model_fields:
-            if getattr(base, name) != getattr(defaults, name):
-                given[name] = source
-        elif name in GenerationSpec.model_fields:
-            if getattr(base.generation, name) != getattr(gen_defaults, name):
-                given[name] = source
-        elif name in ScalingSpec.model_fields:
-            if getattr(base_scaling, name) != getattr(scale_defaults, name):
-                given[name] = setting.key if scaling_from_file else "flag"
-    for keyword in flags:
-        name = _ENDPOINT_FIELDS.get(keyword) or _SCALING_FIELDS.get(keyword) or keyword
-        if name == "instance_type" and "," in str(flags[keyword]):
+    specs = {"endpoint": (base, EndpointSpec(), from_file[0]), "scaling": (base_scaling, ScalingSpec(), from_file[1])}
+    for option in DEPLOY:
+        if option.kind and option.key:
+            spec, default, in_file = specs[option.key.split(".")[0]]
+            if _at(spec, option.key) != _at(default, option.key):
+                given[option.name] = option.key if in_file else "flag"
+    for keyword, value in settings.items():
+        name = DEPLOY[keyword].name
+        if name == "instance_type" and "," in str(value):
             given["instance_pools"] = "flag"
         elif name in SETTINGS:
             given[name] = "flag"
-    if "instance" in flags and "," not in str(flags["instance"]):
+    if "instance" in settings and "," not in str(settings["instance"]):
         given.pop("instance_pools", None)  # --instance replaces the project's pools
     return given
 
@@ -216,29 +175,34 @@ def _any_scaling(given: Mapping[str, str]) -> bool:
     return any(n in given for n in ("min_capacity", "max_capacity", "target_value", "metric", "scheduled"))
 
 
-def _endpoint(base: EndpointSpec, flags: Mapping[str, Any]) -> EndpointSpec:
-    values = {field_name: flags[k] for k, field_name in _ENDPOINT_FIELDS.items() if k in flags}
-    if "instance" in flags and "," not in str(flags["instance"]):
+def _endpoint(base: EndpointSpec, settings: Mapping[str, Any]) -> EndpointSpec:
+    """The endpoint spec: each setting given put at its project-file key, over the project file's (its variables, tags
+    and sections merged: ``--subnet`` over the file's ``vpc``)."""
+    values: dict[str, Any] = {}
+    sections: dict[str, dict[str, Any]] = {}
+    for keyword, value in settings.items():
+        key = DEPLOY[keyword].key
+        if not key or not key.startswith("endpoint."):
+            continue
+        _, *path = key.split(".")
+        if len(path) == 2:
+            sections.setdefault(path[0], {})[path[1]] = value
+        elif isinstance(value, dict):  # the variables and the tags: the flags' over the project file's
+            values[path[0]] = {**getattr(base, path[0]), **value}
+        else:
+            values[path[0]] = value
+    if "instance" in settings and "," not in str(settings["instance"]):
         values["instance_pools"] = []  # one type given: the project's pools no longer apply
-    if "env" in flags:
-        values["environment"] = {**base.environment, **dict(flags["env"])}
-    if "tags" in flags:  # the flags' tags over the project file's
-        values["tags"] = {**base.tags, **dict(flags["tags"])}
-    for section in ("vpc", "data_capture"):  # --subnet, --data-capture...: over the project file's section
-        given = {f: flags[k] for k, (s, f) in _CONTROL_FIELDS.items() if s == section and k in flags}
-        if given:
-            current = getattr(base, section)
-            values[section] = {**(current.model_dump() if current else {}), **given}
-    generation = {k: flags[k] for k in _GENERATION_FIELDS if k in flags}
-    if generation:
-        values["generation"] = override(base.generation, **generation).model_dump()
+    for section, given in sections.items():
+        current = getattr(base, section)
+        values[section] = {**(current.model_dump() if current else {}), **given}
     return override(base, **values)
 
 
 def _scaling(
     spec: EndpointSpec,
     base: ScalingSpec,
-    flags: Mapping[str, Any],
+    settings: Mapping[str, Any],
     given: Mapping[str, str],
     where: str,
 ) -> ScalingSpec:
@@ -246,9 +210,9 @@ def _scaling(
     count = spec.initial_instance_count
     if not _any_scaling(given):
         return ScalingSpec(min_capacity=count, max_capacity=count)
-    scaling = scaling_spec(base, flags)
+    scaling = scaling_spec(base, settings)
     if not scaling.min_capacity <= count <= scaling.max_capacity and "initial_instance_count" in given:
-        flag = "--count" if where == "cli" else "count="
+        flag = DEPLOY["count"].label(where)
         raise ConfigError(
             f"{flag} {count} is outside the autoscaling range {scaling.min_capacity}-{scaling.max_capacity}: "
             "autoscaling would move the endpoint away from it at once.",
@@ -257,15 +221,19 @@ def _scaling(
     return scaling
 
 
-def scaling_spec(base: ScalingSpec, flags: Mapping[str, Any]) -> ScalingSpec:
-    """Autoscaling settings: ``flags`` (min_capacity, max_capacity, target_value, metric, schedule; None is "not
+def scaling_spec(base: ScalingSpec, settings: Mapping[str, Any]) -> ScalingSpec:
+    """Autoscaling settings: ``settings`` (min_capacity, max_capacity, target_value, metric, schedule; None is "not
     given") over ``base``. A floor given alone keeps the base's ceiling, raised to the floor if it is below it.
     ``deploy`` (encoders) and ``smneuron scale`` (instances or copies) both read it here.
 
     Raises:
         ConfigError: a schedule outside the grammar, max below min.
     """
-    values = {field_name: flags[k] for k, field_name in _SCALING_FIELDS.items() if flags.get(k) is not None}
+    values = {
+        DEPLOY[k].name: v
+        for k, v in settings.items()
+        if v is not None and k in DEPLOY and (DEPLOY[k].key or "").startswith("scaling.")
+    }
     if "scheduled" in values:
         values["scheduled"] = [_schedule(s).model_dump() for s in values["scheduled"]]
     if "min_capacity" in values and "max_capacity" not in values:
@@ -281,4 +249,4 @@ def _schedule(value: Any) -> ScheduledScaling:
     return parse_schedule(str(value))
 
 
-__all__ = ["GENERATION", "KEYWORDS", "DeployRequest", "resolve"]
+__all__ = ["GENERATION", "KEYWORDS", "DeployRequest", "DeploySettings", "resolve"]

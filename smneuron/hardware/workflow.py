@@ -25,7 +25,6 @@ from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, model_kind
 from smneuron.artifact.staging import describe_local
 from smneuron.benchmark import encoder
 from smneuron.benchmark.prompts import Lengths
-from smneuron.benchmark.settings import check_numbers
 from smneuron.catalog import InstanceType, price_table
 from smneuron.catalog.prices import PriceTable
 from smneuron.compilation.entry import compile_model
@@ -43,6 +42,7 @@ from smneuron.hardware.generation_report import GenerationComparison
 from smneuron.hardware.loads import EncoderLoad, GenerationLoad, Profile, encoder_load, generation_load
 from smneuron.hardware.report import MEASURED, Candidate, Comparison
 from smneuron.session import Session
+from smneuron.specs.bench_settings import BENCH
 from smneuron.specs.models import CompileSpec, EndpointSpec, override
 
 TARGETS = ("inf1", "inf2", "cuda", "cpu")
@@ -161,7 +161,7 @@ def compare_instances(
     _check_settings(rate, slo_p99_ms, artifacts, types)
     parts.check(asked)
     encoder.check_window(duration_s, warmup_s, cooldown_s)
-    check_numbers(  # before anything is compiled or deployed
+    BENCH.parse(  # its numbers, by the bench's table, before anything is compiled or deployed
         {"concurrency": concurrency, "concurrencies": concurrencies, "rates": rates, "warmup_s": warmup_s,
          "cooldown_s": cooldown_s, "slo_p99_ms": slo_p99_ms, "slo_ttft_ms": slo_ttft_ms, "slo_itl_ms": slo_itl_ms},
         where=where,

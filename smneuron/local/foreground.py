@@ -63,8 +63,9 @@ def serve(
         instance: the instance type to lay the server out for (default: the project's, else ml.inf2.xlarge).
         engine: "smneuron" (the local endpoint) or "torchserve" (the PyTorch DLC's own TorchServe + toolkit);
             encoders only.
-        settings: ``workers``, ``batch_size``, ``max_batch_delay_ms``, ``timeout`` (encoders); ``copies`` and the
-            other text-generation settings are refused for an encoder, and the encoder's for text generation.
+        settings: ``workers``, ``batch_size``, ``max_batch_delay_ms``, ``server_timeout`` (encoders): keywords of
+            deploy's table (``specs.deploy_settings.DEPLOY``); ``copies`` and the other text-generation settings are
+            refused for an encoder, and the encoder's for text generation.
         on_ready: called once the server is laid out, before it serves (the CLI prints the sentence).
 
     Returns:
@@ -79,7 +80,7 @@ def serve(
     request = resolve(
         artifact,
         project=project,
-        flags={"instance": instance, **settings},
+        settings={"instance": instance, **settings},
         where=where,
         data=describe_local(artifact),
     )

@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, field_validator, model_validator
 
 from smneuron.catalog import InstanceType, Use
@@ -31,6 +30,11 @@ Task = Literal[
     "text-generation",
 ]
 CompileTarget = Literal["inf1", "inf2", "cpu", "cuda"]
+
+
+# the share of what a bench sustained at the SLO that target tracking aims at: scale-out starts before the SLO is at
+# risk. The deploy table (``specs.deploy_settings``: --headroom) says it; the functions below default to it.
+HEADROOM = 0.7
 
 
 def _check_instance(value: str, use: Use | None = None) -> str:
@@ -377,7 +381,7 @@ class ScalingSpec(StrictModel):
         report: dict | str | Path,
         latency_p99_ms: float,
         *,
-        headroom: float = 0.7,
+        headroom: float = HEADROOM,
         base: ScalingSpec | None = None,
         **values: Any,
     ) -> ScalingSpec:
@@ -416,12 +420,12 @@ class ScalingSpec(StrictModel):
         return self
 
 
-def target_from_bench(sustainable_rps_per_instance: float, headroom: float = 0.7) -> float:
+def target_from_bench(sustainable_rps_per_instance: float, headroom: float = HEADROOM) -> float:
     """Invocations per instance per minute from a bench result at the SLO, times a headroom factor."""
     return round(sustainable_rps_per_instance * 60 * headroom, 1)
 
 
-def target_from_report(report: dict, latency_p99_ms: float, headroom: float = 0.7) -> float:
+def target_from_report(report: dict, latency_p99_ms: float, headroom: float = HEADROOM) -> float:
     """Invocations per instance per minute for target tracking, from a ``smneuron bench`` report.
 
     Takes the highest throughput among the report's runs whose p99 meets the SLO, per instance,
@@ -433,7 +437,7 @@ def target_from_report(report: dict, latency_p99_ms: float, headroom: float = 0.
     if not 0 < headroom <= 1:
         raise ConfigError(
             f"--headroom is the share of the sustainable rate to target, above 0 and at most 1, got {headroom}.",
-            hint="For example 0.7 (the default): scale out at 70% of what the bench sustained at the SLO.",
+            hint=f"For example {HEADROOM} (the default): scale out at {HEADROOM:.0%} of what the bench sustained at the SLO.",
         )
     count = max(1, int(report.get("instance_count", 1)))
     measured = [r for r in report.get("runs", []) if r["requests_ok"]]
@@ -577,6 +581,8 @@ class ProjectFile(StrictModel):
                 or invalid values, naming the file and the key path.
         """
 
+        import yaml  # the project file's parser: loaded when a file is read, not for a command's --help
+
         path = Path(path)
         try:
             data = yaml.load(read_text(path, "the project file"), Loader=make_loader()) or {}
@@ -587,6 +593,21 @@ class ProjectFile(StrictModel):
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of sections.")
         return validate(cls, data, source=str(path))
+
+
+def field_at(key: str) -> Any:
+    """The field of smneuron.yaml at a dotted key (``endpoint.generation.copies``): its type, range, default and
+    description, which the verbs' tables (``specs.options``) read rather than say again.
+
+    Raises:
+        KeyError: no such key (a table names a key that is not in the schema).
+    """
+    model: Any = ProjectFile
+    *sections, last = key.split(".")
+    for section in sections:
+        annotation = model.model_fields[section].annotation
+        model = next(a for a in (annotation, *getattr(annotation, "__args__", ())) if hasattr(a, "model_fields"))
+    return model.model_fields[last]
 
 
 def find_project_file(start: Path | None = None) -> Path | None:

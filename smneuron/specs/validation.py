@@ -10,7 +10,6 @@ import difflib
 import re
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
@@ -162,6 +161,7 @@ def _fields_at(model: type[BaseModel], path: list[str]) -> list[str]:
 
 
 def make_loader() -> type:
+    import yaml  # loaded when a file is read, not for a command's --help
 
     class UniqueKeyLoader(yaml.SafeLoader):
         def construct_mapping(self, node: Any, deep: bool = False) -> dict:

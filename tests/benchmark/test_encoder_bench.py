@@ -11,7 +11,7 @@ import pytest
 
 from smneuron.benchmark import encoder as bench
 from smneuron.benchmark import prompts
-from smneuron.benchmark.endpoint import bench_endpoint
+from smneuron.benchmark.request import bench as bench_endpoint
 from smneuron.errors import BenchFailedError, ConfigError, SmneuronError
 from smneuron.serving.ports import free_port
 
@@ -166,14 +166,14 @@ def test_a_dead_url_or_a_number_out_of_range_is_refused_before_any_load(slow_ser
     # refused before the load, not a run of refused connections reported as a failed bench (how long: dead_url.py)
     assert not isinstance(refused.value, BenchFailedError)
     for given, says in (
-        ({"concurrency": 0}, "concurrency= must be a number of at least 1, got 0"),
+        ({"concurrency": 0}, "concurrency= must be a whole number of at least 1, got 0"),
         ({"rate": float("nan"), "profile": "constant"}, "rate= must be a number above 0, got nan"),
         (
             {"concurrencies": [4, -1], "profile": "concurrent"},
-            "concurrencies= must be a number of at least 1",
+            "concurrencies= must be a whole number of at least 1, got -1",
         ),
-        ({"goodput_target": 1.5}, "goodput_target= is a share of the requests"),
-        ({"spread": -1}, "spread= must be a number of at least 0"),
+        ({"goodput_target": 1.5}, "goodput_target= must be a number above 0 and at most 1, got 1.5"),
+        ({"spread": -1}, "spread= must be a whole number of at least 0"),
         # a load setting the profile does not read is refused too, named as the SDK's keyword
         (
             {"profile": "throughput", "rates": 5},

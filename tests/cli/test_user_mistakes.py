@@ -163,7 +163,7 @@ CASES = [
         None,
     ),
     # specs, in the user's words
-    ("count-zero", "deploy {artifact} --count 0 --dry-run", 1, ["--count", "at least 1", "got 0"], {}, None),
+    ("count-zero", "deploy {artifact} --count 0 --dry-run", 2, ["--count must be a whole number from 1 to 100, got 0"], {}, None),
     ("min-above-max", "deploy {artifact} --min 5 --max 2 --dry-run", 1, ["--max", "below --min"], {}, None),
     (
         "instance-typo",
@@ -216,8 +216,8 @@ CASES = [
     (
         "bench-report-without-slo",
         "deploy {artifact} --instance ml.c6i.xlarge --bench-report {root}/data.jsonl --dry-run",
-        1,
-        ["--slo-p99-ms"],
+        2,
+        ["--bench-report needs --slo-p99-ms", "the p99 latency (ms) the endpoint must meet"],
         {},
         None,
     ),
@@ -446,7 +446,7 @@ CASES = [
         {},
         None,
     ),
-    ("bench-no-target", "bench --data {root}/data.jsonl", 1, ["--url", "--endpoint"], {}, None),
+    ("bench-no-target", "bench --data {root}/data.jsonl", 1, ["Nothing to bench", "NAME", "--url"], {}, None),
     (
         "bench-data-missing",
         "bench --url http://127.0.0.1:9 --data {root}/nope.jsonl --duration 2",
@@ -743,7 +743,7 @@ CASES = [
     (
         "serve-zero-workers",
         "serve {artifact} --workers 0",
-        1,
+        2,
         ["--workers must be a whole number of at least 1, got 0"],
         {},
         None,
@@ -768,15 +768,15 @@ CASES = [
     (
         "bench-zero-concurrency",
         "bench --url http://127.0.0.1:9 --data {root}/data.jsonl --concurrency 0",
-        1,
-        ["--concurrency must be a number of at least 1, got 0"],
+        2,
+        ["--concurrency must be a whole number of at least 1, got 0"],
         {},
         None,
     ),
     (
         "bench-negative-rate",
         "bench --url http://127.0.0.1:9 --data {root}/data.jsonl --rate-type constant --rate -5",
-        1,
+        2,
         ["--rate must be a number above 0, got -5"],
         {},
         None,
@@ -784,7 +784,7 @@ CASES = [
     (
         "bench-negative-warmup",
         "bench --url http://127.0.0.1:9 --data {root}/data.jsonl --warmup -1",
-        1,
+        2,
         ["--warmup must be a number of at least 0"],
         {},
         None,
@@ -793,16 +793,16 @@ CASES = [
     (
         "deploy-slo-without-bench-report",
         "deploy {artifact} --instance ml.c6i.xlarge --slo-p99-ms 50 --dry-run",
-        1,
-        ["--slo-p99-ms set the scaling target derived from a bench report", "--bench-report"],
+        2,
+        ["--slo-p99-ms needs --bench-report", "given alone, it would shape nothing"],
         {},
         None,
     ),
     (
         "deploy-headroom-out-of-range",
         "deploy {artifact} --instance ml.c6i.xlarge --bench-report {root}/report.json --slo-p99-ms 50 --headroom 2 --dry-run",
-        1,
-        ["--headroom is the share", "got 2.0"],
+        2,
+        ["--headroom must be a number above 0 and at most 1, got 2.0"],
         {},
         None,
     ),
@@ -834,8 +834,8 @@ CASES = [
     (
         "compare-zero-concurrency",
         "compare {model} --instances ml.c6i.xlarge --concurrency 0",
-        1,
-        ["--concurrency must be a number of at least 1, got 0"],
+        2,
+        ["--concurrency must be a whole number of at least 1, got 0"],
         {},
         None,
     ),

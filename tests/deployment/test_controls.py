@@ -168,7 +168,7 @@ def test_every_control_is_sent_as_botocore_takes_it_the_same_from_the_sdk_and_th
             {"data_capture": "s3://capture-bucket/elsewhere"},
             "may not s3:PutObject to s3://capture-bucket/elsewhere",
         ),
-        ({"capture_percent": 101}, "sampling_percent must be at most 100"),
+        ({"capture_percent": 101}, "capture_percent= must be a whole number from 0 to 100, got 101"),
         ({"security_groups": ["sg-123"]}, "'sg-123' is not a security group id"),
     ],
 )

@@ -10,7 +10,7 @@ import pytest
 from conftest import cache_llama_8b
 from test_encoder_deploy import retarget
 
-from smneuron.benchmark.endpoint import bench_endpoint
+from smneuron.benchmark.request import bench as bench_endpoint
 from smneuron.compilation.encoder import compile_model as compile_encoder
 from smneuron.compilation.generation import compile_from_cache
 from smneuron.deployment import corridor as dp

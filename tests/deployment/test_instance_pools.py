@@ -132,7 +132,7 @@ def test_a_pool_without_its_targets_artifact_is_refused_before_any_call(artifact
     with pytest.raises(ConfigError) as e:  # the cuda artifact given as the cpu one
         plan_request(
             data,
-            resolve(artifacts["cpu"], flags={"instance": "ml.c7i.xlarge,ml.g6.xlarge"}),
+            resolve(artifacts["cpu"], settings={"instance": "ml.c7i.xlarge,ml.g6.xlarge"}),
             region="us-east-1",
             others={"cuda": describe_local(artifacts["cpu"])},
         )
