@@ -329,7 +329,10 @@ def test_at_most_eight_lines_decide_the_kind_outside_its_strategy_and_tables():
     it cannot be a table entry in a ``# kind:`` comment."""
     found, unexplained = [], []
     for path in [*PACKAGE.rglob("*.py"), *(REPO / "pipelines").rglob("*.py")]:
-        if path.relative_to(REPO).as_posix() in ("smneuron/artifact/kind.py", "smneuron/artifact/kind_settings.py"):
+        if path.relative_to(REPO).as_posix() in (
+            "smneuron/artifact/kind.py",
+            "smneuron/artifact/kind_settings.py",
+        ):
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#", 1)[0]

@@ -28,7 +28,9 @@ _SCOPE_NOUN = {"bench": "benchmarks", "evaluate": "evaluations"}
 
 def _owned(table: Options) -> dict[str, Setting]:
     """A verb table's settings that one kind owns, by the name a refusal knows them by."""
-    return {o.name: Setting(_flag(table, o), o.key or o.label("cli"), o.keyword, o.what) for o in table if o.kind}
+    return {
+        o.name: Setting(_flag(table, o), o.key or o.label("cli"), o.keyword, o.what) for o in table if o.kind
+    }
 
 
 def _flag(table: Options, option: Option) -> str:

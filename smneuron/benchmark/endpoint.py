@@ -118,7 +118,9 @@ def bench_here(
     sess = None if url else (session or Session.from_env())
     kind, found = target_kind(name, url, given, session=sess, component=run.get("component"))  # decided once
     kind.refuse_foreign(given, where=where, scope="bench")
-    for keyword in [k for k in run if not BENCH[k].sdk]:  # the CLI's outputs: they took part in the kind's check
+    for keyword in [
+        k for k in run if not BENCH[k].sdk
+    ]:  # the CLI's outputs: they took part in the kind's check
         run.pop(keyword)
     values, source = serving_of(found, {k: run.pop(k, None) for k in _SERVING})
     if name and not url:  # read once here: the senders neither describe nor list again
@@ -126,7 +128,9 @@ def bench_here(
     for keyword in ("prompt_tokens", "output_tokens"):  # N or N,stdev,min,max
         if keyword in run:
             run[keyword] = lengths(run[keyword], BENCH[keyword].label(where))
-    load = {k: run.pop(k, None) for k in ("data", "tokenizer", "duration_s", "openai", "mean_tokens", "spread")}
+    load = {
+        k: run.pop(k, None) for k in ("data", "tokenizer", "duration_s", "openai", "mean_tokens", "spread")
+    }
     target = _Target(name, url, sess, profile, texts, **load)
     return _BENCHES[kind](target, found, values, source, run)
 

@@ -37,7 +37,15 @@ class MeasuredTwice:
 IN_ACCOUNT_CONCURRENCY = 1  # the job's closed loop when none is given (AIPerf's concurrency)
 # what an in-account run reads of a bench request: one closed loop of synthetic prompts; anything else given (a rate,
 # a duration, SLOs, a dataset) would be dropped, so it is refused
-READS = ("in_account", "concurrency", "concurrencies", "prompt_tokens", "output_tokens", "max_requests", "tokenizer")
+READS = (
+    "in_account",
+    "concurrency",
+    "concurrencies",
+    "prompt_tokens",
+    "output_tokens",
+    "max_requests",
+    "tokenizer",
+)
 # the CLI's outputs that an in-account run writes (the JSON report) or whose kind it checks
 WRITES = ("csv", "html", "png_dir", "plot")
 
@@ -89,9 +97,17 @@ def bench_in_account_and_here(
     job = run_in_account(endpoint, prompt_tokens=prompt, output_tokens=output, concurrency=levels[0],
                          request_count=count, session=sess, on_status=on_status)  # fmt: skip
     here = BENCH.parse(
-        {"profile": "concurrent", "concurrencies": levels, "max_requests": count, "prompt_tokens": prompt,
-         "output_tokens": output, "tokenizer": given.get("tokenizer"), "duration_s": 600, "warmup_s": 0,
-         "cooldown_s": 0}  # fmt: skip
+        {
+            "profile": "concurrent",
+            "concurrencies": levels,
+            "max_requests": count,
+            "prompt_tokens": prompt,
+            "output_tokens": output,
+            "tokenizer": given.get("tokenizer"),
+            "duration_s": 600,
+            "warmup_s": 0,
+            "cooldown_s": 0,
+        }  # fmt: skip
     )
     local = bench_here(endpoint, None, here, session=sess, where=where).to_dict()
     return MeasuredTwice(job, local, comparison(job, local["runs"][0]))

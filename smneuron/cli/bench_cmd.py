@@ -52,7 +52,9 @@ def bench_cmd(
         )
     if find_max:  # the search is its own profile: bracketing, then bisection on a constant rate
         if settings.get("profile", "find-max") not in ("sweep", "find-max"):
-            raise typer.BadParameter(f"--find-max searches the rate itself; drop --rate-type {settings['profile']}.")
+            raise typer.BadParameter(
+                f"--find-max searches the rate itself; drop --rate-type {settings['profile']}."
+            )
         settings["profile"] = "find-max"
     files = {"--output": out, **{BENCH[k].flag: settings.get(k) for k in ("plot", "csv", "html")}}
     outputs_checked(files, {"--png-dir": settings.get("png_dir")})

@@ -37,7 +37,10 @@ def job_progress(endpoint: str | None):  # type: ignore[no-untyped-def]
     def progress(status: str, seconds: float) -> None:
         if not said:
             said.append(status)
-            c.print(f"SageMaker AI benchmark job on {endpoint} (streamed, OpenAI chat completions) ...", highlight=False)
+            c.print(
+                f"SageMaker AI benchmark job on {endpoint} (streamed, OpenAI chat completions) ...",
+                highlight=False,
+            )
         c.print(f"  job {status} after {seconds:.0f} s", highlight=False)
 
     return progress

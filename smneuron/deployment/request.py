@@ -99,7 +99,9 @@ def resolve(
     kind.refuse_foreign(given, where=where)
 
     spec = _endpoint(base, given_settings)
-    req_scaling = _scaling(spec, base_scaling, given_settings, given, where) if kind.scales_instances else None
+    req_scaling = (
+        _scaling(spec, base_scaling, given_settings, given, where) if kind.scales_instances else None
+    )
     notes = ()
     if kind.scales_instances and "initial_instance_count" in given and not _any_scaling(given):
         notes = (
@@ -154,7 +156,10 @@ def _given(
     key (a value that differs from its default counts as given; ``from_file``: the endpoint's and the scaling's specs
     came from the project file)."""
     given: dict[str, str] = {}
-    specs = {"endpoint": (base, EndpointSpec(), from_file[0]), "scaling": (base_scaling, ScalingSpec(), from_file[1])}
+    specs = {
+        "endpoint": (base, EndpointSpec(), from_file[0]),
+        "scaling": (base_scaling, ScalingSpec(), from_file[1]),
+    }
     for option in DEPLOY:
         if option.kind and option.key:
             spec, default, in_file = specs[option.key.split(".")[0]]

@@ -606,7 +606,9 @@ def field_at(key: str) -> Any:
     *sections, last = key.split(".")
     for section in sections:
         annotation = model.model_fields[section].annotation
-        model = next(a for a in (annotation, *getattr(annotation, "__args__", ())) if hasattr(a, "model_fields"))
+        model = next(
+            a for a in (annotation, *getattr(annotation, "__args__", ())) if hasattr(a, "model_fields")
+        )
     return model.model_fields[last]
 
 

@@ -163,7 +163,14 @@ CASES = [
         None,
     ),
     # specs, in the user's words
-    ("count-zero", "deploy {artifact} --count 0 --dry-run", 2, ["--count must be a whole number from 1 to 100, got 0"], {}, None),
+    (
+        "count-zero",
+        "deploy {artifact} --count 0 --dry-run",
+        2,
+        ["--count must be a whole number from 1 to 100, got 0"],
+        {},
+        None,
+    ),
     ("min-above-max", "deploy {artifact} --min 5 --max 2 --dry-run", 1, ["--max", "below --min"], {}, None),
     (
         "instance-typo",
