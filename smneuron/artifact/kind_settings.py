@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from smneuron.specs.bench_settings import BENCH
 from smneuron.specs.deploy_settings import DEPLOY
+from smneuron.specs.evaluate_settings import EVALUATE
 from smneuron.specs.options import Option, Options
 
 
@@ -48,58 +49,14 @@ SETTINGS: dict[str, Setting] = dict(DEPLOY_SETTINGS)
 
 # bench settings (`smneuron bench`, `smneuron.bench`): what the load is made of differs by kind; its table says which
 BENCH_SETTINGS: dict[str, Setting] = _owned(BENCH)
-# evaluate settings (`smneuron evaluate`, `smneuron.evaluate`): each kind's gates and where its candidate comes from
-EVALUATE_SETTINGS: dict[str, Setting] = {
-    "min_top1_agreement": Setting(
-        "--min-top1-agreement",
-        "pipeline.thresholds.min_top1_agreement",
-        "min_top1_agreement",
-        "a classification gate",
-    ),
-    "min_cosine": Setting(
-        "--min-cosine", "pipeline.thresholds.min_cosine", "min_cosine", "an embeddings gate"
-    ),
-    "min_accuracy": Setting(
-        "--min-accuracy", "pipeline.thresholds.min_accuracy", "min_accuracy", "accuracy against labels"
-    ),
-    "max_abs_diff": Setting(
-        "--max-abs-diff", "pipeline.thresholds.max_abs_diff", "max_abs_diff", "the largest output difference"
-    ),
-    "reference": Setting("--reference", "-", "reference", "reference outputs computed before"),
-    "package": Setting("--package", "-", "package", "a cpu model.tar.gz served locally"),
-    "outputs": Setting("--outputs", "-", "outputs", "a Batch Transform .out file"),
-    "min_logit_match": Setting(
-        "--min-logit-match",
-        "pipeline.generation_thresholds.min_logit_match",
-        "min_logit_match",
-        "Neuron's logit matching",
-    ),
-    "min_bhattacharyya": Setting(
-        "--min-bhattacharyya",
-        "pipeline.generation_thresholds.min_bhattacharyya",
-        "min_bhattacharyya",
-        "the Bhattacharyya similarity",
-    ),
-    "min_task_exact_match": Setting(
-        "--min-task-exact-match",
-        "pipeline.generation_thresholds.min_task_exact_match",
-        "min_task_exact_match",
-        "the task score against labels",
-    ),
-    "component": Setting("--component", "-", "component", "an endpoint's inference component"),
-}
+# evaluate settings (`smneuron evaluate`, `smneuron.evaluate`): each kind's gates and candidates; its table says which
+EVALUATE_SETTINGS: dict[str, Setting] = _owned(EVALUATE)
 for _table in (BENCH_SETTINGS, EVALUATE_SETTINGS):  # a name deploy knows keeps deploy's flag and key
     SETTINGS.update({name: setting for name, setting in _table.items() if name not in SETTINGS})
 _SCOPES = {"deploy": DEPLOY_SETTINGS, "bench": BENCH_SETTINGS, "evaluate": EVALUATE_SETTINGS}
 
-# which kind owns each setting, said once: deploy's and bench's in their tables; of evaluate's, text generation's are
-# listed, every other one is an encoder's
+# which kind owns each setting, said once in the verbs' tables
 _GENERATION_SETTINGS = tuple(
-    dict.fromkeys(
-        [
-            *(o.name for table in (DEPLOY, BENCH) for o in table if o.kind == "text-generation"),
-            *("min_logit_match", "min_bhattacharyya", "min_task_exact_match", "component"),
-        ]
-    )
+    dict.fromkeys(o.name for table in (DEPLOY, BENCH, EVALUATE) for o in table if o.kind == "text-generation")
 )
 _ENCODER_SETTINGS = tuple(n for n in SETTINGS if n not in _GENERATION_SETTINGS)

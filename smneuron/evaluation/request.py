@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, agreed_kind
-from smneuron.artifact.kind_settings import EVALUATE_SETTINGS
 from smneuron.compilation.vocabulary import check_tokenizer
 from smneuron.endpoints.describing import choose_component
 from smneuron.endpoints.handle import Endpoint
@@ -21,84 +20,67 @@ from smneuron.evaluation.chat import collect_chat
 from smneuron.evaluation.generation import TOKENIZER_DIR, collect, reference_outputs, score, text_of
 from smneuron.evaluation.scoring import Evaluation, evaluate, read_records
 from smneuron.session import Session
+from smneuron.specs.evaluate_settings import EVALUATE, GATES
 from smneuron.specs.models import CompileSpec, GenerationThresholds, Thresholds
 from smneuron.specs.validation import override
 
-VIAS = ("invoke", "openai")
-# not gates: an encoder's candidates (reference outputs computed before, a cpu tarball...) and text generation's component
-_CANDIDATES = ("reference", "package", "outputs", "component")
 
-
+@EVALUATE.signature
 def evaluate_candidate(
     data: str | Path,
     *,
-    model: str | Path | None = None,
-    reference: str | Path | None = None,
-    package: str | Path | None = None,
-    endpoint: str | None = None,
-    url: str | None = None,
-    outputs: str | Path | None = None,
-    component: str | None = None,
-    task: str | None = None,
-    via: str = "invoke",
     thresholds: Thresholds | None = None,
     generation_thresholds: GenerationThresholds | None = None,
     compile_spec: CompileSpec | None = None,
     where: str = "sdk",
     session: Session | None = None,
-    **gates: float | None,
+    **settings: Any,
 ) -> Evaluation:
-    """Score a candidate against its reference and apply the gates (`smneuron evaluate`).
+    """Score a candidate against its reference and apply the gates (``smneuron.evaluate``, `smneuron evaluate`).
+
+    The candidate is an ``endpoint`` (it says what it serves), a ``url``, or for encoders a ``package`` or the
+    ``outputs`` of a Batch Transform; the reference is the uncompiled ``model`` on CPU (or, for encoders, a
+    ``reference`` computed before). The kind is decided once (the endpoint's, else ``task``'s, else the model
+    directory's), and the other kind's gates and candidates are refused.
 
     Args:
         data: the evaluation JSONL (``{"inputs": ..., "label": ...}`` per line).
-        model: the uncompiled model directory: its fp32 reference is computed on CPU.
-        reference, package, outputs: encoders only: reference outputs computed before, a cpu model.tar.gz served
-            locally, a Batch Transform ``.out`` file.
-        endpoint: the candidate as a SageMaker endpoint (it says what it serves); or ``url``: a running server.
-        component: text generation: the endpoint's inference component (None: its only one).
-        task: the model's task when neither the endpoint nor the model directory says it.
-        via: an endpoint's path: "invoke" (InvokeEndpoint) or "openai" (/openai/v1 chat completions, text
-            generation; ``evaluation.chat`` says what that path can compare).
-        thresholds, generation_thresholds: the project's gates for each kind (defaults: the specs' own).
+        thresholds, generation_thresholds: the project's gates for each kind (defaults: the specs' own); a gate given
+            as a keyword (``min_cosine=0.995``) overrides its project value.
         compile_spec: an encoder reference's shapes (the project's ``compile``).
         where: "cli" or "sdk": how a refused setting is named (``--min-cosine`` or ``min_cosine=``).
-        gates: gate overrides by name (``min_cosine=0.995``, ``min_logit_match=0.9``...); None: not given.
 
     Returns:
         The ``Evaluation``: metrics, gates, ``passed`` and a summary that says what could not be compared.
 
     Raises:
-        ConfigError: an unknown gate or path; a gate or candidate of the other kind; an endpoint and a model of
-            different kinds; a missing candidate or reference.
+        ConfigError: an unknown setting; a gate or candidate of the other kind; an endpoint and a model of different
+            kinds; a missing candidate or reference. UsageError: a gate out of range.
         NotFoundError: no such endpoint. EvaluationError, InvocationError: as the kind's scorer raises them.
     """
-    unknown = [g for g in gates if g not in EVALUATE_SETTINGS or g in _CANDIDATES]
-    if unknown:
-        gate_names = [g for g in EVALUATE_SETTINGS if g not in _CANDIDATES]
-        raise ConfigError(f"Unknown gate {unknown[0]!r}.", hint="Gates: " + ", ".join(gate_names) + ".")
-    if via not in VIAS:
-        raise UsageError(
-            f"Unknown path --via {via!r}.", hint="Use --via invoke (InvokeEndpoint) or --via openai."
-        )
+    asked = EVALUATE.parse(settings, where=where).given()
+    model, endpoint, url = asked.get("model"), asked.get("endpoint"), asked.get("url")
     if model is not None:  # before any read or reference minute: a typo is not a hub id to download
         _check_model_dir(Path(model))
-    given = {k: "flag" for k, v in gates.items() if v is not None}
-    candidates = (reference, package, outputs, component)
-    given.update({k: "flag" for k, v in zip(_CANDIDATES, candidates, strict=True) if v})
-    if via != "invoke":
-        given["via"] = "flag"
+    # what belongs to one kind: the gates and candidates given (the default path, invoke, belongs to both)
+    given = {
+        EVALUATE[k].name: "flag" for k, v in asked.items() if EVALUATE[k].kind and (k, v) != ("via", "invoke")
+    }
     sess = session or (Session.from_env() if endpoint and not url else None)
     # the endpoint read once (kind, components, the served model), and that record handed on
     described = read_endpoint(sess, endpoint) if endpoint and not url else None
     # decided once: what the endpoint serves, else the task, else the model directory (artifact.kind.agreed_kind)
-    kind = agreed_kind(described.served_kind() if described else None, f"Endpoint {endpoint}", task, model)
+    kind = agreed_kind(
+        described.served_kind() if described else None, f"Endpoint {endpoint}", asked.get("task"), model
+    )
     kind.refuse_foreign(given, where=where, scope="evaluate")
-    asked = dict(data=data, model=model, reference=reference, package=package, endpoint=endpoint, url=url,
-                 outputs=outputs, component=component, task=task, via=via, compile_spec=compile_spec, session=sess,
-                 described=described, gates=gates,
-                 thresholds=thresholds, generation_thresholds=generation_thresholds)  # fmt: skip
-    return _SCORERS[kind](**asked)
+    gates = {k: asked.pop(k) for k in GATES if k in asked}
+    return _SCORERS[kind](
+        data=data, model=model, endpoint=endpoint, url=url, compile_spec=compile_spec, session=sess,
+        described=described, gates=gates, thresholds=thresholds, generation_thresholds=generation_thresholds,
+        **{k: asked.get(k) for k in ("reference", "package", "outputs", "component", "task")},
+        via=asked.get("via", EVALUATE["via"].default),
+    )  # fmt: skip
 
 
 def _score_encoder(*, data: Any, thresholds: Any, gates: dict, model: Any, **asked: Any) -> Evaluation:
@@ -153,7 +135,7 @@ def evaluate_generation(
     endpoint: str | None = None,
     url: str | None = None,
     component: str | None = None,
-    via: str = "invoke",
+    via: str = EVALUATE["via"].default,
     session: Any = None,
     described: EndpointRecord | None = None,
 ) -> Evaluation:

@@ -330,6 +330,8 @@ def _owner(option: Option) -> str:
 
 
 def _type_name(kind: Any) -> str:
+    if kind is Any:
+        return "text"
     if kind in (int, float, str, bool):
         return {int: "whole number", float: "number", str: "text", bool: "true/false"}[kind]
     if kind is Path:

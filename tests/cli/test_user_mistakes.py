@@ -874,8 +874,8 @@ CASES = [
     (
         "evaluate-gate-out-of-range",
         "evaluate {root}/data.jsonl --model {model} --outputs {root}/data.jsonl --min-cosine 2",
-        1,
-        ["--min-cosine (pipeline.thresholds.min_cosine) must be at most 1"],
+        2,
+        ["--min-cosine must be a number from -1 to 1, got 2.0"],
         {},
         None,
     ),

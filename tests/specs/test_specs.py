@@ -103,3 +103,6 @@ def test_json_schema_in_repo_is_current():
     assert write_schema.SCHEMA_PATH.read_text() == write_schema.render(), (
         "docs/smneuron.schema.json is stale: run `python scripts/write_schema.py`"
     )
+    assert write_schema.SETTINGS_PATH.read_text() == write_schema.render_settings(), (
+        "docs/settings.md is stale: run `python scripts/write_schema.py`"
+    )
