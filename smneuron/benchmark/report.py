@@ -144,7 +144,7 @@ def recommend(
     if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
         raise ConfigError(
             f"The rate to serve must be above 0 requests per second, got {rate!r}.",
-            hint="For example --rate 200.",
+            hint="For example --target-rps 200.",
         )
     if latency_p99_ms is not None and not latency_p99_ms > 0:
         raise ConfigError(

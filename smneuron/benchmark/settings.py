@@ -31,5 +31,10 @@ def check_profile(profile: str, settings: Mapping[str, Any], *, where: str = "sd
     raise ConfigError(
         f"The {profile} profile does not read {'; '.join(said)}: it would be dropped.",
         hint="Remove it, or choose a profile that reads it"
-        + (" (--rate-type; --find-max for the search)." if where == "cli" else " (profile=)."),
+        + (" (--rate-type; --find-max for the search)" if where == "cli" else " (profile=)")
+        + (
+            f"; `compare` sizes its fleet for {'--target-rps' if where == 'cli' else 'target_rps='}."
+            if "rate" in unread
+            else "."
+        ),
     )

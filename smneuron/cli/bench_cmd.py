@@ -135,7 +135,9 @@ def recommend_cmd(
     latency_p99_ms: float = typer.Option(None, "--slo-p99-ms", help="The p99 latency SLO (ms)."),
     slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="Text generation: TTFT p95 SLO (ms)."),
     slo_itl_ms: float = typer.Option(None, "--slo-itl-ms", help="Text generation: ITL p95 SLO (ms)."),
-    rate: float = typer.Option(..., "--rate", help="Requests per second to serve."),
+    rate: float = typer.Option(
+        ..., "--target-rps", help="Requests per second to serve: sizes the fleet (as `compare --target-rps`)."
+    ),
     headroom: float = typer.Option(
         1.0, "--headroom", help="Use only this fraction of the measured capacity."
     ),

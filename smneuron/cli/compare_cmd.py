@@ -29,7 +29,9 @@ def compare_cmd(
     instances: str = typer.Option(
         ..., "--instances", help="Instance types to compare, e.g. ml.inf2.xlarge,ml.g6.xlarge,ml.c7i.2xlarge."
     ),
-    rate: float = typer.Option(None, "--rate", help="Requests per second to serve: sizes a fleet per type."),
+    target_rps: float = typer.Option(
+        None, "--target-rps", help="Requests per second to serve: sizes a fleet per type (and its cost)."
+    ),
     slo_p99_ms: float = typer.Option(None, "--slo-p99-ms", help="Encoders: p99 latency target (ms)."),
     slo_ttft_ms: float = typer.Option(None, "--slo-ttft-ms", help="Text generation: TTFT p95 target (ms)."),
     slo_itl_ms: float = typer.Option(
@@ -66,6 +68,11 @@ def compare_cmd(
     concurrency: int = typer.Option(16, "--concurrency", help="Requests in flight (throughput)."),
     concurrencies: str = typer.Option(
         None, "--concurrencies", help="The concurrent profile's levels, e.g. 1,4,8."
+    ),
+    rate: float = typer.Option(
+        None,
+        "--rate",
+        help="The constant and poisson profiles' requests per second, as `smneuron bench --rate`.",
     ),
     rates: int = typer.Option(3, "--rates", help="Constant rates in a sweep."),
     warmup: float = typer.Option(1.0, "--warmup", help="Seconds not measured at the start of each run."),
@@ -104,7 +111,7 @@ def compare_cmd(
         data=data,
         artifacts=artifacts,
         spec=spec,
-        rate=rate,
+        target_rps=target_rps,
         slo_p99_ms=slo_p99_ms,
         slo_ttft_ms=slo_ttft_ms,
         slo_itl_ms=slo_itl_ms,
@@ -114,6 +121,7 @@ def compare_cmd(
         duration_s=duration,
         concurrency=concurrency,
         concurrencies=levels,
+        rate=rate,
         rates=rates,
         warmup_s=warmup,
         cooldown_s=cooldown,

@@ -38,6 +38,7 @@ class Profile:
     rates: int = 3
     warmup_s: float = 1.0
     cooldown_s: float = 0.5
+    rate: float | None = None  # the constant and poisson profiles' requests per second
 
     def describe(self) -> dict:
         return {
@@ -46,6 +47,7 @@ class Profile:
             "concurrency": self.concurrency,
             "concurrencies": self.concurrencies,
             "rates": self.rates,
+            **({"rate": self.rate} if self.rate is not None else {}),
         }
 
 
@@ -84,6 +86,7 @@ class EncoderLoad:
             concurrency=p.concurrency,
             concurrencies=p.concurrencies,
             rates=p.rates,
+            **({"rate": p.rate} if p.rate is not None else {}),
             warmup_s=p.warmup_s,
             cooldown_s=p.cooldown_s,
             instance_type=c.instance_type,
@@ -134,6 +137,7 @@ class GenerationLoad:
             concurrencies=p.concurrencies,
             max_concurrency=p.concurrency,
             rates=p.rates,
+            **({"rate": p.rate} if p.rate is not None else {}),
             warmup_s=p.warmup_s,
             cooldown_s=p.cooldown_s,
             slo=self.slo,

@@ -237,7 +237,7 @@ class Comparison(Displayed):
                 f"{r['instance_type']} costs {r[cost] / best_row[cost]:.1f}x as much per {unit}"
                 for r in priced[1:]
             )
-        return _choice(best_row["instance_type"], why, lines + ["(give --rate to size a fleet)"])
+        return _choice(best_row["instance_type"], why, lines + ["(give --target-rps to size a fleet)"])
 
     def price_lines(self) -> list[str]:
         """Each price kind in the table and its source, once."""

@@ -25,6 +25,7 @@ from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, model_kind
 from smneuron.artifact.staging import describe_local
 from smneuron.benchmark import encoder
 from smneuron.benchmark.prompts import Lengths
+from smneuron.benchmark.settings import check_profile
 from smneuron.catalog import InstanceType, price_table
 from smneuron.catalog.prices import PriceTable
 from smneuron.compilation.entry import compile_model
@@ -94,7 +95,7 @@ def compare_instances(
     data: str | Path | None = None,
     artifacts: dict[str, str | Path] | None = None,
     spec: CompileSpec | None = None,
-    rate: float | None = None,
+    target_rps: float | None = None,
     slo_p99_ms: float | None = None,
     slo_ttft_ms: float | None = None,
     slo_itl_ms: float | None = None,
@@ -104,6 +105,7 @@ def compare_instances(
     duration_s: float = 10,
     concurrency: int = 16,
     concurrencies: list[int] | None = None,
+    rate: float | None = None,
     rates: int = 3,
     warmup_s: float = 1.0,
     cooldown_s: float = 0.5,
@@ -132,12 +134,13 @@ def compare_instances(
             Neuron artifacts compiled elsewhere (in the Neuron DLC) when this machine has no Neuron SDK.
         spec: compile settings (task, batch size, buckets, precision for cuda, sequence length for text
             generation); ``compile_overrides`` on top. The target is set per instance family.
-        rate: size a fleet for this many requests per second.
+        target_rps: size a fleet per type for this many requests per second (`--target-rps`).
         slo_p99_ms: encoders: the p99 latency each type must keep.
         slo_ttft_ms, slo_itl_ms: text generation: time to first token and inter-token latency at p95.
         prompt_tokens, output_tokens: text generation: the synthetic requests' lengths (default 256 and 128).
-        profile, duration_s, concurrency, concurrencies, rates, warmup_s, cooldown_s: the bench load
-            (``smneuron bench``'s).
+        profile, duration_s, concurrency, concurrencies, rate, rates, warmup_s, cooldown_s: the bench load
+            (``smneuron bench``'s: ``rate`` is the constant and poisson profiles' requests per second, as
+            `smneuron bench --rate`; a profile that does not read a setting given refuses it).
         openai: encoders: send OpenAI embeddings requests (``{"input": ...}``) instead of ``{"inputs": ...}``.
         prices: hourly USD per instance type over the catalog's prices.
         work_dir: where the compiled artifacts go (default: a temporary directory, removed afterwards).
@@ -158,11 +161,13 @@ def compare_instances(
     kind = _kind_compared(model, spec, compile_overrides, artifacts)
     parts = _PARTS[kind]
     asked = _Asked(texts, data, slo_p99_ms, slo_ttft_ms, slo_itl_ms, prompt_tokens, output_tokens, openai)
-    _check_settings(rate, slo_p99_ms, artifacts, types)
+    _check_settings(target_rps, slo_p99_ms, artifacts, types)
+    if rate is not None:  # a load rate only the constant-rate profiles read; the fleet's target is target_rps
+        check_profile(profile, {"rate": rate}, where=where)
     parts.check(asked)
     encoder.check_window(duration_s, warmup_s, cooldown_s)
     BENCH.parse(  # its numbers, by the bench's table, before anything is compiled or deployed
-        {"concurrency": concurrency, "concurrencies": concurrencies, "rates": rates, "warmup_s": warmup_s,
+        {"concurrency": concurrency, "concurrencies": concurrencies, "rate": rate, "rates": rates, "warmup_s": warmup_s,
          "cooldown_s": cooldown_s, "slo_p99_ms": slo_p99_ms, "slo_ttft_ms": slo_ttft_ms, "slo_itl_ms": slo_itl_ms},
         where=where,
     )  # fmt: skip
@@ -178,7 +183,9 @@ def compare_instances(
         )
         candidates = _candidates(types, built, prices_now, sess)
         task = next((describe_local(a).task for a in built.values() if isinstance(a, Path)), "")
-        bench_profile = Profile(profile, duration_s, concurrency, concurrencies, rates, warmup_s, cooldown_s)
+        bench_profile = Profile(
+            profile, duration_s, concurrency, concurrencies, rates, warmup_s, cooldown_s, rate
+        )
         load = parts.load(built, asked, bench_profile)
         comparison = parts.comparison(
             model=str(model) if model else ", ".join(str(a) for a in (artifacts or {}).values()),
@@ -187,7 +194,7 @@ def compare_instances(
             caveat=_caveat(sess, parts.cannot),
             one_host=_embedded(sess),
             load=load.describe(),
-            rate=rate,
+            rate=target_rps,
             slo_p99_ms=slo_p99_ms,
             candidates=candidates,
             notes=notes,
@@ -235,7 +242,7 @@ def _check_settings(
     rate: float | None, slo: float | None, artifacts: dict[str, Any] | None, types: list[InstanceType]
 ) -> None:
     if rate is not None and rate <= 0:
-        raise ConfigError(f"--rate {rate:g}: give the requests per second to serve, above 0.")
+        raise ConfigError(f"--target-rps {rate:g}: give the requests per second to serve, above 0.")
     if slo is not None and slo <= 0:
         raise ConfigError(f"--slo-p99-ms {slo:g}: give the p99 latency target in milliseconds, above 0.")
     needed = {t.target for t in types}

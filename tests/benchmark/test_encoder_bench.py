@@ -314,7 +314,7 @@ def test_plot_compare_and_recommend(slow_server, tmp_path):
         str(tmp_path / "b.json"),
         "--slo-p99-ms",
         "1000",
-        "--rate",
+        "--target-rps",
         "2000",
         "--json",
     )
@@ -324,7 +324,7 @@ def test_plot_compare_and_recommend(slow_server, tmp_path):
         assert o["instances"] == -(-2000 // o["sustainable_rps_per_instance"])
         assert o["cost_per_hour"] == pytest.approx(o["instances"] * o["hourly_usd"])
     assert options == sorted(options, key=lambda o: o["cost_per_hour"])
-    code, _, err = run_cli("recommend", str(tmp_path / "a.json"), "--slo-p99-ms", "1", "--rate", "10")
+    code, _, err = run_cli("recommend", str(tmp_path / "a.json"), "--slo-p99-ms", "1", "--target-rps", "10")
     assert code == 1 and "No report" in err
 
 

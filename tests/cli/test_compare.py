@@ -63,7 +63,7 @@ def test_compare_measures_the_cpu_types_and_reports_why_the_others_were_not(
         "--instances", "ml.inf2.xlarge,ml.g6.xlarge,ml.c7i.xlarge,ml.m7i.xlarge",
         "--artifact", f"inf2={inf2_artifact}", "--task", "text-classification", "--buckets", "32",
         "--rate-type", "throughput", "--duration", "1.5", "--warmup", "0.3", "--cooldown", "0.1",
-        "--rate", "500", "-o", str(report), "--html", str(page),
+        "--target-rps", "500", "-o", str(report), "--html", str(page),
     )  # fmt: skip
     data = json.loads(report.read_text())
     rows = {r["instance_type"]: r for r in data["rows"]}
@@ -137,7 +137,7 @@ def test_compare_for_text_generation_measures_output_tokens_ttft_and_itl(
         "--artifact", f"inf2={inf2_llm}", "--sequence-length", "256",
         "--prompt-tokens", "16", "--output-tokens", "8",
         "--rate-type", "concurrent", "--concurrencies", "1,2", "--duration", "1", "--warmup", "0", "--cooldown", "0",
-        "--rate", "20", "--slo-ttft-ms", "5000", "-o", str(report), "--html", str(page),
+        "--target-rps", "20", "--slo-ttft-ms", "5000", "-o", str(report), "--html", str(page),
     )  # fmt: skip
     data = json.loads(report.read_text())
     assert data["workload"] == "text-generation" and data["slo_ttft_ms"] == 5000

@@ -577,7 +577,7 @@ CASES = [
     ),
     (
         "recommend-not-a-report",
-        "recommend {root}/data.jsonl --slo-p99-ms 50 --rate 10",
+        "recommend {root}/data.jsonl --slo-p99-ms 50 --target-rps 10",
         1,
         ["Cannot read bench report", "data.jsonl"],
         {},
@@ -620,9 +620,18 @@ CASES = [
     ),
     (
         "compare-negative-rate",
-        "compare {model} --instances ml.c7i.xlarge --rate -5",
+        "compare {model} --instances ml.c7i.xlarge --target-rps -5",
         1,
-        ["--rate -5", "above 0"],
+        ["--target-rps -5", "above 0"],
+        {},
+        None,
+    ),
+    # compare's --rate is the bench's (a constant-rate profile's requests per second); the fleet's is --target-rps
+    (
+        "compare-rate-on-a-sweep",
+        "compare {model} --instances ml.c7i.xlarge --rate 100",
+        1,
+        ["The sweep profile does not read --rate (read by constant, poisson, find-max)", "--target-rps"],
         {},
         None,
     ),
@@ -849,7 +858,7 @@ CASES = [
     ("local-up-port-out-of-range", "local up --port 70000", 1, ["--port 70000 is not a TCP port"], {}, None),
     (
         "recommend-negative-rate",
-        "recommend {root}/report.json --rate -1 --slo-p99-ms 100",
+        "recommend {root}/report.json --target-rps -1 --slo-p99-ms 100",
         1,
         ["The rate to serve must be above 0"],
         {},
@@ -857,7 +866,7 @@ CASES = [
     ),
     (
         "recommend-report-without-a-type",
-        "recommend {root}/report.json --rate 10 --slo-p99-ms 100",
+        "recommend {root}/report.json --target-rps 10 --slo-p99-ms 100",
         1,
         ["does not say which instance type", "--instance TYPE"],
         {},

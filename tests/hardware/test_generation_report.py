@@ -126,7 +126,7 @@ def test_without_a_rate_the_lowest_cost_per_output_token_wins(types):
     )
     cpu_cost = 1.2 / 3600 / 128 * 1e6
     assert f"${cpu_cost:.3f} per 1M output tokens" in rec["arithmetic"][1]
-    assert rec["arithmetic"][-1] == "(give --rate to size a fleet)"
+    assert rec["arithmetic"][-1] == "(give --target-rps to size a fleet)"
 
 
 def test_a_type_whose_runs_all_break_an_slo_says_which_and_by_how_much(types):

@@ -72,7 +72,7 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     run = bench["runs"][0]
     assert run["cost_per_million_usd"] == pytest.approx(1e6 / run["throughput_rps"] * 10.0 / 3600)
     (tmp_path / "bench.json").write_text(json.dumps(bench))
-    picked = json.loads(smneuron_cli(*cfg, "recommend", str(tmp_path / "bench.json"), "--rate",
+    picked = json.loads(smneuron_cli(*cfg, "recommend", str(tmp_path / "bench.json"), "--target-rps",
                                      str(run["throughput_rps"] / 2), "--slo-p99-ms", "10000", "--json").stdout)  # fmt: skip
     assert (picked[0]["instances"], picked[0]["hourly_usd"], picked[0]["cost_per_hour"]) == (1, 10.0, 10.0)
     # the SDK (SMNEURON_LOCAL=1) lists the endpoint, and on a session given the same prices costs it the same
