@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic import ValidationError as PydanticValidationError
 
 from smneuron.errors import ConfigError, UsageError
+from smneuron.specs.validation import FLAGS
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,9 @@ class Options:
         self._fields = fields
         self._model_name = model
         self._model: type[Request] | None = None
+        for o in self.options.values():  # a spec's own refusals (max below min) name the flag too
+            if o.key and o.flag and o.cli:
+                FLAGS.setdefault(o.name, o.label("cli"))
 
     def __iter__(self) -> Iterator[Option]:
         return iter(self.options.values())
@@ -236,9 +240,10 @@ class Options:
         except PydanticValidationError as e:
             first = e.errors()[0]
             option = self.options[str(first["loc"][0])]
+            words = _type_words(self.type_of(option), first)
             raise UsageError(
-                f"{option.label(where)} {_type_words(self.type_of(option), first)}, got {first.get('input')!r}.",
-                hint=self._hint(option, where),
+                f"{option.label(where)} {words}, got {values_given(given, option)!r}.",
+                hint=self._hint(option, where, choice=first["type"] == "literal_error"),
             ) from None
         for keyword, value in request.given().items():
             self._check_range(self.options[keyword], value, where)
@@ -271,9 +276,11 @@ class Options:
                     hint=self._hint(option, where),
                 )
 
-    def _hint(self, option: Option, where: str) -> str:
+    def _hint(self, option: Option, where: str, *, choice: bool = False) -> str:
         default = self.default_of(option)
         leave = f" for its default ({default})" if default is not None else " for its default"
+        if choice:
+            return f"Use one of them, or leave {option.label(where)} out{leave}."
         return f"Give {option.label(where)} a value in range, or leave it out{leave}."
 
     def _check_needs(self, given: Mapping[str, Any], where: str) -> None:
@@ -325,6 +332,11 @@ class Options:
         return f"### `smneuron {self.verb}`\n\n{head}\n" + "\n".join(rows) + "\n"
 
 
+def values_given(given: Mapping[str, Any], option: Option) -> Any:
+    """The value the user gave for ``option`` (a list whole, not its first bad element)."""
+    return given.get(option.keyword)
+
+
 def _owner(option: Option) -> str:
     return f" ({option.kind} only)" if option.kind else ""
 
@@ -337,7 +349,8 @@ def _type_name(kind: Any) -> str:
     if kind is Path:
         return "path"
     if get_origin(kind) is list:
-        return f"list of {_type_name(get_args(kind)[0])}"
+        inner = _type_name(get_args(kind)[0])
+        return f"list of {inner}s" if inner.endswith(("number", "value")) else f"list of {inner}"
     if get_origin(kind) is dict:
         return "KEY=VALUE pairs"
     args = get_args(kind)
@@ -348,4 +361,4 @@ def _type_words(kind: Any, error: Mapping[str, Any]) -> str:
     """What a value of the wrong type should have been."""
     if error["type"] == "literal_error":
         return f"must be one of {error.get('ctx', {}).get('expected')}"
-    return f"must be {_type_name(kind) if kind not in (int, float) else 'a ' + _type_name(kind)}"
+    return f"must be {'a ' if kind in (int, float) or get_origin(kind) is list else ''}{_type_name(kind)}"

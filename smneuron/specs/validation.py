@@ -46,43 +46,9 @@ def override(spec: M, **values: Any) -> M:
     return validate(type(spec), data, source="command-line flags")
 
 
-# the flag that sets each field, so a bad value is reported in the words the user typed
-FLAGS = {
-    "instance_type": "--instance",
-    "initial_instance_count": "--count",
-    "name": "--name",
-    "min_capacity": "--min",
-    "max_capacity": "--max",
-    "target_value": "--target-value",
-    "metric": "--metric",
-    "batch_size": "--batch-size",
-    "batch_sizes": "--batch-sizes",
-    "max_batch_delay_ms": "--max-batch-delay-ms",
-    "buckets": "--buckets",
-    "task": "--task",
-    "target": "--target",
-    "auto_cast": "--auto-cast",
-    "auto_cast_type": "--auto-cast-type",
-    "latency_p99_alarm_ms": "--latency-p99-alarm-ms",
-    "sequence_length": "--sequence-length",
-    "tensor_parallel_size": "--tensor-parallel-size",
-    "dtype": "--dtype",
-    "copies": "--copies",
-    "min_copies": "--min-copies",
-    "max_copies": "--max-copies",
-    "max_instances": "--max-instances",
-    "rolling_batch": "--rolling-batch",
-    "rolling_wait_s": "--rolling-wait",
-    "inference_ami_version": "--inference-ami-version",
-    # the evaluation gates (`smneuron evaluate`; compile's --max-abs-diff is the same word for its own check)
-    "min_top1_agreement": "--min-top1-agreement",
-    "min_cosine": "--min-cosine",
-    "min_accuracy": "--min-accuracy",
-    "max_abs_diff": "--max-abs-diff",
-    "min_logit_match": "--min-logit-match",
-    "min_bhattacharyya": "--min-bhattacharyya",
-    "min_task_exact_match": "--min-task-exact-match",
-}
+# the flag that sets each field, so that a bad value is reported in the words the user typed: filled by the verbs'
+# tables (``specs.options.Options``) for each of their settings that has a project-file key
+FLAGS: dict[str, str] = {}
 SECTIONS = {
     "CompileSpec": "compile",
     "EndpointSpec": "endpoint",

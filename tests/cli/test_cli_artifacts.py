@@ -67,4 +67,4 @@ def test_compile_errors_are_one_paragraph(tmp_path):
     code, _, err = run_cli("compile", str(tmp_path), "-o", str(tmp_path / "o"), "--target", "inf2")
     assert code == 1 and "config.json" in err and "Traceback" not in err
     code, _, err = run_cli("compile", str(tmp_path), "-o", str(tmp_path / "o"), "--buckets", "12,x")
-    assert code == 1 and "buckets" in err
+    assert code == 2 and "--buckets must be a list of whole numbers, got ['12', 'x']" in " ".join(err.split())

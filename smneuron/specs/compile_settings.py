@@ -1,0 +1,65 @@
+"""`smneuron compile`'s settings, each declared once: ``COMPILE``.
+
+Every setting but the cache's is a key of smneuron.yaml's ``compile`` section, whose field gives its type, range,
+default and help; the table adds its flag and keyword. ``compile_spec`` puts the settings given over the project's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from smneuron.specs.models import CompileSpec, field_at
+from smneuron.specs.options import Option, Options
+from smneuron.specs.validation import override
+
+
+def _key(keyword: str, flag: str, **more: Any) -> Option:
+    return Option(keyword, flag, key=f"compile.{keyword}", **more)
+
+
+COMPILE = Options(
+    "compile",
+    [
+        _key("target", "--target", help="inf1, inf2, cuda (NVIDIA GPUs) or cpu (default inf2)."),
+        _key(
+            "task",
+            "--task",
+            help="text-classification, feature-extraction, token-classification, question-answering or "
+            "text-generation (causal LMs: optimum-neuron for inf2); default: from config.json, said.",
+        ),
+        _key("batch_size", "--batch-size"),
+        _key(
+            "batch_sizes", "--batch-sizes", comma=True, help="Smaller batch sizes to compile too, e.g. 1,2,4."
+        ),
+        _key("buckets", "--buckets", comma=True, help="Sequence lengths, e.g. 32,64,128 (default 128)."),
+        _key("auto_cast", "--auto-cast"),
+        _key("auto_cast_type", "--auto-cast-type"),
+        _key("optlevel", "--optlevel"),
+        _key("fast_math", "--fast-math", comma=True),
+        _key("neuroncore_pipeline_cores", "--neuroncore-pipeline-cores"),
+        _key("compiler_args", "--compiler-arg", many=True, help="Extra compiler argument (repeat)."),
+        _key("pooling", "--pooling"),
+        _key("normalize", "--normalize/--no-normalize"),
+        _key("precision", "--precision"),
+        _key("allow_random_weights", "--allow-random-weights"),
+        _key("max_abs_diff", "--max-abs-diff"),
+        _key("sequence_length", "--sequence-length"),
+        _key("tensor_parallel_size", "--tensor-parallel-size", short="--num-cores"),
+        _key("dtype", "--dtype"),
+    ],
+    model="CompileSettings",
+    fields=field_at,
+)
+CompileSettings = COMPILE.model
+
+
+def compile_spec(base: CompileSpec, settings: Mapping[str, Any], *, where: str = "sdk") -> CompileSpec:
+    """``base`` (the project's ``compile`` section) with the settings given over it, each checked by the table.
+
+    Raises:
+        UsageError: a value out of range or of the wrong type, naming the flag or keyword.
+        ConfigError: a combination the spec refuses (batch sizes above the batch size).
+    """
+    given = COMPILE.parse(settings, where=where).given()
+    return override(base, **given)
