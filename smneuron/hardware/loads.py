@@ -23,8 +23,7 @@ from smneuron.endpoints.handle import wait_for_endpoint
 from smneuron.errors import ConfigError
 from smneuron.hardware.report import Candidate
 from smneuron.session import Session
-
-DEFAULT_PROMPT_TOKENS, DEFAULT_OUTPUT_TOKENS = 256, 128
+from smneuron.specs.compare_settings import OUTPUT_TOKENS, PROMPT_TOKENS
 
 
 @dataclass
@@ -199,8 +198,8 @@ def generation_load(
     """The streamed requests every type gets; refused when they cannot fit an artifact's sequence length."""
     prompt = Lengths(prompt_tokens) if isinstance(prompt_tokens, int) else prompt_tokens
     output = Lengths(output_tokens) if isinstance(output_tokens, int) else output_tokens
-    prompt = prompt or (None if data else Lengths(DEFAULT_PROMPT_TOKENS))
-    output = output or Lengths(DEFAULT_OUTPUT_TOKENS)
+    prompt = prompt or (None if data else Lengths(PROMPT_TOKENS))
+    output = output or Lengths(OUTPUT_TOKENS)
     tokenizer = _tokenizer(built)
     if not data and tokenizer is None:
         raise ConfigError(

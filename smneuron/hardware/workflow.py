@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, model_kind
 from smneuron.artifact.staging import describe_local
 from smneuron.benchmark import encoder
-from smneuron.benchmark.prompts import Lengths
+from smneuron.benchmark.prompts import lengths
 from smneuron.benchmark.settings import check_profile
 from smneuron.catalog import InstanceType, price_table
 from smneuron.catalog.prices import PriceTable
@@ -43,7 +43,7 @@ from smneuron.hardware.generation_report import GenerationComparison
 from smneuron.hardware.loads import EncoderLoad, GenerationLoad, Profile, encoder_load, generation_load
 from smneuron.hardware.report import MEASURED, Candidate, Comparison
 from smneuron.session import Session
-from smneuron.specs.bench_settings import BENCH
+from smneuron.specs.compare_settings import COMPARE, COMPILED, LOAD
 from smneuron.specs.models import CompileSpec, EndpointSpec, override
 
 TARGETS = ("inf1", "inf2", "cuda", "cpu")
@@ -87,35 +87,19 @@ def parse_instances(instances: str | Iterable[str]) -> list[InstanceType]:
     return parsed
 
 
+@COMPARE.signature
 def compare_instances(
     model: str | Path | None,
     instances: str | Iterable[str],
     *,
     texts: list[str] | None = None,
-    data: str | Path | None = None,
     artifacts: dict[str, str | Path] | None = None,
     spec: CompileSpec | None = None,
-    target_rps: float | None = None,
-    slo_p99_ms: float | None = None,
-    slo_ttft_ms: float | None = None,
-    slo_itl_ms: float | None = None,
-    prompt_tokens: Lengths | int | None = None,
-    output_tokens: Lengths | int | None = None,
-    profile: str = "sweep",
-    duration_s: float = 10,
-    concurrency: int = 16,
-    concurrencies: list[int] | None = None,
-    rate: float | None = None,
-    rates: int = 3,
-    warmup_s: float = 1.0,
-    cooldown_s: float = 0.5,
-    openai: bool = False,
-    prices: dict[str, float] | None = None,
     session: Session | None = None,
     work_dir: str | Path | None = None,
     timeout: float = 3600,
     where: str = "sdk",
-    **compile_overrides: Any,
+    **settings: Any,
 ) -> Comparison:
     """Measure one model on several instance types under the same load and say which to choose.
 
@@ -132,17 +116,7 @@ def compare_instances(
             requests drawn from the tokenizer's vocabulary (seed 0: the same for every type).
         artifacts: compiled artifacts to use instead of compiling, by target (``{"inf2": "artifact-inf2/"}``):
             Neuron artifacts compiled elsewhere (in the Neuron DLC) when this machine has no Neuron SDK.
-        spec: compile settings (task, batch size, buckets, precision for cuda, sequence length for text
-            generation); ``compile_overrides`` on top. The target is set per instance family.
-        target_rps: size a fleet per type for this many requests per second (`--target-rps`).
-        slo_p99_ms: encoders: the p99 latency each type must keep.
-        slo_ttft_ms, slo_itl_ms: text generation: time to first token and inter-token latency at p95.
-        prompt_tokens, output_tokens: text generation: the synthetic requests' lengths (default 256 and 128).
-        profile, duration_s, concurrency, concurrencies, rate, rates, warmup_s, cooldown_s: the bench load
-            (``smneuron bench``'s: ``rate`` is the constant and poisson profiles' requests per second, as
-            `smneuron bench --rate`; a profile that does not read a setting given refuses it).
-        openai: encoders: send OpenAI embeddings requests (``{"input": ...}``) instead of ``{"inputs": ...}``.
-        prices: hourly USD per instance type over the catalog's prices.
+        spec: compile settings (the project's); the compile keywords below on top. The target is set per family.
         work_dir: where the compiled artifacts go (default: a temporary directory, removed afterwards).
         timeout: seconds to wait for each endpoint.
         where: "cli" or "sdk": how a refusal names a setting (``--concurrency`` or ``concurrency=``).
@@ -152,28 +126,31 @@ def compare_instances(
         a ``GenerationComparison`` for text generation.
 
     Raises:
-        ConfigError: no types, bad load or SLO settings (or another kind's: --slo-p99-ms for a causal LM), an
-            artifact for a target no type needs, or an artifact that does not fit its type, requests longer than
-            a text-generation artifact's sequence length (before anything is deployed).
+        UsageError: a number out of range (the bench's and compile's tables), a load setting the profile does not read.
+        ConfigError: no types, another kind's SLO (--slo-p99-ms for a causal LM), an artifact for a target no type
+            needs, or that does not fit its type, requests longer than a text-generation artifact's sequence length
+            (before anything is deployed).
         CompileError: the model does not compile (for a target this machine can compile).
     """
+    given = COMPARE.parse(settings, where=where).given()
     types = parse_instances(instances)
+    compile_overrides = {k: given.pop(k) for k in COMPILED if k in given}
+    for keyword in ("prompt_tokens", "output_tokens"):  # N or N,stdev,min,max
+        if keyword in given:
+            given[keyword] = lengths(given[keyword], COMPARE[keyword].label(where))
     kind = _kind_compared(model, spec, compile_overrides, artifacts)
     parts = _PARTS[kind]
-    asked = _Asked(texts, data, slo_p99_ms, slo_ttft_ms, slo_itl_ms, prompt_tokens, output_tokens, openai)
-    _check_settings(target_rps, slo_p99_ms, artifacts, types)
-    if rate is not None:  # a load rate only the constant-rate profiles read; the fleet's target is target_rps
-        check_profile(profile, {"rate": rate}, where=where)
+    asked = _Asked(texts, *(given.get(k) for k in _Asked._fields[1:]))
+    _check_settings(artifacts, types)
+    check_profile(
+        given.get("profile", Profile.profile), {k: given[k] for k in ("rate",) if k in given}, where=where
+    )
     parts.check(asked)
-    encoder.check_window(duration_s, warmup_s, cooldown_s)
-    BENCH.parse(  # its numbers, by the bench's table, before anything is compiled or deployed
-        {"concurrency": concurrency, "concurrencies": concurrencies, "rate": rate, "rates": rates, "warmup_s": warmup_s,
-         "cooldown_s": cooldown_s, "slo_p99_ms": slo_p99_ms, "slo_ttft_ms": slo_ttft_ms, "slo_itl_ms": slo_itl_ms},
-        where=where,
-    )  # fmt: skip
+    profile = Profile(**{k: given[k] for k in LOAD if k in given})
+    encoder.check_window(profile.duration_s, profile.warmup_s, profile.cooldown_s)
     sess = session or Session.from_env()
-    prices_now = price_table(
-        {**sess.price_overrides, **(prices or {})}
+    prices = price_table(
+        {**sess.price_overrides, **given.get("prices", {})}
     )  # the session's (project's), then --price
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-compare-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
@@ -181,26 +158,16 @@ def compare_instances(
         built, notes = _artifacts(
             model, {t.target for t in types}, artifacts or {}, spec, compile_overrides, work, parts.targets
         )
-        candidates = _candidates(types, built, prices_now, sess)
+        candidates = _candidates(types, built, prices, sess)
         task = next((describe_local(a).task for a in built.values() if isinstance(a, Path)), "")
-        bench_profile = Profile(
-            profile, duration_s, concurrency, concurrencies, rates, warmup_s, cooldown_s, rate
-        )
-        load = parts.load(built, asked, bench_profile)
+        load = parts.load(built, asked, profile)
         comparison = parts.comparison(
             model=str(model) if model else ", ".join(str(a) for a in (artifacts or {}).values()),
-            task=task or "",
-            where=_where(sess),
-            caveat=_caveat(sess, parts.cannot),
-            one_host=_embedded(sess),
-            load=load.describe(),
-            rate=target_rps,
-            slo_p99_ms=slo_p99_ms,
-            candidates=candidates,
-            notes=notes,
-            created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            task=task or "", where=_where(sess), caveat=_caveat(sess, parts.cannot), one_host=_embedded(sess),
+            load=load.describe(), rate=given.get("target_rps"), slo_p99_ms=asked.slo_p99_ms, candidates=candidates,
+            notes=notes, created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             **parts.slos(asked),
-        )
+        )  # fmt: skip
         _measure(comparison, built, load, sess, timeout)
         if comparison.caveat:
             comparison.notes += same_layout_notes(comparison)
@@ -238,13 +205,7 @@ def price_kind(table: PriceTable, instance: str) -> str:
     return "list" if table.hourly(instance) is not None else "none"
 
 
-def _check_settings(
-    rate: float | None, slo: float | None, artifacts: dict[str, Any] | None, types: list[InstanceType]
-) -> None:
-    if rate is not None and rate <= 0:
-        raise ConfigError(f"--target-rps {rate:g}: give the requests per second to serve, above 0.")
-    if slo is not None and slo <= 0:
-        raise ConfigError(f"--slo-p99-ms {slo:g}: give the p99 latency target in milliseconds, above 0.")
+def _check_settings(artifacts: dict[str, Any] | None, types: list[InstanceType]) -> None:
     needed = {t.target for t in types}
     for target in artifacts or {}:
         if target not in TARGETS:
@@ -283,7 +244,7 @@ class _Asked(NamedTuple):
     slo_itl_ms: float | None
     prompt_tokens: Any
     output_tokens: Any
-    openai: bool
+    openai: bool | None
 
 
 def _check_encoder(asked: _Asked) -> None:

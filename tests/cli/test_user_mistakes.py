@@ -621,8 +621,8 @@ CASES = [
     (
         "compare-negative-rate",
         "compare {model} --instances ml.c7i.xlarge --target-rps -5",
-        1,
-        ["--target-rps -5", "above 0"],
+        2,
+        ["--target-rps must be a number above 0, got -5.0"],
         {},
         None,
     ),
