@@ -46,7 +46,7 @@ from smneuron.catalog import price_table
 from smneuron.display.cards import Card, Displayed
 from smneuron.display.progress import step
 from smneuron.errors import BenchFailedError, ConfigError
-from smneuron.specs.bench_settings import OUTPUT_TOKENS
+from smneuron.specs.bench_settings import GOODPUT_TARGET, OUTPUT_TOKENS
 
 SCHEMA_VERSION = 1
 
@@ -199,23 +199,45 @@ async def _bounded(tasks: list, limits: dict, out: list[Timing], t0: float) -> N
         await asyncio.gather(*pending, return_exceptions=True)
 
 
+@dataclass(frozen=True)
+class StreamLoad:
+    """What a text-generation bench streams and for how long: the profile and its settings."""
+
+    profile: str = "sweep"
+    duration_s: float = 30
+    concurrencies: list[int] | None = None
+    max_concurrency: int = 32
+    rate: float | None = None
+    rates: int = 3
+    warmup_s: float = 0.0
+    cooldown_s: float = 0.0
+    max_requests: int | None = None
+    max_errors: int | None = None
+    grace_s: float = 30.0  # how long a run waits for its last streams after its duration
+    seed: int = 0
+    precision: float = 0.1
+
+    @property
+    def levels(self) -> list[int]:
+        return self.concurrencies or [1, 2, 4, 8]
+
+    @property
+    def width(self) -> int:
+        return max([self.max_concurrency, *(self.concurrencies or [1])])
+
+    @property
+    def limits(self) -> dict:
+        return {k: getattr(self, k) for k in ("duration_s", "max_requests", "max_errors", "grace_s")}
+
+
 async def _profile(
-    profile: str,
+    m: StreamLoad,
     send: StreamSend,
     bodies: list[bytes],
     *,
-    concurrencies: list[int],
-    max_concurrency: int,
-    rate: float | None,
-    rates: int,
-    limits: dict,
     slo: Slo,
-    warmup_s: float,
-    cooldown_s: float,
     progress: Callable[[Progress], None] | None,
-    seed: int,
     search: dict | None = None,
-    precision: float = 0.1,
 ) -> list[GenerationRun]:
     async def run(kind: str, *, concurrency: int | None = None, at: float | None = None) -> GenerationRun:
         label = f"{kind}" + (f" c={concurrency}" if concurrency else "") + (f" {at:.2f}/s" if at else "")
@@ -228,49 +250,31 @@ async def _profile(
                 progress(_progress(label, live, time.perf_counter() - start))
 
         if concurrency:
-            timings = await _closed(send, bodies, concurrency, limits, on_done)
+            timings = await _closed(send, bodies, concurrency, m.limits, on_done)
         else:
-            timings = await _open(send, bodies, at or 1.0, kind == "poisson", limits, on_done, seed)
+            timings = await _open(send, bodies, at or 1.0, kind == "poisson", m.limits, on_done, m.seed)
         total = time.perf_counter() - start
         return summarize(
-            timings,
-            kind,
-            rate=at,
-            concurrency=concurrency,
-            warmup_s=warmup_s,
-            cooldown_s=cooldown_s,
-            total_s=total,
-            slo=slo,
-        )
+            timings, kind, rate=at, concurrency=concurrency, warmup_s=m.warmup_s, cooldown_s=m.cooldown_s,
+            total_s=total, slo=slo,
+        )  # fmt: skip
 
-    if profile == "find-max":
-        if slo.ttft_ms is None and slo.itl_ms is None:
-            raise ConfigError(
-                "--find-max searches the highest rate that meets the SLOs: give --slo-ttft-ms and/or --slo-itl-ms."
-            )
-        return await searched(
-            lambda kind, c: run(kind, concurrency=c),
-            lambda kind, r: run(kind, at=r),
-            lambda r: r.requests_per_s,
-            lambda r: meets_stream(r, slo.ttft_ms, slo.itl_ms),
-            max_concurrency=max_concurrency,
-            rate=rate,
-            precision=precision,
-            floor=max(0.01, MEASURABLE / limits["duration_s"]),
-            start_floor=0.05,
-            slo={"ttft_p95_ms": slo.ttft_ms, "itl_p95_ms": slo.itl_ms},
-            search=search,
+    closed, opened = (lambda kind, c: run(kind, concurrency=c)), (lambda kind, r: run(kind, at=r))
+    if m.profile != "find-max":
+        return await profiles.runs(
+            m.profile, closed=closed, opened=opened, rate_of=lambda r: r.requests_per_s,
+            max_concurrency=m.max_concurrency, concurrencies=m.levels, rate=m.rate, rates=m.rates,
+        )  # fmt: skip
+    if slo.ttft_ms is None and slo.itl_ms is None:
+        raise ConfigError(
+            "--find-max searches the highest rate that meets the SLOs: give --slo-ttft-ms and/or --slo-itl-ms."
         )
-    return await profiles.runs(
-        profile,
-        closed=lambda kind, c: run(kind, concurrency=c),
-        opened=lambda kind, r: run(kind, at=r),
-        rate_of=lambda r: r.requests_per_s,
-        max_concurrency=max_concurrency,
-        concurrencies=concurrencies,
-        rate=rate,
-        rates=rates,
-    )
+    return await searched(
+        closed, opened, lambda r: r.requests_per_s, lambda r: meets_stream(r, slo.ttft_ms, slo.itl_ms),
+        max_concurrency=m.max_concurrency, rate=m.rate, precision=m.precision,
+        floor=max(0.01, MEASURABLE / m.duration_s), start_floor=0.05,
+        slo={"ttft_p95_ms": slo.ttft_ms, "itl_p95_ms": slo.itl_ms}, search=search,
+    )  # fmt: skip
 
 
 def _progress(label: str, live: list[Timing], elapsed: float) -> Progress:
@@ -296,19 +300,8 @@ def run_generation(
     session: Any = None,
     component: str | None = None,
     tokenizer: Any = None,
-    profile: str = "sweep",
-    duration_s: float = 30,
-    concurrencies: list[int] | None = None,
-    max_concurrency: int = 32,
-    rate: float | None = None,
-    rates: int = 3,
-    warmup_s: float = 0.0,
-    cooldown_s: float = 0.0,
-    max_requests: int | None = None,
-    max_errors: int | None = None,
-    grace_s: float = 30.0,
     slo: Slo | None = None,
-    goodput_target: float = 0.99,
+    goodput_target: float = GOODPUT_TARGET,
     instance_type: str | None = None,
     instance_count: float = 1,
     tensor_parallel_size: int | None = None,
@@ -319,15 +312,16 @@ def run_generation(
     load: dict | None = None,
     serving_source: dict | None = None,
     progress: Callable[[Progress], None] | None = None,
-    seed: int = 0,
-    precision: float = 0.1,
     via: str = "invoke",
     checked: bool = False,
+    **stream: Any,
 ) -> GenerationReport:
-    """Stream ``bodies`` at a URL or a SageMaker endpoint under ``profile``; returns the report. ``via``: an endpoint's
-    path, ``invoke`` (InvokeEndpointWithResponseStream, SigV4) or ``openai`` (/openai/v1/chat/completions, a bearer
-    token; each prompt sent as one user message). ``checked``: the endpoint was read already (``bench_here``), its
-    component named: the sender reads nothing again.
+    """Stream ``bodies`` at a URL or a SageMaker endpoint; returns the report. ``stream``: ``StreamLoad``'s fields
+    (profile, duration_s, concurrencies, max_concurrency, rate, rates, warmup_s, cooldown_s, max_requests,
+    max_errors, grace_s, seed, precision). ``via``: an endpoint's path, ``invoke`` (InvokeEndpointWithResponseStream,
+    SigV4) or ``openai`` (/openai/v1/chat/completions, a bearer token; each prompt sent as one user message).
+    ``checked``: the endpoint was read already (``bench_here``), its component named: the sender reads nothing again.
+    ``load``: what the requests are, for the report.
 
     ``instance_count`` may be a fraction (one copy of three on an instance: 1/3) so that cost is the
     copies' share of the instance price.
@@ -336,76 +330,43 @@ def run_generation(
         ConfigError: unknown profile, no target, a run too short for its warm-up and cool-down.
         BenchFailedError: every request failed (with the first distinct errors).
     """
-    _check_request(via, url, endpoint, profile)
+    m = StreamLoad(**stream)
+    _check_request(via, url, endpoint, m.profile)
+    check_window(m.duration_s, m.warmup_s, m.cooldown_s)
     search: dict = {}
-    check_window(duration_s, warmup_s, cooldown_s)
     slo = slo or Slo()
     # the cost: --price, else ``prices`` (the project file's), else the session's overrides, over the catalog
     overrides = prices if prices is not None else getattr(session, "price_overrides", None)
     hourly, source = price_table(overrides).quote(instance_type, price)
-    limits = {
-        "duration_s": duration_s,
-        "max_requests": max_requests,
-        "max_errors": max_errors,
-        "grace_s": grace_s,
-    }
-    width = max([max_concurrency, *(concurrencies or [1])])
 
-    async def main() -> list[GenerationRun]:
-        send, close = _sender(url, via, endpoint, session, width, tokenizer, component, checked)
+    async def main(live: Callable[[Progress], None]) -> list[GenerationRun]:
+        send, close = _sender(url, via, endpoint, session, m.width, tokenizer, component, checked)
         try:
-            return await _profile(
-                profile,
-                send,
-                bodies,
-                concurrencies=concurrencies or [1, 2, 4, 8],
-                max_concurrency=max_concurrency,
-                rate=rate,
-                rates=rates,
-                limits=limits,
-                slo=slo,
-                warmup_s=warmup_s,
-                cooldown_s=cooldown_s,
-                progress=live,
-                seed=seed,
-                search=search,
-                precision=precision,
-            )
+            return await _profile(m, send, bodies, slo=slo, progress=live, search=search)
         finally:
             await close()
 
     started = dt.datetime.now(dt.timezone.utc)
-    with step(f"bench {url or endpoint} ({profile})") as shown:
+    with step(f"bench {url or endpoint} ({m.profile})") as shown:
 
         def live(p: Progress) -> None:  # the progress display, and the caller's callback
             shown.update(p.text())
             if progress:
                 progress(p)
 
-        runs = profiles.run_sync(main())
+        runs = profiles.run_sync(main(live))
     _check_some_answered(runs, url or endpoint)
     for r in runs:
         add_cost(r, hourly * instance_count if hourly else None)
     best = highest_good_rate(runs, goodput_target) if slo.any else None
     return GenerationReport(
-        target=url or f"sagemaker:{endpoint}",
-        instance_type=instance_type,
-        instance_count=instance_count,
-        tensor_parallel_size=tensor_parallel_size,
-        copies=copies,
-        copies_per_instance=copies_per_instance,
-        hourly_usd=hourly,
-        price_source=source,
-        load=load or {},
-        serving_source=dict(serving_source or {}),
-        slo=asdict(slo),
-        goodput_target=goodput_target,
-        runs=runs,
-        best_good_rate=best.requests_per_s if best else None,
-        created_at=started.isoformat(timespec="seconds"),
-        search=search or None,
-        path="url" if url else PATHS[via],
-    )
+        target=url or f"sagemaker:{endpoint}", instance_type=instance_type, instance_count=instance_count,
+        tensor_parallel_size=tensor_parallel_size, copies=copies, copies_per_instance=copies_per_instance,
+        hourly_usd=hourly, price_source=source, load=load or {}, serving_source=dict(serving_source or {}),
+        slo=asdict(slo), goodput_target=goodput_target, runs=runs,
+        best_good_rate=best.requests_per_s if best else None, created_at=started.isoformat(timespec="seconds"),
+        search=search or None, path="url" if url else PATHS[via],
+    )  # fmt: skip
 
 
 def _check_request(via: str, url: str | None, endpoint: str | None, profile: str) -> None:

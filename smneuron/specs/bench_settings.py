@@ -15,6 +15,7 @@ from smneuron.specs.options import Option, Options
 
 ENCODER, GENERATION = "encoder", "text-generation"
 PROMPT_TOKENS, OUTPUT_TOKENS = 64, 128  # a synthetic text-generation load's default lengths
+GOODPUT_TARGET = 0.99  # the share of requests that must meet the SLOs for a rate to count as good
 IN_ACCOUNT_REQUESTS = 50  # an in-account benchmark job's request count when --max-requests is not given
 LENGTHS = "N or N,stdev,min,max (e.g. 256 or 256,64,32,512)"
 
@@ -220,7 +221,7 @@ BENCH = Options(
             type=float,
             above=0,
             most=1,
-            default=0.99,
+            default=GOODPUT_TARGET,
             help="Text generation: share of requests that must meet the SLOs.",
         ),
         _gen(
