@@ -45,9 +45,8 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
     """The text-generation deploy plan: resources, capacity arithmetic, environment (token redacted), cost."""
     from smneuron.endpoints.naming import redacted
 
-    data = p.to_dict()
     if as_json:
-        print_json(data)
+        print_json(p.to_dict())
         return
     c = console()
     c.print(
@@ -56,74 +55,7 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
     )
     for note in p.notes:
         c.print(f"note: {note}")
-    scaling = (
-        f"copies {p.min_copies}-{p.max_copies}, target {p.concurrent_requests_per_copy:g} concurrent requests "
-        f"per copy" + (" (scale to zero)" if p.scale_to_zero else "")
-        if p.min_copies != p.max_copies
-        else f"{p.copies} copies (fixed)"
-    )
-    rows = [
-        [f"Model ({p.container})", p.model_name],
-        ["  image", p.image_uri],
-        [
-            "  model data",
-            f"{p.model_data.source} (uncompressed S3 prefix, sha256 {p.model_data.sha256[:12]})",
-        ],
-        ["EndpointConfig", p.endpoint_config_name],
-        [
-            "  instances",
-            f"1-{p.max_instances} x {p.instance.name} (managed instance scaling)"
-            + (
-                "; instance pools " + ", ".join(f"{i}: {x.instance.name}" for i, x in enumerate(p.pools, 1))
-                if p.pools
-                else ""
-            ),
-        ],
-        [
-            "  volume / AMI",
-            f"{p.volume_size_in_gb} GB / " + (p.inference_ami_version or "- (SageMaker's default host)"),
-        ],
-        ["Endpoint", p.endpoint_name],
-        *[[f"  {k}", v] for k, v in p.controls.rows()],
-        *(
-            [
-                [
-                    "  your tags",
-                    ", ".join(f"{k}={v}" for k, v in p.tags.items() if not k.startswith("smneuron:")),
-                ]
-            ]
-            if any(not k.startswith("smneuron:") for k in p.tags)
-            else []
-        ),
-        ["InferenceComponent", p.component_name],
-        [
-            "  per copy",
-            (
-                f"{p.accelerators_per_copy} {'GPU(s)' if p.instance.family == 'gpu' else 'accelerator(s)'}"
-                if p.accelerated
-                else "2 vCPUs"
-            )
-            + f", {p.memory_mb_per_copy} MB host memory",
-        ],
-        ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],
-        [
-            "  data caching",
-            "on (scale-out copies start from the instance's cache; --no-data-caching)"
-            if p.data_caching
-            else "off",
-        ],
-        [
-            "  redeploy",
-            f"rolling: {' + '.join(map(str, p.batches))} copies, {p.rolling_wait_s} s bake after each, rolled back "
-            f"by {', '.join(a['AlarmName'] for a in p.alarms)}",
-        ],
-        [
-            "  placement / scale-in",
-            f"{p.placement} (copies over instances) / {p.scale_in} (ScaleInPolicy)",
-        ],
-        ["Copy autoscaling", scaling],
-    ]
-    table(None, ["resource", "name / value"], rows, numeric=False)
+    table(None, ["resource", "name / value"], _plan_rows(p), numeric=False)
     c.print("[bold]Capacity[/bold] (fits):")
     for line in p.capacity.lines():
         c.print(f"  {line}", highlight=False)
@@ -149,6 +81,51 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
             f"Cost: ${p.hourly_usd:.3f}/hour per instance, ${per_copy:.3f}/hour per copy "
             f"({p.capacity.copies} copies fit one instance)."
         )
+
+
+def _plan_rows(p) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    """The plan's resources, one row each, with what each is made of."""
+    pools = "; instance pools " + ", ".join(f"{i}: {x.instance.name}" for i, x in enumerate(p.pools, 1))
+    yours = ", ".join(f"{k}={v}" for k, v in p.tags.items() if not k.startswith("smneuron:"))
+    per_copy = (
+        f"{p.accelerators_per_copy} {'GPU(s)' if p.instance.family == 'gpu' else 'accelerator(s)'}"
+        if p.accelerated
+        else "2 vCPUs"
+    )
+    caching = (
+        "on (scale-out copies start from the instance's cache; --no-data-caching)"
+        if p.data_caching
+        else "off"
+    )
+    alarms = ", ".join(a["AlarmName"] for a in p.alarms)
+    return [
+        [f"Model ({p.container})", p.model_name],
+        ["  image", p.image_uri],
+        ["  model data", f"{p.model_data.source} (uncompressed S3 prefix, sha256 {p.model_data.sha256[:12]})"],
+        ["EndpointConfig", p.endpoint_config_name],
+        ["  instances", f"1-{p.max_instances} x {p.instance.name} (managed instance scaling)" + (pools if p.pools else "")],
+        ["  volume / AMI", f"{p.volume_size_in_gb} GB / " + (p.inference_ami_version or "- (SageMaker's default host)")],
+        ["Endpoint", p.endpoint_name],
+        *[[f"  {k}", v] for k, v in p.controls.rows()],
+        *([["  your tags", yours]] if yours else []),
+        ["InferenceComponent", p.component_name],
+        ["  per copy", f"{per_copy}, {p.memory_mb_per_copy} MB host memory"],
+        ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],
+        ["  data caching", caching],
+        ["  redeploy", f"rolling: {' + '.join(map(str, p.batches))} copies, {p.rolling_wait_s} s bake after each, "
+                       f"rolled back by {alarms}"],
+        ["  placement / scale-in", f"{p.placement} (copies over instances) / {p.scale_in} (ScaleInPolicy)"],
+        ["Copy autoscaling", _copy_scaling(p)],
+    ]  # fmt: skip
+
+
+def _copy_scaling(p) -> str:  # type: ignore[no-untyped-def]
+    if p.min_copies == p.max_copies:
+        return f"{p.copies} copies (fixed)"
+    return (
+        f"copies {p.min_copies}-{p.max_copies}, target {p.concurrent_requests_per_copy:g} concurrent requests per copy"
+        + (" (scale to zero)" if p.scale_to_zero else "")
+    )
 
 
 def print_stream(pieces, as_json: bool) -> None:  # type: ignore[no-untyped-def]

@@ -137,64 +137,15 @@ def compile_generation(model: str | Path, out_dir: str | Path, spec: CompileSpec
     vocabulary.check_tokenizer(src)
     shape = ModelShape.from_config(config)
     notes: list[str] = []
-    if spec.target == "inf1":
-        raise ConfigError(
-            "Text generation is compiled with optimum-neuron for NeuronCore-v2 (inf2); inf1 is not supported.",
-            hint="Use --target inf2 (or cpu to serve it on this machine).",
-        )
-    if spec.sequence_length > int(config.get("max_position_embeddings") or 1 << 30):
-        raise ConfigError(
-            f"--sequence-length {spec.sequence_length} exceeds the model's max_position_embeddings "
-            f"({config['max_position_embeddings']}).",
-            hint=f"Use --sequence-length {config['max_position_embeddings']} or less.",
-        )
+    _check_layout(spec, config, shape)
     if out.exists() and any(out.iterdir()):
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     command: list[str] = []
     exported: dict[str, str] | None = None  # the export's own versions (inf2); the cpu target exports nothing
     if spec.target in ("cpu", "cuda"):
-        if spec.target == "cpu" and spec.tensor_parallel_size != 1:
-            raise ConfigError(
-                f"--tensor-parallel-size {spec.tensor_parallel_size} applies to inf2 and cuda; the cpu target serves "
-                "one unsharded copy.",
-                hint="Drop --tensor-parallel-size for --target cpu.",
-            )
-        if spec.target == "cuda" and shape.heads % spec.tensor_parallel_size:
-            # vLLM's ModelConfig.verify_with_parallel_config refuses the same at start
-            raise ConfigError(
-                f"--tensor-parallel-size {spec.tensor_parallel_size} does not divide the model's "
-                f"{shape.heads} attention heads: vLLM refuses to shard it so.",
-                hint="Use one that divides them: "
-                + ", ".join(str(n) for n in range(1, 9) if shape.heads % n == 0)
-                + " (up to the 8 GPUs of the largest instances).",
-            )
-        names = inode_names(src)
-        for f in sorted(src.iterdir()):
-            if f.is_file() and f.name.endswith(MODEL_FILE_SUFFIXES) and f.name != "smneuron.json":
-                shutil.copyfile(check_file(src, f, names=names), out / f.name)  # no link out of the model dir
-        # cuda: the weights as they are; vLLM loads them in the recorded dtype (SM_VLLM_DTYPE), no compile step
-        function = (
-            "none: served by AWS's GPU vLLM image (weights as saved, loaded in the recorded dtype)"
-            if spec.target == "cuda"
-            else "none: served by transformers (the local stand-in of the vLLM container)"
-        )
+        function = _copy_weights(src, out, spec.target)
     else:
-        if (
-            smallest_fit(
-                shape,
-                batch_size=spec.batch_size,
-                sequence_length=spec.sequence_length,
-                dtype=spec.dtype,
-                tensor_parallel_size=spec.tensor_parallel_size,
-            )
-            is None
-        ):
-            raise ConfigError(
-                f"{shape.parameters / 1e9:.2f}B parameters at batch {spec.batch_size} x {spec.sequence_length} "
-                f"tokens with tp {spec.tensor_parallel_size} fit no inf2 instance.",
-                hint="Raise --tensor-parallel-size, or lower --batch-size / --sequence-length.",
-            )
         command = export_command(str(src), out, spec)
         _run_export(command)
         function = "optimum-cli export neuron"
@@ -213,6 +164,63 @@ def compile_generation(model: str | Path, out_dir: str | Path, spec: CompileSpec
     )
     manifest.write(out)
     return GenerationCompileResult(out, manifest, time.monotonic() - started, command, notes)
+
+
+def _check_layout(spec: CompileSpec, config: dict, shape: ModelShape) -> None:
+    """Refuse what the target cannot serve, before anything is written: inf1, a sequence past the model's positions,
+    tp on cpu, a tp that does not divide the heads on cuda (vLLM refuses it at start), a layout no inf2 instance holds.
+
+    Raises:
+        ConfigError: naming the flag to change.
+    """
+    if spec.target == "inf1":
+        raise ConfigError(
+            "Text generation is compiled with optimum-neuron for NeuronCore-v2 (inf2); inf1 is not supported.",
+            hint="Use --target inf2 (or cpu to serve it on this machine).",
+        )
+    if spec.sequence_length > int(config.get("max_position_embeddings") or 1 << 30):
+        raise ConfigError(
+            f"--sequence-length {spec.sequence_length} exceeds the model's max_position_embeddings "
+            f"({config['max_position_embeddings']}).",
+            hint=f"Use --sequence-length {config['max_position_embeddings']} or less.",
+        )
+    tp = spec.tensor_parallel_size
+    if spec.target == "cpu" and tp != 1:
+        raise ConfigError(
+            f"--tensor-parallel-size {tp} applies to inf2 and cuda; the cpu target serves one unsharded copy.",
+            hint="Drop --tensor-parallel-size for --target cpu.",
+        )
+    if (
+        spec.target == "cuda" and shape.heads % tp
+    ):  # vLLM's ModelConfig.verify_with_parallel_config refuses the same
+        raise ConfigError(
+            f"--tensor-parallel-size {tp} does not divide the model's {shape.heads} attention heads: vLLM refuses to "
+            "shard it so.",
+            hint="Use one that divides them: "
+            + ", ".join(str(n) for n in range(1, 9) if shape.heads % n == 0)
+            + " (up to the 8 GPUs of the largest instances).",
+        )
+    if spec.target == "inf2" and (
+        smallest_fit(shape, batch_size=spec.batch_size, sequence_length=spec.sequence_length, dtype=spec.dtype,
+                     tensor_parallel_size=tp) is None
+    ):  # fmt: skip
+        raise ConfigError(
+            f"{shape.parameters / 1e9:.2f}B parameters at batch {spec.batch_size} x {spec.sequence_length} "
+            f"tokens with tp {tp} fit no inf2 instance.",
+            hint="Raise --tensor-parallel-size, or lower --batch-size / --sequence-length.",
+        )
+
+
+def _copy_weights(src: Path, out: Path, target: str) -> str:
+    """cpu and cuda: the model's files as they are (no link out of the model directory); returns how it is served.
+    cuda: vLLM loads the weights in the recorded dtype (SM_VLLM_DTYPE), no compile step."""
+    names = inode_names(src)
+    for f in sorted(src.iterdir()):
+        if f.is_file() and f.name.endswith(MODEL_FILE_SUFFIXES) and f.name != "smneuron.json":
+            shutil.copyfile(check_file(src, f, names=names), out / f.name)
+    if target == "cuda":
+        return "none: served by AWS's GPU vLLM image (weights as saved, loaded in the recorded dtype)"
+    return "none: served by transformers (the local stand-in of the vLLM container)"
 
 
 def export_versions(out: Path) -> dict[str, str]:

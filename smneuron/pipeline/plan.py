@@ -120,17 +120,7 @@ def plan(
     choices = _instance_choices(instance)
     model_name = proj.model_name or spec.name
     endpoint_name = ep.name or model_name
-    t, g = spec.thresholds, spec.generation_thresholds
-    job_env = {
-        "SMNEURON_REGION": sess.region,
-        "SMNEURON_BUCKET": sess.bucket_name,
-        "SMNEURON_ROLE": sess.role_arn,
-        "SMNEURON_PREFIX": proj.aws.prefix,
-    }
-    if sdk:
-        job_env["SMNEURON_NEURON_SDK"] = sdk
-    if proj.aws.kms_key_id or sess.kms_key_id:
-        job_env["SMNEURON_KMS_KEY_ID"] = proj.aws.kms_key_id or sess.kms_key_id  # type: ignore[assignment]
+    job_env = _job_environment(proj, sess, sdk)
     return PipelinePlan(
         name=spec.name,
         task=comp.task,
@@ -149,32 +139,7 @@ def plan(
         job_environment=job_env,
         controls=Controls.of(ep),
         variant_name=ep.variant_name,
-        defaults={
-            "ModelSourceS3Uri": spec.model_source_s3_uri or "",
-            "EvaluationDataS3Uri": spec.evaluation_data_s3_uri or "",
-            "InstanceType": instance.name,
-            "ArtifactS3Uri": "none",
-            "MaxNewTokens": g.max_new_tokens,
-            "MinPrefixMatch": g.min_prefix_match,
-            "FirstTokens": g.first_tokens,
-            "MinFirstTokensMatch": g.min_first_tokens_match,
-            "MaxPerplexityDiff": g.max_perplexity_diff,
-            "TopLogprobs": g.top_logprobs,
-            "MinLogitMatch": g.min_logit_match,
-            "DivergenceTolerance": g.divergence_tol,
-            "MinBhattacharyya": g.min_bhattacharyya,
-            "MinTaskExactMatch": "none" if g.min_task_exact_match is None else str(g.min_task_exact_match),
-            "Buckets": ",".join(str(b) for b in comp.buckets),
-            "BatchSize": comp.batch_size,
-            "AutoCast": comp.auto_cast,
-            "AutoCastType": comp.auto_cast_type,
-            "MinTop1Agreement": t.min_top1_agreement,
-            "MinCosine": t.min_cosine,
-            "MinAccuracy": "none" if t.min_accuracy is None else str(t.min_accuracy),
-            "MaxAbsDiff": "none" if t.max_abs_diff is None else str(t.max_abs_diff),
-            "EndpointName": endpoint_name,
-            "ModelApprovalStatus": spec.approval_status,
-        },
+        defaults=_defaults(proj, comp, instance, endpoint_name),
         model_package_group=spec.model_package_group,
         tags={
             "smneuron:endpoint": endpoint_name,
@@ -191,6 +156,59 @@ def plan(
         },
         notes=_preflight(image.uri, instance, ep.inference_ami_version),
     )
+
+
+def _job_environment(proj: ProjectFile, sess: Session, sdk: str | None) -> dict[str, str]:
+    """What every job of the pipeline is told: region, bucket, role, prefix, the pinned Neuron SDK, the KMS key."""
+    env = {
+        "SMNEURON_REGION": sess.region,
+        "SMNEURON_BUCKET": sess.bucket_name,
+        "SMNEURON_ROLE": sess.role_arn,
+        "SMNEURON_PREFIX": proj.aws.prefix,
+    }
+    if sdk:
+        env["SMNEURON_NEURON_SDK"] = sdk
+    if proj.aws.kms_key_id or sess.kms_key_id:
+        env["SMNEURON_KMS_KEY_ID"] = proj.aws.kms_key_id or sess.kms_key_id  # type: ignore[assignment]
+    return env
+
+
+def _defaults(
+    proj: ProjectFile, comp: CompileSpec, instance: InstanceType, endpoint_name: str
+) -> dict[str, Any]:
+    """The pipeline parameters' defaults, from the project file: sources, shapes and both kinds' gates."""
+    spec = proj.pipeline
+    t, g = spec.thresholds, spec.generation_thresholds
+
+    def optional(value: float | None) -> str:  # a parameter cannot be None: "none" is unset
+        return "none" if value is None else str(value)
+
+    return {
+        "ModelSourceS3Uri": spec.model_source_s3_uri or "",
+        "EvaluationDataS3Uri": spec.evaluation_data_s3_uri or "",
+        "InstanceType": instance.name,
+        "ArtifactS3Uri": "none",
+        "MaxNewTokens": g.max_new_tokens,
+        "MinPrefixMatch": g.min_prefix_match,
+        "FirstTokens": g.first_tokens,
+        "MinFirstTokensMatch": g.min_first_tokens_match,
+        "MaxPerplexityDiff": g.max_perplexity_diff,
+        "TopLogprobs": g.top_logprobs,
+        "MinLogitMatch": g.min_logit_match,
+        "DivergenceTolerance": g.divergence_tol,
+        "MinBhattacharyya": g.min_bhattacharyya,
+        "MinTaskExactMatch": optional(g.min_task_exact_match),
+        "Buckets": ",".join(str(b) for b in comp.buckets),
+        "BatchSize": comp.batch_size,
+        "AutoCast": comp.auto_cast,
+        "AutoCastType": comp.auto_cast_type,
+        "MinTop1Agreement": t.min_top1_agreement,
+        "MinCosine": t.min_cosine,
+        "MinAccuracy": optional(t.min_accuracy),
+        "MaxAbsDiff": optional(t.max_abs_diff),
+        "EndpointName": endpoint_name,
+        "ModelApprovalStatus": spec.approval_status,
+    }
 
 
 def _encoder_serving(
