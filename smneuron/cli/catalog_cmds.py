@@ -26,33 +26,15 @@ def instances(
             f"Unknown instance family {family!r}.", hint=f"Use --family with one of: {', '.join(families)}."
         )
     prices = load_prices(state(ctx).project().prices or None)
-    rows = []
-    for t in INSTANCE_TYPES.values():
-        if family and t.family != family:
-            continue
-        if not (show_all or family) and not (
-            t.is_neuron or t.is_trainium or prices.hourly(t.name) is not None
-        ):
-            continue
-        rows.append(
-            {
-                "instance_type": t.name,
-                "family": t.family,
-                "neuron_cores": t.neuron_cores,
-                "chips": t.chips,
-                "neuron_core_version": t.neuron_core_version or None,
-                "vcpus": t.vcpus,
-                "memory_gib": t.memory_gib,
-                "accelerator_memory_gib": t.accelerator_memory_gib,
-                "accelerator": t.accelerator or None,
-                "gpus": t.gpus,
-                "hourly_usd": prices.hourly(t.name),
-                "price_source": prices.source_of(t.name),
-                "note": t.note or None,
-                "recommended_workers": t.recommended_workers(cores_per_model),
-                "uses": list(t.uses),
-            }
+    rows = [
+        _instance_row(t, prices, cores_per_model)
+        for t in INSTANCE_TYPES.values()
+        if (
+            t.family == family
+            if family
+            else show_all or t.is_neuron or t.is_trainium or prices.hourly(t.name) is not None
         )
+    ]
     if as_json:
         print_json(
             {
@@ -64,26 +46,7 @@ def instances(
     table(
         None,
         ["instance", "NeuronCores", "chips", "vCPU", "host GiB", "accel GiB", "$/hour", "workers", "uses"],
-        [
-            [
-                r["instance_type"],
-                r["neuron_cores"] or "-",
-                r["chips"] or "-",
-                r["vcpus"],
-                r["memory_gib"],
-                r["accelerator_memory_gib"] or "-",
-                (
-                    f"~{r['hourly_usd']:.3f}"
-                    if r["instance_type"] in prices.estimated
-                    else f"{r['hourly_usd']:.3f}"
-                )
-                if r["hourly_usd"] is not None
-                else "?",
-                r["recommended_workers"],
-                ",".join(r["uses"]),
-            ]
-            for r in rows
-        ],
+        [_instance_cells(r, prices) for r in rows],
     )
     console().print(
         f"[dim]Prices: {prices.source}, {prices.region}, as of {prices.as_of}. "
@@ -93,6 +56,43 @@ def instances(
         console().print(f"[dim]~ estimate ({prices.estimate_source}): not a SageMaker list price.[/dim]")
     if not (show_all or family):
         console().print("[dim]`smneuron instances --all` lists every SageMaker hosting type.[/dim]")
+
+
+def _instance_row(t, prices, cores_per_model: int) -> dict:  # type: ignore[no-untyped-def]
+    """One instance type as `smneuron instances --json` gives it."""
+    return {
+        "instance_type": t.name,
+        "family": t.family,
+        "neuron_cores": t.neuron_cores,
+        "chips": t.chips,
+        "neuron_core_version": t.neuron_core_version or None,
+        "vcpus": t.vcpus,
+        "memory_gib": t.memory_gib,
+        "accelerator_memory_gib": t.accelerator_memory_gib,
+        "accelerator": t.accelerator or None,
+        "gpus": t.gpus,
+        "hourly_usd": prices.hourly(t.name),
+        "price_source": prices.source_of(t.name),
+        "note": t.note or None,
+        "recommended_workers": t.recommended_workers(cores_per_model),
+        "uses": list(t.uses),
+    }
+
+
+def _instance_cells(r: dict, prices) -> list:  # type: ignore[no-untyped-def]
+    """One row of the table; an estimated price with a ~, an unknown one as ?."""
+    hourly = r["hourly_usd"]
+    price = (
+        "?"
+        if hourly is None
+        else f"~{hourly:.3f}"
+        if r["instance_type"] in prices.estimated
+        else f"{hourly:.3f}"
+    )
+    return [
+        r["instance_type"], r["neuron_cores"] or "-", r["chips"] or "-", r["vcpus"], r["memory_gib"],
+        r["accelerator_memory_gib"] or "-", price, r["recommended_workers"], ",".join(r["uses"]),
+    ]  # fmt: skip
 
 
 def images(
@@ -143,26 +143,7 @@ def images(
         else []
     )
     if as_json:
-        print_json(
-            {
-                "instance_type": inst.name,
-                "region": region,
-                "image_uri": chosen.uri,
-                "text_generation_image_uri": llm[-1].uri if llm else None,
-                "known": [
-                    {
-                        "image_uri": k.uri,
-                        "torch": k.version.torch,
-                        "python": k.version.python_version,
-                        "neuron_sdk": k.version.neuron_sdk or None,
-                        "os": k.version.os,
-                        "default": k.uri == chosen.uri,
-                    }
-                    for k in known
-                    if k.version
-                ],
-            }
-        )
+        print_json(_images_json(inst, region, chosen, known, llm))
         return
     console().print(f"[bold]{chosen.uri}[/bold]")
     table(
@@ -179,17 +160,36 @@ def images(
             ]
             for k in known
             if k.version
-        ],
+        ],  # fmt: skip
     )
     if llm:
-        console().print(
-            f"Text generation (causal LMs) on {inst.name}: [bold]{llm[-1].uri}[/bold] ("
-            + (
-                f"AWS's GPU vLLM image, for cuda artifacts; known tags: {', '.join(VLLM_GPU_TAGS)})"
-                if inst.family == "gpu"
-                else f"the optimum-neuron vLLM DLC; known tags: {', '.join(VLLM_TAGS)})"
-            )
+        which = (
+            f"AWS's GPU vLLM image, for cuda artifacts; known tags: {', '.join(VLLM_GPU_TAGS)}"
+            if inst.family == "gpu"
+            else f"the optimum-neuron vLLM DLC; known tags: {', '.join(VLLM_TAGS)}"
         )
+        console().print(f"Text generation (causal LMs) on {inst.name}: [bold]{llm[-1].uri}[/bold] ({which})")
+
+
+def _images_json(inst, region: str, chosen, known: list, llm: list) -> dict:  # type: ignore[no-untyped-def]
+    return {
+        "instance_type": inst.name,
+        "region": region,
+        "image_uri": chosen.uri,
+        "text_generation_image_uri": llm[-1].uri if llm else None,
+        "known": [
+            {
+                "image_uri": k.uri,
+                "torch": k.version.torch,
+                "python": k.version.python_version,
+                "neuron_sdk": k.version.neuron_sdk or None,
+                "os": k.version.os,
+                "default": k.uri == chosen.uri,
+            }
+            for k in known
+            if k.version
+        ],
+    }
 
 
 def _matrix(as_json: bool) -> None:

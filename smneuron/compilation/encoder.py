@@ -115,22 +115,7 @@ def compile_model(
     started = time.perf_counter()
     spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
     model_dir, out_dir = Path(model_dir), Path(out_dir)
-    if not model_dir.is_dir():
-        raise ConfigError(f"Model directory {model_dir} does not exist.")
-    if not (model_dir / "config.json").is_file():
-        raise CompileError(
-            f"{model_dir} has no config.json: it is not a Hugging Face model directory.",
-            hint="Save the model with model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR).",
-        )
-    _check_out_dir(out_dir)
-    vocabulary.check_tokenizer(model_dir)
-    notes = [n for n in [vocabulary.vocabulary_note(model_dir)] if n]
-    if spec.task is None:
-        task, why = tasks.infer_task(model_dir)
-        spec = spec.model_copy(update={"task": task})
-        notes.append(f"task {task} inferred from {why} (choose another with --task)")
-    targets.require_backend(spec.target)  # fail before hashing gigabytes
-
+    spec, notes = _checked(model_dir, out_dir, spec)
     label = f"compile {model_dir.name} for {spec.target}"
     with step(label, total=len(spec.buckets) * len(spec.all_batch_sizes), unit="graphs") as shown:
         notify = _shown(progress, shown)
@@ -164,6 +149,31 @@ def compile_model(
             for p in build.iterdir():
                 shutil.move(str(p), out_dir / p.name)
         return CompileResult(out_dir, manifest, False, time.perf_counter() - started, notes)
+
+
+def _checked(model_dir: Path, out_dir: Path, spec: CompileSpec) -> tuple[CompileSpec, list[str]]:
+    """What a compile needs before it hashes gigabytes: a model directory with its config and tokenizer, an output
+    directory it may replace, the task (inferred from config.json when not given, and said), the target's backend.
+
+    Raises:
+        ConfigError, CompileError, MissingDependencyError: as ``compile_model`` says.
+    """
+    if not model_dir.is_dir():
+        raise ConfigError(f"Model directory {model_dir} does not exist.")
+    if not (model_dir / "config.json").is_file():
+        raise CompileError(
+            f"{model_dir} has no config.json: it is not a Hugging Face model directory.",
+            hint="Save the model with model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR).",
+        )
+    _check_out_dir(out_dir)
+    vocabulary.check_tokenizer(model_dir)
+    notes = [n for n in [vocabulary.vocabulary_note(model_dir)] if n]
+    if spec.task is None:
+        task, why = tasks.infer_task(model_dir)
+        spec = spec.model_copy(update={"task": task})
+        notes.append(f"task {task} inferred from {why} (choose another with --task)")
+    targets.require_backend(spec.target)
+    return spec, notes
 
 
 def _shown(progress: Callable[[CompileEvent], None] | None, shown: Step) -> Callable[[CompileEvent], None]:
@@ -205,36 +215,19 @@ def _build(
         if jobs is not None
         else (1 if spec.target in ("cpu", "cuda") else min(len(spec.buckets), os.cpu_count() or 1))
     )
-    buckets: list[Bucket] = []
     shapes = [(bs, seq) for seq in spec.buckets for bs in spec.all_batch_sizes]
     if parallel > 1 and len(shapes) > 1:
         del loaded  # each worker process loads its own copy
-        with ProcessPoolExecutor(max_workers=parallel, mp_context=_workers()) as pool:
-            futures = {}
-            for bs, seq in shapes:
-                notify(CompileEvent("bucket_started", seq, batch_size=bs))
-                futures[bs, seq] = pool.submit(
-                    _bucket_in_subprocess,
-                    str(model_dir),
-                    spec.model_dump(mode="json"),
-                    bs,
-                    seq,
-                    args,
-                    str(build),
-                    dict(os.environ),
-                )
-            for (bs, seq), fut in futures.items():
-                buckets.append(Bucket.model_validate(fut.result()))
-                notify(CompileEvent("bucket_done", seq, buckets[-1].compile_seconds, batch_size=bs))
+        buckets = _buckets_in_processes(model_dir, build, spec, args, shapes, parallel, notify)
         loaded = _load(model_dir, spec)
     else:
         # cuda in fp16/bf16: checked against the fp32 model, as the Neuron targets' auto-cast is
         reference = _load(model_dir, spec, precision=None) if spec.target == "cuda" else None
+        buckets = []
         for bs, seq in shapes:
             notify(CompileEvent("bucket_started", seq, batch_size=bs))
             buckets.append(_compile_bucket(loaded, spec, bs, seq, args, build, reference))
             notify(CompileEvent("bucket_done", seq, buckets[-1].compile_seconds, batch_size=bs))
-
     weights = _write_weights(loaded, spec.target, build)
     manifest = Manifest(
         smneuron_version=__version__,
@@ -252,17 +245,7 @@ def _build(
         tokenizer_files={n: sha256_file(build / n) for n in tokenizer_files},
         pad_token_id=loaded.pad_token_id,
         max_position_embeddings=max_pos,
-        compiler=Compiler(
-            target=spec.target,
-            function=targets.FUNCTIONS[spec.target],
-            args=args,
-            auto_cast=spec.auto_cast if spec.target in ("inf1", "inf2") else None,
-            precision=spec.precision if spec.target == "cuda" else None,
-            auto_cast_type=spec.auto_cast_type
-            if spec.target == "inf2" and spec.auto_cast != "none"
-            else None,
-            cores_per_model=spec.neuroncore_pipeline_cores or 1,
-        ),
+        compiler=_compiler(spec, args),
         versions=vers,
         source_model_sha256=model_hash,
         cache_key=key,
@@ -270,6 +253,45 @@ def _build(
     )
     manifest.write(build)
     return manifest
+
+
+def _compiler(spec: CompileSpec, args: list[str]) -> Compiler:
+    """How the files were made: the target's function and arguments, and what each target's casting did."""
+    neuron = spec.target in ("inf1", "inf2")
+    return Compiler(
+        target=spec.target,
+        function=targets.FUNCTIONS[spec.target],
+        args=args,
+        auto_cast=spec.auto_cast if neuron else None,
+        precision=spec.precision if spec.target == "cuda" else None,
+        auto_cast_type=spec.auto_cast_type if spec.target == "inf2" and spec.auto_cast != "none" else None,
+        cores_per_model=spec.neuroncore_pipeline_cores or 1,
+    )
+
+
+def _buckets_in_processes(
+    model_dir: Path,
+    build: Path,
+    spec: CompileSpec,
+    args: list[str],
+    shapes: list[tuple[int, int]],
+    parallel: int,
+    notify: Callable[[CompileEvent], None],
+) -> list[Bucket]:
+    """Each (batch size, bucket) traced in a worker process of its own (Neuron compiles take minutes each)."""
+    buckets: list[Bucket] = []
+    with ProcessPoolExecutor(max_workers=parallel, mp_context=_workers()) as pool:
+        futures = {}
+        for bs, seq in shapes:
+            notify(CompileEvent("bucket_started", seq, batch_size=bs))
+            futures[bs, seq] = pool.submit(
+                _bucket_in_subprocess, str(model_dir), spec.model_dump(mode="json"), bs, seq, args, str(build),
+                dict(os.environ),
+            )  # fmt: skip
+        for (bs, seq), fut in futures.items():
+            buckets.append(Bucket.model_validate(fut.result()))
+            notify(CompileEvent("bucket_done", seq, buckets[-1].compile_seconds, batch_size=bs))
+    return buckets
 
 
 def _load(model_dir: Path, spec: CompileSpec, **overrides: Any) -> tasks.LoadedModel:

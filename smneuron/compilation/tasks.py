@@ -105,46 +105,7 @@ def load(
     would keep pinned to the CPU.
     """
     torch = require_torch()
-    import transformers
-
-    transformers.logging.set_verbosity_error()  # their advice is for training; ours comes from smneuron
-    transformers.utils.logging.disable_progress_bar()
-    auto = {
-        "text-classification": transformers.AutoModelForSequenceClassification,
-        "feature-extraction": transformers.AutoModel,
-        "token-classification": transformers.AutoModelForTokenClassification,
-        "question-answering": transformers.AutoModelForQuestionAnswering,
-    }[task]
-    try:
-        # eager attention traces to the same graph on every backend (no SDPA kernels on Neuron)
-        hf, info = auto.from_pretrained(str(model_dir), attn_implementation="eager", output_loading_info=True)
-        hf = hf.eval()
-    except (
-        OSError,
-        ValueError,
-        KeyError,
-        EOFError,
-        RuntimeError,
-        pickle.UnpicklingError,
-        *_weights_errors(),
-    ) as e:
-        # a truncated or foreign weights file (a download cut short) fails in safetensors or torch.load
-        raise CompileError(
-            f"Cannot load {model_dir} as a {task} model: {type(e).__name__}: {str(e).rstrip('.')}.",
-            hint="Check that the directory is what save_pretrained wrote, with its weights files whole "
-            "(compare their sizes with the source).",
-        ) from e
-    missing = sorted(info.get("missing_keys") or [])
-    if missing and not allow_random_weights:
-        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
-        raise CompileError(
-            f"{model_dir} has no weights for {shown}: loaded as a {task} model, "
-            f"{'its head would be' if task != 'feature-extraction' else 'those would be'} random and every "
-            "answer meaningless (the checkpoint was not trained for this task).",
-            hint="Compile the checkpoint for the task it was trained for (e.g. --task feature-extraction for a "
-            "sentence-embedding model), fine-tune and save the head first, or pass --allow-random-weights "
-            "(tests, benchmarks) to compile it anyway.",
-        )
+    hf = _from_pretrained(model_dir, task, allow_random_weights)
     config = hf.config
     accepted = inspect.signature(hf.forward).parameters
     input_names = ["input_ids", "attention_mask"]
@@ -179,6 +140,55 @@ def load(
         else False,
         pad_token_id=int(pad),
     )
+
+
+def _from_pretrained(model_dir: Path, task: str, allow_random_weights: bool) -> Any:
+    """The model for ``task`` in eval mode, eager attention (it traces to the same graph on every backend: no SDPA
+    kernels on Neuron).
+
+    Raises:
+        CompileError: not loadable (a truncated or foreign weights file fails in safetensors or torch.load), or a
+            head without weights unless ``allow_random_weights``.
+    """
+    import transformers
+
+    transformers.logging.set_verbosity_error()  # their advice is for training; ours comes from smneuron
+    transformers.utils.logging.disable_progress_bar()
+    auto = {
+        "text-classification": transformers.AutoModelForSequenceClassification,
+        "feature-extraction": transformers.AutoModel,
+        "token-classification": transformers.AutoModelForTokenClassification,
+        "question-answering": transformers.AutoModelForQuestionAnswering,
+    }[task]
+    loading = (
+        OSError,
+        ValueError,
+        KeyError,
+        EOFError,
+        RuntimeError,
+        pickle.UnpicklingError,
+        *_weights_errors(),
+    )
+    try:
+        hf, info = auto.from_pretrained(str(model_dir), attn_implementation="eager", output_loading_info=True)
+    except loading as e:
+        raise CompileError(
+            f"Cannot load {model_dir} as a {task} model: {type(e).__name__}: {str(e).rstrip('.')}.",
+            hint="Check that the directory is what save_pretrained wrote, with its weights files whole "
+            "(compare their sizes with the source).",
+        ) from e
+    missing = sorted(info.get("missing_keys") or [])
+    if missing and not allow_random_weights:
+        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+        raise CompileError(
+            f"{model_dir} has no weights for {shown}: loaded as a {task} model, "
+            f"{'its head would be' if task != 'feature-extraction' else 'those would be'} random and every "
+            "answer meaningless (the checkpoint was not trained for this task).",
+            hint="Compile the checkpoint for the task it was trained for (e.g. --task feature-extraction for a "
+            "sentence-embedding model), fine-tune and save the head first, or pass --allow-random-weights "
+            "(tests, benchmarks) to compile it anyway.",
+        )
+    return hf.eval()
 
 
 def _weights_errors() -> tuple[type[BaseException], ...]:
