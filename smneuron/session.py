@@ -176,7 +176,6 @@ class Session:
             MissingCredentialsError: the standard credential chain found nothing.
             ConfigError: the embedded SageMaker is asked for and not running.
         """
-        import boto3
 
         if (wants_local() if local is None else local) and not endpoint_url:
             return cls.embedded(
@@ -189,33 +188,16 @@ class Session:
                 price_overrides=dict(prices or {}),
             )
 
-        try:
-            boto_session = boto3.Session(profile_name=profile or os.environ.get("SMNEURON_PROFILE") or None)
-        except botocore.exceptions.ProfileNotFound as e:
-            raise MissingCredentialsError(profile) from e
-        resolved_region = resolve_region(region, boto_session)
-        if not resolved_region:
-            raise MissingRegionError()
-        if boto_session.get_credentials() is None and not offline:
-            raise MissingCredentialsError(profile)
-        if boto_session.region_name != resolved_region:  # so libraries reading it (the SageMaker SDK) agree
-            boto_session = boto3.Session(
-                profile_name=boto_session.profile_name if profile else None, region_name=resolved_region
-            )
+        boto_session, resolved_region = _boto_session(profile, region, offline)
         endpoint_url = (
-            endpoint_url
-            or os.environ.get("SMNEURON_ENDPOINT_URL")
-            or os.environ.get("AWS_ENDPOINT_URL")
-            or None
+            endpoint_url or os.environ.get("SMNEURON_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL")
         )
-        if (
-            endpoint_url is None
-        ):  # an endpoint URL (a VPC endpoint, moto) answers for whatever region it is given
+        if not endpoint_url:  # an endpoint URL (a VPC endpoint, moto) answers for whatever region it is given
             check_region(resolved_region, boto_session)
         return cls(
             boto_session=boto_session,
             region=resolved_region,
-            endpoint_url=endpoint_url,
+            endpoint_url=endpoint_url or None,
             role=role or os.environ.get("SMNEURON_ROLE") or None,
             bucket=bucket or os.environ.get("SMNEURON_BUCKET") or None,
             kms_key_id=kms_key_id or os.environ.get("SMNEURON_KMS_KEY_ID") or None,
@@ -326,3 +308,27 @@ class _Bound:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
+
+
+def _boto_session(profile: str | None, region: str | None, offline: bool) -> tuple[Any, str]:
+    """The boto3 session of ``profile`` (else SMNEURON_PROFILE, AWS_PROFILE, default) in the resolved region.
+
+    Raises:
+        MissingCredentialsError: no such profile, or no credentials (unless ``offline``). MissingRegionError.
+    """
+    import boto3
+
+    try:
+        boto_session = boto3.Session(profile_name=profile or os.environ.get("SMNEURON_PROFILE") or None)
+    except botocore.exceptions.ProfileNotFound as e:
+        raise MissingCredentialsError(profile) from e
+    resolved_region = resolve_region(region, boto_session)
+    if not resolved_region:
+        raise MissingRegionError()
+    if boto_session.get_credentials() is None and not offline:
+        raise MissingCredentialsError(profile)
+    if boto_session.region_name != resolved_region:  # so libraries reading it (the SageMaker SDK) agree
+        boto_session = boto3.Session(
+            profile_name=boto_session.profile_name if profile else None, region_name=resolved_region
+        )
+    return boto_session, resolved_region

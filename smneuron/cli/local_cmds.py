@@ -73,32 +73,40 @@ def up_cmd(
     if as_json:
         print_json({**state, "environment": env})
         return
+    for line in _up_lines(state):
+        console().print(line)
+    console().print("Use it with `smneuron --local ...` or SMNEURON_LOCAL=1, or export:")
+    typer.echo("\n".join(f"export {k}={v}" for k, v in env.items()))
+
+
+def _up_lines(state: dict) -> list[str]:
+    """What `local up` did and found, a sentence each: orphans stopped, permissions tightened, a damaged snapshot set
+    aside, what was restored, where it runs, and the capacity and origins it was given."""
+    lines = []
     if state.get("orphans_stopped"):
-        console().print(
+        lines.append(
             f"Stopped {len(state['orphans_stopped'])} model server process(es) a previous embedded SageMaker left "
             f"running when it did not stop cleanly (pids {', '.join(map(str, state['orphans_stopped']))})."
         )
     if state.get("tightened"):
-        console().print(
+        lines.append(
             f"Made the state directory the user's alone: {len(state['tightened'])} file(s) and folder(s) others "
             "could read are now 0600 / 0700."
         )
     if state.get("set_aside"):
-        console().print(f"The damaged snapshot was kept aside as {state['set_aside']}.")
+        lines.append(f"The damaged snapshot was kept aside as {state['set_aside']}.")
     if state["started"] and state.get("restored"):
-        console().print(state["restored"])
+        lines.append(state["restored"])
     verb = "started" if state["started"] else "already running"
-    engine = state.get("engine", "smneuron")
-    console().print(
-        f"Embedded SageMaker {verb} at {state['url']} (pid {state['pid']}, engine {engine}, text generation "
-        f"{state.get('generation_engine', 'stand-in')}, log {state['log']})."
+    lines.append(
+        f"Embedded SageMaker {verb} at {state['url']} (pid {state['pid']}, engine {state.get('engine', 'smneuron')}, "
+        f"text generation {state.get('generation_engine', 'stand-in')}, log {state['log']})."
     )
     if state.get("no_capacity"):
-        console().print(f"No capacity for: {', '.join(state['no_capacity'])} (endpoints fall back or fail).")
+        lines.append(f"No capacity for: {', '.join(state['no_capacity'])} (endpoints fall back or fail).")
     if state.get("allowed_origins"):
-        console().print(f"Browser origins allowed: {', '.join(state['allowed_origins'])}.")
-    console().print("Use it with `smneuron --local ...` or SMNEURON_LOCAL=1, or export:")
-    typer.echo("\n".join(f"export {k}={v}" for k, v in env.items()))
+        lines.append(f"Browser origins allowed: {', '.join(state['allowed_origins'])}.")
+    return lines
 
 
 @app.command("down")

@@ -232,8 +232,7 @@ def run_cmd(
     Every step runs here: the cpu target, a local model server for the Neuron hardware, and an embedded AWS of
     its own (`smneuron local up` is not needed). On AWS: `smneuron pipeline upsert`, then `start`.
     """
-    from smneuron.compilation.tasks import pipeline_task, write_sample_records
-    from smneuron.local.demo import pick_model
+    from smneuron.compilation.tasks import write_sample_records
     from smneuron.local.pipeline.runner import run_local
     from smneuron.specs.models import override
 
@@ -247,27 +246,11 @@ def run_cmd(
         console().print(
             "Running every step on this machine: cpu target, a local model server, an embedded AWS of its own."
         )
-    st = state(ctx)
-    project = st.project()
+    project = state(ctx).project()
     if task:
         project = project.model_copy(update={"compile": override(project.compile, task=task)})
     with tempfile.TemporaryDirectory(prefix="smneuron-run-") as tmp:
-        if model is None and project.model:
-            model = Path(project.model)
-        if model is None:
-            model, picked, _ = pick_model(Path(tmp))
-            project = project.model_copy(
-                update={
-                    "compile": project.compile.model_copy(update={"task": project.compile.task or picked})
-                }
-            )
-        if project.compile.task is None:
-            inferred, why = pipeline_task(Path(model))
-            project = project.model_copy(
-                update={"compile": project.compile.model_copy(update={"task": inferred})}
-            )
-            if not as_json:
-                console().print(f"note: task {inferred} inferred from {why} (choose another with --task)")
+        project, model = _model_and_task(project, model, Path(tmp), as_json)
         if data is None:
             data = write_sample_records(Path(tmp) / "evaluation.jsonl", project.compile.task)
 
@@ -276,6 +259,35 @@ def run_cmd(
                 console().print(f"{step.name:26s} {step.status:10s} {step.seconds:6.1f} s  {step.detail}")
 
         run = run_local(project, model, data, parameters=_params(param), on_step=show, artifact=artifact)
+    _show_run(run, as_json)
+    if run.status != "Succeeded":
+        raise typer.Exit(1)
+
+
+def _model_and_task(project, model: Path | None, tmp: Path, as_json: bool):  # type: ignore[no-untyped-def]
+    """The model a local run compiles (given, the project's, else the demo's) and its task (given, the project's, the
+    demo's, else inferred and said)."""
+    from smneuron.compilation.tasks import pipeline_task
+    from smneuron.local.demo import pick_model
+
+    if model is None and project.model:
+        model = Path(project.model)
+    if model is None:
+        model, picked, _ = pick_model(tmp)
+        task = project.compile.task or picked
+        project = project.model_copy(update={"compile": project.compile.model_copy(update={"task": task})})
+    if project.compile.task is None:
+        inferred, why = pipeline_task(Path(model))
+        project = project.model_copy(
+            update={"compile": project.compile.model_copy(update={"task": inferred})}
+        )
+        if not as_json:
+            console().print(f"note: task {inferred} inferred from {why} (choose another with --task)")
+    return project, model
+
+
+def _show_run(run, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    """A local run's outcome: the steps' JSON, or its metrics, status and what it left serving."""
     if as_json:
         print_json(
             {
@@ -287,13 +299,11 @@ def run_cmd(
                 "steps": [s.__dict__ for s in run.steps],
             }
         )
-    else:
-        if run.evaluation:
-            console().print("metrics " + json.dumps(run.evaluation["metrics"]))
-        console().print(f"pipeline {run.status}" + (f": {run.failure_reason}" if run.failure_reason else ""))
-        console().print(
-            "serving when the run ended: "
-            + (", ".join(run.left_running) or "nothing (no endpoint, no component)")
-        )
-    if run.status != "Succeeded":
-        raise typer.Exit(1)
+        return
+    if run.evaluation:
+        console().print("metrics " + json.dumps(run.evaluation["metrics"]))
+    console().print(f"pipeline {run.status}" + (f": {run.failure_reason}" if run.failure_reason else ""))
+    console().print(
+        "serving when the run ended: "
+        + (", ".join(run.left_running) or "nothing (no endpoint, no component)")
+    )

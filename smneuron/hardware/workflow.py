@@ -132,22 +132,11 @@ def compare_instances(
             (before anything is deployed).
         CompileError: the model does not compile (for a target this machine can compile).
     """
-    given = COMPARE.parse(settings, where=where).given()
     types = parse_instances(instances)
-    compile_overrides = {k: given.pop(k) for k in COMPILED if k in given}
-    for keyword in ("prompt_tokens", "output_tokens"):  # N or N,stdev,min,max
-        if keyword in given:
-            given[keyword] = lengths(given[keyword], COMPARE[keyword].label(where))
-    kind = _kind_compared(model, spec, compile_overrides, artifacts)
-    parts = _PARTS[kind]
-    asked = _Asked(texts, *(given.get(k) for k in _Asked._fields[1:]))
     _check_settings(artifacts, types)
-    check_profile(
-        given.get("profile", Profile.profile), {k: given[k] for k in ("rate",) if k in given}, where=where
-    )
+    given, compile_overrides, asked, profile = _request(settings, texts, where)
+    parts = _PARTS[_kind_compared(model, spec, compile_overrides, artifacts)]
     parts.check(asked)
-    profile = Profile(**{k: given[k] for k in LOAD if k in given})
-    encoder.check_window(profile.duration_s, profile.warmup_s, profile.cooldown_s)
     sess = session or Session.from_env()
     prices = price_table(
         {**sess.price_overrides, **given.get("prices", {})}
@@ -175,6 +164,27 @@ def compare_instances(
         if tmp is not None:
             tmp.cleanup()
     return comparison
+
+
+def _request(
+    settings: dict[str, Any], texts: list[str] | None, where: str
+) -> tuple[dict, dict, _Asked, Profile]:
+    """The comparison's keywords by its table: what each target compiles with, the load and SLOs each kind reads, and
+    the bench profile (its rate refused where the profile does not read it).
+
+    Raises:
+        UsageError: a value out of range, a rate the profile does not read, a window too short for its warm-up.
+    """
+    given = COMPARE.parse(settings, where=where).given()
+    compile_overrides = {k: given.pop(k) for k in COMPILED if k in given}
+    for keyword in ("prompt_tokens", "output_tokens"):  # N or N,stdev,min,max
+        if keyword in given:
+            given[keyword] = lengths(given[keyword], COMPARE[keyword].label(where))
+    asked = _Asked(texts, *(given.get(k) for k in _Asked._fields[1:]))
+    profile = Profile(**{k: given[k] for k in LOAD if k in given})
+    check_profile(profile.profile, {k: given[k] for k in ("rate",) if k in given}, where=where)
+    encoder.check_window(profile.duration_s, profile.warmup_s, profile.cooldown_s)
+    return given, compile_overrides, asked, profile
 
 
 def _candidates(

@@ -20,6 +20,7 @@ from smneuron.benchmark import encoder as bench
 from smneuron.benchmark import prompts
 from smneuron.catalog import InstanceType
 from smneuron.compilation.entry import compile_model
+from smneuron.deployment.apply import DeployResult
 from smneuron.deployment.corridor import deploy
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.handle import Endpoint, delete
@@ -128,38 +129,11 @@ def run_demo(
             stage("embedded AWS", f"SageMaker, S3, CloudWatch, autoscaling at {aws_url}")
             up = stage_model_data(pkg.path, name="demo", session=session)
             stage("upload", up.uri)
-            spec = EndpointSpec(
-                name="smneuron-demo", instance_type=instance_type, batch_size=8, max_batch_delay_ms=5
-            )
-            scaling = ScalingSpec(
-                min_capacity=1,
-                max_capacity=4,
-                scheduled=[autoscaling.parse_schedule("cron(0 8 * * ? *)=2-4")],
-            )
-            dep = deploy(up.uri, spec, scaling, session=session)
-            stage(
-                "deploy",
-                f"endpoint {dep.endpoint_name} {dep.status} on {instance_type}, served here by "
-                f"{dep.plan.environment['SAGEMAKER_MODEL_SERVER_WORKERS']} worker(s); autoscaling 1-4",
-            )
+            dep = _deploy(up.uri, instance_type, session, stage)
             texts = ["smneuron serves models on Inferentia", "The weather is sunny today"]
             result.answer = Endpoint(dep.endpoint_name, session=session).predict(texts)
             stage("invoke", f"InvokeEndpoint: {len(texts)} inputs answered")
-            payloads = prompts.load_payloads(
-                tokenizer=compiled.out_dir / "tokenizer.json", count=100, mean_tokens=20, spread=10
-            )
-            result.report = bench.run(
-                endpoint=dep.endpoint_name,
-                session=session,
-                payloads=payloads,
-                profile="sweep",
-                rates=1,
-                duration_s=bench_seconds / 3,
-                concurrency=16,
-                warmup_s=0.2,
-                cooldown_s=0.1,
-                instance_type=instance_type,
-            )
+            result.report = _bench(dep.endpoint_name, compiled.out_dir, session, instance_type, bench_seconds)
             peak = max(r.throughput_rps for r in result.report.runs)
             stage("bench", f"peak {peak:.0f} req/s through InvokeEndpoint")
             removed = delete(dep.endpoint_name, session=session)
@@ -170,3 +144,31 @@ def run_demo(
         if tmp is not None:
             tmp.cleanup()
     return result
+
+
+def _deploy(
+    uri: str, instance_type: str, session: Session, stage: Callable[[str, str], None]
+) -> DeployResult:
+    """The demo's endpoint: batching on, autoscaling 1-4 with a morning schedule."""
+    spec = EndpointSpec(name="smneuron-demo", instance_type=instance_type, batch_size=8, max_batch_delay_ms=5)
+    scaling = ScalingSpec(
+        min_capacity=1, max_capacity=4, scheduled=[autoscaling.parse_schedule("cron(0 8 * * ? *)=2-4")]
+    )
+    dep = deploy(uri, spec, scaling, session=session)
+    stage(
+        "deploy",
+        f"endpoint {dep.endpoint_name} {dep.status} on {instance_type}, served here by "
+        f"{dep.plan.environment['SAGEMAKER_MODEL_SERVER_WORKERS']} worker(s); autoscaling 1-4",
+    )
+    return dep
+
+
+def _bench(name: str, artifact: Path, session: Session, instance_type: str, seconds: float) -> bench.Report:
+    """A short sweep through InvokeEndpoint of texts drawn from the model's tokenizer."""
+    payloads = prompts.load_payloads(
+        tokenizer=artifact / "tokenizer.json", count=100, mean_tokens=20, spread=10
+    )
+    return bench.run(
+        endpoint=name, session=session, payloads=payloads, profile="sweep", rates=1, duration_s=seconds / 3,
+        concurrency=16, warmup_s=0.2, cooldown_s=0.1, instance_type=instance_type,
+    )  # fmt: skip

@@ -87,38 +87,8 @@ def run_generation_demo(
                 "deploy",
                 f"endpoint {dep.endpoint_name} {dep.status}: inference component, 2 copies, copy autoscaling 1-2",
             )
-            ep = Endpoint(dep.endpoint_name, session=session)
-            start, pieces = time.perf_counter(), []
-            for piece in ep.stream(
-                messages=[{"role": "user", "content": "Where is Paris?"}], max_tokens=24, seed=0
-            ):  # a fixed seed: the same answer every run
-                if not pieces:
-                    result.ttft_s = time.perf_counter() - start
-                pieces.append(piece)
-            result.answer = "".join(pieces)
-            stage(
-                "stream",
-                f"InvokeEndpointWithResponseStream: {len(pieces)} pieces, first after {result.ttft_s or 0:.3f} s",
-            )
-            bodies = requests_from(
-                tokenizer_path=compiled.out_dir,
-                prompt_tokens=Lengths(32),
-                output_tokens=Lengths(16),
-                count=32,
-            )
-            report = run_generation(
-                bodies=bodies,
-                endpoint=dep.endpoint_name,
-                session=session,
-                tokenizer=load_tokenizer(compiled.out_dir),
-                profile="concurrent",
-                concurrencies=[1, 4],
-                duration_s=bench_seconds / 2,
-                instance_type=instance_type,
-                copies=2,
-                copies_per_instance=2,
-            )
-            result.report = report.to_dict()
+            _stream(Endpoint(dep.endpoint_name, session=session), result, stage)
+            result.report = _bench(dep.endpoint_name, compiled.out_dir, session, instance_type, bench_seconds)
             peak = max(r["output_tokens_per_s"] for r in result.report["runs"])
             stage("bench", f"streamed through SageMaker: up to {peak:.0f} output tokens/s")
             removed = delete(dep.endpoint_name, session=session)
@@ -129,3 +99,29 @@ def run_generation_demo(
         if tmp is not None:
             tmp.cleanup()
     return result
+
+
+def _stream(ep: Endpoint, result: GenerationDemoResult, stage: Callable[[str, str], None]) -> None:
+    """One chat answer streamed through InvokeEndpointWithResponseStream (a fixed seed: the same answer every run)."""
+    start, pieces = time.perf_counter(), []
+    for piece in ep.stream(messages=[{"role": "user", "content": "Where is Paris?"}], max_tokens=24, seed=0):
+        if not pieces:
+            result.ttft_s = time.perf_counter() - start
+        pieces.append(piece)
+    result.answer = "".join(pieces)
+    stage(
+        "stream",
+        f"InvokeEndpointWithResponseStream: {len(pieces)} pieces, first after {result.ttft_s or 0:.3f} s",
+    )
+
+
+def _bench(name: str, artifact: Path, session: Session, instance_type: str, seconds: float) -> dict:
+    """Streamed completions of exact lengths through SageMaker at concurrency 1 and 4, both copies together."""
+    bodies = requests_from(
+        tokenizer_path=artifact, prompt_tokens=Lengths(32), output_tokens=Lengths(16), count=32
+    )
+    report = run_generation(
+        bodies=bodies, endpoint=name, session=session, tokenizer=load_tokenizer(artifact), profile="concurrent",
+        concurrencies=[1, 4], duration_s=seconds / 2, instance_type=instance_type, copies=2, copies_per_instance=2,
+    )  # fmt: skip
+    return report.to_dict()
