@@ -121,27 +121,11 @@ class Report(Displayed):
 
 
 @dataclass(frozen=True)
-class Load:
-    """What a bench sends and for how long: the profile and its settings, as ``run`` takes them."""
+class Load(profiles.LoadShape):
+    """An encoder bench's load: the shape, the closed loop's width and the p99 SLO find-max searches under."""
 
-    profile: str = "sweep"
-    duration_s: float = 10
     concurrency: int = 16
-    rate: float | None = None
-    rates: int = 3
-    warmup_s: float = 1.0
-    cooldown_s: float = 0.5
-    max_requests: int | None = None
-    max_errors: int | None = None
-    concurrencies: list[int] | None = None
-    seed: int = 0
     slo_p99_ms: float | None = None
-    precision: float = 0.1
-
-    @property
-    def levels(self) -> list[int]:
-        """The concurrent profile's levels."""
-        return self.concurrencies or [1, 2, 4, 8]
 
     @property
     def width(self) -> int:

@@ -200,26 +200,15 @@ async def _bounded(tasks: list, limits: dict, out: list[Timing], t0: float) -> N
 
 
 @dataclass(frozen=True)
-class StreamLoad:
-    """What a text-generation bench streams and for how long: the profile and its settings."""
+class StreamLoad(profiles.LoadShape):
+    """A text-generation bench's load: the shape (longer runs, nothing left unmeasured by default), the streams'
+    width and how long a run waits for its last streams after its duration."""
 
-    profile: str = "sweep"
     duration_s: float = 30
-    concurrencies: list[int] | None = None
-    max_concurrency: int = 32
-    rate: float | None = None
-    rates: int = 3
     warmup_s: float = 0.0
     cooldown_s: float = 0.0
-    max_requests: int | None = None
-    max_errors: int | None = None
-    grace_s: float = 30.0  # how long a run waits for its last streams after its duration
-    seed: int = 0
-    precision: float = 0.1
-
-    @property
-    def levels(self) -> list[int]:
-        return self.concurrencies or [1, 2, 4, 8]
+    max_concurrency: int = 32
+    grace_s: float = 30.0
 
     @property
     def width(self) -> int:

@@ -13,6 +13,7 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from smneuron.benchmark.search import unmet
@@ -20,6 +21,30 @@ from smneuron.errors import BenchFailedError, ConfigError
 
 PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
 R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class LoadShape:
+    """What both benches send and for how long: the profile and the settings every profile may read. Each bench's
+    load adds its own (``encoder.Load``: the closed loop's width and the p99 SLO; ``generation.StreamLoad``: the
+    streams' width and how long the last ones may take) and its own defaults."""
+
+    profile: str = "sweep"
+    duration_s: float = 10
+    concurrencies: list[int] | None = None
+    rate: float | None = None
+    rates: int = 3
+    warmup_s: float = 1.0
+    cooldown_s: float = 0.5
+    max_requests: int | None = None
+    max_errors: int | None = None
+    seed: int = 0  # the poisson profile's gaps
+    precision: float = 0.1  # find-max: the bracket's width at which the search stops
+
+    @property
+    def levels(self) -> list[int]:
+        """The concurrent profile's levels."""
+        return self.concurrencies or [1, 2, 4, 8]
 
 
 async def runs(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from smneuron.catalog import INSTANCE_TYPES, InstanceType
 from smneuron.catalog.generation import GPU_MEMORY_UTILIZATION, HBM_PER_CORE_GIB, HBM_USABLE, HOST_USABLE
@@ -95,6 +96,25 @@ def sharded_heads(tp: int, heads: int, kv_heads: int) -> tuple[int, int, str]:
             return q, tp, "replicate-to-tp-degree"
         return q, q, "convert-to-mha"
     return q, kv_heads, "shard"
+
+
+@dataclass(frozen=True)
+class Served:
+    """How one copy of a causal LM is served: its compiled batch size, sequence length, dtype and tensor-parallel size,
+    the bundle that travels together from the compile to the manifest, the capacity arithmetic and the plan.
+    ``tensor_parallel_size`` None: any (``smallest_fit`` tries each)."""
+
+    batch_size: int
+    sequence_length: int
+    dtype: str
+    tensor_parallel_size: int | None = None
+
+    @classmethod
+    def of(cls, thing: Any, *, pinned: bool = True) -> Served:
+        """From anything that carries the four (a CompileSpec, an artifact's generation section, a Capacity);
+        ``pinned`` False leaves the tensor-parallel size open."""
+        tp = thing.tensor_parallel_size if pinned else None
+        return cls(thing.batch_size, thing.sequence_length, thing.dtype, tp)
 
 
 @dataclass
@@ -330,11 +350,8 @@ def _gpu_capacity(
 
 def smallest_fit(
     shape: ModelShape,
+    served: Served,
     *,
-    batch_size: int,
-    sequence_length: int,
-    dtype: str,
-    tensor_parallel_size: int | None,
     family: str = "inf2",
     excluding: str | None = None,
     prices: PriceTable | Mapping[str, float] | None = None,
@@ -347,18 +364,11 @@ def smallest_fit(
         if inst.family != family or "endpoint" not in inst.uses or inst.name == excluding:
             continue
         devices = inst.gpus if family == "gpu" else inst.neuron_cores
-        for tp in [tensor_parallel_size] if tensor_parallel_size else [1, 2, 4, 8, 12, 24]:
+        for tp in [served.tensor_parallel_size] if served.tensor_parallel_size else [1, 2, 4, 8, 12, 24]:
             if tp > devices:
                 continue
-            c = capacity(
-                shape,
-                inst,
-                batch_size=batch_size,
-                sequence_length=sequence_length,
-                tensor_parallel_size=tp,
-                dtype=dtype,
-                copies=1,
-            )
+            c = capacity(shape, inst, batch_size=served.batch_size, sequence_length=served.sequence_length,
+                         tensor_parallel_size=tp, dtype=served.dtype, copies=1)  # fmt: skip
             if c.fits:
                 found.append((prices.hourly(inst.name) or float("inf"), devices, tp, c))
     return min(found, key=lambda f: f[:3])[3] if found else None
@@ -395,24 +405,8 @@ def check(c: Capacity, shape: ModelShape, prices: PriceTable | Mapping[str, floa
     if c.fits:
         return
     family = INSTANCE_TYPES[c.instance].family
-    same = smallest_fit(
-        shape,
-        batch_size=c.batch_size,
-        sequence_length=c.sequence_length,
-        dtype=c.dtype,
-        tensor_parallel_size=c.tensor_parallel_size,
-        family=family,
-        prices=prices,
-    )
-    best = smallest_fit(
-        shape,
-        batch_size=c.batch_size,
-        sequence_length=c.sequence_length,
-        dtype=c.dtype,
-        tensor_parallel_size=None,
-        family=family,
-        prices=prices,
-    )
+    same = smallest_fit(shape, Served.of(c), family=family, prices=prices)
+    best = smallest_fit(shape, Served.of(c, pinned=False), family=family, prices=prices)
     where = []
     if same:
         where.append(
@@ -429,15 +423,7 @@ def check(c: Capacity, shape: ModelShape, prices: PriceTable | Mapping[str, floa
             "--batch-size or --sequence-length."
         )
         gpu = (
-            smallest_fit(
-                shape,
-                batch_size=c.batch_size,
-                sequence_length=c.sequence_length,
-                dtype=c.dtype,
-                tensor_parallel_size=None,
-                family="gpu",
-                prices=prices,
-            )
+            smallest_fit(shape, Served.of(c, pinned=False), family="gpu", prices=prices)
             if family != "gpu"
             else None
         )

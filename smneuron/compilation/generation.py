@@ -25,7 +25,7 @@ from smneuron._version import __version__
 from smneuron.artifact.hashing import sha256_file, tree_hash
 from smneuron.artifact.links import check_file, inode_names
 from smneuron.artifact.manifest import Compiler, Generation, GenerationManifest
-from smneuron.catalog.capacity import ModelShape, smallest_fit
+from smneuron.catalog.capacity import ModelShape, Served, smallest_fit
 from smneuron.compilation import vocabulary
 from smneuron.display.cards import Card, Displayed
 from smneuron.display.progress import step
@@ -200,10 +200,7 @@ def _check_layout(spec: CompileSpec, config: dict, shape: ModelShape) -> None:
             + ", ".join(str(n) for n in range(1, 9) if shape.heads % n == 0)
             + " (up to the 8 GPUs of the largest instances).",
         )
-    if spec.target == "inf2" and (
-        smallest_fit(shape, batch_size=spec.batch_size, sequence_length=spec.sequence_length, dtype=spec.dtype,
-                     tensor_parallel_size=tp) is None
-    ):  # fmt: skip
+    if spec.target == "inf2" and smallest_fit(shape, Served.of(spec)) is None:
         raise ConfigError(
             f"{shape.parameters / 1e9:.2f}B parameters at batch {spec.batch_size} x {spec.sequence_length} "
             f"tokens with tp {tp} fit no inf2 instance.",

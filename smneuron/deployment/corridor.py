@@ -99,16 +99,8 @@ def preview(
         ConfigError: artifact target vs instance family, too many workers, bad names, the other kind's settings.
     """
     sess = session or Session.from_env()
-    request = request_for(
-        artifact,
-        spec,
-        scaling,
-        session=sess,
-        prices=prices,
-        artifacts=artifacts,
-        project=project,
-        settings=settings,
-    )
+    request = request_for(artifact, spec, scaling, session=sess, prices=prices, artifacts=artifacts, project=project,
+                          settings=settings)  # fmt: skip
     data = stage(request.artifact, session=sess, upload=False)
     others = {t: stage(a, session=sess, upload=False) for t, a in request.artifacts.items()}
     plan = plan_request(data, request, region=sess.region, others=others)
@@ -172,16 +164,8 @@ def deploy(
         AwsError subclasses: access, quota, throttling.
     """
     sess = session or Session.from_env()
-    request = request_for(
-        artifact,
-        spec,
-        scaling,
-        session=sess,
-        prices=prices,
-        artifacts=artifacts,
-        project=project,
-        settings=settings,
-    )
+    request = request_for(artifact, spec, scaling, session=sess, prices=prices, artifacts=artifacts, project=project,
+                          settings=settings)  # fmt: skip
     local = [request.artifact, *request.artifacts.values()]
     if not any(_is_s3(a) for a in local):  # refuse a wrong target or layout before uploading anything
         others = {t: describe_local(a) for t, a in request.artifacts.items()}

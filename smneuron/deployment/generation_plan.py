@@ -21,7 +21,7 @@ from smneuron._version import __version__
 from smneuron.artifact.kind import GENERATION, TAG_KIND, ModelKind
 from smneuron.artifact.staging import GenerationConfig, ModelData
 from smneuron.catalog import InstanceType, matrix
-from smneuron.catalog.capacity import Capacity, ModelShape, capacity, check, smallest_fit
+from smneuron.catalog.capacity import Capacity, ModelShape, Served, capacity, check, smallest_fit
 from smneuron.catalog.generation import accelerators_per_copy, copies_per_instance, resolve_vllm_image
 from smneuron.catalog.prices import PriceTable, price_table
 from smneuron.container.generation_env import container_environment
@@ -441,24 +441,8 @@ def _fallback(p: GenerationPlan, prices: PriceTable | Mapping[str, float] | None
         return None
     gen = p.model_data.generation
     shape = ModelShape.from_config(gen.shape, gen.num_parameters)
-    same = smallest_fit(
-        shape,
-        batch_size=gen.batch_size,
-        sequence_length=gen.sequence_length,
-        dtype=gen.dtype,
-        tensor_parallel_size=gen.tensor_parallel_size,
-        excluding=p.instance.name,
-        prices=prices,
-    )
-    gpu = smallest_fit(
-        shape,
-        batch_size=gen.batch_size,
-        sequence_length=gen.sequence_length,
-        dtype=gen.dtype,
-        tensor_parallel_size=None,
-        family="gpu",
-        prices=prices,
-    )
+    same = smallest_fit(shape, Served.of(gen), excluding=p.instance.name, prices=prices)
+    gpu = smallest_fit(shape, Served.of(gen, pinned=False), family="gpu", prices=prices)
     offers = []
     if same:
         offers.append(f"--instance {p.instance.name},{same.instance} (the same artifact)")
