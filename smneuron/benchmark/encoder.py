@@ -46,7 +46,7 @@ from smneuron.benchmark.targets import (
     sagemaker_sender,
     url_sender,
 )
-from smneuron.catalog import price_table
+from smneuron.catalog.prices import prices_for
 from smneuron.display.cards import Card, Displayed
 from smneuron.display.progress import Step, step
 from smneuron.errors import BenchFailedError, ConfigError
@@ -249,9 +249,8 @@ def run(
             hint="Give a whole number from 1 (the default: this process alone).",
         )
     errors, search = ErrorLog(), {}
-    # the cost: --price, else ``prices`` (the project file's), else the session's overrides, over the catalog
-    overrides = prices if prices is not None else getattr(session, "price_overrides", None)
-    hourly, price_source = price_table(overrides).quote(instance_type, price)
+    # the cost: --price, else ``prices`` over the session's over the catalog (``catalog.prices.prices_for``)
+    hourly, price_source = prices_for(prices, session=session).quote(instance_type, price)
 
     async def main(shown: Step) -> list[RunStats]:
         if url:

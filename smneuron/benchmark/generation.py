@@ -42,7 +42,7 @@ from smneuron.benchmark.stream_targets import (
     url_stream_sender,
 )
 from smneuron.benchmark.targets import check_reachable
-from smneuron.catalog import price_table
+from smneuron.catalog.prices import prices_for
 from smneuron.display.cards import Card, Displayed
 from smneuron.display.progress import step
 from smneuron.errors import BenchFailedError, ConfigError
@@ -324,9 +324,8 @@ def run_generation(
     check_window(m.duration_s, m.warmup_s, m.cooldown_s)
     search: dict = {}
     slo = slo or Slo()
-    # the cost: --price, else ``prices`` (the project file's), else the session's overrides, over the catalog
-    overrides = prices if prices is not None else getattr(session, "price_overrides", None)
-    hourly, source = price_table(overrides).quote(instance_type, price)
+    # the cost: --price, else ``prices`` over the session's over the catalog (``catalog.prices.prices_for``)
+    hourly, source = prices_for(prices, session=session).quote(instance_type, price)
 
     async def main(live: Callable[[Progress], None]) -> list[GenerationRun]:
         send, close = _sender(url, via, endpoint, session, m.width, tokenizer, component, checked)

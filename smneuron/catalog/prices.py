@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from smneuron.errors import ConfigError
 from smneuron.files.user import read_text
@@ -67,6 +68,22 @@ class PriceTable:
             overridden=changed,
             estimated=tuple(n for n in self.estimated if n not in given),
         )
+
+
+def prices_for(
+    given: PriceTable | Mapping[str, float] | None = None,
+    *,
+    project: Mapping[str, float] | None = None,
+    session: Any = None,
+) -> PriceTable:
+    """The one price table every cost is read from, with one precedence: ``given`` (an SDK argument, `--price
+    TYPE=USD`) over ``project`` (smneuron.yaml's ``prices:``) over the ``session``'s (``price_overrides``: the CLI's
+    session carries the project's) over the catalog (``SMNEURON_PRICES_FILE`` over the built-in list). A table given is
+    taken whole. Each figure's source (``source_of``, ``quote``) says which it came from."""
+    if isinstance(given, PriceTable):
+        return given
+    layers = {**(getattr(session, "price_overrides", None) or {}), **(project or {}), **(given or {})}
+    return load_prices(layers or None)
 
 
 def price_table(prices: PriceTable | Mapping[str, float] | None = None) -> PriceTable:

@@ -16,6 +16,7 @@ from typing import Any
 from smneuron.artifact.kind import GENERATION, SETTINGS, ModelKind
 from smneuron.artifact.staging import ModelData, describe_local, stage
 from smneuron.catalog import InstanceType
+from smneuron.catalog.prices import PriceTable, prices_for
 from smneuron.endpoints.autoscaling import parse_schedule
 from smneuron.errors import ConfigError
 from smneuron.session import Session
@@ -43,7 +44,7 @@ class DeployRequest:
     )  # encoders; None for text generation (its copies scale, see endpoint.generation)
     workers: int | None = None
     artifacts: dict[str, str | Path] = field(default_factory=dict)  # instance pools: target -> artifact
-    prices: dict[str, float] | None = None
+    prices: PriceTable | None = None
     given: dict[str, str] = field(default_factory=dict)  # setting -> "flag" or the project file's key
     notes: tuple[str, ...] = ()
 
@@ -114,8 +115,8 @@ def resolve(
         scaling=req_scaling,
         workers=given_settings.get("workers"),
         artifacts=dict(artifacts or {}),
-        # the session's (the CLI's: the project file's), the project file's, then the caller's: one table for every cost
-        prices={**(session.price_overrides if session else {}), **project.prices, **(prices or {})} or None,
+        # the caller's over the project file's over the session's over the catalog: one table for every cost
+        prices=prices_for(prices, project=project.prices, session=session),
         given=given,
         notes=notes,
     )

@@ -15,7 +15,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from smneuron.artifact.kind import ENCODER, GENERATION, KINDS, ModelKind
-from smneuron.catalog import price_table
+from smneuron.catalog.prices import prices_for
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.display.progress import step
 from smneuron.endpoints import autoscaling, components, owned
@@ -143,7 +143,7 @@ def list_endpoints(*, session: Session | None = None) -> list[dict]:
 
     sess = session or Session.from_env()
     sm = sess.client("sagemaker")
-    prices = price_table(sess.price_overrides)
+    prices = prices_for(session=sess)
     out = []
     for page in sm.get_paginator("list_endpoints").paginate():
         for e in page["Endpoints"]:

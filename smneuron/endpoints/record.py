@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smneuron.artifact.kind import KINDS, ModelKind, endpoint_kind
-from smneuron.catalog import InstanceType, price_table
+from smneuron.catalog import InstanceType
 from smneuron.catalog.generation import copies_per_instance
+from smneuron.catalog.prices import prices_for
 from smneuron.container.generation_env import served_configuration
 from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.naming import redacted
@@ -144,7 +145,7 @@ def read_endpoint(session: Session, name: str, *, scaling: bool = False) -> Endp
     kind, evidence = endpoint_kind(tags, components=bool(found), environment=container.get("Environment", {}))
     document = _document(session, d, config, served, model, found, tags, kind, evidence, scaling)
     instance = InstanceType.parse(served["instance_type"])
-    prices = price_table(session.price_overrides)
+    prices = prices_for(session=session)
     hourly = prices.hourly(instance.name)
     return EndpointRecord(
         name=name,

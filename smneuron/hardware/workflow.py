@@ -26,8 +26,8 @@ from smneuron.artifact.staging import describe_local
 from smneuron.benchmark import encoder
 from smneuron.benchmark.prompts import lengths
 from smneuron.benchmark.settings import check_profile
-from smneuron.catalog import InstanceType, price_table
-from smneuron.catalog.prices import PriceTable
+from smneuron.catalog import InstanceType
+from smneuron.catalog.prices import PriceTable, prices_for
 from smneuron.compilation.entry import compile_model
 from smneuron.deployment.corridor import deploy, preview
 from smneuron.endpoints.handle import delete
@@ -138,9 +138,7 @@ def compare_instances(
     parts = _PARTS[_kind_compared(model, spec, compile_overrides, artifacts)]
     parts.check(asked)
     sess = session or Session.from_env()
-    prices = price_table(
-        {**sess.price_overrides, **given.get("prices", {})}
-    )  # the session's (project's), then --price
+    prices = prices_for(given.get("prices"), session=sess)  # --price over the session's (the project's)
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-compare-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
     try:
