@@ -15,13 +15,13 @@ the strategy (the plan, the container environment, the bench load) keyed by this
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.kind_settings import _ENCODER_SETTINGS, _GENERATION_SETTINGS, _SCOPE_NOUN, _SCOPES
 from smneuron.artifact.kind_settings import SETTINGS as SETTINGS  # part of this module's API
-from smneuron.errors import ArtifactError, ConfigError
+from smneuron.errors import ArtifactError, ConfigError, UsageError
 
 MANIFEST_NAME = "smneuron.json"
 
@@ -57,6 +57,23 @@ class ModelKind(str):
         if refusal is not None:
             message, hint = refusal
             raise ConfigError(message.format(name=name, evidence=evidence), hint=hint.format(name=name))
+
+    # the fewest a scaling floor may be (instances for an encoder's real-time variant, copies for text generation),
+    # and why no fewer: (message, hint) with {label} and {floor}
+    fewest: int = 1
+    floor_refusal: tuple[str, str] = ("", "")
+
+    def check_floor(self, floor: int, label: str, scheduled: Sequence[int] = ()) -> None:
+        """Refuse a scaling floor (``--min``, a schedule's minimum) below what this kind can scale to, with AWS's
+        reason: one rule for `deploy` and `scale` alike.
+
+        Raises:
+            UsageError: the floor is below ``fewest``.
+        """
+        low = min([floor, *scheduled])
+        if low < self.fewest:
+            message, hint = self.floor_refusal
+            raise UsageError(message.format(label=label, floor=low), hint=hint.format(label=label))
 
     def holds(self, thing: Any) -> bool:
         """Whether ``thing`` (a manifest, ModelData, plan or report) is of this kind (``kind_of``): a check that an
@@ -120,6 +137,16 @@ class Encoder(ModelKind):
         ),
     }
     settings = _ENCODER_SETTINGS
+    fewest = 1
+    # AWS Developer Guide, "Scale an endpoint to zero instances" (endpoint-auto-scaling-zero-instances.html): "An
+    # endpoint can scale to and from zero instances only if it hosts inference components."
+    floor_refusal = (
+        "{label} {floor}: an encoder's real-time endpoint cannot scale to zero instances: SageMaker scales an endpoint "
+        "to and from zero only when it hosts inference components (AWS Developer Guide, 'Scale an endpoint to zero "
+        "instances').",
+        "Give {label} 1 or more. An encoder that idles for hours is what asynchronous endpoints are for (they scale "
+        "to zero; smneuron does not deploy them yet); text generation's copies scale to zero (--min-copies 0).",
+    )
     serves_with = "by TorchServe workers in the PyTorch DLC"
     ships_code = True
     scales_instances = True
@@ -136,6 +163,7 @@ class TextGeneration(ModelKind):
         ),
     }
     settings = _GENERATION_SETTINGS
+    fewest = 0  # copies scale to zero, and the instances with them (managed instance scaling)
     serves_with = "as inference-component copies of the vLLM container"
     ships_code = False
     scales_instances = False

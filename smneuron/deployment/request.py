@@ -103,6 +103,9 @@ def resolve(
     req_scaling = (
         _scaling(spec, base_scaling, given_settings, given, where) if kind.scales_instances else None
     )
+    if req_scaling is not None:  # one rule with `scale`: what this kind scales to zero
+        floors = [s.min_capacity for s in req_scaling.scheduled]
+        kind.check_floor(req_scaling.min_capacity, DEPLOY["min_capacity"].label(where), floors)
     notes = ()
     if kind.scales_instances and "initial_instance_count" in given and not _any_scaling(given):
         notes = (

@@ -38,6 +38,9 @@ def scale(
     sess = session or Session.from_env()
     r = record or read_endpoint(sess, name)
     kind = r.served_kind()
+    # one rule with deploy: what each kind scales to zero (copies do; an encoder's instances do not)
+    kind.check_floor(spec.min_capacity, "--min" if where == "cli" else "min_capacity=",
+                     [s.min_capacity for s in spec.scheduled])  # fmt: skip
     if (
         not kind.scales_instances
     ):  # text generation: the copies scale, on the instances managed instance scaling adds

@@ -365,7 +365,11 @@ class ScheduledScaling(StrictModel):
 class ScalingSpec(StrictModel):
     """Application Auto Scaling for the endpoint variant."""
 
-    min_capacity: int = Field(1, ge=1, description="Fewest instances.")
+    min_capacity: int = Field(
+        1,
+        ge=0,
+        description="Fewest instances (copies for text generation; 0 only where the kind scales to zero).",
+    )
     max_capacity: int = Field(1, ge=1, description="Most instances; equal to min disables scaling.")
     metric: Literal["invocations_per_instance", "concurrent_requests_per_model"] = Field(
         "invocations_per_instance", description="Target-tracking metric."
