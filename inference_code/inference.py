@@ -101,6 +101,8 @@ def predict_many(requests, model):
                 if request.openai is not None:
                     counts = [len(encodings[i].ids) for i in idx]
                     outcomes[r] = (openai_document(results, counts, request.openai), OPENAI_EMBEDDINGS)
+                elif request.lines is not None:  # JSON Lines: one answer per line, in order
+                    outcomes[r] = (serving_codec.per_line(results, request.lines), model.task)
                 else:
                     outcomes[r] = (results, model.task)
             except RequestError as e:

@@ -78,12 +78,15 @@ def openai_document(vectors, token_counts, meta):
 class Request(object):
     """A decoded request: a list of inputs (str, or (str, str) pairs) and its parameters."""
 
-    __slots__ = ("inputs", "parameters", "openai")
+    __slots__ = ("inputs", "parameters", "openai", "lines")
 
-    def __init__(self, inputs, parameters, openai=None):
+    def __init__(self, inputs, parameters, openai=None, lines=None):
         self.inputs = inputs
         self.parameters = parameters
         self.openai = openai  # an OpenAI embeddings request: {"model": ..., "encoding_format": ...}
+        # a JSON Lines request (Batch Transform's SplitType=Line, BatchStrategy=MultiRecord): per line, how many
+        # inputs it holds and whether it held one (a text) or a list; each line is answered by one line, in order
+        self.lines = lines
 
 
 def media_type(header):
@@ -113,17 +116,13 @@ def decode(body, content_type, max_inputs):
     if not isinstance(body, str):
         raise RequestError(400, "bad_body", "The request body must be text.")
 
-    parameters, openai = {}, []
+    parameters, openai, lines = {}, [], None
     if ctype == TEXT:
         inputs = [body]
     elif ctype == JSON:
         inputs, parameters, *openai = _from_document(_parse_json(body))
     else:
-        inputs = []
-        for n, line in enumerate(body.splitlines(), 1):
-            if line.strip():
-                more, _ = _from_document(_parse_json(line, "line %d: " % n))
-                inputs.extend(more)
+        inputs, parameters, lines = _from_lines(body)
     if not inputs:
         raise RequestError(400, "empty_inputs", "The request has no inputs.")
     if len(inputs) > max_inputs:
@@ -133,7 +132,48 @@ def decode(body, content_type, max_inputs):
             "The request has %d inputs; the limit is %d (split it, or raise SMNEURON_MAX_INPUTS)."
             % (len(inputs), max_inputs),
         )
-    return Request(inputs, _check_parameters(parameters), openai[0] if openai else None)
+    return Request(inputs, _check_parameters(parameters), openai[0] if openai else None, lines)
+
+
+def _from_lines(body):
+    """A JSON Lines body: a document per line (``"text"``, ``{"inputs": ...}``), blank lines skipped. Every line
+    takes the first line's parameters (a line with others is refused: one request runs with one set).
+
+    Raises:
+        RequestError: naming the line that is not valid JSON, not an input, or has other parameters.
+    """
+    inputs, lines, parameters = [], [], None
+    for n, line in enumerate(body.splitlines(), 1):
+        if not line.strip():
+            continue
+        doc = _parse_json(line, "line %d: " % n)
+        try:
+            more, given = _from_document(doc)
+        except RequestError as e:
+            raise RequestError(e.status, e.code, "line %d: %s" % (n, e.message))
+        if parameters is None:
+            parameters = given
+        elif given != parameters:
+            raise RequestError(
+                400,
+                "mixed_parameters",
+                "line %d: its parameters differ from the first line's; a JSON Lines request runs with one set "
+                "(send lines with other parameters in another request)." % n,
+            )
+        inner = doc.get("inputs") if isinstance(doc, dict) and "inputs" in doc else doc
+        lines.append((len(more), not isinstance(inner, list)))
+        inputs.extend(more)
+    return inputs, parameters or {}, lines
+
+
+def per_line(results, lines):
+    """A JSON Lines request's results, one per line, in order: a line that held one input gets its result, a line
+    that held a list gets the list of theirs."""
+    out, i = [], 0
+    for count, single in lines:
+        out.append(results[i] if single else results[i : i + count])
+        i += count
+    return out
 
 
 def _parse_json(text, where=""):

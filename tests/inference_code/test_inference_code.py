@@ -121,6 +121,30 @@ def test_batching_handler_serves_a_mixed_batch_in_one_pass_per_bucket(code, clas
     assert json.loads(bodies[5])["code"] == "unsupported_accept"
 
 
+def test_json_lines_are_answered_one_line_per_line_in_order(code, classifier_dir, tiny_classifier):
+    """Batch Transform's MultiRecord sends many lines in one request and assembles the answer by line: each line gets
+    one answer line (a line that held a list gets the list), blank lines are skipped, a bad line is named."""
+    inf = code["inference"]
+    model = inf.model_fn(str(classifier_dir))
+    lines = [json.dumps(TEXTS[0]), json.dumps({"inputs": TEXTS[1:3]}), "", json.dumps({"inputs": TEXTS[3]})]
+    body, ctype = inf.output_fn(
+        inf.predict_fn(inf.input_fn("\n".join(lines) + "\n", "application/jsonlines"), model), "application/jsonlines"
+    )
+    answers = [json.loads(x) for x in body.splitlines()]
+    assert ctype == "application/jsonlines" and len(answers) == 3
+    got = label_scores([answers[0]]) + label_scores(answers[1]) + label_scores([answers[2]])
+    assert close(got, expected(tiny_classifier, TEXTS[:4]))
+
+    errors = code["serving_codec"].RequestError
+    with pytest.raises(errors) as e:
+        inf.input_fn(json.dumps("fine") + "\n\n" + json.dumps({"inputs": 5}), "application/jsonlines")
+    assert (e.value.status, e.value.code) == (400, "bad_inputs") and e.value.message.startswith("line 3: ")
+    mixed = [json.dumps({"inputs": "a", "parameters": {"top_k": 2}}), json.dumps({"inputs": "b"})]
+    with pytest.raises(errors) as e:
+        inf.input_fn("\n".join(mixed), "application/jsonlines")
+    assert e.value.code == "mixed_parameters" and e.value.message.startswith("line 2: ")
+
+
 def test_routing_to_the_smallest_bucket_and_truncation(code, classifier_dir):
     inf = code["inference"]
     model = inf.model_fn(str(classifier_dir))
