@@ -163,6 +163,15 @@ class TextGeneration(ModelKind):
         ),
     }
     settings = _GENERATION_SETTINGS
+    refusals = {
+        **refusals,
+        "transform": (
+            "{name} is a text-generation artifact: smneuron's Batch Transform runs encoders (the PyTorch DLC's "
+            "inference.py answers a JSON Lines request one line per line); the vLLM container it would run in takes "
+            "no JSON Lines.",
+            "Deploy it (`smneuron deploy`) and send the prompts to the endpoint, or transform an encoder artifact.",
+        ),
+    }
     fewest = 0  # copies scale to zero, and the instances with them (managed instance scaling)
     serves_with = "as inference-component copies of the vLLM container"
     ships_code = False

@@ -94,6 +94,11 @@ COMMANDS: dict[str, Entry] = {
         "bench_cmd",
         "Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput.",
     ),
+    "transform": Entry(
+        _CLI + "transform_cmd",
+        "transform_cmd",
+        "Batch Transform: a JSON Lines corpus through the model on N instances, one answer per line, in S3.",
+    ),
     "recommend": Entry(
         _CLI + "bench_cmd",
         "recommend_cmd",

@@ -13,6 +13,16 @@ from smneuron.serving.pool import WorkerPool
 from smneuron.specs.models import EndpointSpec
 
 MAX_PAYLOAD = 6 * 1024 * 1024  # SageMaker's real-time payload limit
+
+
+def payload_limit(environment: dict[str, str]) -> int:
+    """The largest request body the model server takes: TorchServe's ``max_request_size`` as the DLC sets it from
+    ``TS_MAX_REQUEST_SIZE`` (its default-ts.properties has ``enable_envvars_config=true``; a Batch Transform's Model
+    raises it to its MaxPayloadInMB), else SageMaker's real-time 6 MiB."""
+    raw = environment.get("TS_MAX_REQUEST_SIZE", "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else MAX_PAYLOAD
+
+
 TIMED_OUT = json.dumps(
     {"error": "The model server did not answer in time.", "code": "model_timeout"}
 ).encode()
@@ -26,8 +36,8 @@ def _error(status: int, code: str, message: str) -> Any:
     )
 
 
-def _too_large() -> Any:
-    return _error(413, "payload_too_large", f"The request body exceeds {MAX_PAYLOAD} bytes.")
+def _too_large(limit: int) -> Any:
+    return _error(413, "payload_too_large", f"The request body exceeds {limit} bytes.")
 
 
 # the workers' figures /metrics exposes: (name, help, type, WorkerStats attribute)
@@ -55,11 +65,12 @@ def metrics_text(pool: WorkerPool) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _body(scope: Any, receive: Any, send: Any, headers: dict) -> bytes | None:
-    """The request's body within the contract's 6 MiB; None when it was answered (413) or the caller left."""
+async def _body(scope: Any, receive: Any, send: Any, headers: dict, limit: int) -> bytes | None:
+    """The request's body within ``limit`` (the contract's 6 MiB unless the Model raised it); None when it was answered
+    (413) or the caller left."""
     length = headers.get(b"content-length", b"")
-    if length.isdigit() and int(length) > MAX_PAYLOAD:
-        await _too_large()(scope, receive, send)
+    if length.isdigit() and int(length) > limit:
+        await _too_large(limit)(scope, receive, send)
         return None
     body = bytearray()
     while True:
@@ -67,8 +78,8 @@ async def _body(scope: Any, receive: Any, send: Any, headers: dict) -> bytes | N
         if message["type"] == "http.disconnect":
             return None  # the caller is gone: nothing to answer
         body.extend(message.get("body", b""))
-        if len(body) > MAX_PAYLOAD:
-            await _too_large()(scope, receive, send)
+        if len(body) > limit:
+            await _too_large(limit)(scope, receive, send)
             return None
         if not message.get("more_body"):
             return bytes(body)
@@ -80,7 +91,7 @@ async def invoke(pool: WorkerPool, spec: EndpointSpec, scope: Any, receive: Any,
     headers = dict(
         reversed(scope.get("headers") or [])
     )  # a name sent twice: its first value, as Starlette reads it
-    body = await _body(scope, receive, send, headers)
+    body = await _body(scope, receive, send, headers, payload_limit(spec.environment))
     if body is None:
         return
     request_headers = {

@@ -128,7 +128,8 @@ def test_json_lines_are_answered_one_line_per_line_in_order(code, classifier_dir
     model = inf.model_fn(str(classifier_dir))
     lines = [json.dumps(TEXTS[0]), json.dumps({"inputs": TEXTS[1:3]}), "", json.dumps({"inputs": TEXTS[3]})]
     body, ctype = inf.output_fn(
-        inf.predict_fn(inf.input_fn("\n".join(lines) + "\n", "application/jsonlines"), model), "application/jsonlines"
+        inf.predict_fn(inf.input_fn("\n".join(lines) + "\n", "application/jsonlines"), model),
+        "application/jsonlines",
     )
     answers = [json.loads(x) for x in body.splitlines()]
     assert ctype == "application/jsonlines" and len(answers) == 3

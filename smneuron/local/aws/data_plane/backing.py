@@ -159,13 +159,27 @@ class Backer:
             self.endpoints[name].instance_type = instance_type
         if not model_name:  # a variant for inference components: their copies run per component
             return None
-        described = sm.describe_model(ModelName=model_name)
+        log = self.logs.new_file(ENDPOINT_GROUP.format(name), instance_stream(variant["VariantName"]))
+        return self.server_for_model(model_name, instance_type, log, slot)
+
+    def server_for_model(
+        self,
+        model_name: str,
+        instance_type: str,
+        log: Path,
+        slot: int = 0,
+        extra_env: dict[str, str] | None = None,
+    ) -> Any:
+        """A model server (not started) for a Model as one instance of ``instance_type`` runs it: an endpoint's
+        instance, or a transform job's (``extra_env``: what the job adds to the Model's environment). Its output goes
+        to ``log`` (shipped to CloudWatch Logs)."""
+        session = self._session()
+        described = session.client("sagemaker").describe_model(ModelName=model_name)
         container = described["PrimaryContainer"]
         uri = container.get("ModelDataUrl") or container["ModelDataSource"]["S3DataSource"]["S3Uri"]
-        env = dict(container.get("Environment", {}))
+        env = {**container.get("Environment", {}), **(extra_env or {})}
         if described.get("EnableNetworkIsolation"):  # its processes get no credentials, endpoint or proxy
             env[MARK] = "1"
-        log = self.logs.new_file(ENDPOINT_GROUP.format(name), instance_stream(variant["VariantName"]))
         if not staged_by_smneuron(uri, session=session):  # e.g. the SageMaker SDK's repacked PyTorchModel
             return _as_the_dlc_serves(uri, container.get("Image", ""), env, session, log)
         data = stage(uri, session=session)

@@ -52,6 +52,7 @@ from smneuron.local.aws.engine.describe_shapes import patch_describe_shapes
 from smneuron.local.aws.engine.hooks import install as install_hooks
 from smneuron.local.aws.engine.iam_simulation import patch_policy_simulation
 from smneuron.local.aws.engine.speed import patch_speed
+from smneuron.local.aws.engine.transform_jobs import patch_transform_jobs
 from smneuron.local.aws.http.connections import close_all, kept_alive
 from smneuron.serving.ports import free_port
 
@@ -93,6 +94,7 @@ def patch_moto() -> None:
     _patch_pipeline_steps(models, responses, ActionResult)
     patch_components()
     patch_benchmark_jobs()
+    patch_transform_jobs()
     patch_policy_simulation()
     patch_describe_shapes()
     _patch_s3_conditional_denies()

@@ -1,0 +1,139 @@
+"""``smneuron.transform``: the one transform verb, which `smneuron transform` calls too.
+
+Keywords -> the typed request (``specs.transform_settings.TRANSFORM``) -> the input read (a local JSON Lines file or
+folder, its records counted) and the plan (``transform.plan_transform``: refusals before anything is uploaded) -> the
+artifact staged and the input uploaded -> the Model and the job created (the Model taken back when the job cannot be
+created) -> followed to its end: the output, the records, their rate and their cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from smneuron.artifact.staging import stage
+from smneuron.deployment.transform import (
+    TransformPlan,
+    TransformResult,
+    describe,
+    plan_transform,
+    result_of,
+    wait,
+)
+from smneuron.errors import ConfigError, UsageError, from_client_error
+from smneuron.files.user import read_text
+from smneuron.session import Session
+from smneuron.specs.transform_settings import TRANSFORM
+
+
+@TRANSFORM.signature
+def transform(
+    artifact: str | Path,
+    *,
+    session: Session | None = None,
+    dry_run: bool = False,
+    wait_for_it: bool = True,
+    on_status: Callable[[str, float], None] | None = None,
+    where: str = "sdk",
+    **settings: Any,
+) -> TransformPlan | TransformResult:
+    """Run a Batch Transform of the records at ``input`` through ``artifact``'s Model (an artifact dir, a
+    model.tar.gz, a package dir or an s3:// URI of one), answers at ``output``: one line per input line, in order.
+
+    Args:
+        dry_run: the plan, creating nothing (the input is read, not uploaded).
+        wait_for_it: follow the job to its end (else return once it was created, InProgress).
+        on_status: called with the job's status and the seconds it has run, as it is polled.
+        where: "cli" or "sdk": how a refusal names a setting (``--input`` or ``input=``).
+
+    Returns:
+        The plan (``dry_run``), else the ``TransformResult``: status, output, records, records/s, $ per 1M records.
+
+    Raises:
+        UsageError: no input, an instance type Batch Transform does not take, a payload over 100 MB per instance.
+        ConfigError: an input that is not JSON Lines, what deploy's plan refuses. AwsError: as SageMaker answers.
+    """
+    sess = session or Session.from_env()
+    given = TRANSFORM.parse(settings, where=where).given()
+    if "input" not in given:
+        label = TRANSFORM["input"].label(where)
+        raise UsageError(f"Nothing to transform: give {label}.", hint=f"{label} s3://BUCKET/PREFIX/ or a local "
+                                                                     "JSON Lines file or folder.")  # fmt: skip
+    local, records = _local_input(given["input"])
+    p = plan_transform(stage(artifact, session=sess, upload=False), given, region=sess.region, session=sess,
+                       where=where)  # fmt: skip
+    p.records = records
+    base = f"s3://{sess.bucket_name}/smneuron/transform/{p.job_name}"
+    p.output_uri = given.get("output") or f"{base}/output/"
+    if dry_run:
+        return p
+    staged = stage(artifact, session=sess, name=p.model.endpoint_name, tags=p.model.tags)
+    job = plan_transform(staged, given, region=sess.region, session=sess, where=where)
+    job.job_name, job.records, job.output_uri = p.job_name, records, p.output_uri
+    job.input_uri = _upload(sess, local, f"{base}/input/") if local else given["input"]
+    _create(sess, job)
+    if not wait_for_it:
+        return result_of(describe(sess, job.job_name), records=records, hourly=job.hourly_usd)
+    return result_of(wait(sess, job.job_name, on_status=on_status), records=records, hourly=job.hourly_usd)
+
+
+def _local_input(given: str) -> tuple[Path | None, int | None]:
+    """A local JSON Lines file or folder and its records (non-blank lines); (None, None) for an s3:// prefix.
+
+    Raises:
+        ConfigError: no such file or folder, an empty one, a file that is not text.
+    """
+    if given.startswith("s3://"):
+        return None, None
+    path = Path(given)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    if not path.exists() or not files:
+        raise ConfigError(
+            f"{given} is {'an empty folder' if path.exists() else 'not a file or folder'}: there are no records to "
+            "transform.",
+            hint='Give a JSON Lines file (one text, or {"inputs": ...}, per line), a folder of them, or an s3:// prefix.',
+        )
+    records = sum(
+        1 for f in files for line in read_text(f, "the transform input").splitlines() if line.strip()
+    )
+    return path, records
+
+
+def _upload(session: Session, path: Path, uri: str) -> str:
+    """The local input under ``uri`` (the session's bucket, its key for KMS, else the bucket's default encryption)."""
+    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    extra = (
+        {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": session.kms_key_id} if session.kms_key_id else {}
+    )
+    s3 = session.client("s3")
+    try:
+        for f in files:
+            key = prefix + (f.relative_to(path).as_posix() if path.is_dir() else f.name)
+            s3.upload_file(str(f), bucket, key, ExtraArgs=extra or None)
+    except ClientError as e:
+        raise from_client_error(e, operation="PutObject") from e
+    return uri
+
+
+def _create(session: Session, p: TransformPlan) -> None:
+    """The Model (unless it exists: it is named from its content), then the job; a Model this call created is taken
+    back when the job cannot be created."""
+    sm = session.client("sagemaker")
+    created = False
+    try:
+        for request in p.model.create_model_requests(session.role_arn):
+            try:
+                sm.create_model(**request)
+                created = True
+            except ClientError as e:
+                if "already exist" not in str(e).lower():
+                    raise
+        sm.create_transform_job(**p.job_request())
+    except ClientError as e:
+        if created:
+            sm.delete_model(ModelName=p.model.model_name)
+        raise from_client_error(e, operation="CreateTransformJob") from e
