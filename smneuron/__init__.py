@@ -68,6 +68,7 @@ _EXPORTS = {  # public name -> (module, attribute)
     "bench_in_account": ("smneuron.benchmark.jobs", "run_in_account"),
     "bench_in_account_and_here": ("smneuron.benchmark.in_account", "bench_in_account_and_here"),
     "evaluate": ("smneuron.evaluation.request", "evaluate_candidate"),
+    "transform": ("smneuron.deployment.transform_run", "transform"),
     "evaluate_encoder": ("smneuron.evaluation.scoring", "evaluate"),
     "evaluate_generation": ("smneuron.evaluation.request", "evaluate_generation"),
     "evaluate_candidate": ("smneuron.evaluation.request", "evaluate_candidate"),
