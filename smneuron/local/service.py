@@ -24,7 +24,7 @@ from pathlib import Path
 
 from smneuron.catalog import InstanceType
 from smneuron.errors import ConfigError, Interrupted, SmneuronError, file_error
-from smneuron.files.local_record import LOCAL_REGION, local_keys, pid_alive
+from smneuron.files.local_record import LOCAL_REGION, LocalKeys, local_keys, pid_alive
 from smneuron.files.local_record import local_service as status
 from smneuron.files.local_record import local_service_path as state_path
 from smneuron.files.private import open_private_append, private_dir, tighten, write_private
@@ -178,7 +178,28 @@ def _start(
     orphans = sweep(owner_of(path))  # a previous service that crashed left these serving
     _remove_run_dir(path)  # and its downloads, weights and logs
     log = path.with_name("local.log")
-    port = check_port(port) or _last_port(path) or free_port()
+    given = check_port(port)
+    port = given or _last_port(path) or free_port()
+    for attempt in (1, 2, 3):
+        try:
+            running = _launch(
+                path, port, log, keys, engine, generation_engine, fresh, short, origins, timeout
+            )
+            break
+        except SmneuronError as e:
+            # a port this call picked was free when picked and taken before the service bound it: pick another
+            if given or attempt == 3 or "different port" not in e.message:
+                raise
+            port = free_port()
+    write_private(path.with_name("port"), str(port).encode())
+    return {**running, "started": True, "orphans_stopped": orphans}
+
+
+def _launch(
+    path: Path, port: int, log: Path, keys: LocalKeys, engine: str, generation_engine: str, fresh: bool, short: list[str],
+    origins: list[str], timeout: float,
+) -> dict:  # fmt: skip
+    """Start the service process on ``port`` and wait until it answers (its record)."""
     command = [
         sys.executable,
         "-m",
@@ -206,9 +227,7 @@ def _start(
             start_new_session=True,  # survives the shell that started it; `local down` stops it
             env={**os.environ, **keys.environment(), "AWS_REGION": LOCAL_REGION, OWNER: str(owner_of(path))},
         )
-    running = _wait_up(proc, path, log, timeout)
-    write_private(path.with_name("port"), str(port).encode())
-    return {**running, "started": True, "orphans_stopped": orphans}
+    return _wait_up(proc, path, log, timeout)
 
 
 def _wait_up(proc: subprocess.Popen, path: Path, log: Path, timeout: float) -> dict:

@@ -814,6 +814,23 @@ CASES = [
         {},
         None,
     ),
+    # Batch Transform: what SageMaker refuses, refused before anything is uploaded (a dry run needs no AWS)
+    (
+        "transform-on-inf1",
+        "transform {artifact} --input {root}/data.jsonl --instance ml.inf1.xlarge --dry-run",
+        2,
+        ["Batch Transform does not run on ml.inf1.xlarge", "TransformInstanceType", "ml.inf2.xlarge"],
+        {},
+        None,
+    ),
+    (
+        "transform-no-input",
+        "transform {artifact} --instance ml.c6i.xlarge --dry-run",
+        2,
+        ["give --input"],
+        {},
+        None,
+    ),
     (
         "deploy-headroom-out-of-range",
         "deploy {artifact} --instance ml.c6i.xlarge --bench-report {root}/report.json --slo-p99-ms 50 --headroom 2 --dry-run",
