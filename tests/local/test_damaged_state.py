@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -54,12 +55,26 @@ def cli(tmp_path):
     run("local", "down")
 
 
-def _kept_bucket(cli: Cli, name: str, key: str = "k", body: bytes = b"kept bytes") -> None:
-    assert cli("local", "up").returncode == 0
-    s3 = cli.client("s3")
-    s3.create_bucket(Bucket=name)
-    s3.put_object(Bucket=name, Key=key, Body=body)
-    assert cli("local", "down").returncode == 0
+@pytest.fixture(scope="module")
+def kept_bucket(tmp_path_factory) -> Path:
+    """A state folder a clean `local down` left, holding bucket "kept" with object "k" (b"kept bytes"): made once,
+    copied by each test that damages it (an up and a down fewer each)."""
+    made = Cli(tmp_path_factory.mktemp("kept") / "state")
+    assert made("local", "up").returncode == 0
+    try:
+        s3 = made.client("s3")
+        s3.create_bucket(Bucket="kept")
+        s3.put_object(Bucket="kept", Key="k", Body=b"kept bytes")
+    finally:
+        assert made("local", "down").returncode == 0
+    (made.state / "port").unlink(missing_ok=True)  # each copy picks a free port of its own
+    return made.state
+
+
+def _kept_bucket(cli: Cli, kept: Path) -> None:
+    """``cli``'s state folder as ``kept`` left it (copied whole)."""
+    shutil.copytree(kept, cli.state, copy_function=shutil.copy2, symlinks=True)
+    os.chmod(cli.state, 0o700)
 
 
 @pytest.mark.parametrize(
@@ -72,9 +87,9 @@ def _kept_bucket(cli: Cli, name: str, key: str = "k", body: bytes = b"kept bytes
     ],
 )
 def test_a_damaged_snapshot_is_refused_with_the_file_and_the_choices_and_never_overwritten(
-    cli, damage, reason
+    cli, kept_bucket, damage, reason
 ):
-    _kept_bucket(cli, "kept-one")
+    _kept_bucket(cli, kept_bucket)
     current = cli.state / "aws" / "resources.json"
     damaged = damage(current.read_bytes())
     current.write_bytes(damaged)
@@ -87,8 +102,8 @@ def test_a_damaged_snapshot_is_refused_with_the_file_and_the_choices_and_never_o
     assert current.read_bytes() == damaged  # and the file is as it was
 
 
-def test_restore_previous_brings_back_the_snapshot_before_and_keeps_the_damaged_one_aside(cli):
-    _kept_bucket(cli, "kept-two")
+def test_restore_previous_brings_back_the_snapshot_before_and_keeps_the_damaged_one_aside(cli, kept_bucket):
+    _kept_bucket(cli, kept_bucket)
     current = cli.state / "aws" / "resources.json"
     current.write_text('{"taken_at": ')
     up = cli("local", "up", "--restore-previous")
@@ -96,28 +111,28 @@ def test_restore_previous_brings_back_the_snapshot_before_and_keeps_the_damaged_
     assert "snapshot before its last" in up.stdout and "kept aside" in up.stdout
     aside = list(cli.state.glob("resources.damaged-*.json"))
     assert len(aside) == 1 and aside[0].read_text() == '{"taken_at": '
-    assert [b["Name"] for b in cli.client("s3").list_buckets()["Buckets"]] == ["kept-two"]
+    assert [b["Name"] for b in cli.client("s3").list_buckets()["Buckets"]] == ["kept"]
 
 
-def test_fresh_starts_empty_and_keeps_the_damaged_file(cli):
-    _kept_bucket(cli, "kept-three")
+def test_fresh_starts_empty_and_keeps_the_damaged_file(cli, kept_bucket):
+    _kept_bucket(cli, kept_bucket)
     (cli.state / "aws" / "resources.json").write_text("nope")
     assert cli("local", "up", "--fresh").returncode == 0
     assert cli.client("s3").list_buckets()["Buckets"] == []
     assert [p.read_text() for p in cli.state.glob("resources.damaged-*.json")] == ["nope"]
 
 
-def test_kept_bytes_that_do_not_match_their_name_are_reported_as_missing_ones_are(cli):
-    _kept_bucket(cli, "kept-four", body=b"the real bytes")
+def test_kept_bytes_that_do_not_match_their_name_are_reported_as_missing_ones_are(cli, kept_bucket):
+    _kept_bucket(cli, kept_bucket)
     doc = json.loads((cli.state / "aws" / "resources.json").read_text())
     blob = cli.state / "aws" / "objects" / doc["s3"][0]["objects"][0]["sha256"]
-    blob.write_bytes(b"the real byteZ")  # same length, other bytes
+    blob.write_bytes(b"kept byteZ")  # same length, other bytes
     up = cli("local", "up")
-    assert up.returncode == 0 and "s3://kept-four/k: its kept bytes are damaged" in " ".join(
+    assert up.returncode == 0 and "s3://kept/k: its kept bytes are damaged" in " ".join(
         up.stdout.split()
     )
     with pytest.raises(ClientError) as missing:
-        cli.client("s3").get_object(Bucket="kept-four", Key="k")
+        cli.client("s3").get_object(Bucket="kept", Key="k")
     assert missing.value.response["Error"]["Code"] == "NoSuchKey"  # never served as the object
 
 

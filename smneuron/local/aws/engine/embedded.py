@@ -340,6 +340,28 @@ def _patch_create_model(models: Any, validation_error: type) -> None:
     patching.replace(models.SageMakerModelBackend, "create_model", create_model)
 
 
+def _prompt(server_class: type) -> type:
+    """moto's threaded server (moto.moto_server.threaded_moto_server), stopping within 50 ms: its loop looked for the
+    stop every 0.5 s (socketserver's default), which every `local down`, demo and in-process run waited out."""
+    patching.requires(server_class, "_server_entry")
+
+    class Prompt(server_class):  # type: ignore[misc, valid-type]
+        def _server_entry(self) -> None:  # moto's, with the shorter poll
+            from moto.moto_server.werkzeug_app import (
+                DomainDispatcherApplication,
+                MotoRequestHandler,
+                create_backend_app,
+            )
+            from werkzeug.serving import make_server
+
+            app = DomainDispatcherApplication(create_backend_app)
+            self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
+            self._server_ready_event.set()
+            self._server.serve_forever(poll_interval=0.05)
+
+    return Prompt
+
+
 @contextmanager
 def embedded_aws(
     port: int | None = None,
@@ -367,7 +389,7 @@ def embedded_aws(
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log on the user's terminal
 
     port = port or free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server = _prompt(ThreadedMotoServer)(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     patching.requires(server, "_server")
     patching.requires(server._server, "RequestHandlerClass")
