@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from smneuron.session import Session
 
 AWS_CAP_S = 20.0  # SageMaker's transitions take minutes: a 10-minute one costs about 40 describe calls
-LOOPBACK_CAP_S = 0.5  # the embedded SageMaker's take seconds: seen within half a second (a describe costs ~5 ms there)
+LOOPBACK_CAP_S = (
+    0.5  # the embedded SageMaker's take seconds: seen within half a second (a describe costs ~5 ms there)
+)
 
 
 def poll_intervals(first: float = 0.25, factor: float = 1.5, cap: float = AWS_CAP_S) -> Iterator[float]:

@@ -128,9 +128,7 @@ def test_kept_bytes_that_do_not_match_their_name_are_reported_as_missing_ones_ar
     blob = cli.state / "aws" / "objects" / doc["s3"][0]["objects"][0]["sha256"]
     blob.write_bytes(b"kept byteZ")  # same length, other bytes
     up = cli("local", "up")
-    assert up.returncode == 0 and "s3://kept/k: its kept bytes are damaged" in " ".join(
-        up.stdout.split()
-    )
+    assert up.returncode == 0 and "s3://kept/k: its kept bytes are damaged" in " ".join(up.stdout.split())
     with pytest.raises(ClientError) as missing:
         cli.client("s3").get_object(Bucket="kept", Key="k")
     assert missing.value.response["Error"]["Code"] == "NoSuchKey"  # never served as the object

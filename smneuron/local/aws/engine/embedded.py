@@ -355,7 +355,9 @@ def _prompt(server_class: type) -> type:
             from werkzeug.serving import make_server
 
             app = DomainDispatcherApplication(create_backend_app)
-            self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
+            self._server = make_server(
+                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+            )
             self._server_ready_event.set()
             self._server.serve_forever(poll_interval=0.05)
 
