@@ -76,6 +76,9 @@ def status_cmd(
         console().print(f"scaling policy {pol['PolicyName']}: target {tt.get('TargetValue')}")
     for a in s["autoscaling"]["scheduled_actions"]:
         console().print(f"scheduled action {a['ScheduledActionName']}: {a['Schedule']}")
+    for a in s["autoscaling"].get("activities", []):
+        when = a["StartTime"].strftime("%H:%M:%S") if hasattr(a["StartTime"], "strftime") else a["StartTime"]
+        console().print(f"scaled at {when} ({a['StatusCode']}): {a['Cause']}")
     for a in s["alarms"]:
         console().print(f"alarm {a['AlarmName']}: {a['StateValue']}")
 

@@ -46,6 +46,12 @@ def up_cmd(
         help="A browser origin that may call it, e.g. http://localhost:8888 (repeat). Default: none; every request "
         "with another Origin is refused.",
     ),
+    metric_period: float = typer.Option(
+        None,
+        "--metric-period",
+        help="Seconds that stand for one of AWS's minutes (0.5-60, default 60): the AWS/SageMaker metrics are "
+        "published that often, and autoscaling's periods and cooldowns shorten by the same ratio.",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Start the embedded SageMaker in the background (once); print the environment that points at it.
@@ -68,6 +74,7 @@ def up_cmd(
         restore_previous=restore_previous,
         no_capacity=short,
         allow_origins=allow_origin or None,
+        metric_period=metric_period,
     )
     env = local_environment(state)
     if as_json:

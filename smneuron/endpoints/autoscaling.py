@@ -235,6 +235,23 @@ def describe(session: Session, resource: str, dimension: str = DIMENSION, *, als
     return {"targets": targets, "policies": policies, "scheduled_actions": actions, "others": others}
 
 
+def activities(session: Session, resources: list[str], newest: int = 3) -> list[dict]:
+    """The latest scaling activities of ``resources`` (DescribeScalingActivities, newest first): what Application
+    Auto Scaling changed and why. A caller without application-autoscaling:DescribeScalingActivities gets none."""
+    aas = session.client("application-autoscaling")
+    found: list[dict] = []
+    for rid in resources:
+        try:
+            found += aas.describe_scaling_activities(
+                ServiceNamespace=NAMESPACE, ResourceId=rid, MaxResults=newest
+            )["ScalingActivities"]
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("AccessDeniedException", "AccessDenied"):
+                return found
+            raise from_client_error(e) from e
+    return sorted(found, key=lambda a: a["StartTime"], reverse=True)[:newest]
+
+
 def reconcile(session: Session, p: ScalingPlan) -> Reconciled:
     """Make Application Auto Scaling hold exactly ``p`` for its resource: register or update the target,
     put new or changed policies and scheduled actions, remove the ones ``p`` does not have; with nothing

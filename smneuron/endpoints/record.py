@@ -192,6 +192,9 @@ def _document(
     copies = [f"inference-component/{c['InferenceComponentName']}" for c in found]
     # one read of the scaling state: the variant's target, policies and scheduled actions, and its components' targets
     state = autoscaling.describe(session, resource, also=copies) if scaling else None
+    if state is not None:  # what scaled lately and why, for the resources that may scale
+        scalable = [resource] * bool(state["targets"]) + [rid for rid, t in state["others"].items() if t]
+        state["activities"] = autoscaling.activities(session, scalable)
     return {
         "endpoint": {k: d.get(k) for k in _ENDPOINT_KEYS},
         "kind": {"kind": str(kind) if kind else None, "evidence": evidence},

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from smneuron.catalog import InstanceType
-from smneuron.errors import ConfigError, Interrupted, SmneuronError, file_error
+from smneuron.errors import ConfigError, Interrupted, SmneuronError, UsageError, file_error
 from smneuron.files.local_record import LOCAL_REGION, LocalKeys, local_keys, pid_alive
 from smneuron.files.local_record import local_service as status
 from smneuron.files.local_record import local_service_path as state_path
@@ -47,6 +47,7 @@ def up(
     restore_previous: bool = False,
     no_capacity: list[str] | None = None,
     allow_origins: list[str] | None = None,
+    metric_period: float | None = None,
 ) -> dict:
     """Start the service unless it runs; returns its state (with ``restored``: what came back from the kept
     state, unless ``fresh`` discards it). ``no_capacity``: instance types it has no capacity for (an endpoint
@@ -76,6 +77,7 @@ def up(
         raise ConfigError("--fresh and --restore-previous exclude each other.", hint="Give one of them.")
     short = [InstanceType.parse(t, use="endpoint").name for t in no_capacity or []]
     origins = [_origin(o) for o in allow_origins or []]
+    period = _metric_period(metric_period)
     path = state_path()
     try:
         tightened = (
@@ -86,12 +88,37 @@ def up(
             running = status()
             if running:
                 _same_settings(running, origins if allow_origins is not None else None, short, no_capacity)
+                _same_period(running, metric_period)
                 return {**running, "started": False}
             aside = _kept_state(path.with_name("aws"), fresh, restore_previous)
-            started = _start(path, port, engine, generation_engine, fresh, short, origins, timeout)
+            started = _start(path, port, engine, generation_engine, fresh, short, origins, timeout, period)
     except OSError as e:
         raise state_disk_error(e, path.parent) from None
     return {**started, "tightened": [str(p) for p in tightened], "set_aside": str(aside) if aside else None}
+
+
+METRIC_PERIODS = (0.5, 60.0)  # seconds: what a period may be (60: AWS's minute)
+
+
+def _metric_period(value: float | None) -> float:
+    """The metric period asked for, checked (a usage error outside 0.5-60 s)."""
+    if value is None:
+        return METRIC_PERIODS[1]
+    if not METRIC_PERIODS[0] <= value <= METRIC_PERIODS[1]:
+        raise UsageError(
+            f"--metric-period {value:g} is outside {METRIC_PERIODS[0]:g}-{METRIC_PERIODS[1]:g} seconds.",
+            hint="Give the seconds that stand for one of AWS's minutes, e.g. --metric-period 5 (alarms and cooldowns "
+            "shorten by the same ratio); 60 is AWS's own.",
+        )
+    return float(value)
+
+
+def _same_period(running: dict, asked: float | None) -> None:
+    if asked is not None and float(asked) != float(running.get("metric_period_s", METRIC_PERIODS[1])):
+        raise ConfigError(
+            f"The embedded SageMaker already runs with a metric period of {running.get('metric_period_s', 60):g} s.",
+            hint="Stop it first (`smneuron local down`), then start it with the --metric-period you want.",
+        )
 
 
 def state_disk_error(err: OSError, directory: Path) -> SmneuronError:
@@ -171,6 +198,7 @@ def _start(
     short: list[str],
     origins: list[str],
     timeout: float,
+    period: float = METRIC_PERIODS[1],
 ) -> dict:
     """Start the service process (the caller holds the state lock) and wait until it answers."""
     keys = local_keys()  # made once for this state directory, 0600
@@ -183,7 +211,7 @@ def _start(
     for attempt in (1, 2, 3):
         try:
             running = _launch(
-                path, port, log, keys, engine, generation_engine, fresh, short, origins, timeout
+                path, port, log, keys, engine, generation_engine, fresh, short, origins, timeout, period
             )
             break
         except SmneuronError as e:
@@ -197,7 +225,7 @@ def _start(
 
 def _launch(
     path: Path, port: int, log: Path, keys: LocalKeys, engine: str, generation_engine: str, fresh: bool, short: list[str],
-    origins: list[str], timeout: float,
+    origins: list[str], timeout: float, period: float,
 ) -> dict:  # fmt: skip
     """Start the service process on ``port`` and wait until it answers (its record)."""
     command = [
@@ -215,6 +243,7 @@ def _launch(
         *(["--fresh"] if fresh else []),
         *(["--no-capacity", ",".join(short)] if short else []),
         *(["--allow-origin", ",".join(origins)] if origins else []),
+        *(["--metric-period", f"{period:g}"] if period != METRIC_PERIODS[1] else []),
     ]
     with os.fdopen(open_private_append(log), "a") as out:  # appended: the log of a run that crashed says why
         out.write(f"\n=== smneuron local up {time.strftime('%Y-%m-%d %H:%M:%S')} on port {port}\n")

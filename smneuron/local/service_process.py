@@ -22,6 +22,7 @@ from smneuron.files.local_record import LOCAL_ACCOUNT, LOCAL_REGION, local_keys
 from smneuron.files.private import write_private
 from smneuron.local.aws.data_plane.backing import Backer
 from smneuron.local.aws.embedded_service import EmbeddedService
+from smneuron.local.aws.engine.autoscaler import Autoscaler, Capacity
 from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws
 from smneuron.local.aws.engine.patching import EmbeddedAwsError
 from smneuron.local.aws.state.persistence import Keeper, describe
@@ -76,6 +77,7 @@ def serve(
     fresh: bool = False,
     no_capacity: list[str] | None = None,
     allow_origins: list[str] | None = None,
+    metric_period: float = 60.0,
 ) -> None:
     """The service process: embedded AWS + backed endpoints until SIGTERM; what it holds is kept under the
     state directory (smneuron.local.aws.state.persistence) and restored at the next start unless ``fresh``. Everything
@@ -103,6 +105,7 @@ def serve(
         report = keeper.restore()
         keeper.snapshot(clean=False)  # what was restored, on disk before the first acknowledged change
         service.keeper = keeper  # from now on a change is answered once it is on disk
+        service.autoscaler = _autoscaling(service.backer, url, metric_period, stop)
         keeping = threading.Thread(
             target=keeper.run, args=(stop, lambda: service.answered), name="smneuron-keeper"
         )
@@ -119,6 +122,7 @@ def serve(
             "generation_engine": generation_engine,
             "no_capacity": sorted(no_capacity or []),
             "allowed_origins": sorted(allow_origins or []),
+            "metric_period_s": metric_period,
             "sdk_config": str(sdk_config),
             "kept": str(kept),
             "restored": describe(report) if report else None,
@@ -136,6 +140,15 @@ def serve(
     state_file.unlink(missing_ok=True)
 
 
+def _autoscaling(backer: Backer, url: str, period_s: float, stop: threading.Event) -> Autoscaler:
+    """Application Auto Scaling that acts (engine.autoscaler), every ``period_s``, until ``stop``."""
+    session = Session.embedded(url)
+    capacity = Capacity(backer, session, LOCAL_ACCOUNT, LOCAL_REGION)
+    scaler = Autoscaler(session, backer.meter, period_s, capacity, region=LOCAL_REGION, account=LOCAL_ACCOUNT)
+    threading.Thread(target=scaler.run, args=(stop,), name="smneuron-autoscaling", daemon=True).start()
+    return scaler
+
+
 def main(argv: list[str] | None = None) -> None:
     """The service process's command line (`python -m smneuron.local`, started by `up`)."""
     ap = argparse.ArgumentParser(description=__doc__)
@@ -148,6 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fresh", action="store_true")
     ap.add_argument("--no-capacity", default="")
     ap.add_argument("--allow-origin", default="")
+    ap.add_argument("--metric-period", type=float, default=60.0)
     a = ap.parse_args(argv)
     os.environ["SMNEURON_LLM_ENGINE"] = a.generation_engine  # the inference components' copies
     try:
@@ -158,6 +172,7 @@ def main(argv: list[str] | None = None) -> None:
             fresh=a.fresh,
             no_capacity=[t for t in a.no_capacity.split(",") if t],
             allow_origins=[o for o in a.allow_origin.split(",") if o],
+            metric_period=a.metric_period,
         )
     except EmbeddedAwsError as e:  # moto does not fit the patches: say why, and `up` refuses with it
         print(REFUSED + json.dumps({"message": e.message, "hint": e.hint}), flush=True)

@@ -173,7 +173,11 @@ def test_smneuron_adds_only_operations_botocore_knows():
     from smneuron.local.aws.engine.embedded import patch_moto
 
     patch_moto()
-    known = set(service_model("sagemaker").operation_names) | set(service_model("iam").operation_names)
+    known = {
+        op
+        for service in ("sagemaker", "iam", "application-autoscaling")
+        for op in service_model(service).operation_names
+    }
     added = {p.name for p in patching.APPLIED if p.kind == "adds" and p.owner.endswith("Response")}
     # moto's dispatch lower-cases acronyms (create_ai_benchmark_job): botocore's names, compared without case
     camel = {"".join(w.capitalize() for w in name.split("_")).lower() for name in added}

@@ -29,6 +29,7 @@ from smneuron.errors import ArtifactError
 from smneuron.local.aws.data_plane.capture import Capturer
 from smneuron.local.aws.data_plane.component_backing import Components
 from smneuron.local.aws.data_plane.log_shipping import ENDPOINT_GROUP, LogShipper, instance_stream
+from smneuron.local.aws.data_plane.metrics import Meter
 from smneuron.local.aws.data_plane.routing import route
 from smneuron.local.aws.engine import pools
 from smneuron.local.aws.engine.pools import NoCapacity
@@ -80,6 +81,9 @@ class Backer:
         self.keepalive = Keepalive(bearer(server_key()))
         self.logs = LogShipper(self._session)  # model servers' output into the embedded CloudWatch Logs
         self.capturer = Capturer(self._session)  # endpoint configs' DataCaptureConfig, into the embedded S3
+        self.meter = (
+            Meter()
+        )  # the AWS/SageMaker metrics of every invocation (engine.autoscaler publishes them)
         self.components = Components(  # inference components: stand-in (or vLLM) copies
             self._session,
             self.logs,

@@ -353,6 +353,11 @@ class Components:
             return None
         return copies.status, copies.reason, len(copies.servers), copies.model
 
+    def desired(self, name: str) -> int | None:
+        """The copies a component is set to run (None: no such component)."""
+        copies = self.items.get(name)
+        return None if copies is None else copies.desired
+
     def url(self, name: str) -> str | None:
         """The next copy's URL (round robin), or None when none runs."""
         copies = self.items.get(name)

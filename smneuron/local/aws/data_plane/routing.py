@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,16 @@ def route(backer: Any, endpoint: str, component: str | None, size: int) -> str |
         url = backer.components.url(component)
         if url is None:
             state = backer.components.component_state(component)
+            if (
+                state and state[0] == "InService" and backer.components.desired(component) == 0
+            ):  # scaled to zero
+                return (
+                    400,
+                    "ValidationError",
+                    f"Inference component {component} has 0 copies to answer this request: a scale-out from zero "
+                    "(its alarm on NoCapacityInvocationFailures, which this request counts in) or "
+                    "UpdateInferenceComponentRuntimeConfig starts one first.",
+                )
             if state and state[0] == "InService":  # its copies failed their health checks
                 return (
                     400,
@@ -86,6 +97,7 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
     which skips moto's dispatch for the hottest call there is) both answer through it."""
     from moto.sagemaker.models import sagemaker_backends  # moto: the `local` extra's seam
 
+    arrived = time.perf_counter()
     backend = sagemaker_backends[account][region]
     record = backend.endpoints.get(name)
     if record is None:  # SageMaker's words, account included
@@ -98,15 +110,23 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
             "ValidationError",
             f"Target variant {variant} not found for endpoint {name}; its variants: {', '.join(variants)}.",
         )
-    url = backer.route(name, header("X-Amzn-SageMaker-Inference-Component"), len(body))
+    component = header("X-Amzn-SageMaker-Inference-Component")
+    url = backer.route(name, component, len(body))
     if isinstance(url, tuple):
+        state = backer.components.component_state(component) if component else None
+        if (
+            state is not None and state[0] == "InService" and state[2] == 0
+        ):  # no copy: the scale-from-zero alarm's
+            backer.meter.refused_for_capacity(component)
         return error(*url)
     headers = {**container_headers(header), **backer.authorization(url)}
+    count = _counter(backer, arrived, name, variant or variants[0], component)
     try:
         # a copy leaving routing (rolling update, scale-in) drains first
         with backer.components.relaying(url):
             r = backer.keepalive.post(url + "/invocations", body, headers, INVOCATION_LIMIT_S)
     except TimeoutError:  # SageMaker's 60 s per invocation: the model's error, in SageMaker's words
+        count(504)
         return error(
             424,
             "ModelError",
@@ -115,7 +135,9 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
             original=(0, "timed out"),
         )
     except OSError as e:
+        count(502)
         return error(424, "ModelError", f"The model did not answer: {e}", original=(502, str(e)))
+    count(r.status_code)
     if r.status_code >= 400:
         message = f'Received client error ({r.status_code}) from primary with message "{r.text}".'
         return error(424, "ModelError", message, original=(r.status_code, r.text))
@@ -137,6 +159,21 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
             header("X-Amzn-SageMaker-Inference-Id"),
         )
     return 200, out, r.content
+
+
+def _counter(
+    backer: Any, arrived: float, endpoint: str, variant: str, component: str | None
+) -> Callable[[int], None]:
+    """Counts the invocation the model is about to get in the endpoint's metrics (``data_plane.metrics``), once it
+    answers with the status given: the time from here is the model's (ModelLatency), the time since ``arrived``
+    (``time.perf_counter()`` when InvokeEndpoint reached the data plane) the whole invocation's."""
+    started = time.perf_counter()
+
+    def count(status: int) -> None:
+        now = time.perf_counter()
+        backer.meter.record(endpoint, variant, component, status, now - arrived, now - started)
+
+    return count
 
 
 def container_headers(get: Any) -> dict[str, str]:

@@ -46,6 +46,7 @@ from smneuron.local.aws.auth.gate import Gate
 from smneuron.local.aws.data_plane.stream_route import StreamRouter
 from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine import patching, pools
+from smneuron.local.aws.engine.autoscaler import patch_scaling_activities
 from smneuron.local.aws.engine.benchmark_jobs import patch_benchmark_jobs
 from smneuron.local.aws.engine.components import patch_components
 from smneuron.local.aws.engine.describe_shapes import patch_describe_shapes
@@ -95,6 +96,7 @@ def patch_moto() -> None:
     patch_components()
     patch_benchmark_jobs()
     patch_transform_jobs()
+    patch_scaling_activities()
     patch_policy_simulation()
     patch_describe_shapes()
     _patch_s3_conditional_denies()

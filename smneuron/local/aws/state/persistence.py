@@ -186,6 +186,10 @@ class Keeper:
     def _write_sections(self, dirty: set[str]) -> None:
         """The last snapshot with the sections of ``dirty`` services rebuilt (all of it the first time, or for "*")."""
         with self._snapshotting:
+            if (
+                self._closing
+            ):  # the clean stop's snapshot, taken after this change was made, holds it: a write
+                return  # now would replace that snapshot with one not marked clean (a race seen under load)
             if self._doc is None or "*" in dirty:
                 self._snapshot(clean=False, force=True, strict=True)
                 return
