@@ -96,6 +96,24 @@ def test_copies_scale_to_zero_when_idle_and_a_request_brings_one_back(smneuron_c
         smneuron_cli("--local", "invoke", "chat", "hello", "--max-tokens", "2", "--seed", "0").stdout
     )
     assert warm["usage"]["completion_tokens"] == 2
+    streamed = smneuron_cli(
+        "--local", "invoke", "--stream", "chat", "hello", "--max-tokens", "2", "--seed", "0"
+    )
+    assert streamed.stdout.strip()
+    cw = boto3.client("cloudwatch", **local_kw(up["url"]))
+
+    def counted(metric: str) -> float:
+        now = datetime.now(timezone.utc)
+        points = cw.get_metric_statistics(
+            Namespace="AWS/SageMaker", MetricName=metric, Statistics=["Sum"], Period=3600,
+            Dimensions=[{"Name": "InferenceComponentName", "Value": "chat-ic"}],
+            StartTime=now - timedelta(hours=1), EndTime=now + timedelta(minutes=1),
+        )["Datapoints"]  # fmt: skip
+        return sum(p["Sum"] for p in points) / 120  # each 0.5 s period counts as a minute
+
+    # the whole answer and the streamed one (counted when its stream ended); the cold one as a capacity failure
+    until(lambda: counted("Invocations") == 2, "both answered invocations in the component's metrics", 10)
+    assert counted("NoCapacityInvocationFailures") == 1
     shown = " ".join(smneuron_cli("--local", "status", "chat").stdout.split())
     assert (
         "(step scaling): alarm smneuron-chat-ic-no-capacity in ALARM: changing copy count from 0 to 1"

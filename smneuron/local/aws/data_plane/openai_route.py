@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
 
+from smneuron.files.local_record import LOCAL_ACCOUNT, LOCAL_REGION
 from smneuron.local.aws.data_plane.routing import (
     INVOCATION_LIMIT_S,
     SSE_DONE,
     Broken,
+    counter,
+    first_variant,
     json_answer,
+    metered,
     relay,
     too_large,
 )
@@ -60,9 +65,14 @@ def answer(backer: Any, match: re.Match, environ: dict, start_response: Any) -> 
             "invalid_request_error",
             "ValidationError",
         )
+    arrived = time.perf_counter()
     url = backer.route(endpoint, component, len(body))
     if isinstance(url, tuple):  # (status, code, message): not found, not InService, no healthy copy
+        refused(backer, component)
         return _json(start_response, url[0], url[2], "invalid_request_error", url[1])
+    count = counter(
+        backer, arrived, endpoint, first_variant(LOCAL_ACCOUNT, LOCAL_REGION, endpoint), component
+    )
     headers = {"Content-Type": environ.get("CONTENT_TYPE") or "application/json", **backer.authorization(url)}
     accept = environ.get("HTTP_ACCEPT")
     if accept:
@@ -72,13 +82,17 @@ def answer(backer: Any, match: re.Match, environ: dict, start_response: Any) -> 
         response = backer.keepalive.open(url + "/v1/chat/completions", body, headers, INVOCATION_LIMIT_S)
     except OSError as e:  # refused, dropped, or silent past the limit before its first byte
         release()
+        count(502)
         return _json(start_response, 424, f"The model did not answer: {e}", "api_error", "ModelError")
     kind = response.headers.get("content-type", "application/json")
     start_response(
         f"{response.status_code} {HTTPStatus(response.status_code).phrase}",
         [("Content-Type", kind), ("x-Amzn-Invoked-Production-Variant", "AllTraffic")],
     )
-    return _relay(response, release, kind.startswith("text/event-stream"))
+    if response.status_code >= 400:
+        count(response.status_code)
+        return _relay(response, release, kind.startswith("text/event-stream"))
+    return _relay(response, metered(release, count), kind.startswith("text/event-stream"))
 
 
 def _relay(response: Any, release: Callable[[], None], sse: bool) -> Iterator[bytes]:

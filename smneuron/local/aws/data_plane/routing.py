@@ -113,14 +113,10 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
     component = header("X-Amzn-SageMaker-Inference-Component")
     url = backer.route(name, component, len(body))
     if isinstance(url, tuple):
-        state = backer.components.component_state(component) if component else None
-        if (
-            state is not None and state[0] == "InService" and state[2] == 0
-        ):  # no copy: the scale-from-zero alarm's
-            backer.meter.refused_for_capacity(component)
+        refused(backer, component)
         return error(*url)
     headers = {**container_headers(header), **backer.authorization(url)}
-    count = _counter(backer, arrived, name, variant or variants[0], component)
+    count = counter(backer, arrived, name, variant or variants[0], component)
     try:
         # a copy leaving routing (rolling update, scale-in) drains first
         with backer.components.relaying(url):
@@ -161,7 +157,33 @@ def invoke_request(backer: Any, account: str, region: str, name: str, body: byte
     return 200, out, r.content
 
 
-def _counter(
+def refused(backer: Any, component: str | None) -> None:
+    """An invocation ``route`` refused: one for a component with no copy counts in NoCapacityInvocationFailures
+    (the metric of the scale-from-zero alarm)."""
+    state = backer.components.component_state(component) if component else None
+    if state is not None and state[0] == "InService" and state[2] == 0:
+        backer.meter.refused_for_capacity(component)
+
+
+def first_variant(account: str, region: str, endpoint: str) -> str:
+    """The variant an invocation without X-Amzn-SageMaker-Target-Variant goes to (the endpoint's first)."""
+    from moto.sagemaker.models import sagemaker_backends
+
+    record = sagemaker_backends[account][region].endpoints.get(endpoint)
+    return record.production_variants[0]["VariantName"] if record is not None else "AllTraffic"
+
+
+def metered(release: Callable[[], None], count: Callable[[int], None]) -> Callable[[], None]:
+    """``release`` for a relayed answer that also counts it (a 200: its stream was answered) once it ends."""
+
+    def done() -> None:
+        release()
+        count(200)
+
+    return done
+
+
+def counter(
     backer: Any, arrived: float, endpoint: str, variant: str, component: str | None
 ) -> Callable[[int], None]:
     """Counts the invocation the model is about to get in the endpoint's metrics (``data_plane.metrics``), once it

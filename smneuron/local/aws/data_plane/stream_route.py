@@ -19,6 +19,7 @@ import binascii
 import json
 import re
 import struct
+import time
 from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
@@ -31,8 +32,11 @@ from smneuron.local.aws.data_plane.routing import (
     INVOCATION_LIMIT_S,
     Broken,
     container_headers,
+    counter,
+    first_variant,
     invoke_request,
     json_answer,
+    metered,
     relay,
     too_large,
 )
@@ -139,10 +143,15 @@ class StreamRouter:
             return _json_error(
                 start_response, 400, "ValidationError", "No model servers run behind this embedded SageMaker."
             )
-        target = backer.route(match.group(1), environ.get(COMPONENT_HEADER), len(body))
+        arrived, component, name = time.perf_counter(), environ.get(COMPONENT_HEADER), match.group(1)
+        target = backer.route(name, component, len(body))
         if isinstance(target, tuple):  # (status, code, message)
+            refused(backer, component)
             return _json_error(start_response, *target)
-        return self._relay(backer, target, body, environ, start_response)
+        scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
+        variant = first_variant(LOCAL_ACCOUNT, scope.group(1) if scope else LOCAL_REGION, name)
+        count = counter(backer, arrived, name, variant, component)
+        return self._relay(backer, target, body, environ, start_response, count)
 
     def _invoke(self, backer: Any, name: str, environ: dict, start_response: Any) -> Any:
         """InvokeEndpoint without moto's dispatch (the hottest call there is: a Flask app and a response object per
@@ -201,7 +210,8 @@ class StreamRouter:
         start_response(*held[:2])
         return [body]
 
-    def _relay(self, backer: Any, url: str, body: bytes, environ: dict, start_response: Any) -> Any:
+    def _relay(self, backer: Any, url: str, body: bytes, environ: dict, start_response: Any,
+               count: Callable[[int], None]) -> Any:  # fmt: skip
         def get(name: str) -> str | None:
             # the streaming call carries Accept under its own name (botocore's shape)
             return wsgi_header(environ, "X-Amzn-SageMaker-Accept" if name == "Accept" else name)
@@ -212,9 +222,11 @@ class StreamRouter:
             response = backer.keepalive.open(url + "/invocations", body, headers, INVOCATION_LIMIT_S)
         except OSError as e:  # refused, dropped, or silent past the limit before its first byte
             release()
+            count(502)
             return _json_error(start_response, 424, "ModelError", f"The model did not answer: {e}")
         if response.status_code >= 400:
             release()
+            count(response.status_code)
             try:
                 text = response.read().decode(errors="replace")
             except OSError as e:
@@ -236,7 +248,7 @@ class StreamRouter:
             out.append((CUSTOM_ATTRIBUTES, attributes))
         start_response("200 OK", out)
         sse = response.headers.get("content-type", "").startswith("text/event-stream")
-        return _frames(response, release, sse)
+        return _frames(response, metered(release, count), sse)
 
 
 def _not_kept(error: Exception, take_back: Callable[[], None] | None, protocol: str) -> Refused:
