@@ -259,6 +259,7 @@ def smneuron_cli(tmp_path, warm_cli):
             assert out.returncode == 0, (args, out.stdout[-1500:], out.stderr[-1500:])
         return out
 
+    run.env = env  # type: ignore[attr-defined]  # for a test's own processes (the SDK from Python, as a notebook)
     yield run
     run("local", "down", check=False)
 

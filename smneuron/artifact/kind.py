@@ -63,15 +63,19 @@ class ModelKind(str):
     fewest: int = 1
     floor_refusal: tuple[str, str] = ("", "")
 
-    def check_floor(self, floor: int, label: str, scheduled: Sequence[int] = ()) -> None:
+    def check_floor(
+        self, floor: int, label: str, scheduled: Sequence[int] = (), *, asynchronous: bool = False
+    ) -> None:
         """Refuse a scaling floor (``--min``, a schedule's minimum) below what this kind can scale to, with AWS's
-        reason: one rule for `deploy` and `scale` alike.
+        reason: one rule for `deploy` and `scale` alike. An asynchronous endpoint's instances scale to zero whatever
+        it serves (AWS Developer Guide, "Autoscale an asynchronous endpoint": "with Asynchronous Inference you can also
+        scale down your asynchronous endpoints instances to zero").
 
         Raises:
             UsageError: the floor is below ``fewest``.
         """
         low = min([floor, *scheduled])
-        if low < self.fewest:
+        if low < (0 if asynchronous else self.fewest):
             message, hint = self.floor_refusal
             raise UsageError(message.format(label=label, floor=low), hint=hint.format(label=label))
 
@@ -144,8 +148,8 @@ class Encoder(ModelKind):
         "{label} {floor}: an encoder's real-time endpoint cannot scale to zero instances: SageMaker scales an endpoint "
         "to and from zero only when it hosts inference components (AWS Developer Guide, 'Scale an endpoint to zero "
         "instances').",
-        "Give {label} 1 or more. An encoder that idles for hours is what asynchronous endpoints are for (they scale "
-        "to zero; smneuron does not deploy them yet); text generation's copies scale to zero (--min-copies 0).",
+        "Give {label} 1 or more, or deploy it as an asynchronous endpoint (--async: requests are queued and its "
+        "instances scale to zero); text generation's copies scale to zero (--min-copies 0).",
     )
     serves_with = "by TorchServe workers in the PyTorch DLC"
     ships_code = True

@@ -78,6 +78,8 @@ def deploy_cmd(
         console().print(f"note: {note}")
     verb = "already up to date" if r.unchanged else ("updated" if r.is_update else "created")
     how = "--stream " if r.plan.component_request() is not None else ""
+    if getattr(r.plan, "asynchronous", None):  # queued: the answer goes to S3, and --wait prints it
+        how = "--async --wait 300 "
     cli = "smneuron --local" if st.local else "smneuron"  # the hint works as printed
     console().print(
         f"Endpoint [bold]{r.endpoint_name}[/bold] {verb}: {r.status}. "

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, SmneuronError
 
 
 def status_cmd(
@@ -51,6 +52,7 @@ def status_cmd(
                 if s["serving"]["pools"]
                 else []
             ),
+            *_async_rows(s),
             ["model", s["model"]["ModelName"]],
             ["image", s["model"]["Image"]],
             ["model data", s["model"]["ModelDataUrl"]],
@@ -72,8 +74,7 @@ def status_cmd(
             + (f" ({comp['FailureReason']})" if comp.get("FailureReason") else "")
         )
     for pol in s["autoscaling"]["policies"]:
-        tt = pol.get("TargetTrackingScalingPolicyConfiguration", {})
-        console().print(f"scaling policy {pol['PolicyName']}: target {tt.get('TargetValue')}")
+        console().print(f"scaling policy {pol['PolicyName']}: {_policy_words(pol)}")
     for a in s["autoscaling"]["scheduled_actions"]:
         console().print(f"scheduled action {a['ScheduledActionName']}: {a['Schedule']}")
     for a in s["autoscaling"].get("activities", []):
@@ -154,6 +155,12 @@ def invoke_cmd(
     component: str = typer.Option(
         None, "--component", help="Text generation: the inference component to ask (default: the only one)."
     ),
+    asynchronous: bool = typer.Option(
+        False, "--async", help="Queue it on an asynchronous endpoint (its input to S3)."
+    ),
+    wait: float = typer.Option(
+        None, "--wait", help="With --async: wait up to this many seconds for the answer and print it.", min=1
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Invoke an endpoint and print the answer.
@@ -193,15 +200,10 @@ def invoke_cmd(
             seed=seed,
             temperature=temperature,
         )
-    if data:
-        r = ep.invoke(data.read_bytes(), content_type, accept)
-    elif text:
-        body = json.dumps({"inputs": text if len(text) > 1 else text[0]})
-        r = ep.invoke(body, "application/json", accept)
-    else:
-        raise ConfigError(
-            "Nothing to send.", hint='Pass text(s): `smneuron invoke NAME "hello"`, or --data FILE.'
-        )
+    body, kind = _encoder_body(text, data, content_type, queued := asynchronous or wait is not None)
+    if queued:
+        return _invoke_async(ep, body, kind, accept, wait, as_json)
+    r = ep.invoke(body, kind, accept)
     try:
         answer = r.json()
     except ValueError:
@@ -278,3 +280,91 @@ def delete_cmd(
         console().print(f"removed {r}")
     if not removed:
         console().print(f"Nothing to remove for {name}.")
+
+
+def _invoke_async(
+    ep: Any, body: bytes | str, content_type: str, accept: str, wait: float | None, as_json: bool
+) -> None:
+    """`invoke --async`: queued, where its answer goes, and with --wait the answer and how long it took (from zero
+    instances: a cold start, said)."""
+    import time
+
+    from smneuron.endpoints.invoke import async_result
+
+    before = ep.read().instance_count
+    started = time.monotonic()
+    call = ep.invoke_async(body, content_type, accept)
+    doc = {"endpoint": ep.name, "inference_id": call.inference_id, "input": call.input_location,
+           "output": call.output_location, "failure": call.failure_location}  # fmt: skip
+    if wait is None:
+        if as_json:
+            return print_json(doc)
+        console().print(f"queued {call.inference_id} on {ep.name}: the answer goes to {call.output_location} "
+                        f"(failures to {call.failure_location}); `--wait SECONDS` waits for it")  # fmt: skip
+        return None
+    try:
+        r = async_result(ep.session, call, wait)
+    except TimeoutError as e:
+        raise SmneuronError(f"The asynchronous request {call.inference_id} was not answered within {wait:g} s ({e}).",
+                            hint=f"It stays queued: its answer will be at {call.output_location}; `smneuron status "
+                            f"{ep.name}` shows the backlog and its instances.") from None  # fmt: skip
+    took = time.monotonic() - started
+    cold = (
+        " (the endpoint had 0 instances: it scaled out from zero, a full cold start)" if before == 0 else ""
+    )
+    if as_json:
+        return print_json({**doc, "answer": r.json(), "seconds": round(took, 2), "from_zero": before == 0})
+    print_json(r.json(), compact_numbers=True)
+    console().print(f"answered after {took:.1f} s{cold}; kept at {call.output_location}")
+    return None
+
+
+def _policy_words(policy: dict) -> str:
+    """A scaling policy in a few words: what it tracks, or the step it takes on its alarm."""
+    tt = policy.get("TargetTrackingScalingPolicyConfiguration")
+    if tt:
+        metric = (tt.get("PredefinedMetricSpecification") or {}).get("PredefinedMetricType") or (
+            tt.get("CustomizedMetricSpecification") or {}
+        ).get("MetricName", "?")
+        return f"target {tt['TargetValue']:g} {metric}"
+    steps = policy.get("StepScalingPolicyConfiguration", {}).get("StepAdjustments", [])
+    changes = ", ".join(f"{s['ScalingAdjustment']:+d}" for s in steps)
+    alarms = ", ".join(a["AlarmName"] for a in policy.get("Alarms", [])) or "its alarm"
+    return f"step {changes} when {alarms} is in ALARM"
+
+
+def _async_rows(s: dict) -> list[list[str]]:
+    """An asynchronous endpoint's queue and where its answers go (none for a real-time endpoint)."""
+    config = s.get("asynchronous")
+    if not config:
+        return []
+    backlog = s.get("backlog") or {}
+    queued = (
+        "unknown (no metric yet)"
+        if backlog.get("queued") is None
+        else f"{backlog['queued']:g} queued or in work"
+    )
+    if backlog.get("oldest_s"):
+        queued += f", the oldest waiting {backlog['oldest_s']:.0f} s"
+    out = config["OutputConfig"]
+    return [
+        [
+            "asynchronous",
+            f"answers to {out['S3OutputPath']}, failures to {out.get('S3FailurePath', 'the same')}",
+        ],
+        ["backlog (last minute)", queued],
+    ]
+
+
+def _encoder_body(
+    text: list[str] | None, data: Path | None, content_type: str, queued: bool
+) -> tuple[bytes | str, str]:
+    """An encoder's request: the file's bytes as given (--data), or the texts as {"inputs": ...} JSON."""
+    if data:
+        return data.read_bytes(), content_type
+    if text:
+        return json.dumps({"inputs": text if len(text) > 1 else text[0]}), "application/json"
+    how = "invoke --async" if queued else "invoke"
+    raise ConfigError(
+        "Nothing to send.", hint=f'Pass text(s): `smneuron {how} NAME "hello"`, or --data FILE.'
+    )

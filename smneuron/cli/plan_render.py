@@ -29,9 +29,14 @@ def render_encoder_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-de
     scaling = f"{p.scaling.min_capacity}-{p.scaling.max_capacity} instances"
     if policy:
         cfg = policy["TargetTrackingScalingPolicyConfiguration"]
-        scaling += (
-            f", target {cfg['TargetValue']:g} {cfg['PredefinedMetricSpecification']['PredefinedMetricType']}"
-        )
+        metric = (cfg.get("PredefinedMetricSpecification") or {}).get("PredefinedMetricType") or cfg[
+            "CustomizedMetricSpecification"
+        ]["MetricName"]
+        scaling += f", target {cfg['TargetValue']:g} {metric}"
+        if p.scaling.alarm:
+            scaling += (
+                f"; from zero on alarm {p.scaling.alarm['AlarmName']} ({p.scaling.alarm['MetricName']})"
+            )
     else:
         scaling += " (fixed)"
     md = p.model_data
@@ -45,6 +50,7 @@ def render_encoder_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-de
         ["EndpointConfig", p.endpoint_config_name],
         ["  startup / download timeout", f"{p.startup_timeout} s / {p.download_timeout} s"],
         ["  InferenceAmiVersion", p.inference_ami_version or "- (SageMaker's default host)"],
+        *_async_rows(p.asynchronous),
         ["Endpoint", p.endpoint_name],
         *[[f"  {k}", v] for k, v in p.controls.rows()],
         *(
@@ -84,3 +90,20 @@ def render_encoder_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-de
 
 
 RENDERERS = {ENCODER: render_encoder_plan, GENERATION: render_generation_plan}
+
+
+def _async_rows(config: dict | None) -> list[list[str]]:
+    """An asynchronous endpoint's queue, as the plan table shows it (none for a real-time one)."""
+    if not config:
+        return []
+    out = config["OutputConfig"]
+    topics = out.get("NotificationConfig", {})
+    return [
+        ["  asynchronous: answers", out["S3OutputPath"]],
+        ["  asynchronous: failures", out.get("S3FailurePath", "- (beside the answers)")],
+        [
+            "  asynchronous: per instance",
+            f"{config['ClientConfig']['MaxConcurrentInvocationsPerInstance']} at once",
+        ],
+        *([["  asynchronous: SNS", ", ".join(f"{k} {v}" for k, v in topics.items())]] if topics else []),
+    ]

@@ -104,6 +104,7 @@ class DeployPlan(Displayed):
         None  # the host's AMI: only one the user named (none: SageMaker's default)
     )
     controls: Controls = field(default_factory=Controls)  # VPC, network isolation, storage key, data capture
+    asynchronous: dict | None = None  # CreateEndpointConfig's AsyncInferenceConfig: an asynchronous endpoint
 
     @property
     def workers(self) -> int:
@@ -237,6 +238,7 @@ class DeployPlan(Displayed):
             "EndpointConfigName": self.endpoint_config_name,
             "ProductionVariants": [variant],
             **self.controls.config_fields(),
+            **({"AsyncInferenceConfig": self.asynchronous} if self.asynchronous else {}),
             "Tags": self.tag_list(),
         }
 
@@ -264,6 +266,7 @@ class DeployPlan(Displayed):
                 "scheduled": self.scaling.scheduled,
             },
             "alarms": [a["AlarmName"] for a in self.alarms],
+            "asynchronous": self.asynchronous,
             "deployment_config": self.deployment_config,
             "controls": self.controls.to_dict(),
             "requests": {  # as sent, the container environment redacted
@@ -549,6 +552,9 @@ def _finish(
         model_name, instance.name, count, spec.variant_name, startup, download, ami, *config_controls, n=8
     )
     workers = int(env.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
+    queued = async_config(spec, workers)
+    if queued:
+        config = _digest(config, json.dumps(queued, sort_keys=True), n=8)  # another queue, another config
     alarm_list = alarms(base, spec.variant_name, spec.latency_p99_alarm_ms)
     tags = {TAG_VERSION: __version__, TAG_ENDPOINT: base, TAG_KIND: str(ENCODER), **spec.tags}
     if model_data:
@@ -565,7 +571,14 @@ def _finish(
         model_data=model_data,
         startup_timeout=startup,
         download_timeout=download,
-        scaling=autoscaling.plan(base, spec.variant_name, scaling, instance, workers),
+        scaling=autoscaling.plan(
+            base,
+            spec.variant_name,
+            scaling,
+            instance,
+            workers,
+            backlog=spec.asynchronous.backlog_target if queued else None,
+        ),  # fmt: skip
         alarms=alarm_list,
         deployment_config=deployment_config(spec, [a["AlarmName"] for a in alarm_list]),
         tags=tags,
@@ -574,4 +587,34 @@ def _finish(
         notes=notes,
         inference_ami_version=ami,
         controls=controls,
+        asynchronous=queued,
     )
+
+
+def async_config(spec: EndpointSpec, workers: int) -> dict | None:
+    """CreateEndpointConfig's AsyncInferenceConfig for an asynchronous endpoint (None for a real-time one): where
+    answers and failures go, whom SNS tells, and how many requests an instance works on at once (its workers unless
+    given).
+
+    Raises:
+        ConfigError: no output location (the request resolves one in the session's bucket; a plan made without a
+            session needs --output).
+    """
+    a = spec.asynchronous
+    if a is None:
+        return None
+    if a.output is None:
+        raise ConfigError(
+            "An asynchronous endpoint needs an S3 location for its answers.",
+            hint="Give --output s3://BUCKET/PREFIX (endpoint.asynchronous.output in smneuron.yaml).",
+        )
+    output: dict = {"S3OutputPath": a.output}
+    if a.failure_output:
+        output["S3FailurePath"] = a.failure_output
+    topics = {k: v for k, v in (("SuccessTopic", a.notify_success), ("ErrorTopic", a.notify_error)) if v}
+    if topics:
+        output["NotificationConfig"] = topics
+    return {
+        "ClientConfig": {"MaxConcurrentInvocationsPerInstance": a.max_concurrent or workers},
+        "OutputConfig": output,
+    }

@@ -100,15 +100,17 @@ def resolve(
     kind.refuse_foreign(given, where=where)
 
     spec = _endpoint(base, given_settings)
+    spec, said = _async_output(spec, session)
     req_scaling = (
         _scaling(spec, base_scaling, given_settings, given, where) if kind.scales_instances else None
     )
     if req_scaling is not None:  # one rule with `scale`: what this kind scales to zero
         floors = [s.min_capacity for s in req_scaling.scheduled]
-        kind.check_floor(req_scaling.min_capacity, DEPLOY["min_capacity"].label(where), floors)
-    notes = ()
+        kind.check_floor(req_scaling.min_capacity, DEPLOY["min_capacity"].label(where), floors,
+                         asynchronous=spec.asynchronous is not None)  # fmt: skip
+    notes = said
     if kind.scales_instances and "initial_instance_count" in given and not _any_scaling(given):
-        notes = (
+        notes += (
             f"{spec.initial_instance_count} instance(s), fixed: no autoscaling (give --min/--max to autoscale)",
         )
     return DeployRequest(
@@ -123,6 +125,20 @@ def resolve(
         given=given,
         notes=notes,
     )
+
+
+def _async_output(spec: EndpointSpec, session: Session | None) -> tuple[EndpointSpec, tuple[str, ...]]:
+    """An asynchronous endpoint's answers and failures in the session's bucket when no --output was given (said)."""
+    a = spec.asynchronous
+    if a is None or a.output is not None or session is None:
+        return spec, ()
+    root = f"s3://{session.bucket_name}/async/{spec.name or 'endpoints'}"
+    a = a.model_copy(
+        update={"output": f"{root}/output", "failure_output": a.failure_output or f"{root}/failures"}
+    )
+    said = f"asynchronous answers go to {root}/output and failures to {a.failure_output} (the session's bucket; " \
+           "--output and --failure-output choose others)"  # fmt: skip
+    return spec.model_copy(update={"asynchronous": a}), (said,)
 
 
 def _sized(base: ScalingSpec, settings: Mapping[str, Any]) -> ScalingSpec:

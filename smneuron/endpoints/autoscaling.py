@@ -101,8 +101,11 @@ class ScalingPlan:
         }
 
 
-def plan(endpoint: str, variant: str, spec: ScalingSpec, instance: InstanceType, workers: int) -> ScalingPlan:
-    """A variant's instance autoscaling: target tracking when the count may move, plus scheduled capacity."""
+def plan(endpoint: str, variant: str, spec: ScalingSpec, instance: InstanceType, workers: int,
+         backlog: float | None = None) -> ScalingPlan:  # fmt: skip
+    """A variant's instance autoscaling: target tracking when the count may move, plus scheduled capacity. An
+    asynchronous endpoint (``backlog``: its target of queued requests per instance) tracks its backlog instead, and
+    with a floor of zero scales out from zero on the HasBacklogWithoutCapacity alarm (``backlog_policies``)."""
     rid = resource_id(endpoint, variant)
     expressions = [s.schedule for s in spec.scheduled]
     if len(set(expressions)) != len(expressions):
@@ -110,8 +113,10 @@ def plan(endpoint: str, variant: str, spec: ScalingSpec, instance: InstanceType,
             "Two scheduled capacities share one schedule expression: " + ", ".join(expressions) + ".",
             hint="Give each schedule its own expression (one scheduled action per expression).",
         )
-    policies = []
-    if spec.max_capacity > spec.min_capacity or spec.target_value:
+    policies, alarm = [], None
+    if backlog is not None and spec.max_capacity > spec.min_capacity:
+        policies, alarm = backlog_policies(endpoint, rid, spec, backlog)
+    elif spec.max_capacity > spec.min_capacity or spec.target_value:
         target = spec.target_value or default_target(instance, spec.metric, workers)
         policies.append(
             {
@@ -139,7 +144,44 @@ def plan(endpoint: str, variant: str, spec: ScalingSpec, instance: InstanceType,
         }
         for s in spec.scheduled
     ]
-    return ScalingPlan(rid, spec.min_capacity, spec.max_capacity, policies, scheduled)
+    return ScalingPlan(rid, spec.min_capacity, spec.max_capacity, policies, scheduled, alarm=alarm)
+
+
+def backlog_policies(
+    endpoint: str, rid: str, spec: ScalingSpec, backlog: float
+) -> tuple[list[dict], dict | None]:
+    """An asynchronous endpoint's scaling, as the AWS Developer Guide's "Autoscale an asynchronous endpoint" sets it
+    (async-inference-autoscale.html): target tracking on ApproximateBacklogSizePerInstance (Average, by EndpointName)
+    and, with a floor of zero, a step policy (+1 instance) on an alarm on HasBacklogWithoutCapacity (Average >= 1 for
+    2 of 2 minutes). Without the step policy an endpoint at zero starts only once its backlog passes the target."""
+    key = {"ServiceNamespace": NAMESPACE, "ResourceId": rid, "ScalableDimension": DIMENSION}
+    dims = [{"Name": "EndpointName", "Value": endpoint}]
+    policies = [{
+        "PolicyName": f"smneuron-{endpoint}-backlog", **key, "PolicyType": "TargetTrackingScaling",
+        "TargetTrackingScalingPolicyConfiguration": {
+            "TargetValue": float(spec.target_value or backlog),
+            "CustomizedMetricSpecification": {"MetricName": "ApproximateBacklogSizePerInstance",
+                                              "Namespace": "AWS/SageMaker", "Dimensions": dims, "Statistic": "Average"},
+            "ScaleInCooldown": spec.scale_in_cooldown_in_seconds,
+            "ScaleOutCooldown": spec.scale_out_cooldown_in_seconds,
+        },
+    }]  # fmt: skip
+    if spec.min_capacity > 0:
+        return policies, None
+    policies.append({
+        "PolicyName": f"smneuron-{endpoint}-from-zero", **key, "PolicyType": "StepScaling",
+        "StepScalingPolicyConfiguration": {"AdjustmentType": "ChangeInCapacity", "MetricAggregationType": "Average",
+                                           "Cooldown": spec.scale_out_cooldown_in_seconds,
+                                           "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}]},
+    })  # fmt: skip
+    alarm = {
+        "AlarmName": f"smneuron-{endpoint}-backlog-without-capacity", "Namespace": "AWS/SageMaker",
+        "MetricName": "HasBacklogWithoutCapacity", "Dimensions": dims, "Statistic": "Average", "Period": 60,
+        "EvaluationPeriods": 2, "DatapointsToAlarm": 2, "Threshold": 1.0,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold", "TreatMissingData": "missing",
+        "AlarmDescription": "smneuron: scale the asynchronous endpoint out from zero instances",
+    }  # fmt: skip
+    return policies, alarm
 
 
 def copy_plan(

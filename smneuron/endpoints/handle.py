@@ -23,7 +23,14 @@ from smneuron.endpoints.describing import choose_component, pool_models, require
 from smneuron.endpoints.describing import console_url as console_url  # part of this module's API
 from smneuron.endpoints.describing import describe as describe
 from smneuron.endpoints.describing import status as status
-from smneuron.endpoints.invoke import HttpTarget, Response, invoke_endpoint
+from smneuron.endpoints.invoke import (
+    AsyncInvocation,
+    HttpTarget,
+    Response,
+    async_result,
+    invoke_async,
+    invoke_endpoint,
+)
 from smneuron.endpoints.logs import log_events as log_events  # part of this module's API
 from smneuron.endpoints.logs import log_tail
 from smneuron.endpoints.naming import TAG_ENDPOINT
@@ -33,6 +40,7 @@ from smneuron.endpoints.record import EndpointRecord, read_endpoint
 from smneuron.endpoints.scaling import scale
 from smneuron.endpoints.streaming import open_stream, request_body, text_pieces
 from smneuron.errors import (
+    ConfigError,
     EndpointFailedError,
     SmneuronError,
     from_client_error,
@@ -230,6 +238,19 @@ class Endpoint(Displayed):
             return self._http.invoke(data, content_type, accept)
         self._check()
         return invoke_endpoint(self.session, self.name, data, content_type, accept, component=self.component)  # type: ignore[arg-type]
+
+    def invoke_async(self, body: bytes | str, content_type: str = "application/json",
+                     accept: str = "application/json") -> AsyncInvocation:  # fmt: skip
+        """Queue one request on an asynchronous endpoint (its input uploaded to the session's bucket); where its
+        answer will be (``smneuron.endpoints.invoke.async_result`` waits for it)."""
+        if self._http:
+            raise ConfigError("A local URL has no asynchronous queue.", hint="Invoke it without --async.")
+        data = body.encode() if isinstance(body, str) else body
+        return invoke_async(self.session, self.name, data, content_type, accept)  # type: ignore[arg-type]
+
+    def async_result(self, call: AsyncInvocation, timeout: float = 900) -> Response:
+        """Wait for a queued request's answer (``invoke_async``'s); its failure raises ``InvocationError``."""
+        return async_result(self.session, call, timeout)
 
     def _check(self) -> None:
         if not self._component_chosen:  # a missing endpoint is an error, never a placeholder answer

@@ -91,3 +91,66 @@ def invoke_endpoint(
     except ResponseStreamingError as e:  # the service went away while its answer was being read
         raise unreachable(runtime.meta.endpoint_url, "the connection broke while the answer was read") from e
     return Response(200, out.get("ContentType", ""), data)
+
+
+@dataclass(frozen=True)
+class AsyncInvocation:
+    """An InvokeEndpointAsync request SageMaker accepted: where its input is, and where its answer or failure goes."""
+
+    inference_id: str
+    input_location: str
+    output_location: str
+    failure_location: str | None
+
+
+def invoke_async(session: Session, name: str, body: bytes, content_type: str, accept: str) -> AsyncInvocation:
+    """Upload ``body`` to the session's bucket and queue it on asynchronous endpoint ``name`` (InvokeEndpointAsync).
+
+    Raises:
+        AwsError subclasses: no such endpoint, one that is not asynchronous, access denied.
+    """
+    import uuid
+
+    key = f"async/{name}/input/{uuid.uuid4()}"
+    s3 = session.client("s3")
+    try:
+        s3.put_object(Bucket=session.bucket_name, Key=key, Body=body, ContentType=content_type)
+        out = session.client("sagemaker-runtime").invoke_endpoint_async(
+            EndpointName=name, InputLocation=f"s3://{session.bucket_name}/{key}", ContentType=content_type,
+            Accept=accept,
+        )  # fmt: skip
+    except ClientError as e:
+        raise from_client_error(e, operation="InvokeEndpointAsync") from e
+    return AsyncInvocation(out["InferenceId"], f"s3://{session.bucket_name}/{key}", out["OutputLocation"],
+                           out.get("FailureLocation"))  # fmt: skip
+
+
+def async_result(session: Session, call: AsyncInvocation, timeout: float, poll: float = 0.5) -> Response:
+    """Wait for an asynchronous request's answer (its output object) or failure (its failure object).
+
+    Raises:
+        InvocationError: the failure object appeared (its text is the reason).
+        TimeoutError: neither within ``timeout`` seconds.
+    """
+    import time
+
+    s3 = session.client("s3")
+    deadline = time.monotonic() + timeout
+    while True:
+        for where, failed in ((call.output_location, False), (call.failure_location, True)):
+            if not where:
+                continue
+            bucket, _, key = where.removeprefix("s3://").partition("/")
+            try:
+                got = s3.get_object(Bucket=bucket, Key=key)
+            except ClientError as e:
+                if e.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                    continue
+                raise from_client_error(e, operation="GetObject") from e
+            data = got["Body"].read()
+            if failed:
+                raise InvocationError(500, data.decode(errors="replace"))
+            return Response(200, got.get("ContentType", ""), data)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no answer at {call.output_location} after {timeout:.0f} s")
+        time.sleep(poll)

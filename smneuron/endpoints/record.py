@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from smneuron.artifact.kind import KINDS, ModelKind, endpoint_kind
 from smneuron.catalog import InstanceType
 from smneuron.catalog.generation import copies_per_instance
@@ -49,6 +51,7 @@ class EndpointRecord:
     hourly_usd: float | None
     price_source: str | None
     where: str  # the region, or the endpoint URL (the embedded SageMaker)
+    asynchronous: Mapping[str, Any] | None  # the config's AsyncInferenceConfig: an asynchronous endpoint
     document: dict = field(repr=False)  # what `smneuron status --json` prints
 
     @property
@@ -164,6 +167,7 @@ def read_endpoint(session: Session, name: str, *, scaling: bool = False) -> Endp
         hourly_usd=hourly,
         price_source=prices.source_of(instance.name) if hourly is not None else None,
         where=session.endpoint_url or session.region,
+        asynchronous=config.get("AsyncInferenceConfig"),
         document=document,
     )
 
@@ -200,6 +204,8 @@ def _document(
         "kind": {"kind": str(kind) if kind else None, "evidence": evidence},
         "variants": d.get("ProductionVariants", []),
         "config": variant_cfg,
+        "asynchronous": config.get("AsyncInferenceConfig"),
+        "backlog": _backlog(session, name) if scaling and config.get("AsyncInferenceConfig") else None,
         "serving": served,
         "model": {
             "ModelName": model["ModelName"],
@@ -284,3 +290,25 @@ def unknown_kind(name: str, evidence: str) -> ConfigError:
 def kind_named(value: Any) -> ModelKind | None:
     """A kind from its name as a document carries it (None: unknown)."""
     return KINDS.get(value or "")
+
+
+def _backlog(session: Session, name: str) -> dict:
+    """An asynchronous endpoint's queue over the last minutes, from CloudWatch (the most waiting in the latest
+    minute, and the oldest request's age); None values when nothing was published (a caller without
+    cloudwatch:GetMetricStatistics gets none too)."""
+    import datetime as dt
+
+    cw = session.client("cloudwatch")
+    now = dt.datetime.now(dt.timezone.utc)
+    out: dict = {}
+    for key, metric in (("queued", "ApproximateBacklogSize"), ("oldest_s", "ApproximateAgeOfOldestRequest")):
+        try:
+            points = cw.get_metric_statistics(
+                Namespace="AWS/SageMaker", MetricName=metric, Dimensions=[{"Name": "EndpointName", "Value": name}],
+                StartTime=now - dt.timedelta(minutes=5), EndTime=now, Period=60, Statistics=["Maximum"],
+            )["Datapoints"]  # fmt: skip
+        except ClientError:
+            points = []
+        latest = max(points, key=lambda p: p["Timestamp"], default=None)
+        out[key] = latest["Maximum"] if latest else None
+    return out

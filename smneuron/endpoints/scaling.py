@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-from smneuron.endpoints import autoscaling, components
+from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.describing import require
 from smneuron.endpoints.record import EndpointRecord, read_endpoint
 from smneuron.errors import ConfigError, from_client_error
 from smneuron.session import Session
+from smneuron.specs.controls import AsyncSpec
 from smneuron.specs.models import ScalingSpec
 
 
@@ -40,7 +41,7 @@ def scale(
     kind = r.served_kind()
     # one rule with deploy: what each kind scales to zero (copies do; an encoder's instances do not)
     kind.check_floor(spec.min_capacity, "--min" if where == "cli" else "min_capacity=",
-                     [s.min_capacity for s in spec.scheduled])  # fmt: skip
+                     [s.min_capacity for s in spec.scheduled], asynchronous=r.asynchronous is not None)  # fmt: skip
     if (
         not kind.scales_instances
     ):  # text generation: the copies scale, on the instances managed instance scaling adds
@@ -53,8 +54,17 @@ def scale(
             )
         return components.scale(sess, r.component_names[0], spec, endpoint=name)
     workers = int(r.environment.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
-    p = autoscaling.plan(name, r.variant_name, spec, r.instance, workers)
-    autoscaling.reconcile(sess, p)
+    backlog = (
+        AsyncSpec().backlog_target if r.asynchronous is not None else None
+    )  # queued requests per instance
+    p = autoscaling.plan(name, r.variant_name, spec, r.instance, workers, backlog=backlog)
+    done = autoscaling.reconcile(sess, p)
+    owned.delete_alarms(sess, [a["AlarmName"] for a in owned.alarms(sess, name)
+                               if a["AlarmName"].endswith("-backlog-without-capacity")
+                               and (p.alarm is None or a["AlarmName"] != p.alarm["AlarmName"])])  # fmt: skip
+    from_zero = p.alarm_request(done)
+    if from_zero:  # an asynchronous endpoint at zero instances starts one when requests wait
+        owned.put_alarm(sess, from_zero, name)
     if not p.enabled:  # min == max: no autoscaling, the count itself
         set_instance_count(sess, name, r.variant_name, p.min_capacity, now=r.instance_count)
     return p

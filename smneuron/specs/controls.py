@@ -113,3 +113,48 @@ def check_tags(tags: dict[str, str]) -> dict[str, str]:
     if problems:
         raise ValueError("; ".join(problems))
     return tags
+
+
+# AsyncInferenceConfig's NotificationConfig topics (botocore's SNS topic ARN pattern)
+TOPIC = re.compile(r"^arn:aws[a-z\-]*:sns:[a-z0-9\-]*:[0-9]{12}:[a-zA-Z0-9_.-]+$")
+
+
+class AsyncSpec(StrictModel):
+    """An asynchronous endpoint (CreateEndpointConfig ``AsyncInferenceConfig``): requests are queued, their input and
+    answer live in S3, and the instances may scale to zero."""
+
+    enabled: bool = Field(
+        True, description="Deploy an asynchronous endpoint (requests queued, answers to S3)."
+    )
+    output: str | None = Field(
+        None,
+        description="s3://BUCKET/PREFIX the answers go to (default: the session's bucket, async/ENDPOINT/output).",
+    )
+    failure_output: str | None = Field(
+        None,
+        description="s3://BUCKET/PREFIX failed requests' errors go to (default: beside the output, failures).",
+    )
+    notify_success: str | None = Field(None, description="SNS topic ARN told of each answer.")
+    notify_error: str | None = Field(None, description="SNS topic ARN told of each failure.")
+    max_concurrent: int | None = Field(
+        None, ge=1, le=1000, description="Requests each instance works on at once (default: its workers)."
+    )
+    backlog_target: float = Field(
+        5.0,
+        gt=0,
+        description="Autoscaling's target of queued requests per instance (ApproximateBacklogSizePerInstance).",
+    )
+
+    @field_validator("output", "failure_output")
+    @classmethod
+    def _s3(cls, v: str | None) -> str | None:
+        if v is not None and not DESTINATION.match(v):
+            raise ValueError(f"{v!r} is not an S3 URI: give s3://BUCKET/PREFIX")
+        return v.rstrip("/") if v else v
+
+    @field_validator("notify_success", "notify_error")
+    @classmethod
+    def _topic(cls, v: str | None) -> str | None:
+        if v is not None and not TOPIC.match(v):
+            raise ValueError(f"{v!r} is not an SNS topic ARN: give arn:aws:sns:REGION:ACCOUNT:TOPIC")
+        return v

@@ -18,7 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from smneuron.catalog import InstanceType, Use
 from smneuron.errors import ConfigError
 from smneuron.files.user import read_text
-from smneuron.specs.controls import DataCaptureSpec, VpcSpec, check_kms_key, check_tags
+from smneuron.specs.controls import AsyncSpec, DataCaptureSpec, VpcSpec, check_kms_key, check_tags
 from smneuron.specs.validation import StrictModel, make_loader, validate
 from smneuron.specs.validation import override as override  # part of the specs API
 
@@ -282,6 +282,10 @@ class EndpointSpec(StrictModel):
     )
     data_capture: DataCaptureSpec | None = Field(
         None, description="Capture requests and responses to S3 for Model Monitor (DataCaptureConfig)."
+    )
+    asynchronous: AsyncSpec | None = Field(
+        None,
+        description="An asynchronous endpoint: queued requests, answers in S3, instances that scale to zero.",
     )
     generation: GenerationSpec = Field(
         default_factory=GenerationSpec, description="text-generation endpoints (inference components)."

@@ -9,7 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from smneuron.local.aws.data_plane.metrics import Meter
-from smneuron.local.aws.engine.autoscaler import Autoscaler, Capacity, breaching, fired, stepped, tracked
+from smneuron.local.aws.engine.autoscaler import Autoscaler, Capacity
+from smneuron.local.aws.engine.scaling_rules import breaching, fired, stepped, tracked
 
 VARIANT = "endpoint/ep/variant/AllTraffic"
 
@@ -101,6 +102,9 @@ class Fleet(Capacity):
 
     def in_service(self):
         return {("ep", "AllTraffic"): self.instances}, {}
+
+    def backlogs(self):
+        return {}  # a real-time variant has no queue
 
     def desired(self, resource):
         return self.instances if resource == VARIANT else None

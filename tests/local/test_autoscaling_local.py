@@ -43,7 +43,7 @@ def test_a_load_scales_an_endpoint_out_and_its_end_scales_it_back_in(smneuron_cl
     until(lambda: instances() == 3, "the load to scale the endpoint out to its max", 60)
     out = " ".join(smneuron_cli("--local", "status", "busy").stdout.split())
     assert "InvocationsPerInstance" in out and "above the target 120 for 3 periods" in out, out
-    assert "changing desired instance count from 1 to 3" in out
+    assert "changing desired instance count from 1 to" in out  # to 3 at once, or to 2 then 3 under load
     quiet = time.monotonic()
     until(lambda: instances() == 1, "the endpoint to scale back in once the load stopped", 60)
     # 15 periods below 90% of the target (7.5 s), never sooner
@@ -53,11 +53,16 @@ def test_a_load_scales_an_endpoint_out_and_its_end_scales_it_back_in(smneuron_cl
     activities = json.loads(smneuron_cli("--local", "status", "busy", "--json").stdout)["autoscaling"][
         "activities"
     ]
-    assert activities[0]["Cause"].endswith("changing desired instance count from 3 to 1")
-    assert "below 90% of the target 120 for 15 periods" in activities[0]["Cause"]
+    # in, to the fewest that keep the metric under the target: in one step or two (3 -> 2 -> 1 when the last busy
+    # periods are still in the window), each for the same reason
+    ins = [a["Cause"] for a in activities if "from 3 to" in a["Cause"] or "from 2 to 1" in a["Cause"]]
+    assert ins and ins[0].endswith("to 1"), activities
+    assert all("below 90% of the target 120 for 15 periods" in cause for cause in ins)
     recorder = Recorder()  # the answer fits botocore's DescribeScalingActivities shape
     aas = recorder.attach(boto3.client("application-autoscaling", **local_kw(up["url"])))
-    assert len(aas.describe_scaling_activities(ServiceNamespace="sagemaker")["ScalingActivities"]) == 2
+    assert len(aas.describe_scaling_activities(ServiceNamespace="sagemaker")["ScalingActivities"]) >= len(
+        activities
+    )
     assert recorder.problems("application-autoscaling") == {"DescribeScalingActivities": []}
 
     cw = boto3.client("cloudwatch", **local_kw(up["url"]))

@@ -10,7 +10,11 @@ new one is healthy (blue/green); DeleteEndpoint stops it, also while it is still
 instance count is observable: registering a scalable target (its min/max) or UpdateEndpointWeightsAndCapacities
 starts or stops servers (one per instance, up to MAX_LOCAL_INSTANCES), and InvokeEndpoint spreads requests over
 them. Health checks run every second: a server that exited is replaced (so is a component's copy). Every
-server's output goes to the embedded CloudWatch Logs (smneuron.local.aws.data_plane.log_shipping).
+server's output goes to the embedded CloudWatch Logs (smneuron.local.aws.data_plane.log_shipping). An
+asynchronous endpoint's instances scale to zero and back; its queue is ``async_queue``'s.
+
+One module because starting, scaling, health-checking, routing to and stopping an endpoint's servers all hold the same
+``Backing`` and its two locks: split, each half would reach into the other's state.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ from typing import Any
 from smneuron.artifact.staging import fetch, stage, staged_by_smneuron
 from smneuron.artifact.storage import download
 from smneuron.errors import ArtifactError
+from smneuron.files.local_record import LOCAL_ACCOUNT
+from smneuron.local.aws.data_plane.async_queue import AsyncQueue, async_config
 from smneuron.local.aws.data_plane.capture import Capturer
 from smneuron.local.aws.data_plane.component_backing import Components
 from smneuron.local.aws.data_plane.log_shipping import ENDPOINT_GROUP, LogShipper, instance_stream
 from smneuron.local.aws.data_plane.metrics import Meter
-from smneuron.local.aws.data_plane.routing import route
+from smneuron.local.aws.data_plane.routing import first_variant, route
 from smneuron.local.aws.engine import pools
 from smneuron.local.aws.engine.pools import NoCapacity
 from smneuron.local.aws.http.http1 import Keepalive
@@ -81,9 +87,9 @@ class Backer:
         self.keepalive = Keepalive(bearer(server_key()))
         self.logs = LogShipper(self._session)  # model servers' output into the embedded CloudWatch Logs
         self.capturer = Capturer(self._session)  # endpoint configs' DataCaptureConfig, into the embedded S3
-        self.meter = (
-            Meter()
-        )  # the AWS/SageMaker metrics of every invocation (engine.autoscaler publishes them)
+        # the AWS/SageMaker metrics of every invocation (engine.autoscaler publishes them)
+        self.meter = Meter()
+        self.queue = AsyncQueue(self)  # InvokeEndpointAsync's requests, per asynchronous endpoint
         self.components = Components(  # inference components: stand-in (or vLLM) copies
             self._session,
             self.logs,
@@ -96,6 +102,13 @@ class Backer:
         threading.Thread(
             target=self.logs.run, args=(self._closed,), name="smneuron-logs", daemon=True
         ).start()
+
+    def session(self) -> Any:
+        """The embedded AWS's session (its S3 for asynchronous inputs and answers)."""
+        return self._session()
+
+    def variant_of(self, name: str) -> str:
+        return first_variant(LOCAL_ACCOUNT, self._session().region, name)
 
     def _session(self) -> Any:
         """The embedded AWS's session, made once: each new one loads botocore's service models again."""
@@ -216,25 +229,30 @@ class Backer:
         backing = self.endpoints.get(name)
         if backing is None:
             return
-        backing.desired = max(1, min(count, MAX_LOCAL_INSTANCES))
+        floor = 0 if async_config(self, name) else 1  # an asynchronous endpoint's instances scale to zero
+        backing.desired = max(floor, min(count, MAX_LOCAL_INSTANCES))
         threading.Thread(target=self._scale, args=(backing,), daemon=True).start()
 
     def _scale(self, backing: Backing) -> None:
         with backing.scaling:
             with backing.lock:
-                config, extra, count = backing.config_name, list(backing.extra), backing.desired
-            while len(extra) + 1 > count:
-                extra.pop().stop()
-            while len(extra) + 1 < count and config:
+                config, count = backing.config_name, backing.desired
+                servers = [s for s in [backing.server, *backing.extra] if s is not None]
+            while len(servers) > count:  # out of routing first, then stopped
+                leaving = servers.pop()
+                with backing.lock:
+                    backing.server, backing.extra = (servers[0], servers[1:]) if servers else (None, [])
+                leaving.stop()
+            while len(servers) < count and config:
                 try:
-                    server = self._server_for(config, backing.name, slot=len(extra) + 1)
+                    server = self._server_for(config, backing.name, slot=len(servers))
                     server.start()
                 except Exception:  # a new instance that cannot start leaves the others serving
                     break
-                extra.append(server)
+                servers.append(server)
             with backing.lock:
-                backing.extra = extra
-                if len(extra) + 1 >= count:
+                backing.server, backing.extra = (servers[0], servers[1:]) if servers else (None, [])
+                if len(servers) >= count:
                     backing.reason = None  # whole again
 
     def instances(self, name: str) -> int:
@@ -286,6 +304,7 @@ class Backer:
 
     def stop_all(self) -> None:
         self._closed.set()
+        self.queue.close()
         self.components.stop_all()
         for name in list(self.endpoints):
             self.stop(name)

@@ -13,6 +13,9 @@ At the end of each period (``Meter.close``, called by ``engine.autoscaler``) the
 | Invocation4XXErrors, Invocation5XXErrors | None | answers the model gave with a 4XX or 5XX (or none: 5XX) |
 | ConcurrentRequestsPerModel, ConcurrentRequestsPerCopy | None | average requests in flight per instance, per copy |
 | NoCapacityInvocationFailures | None | invocations of a component with no copy to answer them |
+| ApproximateBacklogSize, ApproximateBacklogSizePerInstance | None | an asynchronous endpoint's requests queued or being worked on (per running instance; all of them at zero instances) |
+| HasBacklogWithoutCapacity | None | 1 while requests wait on an asynchronous endpoint with no instance, else 0 |
+| ApproximateAgeOfOldestRequest | Seconds | how long the oldest queued request has waited |
 
 Names and dimensions from the SageMaker developer guide's "Amazon SageMaker AI metrics in Amazon CloudWatch"
 (monitoring-cloudwatch.html). AWS publishes them each minute; the embedded SageMaker publishes them each
@@ -108,17 +111,17 @@ class Meter:
             self._open[_dims(InferenceComponentName=component)].no_capacity += 1
 
     def close(self, now: float, period_s: float, variants: dict[tuple[str, str], int],
-              components: dict[str, int]) -> list[dict]:  # fmt: skip
+              components: dict[str, int], backlogs: dict[str, tuple[int, float, int]] | None = None) -> list[dict]:  # fmt: skip
         """End the period at ``now``: the datapoints of every variant (``variants``: (endpoint, variant) -> instances)
         and component (``components``: name -> copies) in service, and of anything invoked, for PutMetricData."""
         scale = 60.0 / period_s
         with self._lock:
             tallies, self._open = self._open, defaultdict(_Tally)
+        out = self._gauges(now, backlogs or {})
         for endpoint, variant in variants:
             tallies.setdefault(_dims(EndpointName=endpoint, VariantName=variant), _Tally())
         for component in components:
             tallies.setdefault(_dims(InferenceComponentName=component), _Tally())
-        out = []
         for dims, t in tallies.items():
             named = dict(dims)
             if "InferenceComponentName" in named:
@@ -148,6 +151,20 @@ class Meter:
                     out.append(_datum(name, dims, point, now))
         return out
 
+    def _gauges(self, now: float, backlogs: dict[str, tuple[int, float, int]]) -> list[dict]:
+        """An asynchronous endpoint's queue as it stands (``backlogs``: endpoint -> (size, oldest age s, instances))."""
+        out = []
+        for endpoint, (size, oldest, instances) in backlogs.items():
+            dims = _dims(EndpointName=endpoint)
+            for name, value in (("ApproximateBacklogSize", size),
+                                ("ApproximateBacklogSizePerInstance", size / instances if instances else size),
+                                ("HasBacklogWithoutCapacity", float(size > 0 and instances == 0)),
+                                ("ApproximateAgeOfOldestRequest", oldest)):  # fmt: skip
+                point = _one(float(value))
+                self._history[(name, dims)].append((now, point))
+                out.append(_datum(name, dims, point, now))
+        return out
+
     def series(self, metric: str, dimensions: dict[str, str], since: float = 0.0) -> list[Point]:
         """The periods' points of ``metric`` under exactly ``dimensions``, oldest first, those ending after ``since``."""
         with self._lock:
@@ -160,7 +177,13 @@ def _dims(**values: str) -> Dims:
 
 
 def _datum(name: str, dims: Dims, p: Point, now: float) -> dict:
-    unit = "Microseconds" if name.endswith("Latency") else "None"
+    unit = (
+        "Microseconds"
+        if name.endswith("Latency")
+        else "Seconds"
+        if name.endswith("OldestRequest")
+        else "None"
+    )
     return {
         "MetricName": name,
         "Dimensions": [{"Name": k, "Value": v} for k, v in dims],

@@ -33,15 +33,15 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
+from smneuron.local.aws.data_plane.async_queue import async_config
 from smneuron.local.aws.data_plane.metrics import NAMESPACE, Meter
 from smneuron.local.aws.embedded_service import current
 from smneuron.local.aws.engine import patching
-from smneuron.specs import schedules
+from smneuron.local.aws.engine.scaling_rules import IN_PERIODS, breaching, fired, stepped, tracked
 
-OUT_PERIODS, IN_PERIODS, IN_SHARE = 3, 15, 0.9
 PREDEFINED = {  # PredefinedMetricType -> (metric, whose dimensions)
     "SageMakerVariantInvocationsPerInstance": ("InvocationsPerInstance", "variant"),
     "SageMakerVariantConcurrentRequestsPerModelHighResolution": ("ConcurrentRequestsPerModel", "variant"),
@@ -52,74 +52,6 @@ PREDEFINED = {  # PredefinedMetricType -> (metric, whose dimensions)
     ),
 }
 KEPT_ACTIVITIES = 50
-
-
-def tracked(values: list[float], target: float, capacity: int, low: int, high: int,
-            scale_in: bool = True) -> tuple[int, str] | None:  # fmt: skip
-    """Target tracking's decision from the metric's latest periods (oldest first): (new capacity, why) or None."""
-    if capacity > 0 and len(values) >= OUT_PERIODS and all(v > target for v in values[-OUT_PERIODS:]):
-        want = min(high, max(capacity + 1, math.ceil(capacity * values[-1] / target)))
-        if want > capacity:
-            return want, f"{values[-1]:g} above the target {target:g} for {OUT_PERIODS} periods"
-    recent = values[-IN_PERIODS:]
-    if scale_in and len(values) >= IN_PERIODS and all(v < IN_SHARE * target for v in recent):
-        want = max(low, math.ceil(capacity * max(recent) / target)) if max(recent) > 0 else low
-        if want < capacity:
-            return want, f"below {IN_SHARE:.0%} of the target {target:g} for {IN_PERIODS} periods"
-    return None
-
-
-def stepped(config: dict, breach: float, capacity: int, low: int, high: int) -> int:
-    """A step policy's new capacity for an alarm whose metric is ``breach`` past its threshold."""
-    for step in config.get("StepAdjustments", []):
-        lower = step.get("MetricIntervalLowerBound", -math.inf)
-        upper = step.get("MetricIntervalUpperBound", math.inf)
-        if lower <= breach < upper or (breach == upper == math.inf):
-            change = step["ScalingAdjustment"]
-            kind = config.get("AdjustmentType", "ChangeInCapacity")
-            if kind == "ExactCapacity":
-                want = change
-            elif kind == "PercentChangeInCapacity":
-                moved = capacity * change / 100
-                want = capacity + int(
-                    math.copysign(max(abs(moved), config.get("MinAdjustmentMagnitude") or 0), moved)
-                )
-            else:
-                want = capacity + change
-            return min(high, max(low, want))
-    return capacity
-
-
-def breaching(points: list[float], alarm: dict) -> str:
-    """The state CloudWatch would give ``alarm`` over its latest periods' values (oldest first)."""
-    periods = int(alarm.get("EvaluationPeriods", 1))
-    if len(points) < periods:
-        return "INSUFFICIENT_DATA"
-    needed = int(alarm.get("DatapointsToAlarm") or periods)
-    threshold, op = float(alarm["Threshold"]), alarm["ComparisonOperator"]
-    compare = {
-        "GreaterThanOrEqualToThreshold": lambda v: v >= threshold,
-        "GreaterThanThreshold": lambda v: v > threshold,
-        "LessThanThreshold": lambda v: v < threshold,
-        "LessThanOrEqualToThreshold": lambda v: v <= threshold,
-    }.get(op)
-    if compare is None:  # anomaly-detection operators: not evaluated here
-        return "INSUFFICIENT_DATA"
-    return "ALARM" if sum(map(compare, points[-periods:])) >= needed else "OK"
-
-
-def fired(action: dict, last: datetime, now: datetime) -> bool:
-    """Whether a scheduled action's time fell in (last, now]."""
-    schedule = schedules.parse(action["Schedule"])
-    if schedule.kind == "rate":
-        n, unit = schedule.rate  # type: ignore[misc]
-        step = timedelta(**{unit.rstrip("s") + "s": n})
-        created = action.get("CreationTime") or last
-        created = created if created.tzinfo else created.replace(tzinfo=timezone.utc)
-        k = math.floor((now - created) / step)
-        return k >= 1 and created + k * step > last
-    runs = schedules.next_runs(schedule, 1, after=last)
-    return bool(runs) and runs[0] <= now
 
 
 @dataclass
@@ -160,7 +92,7 @@ class Autoscaler:
         with self._lock:
             now = self.clock()
             variants, components = self.capacity.in_service()
-            data = self.meter.close(now, self.period_s, variants, components)
+            data = self.meter.close(now, self.period_s, variants, components, self.capacity.backlogs())
             if data:
                 self.capacity.publish(NAMESPACE, data)
             aas = self.session.client("application-autoscaling")
@@ -333,11 +265,25 @@ class Capacity:
         variants = {}
         for name, backing in list(self.backer.endpoints.items()):
             config = configs.get(backing.config_name)
-            if backing.status == "InService" and backing.server is not None and config is not None:
+            scaled_to_zero = backing.server is None and backing.desired == 0  # an asynchronous endpoint's
+            if (
+                backing.status == "InService"
+                and (backing.server is not None or scaled_to_zero)
+                and config is not None
+            ):
                 variants[(name, config.production_variants[0]["VariantName"])] = self.backer.instances(name)
         copies = {name: len(c.servers) for name, c in list(self.backer.components.items.items())
                   if c.status == "InService"}  # fmt: skip
         return variants, copies
+
+    def backlogs(self) -> dict[str, tuple[int, float, int]]:
+        """Each asynchronous endpoint's queue: (requests queued or being worked on, oldest age s, running instances)."""
+        out = {}
+        for name in list(self.backer.endpoints):
+            if async_config(self.backer, name):
+                size, oldest = self.backer.queue.backlog(name)
+                out[name] = (size, oldest, self.backer.instances(name))
+        return out
 
     def publish(self, namespace: str, data: list[dict]) -> None:
         """PutMetricData, in process (a request through the service would be a change to snapshot every period)."""

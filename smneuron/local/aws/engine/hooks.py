@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from smneuron.local.aws.data_plane.async_queue import accept
 from smneuron.local.aws.data_plane.routing import invoke
 from smneuron.local.aws.embedded_service import backer
 from smneuron.local.aws.engine import patching, pools
@@ -128,9 +129,12 @@ def _as_served(backend: Any, endpoint_name: str, response: dict) -> dict:
             response["FailureReason"] = reason
     active = backer()
     running = active.instances(endpoint_name) if active is not None else 0
-    if running and response.get("ProductionVariants"):
+    backing = active.endpoints.get(endpoint_name) if active is not None else None
+    if (running or (backing is not None and backing.desired == 0)) and response.get("ProductionVariants"):
         variants = [dict(v) for v in response["ProductionVariants"]]
-        variants[0]["CurrentInstanceCount"] = running  # what really runs on this machine
+        variants[0]["CurrentInstanceCount"] = running  # what really runs on this machine (0: scaled to zero)
+        if backing is not None:
+            variants[0]["DesiredInstanceCount"] = backing.desired
         response = dict(response, ProductionVariants=variants)
     config = backend.endpoint_configs.get(response.get("EndpointConfigName"))
     if config is not None and response.get("ProductionVariants"):
@@ -160,6 +164,16 @@ def _patch_invocations(runtime: Any) -> None:
         return plain_invoke(self)
 
     patching.replace(runtime.SageMakerRuntimeResponse, "invoke_endpoint", invoke_endpoint)
+    plain_async = patching.original(runtime.SageMakerRuntimeResponse, "invoke_endpoint_async")
+
+    def invoke_endpoint_async(self: Any) -> Any:
+        """InvokeEndpointAsync queued and run for real (data_plane.async_queue), never moto's placeholder."""
+        if (active := backer()) is not None:
+            name = self.path.rstrip("/").split("/")[-2]
+            return accept(active, self.current_account, self.region, name, self.headers.get)
+        return plain_async(self)
+
+    patching.replace(runtime.SageMakerRuntimeResponse, "invoke_endpoint_async", invoke_endpoint_async)
     # moto decodes every request body as UTF-8 before routing (an image or .npy body was an HTML 500): the
     # runtime's bodies are the container's, bytes untouched
     patching.replace(runtime.SageMakerRuntimeResponse, "use_raw_body", True)
@@ -175,8 +189,11 @@ def _patch_capacity(models: Any, aas: Any) -> None:
     ) -> str:
         desired = desired_weights_and_capacities  # moto passes it by this keyword
         arn = update_weights(self, endpoint_name, desired)
-        count = next((d.get("DesiredInstanceCount") for d in desired if d.get("DesiredInstanceCount")), None)
-        if (active := backer()) is not None and count:
+        # (0 too: an asynchronous endpoint's instances scale to zero; the backer keeps a real-time one at 1 or more)
+        count = next(
+            (d["DesiredInstanceCount"] for d in desired if d.get("DesiredInstanceCount") is not None), None
+        )
+        if (active := backer()) is not None and count is not None:
             active.scale(endpoint_name, int(count))
         return arn
 

@@ -1,0 +1,94 @@
+"""Issue 62 #2: `deploy --async` plans an asynchronous endpoint: AsyncInferenceConfig as botocore takes it (answers and
+failures in S3, the session's bucket unless given, one request per worker per instance unless given, SNS topics),
+instances that may scale to zero, scaled on their backlog as the AWS Developer Guide sets it, with a step policy that
+starts one from zero. What it refuses, it refuses before anything is created, naming the flag."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_cli
+
+from smneuron.compilation.encoder import compile_model
+
+
+@pytest.fixture
+def artifact(tiny_classifier, tmp_path):
+    compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
+    return tmp_path / "a"
+
+
+def _plan(*args: str) -> tuple[int, dict | str]:
+    code, out, err = run_cli("deploy", *args, "--dry-run", "--json")
+    return code, (json.loads(out) if code == 0 else " ".join(err.split()))
+
+
+def test_an_async_deploy_plans_the_queue_and_scaling_to_zero(artifact, session):
+    code, plan = _plan(str(artifact), "--instance", "ml.c6i.xlarge", "--name", "queue", "--async", "--min", "0",
+                       "--max", "3")  # fmt: skip
+    assert code == 0, plan
+    bucket = "smneuron-<account-id>-us-east-1"  # a dry run names the session's bucket without asking STS
+    config = plan["requests"]["CreateEndpointConfig"]["AsyncInferenceConfig"]
+    assert config == {
+        # one request at a time per worker, unless given
+        "ClientConfig": {"MaxConcurrentInvocationsPerInstance": int(plan["environment"]["SAGEMAKER_MODEL_SERVER_WORKERS"])},
+        "OutputConfig": {"S3OutputPath": f"s3://{bucket}/async/queue/output",
+                         "S3FailurePath": f"s3://{bucket}/async/queue/failures"},
+    }  # fmt: skip
+    assert any(
+        "the session's bucket; --output and --failure-output choose others" in n for n in plan["notes"]
+    )
+    assert (
+        plan["initial_instance_count"] == 1 and plan["autoscaling"]["min"] == 0
+    )  # starts with one, may go to 0
+    tracking = plan["autoscaling"]["policy"]["TargetTrackingScalingPolicyConfiguration"]
+    assert tracking["CustomizedMetricSpecification"] == {
+        "MetricName": "ApproximateBacklogSizePerInstance", "Namespace": "AWS/SageMaker", "Statistic": "Average",
+        "Dimensions": [{"Name": "EndpointName", "Value": "queue"}]}  # fmt: skip
+    assert tracking["TargetValue"] == 5.0
+
+
+def test_async_settings_given_are_sent_as_botocore_takes_them(artifact, session):
+    topic = "arn:aws:sns:us-east-1:123456789012:answers"
+    code, plan = _plan(str(artifact), "--instance", "ml.c6i.xlarge", "--name", "q2", "--async", "--output",
+                       "s3://my-answers/p/", "--failure-output", "s3://my-answers/f", "--notify-success", topic,
+                       "--notify-error", topic, "--max-concurrent", "4", "--backlog-target", "2")  # fmt: skip
+    assert code == 0, plan
+    assert plan["requests"]["CreateEndpointConfig"]["AsyncInferenceConfig"] == {
+        "ClientConfig": {"MaxConcurrentInvocationsPerInstance": 4},
+        "OutputConfig": {"S3OutputPath": "s3://my-answers/p", "S3FailurePath": "s3://my-answers/f",
+                         "NotificationConfig": {"SuccessTopic": topic, "ErrorTopic": topic}},
+    }  # fmt: skip
+    from botocore_check import validate_request  # the request fits botocore's CreateEndpointConfig
+
+    assert (
+        validate_request("sagemaker", "CreateEndpointConfig", plan["requests"]["CreateEndpointConfig"]) == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["--min", "0", "--max", "2"],
+            "--min 0: an encoder's real-time endpoint cannot scale to zero instances",
+        ),
+        (["--output", "s3://b/p"], "--output needs --async"),
+        (["--async", "--output", "my-bucket/p"], "is not an S3 URI: give s3://BUCKET/PREFIX"),
+        (["--async", "--notify-success", "my-topic"], "is not an SNS topic ARN"),
+        (["--async", "--max-concurrent", "0"], "--max-concurrent"),
+    ],
+)
+def test_async_mistakes_are_refused_before_anything_is_made(artifact, session, args, said):
+    code, why = _plan(str(artifact), "--instance", "ml.c6i.xlarge", "--name", "bad", *args)
+    assert code == 2 and said in why, why
+    assert session.client("sagemaker").list_endpoint_configs()["EndpointConfigs"] == []
+
+
+def test_text_generation_is_not_deployed_asynchronously(tiny_llama, tmp_path, session):
+    from smneuron.compilation.entry import compile_model as compile_any
+
+    compile_any(tiny_llama, tmp_path / "llm", target="cpu", batch_size=2, sequence_length=128)
+    code, why = _plan(str(tmp_path / "llm"), "--instance", "ml.c6i.xlarge", "--async")
+    assert code == 1 and "--async (asynchronous endpoints)" in why and "text generation" in why, why
