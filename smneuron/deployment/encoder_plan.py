@@ -555,6 +555,10 @@ def _finish(
     queued = async_config(spec, workers)
     if queued:
         config = _digest(config, json.dumps(queued, sort_keys=True), n=8)  # another queue, another config
+        if scaling.min_capacity == 0:
+            what = "boots and loads the compiled model: minutes on Neuron" if instance.is_neuron else "starts"
+            notes.append(f"with --min 0 the first request after an idle spell waits for a full cold start (an instance "
+                         f"{what}); `invoke --async --wait` says how long it took")  # fmt: skip
     alarm_list = alarms(base, spec.variant_name, spec.latency_p99_alarm_ms)
     tags = {TAG_VERSION: __version__, TAG_ENDPOINT: base, TAG_KIND: str(ENCODER), **spec.tags}
     if model_data:

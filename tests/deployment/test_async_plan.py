@@ -39,9 +39,9 @@ def test_an_async_deploy_plans_the_queue_and_scaling_to_zero(artifact, session):
     assert any(
         "the session's bucket; --output and --failure-output choose others" in n for n in plan["notes"]
     )
-    assert (
-        plan["initial_instance_count"] == 1 and plan["autoscaling"]["min"] == 0
-    )  # starts with one, may go to 0
+    # it starts with one and may go to zero, which is said before it is deployed
+    assert plan["initial_instance_count"] == 1 and plan["autoscaling"]["min"] == 0
+    assert any("waits for a full cold start" in n for n in plan["notes"])
     tracking = plan["autoscaling"]["policy"]["TargetTrackingScalingPolicyConfiguration"]
     assert tracking["CustomizedMetricSpecification"] == {
         "MetricName": "ApproximateBacklogSizePerInstance", "Namespace": "AWS/SageMaker", "Statistic": "Average",
