@@ -488,20 +488,14 @@ def _encoder(b: _Builder) -> Pipeline:
             instance_count=1,
             instance_type=P["InstanceType"],
             output_path=b.s3_out("evaluate", "transform"),
-            accept="application/json",
-            assemble_with="Line",
-            strategy="SingleRecord",
-            max_payload=6,
-            max_concurrent_transforms=p.transform_concurrency,
+            **p.feeding.sdk_transformer(),  # the transform planner's: one way to build a transform job
             tags=b.tags,
             sagemaker_session=b.sm,
         )
         transform = TransformStep(
             name="EvaluateTransform",
             step_args=transformer.transform(
-                data=b.output_uri(compile_step, "requests"),
-                content_type="application/json",
-                split_type="Line",
+                data=b.output_uri(compile_step, "requests"), **p.feeding.sdk_transform()
             ),
             cache_config=b.cache,
             retry_policies=b.job_retries,

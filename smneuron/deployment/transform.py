@@ -37,6 +37,64 @@ from smneuron.specs.models import EndpointSpec
 from smneuron.specs.transform_settings import MAX_PAYLOAD_MB, TRANSFORM
 
 JSON_LINES = "application/jsonlines"
+
+
+@dataclass(frozen=True)
+class Feeding:
+    """How a transform job feeds its instances, the one definition of it: `smneuron transform`'s jobs and the
+    pipeline's EvaluateTransform step are built from it. MultiRecord sends as many JSON lines as fit ``payload_mb`` in
+    one request (``inference.py`` answers them one per line); SingleRecord one line a request, for inputs whose
+    lines are whole request bodies (the pipeline's). Each instance takes as many requests at a time as it has
+    workers, within SageMaker's MaxConcurrentTransforms x MaxPayloadInMB <= 100."""
+
+    workers: int
+    payload_mb: int
+    single: bool = False
+
+    @property
+    def content_type(self) -> str:
+        return "application/json" if self.single else JSON_LINES
+
+    def check(self, label: str) -> None:
+        """Raises UsageError: more than 100 MB in flight per instance (``label``: the payload setting as given)."""
+        if self.workers * self.payload_mb > MAX_PAYLOAD_MB:
+            raise UsageError(
+                f"{label} {self.payload_mb} x {self.workers} worker(s) is {self.workers * self.payload_mb} MB in "
+                f"flight per instance; SageMaker takes at most {MAX_PAYLOAD_MB} (MaxConcurrentTransforms x "
+                "MaxPayloadInMB).",
+                hint=f"Give {label} {MAX_PAYLOAD_MB // self.workers} or less, or fewer workers.",
+            )
+
+    def job_fields(self) -> dict[str, Any]:
+        """CreateTransformJob's fields for it (the input's and output's beside the S3 locations)."""
+        return {
+            "MaxConcurrentTransforms": self.workers,
+            "MaxPayloadInMB": self.payload_mb,
+            "BatchStrategy": "SingleRecord" if self.single else "MultiRecord",
+        }
+
+    def sdk_transformer(self) -> dict[str, Any]:
+        """The SageMaker SDK's ``Transformer(...)`` keywords for it (the pipeline's TransformStep)."""
+        return {
+            "strategy": self.job_fields()["BatchStrategy"], "max_payload": self.payload_mb,
+            "max_concurrent_transforms": self.workers, "accept": self.content_type, "assemble_with": "Line",
+        }  # fmt: skip
+
+    def sdk_transform(self) -> dict[str, Any]:
+        """The SDK's ``Transformer.transform(...)`` keywords for it."""
+        return {"content_type": self.content_type, "split_type": "Line"}
+
+    def environment(self) -> dict[str, str]:
+        """What the Model's container needs for requests of this size: TorchServe's limits and inference.py's input
+        count, raised (an answer, an embedding per line, is far larger than its line: up to 64 times)."""
+        size = self.payload_mb * 2**20
+        return {
+            "TS_MAX_REQUEST_SIZE": str(max(size, 6_553_500)),
+            "TS_MAX_RESPONSE_SIZE": str(max(64 * size, 6_553_500)),
+            "SMNEURON_MAX_INPUTS": str(max(1024, size // 8)),  # a line is at least a few bytes: "a"\n
+        }
+
+
 TAG_TRANSFORM = "smneuron:transform"  # on the Model and the job: the transform they belong to
 ENDED = ("Completed", "Failed", "Stopped")
 
@@ -63,21 +121,20 @@ class TransformPlan(Displayed):
     def job_request(self) -> dict[str, Any]:
         """CreateTransformJob's arguments (botocore's CreateTransformJobRequest)."""
         kms = {"KmsKeyId": self.kms_key} if self.kms_key else {}
+        feeding = Feeding(self.model.workers, self.max_payload_mb)
         return {
             "TransformJobName": self.job_name,
             "ModelName": self.model.model_name,
-            "MaxConcurrentTransforms": self.model.workers,
-            "MaxPayloadInMB": self.max_payload_mb,
-            "BatchStrategy": "MultiRecord",
+            **feeding.job_fields(),
             "ModelClientConfig": {"InvocationsTimeoutInSeconds": self.timeout_s, "InvocationsMaxRetries": 0},
             "TransformInput": {
                 "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": self.input_uri}},
-                "ContentType": JSON_LINES,
+                "ContentType": feeding.content_type,
                 "SplitType": "Line",
             },
             "TransformOutput": {
                 "S3OutputPath": self.output_uri,
-                "Accept": JSON_LINES,
+                "Accept": feeding.content_type,
                 "AssembleWith": "Line",
                 **kms,
             },
@@ -158,14 +215,9 @@ def plan_transform(
     check_instance(spec.instance)
     workers = workers_for(spec.instance, data.cores_per_model, settings.get("workers"), data.size_bytes)
     payload = settings.get("max_payload_mb", TRANSFORM["max_payload_mb"].default)
-    if workers * payload > MAX_PAYLOAD_MB:
-        label = TRANSFORM["max_payload_mb"].label(where)
-        raise UsageError(
-            f"{label} {payload} x {workers} worker(s) is {workers * payload} MB in flight per instance; SageMaker takes "
-            f"at most {MAX_PAYLOAD_MB} (MaxConcurrentTransforms x MaxPayloadInMB).",
-            hint=f"Give {label} {MAX_PAYLOAD_MB // workers} or less, or fewer workers.",
-        )
-    spec.environment.update(_limits(payload))
+    feeding = Feeding(workers, payload)
+    feeding.check(TRANSFORM["max_payload_mb"].label(where))
+    spec.environment.update(feeding.environment())
     model = plan(
         data, spec, region=region, workers=settings.get("workers"), prices=prices_for(session=session)
     )
@@ -196,17 +248,6 @@ def _model_spec(settings: dict[str, Any]) -> EndpointSpec:
         tags=dict(settings.get("tags") or {}),
         **({"vpc": vpc} if vpc else {}),
     )
-
-
-def _limits(payload_mb: int) -> dict[str, str]:
-    """TorchServe's limits and inference.py's input count, raised to a request of ``payload_mb``: an answer (an
-    embedding per line) is far larger than its line, so the response may be up to 64 times the request."""
-    size = payload_mb * 2**20
-    return {
-        "TS_MAX_REQUEST_SIZE": str(max(size, 6_553_500)),
-        "TS_MAX_RESPONSE_SIZE": str(max(64 * size, 6_553_500)),
-        "SMNEURON_MAX_INPUTS": str(max(1024, size // 8)),  # a line is at least a few bytes: "a"\n
-    }
 
 
 @dataclass(repr=False)

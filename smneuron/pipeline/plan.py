@@ -22,12 +22,14 @@ from smneuron.container.generation_env import container_environment as generatio
 from smneuron.deployment import preflight
 from smneuron.deployment.controls import Controls
 from smneuron.deployment.request import project_settings
+from smneuron.deployment.transform import Feeding
 from smneuron.errors import ConfigError
 from smneuron.session import Session
 from smneuron.specs.models import CompileSpec, EndpointSpec, PipelineSpec, ProjectFile
 
 CPU_JOB_INSTANCE = "ml.m5.large"
 TAG_PIPELINE = "smneuron:pipeline"
+EVALUATE_PAYLOAD_MB = 6  # one request body per request: under TorchServe's 6,553,500-byte default
 
 
 @dataclass
@@ -58,7 +60,6 @@ class PipelinePlan:
     cache: bool = True
     cache_expire_after: str = "P30D"
     capacity_retries: int = 3
-    transform_concurrency: int = 1
     max_runtime_in_seconds: int = 4 * 3600
     notes: list[str] = field(default_factory=list)  # the preflight: what is known of image, compiler and host
     controls: Controls = field(
@@ -72,6 +73,14 @@ class PipelinePlan:
     @property
     def neuron(self) -> bool:
         return self.instance.is_neuron
+
+    @property
+    def feeding(self) -> Feeding:
+        """How EvaluateTransform feeds its instance, from the transform planner (one way to build a transform job): a
+        request line per request (the compile step writes whole request bodies), as many at a time as the Model
+        has workers, up to 6 MB each (under TorchServe's 6.5 MB default, so the Model's limits need no raising)."""
+        return Feeding(workers=int(self.model_environment.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1)),
+                       payload_mb=EVALUATE_PAYLOAD_MB, single=True)  # fmt: skip
 
     @property
     def evaluation(self) -> str:

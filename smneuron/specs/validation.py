@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
-from smneuron.errors import ConfigError, UsageError
+from smneuron.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -39,18 +39,11 @@ def at_least_one(value: Any, label: str, hint: str) -> None:
 
 
 def override(spec: M, **values: Any) -> M:
-    """A copy of ``spec`` with the non-None ``values`` (CLI flags, SDK keywords) applied and validated.
-
-    Raises:
-        UsageError: a value the spec does not take (a usage mistake: exit 2), in the words of the flag or keyword.
-    """
+    """A copy of ``spec`` with the non-None ``values`` (CLI flags) applied and validated."""
     changes = {k: v for k, v in values.items() if v is not None}
     data = spec.model_dump()
     data.update(changes)
-    try:
-        return validate(type(spec), data, source="command-line flags")
-    except ConfigError as e:
-        raise UsageError(e.message, hint=e.hint) from None
+    return validate(type(spec), data, source="command-line flags")
 
 
 # the flag that sets each field, so that a bad value is reported in the words the user typed: filled by the verbs'

@@ -68,21 +68,24 @@ def test_async_settings_given_are_sent_as_botocore_takes_them(artifact, session)
 
 
 @pytest.mark.parametrize(
-    ("args", "said"),
+    ("args", "exit_code", "said"),
     [
+        # usage errors (exit 2): a floor, a flag without the one it needs, a number out of range
         (
             ["--min", "0", "--max", "2"],
+            2,
             "--min 0: an encoder's real-time endpoint cannot scale to zero instances",
         ),
-        (["--output", "s3://b/p"], "--output needs --async"),
-        (["--async", "--output", "my-bucket/p"], "is not an S3 URI: give s3://BUCKET/PREFIX"),
-        (["--async", "--notify-success", "my-topic"], "is not an SNS topic ARN"),
-        (["--async", "--max-concurrent", "0"], "--max-concurrent"),
+        (["--output", "s3://b/p"], 2, "--output needs --async"),
+        (["--async", "--max-concurrent", "0"], 2, "--max-concurrent"),
+        # a value the endpoint spec does not take (exit 1, as every spec value is refused)
+        (["--async", "--output", "my-bucket/p"], 1, "is not an S3 URI: give s3://BUCKET/PREFIX"),
+        (["--async", "--notify-success", "my-topic"], 1, "is not an SNS topic ARN"),
     ],
 )
-def test_async_mistakes_are_refused_before_anything_is_made(artifact, session, args, said):
+def test_async_mistakes_are_refused_before_anything_is_made(artifact, session, args, exit_code, said):
     code, why = _plan(str(artifact), "--instance", "ml.c6i.xlarge", "--name", "bad", *args)
-    assert code == 2 and said in why, why
+    assert code == exit_code and said in why, why
     assert session.client("sagemaker").list_endpoint_configs()["EndpointConfigs"] == []
 
 

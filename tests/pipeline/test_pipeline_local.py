@@ -74,8 +74,9 @@ def test_tiny_classifier_passes_the_gate_registers_and_deploys(tiny_classifier, 
     created = details["CreateModel"]
     assert run.deployment["model_name"] == created and run.deployment["served_model_name"] == created
     assert run.deployment["models_created"] == []
-    # the transform answered every request line through the production handler
-    out = next((tmp_path / "w" / "EvaluateTransform" / "output").rglob("*.out")).read_text().splitlines()
+    # the transform job (the embedded SageMaker's, as `smneuron transform` runs) answered every request line through
+    # the production handler: the Score step's copy of its output
+    out = next((tmp_path / "w" / "Score").rglob("*.out")).read_text().splitlines()
     assert len(out) == len(TEXTS) and all(isinstance(json.loads(line)[0], list) for line in out)
     assert (
         json.loads((tmp_path / "w" / "Compile" / "output" / "result" / "compile.json").read_text())[

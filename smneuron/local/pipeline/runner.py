@@ -4,7 +4,8 @@ The pipeline is built and upserted exactly as for AWS (into the embedded AWS: mo
 then this module reads the definition back from the fake SageMaker and carries out each step the
 way SageMaker would: processing jobs run the uploaded ``entry.py`` with their S3 inputs downloaded
 and outputs uploaded, CreateModel / RegisterModel call the (fake) SageMaker API, the Batch
-Transform sends each request line to the local endpoint (in place of Neuron hardware), and the
+Transform step's CreateTransformJob runs on the embedded SageMaker's transform engine, as `smneuron transform`'s jobs
+do (local model servers in place of Neuron hardware), and the
 accuracy gate evaluates the definition's own conditions and property files. So what is tested is
 the definition itself, its step scripts and smneuron's functions, with only the hardware replaced.
 The compile target is ``cpu`` (the artifacts must run here); step caching is not simulated.
@@ -21,6 +22,7 @@ import os
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,8 +35,7 @@ from smneuron.artifact.storage import ensure_bucket, parse_s3_uri
 from smneuron.compilation.tasks import pipeline_task
 from smneuron.display.cards import Card, Displayed
 from smneuron.endpoints import components
-from smneuron.endpoints.handle import Endpoint
-from smneuron.errors import ConfigError, EndpointFailedError, InvocationError, PipelineFailedError
+from smneuron.errors import ConfigError, EndpointFailedError, PipelineFailedError
 from smneuron.local.aws.data_plane.backing import Backer
 from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws, local_credentials
@@ -42,7 +43,6 @@ from smneuron.local.pipeline.graph import dependencies, ordered_steps, path_get
 from smneuron.local.pipeline.inputs import check_gates_have_data, upload_dir
 from smneuron.local.pipeline.job_process import run_job
 from smneuron.pipeline import runs as pipeline
-from smneuron.serving.server import LocalEndpoint
 from smneuron.session import Session
 from smneuron.specs.models import ProjectFile
 
@@ -378,40 +378,26 @@ class _Runner:
         return f"{name} {verb} on {args['EndpointName']} serving {served['Specification']['ModelName']}"
 
     def _transform(self, step: dict) -> str:
-        """Batch Transform (SplitType Line, SingleRecord, AssembleWith Line) on the local endpoint."""
-
+        """Batch Transform: the step's CreateTransformJob, run by the embedded SageMaker's transform engine (one model
+        server per instance, records batched as the job's BatchStrategy and MaxPayloadInMB say), followed to its end."""
         args = self.resolve(step["Arguments"])
-        model = self.sm.describe_model(ModelName=args["ModelName"])["PrimaryContainer"]
-        root = self.work / step["Name"]
-        tarball = self._download(model["ModelDataUrl"], root / "model")
-        source = args["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"]
-        inputs = self._download(source, root / "input", as_prefix=True)
-        out_dir = root / "output"
-        out_dir.mkdir(parents=True, exist_ok=True)
-        content_type = args["TransformInput"].get("ContentType", "application/json")
-        accept = args["TransformOutput"]["Accept"]
-        count = 0
-        with LocalEndpoint(tarball, instance_type=args["TransformResources"]["InstanceType"]) as local:
-            endpoint = Endpoint(url=local.url)
-            for f in sorted(p for p in inputs.rglob("*") if p.is_file()):
-                answers = []
-                for line in f.read_text().splitlines():
-                    if not line.strip():
-                        continue
-                    try:
-                        answers.append(endpoint.invoke(line, content_type, accept).body.decode().strip())
-                    except InvocationError as e:
-                        raise PipelineFailedError(f"Step {step['Name']}: a record failed. {e.message}") from e
-                    count += 1
-                target = out_dir / (f.relative_to(inputs).as_posix() + ".out")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text("\n".join(answers) + "\n")
-        self._upload(out_dir, args["TransformOutput"]["S3OutputPath"])
+        name = f"{step['Name'][:40]}-{uuid.uuid4().hex[:12]}"  # a job name SageMaker takes (63 characters at most)
+        self.sm.create_transform_job(
+            **{k: v for k, v in args.items() if k != "TransformJobName"}, TransformJobName=name
+        )
+        while (job := self.sm.describe_transform_job(TransformJobName=name))["TransformJobStatus"] in (
+            "InProgress", "Stopping"):  # fmt: skip
+            time.sleep(0.2)
+        if job["TransformJobStatus"] != "Completed":
+            raise PipelineFailedError(f"Step {step['Name']}: the transform job {name} ended "
+                                      f"{job['TransformJobStatus']}: {job.get('FailureReason', '')}")  # fmt: skip
         self.properties[step["Name"]] = {
             "TransformOutput": {"S3OutputPath": args["TransformOutput"]["S3OutputPath"]},
             "TransformJobStatus": "Completed",
         }
-        return f"{count} records on the local endpoint ({args['TransformResources']['InstanceType']} layout)"
+        resources = args["TransformResources"]
+        return (f"transform job {name}: {resources['InstanceCount']} x {resources['InstanceType']}, "
+                f"{args.get('BatchStrategy', 'SingleRecord')}, {args.get('MaxConcurrentTransforms', 1)} at a time")  # fmt: skip
 
     def _condition(self, step: dict) -> str:
         args = step["Arguments"]
