@@ -19,8 +19,9 @@ VERBS = ("status", "stop")
 def transform_cmd(
     ctx: typer.Context,
     artifact: str = typer.Argument(
-        ...,
-        help="Compiled artifact dir, model.tar.gz, package dir or s3:// URI; or `status JOB` / `stop JOB`.",
+        None,
+        help="Compiled artifact dir, model.tar.gz, package dir or s3:// URI (or --model NAME); or `status JOB` / "
+        "`stop JOB`.",
     ),
     job: str = typer.Argument(None, help="With status or stop: the transform job."),
     dry_run: bool = typer.Option(

@@ -14,9 +14,11 @@ ml.inf1), refused before anything is uploaded.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -26,74 +28,17 @@ from smneuron.catalog import InstanceType
 from smneuron.catalog.prices import prices_for
 from smneuron.catalog.transform_types import transform_instance_types
 from smneuron.container.encoder_env import workers_for
-from smneuron.deployment.encoder_plan import DeployPlan, plan
+from smneuron.deployment.encoder_plan import DeployPlan, plan, plan_for_model
+from smneuron.deployment.transform_feeding import Feeding, timeout_from_report
 from smneuron.display.cards import Card, Displayed
 from smneuron.display.progress import step
 from smneuron.endpoints.naming import TAG_ENDPOINT, sanitize
 from smneuron.endpoints.polling import intervals_for
 from smneuron.errors import ConfigError, SmneuronError, UsageError, from_client_error
+from smneuron.files.user import read_text
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec
-from smneuron.specs.transform_settings import MAX_PAYLOAD_MB, TRANSFORM
-
-JSON_LINES = "application/jsonlines"
-
-
-@dataclass(frozen=True)
-class Feeding:
-    """How a transform job feeds its instances, the one definition of it: `smneuron transform`'s jobs and the
-    pipeline's EvaluateTransform step are built from it. MultiRecord sends as many JSON lines as fit ``payload_mb`` in
-    one request (``inference.py`` answers them one per line); SingleRecord one line a request, for inputs whose
-    lines are whole request bodies (the pipeline's). Each instance takes as many requests at a time as it has
-    workers, within SageMaker's MaxConcurrentTransforms x MaxPayloadInMB <= 100."""
-
-    workers: int
-    payload_mb: int
-    single: bool = False
-
-    @property
-    def content_type(self) -> str:
-        return "application/json" if self.single else JSON_LINES
-
-    def check(self, label: str) -> None:
-        """Raises UsageError: more than 100 MB in flight per instance (``label``: the payload setting as given)."""
-        if self.workers * self.payload_mb > MAX_PAYLOAD_MB:
-            raise UsageError(
-                f"{label} {self.payload_mb} x {self.workers} worker(s) is {self.workers * self.payload_mb} MB in "
-                f"flight per instance; SageMaker takes at most {MAX_PAYLOAD_MB} (MaxConcurrentTransforms x "
-                "MaxPayloadInMB).",
-                hint=f"Give {label} {MAX_PAYLOAD_MB // self.workers} or less, or fewer workers.",
-            )
-
-    def job_fields(self) -> dict[str, Any]:
-        """CreateTransformJob's fields for it (the input's and output's beside the S3 locations)."""
-        return {
-            "MaxConcurrentTransforms": self.workers,
-            "MaxPayloadInMB": self.payload_mb,
-            "BatchStrategy": "SingleRecord" if self.single else "MultiRecord",
-        }
-
-    def sdk_transformer(self) -> dict[str, Any]:
-        """The SageMaker SDK's ``Transformer(...)`` keywords for it (the pipeline's TransformStep)."""
-        return {
-            "strategy": self.job_fields()["BatchStrategy"], "max_payload": self.payload_mb,
-            "max_concurrent_transforms": self.workers, "accept": self.content_type, "assemble_with": "Line",
-        }  # fmt: skip
-
-    def sdk_transform(self) -> dict[str, Any]:
-        """The SDK's ``Transformer.transform(...)`` keywords for it."""
-        return {"content_type": self.content_type, "split_type": "Line"}
-
-    def environment(self) -> dict[str, str]:
-        """What the Model's container needs for requests of this size: TorchServe's limits and inference.py's input
-        count, raised (an answer, an embedding per line, is far larger than its line: up to 64 times)."""
-        size = self.payload_mb * 2**20
-        return {
-            "TS_MAX_REQUEST_SIZE": str(max(size, 6_553_500)),
-            "TS_MAX_RESPONSE_SIZE": str(max(64 * size, 6_553_500)),
-            "SMNEURON_MAX_INPUTS": str(max(1024, size // 8)),  # a line is at least a few bytes: "a"\n
-        }
-
+from smneuron.specs.transform_settings import TRANSFORM
 
 TAG_TRANSFORM = "smneuron:transform"  # on the Model and the job: the transform they belong to
 ENDED = ("Completed", "Failed", "Stopped")
@@ -111,6 +56,7 @@ class TransformPlan(Displayed):
     max_payload_mb: int
     timeout_s: int
     kms_key: str | None = None
+    environment: dict[str, str] = field(default_factory=dict)  # the job's, beside an existing Model's own
     records: int | None = None  # counted when the input is local
     notes: list[str] = field(default_factory=list)
 
@@ -143,6 +89,7 @@ class TransformPlan(Displayed):
                 "InstanceCount": self.count,
                 **({"VolumeKmsKeyId": self.kms_key} if self.kms_key else {}),
             },
+            **({"Environment": dict(self.environment)} if self.environment else {}),
             "Tags": self.model.tag_list(),
         }
 
@@ -202,8 +149,10 @@ def plan_transform(
     region: str,
     session: Session | None = None,
     where: str = "sdk",
+    line_bytes: float | None = None,
 ) -> TransformPlan:
-    """The job for ``data`` and the transform table's settings (``TRANSFORM``), creating nothing.
+    """The job for ``data`` and the transform table's settings (``TRANSFORM``), creating nothing. ``line_bytes``: the
+    local input's average line, for sizing the invocation timeout from a bench report.
 
     Raises:
         UsageError: an instance Batch Transform does not take; a payload that does not fit 100 MB per instance.
@@ -218,6 +167,8 @@ def plan_transform(
     feeding = Feeding(workers, payload)
     feeding.check(TRANSFORM["max_payload_mb"].label(where))
     spec.environment.update(feeding.environment())
+    timeout = settings.get("invocation_timeout")
+    sized = _timeout_note(settings, spec.instance, workers, payload, line_bytes) if timeout is None else None
     model = plan(
         data, spec, region=region, workers=settings.get("workers"), prices=prices_for(session=session)
     )
@@ -228,12 +179,69 @@ def plan_transform(
     notes = [n for n in model.notes if "endpoint name" not in n]
     notes.append(f"{payload} MB of lines per request (MultiRecord, split and assembled by line); {workers} worker(s) "
                  f"per instance take {workers} request(s) at a time")  # fmt: skip
+    if sized:
+        timeout = sized[0]
+        notes.append(sized[1])
+    elif settings.get("bench_report"):
+        notes.append(f"invocation timeout {timeout} s as given (--invocation-timeout): the bench report was not used "
+                     "to size it")  # fmt: skip
     return TransformPlan(
         job_name=job, model=model, input_uri=str(settings["input"]), output_uri=settings.get("output") or "",
         count=settings.get("count", 1), max_payload_mb=payload,
-        timeout_s=settings.get("invocation_timeout", TRANSFORM["invocation_timeout"].default),
+        timeout_s=timeout or TRANSFORM["invocation_timeout"].default,
         kms_key=settings.get("kms_key"), notes=notes,
     )  # fmt: skip
+
+
+def plan_model_transform(model_name: str, container: dict, settings: dict[str, Any], *, where: str = "sdk",
+                         line_bytes: float | None = None) -> TransformPlan:  # fmt: skip
+    """The job for a Model that exists (``container``: its DescribeModel PrimaryContainer), run as it is: its image
+    and workers; the limits a request of --max-payload-mb needs go in the job's Environment (an existing Model's own
+    cannot change). Creates nothing.
+
+    Raises:
+        UsageError: an instance Batch Transform does not take; a payload that does not fit 100 MB per instance.
+        ConfigError: a text-generation Model (its vLLM container answers no JSON Lines).
+    """
+    image = container.get("Image", "")
+    if any(word in image for word in ("vllm", "tgi-inference", "djl-inference")):
+        raise ConfigError(
+            f"Model {model_name} serves text generation ({image}): its container answers chat requests, not JSON Lines "
+            "records, so Batch Transform cannot run it.",
+            hint="Send its prompts to a deployed endpoint (`smneuron bench` or `invoke`), or transform an encoder.",
+        )
+    spec = _model_spec(settings)
+    check_instance(spec.instance)
+    workers = int(container.get("Environment", {}).get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
+    payload = settings.get("max_payload_mb", TRANSFORM["max_payload_mb"].default)
+    feeding = Feeding(workers, payload)
+    feeding.check(TRANSFORM["max_payload_mb"].label(where))
+    model = plan_for_model(model_name, container, spec)
+    timeout = settings.get("invocation_timeout")
+    sized = _timeout_note(settings, spec.instance, workers, payload, line_bytes) if timeout is None else None
+    notes = [f"Model {model_name} as it is ({image}, {workers} worker(s)); {payload} MB of lines per request, "
+             f"{workers} at a time per instance"] + ([sized[1]] if sized else [])  # fmt: skip
+    base = sanitize(settings.get("name") or model_name)
+    return TransformPlan(
+        job_name=f"{base[:44]}-{dt.datetime.now(dt.timezone.utc):%Y%m%d-%H%M%S}", model=model,
+        input_uri=str(settings["input"]), output_uri=settings.get("output") or "", count=settings.get("count", 1),
+        max_payload_mb=payload, timeout_s=(sized[0] if sized else timeout) or TRANSFORM["invocation_timeout"].default,
+        kms_key=settings.get("kms_key"), environment=feeding.environment(), notes=notes,
+    )  # fmt: skip
+
+
+def _timeout_note(settings: dict[str, Any], instance: InstanceType, workers: int, payload: int,
+                  line_bytes: float | None) -> tuple[int, str] | None:  # fmt: skip
+    """The timeout sized from ``--bench-report`` when one is given (read here), else None."""
+    path = settings.get("bench_report")
+    if not path:
+        return None
+    try:
+        report = json.loads(read_text(Path(path), "the bench report"))
+    except ValueError as e:
+        raise ConfigError(f"The bench report {path} is not JSON ({e}).",
+                          hint="Give the file `smneuron bench ENDPOINT --json` wrote.") from None  # fmt: skip
+    return timeout_from_report(report, instance.name, workers, payload, line_bytes)
 
 
 def _model_spec(settings: dict[str, Any]) -> EndpointSpec:

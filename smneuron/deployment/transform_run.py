@@ -19,11 +19,12 @@ from smneuron.deployment.transform import (
     TransformPlan,
     TransformResult,
     describe,
+    plan_model_transform,
     plan_transform,
     result_of,
     wait,
 )
-from smneuron.errors import ConfigError, UsageError, from_client_error
+from smneuron.errors import ConfigError, NotFoundError, UsageError, from_client_error
 from smneuron.files.user import read_text
 from smneuron.session import Session
 from smneuron.specs.transform_settings import TRANSFORM
@@ -31,7 +32,7 @@ from smneuron.specs.transform_settings import TRANSFORM
 
 @TRANSFORM.signature
 def transform(
-    artifact: str | Path,
+    artifact: str | Path | None = None,
     *,
     session: Session | None = None,
     dry_run: bool = False,
@@ -41,7 +42,8 @@ def transform(
     **settings: Any,
 ) -> TransformPlan | TransformResult:
     """Run a Batch Transform of the records at ``input`` through ``artifact``'s Model (an artifact dir, a
-    model.tar.gz, a package dir or an s3:// URI of one), answers at ``output``: one line per input line, in order.
+    model.tar.gz, a package dir or an s3:// URI of one), or through ``model=NAME``, a Model that exists, run as it is;
+    answers at ``output``: one line per input line, in order.
 
     Args:
         dry_run: the plan, creating nothing (the input is read, not uploaded).
@@ -62,17 +64,25 @@ def transform(
         label = TRANSFORM["input"].label(where)
         raise UsageError(f"Nothing to transform: give {label}.", hint=f"{label} s3://BUCKET/PREFIX/ or a local "
                                                                      "JSON Lines file or folder.")  # fmt: skip
-    local, records = _local_input(given["input"])
-    p = plan_transform(stage(artifact, session=sess, upload=False), given, region=sess.region, session=sess,
-                       where=where)  # fmt: skip
+    if (artifact is None) == ("model" not in given):
+        label = TRANSFORM["model"].label(where)
+        raise UsageError("Give one artifact or an existing Model to transform with." if artifact is None else
+                         f"Give an artifact or {label}, not both.",
+                         hint=f"smneuron transform ARTIFACT --input ..., or smneuron transform {label} NAME --input ...")  # fmt: skip
+    local, records, line_bytes = _local_input(given["input"])
+    p = _plan(artifact, given, sess, where, line_bytes)
     p.records = records
     base = f"s3://{sess.bucket_name}/smneuron/transform/{p.job_name}"
     p.output_uri = given.get("output") or f"{base}/output/"
     if dry_run:
         return p
-    staged = stage(artifact, session=sess, name=p.model.endpoint_name, tags=p.model.tags)
-    job = plan_transform(staged, given, region=sess.region, session=sess, where=where)
-    job.job_name, job.records, job.output_uri = p.job_name, records, p.output_uri
+    job = p
+    if artifact is not None:  # staged now, and planned again over what was staged
+        staged = stage(artifact, session=sess, name=p.model.endpoint_name, tags=p.model.tags)
+        job = plan_transform(
+            staged, given, region=sess.region, session=sess, where=where, line_bytes=line_bytes
+        )
+        job.job_name, job.records, job.output_uri = p.job_name, records, p.output_uri
     job.input_uri = _upload(sess, local, f"{base}/input/") if local else given["input"]
     _create(sess, job)
     if not wait_for_it:
@@ -80,14 +90,33 @@ def transform(
     return result_of(wait(sess, job.job_name, on_status=on_status), records=records, hourly=job.hourly_usd)
 
 
-def _local_input(given: str) -> tuple[Path | None, int | None]:
-    """A local JSON Lines file or folder and its records (non-blank lines); (None, None) for an s3:// prefix.
+def _plan(artifact: str | Path | None, given: dict[str, Any], sess: Session, where: str,
+          line_bytes: float | None) -> TransformPlan:  # fmt: skip
+    """The plan over the artifact (described, not uploaded) or over the Model that exists (read once)."""
+    if artifact is not None:
+        data = stage(artifact, session=sess, upload=False)
+        return plan_transform(
+            data, given, region=sess.region, session=sess, where=where, line_bytes=line_bytes
+        )
+    try:
+        container = sess.client("sagemaker").describe_model(ModelName=given["model"])["PrimaryContainer"]
+    except ClientError as e:
+        if "could not find model" in str(e).lower():
+            raise NotFoundError(f"There is no Model {given['model']} in {sess.endpoint_url or sess.region}.",
+                                hint="`aws sagemaker list-models` lists them; or give an artifact instead.") from None  # fmt: skip
+        raise from_client_error(e, operation="DescribeModel") from e
+    return plan_model_transform(given["model"], container, given, where=where, line_bytes=line_bytes)
+
+
+def _local_input(given: str) -> tuple[Path | None, int | None, float | None]:
+    """A local JSON Lines file or folder, its records (non-blank lines) and their average size in bytes; all None for
+    an s3:// prefix.
 
     Raises:
         ConfigError: no such file or folder, an empty one, a file that is not text.
     """
     if given.startswith("s3://"):
-        return None, None
+        return None, None, None
     path = Path(given)
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     if not path.exists() or not files:
@@ -96,10 +125,8 @@ def _local_input(given: str) -> tuple[Path | None, int | None]:
             "transform.",
             hint='Give a JSON Lines file (one text, or {"inputs": ...}, per line), a folder of them, or an s3:// prefix.',
         )
-    records = sum(
-        1 for f in files for line in read_text(f, "the transform input").splitlines() if line.strip()
-    )
-    return path, records
+    lines = [line for f in files for line in read_text(f, "the transform input").splitlines() if line.strip()]
+    return path, len(lines), (sum(len(line.encode()) + 1 for line in lines) / len(lines) if lines else None)
 
 
 def _upload(session: Session, path: Path, uri: str) -> str:

@@ -22,7 +22,7 @@ from smneuron.container.generation_env import container_environment as generatio
 from smneuron.deployment import preflight
 from smneuron.deployment.controls import Controls
 from smneuron.deployment.request import project_settings
-from smneuron.deployment.transform import Feeding
+from smneuron.deployment.transform_feeding import Feeding
 from smneuron.errors import ConfigError
 from smneuron.session import Session
 from smneuron.specs.models import CompileSpec, EndpointSpec, PipelineSpec, ProjectFile

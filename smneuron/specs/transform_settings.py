@@ -61,9 +61,22 @@ TRANSFORM = Options(
             least=1,
             most=3600,
             default=INVOCATION_TIMEOUT_S,
-            help="Seconds the model may take on one request.",
+            help="Seconds the model may take on one request (default 600, or sized from --bench-report).",
+        ),
+        Option(
+            "bench_report",
+            "--bench-report",
+            type=str,
+            help="A `smneuron bench --json` report of the model: the invocation timeout is sized from its measured "
+            "rate (3x the time a request of --max-payload-mb takes).",
         ),
         Option("name", "--name", type=str, help="Job name prefix (default: from the artifact)."),
+        Option(
+            "model",
+            "--model",
+            type=str,
+            help="A SageMaker Model that exists (a deploy's, the pipeline's) to run as it is, instead of an artifact.",
+        ),
         *(DEPLOY[k] for k in ("env", "subnets", "security_groups", "network_isolation", "kms_key", "tags")),
     ],  # fmt: skip
     model="TransformRequest",

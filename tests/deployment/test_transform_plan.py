@@ -57,3 +57,35 @@ def test_what_sagemaker_refuses_is_refused_in_the_users_words(inf2, tiny_llama, 
     with pytest.raises(ConfigError, match="text-generation artifact"):
         plan_transform(describe_local(llm.out_dir), {"input": "s3://b/", "instance": "ml.c6i.xlarge"},
                        region="us-east-1")  # fmt: skip
+
+
+def test_a_bench_report_sizes_the_invocation_timeout_from_the_measured_rate(inf2, tmp_path):
+    """Issue 62 #1: 3x the time a request of --max-payload-mb takes at the report's records/s per instance, with the
+    workers sharing it; the lines' size is the local input's (or an assumed 64 bytes, said); a request that could not
+    finish within SageMaker's 3600 s is refused with the payload that would; an explicit timeout wins, said."""
+    import json
+    import math
+
+    report = tmp_path / "bench.json"
+    report.write_text(json.dumps({"instance_type": "ml.inf2.8xlarge", "instance_count": 2, "runs": [
+        {"requests_ok": 500, "throughput_rps": 400.0, "latency_ms": {"p99": 30.0}},
+        {"requests_ok": 0, "throughput_rps": 9000.0, "latency_ms": {"p99": 1.0}},  # measured nothing: not used
+    ]}))  # fmt: skip
+    settings = {
+        "input": "s3://b/",
+        "instance": "ml.inf2.8xlarge",
+        "bench_report": str(report),
+        "max_payload_mb": 1,
+    }
+    p = plan_transform(inf2, settings, region="us-east-1", line_bytes=256.0)
+    takes = 2**20 / 256 * p.model.workers / 200.0  # 4,096 records, 2 at a time, 200 records/s per instance
+    assert p.job_request()["ModelClientConfig"]["InvocationsTimeoutInSeconds"] == math.ceil(3 * takes)
+    assert any(f"3x the ~{takes:,.1f} s a request of ~4,096 records" in n and "the input 256-byte lines" in n
+               for n in p.notes), p.notes  # fmt: skip
+    assumed = plan_transform(inf2, settings, region="us-east-1")  # an s3:// input: its lines were not read
+    assert any("assumed 64-byte lines" in n for n in assumed.notes)
+    with pytest.raises(UsageError, match="more than the 3600 s SageMaker allows one") as e:
+        plan_transform(inf2, {**settings, "max_payload_mb": 50}, region="us-east-1", line_bytes=8.0)
+    assert "--max-payload-mb" in e.value.hint
+    given = plan_transform(inf2, {**settings, "invocation_timeout": 90}, region="us-east-1", line_bytes=256.0)
+    assert given.timeout_s == 90 and any("as given (--invocation-timeout)" in n for n in given.notes)

@@ -65,6 +65,19 @@ def test_a_transform_answers_every_line_in_order_as_the_endpoint_does(
     streams = boto3.client("logs", **kw).describe_log_streams(logGroupName="/aws/sagemaker/TransformJobs")
     assert sorted({s["logStreamName"].split("/")[0] for s in streams["logStreams"]}) == [done["job_name"]]
     assert len(streams["logStreams"]) == 2
+    # the Model the endpoint serves, by name and as it is (nothing staged or created but the job): the same answers
+    served = json.loads(smneuron_cli("--local", "status", "ep", "--json").stdout)["model"]["ModelName"]
+    models = len(sm.list_models()["Models"])
+    again = json.loads(smneuron_cli("--local", "transform", "--model", served, "--input", str(corpus / "a.jsonl"),
+                                    "--instance", "ml.c6i.large", "--json").stdout)  # fmt: skip
+    assert again["status"] == "Completed" and len(sm.list_models()["Models"]) == models
+    assert [a["label"] for a in _outputs(kw, again["output"])["a.jsonl.out"]] == [
+        a["label"] for a in want[:50]
+    ]
+    missing = smneuron_cli(
+        "--local", "transform", "--model", "no-such-model", "--input", str(corpus), check=False
+    )
+    assert missing.returncode == 1 and "There is no Model no-such-model" in " ".join(missing.stderr.split())
 
 
 def test_a_bad_line_fails_the_job_by_name_a_stop_stops_it_and_refusals_create_nothing(
