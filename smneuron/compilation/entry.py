@@ -19,6 +19,7 @@ from smneuron.compilation.generation import (
     GenerationCompileResult,
     compile_from_cache,
     compile_generation,
+    read_config,
 )
 from smneuron.errors import ConfigError
 from smneuron.files.user import dir_to_write
@@ -58,6 +59,10 @@ def compile_model(
         MissingDependencyError: torch / transformers / the target's Neuron package / optimum-neuron missing.
         CompileError: loading, tracing, exporting or validation failed.
     """
+    # a sequence length the user chose (a keyword, a flag, the project file, a spec made with it) is never changed
+    chosen = "sequence_length" in overrides or (
+        spec is not None and "sequence_length" in spec.model_fields_set
+    )
     spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
     out_dir = dir_to_write(out_dir)  # before minutes of compiling, not after
     if jobs is not None:
@@ -80,7 +85,8 @@ def compile_model(
         )
     # decided once: the optimum-neuron cache holds causal LMs; else the task, or config.json (artifact.kind)
     kind, note = (GENERATION, "") if from_cache else model_kind(model, spec.task)
-    settings = dict(from_cache=from_cache, cache=cache, cache_dir=cache_dir, jobs=jobs, progress=progress)
+    settings = dict(from_cache=from_cache, cache=cache, cache_dir=cache_dir, jobs=jobs, progress=progress,
+                    sequence_chosen=chosen)  # fmt: skip
     result = _COMPILERS[kind](model, out_dir, spec, **settings)
     if note:
         result.notes.insert(0, note)
@@ -89,18 +95,32 @@ def compile_model(
 
 def _encoder(model: str | Path, out_dir: Path, spec: CompileSpec, **settings: Any) -> CompileResult:
     settings.pop("from_cache")
+    settings.pop("sequence_chosen")
     return compile_encoder(model, out_dir, spec, **settings)
 
 
 def _generation(
-    model: str | Path, out_dir: Path, spec: CompileSpec, *, from_cache: bool, **_: Any
+    model: str | Path, out_dir: Path, spec: CompileSpec, *, from_cache: bool, sequence_chosen: bool, **_: Any
 ) -> GenerationCompileResult:
     spec = spec.model_copy(update={"task": GENERATION})
-    return (
-        compile_from_cache(str(model), out_dir, spec)
-        if from_cache
-        else compile_generation(model, out_dir, spec)
-    )
+    if from_cache:
+        return compile_from_cache(str(model), out_dir, spec)
+    spec, note = _fitted_sequence(Path(model), spec, sequence_chosen)
+    result = compile_generation(model, out_dir, spec)
+    if note:
+        result.notes.insert(0, note)
+    return result
+
+
+def _fitted_sequence(model: Path, spec: CompileSpec, chosen: bool) -> tuple[CompileSpec, str | None]:
+    """The default sequence length, fitted to a model with fewer positions (said); one the user chose is kept, and
+    refused later when the model cannot take it."""
+    positions = int(read_config(model).get("max_position_embeddings") or 0) if model.is_dir() else 0
+    if chosen or not positions or spec.sequence_length <= positions:
+        return spec, None
+    note = (f"sequence length {positions}: the model's max_position_embeddings (the default "
+            f"{spec.sequence_length} is longer; --sequence-length chooses another)")  # fmt: skip
+    return spec.model_copy(update={"sequence_length": positions}), note
 
 
 # each kind's compiler: this stage's half of the kind strategy

@@ -11,7 +11,7 @@ from typing import Any
 
 from smneuron.specs.models import CompileSpec, field_at
 from smneuron.specs.options import Option, Options
-from smneuron.specs.validation import override
+from smneuron.specs.validation import validate
 
 
 def _key(keyword: str, flag: str, **more: Any) -> Option:
@@ -62,4 +62,7 @@ def compile_spec(base: CompileSpec, settings: Mapping[str, Any], *, where: str =
         ConfigError: a combination the spec refuses (batch sizes above the batch size).
     """
     given = COMPILE.parse(settings, where=where).given()
-    return override(base, **given)
+    # what the project file set and what was given stay told apart from the defaults (``model_fields_set``): a
+    # default the compile may fit to the model (the sequence length) is not a choice it must keep
+    data = {**base.model_dump(include=base.model_fields_set), **{k: v for k, v in given.items() if v is not None}}
+    return validate(type(base), data, source="command-line flags")

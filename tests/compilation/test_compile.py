@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import load_bucket
+from conftest import load_bucket, run_cli
 
 from smneuron.artifact.manifest import Manifest, verify_files
 from smneuron.compilation import targets
@@ -443,3 +443,22 @@ def test_a_trace_that_does_not_reproduce_the_eager_model_is_refused(tiny_encoder
     with pytest.raises(CompileError, match="traced outputs differ from the eager model") as e:
         encoder._compile_bucket(loaded, spec, 2, 16, [], tmp_path)
     assert "data-dependent control flow" in e.value.hint
+
+
+def test_a_causal_lm_with_fewer_positions_than_the_default_gets_its_own_said(tiny_llama, tmp_path):
+    """Issue 63 #4: with no --sequence-length, a model of 512 positions was refused (the default 4096 exceeds them);
+    now the default fits the model and the compile says so. A length the user chose is still refused."""
+    from smneuron.compilation.entry import compile_model as compile_any
+
+    result = compile_any(tiny_llama, tmp_path / "llm", target="cpu", batch_size=2)
+    assert result.manifest.generation.sequence_length == 512
+    said = "sequence length 512: the model's max_position_embeddings (the default 4096"
+    assert any(n.startswith(said) for n in result.notes), result.notes
+    code, out, err = run_cli("compile", str(tiny_llama), "-o", str(tmp_path / "cli"), "--target", "cpu")
+    assert code == 0 and "sequence length 512: the model's max_position_embeddings" in " ".join(
+        (out + err).split()
+    )
+    with pytest.raises(
+        ConfigError, match=r"--sequence-length 4096 exceeds the model's max_position_embeddings \(512\)"
+    ):
+        compile_any(tiny_llama, tmp_path / "chosen", target="cpu", sequence_length=4096)
