@@ -261,6 +261,7 @@ def run(
         else:
             send, close = sagemaker_sender(endpoint, session, m.width, errors, checked)  # type: ignore[arg-type]
         try:
+            await _first_request(send, payloads[0], errors)
             return await _Runs(m, counted(send, shown), payloads, helpers, errors, search).all()
         finally:
             await close()
@@ -288,6 +289,25 @@ def run(
             session, endpoint, started, dt.datetime.now(dt.timezone.utc)
         )
     return report
+
+
+async def _first_request(send: Any, body: bytes, errors: ErrorLog) -> None:
+    """One request before the load: a body the model refuses (a 4XX: the data's shape, not the load) is said at once,
+    instead of after a whole run of requests that all get the same answer.
+
+    Raises:
+        ConfigError: the model refused the first payload.
+    """
+    status = await send(body)
+    if 400 <= status < 500 and status != 429:
+        said = next(reversed(errors.counts), f"HTTP {status}")
+        raise ConfigError(
+            f"The model refused the first request before any load was sent ({said}); its body was "
+            f"{body[:120].decode(errors='replace')!r}.",
+            hint='Each line of --data is one request body: for an encoder a text or {"inputs": "..."} ({"inputs": '
+            "[text, text_pair]} for pairs). `smneuron invoke NAME --data FILE` sends one body as it is.",
+        )
+    errors.counts.clear()  # the check is not part of the runs
 
 
 def _check_measured(runs: list[RunStats], errors: ErrorLog, target: Any, m: Load) -> None:

@@ -46,6 +46,17 @@ class LoadShape:
         """The concurrent profile's levels."""
         return self.concurrencies or [1, 2, 4, 8]
 
+    def how_long(self) -> str | None:
+        """What a profile of several runs will take, in words (None for one run): said before it starts, so that
+        `--duration 2` of a sweep is not a surprise 12 s."""
+        runs = {"sweep": 2 + self.rates, "concurrent": len(self.levels)}.get(self.profile)
+        if not runs or runs < 2:
+            return None
+        what = (f"synchronous, throughput and {self.rates} constant rates between" if self.profile == "sweep"
+                else f"concurrency {', '.join(map(str, self.levels))}")  # fmt: skip
+        return (f"{self.profile}: {runs} runs of {self.duration_s:g} s ({what}), about {runs * self.duration_s:.0f} s; "
+                "--rate-type throughput (or synchronous) measures one run")  # fmt: skip
+
 
 async def runs(
     profile: str,

@@ -41,7 +41,7 @@ def bench_cmd(
 ) -> None:
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
     from smneuron.artifact.kind import ENCODER, GENERATION, kind_of
-    from smneuron.benchmark.profiles import verdict
+    from smneuron.benchmark.profiles import LoadShape, verdict
     from smneuron.benchmark.request import bench
     from smneuron.cli import generation_bench_cmd
 
@@ -59,6 +59,13 @@ def bench_cmd(
     files = {"--output": out, **{BENCH[k].flag: settings.get(k) for k in ("plot", "csv", "html")}}
     outputs_checked(files, {"--png-dir": settings.get("png_dir")})
     st = state(ctx)
+    if not as_json and not settings.get("in_account"):
+        shape = {
+            k: settings[k] for k in ("profile", "duration_s", "rates", "concurrencies") if settings.get(k)
+        }
+        said = LoadShape(**shape).how_long()
+        if said:
+            console().print(f"note: {said}", highlight=False)
     # flags -> the SDK's one bench request (defaults, kind, refusals and serving figures decided there) -> render
     result = bench(
         endpoint,

@@ -64,5 +64,8 @@ def compile_spec(base: CompileSpec, settings: Mapping[str, Any], *, where: str =
     given = COMPILE.parse(settings, where=where).given()
     # what the project file set and what was given stay told apart from the defaults (``model_fields_set``): a
     # default the compile may fit to the model (the sequence length) is not a choice it must keep
-    data = {**base.model_dump(include=base.model_fields_set), **{k: v for k, v in given.items() if v is not None}}
+    data = {
+        **base.model_dump(include=base.model_fields_set),
+        **{k: v for k, v in given.items() if v is not None},
+    }
     return validate(type(base), data, source="command-line flags")

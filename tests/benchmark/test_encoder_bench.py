@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from conftest import run_cli
 
 from smneuron.benchmark import encoder as bench
 from smneuron.benchmark import prompts
@@ -576,3 +577,20 @@ def test_a_helper_killed_mid_run_fails_the_bench_with_the_reason(slow_server):
         )  # fmt: skip
     killer.join(5)
     assert multiprocessing.active_children() == []
+
+
+def test_a_body_the_model_refuses_is_said_before_any_load(slow_server, tmp_path):
+    """Issue 63 #5: `bench --data` of lines the model refuses sent a whole run of requests that all got the same 400;
+    now the first request is sent alone and its refusal is the answer, before any load. A multi-run profile says how
+    long it will take before it starts."""
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="refused the first request before any load was sent") as e:
+        bench.run(url=slow_server, payloads=payload(0.01, status=400), profile="sweep", duration_s=2.0)
+    assert time.monotonic() - started < 2.0  # not a run, let alone a sweep of five
+    assert "HTTP 400" in e.value.message and '{"inputs": "..."}' in e.value.hint
+    (tmp_path / "d.jsonl").write_text(json.dumps({"inputs": "x", "delay": 0.01}) + "\n")
+    code, out, err = run_cli("bench", "--url", slow_server, "--data", str(tmp_path / "d.jsonl"), "--rate-type",
+                             "concurrent", "--concurrencies", "1,2", "--duration", "0.3", "--warmup", "0",
+                             "--cooldown", "0")  # fmt: skip
+    assert code == 0, err
+    assert "note: concurrent: 2 runs of 0.3 s (concurrency 1, 2), about 1 s" in " ".join(out.split())
