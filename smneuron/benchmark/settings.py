@@ -9,18 +9,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, UsageError
 from smneuron.specs.bench_settings import BENCH, LOAD, READS
 
 
 def check_profile(profile: str, settings: Mapping[str, Any], *, where: str = "sdk") -> None:
-    """Refuse the load settings given (keys of ``settings``) that ``profile`` does not read.
+    """Refuse the load settings given (keys of ``settings``) that ``profile`` does not read, and an open-loop profile
+    without its rate: both before anything is deployed or sent.
 
     Raises:
         ConfigError: naming each such setting and the profiles that read it.
+        UsageError: constant or poisson without a rate.
     """
     if profile not in READS:
         return  # an unknown profile is refused by the runner, with the list
+    if profile in ("constant", "poisson") and not settings.get("rate"):
+        label = BENCH["rate"].label(where)
+        raise UsageError(
+            f"The {profile} profile sends at a rate: give {label} (requests per second).",
+            hint=f"Add {label} 20, say, or use a closed-loop profile (synchronous, concurrent, throughput, sweep).",
+        )
     unread = [k for k in LOAD if k in settings and k not in READS[profile]]
     if not unread:
         return

@@ -594,6 +594,14 @@ CASES = [
         None,
     ),
     ("compare-no-instances", "compare {model}", 2, ["Missing option", "--instances"], {}, None),
+    (  # it failed after compiling and deploying (10-17 s), issue 63 #5
+        "compare-constant-without-rate",
+        "compare {model} --instances ml.c7i.xlarge --rate-type constant",
+        2,
+        ["The constant profile sends at a rate: give --rate"],
+        {},
+        None,
+    ),
     (
         "compare-artifact-shape",
         "compare {model} --instances ml.c7i.xlarge --artifact {artifact}",
