@@ -18,6 +18,11 @@ from smneuron.errors import UnknownInstanceTypeError
 Family = Literal["inf1", "inf2", "cpu", "gpu", "trn"]
 Use = Literal["endpoint", "transform", "processing"]
 Target = Literal["inf1", "inf2", "cpu", "cuda"]
+# the instance type a check of an artifact of each target picks when none is given (`doctor`): its family's smallest
+# hosting type (cpu: ml.c6i.xlarge, the layout the demo and local runs use)
+FIRST_INSTANCE: dict[str, str] = {
+    "inf1": "ml.inf1.xlarge", "inf2": "ml.inf2.xlarge", "cpu": "ml.c6i.xlarge", "cuda": "ml.g6.xlarge",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)

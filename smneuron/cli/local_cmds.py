@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json
@@ -95,10 +97,16 @@ def _up_lines(state: dict) -> list[str]:
             f"Stopped {len(state['orphans_stopped'])} model server process(es) a previous embedded SageMaker left "
             f"running when it did not stop cleanly (pids {', '.join(map(str, state['orphans_stopped']))})."
         )
-    if state.get("tightened"):
+    tightened = state.get("tightened") or []
+    kept = [p for p in tightened if not Path(p).is_dir()]  # files others could read: worth a warning
+    if kept:
         lines.append(
-            f"Made the state directory the user's alone: {len(state['tightened'])} file(s) and folder(s) others "
-            "could read are now 0600 / 0700."
+            f"Made the state directory the user's alone: {len(tightened)} file(s) and folder(s) others could read "
+            "are now 0600 / 0700."
+        )
+    elif tightened:  # a folder the user just made (umask 022): set up, not a warning
+        lines.append(
+            f"State folder {tightened[0]} set to 0700: its state and credentials are the user's alone."
         )
     if state.get("set_aside"):
         lines.append(f"The damaged snapshot was kept aside as {state['set_aside']}.")

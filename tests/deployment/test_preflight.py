@@ -143,6 +143,24 @@ def test_doctor_says_what_the_plan_would_check_and_creates_nothing(cpu_artifact,
     assert code == 1 and out == "" and "which is older" in err
 
 
+def test_doctor_with_nothing_but_an_artifact_checks_its_targets_type_in_a_region_it_names(
+    cpu_artifact, monkeypatch
+):
+    """Issue 63 #5: `doctor ARTIFACT` needed a region and checked a cpu artifact against ml.inf2.xlarge, then refused
+    it; now it checks the artifact's target's default type and, with no region configured, us-east-1: both said."""
+    for var in ("AWS_REGION", "AWS_DEFAULT_REGION", "SMNEURON_REGION"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    code, out, err = run_cli("doctor", str(cpu_artifact))
+    said = " ".join(out.split())
+    assert code == 0, err
+    assert (
+        "can be deployed to ml.c6i.xlarge" in said
+        and "instance ml.c6i.xlarge: the default type for a cpu" in said
+    )
+    assert "region us-east-1: none is configured" in said
+
+
 def test_an_inf1_artifact_from_a_newer_torch_neuron_than_the_last_inf1_image_is_refused(
     cpu_artifact, tmp_path
 ):

@@ -104,3 +104,20 @@ def test_local_up_keeps_its_files_and_servers_to_the_user_and_never_shows_a_secr
     smneuron_cli("local", "down")  # its last snapshot, logs and all: still the user's alone
     assert _loose(state) == []
     assert SECRET in (state / "aws" / "resources.json").read_text()  # kept to restore the Model, 0600 above
+
+
+def test_a_new_state_folder_made_private_is_said_as_set_up_not_as_a_warning(tmp_path):
+    """Issue 63 #5: `local up` on a folder the user just made (0755) printed "others could read ... are now 0600 /
+    0700", which reads like a warning; a folder alone is now said as set up, files others could read still warn."""
+    from smneuron.cli.local_cmds import _up_lines
+
+    folder = tmp_path / "state"
+    folder.mkdir()
+    lines = _up_lines({"tightened": [str(folder)], "url": "http://127.0.0.1:1", "pid": 1, "engine": "smneuron",
+                       "generation_engine": "stand-in", "log": "x", "started": True})  # fmt: skip
+    assert f"State folder {folder} set to 0700: its state and credentials are the user's alone." in lines
+    assert not any("others could read" in line for line in lines)
+    (folder / "credentials.json").write_text("{}")
+    lines = _up_lines({"tightened": [str(folder), str(folder / "credentials.json")], "url": "http://127.0.0.1:1",
+                       "pid": 1, "engine": "smneuron", "generation_engine": "stand-in", "log": "x", "started": True})  # fmt: skip
+    assert any("2 file(s) and folder(s) others could read" in line for line in lines)
