@@ -36,7 +36,7 @@ def transform_cmd(
     """Batch Transform: a JSON Lines corpus through the model on N instances, one answer per line, in S3.
 
     The same Model a deploy serves (image, workers, controls), MultiRecord requests split and assembled by line, the
-    workers' concurrency per instance. Batch Transform runs on ml.inf2 and ml.trn1 (not ml.inf1) and CPU or GPU types.
+    workers' concurrency per instance. Batch Transform runs on ml.inf2 (not ml.inf1; ml.trn1 not yet by smneuron) and CPU or GPU types.
     """
     from smneuron.deployment import transform as jobs
     from smneuron.deployment.transform_run import transform

@@ -38,8 +38,8 @@ TRANSFORM = Options(
         ),
         dataclasses.replace(
             DEPLOY["instance"],
-            help="Instance type: Batch Transform's (ml.inf2, ml.trn1, CPU and "
-            "GPU types; not ml.inf1) (default ml.inf2.xlarge).",
+            help="Instance type: Batch Transform's (ml.inf2, CPU and GPU types; not ml.inf1; ml.trn1 not yet by "
+            "smneuron) (default ml.inf2.xlarge).",
         ),  # fmt: skip
         Option(
             "count", "--count", type=int, least=1, default=1, help="Instances the records are spread over."

@@ -53,6 +53,9 @@ def test_what_sagemaker_refuses_is_refused_in_the_users_words(inf2, tiny_llama, 
     with pytest.raises(UsageError, match=r"max_payload_mb= 60 x 2 worker\(s\) is 120 MB"):
         plan_transform(inf2, {"input": "s3://b/", "instance": "ml.inf2.8xlarge", "max_payload_mb": 60},
                        region="us-east-1")  # fmt: skip
+    # Batch Transform takes ml.trn1 (botocore), smneuron does not deploy to Trainium yet: refused as deploy refuses it
+    with pytest.raises(ConfigError, match=r"does not deploy to Trainium \(ml.trn1.2xlarge\) yet"):
+        plan_transform(inf2, {"input": "s3://b/", "instance": "ml.trn1.2xlarge"}, region="us-east-1")
     llm = compile_any(tiny_llama, tmp_path / "llm", target="cpu", task="text-generation", sequence_length=64)
     with pytest.raises(ConfigError, match="text-generation artifact"):
         plan_transform(describe_local(llm.out_dir), {"input": "s3://b/", "instance": "ml.c6i.xlarge"},
