@@ -315,6 +315,36 @@ def result_of(
     )
 
 
+class _Answered:
+    """How many of a job's input objects have their output yet: listed once (the inputs) and every few seconds (the
+    outputs); nothing when S3 cannot be listed (the words are then empty, never a guess)."""
+
+    def __init__(self, session: Session, every_s: float = 3.0) -> None:
+        self.session, self.every_s = session, every_s
+        self.inputs: int | None = None
+        self.said, self.looked = "", -every_s
+
+    def _count(self, uri: str, suffix: str = "") -> int:
+        bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+        pages = (
+            self.session.client("s3").get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        )
+        return sum(1 for page in pages for o in page.get("Contents", []) if o["Key"].endswith(suffix))
+
+    def words(self, described: dict[str, Any]) -> str:
+        if time.monotonic() - self.looked < self.every_s:
+            return self.said
+        self.looked = time.monotonic()
+        try:
+            if self.inputs is None:
+                self.inputs = self._count(described["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"])
+            out = self._count(described["TransformOutput"]["S3OutputPath"], ".out")
+        except (ClientError, KeyError):
+            return ""
+        self.said = f", {min(out, self.inputs)} of {self.inputs} input object(s) answered"
+        return self.said
+
+
 def wait(
     session: Session,
     name: str,
@@ -322,16 +352,21 @@ def wait(
     timeout: float = 24 * 3600,
     on_status: Callable[[str, float], None] | None = None,
 ) -> dict[str, Any]:
-    """Poll the job until it ends; its last DescribeTransformJob.
+    """Poll the job until it ends; its last DescribeTransformJob. While it runs, the status says how many of its input
+    objects have their KEY.out yet (SageMaker writes each when its object is done; DescribeTransformJob counts no
+    records), read from S3 at most every few seconds.
 
     Raises:
         SmneuronError: it did not end within ``timeout`` (it keeps running: `smneuron transform stop NAME`).
     """
     started = time.monotonic()
+    done = _Answered(session)
     with step(f"transform {name}") as shown:
         for pause in intervals_for(session):
             described = describe(session, name)
             status, seconds = described["TransformJobStatus"], time.monotonic() - started
+            if status == "InProgress":
+                status += done.words(described)
             shown.update(f"{status}, {seconds:.0f} s")
             if on_status:
                 on_status(status, seconds)

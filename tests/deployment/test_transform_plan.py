@@ -92,3 +92,22 @@ def test_a_bench_report_sizes_the_invocation_timeout_from_the_measured_rate(inf2
     assert "--max-payload-mb" in e.value.hint
     given = plan_transform(inf2, {**settings, "invocation_timeout": 90}, region="us-east-1", line_bytes=256.0)
     assert given.timeout_s == 90 and any("as given (--invocation-timeout)" in n for n in given.notes)
+
+
+def test_a_running_job_says_how_many_input_objects_are_answered(session, bucket):
+    """Issue 62 #1: DescribeTransformJob counts no records; while a job runs, its status says how many input objects
+    have their KEY.out yet (each is written when its object is done), read from S3."""
+    from smneuron.deployment.transform import _Answered
+
+    s3 = session.client("s3")
+    for key in ("in/a.jsonl", "in/more/b.jsonl", "in/c.jsonl"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b'"x"\n')
+    described = {"TransformInput": {"DataSource": {"S3DataSource": {"S3Uri": f"s3://{bucket}/in/"}}},
+                 "TransformOutput": {"S3OutputPath": f"s3://{bucket}/out/"}}  # fmt: skip
+    answered = _Answered(session, every_s=0)
+    assert answered.words(described) == ", 0 of 3 input object(s) answered"
+    s3.put_object(Bucket=bucket, Key="out/a.jsonl.out", Body=b"[]\n")
+    s3.put_object(Bucket=bucket, Key="out/more/b.jsonl.out", Body=b"[]\n")
+    assert answered.words(described) == ", 2 of 3 input object(s) answered"
+    gone = {**described, "TransformOutput": {"S3OutputPath": "s3://no-such-bucket/out/"}}
+    assert _Answered(session, every_s=0).words(gone) == ""  # cannot tell: says nothing, never a guess
