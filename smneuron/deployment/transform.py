@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,10 +29,8 @@ from smneuron.container.encoder_env import workers_for
 from smneuron.deployment.encoder_plan import DeployPlan, plan, plan_for_model
 from smneuron.deployment.transform_feeding import Feeding, timeout_from_report
 from smneuron.display.cards import Card, Displayed
-from smneuron.display.progress import step
 from smneuron.endpoints.naming import TAG_ENDPOINT, sanitize
-from smneuron.endpoints.polling import intervals_for
-from smneuron.errors import ConfigError, SmneuronError, UsageError, from_client_error
+from smneuron.errors import ConfigError, UsageError, from_client_error
 from smneuron.files.user import read_text
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec
@@ -315,73 +311,6 @@ def result_of(
     )
 
 
-class _Answered:
-    """How many of a job's input objects have their output yet: listed once (the inputs) and every few seconds (the
-    outputs); nothing when S3 cannot be listed (the words are then empty, never a guess)."""
-
-    def __init__(self, session: Session, every_s: float = 3.0) -> None:
-        self.session, self.every_s = session, every_s
-        self.inputs: int | None = None
-        self.said, self.looked = "", -every_s
-
-    def _count(self, uri: str, suffix: str = "") -> int:
-        bucket, _, prefix = uri.removeprefix("s3://").partition("/")
-        pages = (
-            self.session.client("s3").get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-        )
-        return sum(1 for page in pages for o in page.get("Contents", []) if o["Key"].endswith(suffix))
-
-    def words(self, described: dict[str, Any]) -> str:
-        if time.monotonic() - self.looked < self.every_s:
-            return self.said
-        self.looked = time.monotonic()
-        try:
-            if self.inputs is None:
-                self.inputs = self._count(described["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"])
-            out = self._count(described["TransformOutput"]["S3OutputPath"], ".out")
-        except (ClientError, KeyError):
-            return ""
-        self.said = f", {min(out, self.inputs)} of {self.inputs} input object(s) answered"
-        return self.said
-
-
-def wait(
-    session: Session,
-    name: str,
-    *,
-    timeout: float = 24 * 3600,
-    on_status: Callable[[str, float], None] | None = None,
-) -> dict[str, Any]:
-    """Poll the job until it ends; its last DescribeTransformJob. While it runs, the status says how many of its input
-    objects have their KEY.out yet (SageMaker writes each when its object is done; DescribeTransformJob counts no
-    records), read from S3 at most every few seconds.
-
-    Raises:
-        SmneuronError: it did not end within ``timeout`` (it keeps running: `smneuron transform stop NAME`).
-    """
-    started = time.monotonic()
-    done = _Answered(session)
-    with step(f"transform {name}") as shown:
-        for pause in intervals_for(session):
-            described = describe(session, name)
-            status, seconds = described["TransformJobStatus"], time.monotonic() - started
-            if status == "InProgress":
-                status += done.words(described)
-            shown.update(f"{status}, {seconds:.0f} s")
-            if on_status:
-                on_status(status, seconds)
-            if status in ENDED:
-                return described
-            if seconds > timeout:
-                raise SmneuronError(
-                    f"Transform job {name} is still {status} after {timeout:.0f} s.",
-                    hint=f"It keeps running: `smneuron transform status {name}`, or stop it with `smneuron "
-                    f"transform stop {name}`.",
-                )
-            time.sleep(pause)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
 def describe(session: Session, name: str) -> dict[str, Any]:
     """DescribeTransformJob.
 
@@ -410,4 +339,4 @@ def stop(session: Session, name: str) -> str:
     return describe(session, name)["TransformJobStatus"]
 
 
-__all__ = ["TransformPlan", "TransformResult", "describe", "plan_transform", "result_of", "stop", "wait"]
+__all__ = ["TransformPlan", "TransformResult", "describe", "plan_transform", "result_of", "stop"]

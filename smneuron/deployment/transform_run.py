@@ -8,6 +8,7 @@ created) -> followed to its end: the output, the records, their rate and their c
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,15 +17,17 @@ from botocore.exceptions import ClientError
 
 from smneuron.artifact.staging import stage
 from smneuron.deployment.transform import (
+    ENDED,
     TransformPlan,
     TransformResult,
     describe,
     plan_model_transform,
     plan_transform,
     result_of,
-    wait,
 )
-from smneuron.errors import ConfigError, NotFoundError, UsageError, from_client_error
+from smneuron.display.progress import step
+from smneuron.endpoints.polling import intervals_for
+from smneuron.errors import ConfigError, NotFoundError, SmneuronError, UsageError, from_client_error
 from smneuron.files.user import read_text
 from smneuron.session import Session
 from smneuron.specs.transform_settings import TRANSFORM
@@ -164,3 +167,70 @@ def _create(session: Session, p: TransformPlan) -> None:
         if created:
             sm.delete_model(ModelName=p.model.model_name)
         raise from_client_error(e, operation="CreateTransformJob") from e
+
+
+class _Answered:
+    """How many of a job's input objects have their output yet: listed once (the inputs) and every few seconds (the
+    outputs); nothing when S3 cannot be listed (the words are then empty, never a guess)."""
+
+    def __init__(self, session: Session, every_s: float = 3.0) -> None:
+        self.session, self.every_s = session, every_s
+        self.inputs: int | None = None
+        self.said, self.looked = "", -every_s
+
+    def _count(self, uri: str, suffix: str = "") -> int:
+        bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+        pages = (
+            self.session.client("s3").get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        )
+        return sum(1 for page in pages for o in page.get("Contents", []) if o["Key"].endswith(suffix))
+
+    def words(self, described: dict[str, Any]) -> str:
+        if time.monotonic() - self.looked < self.every_s:
+            return self.said
+        self.looked = time.monotonic()
+        try:
+            if self.inputs is None:
+                self.inputs = self._count(described["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"])
+            out = self._count(described["TransformOutput"]["S3OutputPath"], ".out")
+        except (ClientError, KeyError):
+            return ""
+        self.said = f", {min(out, self.inputs)} of {self.inputs} input object(s) answered"
+        return self.said
+
+
+def wait(
+    session: Session,
+    name: str,
+    *,
+    timeout: float = 24 * 3600,
+    on_status: Callable[[str, float], None] | None = None,
+) -> dict[str, Any]:
+    """Poll the job until it ends; its last DescribeTransformJob. While it runs, the status says how many of its input
+    objects have their KEY.out yet (SageMaker writes each when its object is done; DescribeTransformJob counts no
+    records), read from S3 at most every few seconds.
+
+    Raises:
+        SmneuronError: it did not end within ``timeout`` (it keeps running: `smneuron transform stop NAME`).
+    """
+    started = time.monotonic()
+    done = _Answered(session)
+    with step(f"transform {name}") as shown:
+        for pause in intervals_for(session):
+            described = describe(session, name)
+            status, seconds = described["TransformJobStatus"], time.monotonic() - started
+            if status == "InProgress":
+                status += done.words(described)
+            shown.update(f"{status}, {seconds:.0f} s")
+            if on_status:
+                on_status(status, seconds)
+            if status in ENDED:
+                return described
+            if seconds > timeout:
+                raise SmneuronError(
+                    f"Transform job {name} is still {status} after {timeout:.0f} s.",
+                    hint=f"It keeps running: `smneuron transform status {name}`, or stop it with `smneuron "
+                    f"transform stop {name}`.",
+                )
+            time.sleep(pause)
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -97,7 +97,7 @@ def test_a_bench_report_sizes_the_invocation_timeout_from_the_measured_rate(inf2
 def test_a_running_job_says_how_many_input_objects_are_answered(session, bucket):
     """Issue 62 #1: DescribeTransformJob counts no records; while a job runs, its status says how many input objects
     have their KEY.out yet (each is written when its object is done), read from S3."""
-    from smneuron.deployment.transform import _Answered
+    from smneuron.deployment.transform_run import _Answered
 
     s3 = session.client("s3")
     for key in ("in/a.jsonl", "in/more/b.jsonl", "in/c.jsonl"):
