@@ -101,7 +101,7 @@ def serve(
     with embedded_aws(port, keys=local_keys(), allowed_origins=allow_origins or (), service=service) as url:
         service.backer = Backer(url, engine, no_capacity=frozenset(no_capacity or []))
         create_sagemaker_role(Session.embedded(url))
-        keeper = Keeper(url, kept)
+        keeper = Keeper(url, kept, queue=service.backer.queue)  # its asynchronous requests are kept too
         report = keeper.restore()
         keeper.snapshot(clean=False)  # what was restored, on disk before the first acknowledged change
         service.keeper = keeper  # from now on a change is answered once it is on disk

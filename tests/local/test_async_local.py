@@ -79,3 +79,19 @@ def test_an_async_endpoint_scales_to_zero_and_a_queued_request_brings_it_back(
     sdk = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180)
     assert sdk.returncode == 0 and json.loads(sdk.stdout) == warm["answer"], sdk.stderr[-800:]
     until(lambda: instances() == 0, "the endpoint to go back to zero once nothing waits", 60)
+
+    # a request still queued at `local down` is kept with the state and answered after `local up`
+    queued = json.loads(smneuron_cli("--local", "invoke", "queue", "i loved it", "--async", "--json").stdout)
+    smneuron_cli("local", "down")
+    again = smneuron_cli("local", "up", "--metric-period", "0.5").stdout
+    assert "1 asynchronous request" in " ".join(again.split()), again
+    s3 = boto3.client("s3", **local_kw(up["url"]))
+    bucket, _, key = queued["output"].removeprefix("s3://").partition("/")
+
+    def answered() -> bytes | None:
+        try:
+            return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except s3.exceptions.NoSuchKey:
+            return None
+
+    assert json.loads(until(answered, "the kept request's answer after local up", 60)) == warm["answer"]

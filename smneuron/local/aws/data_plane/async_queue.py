@@ -9,7 +9,8 @@ HasBacklogWithoutCapacity and ApproximateAgeOfOldestRequest). The answer goes to
 request the model refused, or that outlived its InvocationTimeoutSeconds or its RequestTTLSeconds in the queue, to
 ``FAILURE/INFERENCE_ID-error.out`` with the reason (the AWS Developer Guide's "Check prediction results",
 async-inference-check-predictions.html, names both). SNS notifications are not sent (there is no SNS here; the
-README says so), and the queue lives in the service's memory: requests still queued at `local down` are not kept.
+README says so). The requests not yet answered (queued, or being worked on) are kept with the service's state
+(``pending``, ``restore``: the keeper's snapshot) and run again after `local up`.
 
 May import: smneuron.local.aws.data_plane.routing, smneuron.files.local_record.
 """
@@ -77,6 +78,7 @@ class AsyncQueue:
         self._lock = threading.Condition()
         self._waiting: dict[str, deque[Queued]] = {}
         self._busy: dict[str, int] = {}
+        self._working: dict[str, Queued] = {}  # inference id -> a request being worked on (not yet answered)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smneuron-async")
         self._closed = False
         threading.Thread(target=self._run, name="smneuron-async-queue", daemon=True).start()
@@ -92,6 +94,23 @@ class AsyncQueue:
             waiting = self._waiting.get(endpoint, deque())
             oldest = time.monotonic() - waiting[0].arrived if waiting else 0.0
             return len(waiting) + self._busy.get(endpoint, 0), oldest
+
+    def pending(self) -> list[dict]:
+        """Every request not yet answered (queued or being worked on), oldest first, as the state keeps it."""
+        with self._lock:
+            now = time.monotonic()
+            every = [*self._working.values(), *(q for w in self._waiting.values() for q in w)]
+            return [{**{k: v for k, v in vars(q).items() if k != "arrived"}, "waited_s": round(now - q.arrived, 3)}
+                    for q in sorted(every, key=lambda q: q.arrived)]  # fmt: skip
+
+    def restore(self, kept: list[dict]) -> int:
+        """Queue again the requests a snapshot kept (their wait so far counted toward their TTL); how many."""
+        for item in kept:
+            waited = float(item.get("waited_s", 0))
+            request = Queued(**{k: v for k, v in item.items() if k != "waited_s"})
+            request.arrived = time.monotonic() - waited
+            self.submit(request)
+        return len(kept)
 
     def endpoints(self) -> list[str]:
         with self._lock:
@@ -122,6 +141,7 @@ class AsyncQueue:
             while waiting and room > 0:
                 request = waiting.popleft()
                 self._busy[endpoint] = self._busy.get(endpoint, 0) + 1
+                self._working[request.inference_id] = request
                 self._pool.submit(self._work, request)
                 room, started = room - 1, started + 1
         return started
@@ -132,6 +152,7 @@ class AsyncQueue:
         finally:
             with self._lock:
                 self._busy[q.endpoint] -= 1
+                self._working.pop(q.inference_id, None)
                 self._lock.notify_all()
 
     def _answer(self, q: Queued) -> None:

@@ -94,7 +94,10 @@ def _mark_as_the_keepers(request: Any, **_: Any) -> None:
 class Keeper:
     """Snapshots the embedded AWS at ``url`` into ``root`` (``root/resources.json``, ``root/objects/``)."""
 
-    def __init__(self, url: str, root: Path) -> None:
+    def __init__(self, url: str, root: Path, queue: Any = None) -> None:
+        """``queue``: the asynchronous requests not yet answered (``data_plane.async_queue.AsyncQueue``), kept with
+        the SageMaker section and queued again at restore."""
+        self.queue = queue
         self.session = Session.embedded(url)
         self.session.boto_session.events.register("request-created", _mark_as_the_keepers)
         self.root = root
@@ -277,6 +280,7 @@ class Keeper:
         ]
         parts += [a["ScheduledActionARN"]
                   for a in aas.describe_scheduled_actions(ServiceNamespace="sagemaker")["ScheduledActions"]]  # fmt: skip
+        parts += [q["inference_id"] for q in (self.queue.pending() if self.queue is not None else [])]
         return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
 
     def _buckets(self) -> list[dict]:
@@ -398,6 +402,7 @@ class Keeper:
             "endpoint_configs": configs,
             "endpoints": endpoints,
             "components": components,
+            "async_requests": self.queue.pending() if self.queue is not None else [],
         }
 
     def _alarms(self) -> list[dict]:
@@ -452,6 +457,9 @@ class Keeper:
         r.buckets(doc.get("s3", []))
         r.roles(doc.get("iam", []))
         r.sagemaker(doc.get("sagemaker", {}))
+        queued = doc.get("sagemaker", {}).get("async_requests", [])
+        if queued and self.queue is not None:  # after their endpoints: they wait for instances as before
+            r.restored["asynchronous requests"] = self.queue.restore(queued)
         r.alarms_and_scaling(doc.get("alarms", []), doc.get("autoscaling", {}))
         return {
             "taken_at": doc.get("taken_at"),
