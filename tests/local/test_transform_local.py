@@ -78,6 +78,15 @@ def test_a_transform_answers_every_line_in_order_as_the_endpoint_does(
         "--local", "transform", "--model", "no-such-model", "--input", str(corpus), check=False
     )
     assert missing.returncode == 1 and "There is no Model no-such-model" in " ".join(missing.stderr.split())
+    # the jobs are kept with the state: after `local down` / `local up` they are there as they ended, not run again
+    before = sm.describe_transform_job(TransformJobName=done["job_name"])
+    smneuron_cli("local", "down")
+    assert "2 transform jobs" in " ".join(smneuron_cli("local", "up").stdout.split())
+    after = boto3.client("sagemaker", **kw).describe_transform_job(TransformJobName=done["job_name"])
+    assert (after["TransformJobStatus"], after["TransformOutput"], after["TransformEndTime"]) == (
+        "Completed", before["TransformOutput"], before["TransformEndTime"])  # fmt: skip
+    shown = json.loads(smneuron_cli("--local", "transform", "status", done["job_name"], "--json").stdout)
+    assert (shown["status"], shown["output"]) == ("Completed", done["output"])
 
 
 def test_a_bad_line_fails_the_job_by_name_a_stop_stops_it_and_refusals_create_nothing(

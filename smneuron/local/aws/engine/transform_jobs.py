@@ -94,3 +94,39 @@ def patch_transform_jobs() -> None:
 
     patching.replace(models.SageMakerModelBackend, "create_transform_job", create_transform_job)
     patching.add(responses.SageMakerResponse, "stop_transform_job", stop_transform_job)
+
+
+# DescribeTransformJob's fields -> FakeTransformJob's (what a restored job is made of)
+_KEPT_FIELDS = {
+    "ModelName": "model_name", "MaxConcurrentTransforms": "max_concurrent_transforms",
+    "ModelClientConfig": "model_client_config", "MaxPayloadInMB": "max_payload_in_mb", "BatchStrategy": "batch_strategy",
+    "Environment": "environment", "TransformInput": "transform_input", "TransformOutput": "transform_output",
+    "DataCaptureConfig": "data_capture_config", "TransformResources": "transform_resources",
+    "DataProcessing": "data_processing", "ExperimentConfig": "experiment_config",
+}  # fmt: skip
+_TIMES = {"CreationTime": "creation_time", "TransformStartTime": "transform_start_time",
+          "TransformEndTime": "transform_end_time"}  # fmt: skip
+
+
+def restore_jobs(backend: Any, account: str, region: str, kept: list[dict]) -> int:
+    """Make the transform jobs a snapshot kept (their DescribeTransformJob), as they were: an ended job keeps its status,
+    output and times, and is not run again; one that was running when the service stopped is Stopped, with why (its
+    model servers stopped with the service; run it again to finish it). How many were restored."""
+    from moto.sagemaker.models import FakeTransformJob
+
+    for doc in kept:
+        name = doc["TransformJobName"]
+        if name in backend.transform_jobs:
+            continue
+        job = FakeTransformJob(account, region, name, tags=doc.get("Tags", []),
+                               **{field: doc.get(key) for key, field in _KEPT_FIELDS.items()})  # fmt: skip
+        status, reason = doc.get("TransformJobStatus", "Completed"), doc.get("FailureReason", "")
+        if status in ("InProgress", "Stopping"):
+            status, reason = "Stopped", "The embedded SageMaker stopped (`smneuron local down`) while the job ran; " \
+                                        "its model servers stopped with it. Run the job again to finish it."  # fmt: skip
+        job.transform_job_status, job.failure_reason = status, reason
+        for key, field in _TIMES.items():
+            if doc.get(key):
+                setattr(job, field, dt.datetime.fromisoformat(str(doc[key])).replace(tzinfo=None))
+        backend.transform_jobs[name] = job
+    return len(kept)

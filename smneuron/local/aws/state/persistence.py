@@ -45,6 +45,7 @@ from smneuron.files.local_record import LOCAL_ACCOUNT, LOCAL_REGION
 from smneuron.files.private import private_dir, sync_dir
 from smneuron.local.aws.data_plane import stream_route
 from smneuron.local.aws.engine.components import component_record
+from smneuron.local.aws.engine.transform_jobs import restore_jobs
 from smneuron.local.aws.http.bodies import Body
 from smneuron.local.aws.state import snapshot_file
 from smneuron.session import Session
@@ -281,6 +282,8 @@ class Keeper:
         parts += [a["ScheduledActionARN"]
                   for a in aas.describe_scheduled_actions(ServiceNamespace="sagemaker")["ScheduledActions"]]  # fmt: skip
         parts += [q["inference_id"] for q in (self.queue.pending() if self.queue is not None else [])]
+        parts += [(j["TransformJobName"], j["TransformJobStatus"])
+                  for j in sm.list_transform_jobs()["TransformJobSummaries"]]  # fmt: skip
         return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
 
     def _buckets(self) -> list[dict]:
@@ -403,6 +406,14 @@ class Keeper:
             "endpoints": endpoints,
             "components": components,
             "async_requests": self.queue.pending() if self.queue is not None else [],
+            "transform_jobs": [
+                {
+                    k: v
+                    for k, v in sm.describe_transform_job(TransformJobName=j["TransformJobName"]).items()
+                    if k != "ResponseMetadata"
+                }
+                for j in sm.list_transform_jobs()["TransformJobSummaries"]
+            ],  # fmt: skip
         }
 
     def _alarms(self) -> list[dict]:
@@ -457,6 +468,12 @@ class Keeper:
         r.buckets(doc.get("s3", []))
         r.roles(doc.get("iam", []))
         r.sagemaker(doc.get("sagemaker", {}))
+        jobs = doc.get("sagemaker", {}).get("transform_jobs", [])
+        if jobs:  # as they were: ended ones not run again (engine.transform_jobs.restore_jobs)
+            from moto.sagemaker.models import sagemaker_backends  # moto: the `local` extra's seam
+
+            backend = sagemaker_backends[LOCAL_ACCOUNT][LOCAL_REGION]
+            r.restored["transform jobs"] = restore_jobs(backend, LOCAL_ACCOUNT, LOCAL_REGION, jobs)
         queued = doc.get("sagemaker", {}).get("async_requests", [])
         if queued and self.queue is not None:  # after their endpoints: they wait for instances as before
             r.restored["asynchronous requests"] = self.queue.restore(queued)
