@@ -55,8 +55,12 @@ def transform_cmd(
             said.append(status)
             console().print(f"  {status} after {seconds:.0f} s", highlight=False)
 
+    def log(line: str) -> None:
+        if not as_json:
+            console().print(f"  | {line}", highlight=False, markup=False)
+
     outcome = transform(artifact, session=session, dry_run=dry_run, wait_for_it=wait, on_status=progress,
-                        where="cli", **settings)  # fmt: skip
+                        on_log=log, where="cli", **settings)  # fmt: skip
     if as_json:
         print_json(outcome.to_dict())
     elif dry_run:

@@ -41,6 +41,7 @@ def transform(
     dry_run: bool = False,
     wait_for_it: bool = True,
     on_status: Callable[[str, float], None] | None = None,
+    on_log: Callable[[str], None] | None = None,
     where: str = "sdk",
     **settings: Any,
 ) -> TransformPlan | TransformResult:
@@ -52,6 +53,8 @@ def transform(
         dry_run: the plan, creating nothing (the input is read, not uploaded).
         wait_for_it: follow the job to its end (else return once it was created, InProgress).
         on_status: called with the job's status and the seconds it has run, as it is polled.
+        on_log: called with each new line of the job's instances' logs as it appears (`smneuron transform` prints
+            them).
         where: "cli" or "sdk": how a refusal names a setting (``--input`` or ``input=``).
 
     Returns:
@@ -90,7 +93,8 @@ def transform(
     _create(sess, job)
     if not wait_for_it:
         return result_of(describe(sess, job.job_name), records=records, hourly=job.hourly_usd)
-    return result_of(wait(sess, job.job_name, on_status=on_status), records=records, hourly=job.hourly_usd)
+    return result_of(wait(sess, job.job_name, on_status=on_status, on_log=on_log), records=records,
+                     hourly=job.hourly_usd)  # fmt: skip
 
 
 def _plan(artifact: str | Path | None, given: dict[str, Any], sess: Session, where: str,
@@ -199,25 +203,64 @@ class _Answered:
         return self.said
 
 
+class _JobLogs:
+    """A transform job's log lines not yet seen (FilterLogEvents on its streams), oldest first; none while there are
+    none (its instances are still starting) or when they cannot be read."""
+
+    GROUP = "/aws/sagemaker/TransformJobs"
+
+    def __init__(self, session: Session, job: str) -> None:
+        self.logs, self.job, self.last = session.client("logs"), job, 0
+        self.seen: set[str] = set()
+
+    def new(self) -> list[str]:
+        kw: dict[str, Any] = {"logGroupName": self.GROUP, "logStreamNamePrefix": f"{self.job}/"}
+        if self.last:
+            kw["startTime"] = self.last
+        events: list[dict] = []
+        try:
+            for page in self.logs.get_paginator("filter_log_events").paginate(**kw):
+                events += page.get("events", [])
+        except ClientError:
+            return []
+        mine = [
+            e for e in events if e.get("logStreamName", "").startswith(f"{self.job}/")
+        ]  # (moto ignores the prefix)
+        fresh = [
+            e for e in sorted(mine, key=lambda e: e.get("timestamp", 0)) if e.get("eventId") not in self.seen
+        ]
+        self.seen.update(e.get("eventId", "") for e in fresh)
+        if fresh:
+            self.last = int(fresh[-1].get("timestamp", self.last))
+        return [
+            f"{e.get('logStreamName', '').split('/', 1)[-1]}: {e.get('message', '').rstrip()}" for e in fresh
+        ]
+
+
 def wait(
     session: Session,
     name: str,
     *,
     timeout: float = 24 * 3600,
     on_status: Callable[[str, float], None] | None = None,
+    on_log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Poll the job until it ends; its last DescribeTransformJob. While it runs, the status says how many of its input
     objects have their KEY.out yet (SageMaker writes each when its object is done; DescribeTransformJob counts no
-    records), read from S3 at most every few seconds.
+    records), read from S3 at most every few seconds; ``on_log`` gets each new line of its instances' logs
+    (/aws/sagemaker/TransformJobs, streams JOB/...) as it appears.
 
     Raises:
         SmneuronError: it did not end within ``timeout`` (it keeps running: `smneuron transform stop NAME`).
     """
     started = time.monotonic()
     done = _Answered(session)
+    logs = _JobLogs(session, name) if on_log else None
     with step(f"transform {name}") as shown:
         for pause in intervals_for(session):
             described = describe(session, name)
+            for line in logs.new() if logs else ():
+                on_log(line)  # type: ignore[misc]
             status, seconds = described["TransformJobStatus"], time.monotonic() - started
             if status == "InProgress":
                 status += done.words(described)
@@ -225,6 +268,8 @@ def wait(
             if on_status:
                 on_status(status, seconds)
             if status in ENDED:
+                for line in logs.new() if logs else ():  # its last words
+                    on_log(line)  # type: ignore[misc]
                 return described
             if seconds > timeout:
                 raise SmneuronError(

@@ -3,6 +3,8 @@ Transform adds, and what SageMaker refuses is refused before anything is uploade
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from test_encoder_deploy import retarget
 
@@ -111,3 +113,28 @@ def test_a_running_job_says_how_many_input_objects_are_answered(session, bucket)
     assert answered.words(described) == ", 2 of 3 input object(s) answered"
     gone = {**described, "TransformOutput": {"S3OutputPath": "s3://no-such-bucket/out/"}}
     assert _Answered(session, every_s=0).words(gone) == ""  # cannot tell: says nothing, never a guess
+
+
+def test_a_followed_job_passes_on_each_new_line_of_its_instances_logs_once(session):
+    """Issue 62 #1: following a job streams its instances' logs (/aws/sagemaker/TransformJobs, streams JOB/i-...),
+    each line once, oldest first; another job's streams are not its own; no log group yet is no line, not an error."""
+    from smneuron.deployment.transform_run import _JobLogs
+
+    logs = session.client("logs")
+    follow = _JobLogs(session, "job-1")
+    assert follow.new() == []  # its instances have not started: nothing, and no error
+    logs.create_log_group(logGroupName="/aws/sagemaker/TransformJobs")
+    for stream in ("job-1/i-aaa", "job-10/i-bbb"):
+        logs.create_log_stream(logGroupName="/aws/sagemaker/TransformJobs", logStreamName=stream)
+    now = int(time.time() * 1000)
+    put = lambda stream, at, text: logs.put_log_events(  # noqa: E731
+        logGroupName="/aws/sagemaker/TransformJobs",
+        logStreamName=stream,
+        logEvents=[{"timestamp": at, "message": text}],
+    )
+    put("job-1/i-aaa", now, "worker 0 loaded the model")
+    put("job-10/i-bbb", now, "another job's line")
+    assert follow.new() == ["i-aaa: worker 0 loaded the model"]
+    put("job-1/i-aaa", now + 5, "1000 records answered")
+    assert follow.new() == ["i-aaa: 1000 records answered"]
+    assert follow.new() == []

@@ -7,6 +7,8 @@ SageMaker refuses is refused with nothing created; no model server outlives a jo
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import boto3
 import pytest
@@ -87,6 +89,12 @@ def test_a_transform_answers_every_line_in_order_as_the_endpoint_does(
         "Completed", before["TransformOutput"], before["TransformEndTime"])  # fmt: skip
     shown = json.loads(smneuron_cli("--local", "transform", "status", done["job_name"], "--json").stdout)
     assert (shown["status"], shown["output"]) == ("Completed", done["output"])
+    # from a notebook: the same verb from Python
+    code = (f"import smneuron; r = smneuron.transform({str(art.out_dir)!r}, input={str(corpus / 'a.jsonl')!r}, "
+            "instance='ml.c6i.large'); print(r.status, r.records)")  # fmt: skip
+    env = {**smneuron_cli.env, "SMNEURON_LOCAL": "1"}
+    sdk = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180)
+    assert sdk.returncode == 0 and sdk.stdout.split() == ["Completed", "50"], sdk.stderr[-800:]
 
 
 def test_a_bad_line_fails_the_job_by_name_a_stop_stops_it_and_refusals_create_nothing(
