@@ -25,8 +25,18 @@ def test_an_async_endpoint_scales_to_zero_and_a_queued_request_brings_it_back(
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
     up = json.loads(smneuron_cli("local", "up", "--metric-period", "0.5", "--json").stdout)
+    # the answers' notifications: an SNS topic with an SQS queue subscribed, in the embedded AWS
+    sns, sqs = boto3.client("sns", **local_kw(up["url"])), boto3.client("sqs", **local_kw(up["url"]))
+    topic = sns.create_topic(Name="answers")["TopicArn"]
+    inbox = sqs.create_queue(QueueName="answers")["QueueUrl"]
+    inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    sns.subscribe(
+        TopicArn=topic, Protocol="sqs", Endpoint=inbox_arn, Attributes={"RawMessageDelivery": "true"}
+    )
     out = smneuron_cli("--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.large", "--name", "queue",
-                       "--async", "--min", "0", "--max", "1").stdout  # fmt: skip
+                       "--async", "--min", "0", "--max", "1", "--notify-success", topic).stdout  # fmt: skip
     assert "invoke --async --wait 300 queue" in out  # the hint works as printed
     sm = boto3.client("sagemaker", **local_kw(up["url"]))
 
@@ -40,6 +50,10 @@ def test_an_async_endpoint_scales_to_zero_and_a_queued_request_brings_it_back(
     s3 = boto3.client("s3", **local_kw(up["url"]))
     bucket, _, key = warm["output"].removeprefix("s3://").partition("/")
     assert json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read()) == warm["answer"]  # kept in S3
+    told = json.loads(until(lambda: sqs.receive_message(QueueUrl=inbox, WaitTimeSeconds=1).get("Messages"),
+                            "the success notification", 30)[0]["Body"])  # fmt: skip
+    assert (told["invocationStatus"], told["inferenceId"]) == ("Completed", warm["inference_id"])
+    assert told["responseParameters"]["outputLocation"] == warm["output"]
 
     until(lambda: instances() == 0, "the idle asynchronous endpoint to scale in to zero", 60)
     cold = smneuron_cli("--local", "invoke", "queue", "i loved it", "--async", "--wait", "120")

@@ -8,8 +8,9 @@ backlog: ``backlog``, published by ``engine.autoscaler`` as ApproximateBacklogSi
 HasBacklogWithoutCapacity and ApproximateAgeOfOldestRequest). The answer goes to ``OUTPUT/INFERENCE_ID.out``; a
 request the model refused, or that outlived its InvocationTimeoutSeconds or its RequestTTLSeconds in the queue, to
 ``FAILURE/INFERENCE_ID-error.out`` with the reason (the AWS Developer Guide's "Check prediction results",
-async-inference-check-predictions.html, names both). SNS notifications are not sent (there is no SNS here; the
-README says so). The requests not yet answered (queued, or being worked on) are kept with the service's state
+async-inference-check-predictions.html, names both). With a NotificationConfig, each answer and failure is published to
+its SNS topic in the embedded SNS (``_notify``; IncludeInferenceResponseIn is not honoured: the response is never
+included). The requests not yet answered (queued, or being worked on) are kept with the service's state
 (``pending``, ``restore``: the keeper's snapshot) and run again after `local up`.
 
 May import: smneuron.local.aws.data_plane.routing, smneuron.files.local_record.
@@ -17,6 +18,9 @@ May import: smneuron.local.aws.data_plane.routing, smneuron.files.local_record.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import sys
 import threading
 import time
 from collections import deque
@@ -193,13 +197,39 @@ class AsyncQueue:
                 s3, q, f'Received client error ({r.status_code}) from primary with message "{r.text}".'
             )
         bucket, key = _split(q.output_location)
-        s3.put_object(Bucket=bucket, Key=key, Body=r.content,
-                      ContentType=r.headers.get("content-type", "application/json"))  # fmt: skip
+        kind = r.headers.get("content-type", "application/json")
+        s3.put_object(Bucket=bucket, Key=key, Body=r.content, ContentType=kind)
+        self._notify(q, "Completed", {"contentType": kind, "outputLocation": q.output_location})
         return None
 
     def _fail(self, s3: Any, q: Queued, why: str) -> None:
         bucket, key = _split(q.failure_location)
         s3.put_object(Bucket=bucket, Key=key, Body=why.encode(), ContentType="text/plain")
+        self._notify(q, "Failed", {"failureLocation": q.failure_location}, why)
+
+    def _notify(self, q: Queued, status: str, response: dict, reason: str | None = None) -> None:
+        """The NotificationConfig's topic told (SuccessTopic or ErrorTopic), with the fields consumers of SageMaker's
+        notifications read (invocationStatus, inferenceId, responseParameters.outputLocation, failureReason, as public
+        code that consumes them reads them); one that cannot be published is said in the service's log."""
+        topics = ((async_config(self.backer, q.endpoint) or {}).get("OutputConfig") or {}).get(
+            "NotificationConfig"
+        ) or {}
+        topic = topics.get("SuccessTopic" if status == "Completed" else "ErrorTopic")
+        if not topic:
+            return
+        now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        message = {
+            "awsRegion": self.backer.session().region, "eventTime": now, "invocationStatus": status,
+            "requestParameters": {"contentType": q.headers.get("Content-Type"), "endpointName": q.endpoint,
+                                  "inputLocation": q.input_location},
+            "responseParameters": response, "inferenceId": q.inference_id, "eventVersion": "1.0",
+            "eventSource": "aws:sagemaker", "eventName": "InferenceResult",
+            **({"failureReason": reason} if reason else {}),
+        }  # fmt: skip
+        try:
+            self.backer.session().client("sns").publish(TopicArn=topic, Message=json.dumps(message))
+        except Exception as e:  # a topic that does not exist: the answer stands, the notification is lost
+            print(f"smneuron: could not notify {topic} of {q.inference_id}: {e}", file=sys.stderr, flush=True)
 
 
 def container_headers(content_type: str | None, accept: str | None, attributes: str | None) -> dict[str, str]:
@@ -215,7 +245,6 @@ def container_headers(content_type: str | None, accept: str | None, attributes: 
 def accept(backer: Any, account: str, region: str, name: str, header: Any) -> tuple[int, dict, str]:
     """InvokeEndpointAsync of endpoint ``name`` (``header``: the caller's header lookup): queued, and answered 202 with
     the InferenceId and where its answer or failure will be; SageMaker's refusals otherwise."""
-    import json
     import uuid
 
     from moto.sagemaker.models import sagemaker_backends
