@@ -87,6 +87,16 @@ def _exercise(sm) -> None:  # type: ignore[no-untyped-def]
         EndpointName="e1",
         DesiredWeightsAndCapacities=[{"VariantName": "AllTraffic", "DesiredInstanceCount": 2}],
     )
+    # data capture: DescribeEndpoint answers botocore's DataCaptureConfigSummary (CaptureStatus and
+    # CurrentSamplingPercentage were missing: issue 64 #6)
+    capture = {"EnableCapture": True, "InitialSamplingPercentage": 20, "DestinationS3Uri": "s3://b/capture",
+               "CaptureOptions": [{"CaptureMode": "Input"}, {"CaptureMode": "Output"}]}  # fmt: skip
+    sm.create_endpoint_config(
+        EndpointConfigName="c-capture", ProductionVariants=[variant], DataCaptureConfig=capture
+    )
+    sm.create_endpoint(EndpointName="e-capture", EndpointConfigName="c-capture")
+    summary = sm.describe_endpoint(EndpointName="e-capture")["DataCaptureConfig"]
+    assert (summary["CaptureStatus"], summary["CurrentSamplingPercentage"]) == ("Started", 20)
     # inference components on an endpoint without a Model in its variant
     bare = {"VariantName": "AllTraffic", "InstanceType": "ml.inf2.xlarge", "InitialInstanceCount": 1}
     sm.create_endpoint_config(EndpointConfigName="c3", ExecutionRoleArn=ROLE, ProductionVariants=[bare])

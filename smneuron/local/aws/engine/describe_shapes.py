@@ -21,16 +21,40 @@ def _without_empty(response: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in response.items() if k in KEEP_EMPTY or v not in ({}, [])}
 
 
+def capture_summary(config: dict[str, Any]) -> dict[str, Any]:
+    """DescribeEndpoint's ``DataCaptureConfig``: botocore's DataCaptureConfigSummary (EnableCapture, CaptureStatus,
+    CurrentSamplingPercentage, DestinationS3Uri, KmsKeyId, all required), from the endpoint config's DataCaptureConfig
+    (moto answered the config's own shape: no CaptureStatus, no CurrentSamplingPercentage). Capture runs from the
+    endpoint's creation (the embedded data plane samples it: ``data_plane.capture``), so it is Started while enabled.
+    KmsKeyId is "" when the config named no key: botocore requires the member, and what AWS sends then is not
+    documented."""
+    enabled = bool(config.get("EnableCapture", True))
+    return {
+        "EnableCapture": enabled,
+        "CaptureStatus": "Started" if enabled else "Stopped",
+        "CurrentSamplingPercentage": int(config.get("InitialSamplingPercentage", 0)),
+        "DestinationS3Uri": config.get("DestinationS3Uri", ""),
+        "KmsKeyId": config.get("KmsKeyId", ""),
+    }
+
+
+def _endpoint_answer(response: dict[str, Any]) -> dict[str, Any]:
+    out = _without_empty(response)
+    if out.get("DataCaptureConfig"):
+        out["DataCaptureConfig"] = capture_summary(out["DataCaptureConfig"])
+    return out
+
+
 def patch_describe_shapes() -> None:
     """Only the answers change: moto's own code reads the full records (create_endpoint reads its config's
     DataCaptureConfig)."""
     from moto.core.responses import ActionResult
     from moto.sagemaker.responses import SageMakerResponse
 
-    def describer(backend_call: str, param: str) -> Any:
+    def describer(backend_call: str, param: str, shape: Any = _without_empty) -> Any:
         def describe(self: Any) -> Any:
             found = getattr(self.sagemaker_backend, backend_call)(self._get_param(param))
-            return ActionResult(_without_empty(found if isinstance(found, dict) else found.response_object))
+            return ActionResult(shape(found if isinstance(found, dict) else found.response_object))
 
         return describe
 
@@ -49,7 +73,11 @@ def patch_describe_shapes() -> None:
         return answer
 
     patching.replace(SageMakerResponse, "create_model", create_model_keeping_isolation)
-    patching.replace(SageMakerResponse, "describe_endpoint", describer("describe_endpoint", "EndpointName"))
+    patching.replace(
+        SageMakerResponse,
+        "describe_endpoint",
+        describer("describe_endpoint", "EndpointName", _endpoint_answer),
+    )
     patching.replace(
         SageMakerResponse,
         "describe_endpoint_config",
