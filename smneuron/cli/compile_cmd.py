@@ -23,6 +23,11 @@ def compile_cmd(
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Always recompile."),
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Compile cache location."),
+    data: Path = typer.Option(
+        None,
+        "--data",
+        help="Your texts (JSON Lines, as bench takes them): encoder buckets placed on their lengths.",
+    ),
     jobs: int = typer.Option(None, "--jobs", "-j", help="Buckets compiled in parallel processes."),
     as_json: bool = JsonOpt,
     **settings: Any,
@@ -41,7 +46,14 @@ def compile_cmd(
         )
     spec = compile_spec(project.compile, settings, where="cli")
     result = compile_model(
-        model_dir, out, spec, from_cache=from_cache, cache=not no_cache, cache_dir=cache_dir, jobs=jobs
+        model_dir,
+        out,
+        spec,
+        from_cache=from_cache,
+        cache=not no_cache,
+        cache_dir=cache_dir,
+        jobs=jobs,
+        data=data,
     )
     # each kind's rendering (the text-generation table lives with its commands)
     renderers = {ENCODER: _render_encoder, GENERATION: render_text_generation}

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, model_kind
+from smneuron.compilation.buckets import from_data
 from smneuron.compilation.encoder import CompileEvent, CompileResult
 from smneuron.compilation.encoder import compile_model as compile_encoder
 from smneuron.compilation.generation import (
@@ -21,7 +22,7 @@ from smneuron.compilation.generation import (
     compile_generation,
     read_config,
 )
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, UsageError
 from smneuron.files.user import dir_to_write
 from smneuron.specs.models import CompileSpec, override
 from smneuron.specs.validation import at_least_one
@@ -37,6 +38,7 @@ def compile_model(
     cache_dir: str | Path | None = None,
     jobs: int | None = None,
     progress: Callable[[CompileEvent], None] | None = None,
+    data: str | Path | None = None,
     **overrides: Any,
 ) -> CompileResult | GenerationCompileResult:
     """Compile ``model`` into the artifact directory ``out_dir``, for either kind of model.
@@ -48,6 +50,8 @@ def compile_model(
             are applied on top and validated like command-line flags.
         from_cache: text generation: ``model`` is a hub id whose configuration is in the optimum-neuron cache.
         cache, cache_dir, jobs, progress: encoders: the compile cache, parallel buckets, progress events.
+        data: encoders: a JSON Lines file of the user's texts; the buckets are placed on their token lengths
+            (``compilation.buckets``, said) instead of the default, and given buckets are refused beside it.
 
     Returns:
         ``CompileResult`` (encoders) or ``GenerationCompileResult`` (text generation); both carry ``out_dir``,
@@ -63,6 +67,7 @@ def compile_model(
     chosen = "sequence_length" in overrides or (
         spec is not None and "sequence_length" in spec.model_fields_set
     )
+    buckets_given = "buckets" in overrides or (spec is not None and "buckets" in spec.model_fields_set)
     spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
     out_dir = dir_to_write(out_dir)  # before minutes of compiling, not after
     if jobs is not None:
@@ -86,7 +91,7 @@ def compile_model(
     # decided once: the optimum-neuron cache holds causal LMs; else the task, or config.json (artifact.kind)
     kind, note = (GENERATION, "") if from_cache else model_kind(model, spec.task)
     settings = dict(from_cache=from_cache, cache=cache, cache_dir=cache_dir, jobs=jobs, progress=progress,
-                    sequence_chosen=chosen)  # fmt: skip
+                    sequence_chosen=chosen, data=data, buckets_given=buckets_given)  # fmt: skip
     result = _COMPILERS[kind](model, out_dir, spec, **settings)
     if note:
         result.notes.insert(0, note)
@@ -96,12 +101,28 @@ def compile_model(
 def _encoder(model: str | Path, out_dir: Path, spec: CompileSpec, **settings: Any) -> CompileResult:
     settings.pop("from_cache")
     settings.pop("sequence_chosen")
-    return compile_encoder(model, out_dir, spec, **settings)
+    data, given = settings.pop("data"), settings.pop("buckets_given")
+    placed = None
+    if data is not None:  # the buckets placed on the user's texts (compilation.buckets), said
+        if given:
+            raise UsageError("--data chooses the buckets from your texts, and --buckets (or compile.buckets) chose "
+                             "them too.", hint="Give one of them.")  # fmt: skip
+        limit = int(read_config(Path(model)).get("max_position_embeddings") or 512)
+        buckets, placed = from_data(Path(model), Path(data), limit)
+        spec = spec.model_copy(update={"buckets": buckets})
+    result = compile_encoder(model, out_dir, spec, **settings)
+    if placed:
+        result.notes.insert(0, placed)
+    return result
 
 
 def _generation(
-    model: str | Path, out_dir: Path, spec: CompileSpec, *, from_cache: bool, sequence_chosen: bool, **_: Any
-) -> GenerationCompileResult:
+    model: str | Path, out_dir: Path, spec: CompileSpec, *, from_cache: bool, sequence_chosen: bool,
+    data: str | Path | None = None, **_: Any,
+) -> GenerationCompileResult:  # fmt: skip
+    if data is not None:
+        raise UsageError("--data places an encoder's sequence buckets; text generation compiles one sequence length.",
+                         hint="Give --sequence-length instead, or leave --data out.")  # fmt: skip
     spec = spec.model_copy(update={"task": GENERATION})
     if from_cache:
         return compile_from_cache(str(model), out_dir, spec)

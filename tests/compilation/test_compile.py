@@ -14,7 +14,7 @@ from conftest import load_bucket, run_cli
 from smneuron.artifact.manifest import Manifest, verify_files
 from smneuron.compilation import targets
 from smneuron.compilation.encoder import compile_model
-from smneuron.errors import CompileError, ConfigError, MissingDependencyError
+from smneuron.errors import CompileError, ConfigError, MissingDependencyError, UsageError
 
 STANDINS = Path(__file__).parents[1] / "standins"
 
@@ -462,3 +462,29 @@ def test_a_causal_lm_with_fewer_positions_than_the_default_gets_its_own_said(tin
         ConfigError, match=r"--sequence-length 4096 exceeds the model's max_position_embeddings \(512\)"
     ):
         compile_any(tiny_llama, tmp_path / "chosen", target="cpu", sequence_length=4096)
+
+
+def test_buckets_placed_on_the_users_texts_say_what_each_serves(tiny_classifier, tiny_llama, tmp_path):
+    """Issue 63 #2: `compile --data texts.jsonl` places the buckets at the median, 90th percentile and longest token
+    lengths of the texts (rounded up to 16, within the model's positions) and says what each serves and the padding
+    saved against one bucket; beside --buckets, or for text generation, it is refused."""
+    from smneuron.benchmark.prompts import load_tokenizer
+    from smneuron.compilation.entry import compile_model as compile_any
+
+    texts = ["short"] * 6 + ["a somewhat longer text " * 4] * 3 + ["a long text " * 40]
+    data = tmp_path / "texts.jsonl"
+    data.write_text("".join(json.dumps({"inputs": t}) + "\n" for t in texts))
+    tok = load_tokenizer(tiny_classifier)
+    lengths = sorted(len(tok.encode(t).ids) for t in texts)
+    want = sorted({min(512, max(16, -(-n // 16) * 16)) for n in (lengths[4], lengths[8], lengths[9])})
+    result = compile_any(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", data=data)
+    assert [b.seq_len for b in result.manifest.buckets] == want
+    said = next(n for n in result.notes if n.startswith("buckets "))
+    assert (
+        "from 10 texts of texts.jsonl" in said and f"{want[0]} serves 60%" in said and "less padding" in said
+    )
+    code, _, err = run_cli("compile", str(tiny_classifier), "-o", str(tmp_path / "b"), "--target", "cpu", "--data",
+                           str(data), "--buckets", "32")  # fmt: skip
+    assert code == 2 and "--data chooses the buckets from your texts" in " ".join(err.split())
+    with pytest.raises(UsageError, match="text generation compiles one sequence length"):
+        compile_any(tiny_llama, tmp_path / "c", target="cpu", data=data)
