@@ -105,14 +105,21 @@ def load_failure(console: str, *, after: int = 2) -> str | None:
     failures = [i for i, line in enumerate(lines) if "MODEL_LOG - Failed to load model" in line]
     if len(failures) < after:
         return None
-    block = []
-    for line in lines[failures[-1] :]:
-        m = _MODEL_LOG.search(line)
-        if not m:
-            continue
-        if m[1].startswith("Backend worker process died"):
+    # the newest failure whose traceback is whole (its worker's death logged after it): the last one may still be
+    # being written while this reads, and would lose the exception's own line (seen under load)
+    block: list[str] = []
+    for start in reversed(failures):
+        block, whole = [], False
+        for line in lines[start:]:
+            m = _MODEL_LOG.search(line)
+            if not m:
+                continue
+            if m[1].startswith("Backend worker process died"):
+                whole = True
+                break
+            block.append(m[1])
+        if whole:
             break
-        block.append(m[1])
     frames = [x.strip() for x in block[1:] if x.strip() and not set(x.strip()) <= set("^~ ")]
     return " | ".join(frames[-4:]) or block[0]
 
