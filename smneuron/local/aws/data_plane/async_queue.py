@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smneuron.files.local_record import LOCAL_ACCOUNT
-from smneuron.local.aws.data_plane.routing import CUSTOM_ATTRIBUTES, error
+from smneuron.local.aws.data_plane.routing import container_headers, error
 
+ASYNC_HEADERS = {"Content-Type": "X-Amzn-SageMaker-Content-Type", "Accept": "X-Amzn-SageMaker-Accept"}
 DEFAULT_TIMEOUT_S, DEFAULT_TTL_S = (
     900,
     21600,
@@ -115,12 +116,6 @@ class AsyncQueue:
             request.arrived = time.monotonic() - waited
             self.submit(request)
         return len(kept)
-
-    def endpoints(self) -> list[str]:
-        with self._lock:
-            return [
-                e for e in set(self._waiting) | set(self._busy) if self._waiting.get(e) or self._busy.get(e)
-            ]
 
     def close(self) -> None:
         with self._lock:
@@ -232,16 +227,6 @@ class AsyncQueue:
             print(f"smneuron: could not notify {topic} of {q.inference_id}: {e}", file=sys.stderr, flush=True)
 
 
-def container_headers(content_type: str | None, accept: str | None, attributes: str | None) -> dict[str, str]:
-    """What SageMaker passes to the container with an asynchronous request."""
-    headers = {"Content-Type": content_type or "application/json"}
-    if accept:
-        headers["Accept"] = accept
-    if attributes:
-        headers[CUSTOM_ATTRIBUTES] = attributes
-    return headers
-
-
 def accept(backer: Any, account: str, region: str, name: str, header: Any) -> tuple[int, dict, str]:
     """InvokeEndpointAsync of endpoint ``name`` (``header``: the caller's header lookup): queued, and answered 202 with
     the InferenceId and where its answer or failure will be; SageMaker's refusals otherwise."""
@@ -267,8 +252,8 @@ def accept(backer: Any, account: str, region: str, name: str, header: Any) -> tu
     request = Queued(
         inference_id=inference_id, endpoint=name, input_location=header("X-Amzn-SageMaker-InputLocation"),
         output_location=f"{where}/{inference_id}.out", failure_location=f"{failures}/{inference_id}-error.out",
-        headers=container_headers(header("X-Amzn-SageMaker-Content-Type"), header("X-Amzn-SageMaker-Accept"),
-                                  header(CUSTOM_ATTRIBUTES)),
+        # InvokeEndpointAsync carries the body's type and Accept under names of its own (botocore's shape)
+        headers=container_headers(lambda name: header(ASYNC_HEADERS.get(name, name))),
         timeout_s=float(header("X-Amzn-SageMaker-InvocationTimeoutSeconds") or DEFAULT_TIMEOUT_S),
         ttl_s=float(header("X-Amzn-SageMaker-RequestTTLSeconds") or DEFAULT_TTL_S),
     )  # fmt: skip
