@@ -79,6 +79,11 @@ class Manifest(_Model):
     batch_size: int = Field(
         description="Largest compiled batch size (requests are split into batches of it)."
     )
+    shapes: str | None = Field(
+        None,
+        description="How the batch sizes and buckets were chosen and why: smneuron's defaults for the model's size "
+        "class, the user's texts (--data) or flags; None: given by the caller.",
+    )
     buckets: list[Bucket] = Field(description="One entry per traced (batch size, sequence length) file.")
     weights: Weights | None = Field(
         None, description="Shared weights; None when every bucket file carries its own (inf1)."

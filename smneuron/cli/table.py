@@ -37,7 +37,7 @@ COMMANDS: dict[str, Entry] = {
     "compile": Entry(
         _CLI + "compile_cmd",
         "compile_cmd",
-        "Compile a model: one traced file per sequence bucket, tokenizer, manifest; cached.",
+        "Compile a model: one traced file per (batch size, sequence bucket), tokenizer, manifest; cached.",
     ),
     "package": Entry(
         _CLI + "artifact_cmds",

@@ -89,6 +89,7 @@ def compile_model(
     cache_dir: str | Path | None = None,
     jobs: int | None = None,
     progress: Callable[[CompileEvent], None] | None = None,
+    shapes: str | None = None,
     **overrides: Any,
 ) -> CompileResult:
     """Compile ``model_dir`` (HF save_pretrained layout) for ``spec.target`` into ``out_dir``.
@@ -102,6 +103,7 @@ def compile_model(
         jobs: buckets compiled in parallel processes; default: one per bucket up to the CPU count for
             Neuron targets (minutes each), in-process for cpu (a second each: spawning costs more).
         progress: called with ``CompileEvent``s.
+        shapes: how the batch sizes and buckets were chosen, and why (``compilation.shapes``), kept in the manifest.
 
     Returns:
         ``CompileResult`` with the manifest and whether it came from the cache.
@@ -123,7 +125,10 @@ def compile_model(
         vers = targets.versions(spec.target)
         model_hash = compile_cache.model_files_hash(model_dir)
         key = compile_cache.cache_key(
-            model_hash, spec.model_dump(mode="json"), args, {**vers, "smneuron": __version__}
+            model_hash,
+            {**spec.model_dump(mode="json"), "shapes": shapes},
+            args,
+            {**vers, "smneuron": __version__},
         )
         root = compile_cache.cache_root(cache_dir)
 
@@ -141,7 +146,7 @@ def compile_model(
         with tempfile.TemporaryDirectory(prefix="smneuron-compile-") as tmp:
             build = Path(tmp) / "artifact"
             build.mkdir()
-            manifest = _build(model_dir, build, spec, args, vers, model_hash, key, jobs, notify)
+            manifest = _build(model_dir, build, spec, args, vers, (model_hash, key, shapes), jobs, notify)
             if cache:
                 compile_cache.store(root, key, build)
             _clear(out_dir)
@@ -197,11 +202,11 @@ def _build(
     spec: CompileSpec,
     args: list[str],
     vers: dict[str, str],
-    model_hash: str,
-    key: str,
+    made: tuple[str, str, str | None],
     jobs: int | None,
     notify: Callable[[CompileEvent], None],
 ) -> Manifest:
+    model_hash, key, chosen = made  # the model's hash, the cache key, how the shapes were chosen
     tokenizer_files = vocabulary.copy_tokenizer(model_dir, build)
     loaded = _load(model_dir, spec)
     max_pos = getattr(loaded.config, "max_position_embeddings", None)
@@ -240,6 +245,7 @@ def _build(
         input_names=loaded.input_names,
         output=tasks.OUTPUTS[spec.task],
         batch_size=spec.batch_size,
+        shapes=chosen,
         buckets=sorted(buckets, key=lambda b: (b.seq_len, b.batch_size)),
         weights=weights,
         tokenizer_files={n: sha256_file(build / n) for n in tokenizer_files},

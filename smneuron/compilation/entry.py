@@ -9,10 +9,12 @@ the SDK, the pipeline's compile job and the demos all come through here.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, model_kind
+from smneuron.compilation import shapes
 from smneuron.compilation.buckets import from_data
 from smneuron.compilation.encoder import CompileEvent, CompileResult
 from smneuron.compilation.encoder import compile_model as compile_encoder
@@ -22,15 +24,30 @@ from smneuron.compilation.generation import (
     compile_generation,
     read_config,
 )
+from smneuron.compilation.tasks import infer_task
 from smneuron.errors import ConfigError, UsageError
 from smneuron.files.user import dir_to_write
 from smneuron.specs.models import CompileSpec, override
 from smneuron.specs.validation import at_least_one
 
+SHAPE_FIELDS = shapes.SHAPE_FIELDS
+
+
+@dataclass
+class CompilePlan:
+    """What a compile would do (``compile_model(..., dry_run=True)``): the kind, the settings as resolved, the graphs
+    (an encoder's buckets x batch sizes; one export for text generation) and what smneuron decided, with why."""
+
+    kind: str
+    spec: CompileSpec
+    shape: str  # the shapes in words: an encoder's batch sizes x buckets, a causal LM's sequence length and batch
+    graphs: int
+    notes: list[str] = field(default_factory=list)
+
 
 def compile_model(
     model: str | Path,
-    out_dir: str | Path,
+    out_dir: str | Path | None,
     spec: CompileSpec | None = None,
     *,
     from_cache: bool = False,
@@ -39,23 +56,27 @@ def compile_model(
     jobs: int | None = None,
     progress: Callable[[CompileEvent], None] | None = None,
     data: str | Path | None = None,
+    dry_run: bool = False,
     **overrides: Any,
-) -> CompileResult | GenerationCompileResult:
+) -> CompileResult | GenerationCompileResult | CompilePlan:
     """Compile ``model`` into the artifact directory ``out_dir``, for either kind of model.
 
     Args:
         model: a Hugging Face model directory (save_pretrained layout), or with ``from_cache`` a hub id.
-        out_dir: the artifact directory to create.
+        out_dir: the artifact directory to create (not needed with ``dry_run``).
         spec: compile settings; keyword ``overrides`` (``target="cpu"``, ``task="text-generation"``, ...)
             are applied on top and validated like command-line flags.
         from_cache: text generation: ``model`` is a hub id whose configuration is in the optimum-neuron cache.
         cache, cache_dir, jobs, progress: encoders: the compile cache, parallel buckets, progress events.
         data: encoders: a JSON Lines file of the user's texts; the buckets are placed on their token lengths
             (``compilation.buckets``, said) instead of the default, and given buckets are refused beside it.
+        dry_run: compile nothing: return the ``CompilePlan`` (the settings as resolved, the defaults applied and
+            why, the number of graphs), read from config.json alone.
 
     Returns:
         ``CompileResult`` (encoders) or ``GenerationCompileResult`` (text generation); both carry ``out_dir``,
-        ``manifest``, ``seconds`` and ``notes`` (what smneuron inferred, e.g. the task).
+        ``manifest``, ``seconds`` and ``notes`` (what smneuron inferred, e.g. the task); with ``dry_run`` a
+        ``CompilePlan``.
 
     Raises:
         ConfigError: bad settings, or ``from_cache`` for an encoder task.
@@ -67,9 +88,14 @@ def compile_model(
     chosen = "sequence_length" in overrides or (
         spec is not None and "sequence_length" in spec.model_fields_set
     )
-    buckets_given = "buckets" in overrides or (spec is not None and "buckets" in spec.model_fields_set)
+    # the static shapes chosen (by keyword, flag or project file): the others get the defaults (compilation.shapes)
+    shapes_chosen = {
+        f for f in SHAPE_FIELDS if f in overrides or (spec is not None and f in spec.model_fields_set)
+    }
     spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
-    out_dir = dir_to_write(out_dir)  # before minutes of compiling, not after
+    if out_dir is None and not dry_run:
+        raise UsageError("compile needs the artifact directory to write.", hint="Give out_dir (-o/--output).")
+    out_dir = out_dir if dry_run else dir_to_write(out_dir)  # before minutes of compiling, not after
     if jobs is not None:
         at_least_one(
             jobs,
@@ -91,29 +117,72 @@ def compile_model(
     # decided once: the optimum-neuron cache holds causal LMs; else the task, or config.json (artifact.kind)
     kind, note = (GENERATION, "") if from_cache else model_kind(model, spec.task)
     settings = dict(from_cache=from_cache, cache=cache, cache_dir=cache_dir, jobs=jobs, progress=progress,
-                    sequence_chosen=chosen, data=data, buckets_given=buckets_given)  # fmt: skip
-    result = _COMPILERS[kind](model, out_dir, spec, **settings)
-    if note:
-        result.notes.insert(0, note)
-    return result
+                    sequence_chosen=chosen, data=data, shapes_chosen=shapes_chosen)  # fmt: skip
+    done = (
+        _PLANNERS[kind](model, spec, **settings)
+        if dry_run
+        else _COMPILERS[kind](model, out_dir, spec, **settings)
+    )
+    done.notes[:0] = [note] if note else []
+    return done
 
 
 def _encoder(model: str | Path, out_dir: Path, spec: CompileSpec, **settings: Any) -> CompileResult:
     settings.pop("from_cache")
     settings.pop("sequence_chosen")
-    data, given = settings.pop("data"), settings.pop("buckets_given")
-    placed = None
-    if data is not None:  # the buckets placed on the user's texts (compilation.buckets), said
-        if given:
+    spec, said = _encoder_shapes(Path(model), spec, set(settings.pop("shapes_chosen")), settings.pop("data"))
+    result = compile_encoder(model, out_dir, spec, shapes="; ".join(said) or None, **settings)
+    result.notes[:0] = said
+    return result
+
+
+def _encoder_shapes(
+    model: Path, spec: CompileSpec, chosen: set[str], data: str | Path | None
+) -> tuple[CompileSpec, list[str]]:
+    """The batch sizes and buckets an encoder compiles, and what was said of them: buckets placed on the user's texts
+    (``--data``: compilation.buckets), the defaults (compilation.shapes) in the fields nobody chose."""
+    placed, config = None, read_config(model) if (model / "config.json").is_file() else None
+    if data is not None and config is not None:
+        if "buckets" in chosen:
             raise UsageError("--data chooses the buckets from your texts, and --buckets (or compile.buckets) chose "
                              "them too.", hint="Give one of them.")  # fmt: skip
-        limit = int(read_config(Path(model)).get("max_position_embeddings") or 512)
-        buckets, placed = from_data(Path(model), Path(data), limit)
-        spec = spec.model_copy(update={"buckets": buckets})
-    result = compile_encoder(model, out_dir, spec, **settings)
-    if placed:
-        result.notes.insert(0, placed)
-    return result
+        limit = int(config.get("max_position_embeddings") or 512)
+        buckets, placed = from_data(model, Path(data), limit)
+        spec, chosen = spec.model_copy(update={"buckets": buckets}), chosen | {"buckets"}
+    spec, choice = shapes.apply(spec, config, chosen) if config is not None else (spec, None)
+    said = [placed] if placed else []
+    if choice is not None:
+        said.append(f"shapes: {choice.reason}; {choice.graphs} graphs ({shapes.GRAPHS_WHY}); --batch-size, "
+                    "--batch-sizes and --buckets choose others")  # fmt: skip
+    return spec, said
+
+
+def _plan_encoder(model: str | Path, spec: CompileSpec, **settings: Any) -> CompilePlan:
+    model = Path(model)
+    if not (model / "config.json").is_file():
+        raise ConfigError(f"{model} has no config.json: it is not a Hugging Face model directory.",
+                          hint="Save the model with model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR).")  # fmt: skip
+    notes = []
+    if spec.task is None:
+        task, why = infer_task(model)
+        spec = spec.model_copy(update={"task": task})
+        notes.append(f"task {task} inferred from {why} (choose another with --task)")
+    spec, said = _encoder_shapes(model, spec, set(settings["shapes_chosen"]), settings["data"])
+    graphs = len(spec.buckets) * len(spec.all_batch_sizes)
+    shape = (
+        f"batch sizes {','.join(map(str, spec.all_batch_sizes))} x buckets {','.join(map(str, spec.buckets))}"
+    )
+    return CompilePlan(str(ENCODER), spec, shape, graphs, [*said, *notes])
+
+
+def _plan_generation(model: str | Path, spec: CompileSpec, **settings: Any) -> CompilePlan:
+    spec = spec.model_copy(update={"task": GENERATION})
+    note = None
+    if not settings["from_cache"]:
+        spec, note = _fitted_sequence(Path(model), spec, settings["sequence_chosen"])
+    shape = (f"sequence length {spec.sequence_length}, batch {spec.batch_size}, tensor parallel "
+             f"{spec.tensor_parallel_size}")  # fmt: skip
+    return CompilePlan(str(GENERATION), spec, shape, 1, [note] if note else [])
 
 
 def _generation(
@@ -144,5 +213,9 @@ def _fitted_sequence(model: Path, spec: CompileSpec, chosen: bool) -> tuple[Comp
     return spec.model_copy(update={"sequence_length": positions}), note
 
 
-# each kind's compiler: this stage's half of the kind strategy
+# each kind's compiler and its dry run: this stage's half of the kind strategy
 _COMPILERS: dict[ModelKind, Callable[..., Any]] = {ENCODER: _encoder, GENERATION: _generation}
+_PLANNERS: dict[ModelKind, Callable[..., CompilePlan]] = {
+    ENCODER: _plan_encoder,
+    GENERATION: _plan_generation,
+}

@@ -6,9 +6,11 @@ Images, roles, instance choices, parameter defaults, the model's container envir
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from smneuron._version import __version__
@@ -16,6 +18,7 @@ from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, kind_of
 from smneuron.artifact.staging import GenerationConfig
 from smneuron.catalog import INSTANCE_TYPES, InstanceType, matrix, resolve_image
 from smneuron.catalog.generation import resolve_vllm_image
+from smneuron.compilation import shapes
 from smneuron.compilation.tasks import TASKS
 from smneuron.container.encoder_env import container_environment
 from smneuron.container.generation_env import container_environment as generation_environment
@@ -24,6 +27,7 @@ from smneuron.deployment.controls import Controls
 from smneuron.deployment.request import project_settings
 from smneuron.deployment.transform_feeding import Feeding
 from smneuron.errors import ConfigError
+from smneuron.files.user import read_text
 from smneuron.session import Session
 from smneuron.specs.models import CompileSpec, EndpointSpec, PipelineSpec, ProjectFile
 
@@ -123,6 +127,7 @@ def plan(
     kind.refuse_foreign(project_settings(proj))  # what deploy refuses, the pipeline refuses (by file key)
     if comp.target != target:
         comp = comp.model_copy(update={"target": target})
+    comp, shaped = _SHAPES[kind](proj, comp)  # the same shapes `smneuron compile` would choose, said
     if not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}", spec.name):
         raise ConfigError(f"Pipeline name {spec.name!r} may hold only letters, digits and hyphens.")
     image, env, sdk = _SERVING[kind](instance, ep, comp, sess.region)
@@ -163,8 +168,31 @@ def plan(
             "scaling": proj.scaling.model_dump(),
             "prefix": proj.aws.prefix,
         },
-        notes=_preflight(image.uri, instance, ep.inference_ami_version),
+        notes=[*shaped, *_preflight(image.uri, instance, ep.inference_ami_version)],
     )
+
+
+def _encoder_shapes(proj: ProjectFile, comp: CompileSpec) -> tuple[CompileSpec, list[str]]:
+    """The shapes the compile step builds: those the project file chose, the rest as `smneuron compile` chooses them
+    (compilation.shapes) from the project's model directory; without one here (the model is read from S3 when the
+    pipeline runs), CompileSpec's own (batch 1, one bucket of 128), said."""
+    chosen = {f for f in shapes.SHAPE_FIELDS if f in comp.model_fields_set}
+    config = Path(proj.model) / "config.json" if proj.model else None
+    if config is None or not config.is_file():
+        if set(shapes.SHAPE_FIELDS) <= chosen:
+            return comp, []
+        return comp, [f"shapes: batch {comp.batch_size}, buckets {','.join(map(str, comp.buckets))}: the model is read "
+                      "only when the pipeline runs, so the size class that sets `compile`'s defaults is unknown here; "
+                      "set compile.batch_size and compile.buckets in smneuron.yaml, or `model:` to the model's folder"]  # fmt: skip
+    comp, choice = shapes.apply(comp, json.loads(read_text(config, "the model's config.json")), chosen)
+    return comp, [f"shapes: {choice.reason}"] if choice else []
+
+
+# each kind's shapes: an encoder's batch sizes and buckets; a causal LM's are its compile spec's (checked on export)
+_SHAPES: dict[ModelKind, Callable[[ProjectFile, CompileSpec], tuple[CompileSpec, list[str]]]] = {
+    ENCODER: _encoder_shapes,
+    GENERATION: lambda proj, comp: (comp, []),
+}
 
 
 def _job_environment(proj: ProjectFile, sess: Session, sdk: str | None) -> dict[str, str]:

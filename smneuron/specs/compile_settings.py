@@ -32,7 +32,12 @@ COMPILE = Options(
         _key(
             "batch_sizes", "--batch-sizes", comma=True, help="Smaller batch sizes to compile too, e.g. 1,2,4."
         ),
-        _key("buckets", "--buckets", comma=True, help="Sequence lengths, e.g. 32,64,128 (default 128)."),
+        _key(
+            "buckets",
+            "--buckets",
+            comma=True,
+            help="Sequence lengths, e.g. 32,64,128 (default: 32,64,128 within the model's positions).",
+        ),
         _key("auto_cast", "--auto-cast"),
         _key("auto_cast_type", "--auto-cast-type"),
         _key("optlevel", "--optlevel"),

@@ -123,7 +123,14 @@ CASES = [
         None,
     ),
     ("missing-argument", "deploy", 2, ["Missing argument"], {}, None),
-    ("missing-option", "compile {model}", 2, ["Missing option", "--output"], {}, None),
+    (
+        "missing-option",
+        "compile {model}",
+        2,
+        ["needs the artifact directory", "-o DIR", "--dry-run"],
+        {},
+        None,
+    ),
     ("not-a-number", "deploy {artifact} --count many", 2, ["Invalid value for '--count'"], {}, None),
     ("group-without-command", "pipeline", 2, ["Usage: smneuron pipeline"], {}, None),
     (

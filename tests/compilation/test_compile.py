@@ -478,8 +478,12 @@ def test_buckets_placed_on_the_users_texts_say_what_each_serves(tiny_classifier,
     lengths = sorted(len(tok.encode(t).ids) for t in texts)
     want = sorted({min(512, max(16, -(-n // 16) * 16)) for n in (lengths[4], lengths[8], lengths[9])})
     result = compile_any(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", data=data)
-    assert [b.seq_len for b in result.manifest.buckets] == want
+    assert sorted({b.seq_len for b in result.manifest.buckets}) == want
     said = next(n for n in result.notes if n.startswith("buckets "))
+    # the batch sizes were not chosen: the defaults for the model's size class, said and kept in the manifest
+    assert result.manifest.batch_size == 8 and {b.batch_size for b in result.manifest.buckets} == {1, 8}
+    assert any(n.startswith("shapes: batch 8 (small model") for n in result.notes)
+    assert said in result.manifest.shapes and "batch 8" in result.manifest.shapes
     assert (
         "from 10 texts of texts.jsonl" in said and f"{want[0]} serves 60%" in said and "less padding" in said
     )

@@ -352,6 +352,9 @@ def test_partial_batches_run_on_the_smallest_compiled_batch(tiny_classifier, tmp
     with code_on_path(d) as mods:
         inf = mods["inference"]
         model = inf.model_fn(str(d))
+        inf.model_warmup_fn(str(d), model)
+        assert set(model.pass_seconds) == {(16, 1), (16, 2), (16, 4)}  # the warm-up timed each batch's pass
+        model.pass_seconds = {}  # no measured costs: the rest pads (the measured cover: the next test)
         out = inf.predict_fn(
             inf.input_fn(json.dumps({"inputs": TEXTS + TEXTS[:3]}), "application/json"), model
         )
@@ -370,6 +373,31 @@ def test_partial_batches_run_on_the_smallest_compiled_batch(tiny_classifier, tmp
             inf.input_fn(json.dumps({"inputs": TEXTS}), "application/json"), inf.model_fn(str(single))
         )
         assert [r["label"] for r in ref[0]] == expected_labels
+
+
+def test_a_partial_batch_is_split_where_the_warm_up_measured_it_cheaper(tiny_classifier, tmp_path):
+    """On a CPU a pass costs about its rows: 3 rows run as 3 x batch 1 rather than padded to batch 16, and the answers
+    are the same; where a full pass costs about what one row does (an accelerator), the rows are padded instead."""
+    d = build_served(
+        tiny_classifier, tmp_path, "text-classification", batch_size=16, buckets="16", batch_sizes="1"
+    )
+    with code_on_path(d) as mods:
+        inf = mods["inference"]
+        model = inf.model_fn(str(d))
+        body = inf.input_fn(json.dumps({"inputs": TEXTS[:3]}), "application/json")
+        model.pass_seconds = {(16, 1): 0.010, (16, 16): 0.160}  # as measured on this machine's CPU: ~rows
+        assert model.cover(16, 3) == [1, 1, 1] and model.cover(16, 19) == [16, 1, 1, 1]
+        split = inf.predict_fn(body, model)
+        assert model.stats["forward_passes"] == 3 and model.stats["padded_rows"] == 0
+        model.pass_seconds = {(16, 1): 0.010, (16, 16): 0.012}  # as on Neuron: a batch costs about one row
+        assert model.cover(16, 3) == [16] and model.cover(16, 15) == [16]
+        padded = inf.predict_fn(body, model)
+        assert model.stats["forward_passes"] == 4 and model.stats["padded_rows"] == 13
+        model.pass_seconds = {(16, 1): 0.010, (16, 16): 0.026}  # splitting 3 rows is only 15% cheaper: padded
+        assert model.cover(16, 3) == [16]
+        assert [r["label"] for r in split[0]] == [r["label"] for r in padded[0]]
+        for a, b in zip(split[0], padded[0], strict=True):
+            assert abs(a["score"] - b["score"]) < 1e-5
 
 
 def test_several_model_copies_per_worker_give_the_same_answers(code, classifier_dir, monkeypatch):

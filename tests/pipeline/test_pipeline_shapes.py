@@ -1,0 +1,42 @@
+"""The pipeline compiles the shapes `smneuron compile` would choose (one question, one answer): from the project's model
+folder when it has one; when the model is read only as the pipeline runs, the definition says the size class is unknown
+and which keys set the shapes."""
+
+from __future__ import annotations
+
+from smneuron.pipeline.plan import plan as pipeline_plan
+from smneuron.specs.models import ProjectFile
+
+
+def _project(**more) -> ProjectFile:
+    return ProjectFile.model_validate(
+        {"endpoint": {"instance_type": "ml.inf2.xlarge"}, "compile": {"task": "text-classification"}, **more}
+    )
+
+
+def test_the_pipeline_compiles_the_shapes_compile_chooses_from_the_model_folder(
+    session, role, tiny_classifier
+):
+    from smneuron.compilation.entry import compile_model
+
+    p = pipeline_plan(_project(model=str(tiny_classifier)), session=session)
+    cli = compile_model(tiny_classifier, None, target="inf2", task="text-classification", dry_run=True).spec
+    assert (p.defaults["BatchSize"], p.defaults["Buckets"]) == (
+        cli.batch_size,
+        ",".join(map(str, cli.buckets)),
+    )
+    assert p.config["compile"]["batch_sizes"] == [1] and cli.all_batch_sizes == [1, cli.batch_size]
+    assert any(n.startswith(f"shapes: batch {cli.batch_size} (small model") for n in p.notes)
+    # the served batch is the compiled one: the Model's environment batches as the artifact was compiled
+    assert p.model_environment["SAGEMAKER_TS_BATCH_SIZE"] == str(cli.batch_size)
+
+
+def test_without_the_model_folder_the_definition_says_what_it_cannot_know(session, role):
+    p = pipeline_plan(_project(), session=session)
+    assert (p.defaults["BatchSize"], p.defaults["Buckets"]) == (1, "128")
+    said = next(n for n in p.notes if n.startswith("shapes:"))
+    assert "size class" in said and "compile.batch_size" in said and "compile.buckets" in said
+    chosen = _project(
+        compile={"task": "text-classification", "batch_size": 4, "batch_sizes": [1], "buckets": [64]}
+    )
+    assert not any(n.startswith("shapes:") for n in pipeline_plan(chosen, session=session).notes)
