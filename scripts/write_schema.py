@@ -22,8 +22,9 @@ def _tables() -> list[Any]:
     from smneuron.specs.deploy_settings import DEPLOY
     from smneuron.specs.evaluate_settings import EVALUATE
     from smneuron.specs.transform_settings import TRANSFORM
+    from smneuron.specs.tune_settings import TUNE
 
-    return [COMPILE, DEPLOY, TRANSFORM, BENCH, EVALUATE, COMPARE]
+    return [COMPILE, TUNE, DEPLOY, TRANSFORM, BENCH, EVALUATE, COMPARE]
 
 
 def _property(schema: dict, key: str) -> dict:

@@ -60,6 +60,8 @@ _EXPORTS = {  # public name -> (module, attribute)
     "openai_access": ("smneuron.endpoints.openai_compat", "openai_access"),
     "bench": ("smneuron.benchmark.request", "bench"),
     "bench_endpoint": ("smneuron.benchmark.request", "bench"),
+    "tune": ("smneuron.hardware.tuning", "tune"),
+    "TuneResult": ("smneuron.hardware.tuning", "TuneResult"),
     "compare": ("smneuron.hardware.workflow", "compare_instances"),
     "compare_instances": ("smneuron.hardware.workflow", "compare_instances"),
     "run_pipeline_locally": ("smneuron.local.pipeline.runner", "run_local"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -83,6 +83,9 @@ class Manifest(_Model):
         None,
         description="How the batch sizes and buckets were chosen and why: smneuron's defaults for the model's size "
         "class, the user's texts (--data) or flags; None: given by the caller.",
+    )
+    tuning: dict[str, Any] | None = Field(
+        None, description="`smneuron tune`'s measured grid, its pick and why (None: not tuned)."
     )
     buckets: list[Bucket] = Field(description="One entry per traced (batch size, sequence length) file.")
     weights: Weights | None = Field(

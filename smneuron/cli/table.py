@@ -39,6 +39,11 @@ COMMANDS: dict[str, Entry] = {
         "compile_cmd",
         "Compile a model: one traced file per (batch size, sequence bucket), tokenizer, manifest; cached.",
     ),
+    "tune": Entry(
+        _CLI + "tune_cmd",
+        "tune_cmd",
+        "Measure batch sizes x buckets on the target and compile the fastest layout that meets the SLO.",
+    ),
     "package": Entry(
         _CLI + "artifact_cmds",
         "package_cmd",

@@ -137,6 +137,7 @@ def compile_model(
             if entry is not None:
                 _clear(out_dir)
                 compile_cache.materialise(entry, out_dir)
+                _say_shapes(out_dir, shapes)
                 notify(CompileEvent("cache_hit"))
                 shown.finish("reused from the compile cache")
                 return CompileResult(
@@ -154,6 +155,15 @@ def compile_model(
             for p in build.iterdir():
                 shutil.move(str(p), out_dir / p.name)
         return CompileResult(out_dir, manifest, False, time.perf_counter() - started, notes)
+
+
+def _say_shapes(out_dir: Path, shapes: str | None) -> None:
+    """A cached artifact with this compile's account of its shapes (the same graphs may have been chosen another way:
+    flags, the defaults, a tune)."""
+    manifest = Manifest.read(out_dir)
+    if manifest.shapes != shapes:
+        manifest.shapes = shapes
+        manifest.write(out_dir)
 
 
 def _checked(model_dir: Path, out_dir: Path, spec: CompileSpec) -> tuple[CompileSpec, list[str]]:
