@@ -228,7 +228,7 @@ class LoadedArtifact(object):
         for i, enc in enumerate(encodings):
             groups.setdefault(self.bucket_for(len(enc.ids))[0], []).append(i)
         jobs = []  # (seq_len, batch, chunk)
-        for seq_len, modules in self.buckets:
+        for seq_len, _ in self.buckets:
             members = groups.get(seq_len, [])
             start = 0
             for batch in self.cover(seq_len, len(members)):
@@ -315,4 +315,3 @@ class LoadedArtifact(object):
             best[n] = min((best[max(0, n - b)][0] + cost[b], best[max(0, n - b)][1] + [b]) for b in sizes)
         split = best[rest]
         return plan + (split[1] if split[0] < 0.8 * cost[padded[0]] else padded)
-

@@ -401,6 +401,28 @@ def cache_llama_8b(monkeypatch: pytest.MonkeyPatch, batch_size: int = 4) -> None
 
 
 @pytest.fixture
+def inf2_artifact(tiny_classifier, tmp_path, monkeypatch) -> Path:
+    """The tiny classifier compiled for inf2 in this process only: the endpoints' workers cannot import the stand-in,
+    as this machine cannot run a real Neuron artifact."""
+    from smneuron.compilation.encoder import compile_model
+
+    monkeypatch.syspath_prepend(str(STANDINS))
+    try:
+        out = compile_model(
+            tiny_classifier,
+            tmp_path / "inf2",
+            target="inf2",
+            task="text-classification",
+            buckets="32",
+            jobs=1,
+        )
+    finally:
+        for name in ("torch_neuronx", "_record"):
+            sys.modules.pop(name, None)
+    return out.out_dir
+
+
+@pytest.fixture
 def optimum_standin(monkeypatch, tmp_path):
     """optimum-neuron's stand-in on the path (this test and its subprocesses); yields the call log."""
     log = tmp_path / "standin-calls.jsonl"

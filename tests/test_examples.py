@@ -84,7 +84,8 @@ def test_the_encoder_quickstart_notebook(tmp_path, monkeypatch):
         "01_encoder_quickstart.ipynb", tmp_path, monkeypatch
     )
     (bar,) = _progress(compiled)
-    assert bar.startswith("✓ compile") and "2 graphs/2 graphs" in bar
+    # the notebook chose the buckets, not the batch sizes: compile's default for a small model (8) and 1 beside it
+    assert bar.startswith("✓ compile") and "4 graphs/4 graphs" in bar
     assert _plain(compiled).startswith(
         "CompileResult('out', target=cpu, task=feature-extraction, buckets=[32, 128], compiled in"
     )

@@ -74,14 +74,16 @@ def test_the_no_account_block_runs_as_written(tiny_classifier, tmp_path):
     assert not any(alive(p) for p in processes)  # `local down` leaves no process behind
 
 
-def test_the_using_it_lines_that_need_no_account_run(tmp_path):
+def test_the_using_it_lines_that_need_no_account_run(tmp_path, tiny_classifier):
     lines = block_after("## Using it")
     runnable = [line for line in lines if not needs_neuron_or_account(line)]
     assert runnable == [
         "smneuron instances",
         "smneuron images --instance ml.inf2.xlarge --region eu-west-1",
+        "smneuron compile ./my-model --dry-run",
     ]
+    shutil.copytree(tiny_classifier, tmp_path / "my-model")
     for line in runnable:
         out = run(line, tmp_path, dict(os.environ))
         assert out.returncode == 0, (line, out.stderr[-1500:])
-    assert "pytorch-inference-neuronx" in out.stdout
+    assert "Nothing compiled." in out.stdout and not (tmp_path / "out").exists()

@@ -27,8 +27,9 @@ def doctor_cmd(
 ) -> None:
     """Check an artifact against an instance type and its image, creating nothing.
 
-    The deploy plan's checks alone: target vs instance family, workers and memory or copies and capacity, and the
-    preflight (the artifact's torch-neuronx / neuronx-cc against the image's, from `smneuron images --matrix`).
+    The deploy plan's checks alone: target vs instance family, workers and memory or copies and capacity, the
+    preflight (the artifact's torch-neuronx / neuronx-cc against the image's, from `smneuron images --matrix`), and the
+    account's instance quota where AWS credentials are at hand (`smneuron quotas`).
     A known-bad combination exits 1 with the fix; what cannot be checked is said.
     """
     from smneuron.deployment import corridor
@@ -49,6 +50,7 @@ def doctor_cmd(
     )
     plan = corridor.preview(request, session=session)
     plan.notes[:0] = said
+    plan.notes += _quotas(st, request, corridor)
     image = plan.image_uri
     if as_json:
         print_json(
@@ -63,6 +65,21 @@ def doctor_cmd(
     console().print(f"{artifact} can be deployed to {plan.instance.name} with {image}.", soft_wrap=True)
     for note in plan.notes:
         console().print(f"note: {note}", soft_wrap=True)
+
+
+def _quotas(st: Any, request: Any, corridor: Any) -> list[str]:
+    """The account's quota for the plan's instances (a plan past it is refused, exit 1, as deploy would); where the
+    account cannot be read (no credentials, no region), said."""
+    from smneuron.errors import AwsError, MissingCredentialsError, MissingRegionError
+
+    try:
+        return corridor.check_quotas(request, st.session())
+    except (MissingCredentialsError, MissingRegionError) as e:
+        return [f"Quotas not checked: {e.message}"]
+    except AwsError as e:
+        if e.code == "ResourceLimitExceeded":
+            raise
+        return [f"Quotas not checked: {e.message}"]
 
 
 def _session(st: Any) -> tuple[Any, list[str]]:

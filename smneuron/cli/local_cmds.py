@@ -54,6 +54,12 @@ def up_cmd(
         help="Seconds that stand for one of AWS's minutes (0.5-60, default 60): the AWS/SageMaker metrics are "
         "published that often, and autoscaling's periods and cooldowns shorten by the same ratio.",
     ),
+    quota: list[str] = typer.Option(
+        None,
+        "--quota",
+        help="Hold a SageMaker instance quota as AWS does, e.g. ml.inf2.xlarge=0 or ml.inf2.xlarge:transform=1 "
+        "(repeat), or new-account (Inferentia, Trainium and GPU types at 0, as a new account reports). Default: none.",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Start the embedded SageMaker in the background (once); print the environment that points at it.
@@ -77,6 +83,7 @@ def up_cmd(
         no_capacity=short,
         allow_origins=allow_origin or None,
         metric_period=metric_period,
+        quotas=quota or None,
     )
     env = local_environment(state)
     if as_json:
@@ -121,6 +128,9 @@ def _up_lines(state: dict) -> list[str]:
         lines.append(f"No capacity for: {', '.join(state['no_capacity'])} (endpoints fall back or fail).")
     if state.get("allowed_origins"):
         lines.append(f"Browser origins allowed: {', '.join(state['allowed_origins'])}.")
+    if state.get("quotas"):
+        lines.append(f"Quotas held ({len(state['quotas'])}): past them SageMaker answers ResourceLimitExceeded; "
+                     "`smneuron quotas` lists them.")  # fmt: skip
     return lines
 
 

@@ -60,6 +60,12 @@ COMMANDS: dict[str, Entry] = {
         "Upload to S3 under a content-addressed key; a second upload of the same bytes is skipped.",
     ),
     "serve": Entry(_CLI + "serve_cmd", "serve_cmd", "Serve an artifact on this machine, in the foreground."),
+    "quotas": Entry(
+        _CLI + "quotas_cmd",
+        "quotas_cmd",
+        "Show the account's SageMaker instance quotas (endpoint, transform) against what runs, with the request for "
+        "more.",
+    ),
     "doctor": Entry(
         _CLI + "doctor_cmd",
         "doctor_cmd",

@@ -13,14 +13,16 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind
 from smneuron.artifact.staging import describe_local, stage
+from smneuron.deployment import quotas
 from smneuron.deployment.apply import DeployResult, apply, check_kind
 from smneuron.deployment.controls import Controls, check_account
 from smneuron.deployment.encoder_plan import DeployPlan, plan_for_model
 from smneuron.deployment.generation_plan import GenerationPlan, plan_generation
 from smneuron.deployment.planning import Plan, plan_request
 from smneuron.deployment.request import DeployRequest, resolve
-from smneuron.errors import AwsError, ConfigError, from_client_error
+from smneuron.errors import AwsError, ConfigError, QuotaExceededError, from_client_error
 from smneuron.session import Session
 from smneuron.specs.deploy_settings import DEPLOY
 from smneuron.specs.models import EndpointSpec, ProjectFile, ScalingSpec
@@ -108,7 +110,20 @@ def preview(
         unchecked = _kind_unchecked(sess, request.endpoint.name, request)
         if unchecked:
             plan.notes.append(unchecked)
+    plan.notes += _quotas_or_unchecked(sess, request)
     return plan
+
+
+def _quotas_or_unchecked(session: Session, request: DeployRequest) -> list[str]:
+    """``check_quotas`` for a dry run: a plan past a quota is refused as ``deploy`` refuses it; where AWS cannot be
+    asked (no credentials), said."""
+    if session.boto_session.get_credentials() is None:
+        return ["Not checked: the account's instance quotas (no AWS credentials here; `smneuron deploy` checks them "
+                "before uploading anything)."]  # fmt: skip
+    try:
+        return check_quotas(request, session)
+    except BotoCoreError as e:
+        return [f"Not checked: the account's instance quotas ({type(e).__name__})."]
 
 
 def _kind_unchecked(session: Session, name: str, request: DeployRequest) -> str | None:
@@ -175,13 +190,49 @@ def deploy(
     # the VPC, the role and the capture bucket are looked up before anything is uploaded or created
     controls = Controls.of(request.endpoint)
     said = check_account(controls, session=sess, role_arn=sess.role_arn) if controls else []
+    said += check_quotas(request, sess)  # the account's instance quotas, before the upload
     name = request.endpoint.name
     tags = request.endpoint.tags  # the user's tags on the S3 objects too
     data = stage(request.artifact, session=sess, name=name, tags=tags)
     others = {t: stage(a, session=sess, name=name, tags=tags) for t, a in request.artifacts.items()}
     p = plan_request(data, request, region=sess.region, others=others)
     p.notes += said
-    return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status, checked=True)
+    try:
+        return apply(p, session=sess, wait=wait, timeout=timeout, on_status=on_status, checked=True)
+    except QuotaExceededError as e:  # SageMaker's own refusal: a quota changed since the check
+        raise quotas.explain(sess, e) from e
+
+
+def check_quotas(request: DeployRequest, session: Session) -> list[str]:
+    """The instances ``request`` starts against the account's quotas (``deployment.quotas``): refused when they
+    cannot fit; with instance pools, refused only when no pool's type fits. Returns what to say.
+
+    Raises:
+        QuotaExceededError: with the numbers and the request that raises the quota.
+    """
+    spec = request.endpoint
+    what = f"endpoint {spec.name}" if spec.name else "This endpoint"
+    most = _MOST[request.kind](request)
+    first: QuotaExceededError | None = None
+    for instance in spec.instance_pools or [spec.instance.name]:
+        try:
+            need = quotas.Need(instance, "endpoint", spec.initial_instance_count, most, what)
+            return quotas.check(session, [need], updating=spec.name)
+        except QuotaExceededError as e:
+            first = first or e
+    assert first is not None
+    if spec.instance_pools:
+        raise QuotaExceededError(f"{first.message} No pool's type fits ({', '.join(spec.instance_pools)}).",
+                                 code=first.code, hint=first.hint)  # fmt: skip
+    raise first
+
+
+# the most instances a plan of each kind may scale to: an encoder's autoscaling maximum, a causal LM's managed instance
+# scaling ceiling
+_MOST: dict[ModelKind, Callable[[DeployRequest], int]] = {
+    ENCODER: lambda r: r.scaling.max_capacity if r.scaling else 0,
+    GENERATION: lambda r: r.endpoint.generation.max_instances,
+}
 
 
 def deploy_model_name(

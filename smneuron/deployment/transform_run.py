@@ -16,6 +16,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from smneuron.artifact.staging import stage
+from smneuron.deployment import quotas
 from smneuron.deployment.transform import (
     ENDED,
     TransformPlan,
@@ -27,7 +28,14 @@ from smneuron.deployment.transform import (
 )
 from smneuron.display.progress import step
 from smneuron.endpoints.polling import intervals_for
-from smneuron.errors import ConfigError, NotFoundError, SmneuronError, UsageError, from_client_error
+from smneuron.errors import (
+    ConfigError,
+    NotFoundError,
+    QuotaExceededError,
+    SmneuronError,
+    UsageError,
+    from_client_error,
+)
 from smneuron.files.user import read_text
 from smneuron.session import Session
 from smneuron.specs.transform_settings import TRANSFORM
@@ -82,6 +90,9 @@ def transform(
     p.output_uri = given.get("output") or f"{base}/output/"
     if dry_run:
         return p
+    # the account's transform quota for the type, before anything is uploaded
+    need = quotas.Need(p.instance.name, "transform", p.count, 0, f"transform job {p.job_name}")
+    p.notes += quotas.check(sess, [need])
     job = p
     if artifact is not None:  # staged now, and planned again over what was staged
         staged = stage(artifact, session=sess, name=p.model.endpoint_name, tags=p.model.tags)
@@ -90,7 +101,10 @@ def transform(
         )
         job.job_name, job.records, job.output_uri = p.job_name, records, p.output_uri
     job.input_uri = _upload(sess, local, f"{base}/input/") if local else given["input"]
-    _create(sess, job)
+    try:
+        _create(sess, job)
+    except QuotaExceededError as e:  # SageMaker's own refusal: a quota changed since the check
+        raise quotas.explain(sess, e) from e
     if not wait_for_it:
         return result_of(describe(sess, job.job_name), records=records, hourly=job.hourly_usd)
     return result_of(wait(sess, job.job_name, on_status=on_status, on_log=on_log), records=records,

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from smneuron.catalog import InstanceType
+from smneuron.catalog.quotas import parse_settings
 from smneuron.errors import ConfigError, Interrupted, SmneuronError, UsageError, file_error
 from smneuron.files.local_record import LOCAL_REGION, LocalKeys, local_keys, pid_alive
 from smneuron.files.local_record import local_service as status
@@ -48,11 +49,14 @@ def up(
     no_capacity: list[str] | None = None,
     allow_origins: list[str] | None = None,
     metric_period: float | None = None,
+    quotas: list[str] | None = None,
 ) -> dict:
     """Start the service unless it runs; returns its state (with ``restored``: what came back from the kept
     state, unless ``fresh`` discards it). ``no_capacity``: instance types it has no capacity for (an endpoint
     asking for one fails as SageMaker's do, or falls back to its next instance pool). ``allow_origins``: browser
-    origins that may call it (none by default: a request with any other Origin is refused).
+    origins that may call it (none by default: a request with any other Origin is refused). ``quotas``: the SageMaker
+    instance quotas it holds (``catalog.quotas.parse_settings``: ``ml.inf2.xlarge=0``, ``new-account``; none by
+    default: nothing is limited).
 
     The state directory is the user's alone (0700, its files 0600; an older one is tightened, and ``tightened``
     lists what was); its credentials (``credentials.json``) are made on the first start and kept after. One `up` at a
@@ -78,6 +82,7 @@ def up(
     short = [InstanceType.parse(t, use="endpoint").name for t in no_capacity or []]
     origins = [_origin(o) for o in allow_origins or []]
     period = _metric_period(metric_period)
+    held = parse_settings(quotas or [])
     path = state_path()
     try:
         tightened = (
@@ -89,9 +94,17 @@ def up(
             if running:
                 _same_settings(running, origins if allow_origins is not None else None, short, no_capacity)
                 _same_period(running, metric_period)
+                _same_quotas(running, held if quotas is not None else None)
                 return {**running, "started": False}
             aside = _kept_state(path.with_name("aws"), fresh, restore_previous)
-            started = _start(path, port, engine, generation_engine, fresh, short, origins, timeout, period)
+            flags = [
+                *(["--fresh"] if fresh else []),
+                *(["--no-capacity", ",".join(short)] if short else []),
+                *(["--allow-origin", ",".join(origins)] if origins else []),
+                *(["--metric-period", f"{period:g}"] if period != METRIC_PERIODS[1] else []),
+                *(["--quotas", json.dumps(held)] if held else []),
+            ]
+            started = _start(path, port, engine, generation_engine, timeout, flags)
     except OSError as e:
         raise state_disk_error(e, path.parent) from None
     return {**started, "tightened": [str(p) for p in tightened], "set_aside": str(aside) if aside else None}
@@ -118,6 +131,14 @@ def _same_period(running: dict, asked: float | None) -> None:
         raise ConfigError(
             f"The embedded SageMaker already runs with a metric period of {running.get('metric_period_s', 60):g} s.",
             hint="Stop it first (`smneuron local down`), then start it with the --metric-period you want.",
+        )
+
+
+def _same_quotas(running: dict, asked: dict[str, float] | None) -> None:
+    if asked is not None and asked != running.get("quotas", {}):
+        raise ConfigError(
+            f"The embedded SageMaker already runs holding {len(running.get('quotas', {}))} quota(s), not these.",
+            hint="Stop it first (`smneuron local down`), then start it with the --quota you want.",
         )
 
 
@@ -190,15 +211,7 @@ def state_lock(directory: Path, timeout: float) -> Iterator[None]:
 
 
 def _start(
-    path: Path,
-    port: int,
-    engine: str,
-    generation_engine: str,
-    fresh: bool,
-    short: list[str],
-    origins: list[str],
-    timeout: float,
-    period: float = METRIC_PERIODS[1],
+    path: Path, port: int, engine: str, generation_engine: str, timeout: float, flags: list[str]
 ) -> dict:
     """Start the service process (the caller holds the state lock) and wait until it answers."""
     keys = local_keys()  # made once for this state directory, 0600
@@ -210,9 +223,7 @@ def _start(
     port = given or _last_port(path) or free_port()
     for attempt in (1, 2, 3):
         try:
-            running = _launch(
-                path, port, log, keys, engine, generation_engine, fresh, short, origins, timeout, period
-            )
+            running = _launch(path, port, log, keys, engine, generation_engine, timeout, flags)
             break
         except SmneuronError as e:
             # a port this call picked was free when picked and taken before the service bound it: pick another
@@ -224,8 +235,8 @@ def _start(
 
 
 def _launch(
-    path: Path, port: int, log: Path, keys: LocalKeys, engine: str, generation_engine: str, fresh: bool, short: list[str],
-    origins: list[str], timeout: float, period: float,
+    path: Path, port: int, log: Path, keys: LocalKeys, engine: str, generation_engine: str, timeout: float,
+    flags: list[str],
 ) -> dict:  # fmt: skip
     """Start the service process on ``port`` and wait until it answers (its record)."""
     command = [
@@ -240,10 +251,7 @@ def _launch(
         engine,
         "--llm-engine",
         generation_engine,
-        *(["--fresh"] if fresh else []),
-        *(["--no-capacity", ",".join(short)] if short else []),
-        *(["--allow-origin", ",".join(origins)] if origins else []),
-        *(["--metric-period", f"{period:g}"] if period != METRIC_PERIODS[1] else []),
+        *flags,
     ]
     with os.fdopen(open_private_append(log), "a") as out:  # appended: the log of a run that crashed says why
         out.write(f"\n=== smneuron local up {time.strftime('%Y-%m-%d %H:%M:%S')} on port {port}\n")

@@ -25,6 +25,7 @@ from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine.autoscaler import Autoscaler, Capacity
 from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws
 from smneuron.local.aws.engine.patching import EmbeddedAwsError
+from smneuron.local.aws.engine.quotas import QuotaBook
 from smneuron.local.aws.state.persistence import Keeper, describe
 from smneuron.local.reaper import OWNER
 from smneuron.serving.access import KEY_ENV, new_key
@@ -78,6 +79,7 @@ def serve(
     no_capacity: list[str] | None = None,
     allow_origins: list[str] | None = None,
     metric_period: float = 60.0,
+    quotas: dict[str, float] | None = None,
 ) -> None:
     """The service process: embedded AWS + backed endpoints until SIGTERM; what it holds is kept under the
     state directory (smneuron.local.aws.state.persistence) and restored at the next start unless ``fresh``. Everything
@@ -100,6 +102,7 @@ def serve(
     service = EmbeddedService()  # what stands behind the embedded AWS, handed to it
     with embedded_aws(port, keys=local_keys(), allowed_origins=allow_origins or (), service=service) as url:
         service.backer = Backer(url, engine, no_capacity=frozenset(no_capacity or []))
+        service.quotas = QuotaBook(dict(quotas)) if quotas else None
         create_sagemaker_role(Session.embedded(url))
         keeper = Keeper(url, kept, queue=service.backer.queue)  # its asynchronous requests are kept too
         report = keeper.restore()
@@ -123,6 +126,7 @@ def serve(
             "no_capacity": sorted(no_capacity or []),
             "allowed_origins": sorted(allow_origins or []),
             "metric_period_s": metric_period,
+            "quotas": dict(quotas or {}),
             "sdk_config": str(sdk_config),
             "kept": str(kept),
             "restored": describe(report) if report else None,
@@ -162,6 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-capacity", default="")
     ap.add_argument("--allow-origin", default="")
     ap.add_argument("--metric-period", type=float, default=60.0)
+    ap.add_argument("--quotas", type=json.loads, default=None)
     a = ap.parse_args(argv)
     os.environ["SMNEURON_LLM_ENGINE"] = a.generation_engine  # the inference components' copies
     try:
@@ -173,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
             no_capacity=[t for t in a.no_capacity.split(",") if t],
             allow_origins=[o for o in a.allow_origin.split(",") if o],
             metric_period=a.metric_period,
+            quotas=a.quotas,
         )
     except EmbeddedAwsError as e:  # moto does not fit the patches: say why, and `up` refuses with it
         print(REFUSED + json.dumps({"message": e.message, "hint": e.hint}), flush=True)

@@ -9,15 +9,12 @@ import json
 import math
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import local_kw
 
 pytestmark = pytest.mark.e2e
-
-STANDINS = Path(__file__).parents[1] / "standins"
 
 
 def _rendered(page: Path, tmp_path: Path) -> str:
@@ -29,28 +26,6 @@ def _rendered(page: Path, tmp_path: Path) -> str:
          "--dump-dom", page.as_uri()],
         capture_output=True, text=True, timeout=120,
     ).stdout  # fmt: skip
-
-
-@pytest.fixture
-def inf2_artifact(tiny_classifier, tmp_path, monkeypatch) -> Path:
-    """The tiny classifier compiled for inf2 in this process only: the endpoints' workers cannot import the stand-in,
-    as this machine cannot run a real Neuron artifact."""
-    from smneuron.compilation.encoder import compile_model
-
-    monkeypatch.syspath_prepend(str(STANDINS))
-    try:
-        out = compile_model(
-            tiny_classifier,
-            tmp_path / "inf2",
-            target="inf2",
-            task="text-classification",
-            buckets="32",
-            jobs=1,
-        )
-    finally:
-        for name in ("torch_neuronx", "_record"):
-            sys.modules.pop(name, None)
-    return out.out_dir
 
 
 def test_compare_measures_the_cpu_types_and_reports_why_the_others_were_not(

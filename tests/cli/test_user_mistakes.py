@@ -132,6 +132,23 @@ CASES = [
         None,
     ),
     ("not-a-number", "deploy {artifact} --count many", 2, ["Invalid value for '--count'"], {}, None),
+    ("tune-without-output", "tune {model}", 2, ["Missing option", "--output"], {}, None),
+    (
+        "tune-where-it-cannot-measure",
+        "tune {model} -o {root}/tuned --target inf2",
+        1,
+        ["Neuron runtime is not here", "--dry-run"],
+        {},
+        None,
+    ),
+    (
+        "quotas-unknown-type",
+        "quotas --instance ml.inf9.huge",
+        1,
+        ["ml.inf9.huge", "smneuron instances"],
+        {},
+        None,
+    ),
     ("group-without-command", "pipeline", 2, ["Usage: smneuron pipeline"], {}, None),
     (
         "old-load-flag",

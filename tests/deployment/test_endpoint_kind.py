@@ -204,6 +204,7 @@ def test_a_dry_run_without_credentials_says_the_endpoints_kind_was_not_checked(
     plan = dp.preview(
         encoder_tarball, EndpointSpec(name="enc", instance_type="ml.inf2.xlarge"), session=offline
     )
-    (note,) = [n for n in plan.notes if n.startswith("Not checked")]
+    (note,) = [n for n in plan.notes if n.startswith("Not checked: whether endpoint")]
+    assert "Not checked: the account's instance quotas (no AWS credentials here;" in " ".join(plan.notes)
     assert "whether endpoint enc exists and serves another kind of model (no AWS credentials here" in note
     assert "`smneuron deploy` checks it before uploading anything" in note

@@ -59,7 +59,13 @@ def test_an_async_endpoint_scales_to_zero_and_a_queued_request_brings_it_back(
     cold = smneuron_cli("--local", "invoke", "queue", "i loved it", "--async", "--wait", "120")
     said = " ".join(cold.stdout.split())
     assert "the endpoint had 0 instances: it scaled out from zero, a full cold start" in said, said
-    assert json.loads(cold.stdout[: cold.stdout.rindex("]") + 1]) == warm["answer"]  # the same answer, cold
+    (answer,) = json.loads(
+        cold.stdout[: cold.stdout.rindex("]") + 1]
+    )  # the same answer, cold (float noise aside:
+    assert (
+        answer["label"] == warm["answer"][0]["label"]
+    )  # another process's kernels may round the last bits apart)
+    assert abs(answer["score"] - warm["answer"][0]["score"]) < 1e-6
     shown = " ".join(smneuron_cli("--local", "status", "queue").stdout.split())
     assert (
         "alarm smneuron-queue-backlog-without-capacity in ALARM: changing desired instance count from 0 to 1"

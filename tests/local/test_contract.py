@@ -185,7 +185,7 @@ def test_smneuron_adds_only_operations_botocore_knows():
     patch_moto()
     known = {
         op
-        for service in ("sagemaker", "iam", "application-autoscaling")
+        for service in ("sagemaker", "iam", "application-autoscaling", "service-quotas")
         for op in service_model(service).operation_names
     }
     added = {p.name for p in patching.APPLIED if p.kind == "adds" and p.owner.endswith("Response")}

@@ -27,6 +27,7 @@ class EmbeddedService:
     backer: Any = None
     keeper: Any = None
     autoscaler: Any = None  # engine.autoscaler.Autoscaler: its scaling activities (DescribeScalingActivities)
+    quotas: Any = None  # engine.quotas.QuotaBook: the instance quotas it holds (None: none, nothing limited)
     # API requests answered that can change something (``stream_route.may_change``), the keeper's own reads left out:
     # the keeper looks again when it grows
     answered: int = 0

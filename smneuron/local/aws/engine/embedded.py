@@ -52,6 +52,7 @@ from smneuron.local.aws.engine.components import patch_components
 from smneuron.local.aws.engine.describe_shapes import patch_describe_shapes
 from smneuron.local.aws.engine.hooks import install as install_hooks
 from smneuron.local.aws.engine.iam_simulation import patch_policy_simulation
+from smneuron.local.aws.engine.quotas import patch_service_quotas
 from smneuron.local.aws.engine.speed import patch_speed
 from smneuron.local.aws.engine.transform_jobs import patch_transform_jobs
 from smneuron.local.aws.http.connections import close_all, kept_alive
@@ -98,6 +99,7 @@ def patch_moto() -> None:
     patch_transform_jobs()
     patch_scaling_activities()
     patch_policy_simulation()
+    patch_service_quotas()
     patch_describe_shapes()
     _patch_s3_conditional_denies()
     _patch_cloudformation()

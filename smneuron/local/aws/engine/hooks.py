@@ -18,7 +18,7 @@ from typing import Any
 from smneuron.local.aws.data_plane.async_queue import accept
 from smneuron.local.aws.data_plane.routing import invoke
 from smneuron.local.aws.embedded_service import backer
-from smneuron.local.aws.engine import patching, pools
+from smneuron.local.aws.engine import patching, pools, quotas
 
 
 def _status(name: str, stored: str | None) -> tuple[str | None, str | None]:
@@ -66,6 +66,8 @@ def _patch_lifecycle(models: Any) -> None:
     )
 
     def create_endpoint(self: Any, *args: Any, **kwargs: Any) -> Any:
+        config = kwargs.get("endpoint_config_name", args[1] if len(args) > 1 else None)
+        quotas.check_config(self, config)  # past a quota: ResourceLimitExceeded, nothing created
         endpoint = create(self, *args, **kwargs)
         if (active := backer()) is not None:
             active.start(endpoint.endpoint_name, endpoint.endpoint_config_name)
@@ -75,6 +77,7 @@ def _patch_lifecycle(models: Any) -> None:
         self: Any, endpoint_name: str, endpoint_config_name: str, deployment_config: Any
     ) -> Any:
         before = getattr(self.endpoints.get(endpoint_name), "endpoint_config_name", None)
+        quotas.check_config(self, endpoint_config_name)  # the new fleet starts beside the old one
         endpoint = update(self, endpoint_name, endpoint_config_name, deployment_config)
 
         def revert() -> None:
@@ -188,6 +191,7 @@ def _patch_capacity(models: Any, aas: Any) -> None:
         self: Any, endpoint_name: str, desired_weights_and_capacities: list[dict[str, Any]]
     ) -> str:
         desired = desired_weights_and_capacities  # moto passes it by this keyword
+        quotas.check_scale(self, endpoint_name, desired)
         arn = update_weights(self, endpoint_name, desired)
         # (0 too: an asynchronous endpoint's instances scale to zero; the backer keeps a real-time one at 1 or more)
         count = next(

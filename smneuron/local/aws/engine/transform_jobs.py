@@ -22,7 +22,7 @@ from typing import Any
 from smneuron.catalog.transform_types import transform_instance_types
 from smneuron.local.aws.data_plane import transform_runner
 from smneuron.local.aws.embedded_service import backer
-from smneuron.local.aws.engine import patching
+from smneuron.local.aws.engine import patching, quotas
 
 MAX_PAYLOAD_MB = (
     100  # the developer guide's limit on MaxPayloadInMB, and on MaxConcurrentTransforms x MaxPayloadInMB
@@ -73,6 +73,7 @@ def patch_transform_jobs() -> None:
         check_request(self, request["transform_job_name"], request["model_name"], request["transform_resources"],
                       source, request.get("max_concurrent_transforms"), request.get("max_payload_in_mb"),
                       ValidationError, ResourceInUseException)  # fmt: skip
+        quotas.check_transform(self, request["transform_resources"])
         job = create(self, **request)
         job.transform_job_status, job.transform_end_time = "InProgress", None
         active = backer()  # read in the request: the job runs on the service it was made on
