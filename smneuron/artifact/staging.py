@@ -49,6 +49,8 @@ META_BATCH = "smneuron-batch-size"
 META_GENERATION = "smneuron-generation"  # text generation: compiled configuration + model shape (JSON)
 META_VERSIONS = "smneuron-compiler-versions"  # the Neuron compiler and framework it was compiled with (JSON)
 NEURON_PACKAGES = ("neuron-cc", "torch-neuron", "neuronx-cc", "torch-neuronx", "optimum-neuron", "neuron-sdk")
+# what decides where an artifact loads: the Neuron packages, and torch (the TorchScript of the cpu and cuda targets)
+RECORDED = (*NEURON_PACKAGES, "torch")
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,9 @@ class ModelData(Displayed):
     skipped: bool | None = None  # True: the bytes were already there; None: not uploaded
     generation: GenerationConfig | None = None  # text generation only
     batch_size: int | None = None  # encoders: the largest compiled batch size (None: not recorded)
-    versions: dict[str, str] | None = None  # the Neuron packages it was compiled with (None: not recorded)
+    versions: dict[str, str] | None = (
+        None  # the Neuron packages and torch it was compiled with (None: not recorded)
+    )
 
     @property
     def kind(self) -> ModelKind:
@@ -223,7 +227,7 @@ def describe_local(artifact: str | Path) -> ModelData:
         source=str(path),
         generation=generation,
         batch_size=int(m["batch_size"]) if generation is None and m.get("batch_size") else None,
-        versions={k: v for k, v in (m.get("versions") or {}).items() if k in NEURON_PACKAGES} or None,
+        versions={k: v for k, v in (m.get("versions") or {}).items() if k in RECORDED} or None,
     )
 
 

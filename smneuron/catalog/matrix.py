@@ -111,6 +111,31 @@ def runtime_driver_issues() -> tuple[RuntimeDriverIssue, ...]:
     return tuple(RuntimeDriverIssue(**x) for x in _data().get("runtime_driver_issues", ()))
 
 
+@dataclass(frozen=True)
+class TorchPair:
+    """Whether a TorchScript artifact traced with torch ``traced`` (major.minor) loads under torch ``image``, as
+    measured (``evidence``), for the cpu and cuda targets' images."""
+
+    traced: str
+    image: str
+    loads: bool
+    evidence: str
+    source: str
+    checked: str
+
+
+def torchscript_pair(traced: str, image: str) -> TorchPair | None:
+    """The measured pair for torch versions ``traced`` and ``image`` (any ``x.y[.z][+local]``), or None."""
+    key = (minor(traced), minor(image))
+    return next((p for p in (TorchPair(**x) for x in _data().get("torchscript_pairs", ())) if (p.traced, p.image) == key),
+                None)  # fmt: skip
+
+
+def minor(version: str) -> str:
+    """``2.13.0+cpu`` -> ``2.13``."""
+    return ".".join(version.split("+", 1)[0].split(".")[:2])
+
+
 def image_of(uri: str) -> tuple[str, str]:
     """(repository, tag) of an image URI."""
     name, _, tag = uri.rsplit("/", 1)[-1].partition(":")

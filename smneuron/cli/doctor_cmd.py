@@ -50,7 +50,6 @@ def doctor_cmd(
     )
     plan = corridor.preview(request, session=session)
     plan.notes[:0] = said
-    plan.notes += _quotas(st, request, corridor)
     image = plan.image_uri
     if as_json:
         print_json(
@@ -65,21 +64,6 @@ def doctor_cmd(
     console().print(f"{artifact} can be deployed to {plan.instance.name} with {image}.", soft_wrap=True)
     for note in plan.notes:
         console().print(f"note: {note}", soft_wrap=True)
-
-
-def _quotas(st: Any, request: Any, corridor: Any) -> list[str]:
-    """The account's quota for the plan's instances (a plan past it is refused, exit 1, as deploy would); where the
-    account cannot be read (no credentials, no region), said."""
-    from smneuron.errors import AwsError, MissingCredentialsError, MissingRegionError
-
-    try:
-        return corridor.check_quotas(request, st.session())
-    except (MissingCredentialsError, MissingRegionError) as e:
-        return [f"Quotas not checked: {e.message}"]
-    except AwsError as e:
-        if e.code == "ResourceLimitExceeded":
-            raise
-        return [f"Quotas not checked: {e.message}"]
 
 
 def _session(st: Any) -> tuple[Any, list[str]]:

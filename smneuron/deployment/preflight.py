@@ -41,7 +41,7 @@ def check(data: ModelData, image_uri: str, inference_ami_version: str | None = N
         ConfigError: the artifact was compiled by a newer compiler or framework than the image ships.
     """
     if data.target not in PACKAGES:
-        return []
+        return _torchscript(data, image_uri) if data.target in ("cpu", "cuda") else []
     repository, tag = matrix.image_of(image_uri)
     row = matrix.row_for(repository, tag)
     if row is None:
@@ -90,6 +90,37 @@ def check(data: ModelData, image_uri: str, inference_ami_version: str | None = N
         )
     notes.append(host(row.runtime, inference_ami_version, row.family))
     return notes
+
+
+def _torchscript(data: ModelData, image_uri: str) -> list[str]:
+    """A cpu or cuda artifact's torch against the image's: a pair measured to load is said, one measured to fail
+    refused, any other said as not checked (with how to check it)."""
+    repository, tag = matrix.image_of(image_uri)
+    traced = (data.versions or {}).get("torch")
+    image = (
+        tag.split("-", 1)[0]
+        if repository == "pytorch-inference" and re.fullmatch(r"\d+\.\d+(\.\d+)?", tag.split("-", 1)[0])
+        else None
+    )
+    if traced is None or image is None:
+        what = "the artifact does not record the torch it was traced with" if traced is None else (
+            f"{repository}:{tag} does not say which torch it runs")  # fmt: skip
+        return [f"torch: {what}: whether it loads the TorchScript is not checked"]
+    pair = matrix.torchscript_pair(traced, image)
+    if pair is None:
+        if matrix.minor(traced) == matrix.minor(image):
+            return [f"traced with torch {traced}, the torch of {repository}:{tag}: it loads as it was traced"]
+        return [f"traced with torch {traced}; {repository}:{tag} runs torch {image}: whether it loads this TorchScript "
+                "is not checked (benchmarks/image_torch_check.py measures a pair)"]  # fmt: skip
+    if not pair.loads:
+        raise ConfigError(
+            f"The artifact was traced with torch {traced}, and {repository}:{tag} runs torch {image}: {pair.evidence} "
+            f"({pair.source}, {pair.checked}).",
+            hint=f"Compile it where torch {image} is installed, or serve it with an image whose torch is {matrix.minor(traced)} "
+            "(--image-uri).",
+        )
+    return [f"traced with torch {traced}, served by torch {image} ({repository}:{tag}): measured to load and answer the "
+            f"same ({pair.source}, {pair.checked})"]  # fmt: skip
 
 
 def host(row_runtime: str, inference_ami_version: str | None, family: str = "inf2") -> str:

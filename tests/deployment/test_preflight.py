@@ -123,7 +123,13 @@ def test_the_compile_versions_travel_with_the_staged_model_data(cpu_artifact, tm
     art = _as_inf2(cpu_artifact, tmp_path, {"neuronx-cc": "2.19.8089.0", "torch-neuronx": "2.7.0.2.8.6734"})
     staged = stage(art, session=session)
     again = stage(staged.uri, session=session, upload=False)  # an s3:// URI: read from its metadata
-    assert again.versions == {"neuronx-cc": "2.19.8089.0", "torch-neuronx": "2.7.0.2.8.6734"}
+    import torch
+
+    assert again.versions == {
+        "neuronx-cc": "2.19.8089.0",
+        "torch-neuronx": "2.7.0.2.8.6734",
+        "torch": torch.__version__,
+    }
 
 
 def test_doctor_says_what_the_plan_would_check_and_creates_nothing(cpu_artifact, tmp_path):
@@ -177,3 +183,61 @@ def test_an_inf1_artifact_from_a_newer_torch_neuron_than_the_last_inf1_image_is_
         "compiled with torch-neuron 1.13.1.2.12.0.0" in err and "ships torch-neuron 1.13.1.2.11.13.0" in err
     )
     assert "pytorch-inference-neuron:1.13.1-neuron-py310-sdk2.20.2-ubuntu20.04" in err
+
+
+# cpu and cuda artifacts against the image's torch (issue 64 #5)
+CPU_IMAGE = (
+    "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.6.0-cpu-py312-ubuntu22.04-sagemaker"
+)
+
+
+def _traced_with(torch_version: str, target: str = "cpu"):  # type: ignore[no-untyped-def]
+    from smneuron.artifact.staging import ModelData
+
+    return ModelData(uri="s3://b/m.tar.gz", sha256="x", size_bytes=1, compression="gzip", target=target,
+                     task="text-classification", cores_per_model=1, source="s3://b/m.tar.gz",
+                     versions={"torch": torch_version})  # fmt: skip
+
+
+def test_a_cpu_artifact_records_its_torch_and_the_plan_says_what_is_known_of_the_image(
+    tiny_classifier, tmp_path
+):
+    import torch
+
+    from smneuron.artifact.staging import describe_local
+    from smneuron.compilation.encoder import compile_model
+    from smneuron.deployment import preflight
+
+    art = compile_model(
+        tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16"
+    )
+    assert describe_local(art.out_dir).versions["torch"] == torch.__version__
+    (measured,) = preflight.check(_traced_with("2.13.0+cpu"), CPU_IMAGE)
+    assert (
+        measured.startswith("traced with torch 2.13.0+cpu, served by torch 2.6.0")
+        and "measured to load" in measured
+    )
+    assert "benchmarks/image_torch_check.py" in measured and "2026-11-27" in measured
+    (unknown,) = preflight.check(_traced_with("2.11.0"), CPU_IMAGE)
+    assert "runs torch 2.6.0: whether it loads this TorchScript is not checked" in unknown
+    (same,) = preflight.check(
+        _traced_with("2.6.0+cu124", "cuda"), CPU_IMAGE.replace("cpu-py312", "gpu-py312-cu124")
+    )
+    assert "it loads as it was traced" in same
+    (custom,) = preflight.check(_traced_with("2.13.0"), "123.dkr.ecr.us-east-1.amazonaws.com/mine:latest")
+    assert "mine:latest does not say which torch it runs" in custom
+
+
+def test_a_pair_measured_to_fail_is_refused_before_anything_is_created(monkeypatch):
+    """The table's third answer (no such pair is measured yet; a row saying one fails is what refuses)."""
+    from smneuron.catalog import matrix
+    from smneuron.deployment import preflight
+
+    failing = matrix.TorchPair(
+        "2.13", "2.6", False, "torch.jit.load raised: unknown builtin op", "a check", "2026-11-27"
+    )
+    monkeypatch.setattr(matrix, "torchscript_pair", lambda traced, image: failing)
+    with pytest.raises(ConfigError) as refused:
+        preflight.check(_traced_with("2.13.0"), CPU_IMAGE)
+    assert "traced with torch 2.13.0, and pytorch-inference:2.6.0-cpu" in str(refused.value)
+    assert "unknown builtin op" in str(refused.value) and "--image-uri" in str(refused.value)
