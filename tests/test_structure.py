@@ -37,6 +37,7 @@ LAYERS = [
     "pipeline",
     "infra",
     "local",
+    "console",
     "cli",
 ]
 LOOSE_ALLOWED = {

@@ -7,6 +7,9 @@ is the one place that knows the S3 key layout and the object metadata smneuron w
 
 Key: ``{prefix}/{name}/{sha256[:16]}/model.tar.gz`` (or ``.../model/`` for an uncompressed package):
 the same bytes always land on the same key, and a second stage of them is one HEAD request.
+
+One module because it is one contract: what ``ModelData`` holds is what the S3 metadata carries and what reading it
+back restores, so the layout, the metadata keys and both directions live together.
 """
 
 from __future__ import annotations

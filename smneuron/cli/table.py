@@ -66,6 +66,11 @@ COMMANDS: dict[str, Entry] = {
         "Show the account's SageMaker instance quotas (endpoint, transform) against what runs, with the request for "
         "more.",
     ),
+    "console": Entry(
+        _CLI + "console_cmd",
+        "console_cmd",
+        "Open a web console for the endpoints, jobs, logs and metrics (local, or the account's read-only).",
+    ),
     "doctor": Entry(
         _CLI + "doctor_cmd",
         "doctor_cmd",

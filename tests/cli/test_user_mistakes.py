@@ -141,6 +141,7 @@ CASES = [
         {},
         None,
     ),
+    ("console-port-taken", "console --port {busy}", 1, ["did not start on 127.0.0.1:", "--port"], {}, None),
     (
         "quotas-unknown-type",
         "quotas --instance ml.inf9.huge",

@@ -1,0 +1,120 @@
+"""What the console's pages read and do, each from the SDK call the CLI makes for the same thing.
+
+Every answer is JSON (datetimes as text); each action answers with the CLI command that does the same.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from typing import Any
+
+from smneuron.catalog import matrix
+from smneuron.deployment.request import scaling_spec
+from smneuron.endpoints.handle import Endpoint, delete, list_endpoints, log_events, require
+from smneuron.endpoints.record import read_endpoint
+from smneuron.endpoints.scaling import scale
+from smneuron.errors import UsageError
+from smneuron.session import Session
+from smneuron.specs.models import ScalingSpec
+
+METRICS = (  # (metric, statistic): what the endpoint page charts, AWS/SageMaker per variant
+    ("Invocations", "Sum"),
+    ("ModelLatency", "Average"),
+    ("Invocation4XXErrors", "Sum"),
+    ("Invocation5XXErrors", "Sum"),
+)
+
+
+def dumps(value: Any) -> bytes:
+    return json.dumps(value, default=str).encode()
+
+
+def endpoints(session: Session) -> list[dict]:
+    """`smneuron list --json`."""
+    return list_endpoints(session=session)
+
+
+def endpoint(session: Session, name: str) -> dict:
+    """`smneuron status NAME --json`: the described resources and the summary the table shows."""
+    record = read_endpoint(session, name, scaling=True)
+    return {**record.document, "summary": record.overview()}
+
+
+def invoke(session: Session, name: str, body: str, content_type: str, prefix: list[str]) -> dict:
+    """`smneuron invoke NAME --data FILE`: the answer, its status and how long it took."""
+    ep = Endpoint(name, session=session)
+    started = time.perf_counter()
+    r = ep.invoke(body.encode(), content_type, "application/json")
+    took = (time.perf_counter() - started) * 1000
+    try:
+        answer: Any = r.json()
+    except ValueError:
+        answer = r.body.decode(errors="replace")
+    cli = [*prefix, "invoke", name, "--content-type", content_type, "--data", "body.json"]
+    return {"status": r.status, "answer": answer, "latency_ms": round(took, 2), "cli": shlex.join(cli)}
+
+
+def set_scaling(
+    session: Session, name: str, low: int, high: int, prefix: list[str], base: ScalingSpec
+) -> dict:
+    """`smneuron scale NAME --min LOW --max HIGH`."""
+    spec = scaling_spec(base, {"min_capacity": low, "max_capacity": high})
+    p = scale(name, spec, session=session, where="cli")
+    cli = [*prefix, "scale", name, "--min", str(low), "--max", str(high)]
+    return {"min": p.min_capacity, "max": p.max_capacity, "policy": p.policy, "cli": shlex.join(cli)}
+
+
+def remove(session: Session, name: str, confirm: str, prefix: list[str]) -> dict:
+    """`smneuron delete NAME --yes`, once the name was typed again."""
+    if confirm != name:
+        raise UsageError(f"Type the endpoint's name ({name}) to delete it.", hint="Nothing was deleted.")
+    return {"deleted": delete(name, session=session), "cli": shlex.join([*prefix, "delete", name, "--yes"])}
+
+
+def logs(session: Session, name: str, lines: int, since_ms: int | None) -> list[tuple[int, str]]:
+    """`smneuron logs NAME` (and, from ``since_ms``, what --follow prints next)."""
+    if since_ms is None:
+        require(session, name)
+        return log_events(session, name, lines)
+    return log_events(session, name, 1000, start_ms=since_ms)
+
+
+def metrics(session: Session, name: str, minutes: int) -> dict:
+    """The endpoint's AWS/SageMaker metrics over the last ``minutes``, per variant, a series per metric, one point a
+    minute. On the embedded SageMaker each datapoint is one metric period that stands for a minute (`local up
+    --metric-period`), so a minute's point is their average, the per-minute figure; on AWS, the statistic above."""
+    cw = session.client("cloudwatch")
+    embedded = bool(session.endpoint_url)
+    now = time.time()
+    out: dict[str, list] = {}
+    variants = [v["VariantName"] for v in endpoint_variants(session, name)]
+    for metric, stat in METRICS:
+        points: list = []
+        for variant in variants:
+            got = cw.get_metric_statistics(
+                Namespace="AWS/SageMaker", MetricName=metric, StartTime=now - minutes * 60, EndTime=now, Period=60,
+                Statistics=["Average" if embedded else stat], Dimensions=[{"Name": "EndpointName", "Value": name},
+                                               {"Name": "VariantName", "Value": variant}],
+            )  # fmt: skip
+            points += [
+                (p["Timestamp"].timestamp(), p["Average" if embedded else stat]) for p in got["Datapoints"]
+            ]
+        out[metric] = sorted(points)
+    return {"endpoint": name, "minutes": minutes, "series": out}
+
+
+def endpoint_variants(session: Session, name: str) -> list[dict]:
+    return session.client("sagemaker").describe_endpoint(EndpointName=name).get("ProductionVariants", [])
+
+
+def jobs(session: Session) -> list[dict]:
+    """Transform jobs, newest first: `aws sagemaker list-transform-jobs`."""
+    got = session.client("sagemaker").list_transform_jobs(SortBy="CreationTime", SortOrder="Descending")
+    return got.get("TransformJobSummaries", [])
+
+
+def compatibility() -> list[dict]:
+    """`smneuron images --matrix`: every image row with its source."""
+    return [row.__dict__ for row in matrix.rows()]

@@ -1,0 +1,70 @@
+"""The console's doors without a browser (issue 65): the one-time token, the cookie, Host and Origin, the CSRF token,
+and read-only against an account (the embedded SageMaker standing in for one)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from smneuron.console.server import Console
+from smneuron.local.aws.embedded_service import EmbeddedService
+from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws, local_credentials
+from smneuron.session import Session
+
+
+@pytest.fixture
+def account():
+    with embedded_aws(service=EmbeddedService()) as url, local_credentials(url):
+        session = Session.embedded(url)
+        create_sagemaker_role(session)
+        yield session
+
+
+def test_the_token_opens_once_and_the_cookie_is_strict_and_http_only(account):
+    with Console(account, allow_changes=True) as c:
+        url, base = c.url, c.url.split("/?", 1)[0]
+        with httpx.Client() as h:
+            assert h.get(base + "/api/endpoints").status_code == 401
+            first = h.get(url)
+            assert first.status_code == 303 and first.headers["location"] == "/"
+            cookie = first.headers["set-cookie"].lower()
+            assert "httponly" in cookie and "samesite=strict" in cookie
+            assert h.get(base + "/api/endpoints").json() == []
+        assert httpx.get(url).status_code == 401  # spent: a leaked URL opens nothing
+        with httpx.Client(cookies={"smneuron_console": "guessed"}) as h:
+            assert h.get(base + "/api/endpoints").status_code == 401
+
+
+def test_an_account_is_read_only_unless_changes_are_allowed(account):
+    with Console(account) as c:  # as `smneuron console` starts against an account: read-only
+        base = c.url.split("/?", 1)[0]
+        with httpx.Client() as h:
+            h.get(c.url)
+            assert h.get(base + "/api/overview").json()["read_only"] is True
+            refused = h.post(
+                base + "/api/endpoints/x/delete", json={"confirm": "x"}, headers={"X-Smneuron-CSRF": c.csrf}
+            )
+            assert refused.status_code == 403 and "--allow-changes" in refused.json()["error"]
+            assert h.get(base + "/api/matrix").status_code == 200  # reading works
+
+
+def test_a_change_needs_the_pages_csrf_token_and_a_missing_endpoint_is_said(account):
+    with Console(account, allow_changes=True) as c:
+        base = c.url.split("/?", 1)[0]
+        with httpx.Client() as h:
+            h.get(c.url)
+            assert c.csrf in h.get(base + "/").text  # the page carries it; a page elsewhere cannot read it
+            assert h.post(base + "/api/endpoints/x/delete", json={"confirm": "x"}).status_code == 403
+            missing = h.get(base + "/api/endpoints/nope")
+            assert missing.status_code == 409 and "nope" in missing.json()["error"]
+
+
+def test_a_notebook_starts_it_with_one_call(account):
+    from smneuron.console.server import console
+
+    c = console(session=account)
+    try:  # the embedded SageMaker: changes allowed, the CLI equivalent is `smneuron --local ...`
+        assert c.allow_changes and c.cli_prefix == ["smneuron", "--local"] and c.url in c._repr_html_()
+        assert httpx.get(c.url, follow_redirects=False).status_code == 303
+    finally:
+        c.stop()
