@@ -18,6 +18,7 @@ def console_cmd(
         "--allow-changes/--read-only",
         help="Invoke, scale and delete from the page (default: yes on the embedded SageMaker, no on an account).",
     ),
+    reports: str = typer.Option(None, "--reports", help="A folder of bench / compare HTML reports to show."),
 ) -> None:
     """Open a web console for the endpoints, jobs, logs and metrics (local, or the account's read-only).
 

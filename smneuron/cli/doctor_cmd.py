@@ -32,37 +32,21 @@ def doctor_cmd(
     account's instance quota where AWS credentials are at hand (`smneuron quotas`).
     A known-bad combination exits 1 with the fix; what cannot be checked is said.
     """
-    from smneuron.deployment import corridor
-    from smneuron.deployment.request import resolve
+    from smneuron.deployment.doctor import doctor
 
     st = state(ctx)
     session, said = _session(st)
-    project = st.project()
-    if instance is None and "instance_type" not in project.endpoint.model_fields_set:
-        instance, why = _instance_for(artifact)
-        said += [why] if why else []
-    request = resolve(
-        artifact,
-        project=project,
-        settings={"instance": instance, "image_uri": image_uri},
-        where="cli",
-        session=session,
+    found = doctor(
+        artifact, session=session, instance=instance, image_uri=image_uri, project=st.project(), where="cli"
     )
-    plan = corridor.preview(request, session=session)
-    plan.notes[:0] = said
-    image = plan.image_uri
+    found["notes"][:0] = said
     if as_json:
-        print_json(
-            {
-                "artifact": artifact,
-                "instance_type": plan.instance.name,
-                "image_uri": image,
-                "notes": plan.notes,
-            }
-        )
+        print_json(found)
         return
-    console().print(f"{artifact} can be deployed to {plan.instance.name} with {image}.", soft_wrap=True)
-    for note in plan.notes:
+    console().print(
+        f"{artifact} can be deployed to {found['instance_type']} with {found['image_uri']}.", soft_wrap=True
+    )
+    for note in found["notes"]:
         console().print(f"note: {note}", soft_wrap=True)
 
 
@@ -78,16 +62,3 @@ def _session(st: Any) -> tuple[Any, list[str]]:
             "region us-east-1: none is configured, so the images are checked as published there (--region checks "
             "another)"
         ]
-
-
-def _instance_for(artifact: str) -> tuple[str | None, str | None]:
-    """The instance type to check a local artifact against when none was given: its target's smallest (said)."""
-    from smneuron.artifact.staging import describe_local
-    from smneuron.catalog.instances import FIRST_INSTANCE
-
-    if str(artifact).startswith("s3://"):
-        return None, None  # the project's default; the plan says when the target does not fit it
-    target = describe_local(artifact).target
-    chosen = FIRST_INSTANCE.get(target)
-    return chosen, (f"instance {chosen}: the default type for a {target} artifact (--instance checks another)" if chosen
-                    else None)  # fmt: skip

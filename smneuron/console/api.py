@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from smneuron.catalog import matrix
+from smneuron.deployment.doctor import doctor
 from smneuron.deployment.request import scaling_spec
 from smneuron.endpoints.handle import Endpoint, delete, list_endpoints, log_events, require
 from smneuron.endpoints.record import read_endpoint
@@ -118,3 +121,44 @@ def jobs(session: Session) -> list[dict]:
 def compatibility() -> list[dict]:
     """`smneuron images --matrix`: every image row with its source."""
     return [row.__dict__ for row in matrix.rows()]
+
+
+def stream(session: Session, name: str, prompt: str, max_tokens: int, prefix: list[str]) -> Iterator[str]:
+    """`smneuron invoke NAME --stream PROMPT --seed 0` (a chat message, as the CLI sends a text): JSON lines, a piece
+    each as the endpoint streams it, then the timings and the CLI command; a stream that fails ends with its error
+    (never a short success)."""
+    started, first = time.perf_counter(), None
+    messages = [{"role": "user", "content": prompt}]
+    try:
+        for piece in Endpoint(name, session=session).stream(messages=messages, max_tokens=max_tokens, seed=0):
+            first = first if first is not None else time.perf_counter()
+            yield json.dumps({"piece": piece}) + "\n"
+    except Exception as e:  # the page says why it stopped
+        yield json.dumps({"error": str(e)}) + "\n"
+        return
+    cli = shlex.join(
+        [*prefix, "invoke", "--stream", name, prompt, "--max-tokens", str(max_tokens), "--seed", "0"]
+    )
+    ms = lambda t: round((t - started) * 1000, 1)  # noqa: E731
+    yield json.dumps({"done": True, "first_token_ms": ms(first or time.perf_counter()),
+                      "latency_ms": ms(time.perf_counter()), "cli": cli}) + "\n"  # fmt: skip
+
+
+def reports(folder: Path | None) -> list[dict]:
+    """The HTML reports in ``folder`` (bench --html, compare --html), newest first."""
+    if folder is None or not folder.is_dir():
+        return []
+    found = sorted(folder.glob("*.html"), key=lambda p: p.stat().st_mtime, reverse=True)
+    return [{"name": p.name, "path": p, "modified": time.strftime("%Y-%m-%d %H:%M", time.localtime(p.stat().st_mtime))}
+            for p in found]  # fmt: skip
+
+
+def check_artifact(session: Session, artifact: str, instance: str | None, prefix: list[str]) -> dict:
+    """`smneuron doctor ARTIFACT [--instance TYPE]`: the plan's checks alone, creating nothing."""
+    if not artifact:
+        raise UsageError(
+            "Give the artifact to check: a compiled artifact folder, a model.tar.gz or an s3:// URI."
+        )
+    found = doctor(artifact, session=session, instance=instance or None, where="cli")
+    cli = [*prefix, "doctor", artifact, *(["--instance", instance] if instance else [])]
+    return {**found, "cli": shlex.join(cli)}

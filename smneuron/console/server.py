@@ -18,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from smneuron.console import api
@@ -39,14 +40,22 @@ class Console:
     allow_changes: bool = False
     port: int = 0
     cli_prefix: list[str] = field(
-        default_factory=lambda: ["smneuron"]
-    )  # how the CLI reaches the same SageMaker
+        default_factory=list
+    )  # how the CLI reaches the same SageMaker (from the session)
     scaling: ScalingSpec = field(default_factory=ScalingSpec)  # the project's, under `scale`'s flags
+    reports: Path | None = None  # a folder of bench / compare HTML reports to list and show
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     _cookie: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     _server: Any = None
     _thread: threading.Thread | None = None
+
+    def __post_init__(self) -> None:
+        if not self.cli_prefix:
+            local = bool(self.session.endpoint_url)
+            self.cli_prefix = (
+                ["smneuron", "--local"] if local else ["smneuron", "--region", self.session.region]
+            )
 
     @property
     def url(self) -> str:
@@ -175,6 +184,26 @@ def build_app(console: Console) -> Any:
             return no
         return StreamingResponse(_follow(console, request), media_type="text/event-stream", headers=_NO_STORE)
 
+    async def stream(request: Any) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        if not console.allow_changes:
+            return JSONResponse(
+                {"error": "This console is read-only: start it with --allow-changes."}, status_code=403
+            )
+        body = await request.json()
+        pieces = api.stream(console.session, request.path_params["name"], str(body.get("prompt", "")),
+                            int(body.get("max_tokens") or 64), console.cli_prefix)  # fmt: skip
+        return StreamingResponse(_lines(pieces), media_type="application/x-ndjson", headers=_NO_STORE)
+
+    async def report(request: Any) -> Response:
+        if (no := refused(request)) is not None:
+            return no
+        found = {r["name"]: r for r in api.reports(console.reports)}.get(request.path_params["name"])
+        if found is None:  # only a report the listing shows: no path reaches outside the folder
+            return Response(status_code=404)
+        return HTMLResponse(found["path"].read_text(errors="replace"), headers=_NO_STORE)
+
     s, name = console.session, lambda r: r.path_params["name"]
     routes = [
         Route("/", index),
@@ -190,8 +219,13 @@ def build_app(console: Console) -> Any:
               console.cli_prefix, console.scaling), changes=True), methods=["POST"]),
         Route("/api/endpoints/{name}/delete", call(lambda r, b: api.remove(s, name(r), str(b.get("confirm", "")),
               console.cli_prefix), changes=True), methods=["POST"]),
+        Route("/api/endpoints/{name}/stream", stream, methods=["POST"]),
         Route("/api/jobs", call(lambda r, b: api.jobs(s))),
+        Route("/api/reports", call(lambda r, b: [{k: v for k, v in x.items() if k != "path"} for x in api.reports(console.reports)])),
+        Route("/reports/{name}", report),
         Route("/api/matrix", call(lambda r, b: api.compatibility())),
+        Route("/api/doctor", call(lambda r, b: api.check_artifact(s, r.query_params.get("artifact", ""),
+              r.query_params.get("instance"), console.cli_prefix))),
     ]  # fmt: skip
     return Starlette(routes=routes)
 
@@ -203,6 +237,13 @@ def _overview(console: Console) -> dict:
     s = console.session
     return {"where": s.endpoint_url or f"AWS account, {s.region}", "embedded": bool(s.endpoint_url),
             "region": s.region, "read_only": not console.allow_changes, "cli": " ".join(console.cli_prefix)}  # fmt: skip
+
+
+async def _lines(pieces: Any) -> Any:
+    """A blocking generator of JSON lines, read in a thread a line at a time."""
+    done = object()
+    while (line := await asyncio.to_thread(next, pieces, done)) is not done:
+        yield line
 
 
 async def _follow(console: Console, request: Any) -> Any:
@@ -235,6 +276,7 @@ def console(
     allow_changes: bool | None = None,
     port: int = 0,
     scaling: ScalingSpec | None = None,
+    reports: str | Path | None = None,
 ) -> Console:
     """Start the console in this process (a thread) and return it: open ``.url`` (a notebook shows the link).
 
@@ -243,9 +285,9 @@ def console(
         allow_changes: invoke, scale and delete from the page; default: yes on the embedded SageMaker, no on an
             account (read-only unless asked).
         port: 0 picks a free one.
+        reports: a folder of bench / compare HTML reports (``--html``) the page lists and shows.
     """
     session = session or Session.from_env()
-    embedded = bool(session.endpoint_url)
-    prefix = ["smneuron", "--local"] if embedded else ["smneuron", "--region", session.region]
-    return Console(session, embedded if allow_changes is None else allow_changes, port, prefix,
-                   scaling or ScalingSpec()).start()  # fmt: skip
+    embedded = bool(session.endpoint_url)  # the embedded SageMaker: changes allowed unless said otherwise
+    return Console(session, embedded if allow_changes is None else allow_changes, port, [],
+                   scaling or ScalingSpec(), Path(reports) if reports else None).start()  # fmt: skip

@@ -37,14 +37,20 @@ def _console(env: dict, port_file: Path) -> tuple[subprocess.Popen, str]:
     raise AssertionError(port_file.read_text())
 
 
-def test_the_console_drives_the_embedded_sagemaker_in_a_real_browser(smneuron_cli, tiny_classifier, tmp_path):
+def test_the_console_drives_the_embedded_sagemaker_in_a_real_browser(smneuron_cli, tiny_classifier, tiny_llama,
+                                                                      tmp_path):  # fmt: skip
     from smneuron.compilation.encoder import compile_model
+    from smneuron.compilation.entry import compile_model as compile_any
 
     smneuron_cli("local", "up", "--metric-period", "0.5")
     art = compile_model(
         tiny_classifier, tmp_path / "art", target="cpu", task="text-classification", buckets="16"
     )
     smneuron_cli("--local", "deploy", str(art.out_dir), "--instance", "ml.c6i.xlarge", "--name", "enc")
+    llm = compile_any(tiny_llama, tmp_path / "llm", target="cpu", batch_size=4, sequence_length=256).out_dir
+    smneuron_cli(
+        "--local", "deploy", str(llm), "--instance", "ml.c6i.xlarge", "--name", "chat", "--copies", "1"
+    )
     proc, url = _console(smneuron_cli.env, tmp_path / "console.out")
     base = url.split("/?", 1)[0]
     shots = tmp_path / "screenshots"
@@ -63,10 +69,19 @@ def test_the_console_drives_the_embedded_sagemaker_in_a_real_browser(smneuron_cl
             shown = b.js(
                 "[...document.querySelectorAll('#endpoints tr td:first-child')].map(t => t.innerText)"
             )
-            assert shown == listed == ["enc"]
+            assert shown == listed and sorted(listed) == ["chat", "enc"]
             b.screenshot(shots / "endpoints.png")
             _doors(b, base)
+            _generation_page(b, smneuron_cli, shots)
             _endpoint_page(b, smneuron_cli, shots)
+            b.js("location.hash = '#/doctor'")
+            b.wait("document.body.dataset.ready === '#/doctor'")
+            b.js(f"document.getElementById('artifact').value = {json.dumps(str(art.out_dir))}; "
+                 "document.getElementById('check').click()")  # fmt: skip
+            assert "can be deployed to ml.c6i.xlarge" in b.wait(
+                "document.getElementById('verdict').innerText"
+            )
+            b.screenshot(shots / "doctor.png")
             for page in ("jobs", "matrix"):
                 b.js(f"location.hash = '#/{page}'")
                 b.wait(f"document.body.dataset.ready === '#/{page}'")
@@ -136,4 +151,23 @@ def _endpoint_page(b: Browser, cli, shots: Path) -> None:  # type: ignore[no-unt
     b.js("document.getElementById('deleted').innerText = ''; document.getElementById('confirm').value = 'enc'; "
          "document.getElementById('delete').click()")  # fmt: skip
     assert b.wait("document.getElementById('deleted').innerText").startswith("deleted:")
-    assert json.loads(cli("--local", "list", "--json").stdout) == []
+    assert [r["name"] for r in json.loads(cli("--local", "list", "--json").stdout)] == ["chat"]
+
+
+def _generation_page(b: Browser, cli, shots: Path) -> None:  # type: ignore[no-untyped-def]
+    """A text-generation endpoint: its component and a streamed answer, the one `smneuron invoke --stream` gives."""
+    b.js("location.hash = '#/endpoint/chat'")
+    b.wait("document.body.dataset.ready === '#/endpoint/chat'")
+    assert b.js("document.querySelectorAll('#components tr').length") == 2  # the header and the one component
+    b.js("document.getElementById('prompt').value = 'where is paris'; "
+         "document.getElementById('max-tokens').value = 12; document.getElementById('generate').click()")  # fmt: skip
+    said = b.wait("document.getElementById('latency').innerText")
+    assert said.startswith("first token") and "ms" in said, said
+    streamed = json.loads(cli("--local", "invoke", "--stream", "chat", "where is paris", "--max-tokens", "12", "--seed",
+                              "0", "--json").stdout)  # fmt: skip
+    assert (
+        b.js("document.getElementById('answer').innerText") == streamed["text"] and streamed["text"].strip()
+    )
+    command = b.js("document.getElementById('invoke-cli').innerText")
+    assert command == "smneuron --local invoke --stream chat 'where is paris' --max-tokens 12 --seed 0"
+    b.screenshot(shots / "generation.png")

@@ -68,3 +68,40 @@ def test_a_notebook_starts_it_with_one_call(account):
         assert httpx.get(c.url, follow_redirects=False).status_code == 303
     finally:
         c.stop()
+
+
+def test_the_reports_folder_is_listed_and_nothing_outside_it_is_served(account, tmp_path):
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "bench.html").write_text("<html><body>the bench report</body></html>")
+    (tmp_path / "secret.html").write_text("not for the page")
+    with Console(account, reports=tmp_path / "reports") as c:
+        base = c.url.split("/?", 1)[0]
+        with httpx.Client() as h:
+            h.get(c.url)
+            assert [r["name"] for r in h.get(base + "/api/reports").json()] == ["bench.html"]
+            assert "the bench report" in h.get(base + "/reports/bench.html").text
+            for name in ("..%2Fsecret.html", "secret.html", "%2E%2E%2Fsecret.html"):
+                assert h.get(base + "/reports/" + name).status_code == 404
+
+
+def test_the_artifact_check_is_doctors(account, tiny_classifier, tmp_path):
+    from smneuron.compilation.encoder import compile_model
+    from smneuron.deployment.doctor import doctor
+
+    art = compile_model(
+        tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16"
+    ).out_dir
+    with Console(account) as c:  # reading: allowed read-only too
+        base = c.url.split("/?", 1)[0]
+        with httpx.Client() as h:
+            h.get(c.url)
+            found = h.get(base + "/api/doctor", params={"artifact": str(art)}).json()
+            assert {k: v for k, v in found.items() if k != "cli"} == doctor(art, session=account)
+            assert (
+                found["instance_type"] == "ml.c6i.xlarge" and found["cli"] == f"smneuron --local doctor {art}"
+            )
+            refused = h.get(base + "/api/doctor", params={"artifact": str(art), "instance": "ml.inf2.xlarge"})
+            assert (
+                refused.status_code == 409
+                and "compiled for cpu and cannot run on ml.inf2.xlarge" in refused.json()["error"]
+            )

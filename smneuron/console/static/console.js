@@ -49,9 +49,13 @@ async function endpointView(name) {
   const s = await get(`/api/endpoints/${encodeURIComponent(name)}`);
   const o = s.summary, c = s.controls, m = s.model;
   const env = Object.entries(m.Environment || {}).map(([k, v]) => [esc(k), esc(v)]);
-  const changes = overview.read_only ? `<p>Read-only: start the console with --allow-changes to act on an account's endpoints.</p>` : `
-    <section><h3>Invoke</h3><textarea id="body">{"inputs": "I loved this movie"}</textarea><br>
-      <button id="invoke">Invoke</button> <span id="latency"></span><pre id="answer"></pre><div class="cli" id="invoke-cli"></div></section>
+  const ask = o.kind === "text-generation" ?
+    `<section><h3>Generate (streamed)</h3><textarea id="prompt">Tell me about Inferentia</textarea><br>
+      max tokens <input id="max-tokens" size="4" value="64"> <button id="generate">Generate</button>
+      <span id="latency"></span><pre id="answer"></pre><div class="cli" id="invoke-cli"></div></section>` :
+    `<section><h3>Invoke</h3><textarea id="body">{"inputs": "I loved this movie"}</textarea><br>
+      <button id="invoke">Invoke</button> <span id="latency"></span><pre id="answer"></pre><div class="cli" id="invoke-cli"></div></section>`;
+  const changes = overview.read_only ? `<p>Read-only: start the console with --allow-changes to act on an account's endpoints.</p>` : ask + `
     <section><h3>Scale</h3>min <input id="min" size="3" value="1"> max <input id="max" size="3" value="2">
       <button id="scale">Set autoscaling</button> <span id="scaled"></span><div class="cli" id="scale-cli"></div></section>
     <section><h3>Delete</h3>Type <b>${esc(name)}</b> to confirm: <input id="confirm" size="24">
@@ -63,6 +67,7 @@ async function endpointView(name) {
         ["$ / hour", o.cost_per_hour_usd], ["price", o.price_source], ["VPC", c.vpc ? JSON.stringify(c.vpc) : "none"],
         ["network isolation", c.network_isolation], ["KMS key", c.kms_key || "none"],
         ["data capture", c.data_capture ? "on" : "off"], ["tags", JSON.stringify(c.tags)]]) +
+    components(s) + scalingActivities(s) + backlog(s) +
     `<h3>Metrics (last 30 minutes, per minute)</h3><div class="charts" id="charts">Loading...</div>` + changes +
     `<section><h3>Logs (following)</h3><pre id="logs"></pre></section>` +
     `<h3>Environment (secrets masked)</h3>` + table(["variable", "value"], env, "environment") +
@@ -72,11 +77,33 @@ async function endpointView(name) {
   charts(name);
 }
 
+function components(s) {
+  if (!s.components || !s.components.length) return "";
+  return `<h3>Inference components</h3>` + table(["component", "status", "copies", "desired", "model", "failure"],
+    s.components.map(c => [esc(c.InferenceComponentName), esc(c.InferenceComponentStatus), esc(c.CurrentCopyCount),
+      esc(c.CopyCount), esc(c.ModelName), esc(c.FailureReason)]), "components");
+}
+
+function scalingActivities(s) {
+  const acts = (s.autoscaling && s.autoscaling.activities) || [];
+  if (!acts.length) return "";
+  return `<h3>Scaling activities</h3>` + table(["when", "status", "what", "cause"], acts.slice(0, 10).map(a =>
+    [esc(a.StartTime), esc(a.StatusCode), esc(a.Description), esc(a.Cause)]), "activities");
+}
+
+function backlog(s) {
+  if (!s.asynchronous) return "";
+  const b = s.backlog || {};
+  return `<h3>Asynchronous queue</h3>` + kv([["queued (latest minute)", b.queued], ["oldest request, s", b.oldest_s],
+    ["answers to", s.asynchronous.OutputConfig && s.asynchronous.OutputConfig.S3OutputPath]]);
+}
+
 function wire(name) {
   const q = id => document.getElementById(id);
-  if (!q("invoke")) return;
+  if (!q("scale")) return;
   const path = `/api/endpoints/${encodeURIComponent(name)}`;
-  q("invoke").onclick = async () => {
+  if (q("generate")) q("generate").onclick = () => generate(path, q);
+  if (q("invoke")) q("invoke").onclick = async () => {
     q("answer").textContent = "...";
     try {
       const r = await post(`${path}/invoke`, {body: q("body").value, content_type: "application/json"});
@@ -98,6 +125,32 @@ function wire(name) {
       q("deleted").textContent = `deleted: ${r.deleted.join(", ")} (${r.cli})`;
     } catch (e) { q("deleted").innerHTML = `<span class="error">${esc(e.message)}</span>`; }
   };
+}
+
+// a streamed generation: JSON lines, a piece each, then {"done": ...}; a stream that ends without it broke
+async function generate(path, q) {
+  q("answer").textContent = "";
+  q("latency").textContent = "";
+  const r = await fetch(`${path}/stream`, {method: "POST", credentials: "same-origin", headers: {"Content-Type":
+    "application/json", "X-Smneuron-CSRF": csrf}, body: JSON.stringify({prompt: q("prompt").value, max_tokens: +q("max-tokens").value})});
+  if (!r.ok) { q("answer").innerHTML = `<span class="error">${esc((await r.json()).error)}</span>`; return; }
+  const reader = r.body.getReader(), text = new TextDecoder();
+  let rest = "", done = null;
+  for (;;) {
+    const {value, done: end} = await reader.read();
+    if (end) break;
+    rest += text.decode(value, {stream: true});
+    let at;
+    while ((at = rest.indexOf("\n")) >= 0) {
+      const line = JSON.parse(rest.slice(0, at));
+      rest = rest.slice(at + 1);
+      if (line.piece !== undefined) q("answer").textContent += line.piece;
+      else if (line.error) q("answer").innerHTML += `<br><span class="error">${esc(line.error)}</span>`;
+      else if (line.done) done = line;
+    }
+  }
+  q("latency").textContent = done ? `first token ${done.first_token_ms} ms, all ${done.latency_ms} ms` : "the stream broke";
+  if (done) q("invoke-cli").textContent = done.cli;
 }
 
 function follow(name) {
@@ -147,6 +200,28 @@ async function matrixView() {
     `<p class="cli">${esc(overview.cli)} images --matrix</p>`;
 }
 
+async function reportsView() {
+  const rows = await get("/api/reports");
+  main.innerHTML = `<h2>Bench and compare reports</h2>` + (rows.length ? table(["report", "written"], rows.map(r =>
+    [`<a href="/reports/${encodeURIComponent(r.name)}" target="_blank">${esc(r.name)}</a>`, esc(r.modified)]), "reports")
+    : `<p id="reports">No reports: start the console with --reports DIR (the folder your --html reports go to).</p>`);
+}
+
+async function doctorView() {
+  main.innerHTML = `<h2>Check an artifact (doctor)</h2><p>artifact <input id="artifact" size="60" placeholder="out/ or model.tar.gz or s3://...">
+    instance <input id="instance" size="18" placeholder="(its target's default)"> <button id="check">Check</button></p>
+    <div id="findings"></div>`;
+  const q = id => document.getElementById(id);
+  q("check").onclick = async () => {
+    q("findings").textContent = "...";
+    try {
+      const f = await get(`/api/doctor?artifact=${encodeURIComponent(q("artifact").value)}&instance=${encodeURIComponent(q("instance").value)}`);
+      q("findings").innerHTML = `<p id="verdict">${esc(f.artifact)} can be deployed to ${esc(f.instance_type)} with ${esc(f.image_uri)}.</p>` +
+        `<ul>${f.notes.map(n => `<li>${esc(n)}</li>`).join("")}</ul><p class="cli">${esc(f.cli)}</p>`;
+    } catch (e) { q("findings").innerHTML = `<p class="error" id="verdict">${esc(e.message)}</p>`; }
+  };
+}
+
 async function route() {
   if (stream) { stream.close(); stream = null; }
   try {
@@ -156,6 +231,8 @@ async function route() {
     if (hash.startsWith("#/endpoint/")) await endpointView(decodeURIComponent(hash.slice(11)));
     else if (hash === "#/jobs") await jobsView();
     else if (hash === "#/matrix") await matrixView();
+    else if (hash === "#/reports") await reportsView();
+    else if (hash === "#/doctor") await doctorView();
     else await listView();
     document.body.dataset.ready = hash;
   } catch (e) {
