@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from smneuron.catalog.quotas import SERVICE_CODE, parse_quota_name, quota_name
+from smneuron.catalog.quotas import SERVICE_CODE, quota_name
 from smneuron.local.aws.embedded_service import current
 from smneuron.local.aws.engine import patching
 
@@ -145,29 +145,19 @@ def patch_service_quotas() -> None:
         return json.dumps({"Quotas": quotas})
 
     def get_service_quota(self: Any) -> str:
-        params, book = json.loads(self.body), _book()
-        name = (
-            book.named(str(params.get("QuotaCode")))
-            if book and params.get("ServiceCode") == SERVICE_CODE
-            else None
-        )
+        book, name, _ = _asked(self)
         return (
             json.dumps({"Quota": book.quota(name, self.region, self.current_account)}) if name else get(self)
-        )  # type: ignore[union-attr]
+        )
 
     def request_service_quota_increase(self: Any) -> str:
-        params, book = json.loads(self.body), _book()
-        name = (
-            book.named(str(params.get("QuotaCode")))
-            if book and params.get("ServiceCode") == SERVICE_CODE
-            else None
-        )
+        book, name, params = _asked(self)
         if name is None:
             from moto.servicequotas.exceptions import NoSuchResource
 
             raise NoSuchResource
-        book.values[name] = float(params["DesiredValue"])  # type: ignore[union-attr]
-        quota = book.quota(name, self.region, self.current_account)  # type: ignore[union-attr]
+        book.values[name] = float(params["DesiredValue"])
+        quota = book.quota(name, self.region, self.current_account)
         return json.dumps({"RequestedQuota": {**{k: quota[k] for k in ("ServiceCode", "ServiceName", "QuotaCode",
                            "QuotaName", "QuotaArn", "Unit", "GlobalQuota")}, "Id": quota["QuotaCode"] + "-request",
                            "DesiredValue": quota["Value"], "Status": "APPROVED"}})  # fmt: skip
@@ -177,6 +167,9 @@ def patch_service_quotas() -> None:
     patching.add(ServiceQuotasResponse, "request_service_quota_increase", request_service_quota_increase)
 
 
-def held(values: dict[str, float]) -> list[str]:
-    """The quotas in words, for `local up` and `local status`."""
-    return [f"{parse_quota_name(n)[0]} {parse_quota_name(n)[1]}={v:g}" for n, v in sorted(values.items())]  # type: ignore[index]
+def _asked(response: Any) -> tuple[Any, str | None, dict]:
+    """(the book, the quota name a request's QuotaCode names in it or None, the request's parameters)."""
+    params, book = json.loads(response.body), _book()
+    held = book is not None and params.get("ServiceCode") == SERVICE_CODE
+    return book, book.named(str(params.get("QuotaCode"))) if held else None, params  # type: ignore[union-attr]
+
