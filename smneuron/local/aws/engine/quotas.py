@@ -172,4 +172,3 @@ def _asked(response: Any) -> tuple[Any, str | None, dict]:
     params, book = json.loads(response.body), _book()
     held = book is not None and params.get("ServiceCode") == SERVICE_CODE
     return book, book.named(str(params.get("QuotaCode"))) if held else None, params  # type: ignore[union-attr]
-
