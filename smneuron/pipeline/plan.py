@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import BotoCoreError
+
 from smneuron._version import __version__
 from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, kind_of
 from smneuron.artifact.staging import GenerationConfig
@@ -22,11 +24,11 @@ from smneuron.compilation import shapes
 from smneuron.compilation.tasks import TASKS
 from smneuron.container.encoder_env import container_environment
 from smneuron.container.generation_env import container_environment as generation_environment
-from smneuron.deployment import preflight
+from smneuron.deployment import preflight, quotas
 from smneuron.deployment.controls import Controls
 from smneuron.deployment.request import project_settings
 from smneuron.deployment.transform_feeding import Feeding
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, QuotaExceededError
 from smneuron.files.user import read_text
 from smneuron.session import Session
 from smneuron.specs.models import CompileSpec, EndpointSpec, PipelineSpec, ProjectFile
@@ -168,8 +170,33 @@ def plan(
             "scaling": proj.scaling.model_dump(),
             "prefix": proj.aws.prefix,
         },
-        notes=[*shaped, *_preflight(image.uri, instance, ep.inference_ami_version)],
+        notes=[
+            *shaped,
+            *_preflight(image.uri, instance, ep.inference_ami_version),
+            *_quotas(sess, proj, endpoint_name),
+        ],
     )
+
+
+def _quotas(session: Session, proj: ProjectFile, endpoint_name: str) -> list[str]:
+    """The deploy step's instances against the account's quota as it stands (the step runs later, on a schedule: a
+    plan past it is said, not refused; `smneuron deploy` refuses it)."""
+    if session.boto_session.get_credentials() is None:
+        return ["Not checked: the account's instance quota for the deploy step (no AWS credentials here)."]
+    ep, most = proj.endpoint, 0  # (autoscaling's maximum is said by `smneuron scale` and deploy, per kind)
+    need = quotas.Need(
+        ep.instance.name,
+        "endpoint",
+        ep.initial_instance_count,
+        most,
+        f"the deploy step (endpoint {endpoint_name})",
+    )
+    try:
+        return quotas.check(session, [need], updating=endpoint_name)
+    except QuotaExceededError as e:
+        return [f"The deploy step would be refused as the account stands now: {e}"]
+    except BotoCoreError as e:
+        return [f"Not checked: the account's instance quota for the deploy step ({type(e).__name__})."]
 
 
 def _encoder_shapes(proj: ProjectFile, comp: CompileSpec) -> tuple[CompileSpec, list[str]]:

@@ -40,3 +40,16 @@ def test_without_the_model_folder_the_definition_says_what_it_cannot_know(sessio
         compile={"task": "text-classification", "batch_size": 4, "batch_sizes": [1], "buckets": [64]}
     )
     assert not any(n.startswith("shapes:") for n in pipeline_plan(chosen, session=session).notes)
+
+
+def test_the_deploy_steps_quota_is_said_as_the_account_stands(session, role):
+    """The pipeline deploys later, on a schedule: a quota its deploy step would pass is said in the plan (deploy itself
+    refuses it); a quota that fits says nothing."""
+    from smneuron.local.aws.embedded_service import EmbeddedService, serving
+    from smneuron.local.aws.engine.quotas import QuotaBook
+
+    with serving(EmbeddedService(quotas=QuotaBook({"ml.inf2.xlarge for endpoint usage": 0.0}))):
+        said = pipeline_plan(_project(), session=session).notes
+    (note,) = [n for n in said if "deploy step" in n]
+    assert note.startswith("The deploy step would be refused as the account stands now: the deploy step (endpoint")
+    assert "'ml.inf2.xlarge for endpoint usage' is 0" in note and "request-service-quota-increase" in note
