@@ -51,5 +51,7 @@ def test_the_deploy_steps_quota_is_said_as_the_account_stands(session, role):
     with serving(EmbeddedService(quotas=QuotaBook({"ml.inf2.xlarge for endpoint usage": 0.0}))):
         said = pipeline_plan(_project(), session=session).notes
     (note,) = [n for n in said if "deploy step" in n]
-    assert note.startswith("The deploy step would be refused as the account stands now: the deploy step (endpoint")
+    assert note.startswith(
+        "The deploy step would be refused as the account stands now: the deploy step (endpoint"
+    )
     assert "'ml.inf2.xlarge for endpoint usage' is 0" in note and "request-service-quota-increase" in note
