@@ -6,6 +6,7 @@ Every answer is JSON (datetimes as text); each action answers with the CLI comma
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from typing import Any
 from smneuron.catalog import matrix
 from smneuron.deployment.doctor import doctor
 from smneuron.deployment.request import scaling_spec
+from smneuron.endpoints import autoscaling
 from smneuron.endpoints.handle import Endpoint, delete, list_endpoints, log_events, require
 from smneuron.endpoints.record import read_endpoint
 from smneuron.endpoints.scaling import scale
@@ -22,11 +24,12 @@ from smneuron.errors import UsageError
 from smneuron.session import Session
 from smneuron.specs.models import ScalingSpec
 
-METRICS = (  # (metric, statistic): what the endpoint page charts, AWS/SageMaker per variant
-    ("Invocations", "Sum"),
-    ("ModelLatency", "Average"),
-    ("Invocation4XXErrors", "Sum"),
-    ("Invocation5XXErrors", "Sum"),
+METRICS = (  # (metric, statistic, title): what the endpoint page charts, AWS/SageMaker per variant
+    ("Invocations", "Sum", "Invocations"),
+    ("ModelLatency", "Average", "ModelLatency average (microseconds)"),
+    ("ModelLatency", "Maximum", "ModelLatency maximum (microseconds)"),
+    ("Invocation4XXErrors", "Sum", "Invocation4XXErrors"),
+    ("Invocation5XXErrors", "Sum", "Invocation5XXErrors"),
 )
 
 
@@ -85,27 +88,39 @@ def logs(session: Session, name: str, lines: int, since_ms: int | None) -> list[
 
 
 def metrics(session: Session, name: str, minutes: int) -> dict:
-    """The endpoint's AWS/SageMaker metrics over the last ``minutes``, per variant, a series per metric, one point a
-    minute. On the embedded SageMaker each datapoint is one metric period that stands for a minute (`local up
-    --metric-period`), so a minute's point is their average, the per-minute figure; on AWS, the statistic above."""
-    cw = session.client("cloudwatch")
+    """The endpoint's AWS/SageMaker metrics over the last ``minutes``, per variant, a series per chart, one point a
+    minute; and its instances over time, from its scaling activities ("Setting desired instance count to N.").
+    On the embedded SageMaker each datapoint is one metric period that stands for a minute (`local up
+    --metric-period`), so a count's point is their average, the per-minute figure. Percentiles are not charted: the
+    embedded CloudWatch keeps the statistic sets the endpoints publish, from which no percentile can be drawn."""
+    cw, now = session.client("cloudwatch"), time.time()
     embedded = bool(session.endpoint_url)
-    now = time.time()
+    variants = endpoint_variants(session, name)
     out: dict[str, list] = {}
-    variants = [v["VariantName"] for v in endpoint_variants(session, name)]
-    for metric, stat in METRICS:
+    for metric, stat, title in METRICS:
+        asked = "Average" if embedded and stat == "Sum" else stat
         points: list = []
         for variant in variants:
             got = cw.get_metric_statistics(
                 Namespace="AWS/SageMaker", MetricName=metric, StartTime=now - minutes * 60, EndTime=now, Period=60,
-                Statistics=["Average" if embedded else stat], Dimensions=[{"Name": "EndpointName", "Value": name},
-                                               {"Name": "VariantName", "Value": variant}],
+                Statistics=[asked], Dimensions=[{"Name": "EndpointName", "Value": name},
+                                                {"Name": "VariantName", "Value": variant["VariantName"]}],
             )  # fmt: skip
-            points += [
-                (p["Timestamp"].timestamp(), p["Average" if embedded else stat]) for p in got["Datapoints"]
-            ]
-        out[metric] = sorted(points)
+            points += [(p["Timestamp"].timestamp(), p[asked]) for p in got["Datapoints"]]
+        out[title] = sorted(points)
+    out["Instances"] = _instances(session, name, variants, now - minutes * 60, now)
     return {"endpoint": name, "minutes": minutes, "series": out}
+
+
+def _instances(session: Session, name: str, variants: list[dict], since: float, now: float) -> list:
+    """(time, instances) at each successful scaling activity since ``since``, and now."""
+    resources = [autoscaling.resource_id(name, v["VariantName"]) for v in variants]
+    points = []
+    for a in autoscaling.activities(session, resources, newest=50):
+        found = re.search(r"desired instance count to (\d+)", a.get("Description", ""))
+        if found and a.get("StatusCode") == "Successful" and a["StartTime"].timestamp() >= since:
+            points.append((a["StartTime"].timestamp(), int(found.group(1))))
+    return sorted(points) + [(now, sum(int(v.get("CurrentInstanceCount") or 0) for v in variants))]
 
 
 def endpoint_variants(session: Session, name: str) -> list[dict]:

@@ -144,6 +144,8 @@ def _endpoint_page(b: Browser, cli, shots: Path) -> None:  # type: ignore[no-unt
         60,
     )
     assert b.js("+document.querySelector('#charts svg.series').dataset.points") > 0
+    titles = b.js("[...document.querySelectorAll('#charts .chart b')].map(t => t.innerText)")
+    assert "Instances" in titles and "ModelLatency maximum (microseconds)" in titles
     b.screenshot(shots / "metrics.png")
     # delete: the name must be typed; then it is gone for the CLI too
     b.js("document.getElementById('confirm').value = 'wrong'; document.getElementById('delete').click()")

@@ -63,7 +63,8 @@ async function endpointView(name) {
   main.innerHTML = `<h2>${esc(name)}: <span class="status-${esc(o.status)}" id="status">${esc(o.status)}</span></h2>` +
     (o.failure_reason ? `<p class="error" id="failure">${esc(o.failure_reason)}</p>` : "") +
     kv([["kind", o.kind], ["instance", o.instance_type], ["instances", o.instances], ["workers", o.workers],
-        ["copies", o.copies], ["model", o.model], ["image", m.Image], ["model data", o.model_data],
+        ["copies", o.copies], ["model", o.model], ["image", m.Image],
+        ["host", s.config.InferenceAmiVersion || "SageMaker's default for the image"], ["model data", o.model_data],
         ["$ / hour", o.cost_per_hour_usd], ["price", o.price_source], ["VPC", c.vpc ? JSON.stringify(c.vpc) : "none"],
         ["network isolation", c.network_isolation], ["KMS key", c.kms_key || "none"],
         ["data capture", c.data_capture ? "on" : "off"], ["tags", JSON.stringify(c.tags)]]) +
@@ -180,8 +181,7 @@ async function charts(name) {
   const box = document.getElementById("charts");
   try {
     const m = await get(`/api/endpoints/${encodeURIComponent(name)}/metrics?minutes=30`);
-    const units = {ModelLatency: "ModelLatency (microseconds)"};
-    box.innerHTML = Object.entries(m.series).map(([k, v]) => chart(units[k] || k, v)).join("");
+    box.innerHTML = Object.entries(m.series).map(([k, v]) => chart(k, v)).join("");
   } catch (e) { box.innerHTML = `<span class="error">${esc(e.message)}</span>`; }
 }
 
