@@ -16,6 +16,7 @@ from typing import Any
 from smneuron.catalog import matrix
 from smneuron.deployment.doctor import doctor
 from smneuron.deployment.request import scaling_spec
+from smneuron.deployment.transform_run import Answered
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.handle import Endpoint, delete, list_endpoints, log_events, require
 from smneuron.endpoints.record import read_endpoint
@@ -127,10 +128,16 @@ def endpoint_variants(session: Session, name: str) -> list[dict]:
     return session.client("sagemaker").describe_endpoint(EndpointName=name).get("ProductionVariants", [])
 
 
-def jobs(session: Session) -> list[dict]:
-    """Transform jobs, newest first: `aws sagemaker list-transform-jobs`."""
-    got = session.client("sagemaker").list_transform_jobs(SortBy="CreationTime", SortOrder="Descending")
-    return got.get("TransformJobSummaries", [])
+def jobs(session: Session, newest: int = 10) -> list[dict]:
+    """Transform jobs, newest first (`aws sagemaker list-transform-jobs`), each with its progress as `smneuron
+    transform` follows it: the input objects answered so far (empty where S3 cannot be listed)."""
+    sm = session.client("sagemaker")
+    summaries = sm.list_transform_jobs(SortBy="CreationTime", SortOrder="Descending", MaxResults=newest)
+    out = []
+    for job in summaries.get("TransformJobSummaries", []):
+        described = sm.describe_transform_job(TransformJobName=job["TransformJobName"])
+        out.append({**job, "progress": Answered(session).words(described).removeprefix(", ")})
+    return out
 
 
 def compatibility() -> list[dict]:

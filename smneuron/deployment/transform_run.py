@@ -187,7 +187,7 @@ def _create(session: Session, p: TransformPlan) -> None:
         raise from_client_error(e, operation="CreateTransformJob") from e
 
 
-class _Answered:
+class Answered:
     """How many of a job's input objects have their output yet: listed once (the inputs) and every few seconds (the
     outputs); nothing when S3 cannot be listed (the words are then empty, never a guess)."""
 
@@ -268,7 +268,7 @@ def wait(
         SmneuronError: it did not end within ``timeout`` (it keeps running: `smneuron transform stop NAME`).
     """
     started = time.monotonic()
-    done = _Answered(session)
+    done = Answered(session)
     logs = _JobLogs(session, name) if on_log else None
     with step(f"transform {name}") as shown:
         for pause in intervals_for(session):

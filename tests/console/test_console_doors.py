@@ -105,3 +105,23 @@ def test_the_artifact_check_is_doctors(account, tiny_classifier, tmp_path):
                 refused.status_code == 409
                 and "compiled for cpu and cannot run on ml.inf2.xlarge" in refused.json()["error"]
             )
+
+
+def test_transform_jobs_are_listed_with_their_progress(account):
+    """The jobs page's rows: each job with the input objects answered so far, as `smneuron transform` counts them."""
+    from smneuron.console import api
+
+    s3, sm = account.client("s3"), account.client("sagemaker")
+    s3.create_bucket(Bucket="data")
+    for n in range(2):
+        s3.put_object(Bucket="data", Key=f"in/part-{n}.jsonl", Body=b'"a text"\n')
+    sm.create_model(ModelName="m", ExecutionRoleArn=account.role_arn, PrimaryContainer={"Image": "img"})
+    sm.create_transform_job(
+        TransformJobName="j1", ModelName="m",
+        TransformInput={"DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://data/in/"}},
+                        "SplitType": "Line", "ContentType": "application/jsonlines"},
+        TransformOutput={"S3OutputPath": "s3://data/out/"},
+        TransformResources={"InstanceType": "ml.c6i.xlarge", "InstanceCount": 1},
+    )  # fmt: skip
+    (row,) = api.jobs(account)
+    assert row["TransformJobName"] == "j1" and row["progress"] == "0 of 2 input object(s) answered"

@@ -187,9 +187,9 @@ async function charts(name) {
 
 async function jobsView() {
   const rows = await get("/api/jobs");
-  main.innerHTML = `<h2>Transform jobs</h2>` + table(["job", "status", "created", "ended", "failure"],
-    rows.map(j => [esc(j.TransformJobName), esc(j.TransformJobStatus), esc(j.CreationTime), esc(j.TransformEndTime),
-      esc(j.FailureReason)]), "jobs") + `<p class="cli">${esc(overview.cli)} transform status JOB</p>`;
+  main.innerHTML = `<h2>Transform jobs</h2>` + table(["job", "status", "progress", "created", "ended", "failure"],
+    rows.map(j => [esc(j.TransformJobName), esc(j.TransformJobStatus), esc(j.progress), esc(j.CreationTime),
+      esc(j.TransformEndTime), esc(j.FailureReason)]), "jobs") + `<p class="cli">${esc(overview.cli)} transform status JOB</p>`;
 }
 
 async function matrixView() {
