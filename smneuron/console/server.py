@@ -129,105 +129,121 @@ class Console:
 
 
 def build_app(console: Console) -> Any:
+    """The console's routes: the page, its files, and the API (``api``), each behind ``Console.refusal``."""
     from starlette.applications import Starlette
-    from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
     from starlette.routing import Route
 
-    def refused(request: Any) -> Response | None:
-        why = console.refusal(request)
-        return JSONResponse({"error": why[1]}, status_code=why[0]) if why else None
-
-    async def index(request: Any) -> Response:
-        if "token" in request.query_params:
-            if not console.welcome(request.query_params["token"]):
-                return HTMLResponse(_page("The token is wrong or was spent: open the URL the console printed "
-                                          "last, or start it again."), status_code=401)  # fmt: skip
-            out = RedirectResponse("/", status_code=303)
-            out.set_cookie(COOKIE, console._cookie, httponly=True, samesite="strict", path="/")
-            return out
-        if (no := refused(request)) is not None:
-            return HTMLResponse(_page(json.loads(no.body)["error"]), status_code=no.status_code)
-        html = resources.files("smneuron.console.static").joinpath("index.html").read_text()
-        return HTMLResponse(html.replace("{{CSRF}}", console.csrf), headers=_NO_STORE)
-
-    async def static(request: Any) -> Response:
-        name = request.path_params["name"]
-        if name not in STATIC:
-            return Response(status_code=404)
-        kind = "text/javascript" if name.endswith(".js") else "text/css"
-        return Response(
-            resources.files("smneuron.console.static").joinpath(name).read_bytes(), media_type=kind
-        )
-
-    def call(work: Any, changes: bool = False) -> Any:
-        async def handler(request: Any) -> Response:
-            if (no := refused(request)) is not None:
-                return no
-            if changes and not console.allow_changes:
-                return JSONResponse({"error": "This console is read-only (an account's): start it with "
-                                              "--allow-changes to scale, invoke or delete."}, status_code=403)  # fmt: skip
-            body = await request.json() if request.method == "POST" else {}
-            try:
-                answer = await asyncio.to_thread(work, request, body)
-            except SmneuronError as e:
-                return JSONResponse({"error": str(e)}, status_code=400 if isinstance(e, UsageError) else 409)
-            except Exception as e:  # a ClientError: AWS's refusal, in words
-                if hasattr(e, "response"):
-                    return JSONResponse({"error": str(from_client_error(e))}, status_code=409)
-                raise
-            return Response(api.dumps(answer), media_type="application/json", headers=_NO_STORE)
-
-        return handler
-
-    async def logs(request: Any) -> Response:
-        if (no := refused(request)) is not None:
-            return no
-        return StreamingResponse(_follow(console, request), media_type="text/event-stream", headers=_NO_STORE)
-
-    async def stream(request: Any) -> Response:
-        if (no := refused(request)) is not None:
-            return no
-        if not console.allow_changes:
-            return JSONResponse(
-                {"error": "This console is read-only: start it with --allow-changes."}, status_code=403
-            )
-        body = await request.json()
-        pieces = api.stream(console.session, request.path_params["name"], str(body.get("prompt", "")),
-                            int(body.get("max_tokens") or 64), console.cli_prefix)  # fmt: skip
-        return StreamingResponse(_lines(pieces), media_type="application/x-ndjson", headers=_NO_STORE)
-
-    async def report(request: Any) -> Response:
-        if (no := refused(request)) is not None:
-            return no
-        found = {r["name"]: r for r in api.reports(console.reports)}.get(request.path_params["name"])
-        if found is None:  # only a report the listing shows: no path reaches outside the folder
-            return Response(status_code=404)
-        return HTMLResponse(found["path"].read_text(errors="replace"), headers=_NO_STORE)
-
-    s, name = console.session, lambda r: r.path_params["name"]
+    h, s, name = _Handlers(console), console.session, lambda r: r.path_params["name"]
+    call, post, cli = h.call, ["POST"], console.cli_prefix
     routes = [
-        Route("/", index),
-        Route("/static/{name}", static),
+        Route("/", h.index),
+        Route("/static/{name}", h.static),
         Route("/api/overview", call(lambda r, b: _overview(console))),
         Route("/api/endpoints", call(lambda r, b: api.endpoints(s))),
         Route("/api/endpoints/{name}", call(lambda r, b: api.endpoint(s, name(r)))),
         Route("/api/endpoints/{name}/metrics", call(lambda r, b: api.metrics(s, name(r), int(r.query_params.get("minutes", 30))))),
-        Route("/api/endpoints/{name}/logs", logs),
+        Route("/api/endpoints/{name}/logs", h.logs),
         Route("/api/endpoints/{name}/invoke", call(lambda r, b: api.invoke(s, name(r), str(b.get("body", "")),
-              str(b.get("content_type") or "application/json"), console.cli_prefix), changes=True), methods=["POST"]),
+              str(b.get("content_type") or "application/json"), cli), changes=True), methods=post),
         Route("/api/endpoints/{name}/scale", call(lambda r, b: api.set_scaling(s, name(r), int(b["min"]), int(b["max"]),
-              console.cli_prefix, console.scaling), changes=True), methods=["POST"]),
-        Route("/api/endpoints/{name}/delete", call(lambda r, b: api.remove(s, name(r), str(b.get("confirm", "")),
-              console.cli_prefix), changes=True), methods=["POST"]),
-        Route("/api/endpoints/{name}/stream", stream, methods=["POST"]),
+              cli, console.scaling), changes=True), methods=post),
+        Route("/api/endpoints/{name}/delete", call(lambda r, b: api.remove(s, name(r), str(b.get("confirm", "")), cli),
+              changes=True), methods=post),
+        Route("/api/endpoints/{name}/stream", h.stream, methods=post),
         Route("/api/jobs", call(lambda r, b: api.jobs(s))),
         Route("/api/reports", call(lambda r, b: [{k: v for k, v in x.items() if k != "path"} for x in api.reports(console.reports)])),
-        Route("/reports/{name}", report),
+        Route("/reports/{name}", h.report),
         Route("/api/matrix", call(lambda r, b: api.compatibility())),
         Route("/api/doctor", call(lambda r, b: api.check_artifact(s, r.query_params.get("artifact", ""),
-              r.query_params.get("instance"), console.cli_prefix))),
+              r.query_params.get("instance"), cli))),
     ]  # fmt: skip
     return Starlette(routes=routes)
+
+
+class _Handlers:
+    """The console's request handlers; each passes ``Console.refusal``'s doors first."""
+
+    def __init__(self, console: Console) -> None:
+        from starlette import responses
+
+        self.console, self.r = console, responses
+
+    def refused(self, request: Any) -> Any:
+        why = self.console.refusal(request)
+        return self.r.JSONResponse({"error": why[1]}, status_code=why[0]) if why else None
+
+    async def index(self, request: Any) -> Any:
+        r, console = self.r, self.console
+        if "token" in request.query_params:
+            if not console.welcome(request.query_params["token"]):
+                return r.HTMLResponse(_page("The token is wrong or was spent: open the URL the console printed "
+                                            "last, or start it again."), status_code=401)  # fmt: skip
+            out = r.RedirectResponse("/", status_code=303)
+            out.set_cookie(COOKIE, console._cookie, httponly=True, samesite="strict", path="/")
+            return out
+        if (no := self.refused(request)) is not None:
+            return r.HTMLResponse(_page(json.loads(no.body)["error"]), status_code=no.status_code)
+        html = resources.files("smneuron.console.static").joinpath("index.html").read_text()
+        return r.HTMLResponse(html.replace("{{CSRF}}", console.csrf), headers=_NO_STORE)
+
+    async def static(self, request: Any) -> Any:
+        name = request.path_params["name"]
+        if name not in STATIC:
+            return self.r.Response(status_code=404)
+        kind = "text/javascript" if name.endswith(".js") else "text/css"
+        return self.r.Response(
+            resources.files("smneuron.console.static").joinpath(name).read_bytes(), media_type=kind
+        )
+
+    def call(self, work: Any, changes: bool = False) -> Any:
+        """A JSON route: ``work(request, body)`` in a thread; a known error in words (4xx), AWS's refusal in words."""
+
+        async def handler(request: Any) -> Any:
+            if (no := self.refused(request) or (self.read_only() if changes else None)) is not None:
+                return no
+            body = await request.json() if request.method == "POST" else {}
+            try:
+                answer = await asyncio.to_thread(work, request, body)
+            except SmneuronError as e:
+                return self.r.JSONResponse(
+                    {"error": str(e)}, status_code=400 if isinstance(e, UsageError) else 409
+                )
+            except Exception as e:  # a ClientError: AWS's refusal, in words
+                if hasattr(e, "response"):
+                    return self.r.JSONResponse({"error": str(from_client_error(e))}, status_code=409)
+                raise
+            return self.r.Response(api.dumps(answer), media_type="application/json", headers=_NO_STORE)
+
+        return handler
+
+    def read_only(self) -> Any:
+        if self.console.allow_changes:
+            return None
+        return self.r.JSONResponse({"error": "This console is read-only (an account's): start it with "
+                                             "--allow-changes to scale, invoke or delete."}, status_code=403)  # fmt: skip
+
+    async def logs(self, request: Any) -> Any:
+        if (no := self.refused(request)) is not None:
+            return no
+        return self.r.StreamingResponse(
+            _follow(self.console, request), media_type="text/event-stream", headers=_NO_STORE
+        )
+
+    async def stream(self, request: Any) -> Any:
+        if (no := self.refused(request) or self.read_only()) is not None:
+            return no
+        body, c = await request.json(), self.console
+        pieces = api.stream(c.session, request.path_params["name"], str(body.get("prompt", "")),
+                            int(body.get("max_tokens") or 64), c.cli_prefix)  # fmt: skip
+        return self.r.StreamingResponse(_lines(pieces), media_type="application/x-ndjson", headers=_NO_STORE)
+
+    async def report(self, request: Any) -> Any:
+        if (no := self.refused(request)) is not None:
+            return no
+        found = {x["name"]: x for x in api.reports(self.console.reports)}.get(request.path_params["name"])
+        if found is None:  # only a report the listing shows: no path reaches outside the folder
+            return self.r.Response(status_code=404)
+        return self.r.HTMLResponse(found["path"].read_text(errors="replace"), headers=_NO_STORE)
 
 
 _NO_STORE = {"Cache-Control": "no-store"}

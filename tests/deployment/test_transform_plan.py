@@ -99,20 +99,20 @@ def test_a_bench_report_sizes_the_invocation_timeout_from_the_measured_rate(inf2
 def test_a_running_job_says_how_many_input_objects_are_answered(session, bucket):
     """Issue 62 #1: DescribeTransformJob counts no records; while a job runs, its status says how many input objects
     have their KEY.out yet (each is written when its object is done), read from S3."""
-    from smneuron.deployment.transform_run import _Answered
+    from smneuron.deployment.transform_run import Answered
 
     s3 = session.client("s3")
     for key in ("in/a.jsonl", "in/more/b.jsonl", "in/c.jsonl"):
         s3.put_object(Bucket=bucket, Key=key, Body=b'"x"\n')
     described = {"TransformInput": {"DataSource": {"S3DataSource": {"S3Uri": f"s3://{bucket}/in/"}}},
                  "TransformOutput": {"S3OutputPath": f"s3://{bucket}/out/"}}  # fmt: skip
-    answered = _Answered(session, every_s=0)
+    answered = Answered(session, every_s=0)
     assert answered.words(described) == ", 0 of 3 input object(s) answered"
     s3.put_object(Bucket=bucket, Key="out/a.jsonl.out", Body=b"[]\n")
     s3.put_object(Bucket=bucket, Key="out/more/b.jsonl.out", Body=b"[]\n")
     assert answered.words(described) == ", 2 of 3 input object(s) answered"
     gone = {**described, "TransformOutput": {"S3OutputPath": "s3://no-such-bucket/out/"}}
-    assert _Answered(session, every_s=0).words(gone) == ""  # cannot tell: says nothing, never a guess
+    assert Answered(session, every_s=0).words(gone) == ""  # cannot tell: says nothing, never a guess
 
 
 def test_a_followed_job_passes_on_each_new_line_of_its_instances_logs_once(session):
