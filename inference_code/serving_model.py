@@ -274,8 +274,9 @@ class LoadedArtifact(object):
         return self._executor
 
     def warm_up(self):
-        """One forward pass per (copy, bucket, batch size), so no request pays a first-call cost; then one more of the
-        first copy's graphs, timed: what ``cover`` weighs."""
+        """One forward pass per (copy, bucket, batch size), so no request pays a first-call cost; then, where a bucket
+        has several batch sizes, the first copy's graphs run again and a third pass is timed: what ``cover`` weighs
+        (a TorchScript graph's first runs profile and optimise it: they are not a pass's cost)."""
         for n, copy in enumerate(self.copies):
             for seq_len, modules in sorted(copy.items()):
                 for batch, module in modules.items():
@@ -283,6 +284,7 @@ class LoadedArtifact(object):
                     with self.torch.no_grad():
                         module(*args)
                         if n == 0 and len(modules) > 1:
+                            module(*args)
                             started = time.perf_counter()
                             module(*args)
                             self.pass_seconds[(seq_len, batch)] = time.perf_counter() - started
@@ -310,8 +312,11 @@ class LoadedArtifact(object):
         cost = dict((b, self.pass_seconds.get((seq_len, b))) for b in sizes)
         if len(sizes) == 1 or None in cost.values():
             return plan + padded
-        best = {0: (0.0, [])}  # rows -> (seconds, batches): the cheapest cover of that many rows
+        smaller = [b for b in sizes if b < padded[0]]  # a split runs on smaller graphs only, never a larger one
+        if not smaller:
+            return plan + padded
+        best = {0: (0.0, [])}  # rows -> (seconds, batches): the cheapest cover of that many rows by smaller graphs
         for n in range(1, rest + 1):
-            best[n] = min((best[max(0, n - b)][0] + cost[b], best[max(0, n - b)][1] + [b]) for b in sizes)
+            best[n] = min((best[max(0, n - b)][0] + cost[b], best[max(0, n - b)][1] + [b]) for b in smaller)
         split = best[rest]
         return plan + (split[1] if split[0] < 0.8 * cost[padded[0]] else padded)

@@ -395,6 +395,8 @@ def test_a_partial_batch_is_split_where_the_warm_up_measured_it_cheaper(tiny_cla
         assert model.stats["forward_passes"] == 4 and model.stats["padded_rows"] == 13
         model.pass_seconds = {(16, 1): 0.010, (16, 16): 0.026}  # splitting 3 rows is only 15% cheaper: padded
         assert model.cover(16, 3) == [16]
+        model.pass_seconds = {(16, 1): 0.020, (16, 16): 0.012}  # a noisy warm-up: a lone row still runs alone
+        assert model.cover(16, 1) == [1]
         assert [r["label"] for r in split[0]] == [r["label"] for r in padded[0]]
         for a, b in zip(split[0], padded[0], strict=True):
             assert abs(a["score"] - b["score"]) < 1e-5

@@ -18,14 +18,6 @@ from contract import Recorder
 pytestmark = pytest.mark.e2e
 
 
-def same_answer(got: list[dict], want: list[dict]) -> bool:
-    """The same classification: labels equal, scores equal but for float noise (another process's kernels, or a graph
-    the TorchScript executor optimised after its first run, may round the last bits apart)."""
-    return [g["label"] for g in got] == [w["label"] for w in want] and all(
-        abs(g["score"] - w["score"]) < 1e-6 for g, w in zip(got, want, strict=True)
-    )
-
-
 def test_an_async_endpoint_scales_to_zero_and_a_queued_request_brings_it_back(
     smneuron_cli, tiny_classifier, tmp_path
 ):
@@ -67,9 +59,7 @@ def test_an_async_endpoint_scales_to_zero_and_a_queued_request_brings_it_back(
     cold = smneuron_cli("--local", "invoke", "queue", "i loved it", "--async", "--wait", "120")
     said = " ".join(cold.stdout.split())
     assert "the endpoint had 0 instances: it scaled out from zero, a full cold start" in said, said
-    assert same_answer(
-        json.loads(cold.stdout[: cold.stdout.rindex("]") + 1]), warm["answer"]
-    )  # the same, cold
+    assert json.loads(cold.stdout[: cold.stdout.rindex("]") + 1]) == warm["answer"]  # the same answer, cold
     shown = " ".join(smneuron_cli("--local", "status", "queue").stdout.split())
     assert (
         "alarm smneuron-queue-backlog-without-capacity in ALARM: changing desired instance count from 0 to 1"
@@ -101,7 +91,7 @@ def test_an_async_endpoint_scales_to_zero_and_a_queued_request_brings_it_back(
             "print(json.dumps(ep.async_result(call, timeout=120).json()))")  # fmt: skip
     env = {**smneuron_cli.env, "SMNEURON_LOCAL": "1"}
     sdk = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180)
-    assert sdk.returncode == 0 and same_answer(json.loads(sdk.stdout), warm["answer"]), sdk.stderr[-800:]
+    assert sdk.returncode == 0 and json.loads(sdk.stdout) == warm["answer"], sdk.stderr[-800:]
     until(lambda: instances() == 0, "the endpoint to go back to zero once nothing waits", 60)
 
     # a request still queued at `local down` is kept with the state and answered after `local up`
@@ -118,6 +108,4 @@ def test_an_async_endpoint_scales_to_zero_and_a_queued_request_brings_it_back(
         except s3.exceptions.NoSuchKey:
             return None
 
-    assert same_answer(
-        json.loads(until(answered, "the kept request's answer after local up", 60)), warm["answer"]
-    )
+    assert json.loads(until(answered, "the kept request's answer after local up", 60)) == warm["answer"]
