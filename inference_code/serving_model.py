@@ -312,10 +312,14 @@ class LoadedArtifact(object):
         cost = dict((b, self.pass_seconds.get((seq_len, b))) for b in sizes)
         if len(sizes) == 1 or None in cost.values():
             return plan + padded
-        smaller = [b for b in sizes if b < padded[0]]  # a split runs on smaller graphs only, never a larger one
+        smaller = [
+            b for b in sizes if b < padded[0]
+        ]  # a split runs on smaller graphs only, never a larger one
         if not smaller:
             return plan + padded
-        best = {0: (0.0, [])}  # rows -> (seconds, batches): the cheapest cover of that many rows by smaller graphs
+        best = {
+            0: (0.0, [])
+        }  # rows -> (seconds, batches): the cheapest cover of that many rows by smaller graphs
         for n in range(1, rest + 1):
             best[n] = min((best[max(0, n - b)][0] + cost[b], best[max(0, n - b)][1] + [b]) for b in smaller)
         split = best[rest]
