@@ -38,7 +38,7 @@ def console_cmd(
     typer.echo(running.url)
     terminal().print("Open it in a browser on this machine; the token works once. Ctrl-C stops the console.")
     try:
-        while running._thread is not None and running._thread.is_alive():
+        while running.running:
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass

@@ -30,8 +30,6 @@ from smneuron.files.user import dir_to_write
 from smneuron.specs.models import CompileSpec, override
 from smneuron.specs.validation import at_least_one
 
-SHAPE_FIELDS = shapes.SHAPE_FIELDS
-
 
 @dataclass
 class CompilePlan:
@@ -90,7 +88,7 @@ def compile_model(
     )
     # the static shapes chosen (by keyword, flag or project file): the others get the defaults (compilation.shapes)
     shapes_chosen = {
-        f for f in SHAPE_FIELDS if f in overrides or (spec is not None and f in spec.model_fields_set)
+        f for f in shapes.SHAPE_FIELDS if f in overrides or (spec is not None and f in spec.model_fields_set)
     }
     spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
     if out_dir is None and not dry_run:

@@ -89,6 +89,11 @@ class Console:
             )
         return self
 
+    @property
+    def running(self) -> bool:
+        """Whether its server still serves (False once stopped, or if it died)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def stop(self) -> None:
         if self._server is not None:
             self._server.should_exit = True

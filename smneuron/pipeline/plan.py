@@ -183,13 +183,12 @@ def _quotas(session: Session, proj: ProjectFile, endpoint_name: str) -> list[str
     plan past it is said, not refused; `smneuron deploy` refuses it)."""
     if session.boto_session.get_credentials() is None:
         return ["Not checked: the account's instance quota for the deploy step (no AWS credentials here)."]
-    ep, most = proj.endpoint, 0  # (autoscaling's maximum is said by `smneuron scale` and deploy, per kind)
+    ep = proj.endpoint  # (autoscaling's maximum is said by deploy and `smneuron scale`, per kind: not here)
     need = quotas.Need(
         ep.instance.name,
         "endpoint",
         ep.initial_instance_count,
-        most,
-        f"the deploy step (endpoint {endpoint_name})",
+        what=f"the deploy step (endpoint {endpoint_name})",
     )
     try:
         return quotas.check(session, [need], updating=endpoint_name)
