@@ -6,7 +6,7 @@ process that still carries the service's mark (``OWNER`` in its environment: mod
 workers, text-generation copies) is killed at once. It imports nothing heavy (it runs beside every service), and
 carries no mark itself.
 
-``python -m smneuron.local.reaper OWNER FD``
+``python -I smneuron/local/reaper.py OWNER FD`` (as its file: ``-m`` would import smneuron.local, the service)
 """
 
 from __future__ import annotations

@@ -31,12 +31,18 @@ ONE_TRY = Config(retries={"max_attempts": 1, "mode": "standard"})
 
 
 class Cli:
-    def __init__(self, state: Path, **extra: str) -> None:
+    """The CLI as its own process with this state folder: forked from the warm interpreter (tests/warm_cli.py), or
+    started cold where calls must run at once (``warm`` None: the warm one takes a call at a time)."""
+
+    def __init__(self, state: Path, warm=None, **extra: str) -> None:
         self.state = state
+        self.warm = warm
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
         self.env.update(SMNEURON_STATE_DIR=str(state), **extra)
 
     def __call__(self, *args: str) -> subprocess.CompletedProcess:
+        if self.warm is not None:
+            return self.warm.run(list(args), env=self.env, timeout=180)
         return subprocess.run([sys.executable, "-m", "smneuron.cli.main", *args], env=self.env, capture_output=True,
                               text=True, timeout=180)  # fmt: skip
 
@@ -49,17 +55,17 @@ class Cli:
 
 
 @pytest.fixture
-def cli(tmp_path):
-    run = Cli(tmp_path / "state")
+def cli(tmp_path, warm_cli):
+    run = Cli(tmp_path / "state", warm_cli)
     yield run
     run("local", "down")
 
 
 @pytest.fixture(scope="module")
-def kept_bucket(tmp_path_factory) -> Path:
+def kept_bucket(tmp_path_factory, warm_cli) -> Path:
     """A state folder a clean `local down` left, holding bucket "kept" with object "k" (b"kept bytes"): made once,
     copied by each test that damages it (an up and a down fewer each)."""
-    made = Cli(tmp_path_factory.mktemp("kept") / "state")
+    made = Cli(tmp_path_factory.mktemp("kept") / "state", warm_cli)
     assert made("local", "up").returncode == 0
     try:
         s3 = made.client("s3")
@@ -147,8 +153,10 @@ def test_the_previous_snapshot_is_kept_beside_the_current(cli):
     assert names == [["first"], ["first", "second"]]
 
 
-def test_a_full_disk_refuses_changes_before_they_are_made_and_never_refuses_a_read(tmp_path):
-    cli = Cli(tmp_path / "state", SMNEURON_STATE_MIN_FREE_MB=str(2**40))  # more than any disk has free
+def test_a_full_disk_refuses_changes_before_they_are_made_and_never_refuses_a_read(tmp_path, warm_cli):
+    cli = Cli(
+        tmp_path / "state", warm_cli, SMNEURON_STATE_MIN_FREE_MB=str(2**40)
+    )  # more than any disk has free
     try:
         assert cli("local", "up").returncode == 0
         with pytest.raises(ClientError) as refused:
@@ -230,20 +238,24 @@ def test_local_down_says_when_its_last_snapshot_was_not_written(cli):
     assert cli("local", "status").returncode == 1  # stopped all the same
 
 
-def test_two_local_ups_at_once_start_one_service(cli):
-    results: list = []
-    threads = [
-        threading.Thread(target=lambda: results.append(cli("local", "up", "--json"))) for _ in range(2)
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert [r.returncode for r in results] == [0, 0], [r.stderr for r in results]
-    states = [json.loads(r.stdout) for r in results]
-    assert sorted(s["started"] for s in states) == [False, True]
-    assert states[0]["pid"] == states[1]["pid"] and not any(s.get("orphans_stopped") for s in states)
-    assert cli("local", "status").returncode == 0
+def test_two_local_ups_at_once_start_one_service(tmp_path):
+    cli = Cli(tmp_path / "state")  # cold: the two calls run at once
+    try:
+        results: list = []
+        threads = [
+            threading.Thread(target=lambda: results.append(cli("local", "up", "--json"))) for _ in range(2)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert [r.returncode for r in results] == [0, 0], [r.stderr for r in results]
+        states = [json.loads(r.stdout) for r in results]
+        assert sorted(s["started"] for s in states) == [False, True]
+        assert states[0]["pid"] == states[1]["pid"] and not any(s.get("orphans_stopped") for s in states)
+        assert cli("local", "status").returncode == 0
+    finally:
+        cli("local", "down")
 
 
 def test_local_up_on_a_full_disk_says_so_in_one_paragraph(tmp_path, monkeypatch):
