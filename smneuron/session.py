@@ -5,6 +5,7 @@ This is the only module that creates boto3 clients; everything else asks a ``Ses
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
@@ -35,9 +36,13 @@ if TYPE_CHECKING:
 DEFAULT_ROLE_NAME = "smneuron-execution-role"
 ACCOUNT_PLACEHOLDER = "<account-id>"  # shown by commands that create nothing when no AWS account answers
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
-# botocore's adaptive retries: 8 attempts ride out AWS's throttling; on loopback (the embedded SageMaker) a refused
-# connection does not heal in the seconds retries wait, so a dead local service is said in about a second, not ten
+# botocore's adaptive retries after the first call (its max_attempts): 8 ride out AWS's throttling; on loopback (the
+# embedded SageMaker) a refused connection does not heal in the seconds retries wait, so a dead local service is said
+# in about a second, not ten
 ATTEMPTS = {"aws": 8, "loopback": 2}
+# a question a plan only reports on (a dry run's quota and kind checks) is asked once: with no network, 8 attempts wait
+# out their backoff (about 6 s per check, measured) before the plan says "not checked" all the same
+ONE_TRY = 1
 
 
 _LOADERS: dict[str, Any] = {}  # botocore's data loaders by data path: one per process
@@ -130,6 +135,9 @@ class Session:
     # hourly USD per instance type over the catalog's (the project file's ``prices:``): every cost a verb reports on
     # this session reads them (``smneuron.catalog.price_table(session.price_overrides)``)
     price_overrides: dict[str, float] = field(default_factory=dict)
+    attempts: int | None = (
+        None  # each call's attempts, the first included (None: ATTEMPTS' retries, by where calls go)
+    )
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
     _account: str | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -234,11 +242,14 @@ class Session:
         """A cached boto3 client for ``service`` with adaptive retries and this session's endpoint."""
         with self._lock:
             if service not in self._clients:
+                # botocore's max_attempts counts the retries, total_max_attempts the first call too
+                retries = (
+                    {"total_max_attempts": self.attempts}
+                    if self.attempts
+                    else {"max_attempts": ATTEMPTS["loopback" if self.loopback else "aws"]}
+                )
                 config = Config(
-                    retries={
-                        "mode": "adaptive",
-                        "max_attempts": ATTEMPTS["loopback" if self.loopback else "aws"],
-                    },
+                    retries={"mode": "adaptive", **retries},
                     max_pool_connections=64,
                     user_agent_extra="smneuron",
                 )
@@ -246,6 +257,11 @@ class Session:
                     service, region_name=self.region, endpoint_url=self.endpoint_url, config=config
                 )
             return self._clients[service]
+
+    def one_try(self) -> Session:
+        """This session with clients that make one attempt per call (``ONE_TRY``): for the checks a plan reports on
+        and does not depend on, so an AWS this machine cannot reach is said at once."""
+        return dataclasses.replace(self, attempts=ONE_TRY, _clients={}, _lock=threading.Lock())
 
     def bound_boto_session(self) -> Any:
         """The boto3 Session for libraries that build their own clients (the SageMaker SDK's scheduler, S3 and

@@ -107,10 +107,10 @@ def preview(
     others = {t: stage(a, session=sess, upload=False) for t, a in request.artifacts.items()}
     plan = plan_request(data, request, region=sess.region, others=others)
     if request.endpoint.name:
-        unchecked = _kind_unchecked(sess, request.endpoint.name, request)
+        unchecked = _kind_unchecked(sess.one_try(), request.endpoint.name, request)
         if unchecked:
             plan.notes.append(unchecked)
-    plan.notes += _quotas_or_unchecked(sess, request)
+    plan.notes += _quotas_or_unchecked(sess.one_try(), request)  # reported, not depended on: asked once
     return plan
 
 

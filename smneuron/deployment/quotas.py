@@ -126,10 +126,14 @@ def check(session: Session, needs: list[Need], *, updating: str | None = None) -
     """
     try:
         quotas = read_quotas(session)
-    except (ClientError, BotoCoreError) as e:
-        why = e.response["Error"].get("Code", "") if isinstance(e, ClientError) else type(e).__name__
-        return [f"Quotas not checked: Service Quotas could not be read ({why}; smneuron needs "
-                "servicequotas:ListServiceQuotas). SageMaker refuses a plan past them when it creates it."]  # fmt: skip
+    except (
+        ClientError,
+        BotoCoreError,
+    ) as e:  # refused (a permission), or not reached (no network): said apart
+        why = (f"{e.response['Error'].get('Code', '')}; smneuron needs servicequotas:ListServiceQuotas"
+               if isinstance(e, ClientError) else f"not reached: {type(e).__name__}")  # fmt: skip
+        return [f"Quotas not checked: Service Quotas could not be read ({why}). SageMaker refuses a plan past them "
+                "when it creates it."]  # fmt: skip
     said, wanted = [], [n for n in needs if n.adds or n.most]
     missing = [n for n in wanted if quota_name(n.instance, n.usage) not in quotas]
     if missing:

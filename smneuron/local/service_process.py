@@ -20,6 +20,7 @@ from pathlib import Path
 
 from smneuron.files.local_record import LOCAL_ACCOUNT, LOCAL_REGION, local_keys
 from smneuron.files.private import write_private
+from smneuron.local import reaper
 from smneuron.local.aws.data_plane.backing import Backer
 from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine.autoscaler import Autoscaler, Capacity
@@ -27,7 +28,6 @@ from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_a
 from smneuron.local.aws.engine.patching import EmbeddedAwsError
 from smneuron.local.aws.engine.quotas import QuotaBook
 from smneuron.local.aws.state.persistence import Keeper, describe
-from smneuron.local import reaper
 from smneuron.local.reaper import OWNER
 from smneuron.serving.access import KEY_ENV, new_key
 from smneuron.session import Session

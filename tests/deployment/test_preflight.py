@@ -241,3 +241,25 @@ def test_a_pair_measured_to_fail_is_refused_before_anything_is_created(monkeypat
         preflight.check(_traced_with("2.13.0"), CPU_IMAGE)
     assert "traced with torch 2.13.0, and pytorch-inference:2.6.0-cpu" in str(refused.value)
     assert "unknown builtin op" in str(refused.value) and "--image-uri" in str(refused.value)
+
+
+def test_a_dry_run_asks_what_it_only_reports_once_and_says_why_it_could_not(cpu_artifact):
+    """A dry run's kind and quota checks are said, not depended on: an AWS that cannot be reached is asked once per
+    question (not through the retries' backoff, about 6 s a check with no network) and the plan says it was not
+    reached, apart from a refused permission."""
+    from smneuron.session import Session
+
+    dead = Session.from_env(endpoint_url="http://127.0.0.1:9")  # the discard port: nothing answers
+    sent: list[str] = []
+    dead.boto_session.events.register("before-send", lambda request, event_name, **_: sent.append(event_name))
+    notes = smneuron.preview(cpu_artifact, instance="ml.c6i.xlarge", name="x", session=dead).notes
+    assert (
+        "Quotas not checked: Service Quotas could not be read (not reached: EndpointConnectionError)."
+        in " ".join(notes)
+    ), notes
+    assert any(
+        "Not checked: whether endpoint x exists" in n and "EndpointConnectionError" in n for n in notes
+    )
+    assert len(sent) == 2, (
+        sent
+    )  # DescribeEndpoint and ListServiceQuotas, one attempt each (a loopback client: 2)
