@@ -1,8 +1,8 @@
 """The compile defaults against the old ones, served on the embedded SageMaker (issue 63 #1).
 
 all-MiniLM-L6-v2 compiled for cpu twice: as `smneuron compile MODEL` did before issue 63 (one bucket of 128 tokens at
-batch 1, given here as flags) and with no shape flags (compilation/shapes.py: batch 16 and 1, buckets 32/64/128).
-Each is deployed on the embedded SageMaker as `smneuron deploy` does (one ml.c6i.xlarge, its defaults: the
+batch 1, given here as flags) and with no shape flags (compilation/shapes.py: for a small model on cpu, batch 8 and 1,
+buckets 32/64/128). Each is deployed on the embedded SageMaker as `smneuron deploy` does (one ml.c6i.xlarge, its defaults: the
 artifact's batch size, 5 ms batch delay) and benched with the bench's own texts (the tokenizer's words, 24 +- 8
 tokens), at concurrency 32 (throughput) and 1 (latency), in turns, side by side.
 

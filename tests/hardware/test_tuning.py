@@ -13,6 +13,7 @@ from smneuron.errors import ConfigError
 from smneuron.hardware.tuning import Measured, _pick, tune
 
 
+@pytest.mark.e2e  # serves each layout with model servers: not in the fast loop
 def test_tune_measures_each_layout_and_compiles_the_fastest(tiny_classifier, tmp_path):
     result = tune(tiny_classifier, tmp_path / "out", task="text-classification", batch_sizes=[1, 4],
                   bucket_sets=[[16, 32]], concurrency=8, seconds=2)  # fmt: skip
@@ -54,6 +55,7 @@ def test_tune_refuses_what_it_cannot_measure_here(tiny_classifier, tiny_llama, t
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.e2e  # serves each layout with model servers: not in the fast loop
 def test_the_cli_writes_the_report_it_prints(tiny_classifier, tmp_path):
     report, page = tmp_path / "tune.json", tmp_path / "tune.html"
     code, out, err = run_cli("tune", str(tiny_classifier), "-o", str(tmp_path / "o"), "--task", "text-classification",
