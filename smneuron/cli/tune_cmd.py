@@ -48,13 +48,21 @@ def tune_cmd(
 
 def _buckets(text: str) -> list[int]:
     from smneuron.errors import UsageError
+    from smneuron.specs.models import BUCKET_LENGTHS
 
     try:
-        return sorted({int(x) for x in text.split(",") if x.strip()})
+        lengths = sorted({int(x) for x in text.split(",") if x.strip()})
     except ValueError:
         raise UsageError(
             f"--bucket-set {text!r} is not a list of token lengths.", hint="e.g. --bucket-set 32,64,128"
         ) from None
+    least, most = BUCKET_LENGTHS
+    if not lengths or not all(least <= n <= most for n in lengths):
+        raise UsageError(
+            f"--bucket-set {text!r}: each bucket is a token length from {least} to {most}.",
+            hint="e.g. --bucket-set 32,64,128",
+        )
+    return lengths
 
 
 def _render(result: Any) -> None:

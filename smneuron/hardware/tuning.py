@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError as PydanticValidationError
+
 from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, model_kind
 from smneuron.artifact.manifest import Manifest
 from smneuron.benchmark import encoder as bench
@@ -31,10 +33,11 @@ from smneuron.compilation.buckets import from_data
 from smneuron.compilation.encoder import compile_model
 from smneuron.compilation.generation import read_config
 from smneuron.display.progress import step
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, UsageError
 from smneuron.hardware.tuning_report import html_page
 from smneuron.serving.server import LocalEndpoint
-from smneuron.specs.models import CompileSpec
+from smneuron.specs.compile_settings import COMPILE
+from smneuron.specs.models import BUCKET_LENGTHS, CompileSpec
 from smneuron.specs.tune_settings import TUNE
 
 
@@ -119,6 +122,7 @@ def tune(
     _check_runnable(target)
     config = read_config(model)
     grid, notes = _grid(model, config, target, batch_sizes, bucket_sets, data)
+    specs = [_spec(target, task, c) for c in grid]  # every layout checked before the first is compiled
     instance = instance or FIRST_INSTANCE[target]
     hourly, source = prices_for(None).quote(instance, None)
     with (
@@ -128,7 +132,7 @@ def tune(
         payloads = None
         for n, c in enumerate(grid):
             shown.update(f"batch {c.batch_size}, buckets {','.join(map(str, c.buckets))}")
-            art = compile_model(model, Path(tmp) / f"c{n}", _spec(target, task, c)).out_dir
+            art = compile_model(model, Path(tmp) / f"c{n}", specs[n]).out_dir
             payloads = payloads or load_payloads(data, tokenizer=art, count=400)
             _measure(c, art, instance, payloads, concurrency, seconds, hourly)
             shown.advance()
@@ -196,8 +200,21 @@ def _grid(model: Path, config: dict, target: str, batch_sizes: list[int] | None,
 
 
 def _spec(target: str, task: str | None, c: Measured) -> CompileSpec:
-    return CompileSpec(target=target, task=task, batch_size=c.batch_size,  # type: ignore[arg-type]
-                       batch_sizes=[1] if c.batch_size > 1 else None, buckets=c.buckets)  # fmt: skip
+    """The compile of one layout.
+
+    Raises:
+        UsageError: a batch size or bucket compile refuses, named as ``tune`` takes it.
+    """
+    try:
+        return CompileSpec(target=target, task=task, batch_size=c.batch_size,  # type: ignore[arg-type]
+                           batch_sizes=[1] if c.batch_size > 1 else None, buckets=c.buckets)  # fmt: skip
+    except PydanticValidationError as e:
+        batch, buckets = COMPILE.bounds(COMPILE["batch_size"]), BUCKET_LENGTHS
+        raise UsageError(
+            f"tune cannot compile batch {c.batch_size} with buckets {c.buckets}: {e.errors()[0]['msg'].removeprefix('Value error, ')}.",
+            hint=f"Give batch sizes (batch_sizes=, --batch-sizes) from {batch.least:g} to {batch.most:g} and bucket "
+            f"lengths (bucket_sets=, --bucket-set) from {buckets[0]} to {buckets[1]} tokens.",
+        ) from None
 
 
 def _measure(c: Measured, art: Path, instance: str, payloads: list[bytes], concurrency: int, seconds: float,

@@ -44,6 +44,9 @@ def _check_instance(value: str, use: Use | None = None) -> str:
         raise ValueError(str(e)) from None
 
 
+BUCKET_LENGTHS = (8, 8192)  # the sequence lengths a bucket may have, in tokens
+
+
 class CompileSpec(StrictModel):
     """How to compile one model: task, target, static shapes and compiler options."""
 
@@ -141,8 +144,9 @@ class CompileSpec(StrictModel):
     def _check_buckets(cls, v: list[int]) -> list[int]:
         if not v:
             raise ValueError("at least one sequence bucket is needed")
-        if any(b < 8 or b > 8192 for b in v):
-            raise ValueError(f"bucket lengths must be between 8 and 8192, got {v}")
+        least, most = BUCKET_LENGTHS
+        if any(b < least or b > most for b in v):
+            raise ValueError(f"bucket lengths must be between {least} and {most}, got {v}")
         return sorted(set(v))
 
 

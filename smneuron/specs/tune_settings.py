@@ -11,6 +11,8 @@ import dataclasses
 from smneuron.specs.compile_settings import COMPILE
 from smneuron.specs.options import Option, Options
 
+_BATCH = COMPILE.bounds(COMPILE["batch_size"])  # each batch size tried: compile's own range
+
 TUNE = Options(
     "tune",
     [
@@ -33,6 +35,8 @@ TUNE = Options(
             "--batch-sizes",
             type=list[int],
             comma=True,
+            least=_BATCH.least,
+            most=_BATCH.most,
             help="Batch sizes to try (default: compile's for the model's size class, halved and doubled).",
         ),  # fmt: skip
         Option(

@@ -134,6 +134,22 @@ CASES = [
     ("not-a-number", "deploy {artifact} --count many", 2, ["Invalid value for '--count'"], {}, None),
     ("tune-without-output", "tune {model}", 2, ["Missing option", "--output"], {}, None),
     (
+        "tune-batch-size-zero",
+        "tune {model} -o {root}/tuned --batch-sizes 8,0",
+        2,
+        ["--batch-sizes must be a whole number from 1 to 1024, got 0"],
+        {},
+        None,
+    ),
+    (
+        "tune-bucket-out-of-range",
+        "tune {model} -o {root}/tuned --bucket-set 32 --bucket-set 4",
+        2,
+        ["--bucket-set '4': each bucket is a token length from 8 to 8192"],
+        {},
+        None,
+    ),
+    (
         "tune-where-it-cannot-measure",
         "tune {model} -o {root}/tuned --target inf2",
         1,

@@ -55,6 +55,21 @@ def test_tune_refuses_what_it_cannot_measure_here(tiny_classifier, tiny_llama, t
     assert not (tmp_path / "o").exists()
 
 
+def test_a_layout_compile_refuses_is_refused_before_anything_is_compiled(tiny_classifier, tmp_path):
+    """From Python as from the CLI: a bucket or batch size out of compile's range is said, naming both ways in,
+    before the first layout is compiled (it failed after the others had been measured)."""
+    from smneuron.errors import UsageError
+
+    with pytest.raises(UsageError) as refused:
+        tune(tiny_classifier, tmp_path / "out", task="text-classification", bucket_sets=[[16, 32], [4]])
+    said = f"{refused.value.message} {refused.value.hint}"
+    assert (
+        "tune cannot compile batch" in said and "bucket lengths must be between 8 and 8192, got [4]" in said
+    )
+    assert "bucket_sets=" in said and "--bucket-set" in said
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.e2e  # serves each layout with model servers: not in the fast loop
 def test_the_cli_writes_the_report_it_prints(tiny_classifier, tmp_path):
     report, page = tmp_path / "tune.json", tmp_path / "tune.html"
