@@ -363,11 +363,14 @@ def from_exception(err: BaseException) -> SmneuronError | None:
     return _http_connection_error(err)
 
 
+UNREACHABLE = "EndpointConnectionError"  # the code of ``unreachable``'s error (botocore's name for it)
+
+
 def unreachable(url: str, detail: str = "") -> AwsError:
     """AWS (or the embedded AWS) cannot be reached at ``url``, or stopped answering mid-answer (``detail``)."""
     return AwsError(
         f"Cannot reach AWS at {url}{f': {detail}' if detail else ''}.",
-        code="EndpointConnectionError",
+        code=UNREACHABLE,
         hint="Check your network connection, the region (--region) and, if you set one, --endpoint-url "
         "or AWS_ENDPOINT_URL (is the embedded AWS running?). Commands that create nothing, like "
         "`deploy --dry-run` and `pipeline definition`, work offline.",

@@ -10,15 +10,15 @@ import time
 import urllib.parse
 from collections import deque
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from smneuron.display.progress import Step
 from smneuron.endpoints.handle import require
-from smneuron.endpoints.invoke import invoke_endpoint
+from smneuron.endpoints.invoke import SignedInvoker
 from smneuron.errors import (
+    UNREACHABLE,
     AwsError,
     ConfigError,
     InvocationError,
@@ -124,7 +124,8 @@ def url_sender(
 def sagemaker_sender(
     name: str, session: Any, concurrency: int, errors: ErrorLog | None = None, checked: bool = False
 ) -> tuple[Send, Callable[[], Awaitable[None]]]:
-    """An async sender to InvokeEndpoint (boto3 in a thread pool sized to the concurrency).
+    """An async sender to InvokeEndpoint (``endpoints.invoke.SignedInvoker``: botocore's signing and endpoint, one
+    attempt a request, a connection pool of the concurrency; for open loops at least ``OPEN_LOOP_CONNECTIONS``).
 
     Raises:
         NotFoundError: the endpoint does not exist (checked once, before any load is sent, unless ``checked``: the
@@ -133,28 +134,27 @@ def sagemaker_sender(
 
     if not checked:
         require(session, name)
-    pool = ThreadPoolExecutor(max_workers=concurrency)
+    invoker = SignedInvoker(session, name, "application/json", "application/json",
+                            connections=max(concurrency + 8, OPEN_LOOP_CONNECTIONS))  # fmt: skip
 
-    def call(body: bytes) -> int:
+    async def send(body: bytes) -> int:
         try:
-            invoke_endpoint(session, name, body, "application/json", "application/json")
+            await invoker.invoke(body)
             return 200
         except InvocationError as e:
             if errors is not None:
                 errors.record(f"HTTP {e.status}: {e.body[:200]}")
             return e.status
         except AwsError as e:
+            if (
+                e.code == UNREACHABLE
+            ):  # the service is gone: the bench stops and says so, as any command would
+                raise
             if errors is not None:
                 errors.record(e.message)
             return 429 if e.code in ("ThrottlingException", "Throttling") else 503
 
-    async def send(body: bytes) -> int:
-        return await asyncio.get_running_loop().run_in_executor(pool, call, body)
-
-    async def close() -> None:
-        pool.shutdown(wait=False)
-
-    return send, close
+    return send, invoker.close
 
 
 def endpoint_latency_metrics(

@@ -242,34 +242,39 @@ def test_jsonl_data_file(tmp_path):
     assert bodies == [{"inputs": "hello"}, {"inputs": ["a", "b"], "parameters": {"top_k": 2}}]
 
 
-def test_sagemaker_endpoint_target_against_moto(session, role):
-    from smneuron.errors import NotFoundError
+@pytest.mark.e2e  # the embedded SageMaker (`local up`) and a model server
+def test_an_endpoint_target_sends_signed_invocations_the_model_answers(
+    smneuron_cli, tiny_classifier, tmp_path
+):
+    """bench against a SageMaker endpoint: a missing one is refused before any load; each request is InvokeEndpoint
+    signed as botocore signs it (the embedded SageMaker checks the SigV4 signature) and answered by the model; a body
+    the model refuses is its own status and words, at the first request."""
+    from conftest import local_kw
 
+    from smneuron.compilation.encoder import compile_model
+    from smneuron.errors import NotFoundError
+    from smneuron.session import Session
+
+    compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16")
+    url = json.loads(smneuron_cli("local", "up", "--json").stdout)["url"]
+    smneuron_cli("--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.large", "--name", "ep")
+    kw = local_kw(url)
+    import boto3
+
+    session = Session(boto3.Session(aws_access_key_id=kw["aws_access_key_id"], region_name=kw["region_name"],
+                                    aws_secret_access_key=kw["aws_secret_access_key"]),
+                      region=kw["region_name"], endpoint_url=url)  # fmt: skip
+    run = dict(profile="throughput", concurrency=4, duration_s=20, max_requests=20, warmup_s=0, cooldown_s=0)
     with pytest.raises(NotFoundError, match="'missing' does not exist"):  # never a benchmark of nothing
-        bench.run(
-            endpoint="missing",
-            session=session,
-            payloads=payload(0),
-            profile="throughput",
-            concurrency=4,
-            duration_s=5,
-            max_requests=20,
-            warmup_s=0,
-            cooldown_s=0,
-        )
-    _moto_endpoint(session, role, "ep")
-    r = bench.run(
-        endpoint="ep",
-        session=session,
-        payloads=payload(0),
-        profile="throughput",
-        concurrency=4,
-        duration_s=5,
-        max_requests=20,
-        warmup_s=0,
-        cooldown_s=0,
-    )
-    assert r.runs[0].requests_ok == 20 and r.target == "sagemaker:ep"
+        bench.run(endpoint="missing", session=session, payloads=[b'{"inputs": "hello"}'], **run)
+    r = bench.run(endpoint="ep", session=session, payloads=[b'{"inputs": "hello world"}'], **run)
+    assert r.runs[0].requests_ok == 20 and r.runs[0].requests_failed == 0 and r.target == "sagemaker:ep"
+    # the container's 4xx, as InvokeEndpoint's ModelError carries it, said at the first request
+    with pytest.raises(ConfigError) as refused:
+        bench.run(endpoint="ep", session=session, payloads=[b'{"texts": "no inputs key"}'], **run)
+    said = str(refused.value)
+    assert "The model refused the first request before any load was sent (HTTP 400: " in said
+    assert "Each input must be a string or a [text, text_pair] pair of strings" in said
 
 
 @pytest.mark.e2e
@@ -347,7 +352,10 @@ def _moto_endpoint(session, role, name: str) -> None:
 
 
 def test_cloudwatch_model_and_overhead_latency_for_endpoints(session, role):
+    """The run's SageMaker-side latency: ModelLatency and OverheadLatency (microseconds) read back in ms."""
     import datetime as dt
+
+    from smneuron.benchmark.targets import endpoint_latency_metrics
 
     _moto_endpoint(session, role, "ep-cw")
     cw = session.client("cloudwatch")
@@ -366,18 +374,9 @@ def test_cloudwatch_model_and_overhead_latency_for_endpoints(session, role):
                 }
             ],
         )
-    r = bench.run(
-        endpoint="ep-cw",
-        session=session,
-        payloads=payload(0),
-        profile="synchronous",
-        duration_s=5,
-        max_requests=3,
-        warmup_s=0,
-        cooldown_s=0,
-    )
-    assert r.cloudwatch["ModelLatency"]["average_ms"] == pytest.approx(12.0)
-    assert r.cloudwatch["OverheadLatency"]["max_ms"] == pytest.approx(3.0)
+    got = endpoint_latency_metrics(session, "ep-cw", now, now)
+    assert got["ModelLatency"]["average_ms"] == pytest.approx(12.0)
+    assert got["OverheadLatency"]["max_ms"] == pytest.approx(3.0)
 
 
 def test_a_run_with_too_many_failed_requests_fails_after_writing_its_report(slow_server, tmp_path):
