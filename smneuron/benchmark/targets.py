@@ -1,5 +1,5 @@
 """Where bench sends its load: a local URL (aiohttp) or a SageMaker endpoint (InvokeEndpoint through
-smneuron.endpoints.invoke), and SageMaker's own latency metrics for the run from CloudWatch."""
+smneuron.endpoints.invoke's SignedInvoker), and SageMaker's own latency metrics for the run from CloudWatch."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The data plane: send one request to a SageMaker endpoint (InvokeEndpoint) or a local URL.
 
-The one place that calls InvokeEndpoint. The ``Endpoint`` handle (smneuron.endpoints.handle), bench,
-evaluation and the pipeline's staging step all send through here.
+The one place that calls InvokeEndpoint. The ``Endpoint`` handle (smneuron.endpoints.handle), evaluation and the
+pipeline's staging step send through boto3 (``invoke_endpoint``); bench's load goes through ``SignedInvoker``, the same
+request signed with botocore's SigV4 on an asyncio pool, whose errors are ``invoke_endpoint``'s.
 """
 
 from __future__ import annotations
