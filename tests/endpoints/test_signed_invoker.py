@@ -33,7 +33,8 @@ def _as_botocore_reads_it(status: int, kind: str, doc: dict) -> Exception:
     does), then invoke_endpoint's mapping of the ClientError."""
     model = botocore.session.get_session().get_service_model("sagemaker-runtime")
     parser = botocore.parsers.create_parser(model.protocol)
-    headers = HeadersDict({"x-amzn-ErrorType": kind, "Content-Type": "application/json"})  # as urllib3's: any case
+    # case-insensitive, as urllib3's headers are when botocore parses them
+    headers = HeadersDict({"x-amzn-ErrorType": kind, "Content-Type": "application/json"})
     raw = {"status_code": status, "headers": headers, "body": json.dumps(doc).encode()}
     parsed = parser.parse(raw, model.operation_model("InvokeEndpoint").output_shape)
     shape = model.shape_for_error_code(parsed["Error"]["Code"])

@@ -63,6 +63,11 @@ def test_bad_values_are_reported_together(tmp_path):
 
 
 def test_flags_override_file_values():
+    # the flags a refusal names come from the verbs' tables (specs.validation.FLAGS): loaded here as the CLI loads them,
+    # so that this test holds alone as well as after the modules that import them (it failed when run by itself)
+    import smneuron.specs.compile_settings
+    import smneuron.specs.deploy_settings  # noqa: F401
+
     spec = CompileSpec(target="inf2", batch_size=2)
     new = override(spec, batch_size=8, target=None, buckets="64,32")
     assert (new.batch_size, new.target, new.buckets) == (8, "inf2", [32, 64])
