@@ -146,9 +146,8 @@ def sagemaker_sender(
                 errors.record(f"HTTP {e.status}: {e.body[:200]}")
             return e.status
         except AwsError as e:
-            if (
-                e.code == UNREACHABLE
-            ):  # the service is gone: the bench stops and says so, as any command would
+            # the service is gone: the bench stops and says so, as any command would
+            if e.code == UNREACHABLE:
                 raise
             if errors is not None:
                 errors.record(e.message)

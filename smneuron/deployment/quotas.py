@@ -126,10 +126,8 @@ def check(session: Session, needs: list[Need], *, updating: str | None = None) -
     """
     try:
         quotas = read_quotas(session)
-    except (
-        ClientError,
-        BotoCoreError,
-    ) as e:  # refused (a permission), or not reached (no network): said apart
+    # refused (a permission), or not reached (no network): said apart
+    except (ClientError, BotoCoreError) as e:
         why = (f"{e.response['Error'].get('Code', '')}; smneuron needs servicequotas:ListServiceQuotas"
                if isinstance(e, ClientError) else f"not reached: {type(e).__name__}")  # fmt: skip
         return [f"Quotas not checked: Service Quotas could not be read ({why}). SageMaker refuses a plan past them "

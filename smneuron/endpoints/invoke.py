@@ -116,9 +116,7 @@ class SignedInvoker:
                         members["Accept"].serialization["name"]: accept}  # fmt: skip
         self.component_header = members["InferenceComponentName"].serialization["name"]
         self._credentials = session.boto_session.get_credentials()
-        self._signer = lambda creds: SigV4Auth(
-            creds, runtime.meta.service_model.signing_name, runtime.meta.region_name
-        )
+        self._signing = (SigV4Auth, runtime.meta.service_model.signing_name, runtime.meta.region_name)
         # the CA bundle botocore verifies with (AWS_CA_BUNDLE / ca_bundle, else its default)
         self._cafile = get_cert_path(session.boto_session._session.get_config_variable("ca_bundle") or True)
         self._connections, self._http = connections, None
@@ -128,7 +126,8 @@ class SignedInvoker:
 
         headers = dict(self.headers, **({self.component_header: component} if component else {}))
         request = AWSRequest(method="POST", url=self.url, data=body, headers=headers)
-        self._signer(self._credentials.get_frozen_credentials()).add_auth(request)
+        signer, service, region = self._signing
+        signer(self._credentials.get_frozen_credentials(), service, region).add_auth(request)
         return dict(request.headers.items())
 
     async def invoke(self, body: bytes, component: str | None = None) -> Response:

@@ -210,8 +210,9 @@ def _spec(target: str, task: str | None, c: Measured) -> CompileSpec:
                            batch_sizes=[1] if c.batch_size > 1 else None, buckets=c.buckets)  # fmt: skip
     except PydanticValidationError as e:
         batch, buckets = COMPILE.bounds(COMPILE["batch_size"]), BUCKET_LENGTHS
+        problem = e.errors()[0]["msg"].removeprefix("Value error, ")
         raise UsageError(
-            f"tune cannot compile batch {c.batch_size} with buckets {c.buckets}: {e.errors()[0]['msg'].removeprefix('Value error, ')}.",
+            f"tune cannot compile batch {c.batch_size} with buckets {c.buckets}: {problem}.",
             hint=f"Give batch sizes (batch_sizes=, --batch-sizes) from {batch.least:g} to {batch.most:g} and bucket "
             f"lengths (bucket_sets=, --bucket-set) from {buckets[0]} to {buckets[1]} tokens.",
         ) from None
