@@ -37,6 +37,7 @@ from smneuron.benchmark.prompts import Lengths, load_tokenizer, requests_from
 from smneuron.benchmark.search import MEASURABLE, meets_stream, searched
 from smneuron.benchmark.stream_targets import (
     StreamSend,
+    StreamTarget,
     openai_stream_sender,
     sagemaker_stream_sender,
     url_stream_sender,
@@ -394,7 +395,7 @@ def _sender(
         check_reachable(url)
         return sender
     make = openai_stream_sender if via == "openai" else sagemaker_stream_sender
-    return make(endpoint, session, width, tokenizer, component, checked)
+    return make(StreamTarget(endpoint, session, width, tokenizer, component, checked))
 
 
 def _check_some_answered(runs: list[GenerationRun], target: Any) -> None:

@@ -9,7 +9,7 @@ import html
 import io
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,6 +149,41 @@ def run_label(run: dict) -> str:
     return f"{run['profile']} {run['rate']:.2f}/s" if run.get("rate") else run["profile"]
 
 
+def _dist(key: str, q: str) -> Callable[[dict], str]:
+    return lambda r: _ms(r[key], q)
+
+
+def _given(key: str, form: str) -> Callable[[dict], str]:
+    return lambda r: "-" if r.get(key) is None else form.format(r[key])
+
+
+# A run's cells by column: the HTML report and the terminal's table each pick their columns from here.
+RUN_CELLS: dict[str, Callable[[dict], str]] = {
+    "run": run_label,
+    "req/s": _given("requests_per_s", "{:.2f}"),
+    "out tok/s": _given("output_tokens_per_s", "{:.1f}"),
+    "conc": _given("concurrency_mean", "{:.1f}"),
+    **{f"{name} {q}": _dist(key, q) for name, key in (("TTFT", "ttft_ms"), ("ITL", "itl_ms")) for q in ("p50", "p95", "p99")},
+    "TPOT mean": _dist("tpot_ms", "mean"),
+    "latency p99": _dist("latency_ms", "p99"),
+    "ok / err / incomplete": lambda r: f"{r['successful']} / {r['errored']} / {r['incomplete']}",
+    "ok": _given("successful", "{}"),
+    "err": _given("errored", "{}"),
+    "cut": _given("incomplete", "{}"),
+    "goodput": _given("goodput_share", "{:.1%}"),
+    "$ / 1M out tok": _given("cost_per_million_output_tokens_usd", "${:.2f}"),
+}  # fmt: skip
+HTML_COLUMNS = ("run", "req/s", "out tok/s", "TTFT p50", "TTFT p95", "ITL p50", "ITL p95", "TPOT mean",
+                "latency p99", "ok / err / incomplete", "goodput", "$ / 1M out tok")  # fmt: skip
+TERMINAL_COLUMNS = ("run", "req/s", "out tok/s", "conc", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "TPOT mean",
+                    "ok", "err", "cut", "goodput", "$ / 1M out tok")  # fmt: skip
+
+
+def run_cells(run: dict, columns: tuple[str, ...]) -> list[str]:
+    """One run's cells for ``columns`` (names in ``RUN_CELLS``)."""
+    return [RUN_CELLS[c](run) for c in columns]
+
+
 def write_pngs(report: dict, directory: str | Path) -> list[Path]:
     return [write_bytes(Path(directory) / f"{name}.png", data) for name, data in figures(report).items()]
 
@@ -160,42 +195,9 @@ def write_html(report: dict, path: str | Path) -> Path:
         f'<figure><img alt="{e(name)}" src="data:image/png;base64,{base64.b64encode(data).decode()}"></figure>'
         for name, data in figures(report).items()
     )
-    head = [
-        "run",
-        "req/s",
-        "out tok/s",
-        "TTFT p50",
-        "TTFT p95",
-        "ITL p50",
-        "ITL p95",
-        "TPOT mean",
-        "latency p99",
-        "ok / err / incomplete",
-        "goodput",
-        "$ / 1M out tok",
-    ]
+    head = list(HTML_COLUMNS)
     rows = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{e(str(c))}</td>"
-            for c in [
-                run_label(r),
-                f"{r['requests_per_s']:.2f}",
-                f"{r['output_tokens_per_s']:.1f}",
-                _ms(r["ttft_ms"], "p50"),
-                _ms(r["ttft_ms"], "p95"),
-                _ms(r["itl_ms"], "p50"),
-                _ms(r["itl_ms"], "p95"),
-                _ms(r["tpot_ms"], "mean"),
-                _ms(r["latency_ms"], "p99"),
-                f"{r['successful']} / {r['errored']} / {r['incomplete']}",
-                "-" if r.get("goodput_share") is None else f"{r['goodput_share']:.1%}",
-                "-"
-                if r.get("cost_per_million_output_tokens_usd") is None
-                else f"${r['cost_per_million_output_tokens_usd']:.2f}",
-            ]
-        )
-        + "</tr>"
+        "<tr>" + "".join(f"<td>{e(c)}</td>" for c in run_cells(r, HTML_COLUMNS)) + "</tr>"
         for r in report["runs"]
     )
     facts = {

@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from smneuron.benchmark.generation_metrics import Timing
@@ -142,51 +143,48 @@ def as_chat(body: bytes) -> bytes:
     return json.dumps(doc).encode()
 
 
-def openai_stream_sender(
-    name: str,
-    session: Any,
-    concurrency: int,
-    tokenizer: Any = None,
-    component: str | None = None,
-    checked: bool = False,
-) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
-    """Stream through the endpoint's /openai/v1/chat/completions with a bearer token renewed as it runs. ``checked``:
-    the caller read the endpoint already and named its component (``bench_here``): nothing is read again.
+@dataclass(frozen=True)
+class StreamTarget:
+    """An endpoint to stream a bench through. ``checked``: the caller read the endpoint already and named its
+    component (``bench_here``): nothing is read again."""
+
+    name: str
+    session: Any
+    concurrency: int
+    tokenizer: Any = None
+    component: str | None = None
+    checked: bool = False
+
+
+def openai_stream_sender(t: StreamTarget) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
+    """Stream through the endpoint's /openai/v1/chat/completions with a bearer token renewed as it runs.
 
     Raises:
         NotFoundError, ConfigError: what ``openai_access`` raises (an encoder endpoint, an unknown component).
     """
     url = (
-        base_url(session, name, component)
-        if checked
-        else openai_access(name, component, session=session).base_url
+        base_url(t.session, t.name, t.component)
+        if t.checked
+        else openai_access(t.name, t.component, session=t.session).base_url
     )
-    auth = RenewingToken(session)
+    auth = RenewingToken(t.session)
     return url_stream_sender(
         url,
-        concurrency,
-        tokenizer,
+        t.concurrency,
+        t.tokenizer,
         path="/chat/completions",
         headers=lambda: {"Authorization": f"Bearer {auth.token()}"},
         shape=as_chat,
     )
 
 
-def sagemaker_stream_sender(
-    name: str,
-    session: Any,
-    concurrency: int,
-    tokenizer: Any = None,
-    component: str | None = None,
-    checked: bool = False,
-) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
-    """Raises NotFoundError (before any load) when the endpoint does not exist. ``checked``: the caller read the
-    endpoint already (``bench_here``) and named its component: nothing is read again."""
-
-    if not checked:
+def sagemaker_stream_sender(t: StreamTarget) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
+    """Raises NotFoundError (before any load) when the endpoint does not exist."""
+    session, name, component, tokenizer = t.session, t.name, t.component, t.tokenizer
+    if not t.checked:
         require(session, name)
         component = choose_component(name, components.for_endpoint(session, name), component)[0]
-    pool = ThreadPoolExecutor(max_workers=concurrency)
+    pool = ThreadPoolExecutor(max_workers=t.concurrency)
 
     def call(body: bytes, t0: float) -> Timing:
         start = time.perf_counter()

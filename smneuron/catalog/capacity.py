@@ -234,13 +234,7 @@ def capacity(
     """Fit ``shape`` in (batch, sequence, tp, dtype) on ``instance``; copies default to cores (GPUs) // tp."""
     if instance.family == "gpu":
         return _gpu_capacity(
-            shape,
-            instance,
-            batch_size=batch_size,
-            sequence_length=sequence_length,
-            tensor_parallel_size=tensor_parallel_size,
-            dtype=dtype,
-            copies=copies,
+            shape, instance, (tensor_parallel_size, batch_size, sequence_length, dtype, copies)
         )
     tp = tensor_parallel_size
     nbytes = DTYPE_BYTES[dtype]
@@ -293,17 +287,12 @@ NO_BF16 = ("NVIDIA T4", "NVIDIA V100", "NVIDIA K80")
 
 
 def _gpu_capacity(
-    shape: ModelShape,
-    instance: InstanceType,
-    *,
-    batch_size: int,
-    sequence_length: int,
-    tensor_parallel_size: int,
-    dtype: str,
-    copies: int | None,
+    shape: ModelShape, instance: InstanceType, asked: tuple[int, int, int, str, int | None]
 ) -> Capacity:
-    """The arithmetic on a GPU type: weights + paged KV cache per GPU under vLLM's memory share."""
-    tp, nbytes, gpus = tensor_parallel_size, DTYPE_BYTES[dtype], instance.gpus
+    """The arithmetic on a GPU type: weights + paged KV cache per GPU under vLLM's memory share, for ``asked``
+    (tp, batch, sequence, dtype, copies or None as capacity() takes them)."""
+    tp, batch_size, sequence_length, dtype, copies = asked
+    nbytes, gpus = DTYPE_BYTES[dtype], instance.gpus
     per_gpu = instance.accelerator_memory_gib / gpus if gpus else 0.0
     fit = gpus // tp if gpus else 0
     n = copies if copies is not None else max(fit, 1)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import typer
 
@@ -21,37 +25,64 @@ def demo_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """compile -> package -> upload -> deploy -> serve -> invoke -> bench -> teardown, all local."""
-    from smneuron.cli.bench_cmd import render as render_bench
-    from smneuron.local.demo import run_demo
-
-    if llm or model:
-        return _generation_demo(instance, bench_seconds, model, as_json, state(ctx).project().prices)
-
+    prices = state(ctx).project().prices
+    demo = _generation_demo(model) if llm or model else _encoder_demo()
+    run = functools.partial(demo.run, instance_type=instance, bench_seconds=bench_seconds, prices=prices)
     if as_json:
-        result = run_demo(
-            instance_type=instance, bench_seconds=bench_seconds, prices=state(ctx).project().prices
-        )
-        return _print_result(result, task=result.task, answer=result.answer, bench=result.report.to_dict())
+        result = run()
+        _print_result(result, **demo.fields(result))
+        return
     c = console()
-    c.print(
-        "[bold]smneuron demo[/bold]: the whole path on this machine (embedded AWS on loopback, cpu target)"
-    )
+    c.print(demo.title)
     started = time.perf_counter()
-    result = _with_progress(
-        lambda on_stage: run_demo(
-            instance_type=instance,
-            bench_seconds=bench_seconds,
-            prices=state(ctx).project().prices,
-            on_stage=on_stage,
-        )
-    )
-    answer = json.dumps(result.answer)
-    c.print(f"\nAnswer ({result.task}, {result.model}): {answer[:160]}{'...' if len(answer) > 160 else ''}")
-    render_bench(result.report)
+    result = _with_progress(run)
+    c.print(demo.answer_line(result))
+    demo.render(result.report)
     table("Left behind after teardown", list(result.leftovers), [list(result.leftovers.values())])
     c.print(f"[bold]Demo finished in {time.perf_counter() - started:.1f} s.[/bold]")
     if any(result.leftovers.values()):
         raise typer.Exit(1)
+
+
+@dataclass(frozen=True)
+class _Demo:
+    """What differs between the two demos: the run, its title, its answer line, its JSON fields, its report."""
+
+    run: Callable[..., Any]
+    title: str
+    answer_line: Callable[[Any], str]
+    fields: Callable[[Any], dict[str, Any]]
+    render: Callable[[Any], None]
+
+
+def _encoder_demo() -> _Demo:
+    from smneuron.cli.bench_cmd import render
+    from smneuron.local.demo import run_demo
+
+    def answer_line(result: Any) -> str:
+        answer = json.dumps(result.answer)
+        return f"\nAnswer ({result.task}, {result.model}): {answer[:160]}{'...' if len(answer) > 160 else ''}"
+
+    return _Demo(
+        run=run_demo,
+        title="[bold]smneuron demo[/bold]: the whole path on this machine (embedded AWS on loopback, cpu target)",
+        answer_line=answer_line,
+        fields=lambda r: {"task": r.task, "answer": r.answer, "bench": r.report.to_dict()},
+        render=render,
+    )
+
+
+def _generation_demo(model: str | None) -> _Demo:
+    from smneuron.cli.generation_bench_cmd import render
+    from smneuron.local.demo_generation import run_generation_demo
+
+    return _Demo(
+        run=functools.partial(run_generation_demo, model_dir=model),
+        title="[bold]smneuron demo --llm[/bold]: text generation on this machine (embedded SageMaker, stand-in vLLM)",
+        answer_line=lambda r: f"\nStreamed answer ({r.model}): {r.answer!r}",
+        fields=lambda r: {"answer": r.answer, "ttft_s": r.ttft_s, "bench": r.report},
+        render=render,
+    )
 
 
 def _print_result(result, **fields) -> None:  # type: ignore[no-untyped-def]
@@ -69,38 +100,4 @@ def _with_progress(run):  # type: ignore[no-untyped-def]
     def on_stage(name: str, seconds: float, detail: str) -> None:
         c.print(f"[green]done[/green] {name:<13} {seconds:6.2f} s  {detail}")
 
-    return run(on_stage)
-
-
-def _generation_demo(
-    instance: str, bench_seconds: float, model: str | None, as_json: bool, prices: dict[str, float]
-) -> None:
-
-    from smneuron.cli.generation_bench_cmd import render as render_generation_bench
-    from smneuron.local.demo_generation import run_generation_demo
-
-    if as_json:
-        result = run_generation_demo(
-            model_dir=model, instance_type=instance, bench_seconds=bench_seconds, prices=prices
-        )
-        return _print_result(result, answer=result.answer, ttft_s=result.ttft_s, bench=result.report)
-    c = console()
-    c.print(
-        "[bold]smneuron demo --llm[/bold]: text generation on this machine (embedded SageMaker, stand-in vLLM)"
-    )
-    started = time.perf_counter()
-    result = _with_progress(
-        lambda on_stage: run_generation_demo(
-            model_dir=model,
-            instance_type=instance,
-            bench_seconds=bench_seconds,
-            on_stage=on_stage,
-            prices=prices,
-        )
-    )
-    c.print(f"\nStreamed answer ({result.model}): {result.answer!r}")
-    render_generation_bench(result.report)  # type: ignore[arg-type]
-    table("Left behind after teardown", list(result.leftovers), [list(result.leftovers.values())])
-    c.print(f"[bold]Demo finished in {time.perf_counter() - started:.1f} s.[/bold]")
-    if any(result.leftovers.values()):
-        raise typer.Exit(1)
+    return run(on_stage=on_stage)

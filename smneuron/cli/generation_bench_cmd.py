@@ -76,54 +76,13 @@ def _show_in_account(endpoint: str | None, measured, c) -> None:  # type: ignore
         )
 
 
-def _ms(d: dict, q: str) -> str:
-    return f"{d[q]:.1f}" if q in d else "-"
-
-
 def render(data: dict) -> None:
+    from smneuron.benchmark.generation_report import TERMINAL_COLUMNS, run_cells
+
     table(
         f"{data['target']}: text generation" + (f", through {data['path']}" if data.get("path") else ""),
-        [
-            "run",
-            "req/s",
-            "out tok/s",
-            "conc",
-            "TTFT p50",
-            "TTFT p99",
-            "ITL p50",
-            "ITL p99",
-            "TPOT",
-            "ok",
-            "err",
-            "cut",
-            "goodput",
-            "$/1M tok",
-        ],
-        [
-            [
-                (
-                    f"{r['profile']} c={r['concurrency']}"
-                    if r["concurrency"]
-                    else f"{r['profile']} {r['rate']:.2f}/s"
-                ),
-                f"{r['requests_per_s']:.2f}",
-                f"{r['output_tokens_per_s']:.1f}",
-                f"{r['concurrency_mean']:.1f}",
-                _ms(r["ttft_ms"], "p50"),
-                _ms(r["ttft_ms"], "p99"),
-                _ms(r["itl_ms"], "p50"),
-                _ms(r["itl_ms"], "p99"),
-                _ms(r["tpot_ms"], "mean"),
-                r["successful"],
-                r["errored"],
-                r["incomplete"],
-                "-" if r["goodput_share"] is None else f"{r['goodput_share']:.0%}",
-                "-"
-                if r["cost_per_million_output_tokens_usd"] is None
-                else f"{r['cost_per_million_output_tokens_usd']:.2f}",
-            ]
-            for r in data["runs"]
-        ],
+        list(TERMINAL_COLUMNS),
+        [run_cells(r, TERMINAL_COLUMNS) for r in data["runs"]],
     )
     if data.get("best_good_rate"):
         console().print(
@@ -134,7 +93,7 @@ def render(data: dict) -> None:
             f"[dim]price ${data['hourly_usd']:.3f}/h x {data['instance_count']:g} ({data['price_source']})[/dim]"
         )
     console().print(
-        "[dim]ms; TTFT/ITL/TPOT as GuideLLM defines them; cut = incomplete (stream cut off)[/dim]"
+        "[dim]TTFT/ITL/TPOT as GuideLLM defines them; cut = incomplete (stream cut off)[/dim]"
     )
 
 

@@ -4,6 +4,8 @@ The SageMaker SDK has no autoscaling; this is the one implementation (deploy, sc
 ``reconcile`` makes Application Auto Scaling hold exactly what a ``ScalingPlan`` says for its resource:
 what the plan no longer has (a policy after min == max, a schedule dropped from the list) is removed.
 Ownership is exact: the scalable target is the resource id of one variant or component, never a prefix.
+One module because the plan, its reading back (``describe``) and its reconciling share one shape: what a
+plan holds is what ``reconcile`` compares against AWS's answer, field for field.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -317,33 +320,10 @@ def reconcile(session: Session, p: ScalingPlan) -> Reconciled:
         elif not holds(current["targets"][0], target):
             aas.register_scalable_target(**target)
             out.changed.append(f"scalable target {p.resource_id} ({p.min_capacity}-{p.max_capacity})")
-        have = {x["PolicyName"]: x for x in current["policies"]}
-        for policy in p.policies:
-            name = policy["PolicyName"]
-            if name in have and holds(have[name], policy):
-                out.policy_arns[name] = have[name]["PolicyARN"]
-                continue
-            out.policy_arns[name] = aas.put_scaling_policy(**policy)["PolicyARN"]
-            if name in have:
-                out.changed.append(f"scaling policy {name}")
-            else:
-                out.created.append(("scaling_policy", f"{p.resource_id}|{p.dimension}|{name}"))
-        for name in sorted(set(have) - {x["PolicyName"] for x in p.policies}):
-            aas.delete_scaling_policy(PolicyName=name, **key)
-            out.removed.append(f"scaling policy {name}")
-        acts = {a["ScheduledActionName"]: a for a in current["scheduled_actions"]}
-        for action in p.scheduled:
-            name = action["ScheduledActionName"]
-            if name in acts and holds(acts[name], action):
-                continue
-            aas.put_scheduled_action(**action)
-            if name in acts:
-                out.changed.append(f"scheduled action {name}")
-            else:
-                out.created.append(("scheduled_action", f"{p.resource_id}|{p.dimension}|{name}"))
-        for name in sorted(set(acts) - {a["ScheduledActionName"] for a in p.scheduled}):
-            aas.delete_scheduled_action(ScheduledActionName=name, **key)
-            out.removed.append(f"scheduled action {name}")
+        for item in _ITEMS:
+            out.policy_arns.update(
+                _sync(out, p, current[item.current], getattr(p, item.planned), item, aas, key)
+            )
     except ClientError as e:
         raise from_client_error(e) from e
     return out
@@ -387,3 +367,56 @@ def undo(session: Session, kind: str, name: str) -> None:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One kind of thing Application Auto Scaling holds for a resource, as ``reconcile`` keeps it in step."""
+
+    current: str  # its list in ``describe``'s answer
+    planned: str  # its list on ScalingPlan
+    name_key: str
+    label: str  # in Reconciled.changed / removed
+    kind: str  # in Reconciled.created
+    verb: str  # put_<verb> / delete_<verb> on the client
+
+
+_ITEMS = (
+    _Item("policies", "policies", "PolicyName", "scaling policy", "scaling_policy", "scaling_policy"),
+    _Item(
+        "scheduled_actions", "scheduled", "ScheduledActionName", "scheduled action", "scheduled_action",
+        "scheduled_action",
+    ),
+)  # fmt: skip
+
+
+def _sync(
+    out: Reconciled,
+    p: ScalingPlan,
+    have_list: list[dict[str, Any]],
+    wanted: list[dict[str, Any]],
+    item: _Item,
+    aas: Any,
+    key: dict[str, str],
+) -> dict[str, str]:
+    """Put the ``wanted`` items that are new or changed, delete those only ``have_list`` has, and record each in
+    ``out``; returns the policy ARNs AWS answered (kept or put; none for scheduled actions)."""
+    have = {x[item.name_key]: x for x in have_list}
+    arns: dict[str, str] = {}
+    for want in wanted:
+        name = want[item.name_key]
+        if name in have and holds(have[name], want):
+            if "PolicyARN" in have[name]:
+                arns[name] = have[name]["PolicyARN"]
+            continue
+        answer = getattr(aas, f"put_{item.verb}")(**want)
+        if "PolicyARN" in answer:
+            arns[name] = answer["PolicyARN"]
+        if name in have:
+            out.changed.append(f"{item.label} {name}")
+        else:
+            out.created.append((item.kind, f"{p.resource_id}|{p.dimension}|{name}"))
+    for name in sorted(set(have) - {x[item.name_key] for x in wanted}):
+        getattr(aas, f"delete_{item.verb}")(**{item.name_key: name}, **key)
+        out.removed.append(f"{item.label} {name}")
+    return arns

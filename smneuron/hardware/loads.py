@@ -49,6 +49,12 @@ class Profile:
             **({"rate": self.rate} if self.rate is not None else {}),
         }
 
+    def shaping(self) -> dict:
+        """The keywords both kinds' runners take alike: the load's shape and its unmeasured edges."""
+        rate = {"rate": self.rate} if self.rate is not None else {}
+        return {"profile": self.profile, "duration_s": self.duration_s, "concurrencies": self.concurrencies,
+                "rates": self.rates, **rate, "warmup_s": self.warmup_s, "cooldown_s": self.cooldown_s}  # fmt: skip
+
 
 @dataclass
 class EncoderLoad:
@@ -80,14 +86,8 @@ class EncoderLoad:
             endpoint=c.endpoint,
             session=session,
             payloads=self.payloads,
-            profile=p.profile,
-            duration_s=p.duration_s,
             concurrency=p.concurrency,
-            concurrencies=p.concurrencies,
-            rates=p.rates,
-            **({"rate": p.rate} if p.rate is not None else {}),
-            warmup_s=p.warmup_s,
-            cooldown_s=p.cooldown_s,
+            **p.shaping(),
             instance_type=c.instance_type,
             price=c.hourly_usd,
         )
@@ -131,14 +131,8 @@ class GenerationLoad:
             session=session,
             component=c.component,
             tokenizer=self.tokenizer,
-            profile=p.profile,
-            duration_s=p.duration_s,
-            concurrencies=p.concurrencies,
             max_concurrency=p.concurrency,
-            rates=p.rates,
-            **({"rate": p.rate} if p.rate is not None else {}),
-            warmup_s=p.warmup_s,
-            cooldown_s=p.cooldown_s,
+            **p.shaping(),
             slo=self.slo,
             instance_type=c.instance_type,
             copies=c.copies,

@@ -19,7 +19,6 @@ import base64
 import binascii
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 from smneuron.local.aws.auth.sigv4 import Refused, Signed, verify
@@ -34,14 +33,8 @@ TOKEN_VERSION = "&Version=1"
 MAX_EXPIRY = dt.timedelta(seconds=43200)
 
 
-@dataclass
-class TokenRefused(Exception):
-    status: int  # 401 or 403
-    code: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
+class TokenRefused(Refused):
+    """A bearer token refused: status 401 (missing, malformed, expired) or 403 (not for this operation)."""
 
 
 def check(
@@ -107,7 +100,7 @@ def check(
     return signed
 
 
-def openai_error(refused: TokenRefused) -> dict:
+def openai_error(refused: Refused) -> dict:
     """The refusal as OpenAI's error body (what the ``openai`` client reads), AWS's code kept."""
     kind = "authentication_error" if refused.status == 401 else "permission_denied"
     return {

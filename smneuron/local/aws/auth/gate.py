@@ -48,7 +48,6 @@ from smneuron.local.aws.http.bodies import (
     ENVIRON_KEY,
     OBJECT_LIMIT,
     Body,
-    BodyError,
     declared_length,
     too_large,
 )
@@ -92,7 +91,7 @@ class Gate:
                 start_response("200 OK", [*(_cors(origin) if allowed else []), ("Content-Length", "0")])
                 return [b""]
             body = self._admit(environ, openai)
-        except (Refused, BodyError) as refused:
+        except Refused as refused:  # BodyError and TokenRefused too
             if openai:  # SageMaker's OpenAI path answers as OpenAI's servers do, whatever refused it
                 return _openai_refusal(start_response, refused)
             return refuse(start_response, protocol, _as_refused(refused, protocol))
@@ -151,10 +150,9 @@ class Gate:
         if length is not None and length > limit:  # from the announced length, before a byte is read
             raise too_large(length, limit)
         if openai:  # SageMaker's OpenAI-compatible path takes a bearer token (no body in it)
-            try:
-                bearer.check(environ.get("HTTP_AUTHORIZATION"), self.keys, LOCAL_REGION)
-            except bearer.TokenRefused as refused:
-                raise Refused(refused.status, refused.code, refused.message) from None
+            bearer.check(
+                environ.get("HTTP_AUTHORIZATION"), self.keys, LOCAL_REGION
+            )  # TokenRefused: a Refused
             return read_body(environ, limit)
         claim, verified = self._sender(environ)
         body = read_body(environ, limit)
@@ -224,7 +222,7 @@ def _decoded(environ: dict, body: Body, form: str, claim: Claim | None) -> Body:
     return decoded.body
 
 
-def _as_refused(refused: Refused | BodyError, protocol: str) -> Refused:
+def _as_refused(refused: Refused, protocol: str) -> Refused:
     if isinstance(refused, Refused):
         return refused
     if (
@@ -236,9 +234,8 @@ def _as_refused(refused: Refused | BodyError, protocol: str) -> Refused:
     return Refused(refused.status, refused.code, refused.message)
 
 
-def _openai_refusal(start_response: Callable, refused: Refused | BodyError) -> list[bytes]:
-    error = bearer.TokenRefused(refused.status, refused.code, refused.message)
-    return json_answer(start_response, refused.status, refused.code, bearer.openai_error(error))
+def _openai_refusal(start_response: Callable, refused: Refused) -> list[bytes]:
+    return json_answer(start_response, refused.status, refused.code, bearer.openai_error(refused))
 
 
 def _cors(origin: str | None) -> list[tuple[str, str]]:

@@ -97,6 +97,17 @@ def _find(backend: Any, kind: str, identifier: str, error: type) -> dict:
     return record
 
 
+def _delete(response: Any, kind: str, name_key: str, arn_key: str, busy: Any, error: type) -> dict:
+    """Delete-AI-workload-config and delete-AI-benchmark-job: the record named in the request, refused with
+    ``busy(record)``'s reason where it gives one; the answer's body names the ARN deleted."""
+    record = _find(response.sagemaker_backend, kind, response._get_param(name_key), error)
+    reason = busy(record)
+    if reason:
+        raise error(message=reason)
+    del _store(response.sagemaker_backend)[kind][record[name_key]]
+    return {arn_key: record[arn_key]}
+
+
 def _config_operations(result: type, error: type) -> dict[str, Any]:
     """CreateAIWorkloadConfig and its describe, list and delete, as SageMakerResponse methods."""
 
@@ -133,18 +144,18 @@ def _config_operations(result: type, error: type) -> dict[str, Any]:
         return result({"AIWorkloadConfigs": items})
 
     def delete_config(self: Any) -> Any:
-        backend = self.sagemaker_backend
-        record = _find(backend, "configs", self._get_param("AIWorkloadConfigName"), error)
-        name = record["AIWorkloadConfigName"]
-        active = [j["AIBenchmarkJobName"] for j in _store(backend)["jobs"].values()
-                  if j["AIWorkloadConfigIdentifier"].rsplit("/", 1)[-1] == name
-                  and j["AIBenchmarkJobStatus"] in ("InProgress", "Stopping")]  # fmt: skip
-        if active:
-            raise error(
-                message=f'AI workload config "{name}" is used by the active benchmark job {active[0]}.'
+        def busy(record: dict) -> str | None:
+            name = record["AIWorkloadConfigName"]
+            active = [j["AIBenchmarkJobName"] for j in _store(self.sagemaker_backend)["jobs"].values()
+                      if j["AIWorkloadConfigIdentifier"].rsplit("/", 1)[-1] == name
+                      and j["AIBenchmarkJobStatus"] in ("InProgress", "Stopping")]  # fmt: skip
+            return (
+                f'AI workload config "{name}" is used by the active benchmark job {active[0]}.'
+                if active
+                else None
             )
-        del _store(backend)["configs"][name]
-        return result({"AIWorkloadConfigArn": record["AIWorkloadConfigArn"]})
+
+        return result(_delete(self, "configs", "AIWorkloadConfigName", "AIWorkloadConfigArn", busy, error))
 
     return {
         "create_ai_workload_config": create_config,
@@ -205,12 +216,13 @@ def _job_operations(result: type, error: type) -> dict[str, Any]:
         return result({"AIBenchmarkJobArn": record["AIBenchmarkJobArn"]})
 
     def delete_job(self: Any) -> Any:
-        record = _find(self.sagemaker_backend, "jobs", self._get_param("AIBenchmarkJobName"), error)
-        if record["AIBenchmarkJobStatus"] in ("InProgress", "Stopping"):
-            raise error(message=f'AI benchmark job "{record["AIBenchmarkJobName"]}" is '
-                                f"{record['AIBenchmarkJobStatus']}; stop it first.")  # fmt: skip
-        del _store(self.sagemaker_backend)["jobs"][record["AIBenchmarkJobName"]]
-        return result({"AIBenchmarkJobArn": record["AIBenchmarkJobArn"]})
+        def busy(record: dict) -> str | None:
+            status = record["AIBenchmarkJobStatus"]
+            if status in ("InProgress", "Stopping"):
+                return f'AI benchmark job "{record["AIBenchmarkJobName"]}" is {status}; stop it first.'
+            return None
+
+        return result(_delete(self, "jobs", "AIBenchmarkJobName", "AIBenchmarkJobArn", busy, error))
 
     return {
         "create_ai_benchmark_job": create_job,

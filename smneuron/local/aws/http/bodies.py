@@ -16,7 +16,7 @@ sources:
 anything else, and a connection that ends before the last chunk, is a malformed request. (werkzeug's reader, which
 it replaces, spun on one malformed size line while its buffer grew without bound.)
 
-May import: the standard library; the gate turns ``BodyError`` into the protocol's refusal.
+May import: the standard library, ``aws_errors`` (its ``Refused``); the gate turns ``BodyError`` into the protocol's refusal.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ import hashlib
 import tempfile
 from dataclasses import dataclass
 from typing import IO, Any
+
+from smneuron.local.aws.http.aws_errors import Refused
 
 API_LIMIT = 8 * 1024 * 1024
 OBJECT_LIMIT = 5 * 1024**3
@@ -37,16 +39,8 @@ ENVIRON_KEY = (
 )
 
 
-@dataclass
-class BodyError(Exception):
+class BodyError(Refused):
     """A body the service will not take: (HTTP status, AWS's error code, message)."""
-
-    status: int
-    code: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
 
 
 @dataclass
