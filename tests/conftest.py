@@ -21,7 +21,18 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # the pytest processes end as smneuron's own processes do, without CPython's last collection over torch, transformers
 # and moto (about 1.5 s of CPU each at the end of a run)
-import smneuron.fast_exit  # noqa: E402, F401
+import smneuron.fast_exit  # noqa: E402
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """At each test module's end, freeze what the process holds (torch, transformers, moto, the session fixtures):
+    its full collections went over all of it again, 15-17 times a run at 0.3-0.5 s of CPU each. Measured on the fast
+    loop (CPU of the whole machine): 157 CPU-s before, 127 with this, 144 with a collection before each freeze (the
+    collections cost more than they saved). The price: a reference cycle a test left behind is frozen with the rest
+    and freed when the process ends (peak RSS of a test process 1.18 GB against 1.05 GB)."""
+    if nextitem is None or nextitem.module is not item.module:
+        smneuron.fast_exit.freeze()
 
 
 @pytest.fixture(scope="session")

@@ -92,9 +92,7 @@ def render(data: dict) -> None:
         console().print(
             f"[dim]price ${data['hourly_usd']:.3f}/h x {data['instance_count']:g} ({data['price_source']})[/dim]"
         )
-    console().print(
-        "[dim]TTFT/ITL/TPOT as GuideLLM defines them; cut = incomplete (stream cut off)[/dim]"
-    )
+    console().print("[dim]TTFT/ITL/TPOT as GuideLLM defines them; cut = incomplete (stream cut off)[/dim]")
 
 
 def compare(paths: list[Path], as_json: bool) -> None:

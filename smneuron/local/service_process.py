@@ -18,6 +18,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from smneuron import fast_exit
 from smneuron.files.local_record import LOCAL_ACCOUNT, LOCAL_REGION, local_keys
 from smneuron.files.private import write_private
 from smneuron.local import reaper
@@ -136,6 +137,7 @@ def serve(
         }
         write_private(state_file, json.dumps(state).encode())
         print(f"embedded SageMaker at {url}", flush=True)
+        fast_exit.freeze()  # moto, botocore's models and what was restored: out of every later full collection
         try:
             stop.wait()
         finally:

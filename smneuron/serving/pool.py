@@ -51,9 +51,15 @@ class WorkerStartError(RuntimeError):
     pass
 
 
-# What every worker imports before it loads a model (the shipped serving_model's own imports)
-# (and smneuron.fast_exit: the forkserver itself ends without a last collection of them)
+# What every worker imports before it loads a model (the shipped serving_model's own imports), and last
+# smneuron.fast_exit: it freezes what came before it (the children start with it out of the collector's reach) and the
+# forkserver itself ends without a last collection of them
 PRELOAD = ["torch", "tokenizers", "numpy", "smneuron.serving.worker", "smneuron.fast_exit"]
+
+
+def preload_with(*modules: str) -> list[str]:
+    """``PRELOAD`` with ``modules`` imported too, before smneuron.fast_exit (which freezes what was imported)."""
+    return [*PRELOAD[:-1], *modules, PRELOAD[-1]]
 
 
 def worker_context(preload: list[str] = PRELOAD) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 from smneuron.local.generation.standin import Refused, configuration, run_copy
 from smneuron.serving.access import bearer, server_key
 from smneuron.serving.isolation import isolated
-from smneuron.serving.pool import PRELOAD, worker_context
+from smneuron.serving.pool import preload_with, worker_context
 from smneuron.serving.ports import free_port
 
 ENGINES = ("stand-in", "vllm")
@@ -187,7 +187,7 @@ class Forked:
     code), with the container environment, its output in its log, and the model directory as its working one."""
 
     # transformers' package is lazy: its modeling_utils (what every AutoModel needs) is 1.7 s of CPU on its own
-    PRELOAD = [*PRELOAD, "transformers", "transformers.modeling_utils", "smneuron.local.generation.standin"]
+    PRELOAD = preload_with("transformers", "transformers.modeling_utils", "smneuron.local.generation.standin")
 
     def __init__(self, model_dir: Path, environment: dict[str, str], port: int, log_path: Path) -> None:
         ctx = worker_context(self.PRELOAD)
