@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import subprocess
@@ -60,9 +61,15 @@ def _modules(root: Path = PACKAGE) -> dict[str, Path]:
     return out
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """``path`` parsed once for all the tests here (they only read the trees)."""
+    return ast.parse(path.read_text())
+
+
 def _import_nodes(path: Path) -> list[tuple[ast.stmt, bool]]:
     """Every import statement of ``path`` and whether it sits inside a function."""
-    tree = ast.parse(path.read_text())
+    tree = _tree(path)
     inside = {
         id(node)
         for fn in ast.walk(tree)
@@ -197,12 +204,12 @@ def test_only_the_seams_are_loose_modules_and_every_package_says_what_it_holds()
     assert set(loose) <= LOOSE_ALLOWED, loose
     packages = sorted(p for p in PACKAGE.rglob("__init__.py") if "_bundled" not in p.parts)
     for init in packages:
-        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        doc = ast.get_docstring(_tree(init)) or ""
         assert len(doc) > 40, f"{init.relative_to(REPO)} says nothing about its package"
     for name in [
         n for n in LAYERS[1:-1] if (PACKAGE / n).is_dir()
     ]:  # the layered packages say what they may import
-        doc = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text())) or ""
+        doc = ast.get_docstring(_tree(PACKAGE / name / "__init__.py")) or ""
         assert "May import" in doc, name
     assert not [p for p in PACKAGE.rglob("*.py") if p.name.startswith("llm_")]
 
@@ -212,9 +219,7 @@ def test_a_long_module_says_why_it_is_one_thing():
     long = []
     for p in PACKAGE.rglob("*.py"):
         text = p.read_text()
-        if len(text.splitlines()) > 400 and "One module because" not in (
-            ast.get_docstring(ast.parse(text)) or ""
-        ):
+        if len(text.splitlines()) > 400 and "One module because" not in (ast.get_docstring(_tree(p)) or ""):
             long.append(str(p.relative_to(REPO)))
     assert long == []
 
@@ -224,7 +229,7 @@ def test_no_function_is_longer_than_80_lines():
     house keeps every one in smneuron/ within it (there were 24)."""
     long = []
     for p in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(p.read_text())):
+        for node in ast.walk(_tree(p)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = node.end_lineno - node.lineno + 1  # type: ignore[operator]
                 if lines > 80:
@@ -239,7 +244,7 @@ def test_sagemaker_is_imported_only_by_the_pipeline_definition():
         *(REPO / "pipelines").rglob("*.py"),
         *(REPO / "inference_code").rglob("*.py"),
     ]:
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             names = (
                 [a.name for a in node.names]
                 if isinstance(node, ast.Import)
@@ -322,7 +327,7 @@ def test_no_module_but_the_resolver_compares_model_kinds():
     for path in PACKAGE.rglob("*.py"):
         if path.relative_to(PACKAGE).as_posix() in ("artifact/kind.py", "artifact/kind_settings.py"):
             continue  # the strategies and their table of which kind owns which setting
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.Compare) and any(is_kind(n) for n in [node.left, *node.comparators]):
                 found.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert found == []
