@@ -130,6 +130,9 @@ PRELOAD = (
     "smneuron.deployment.corridor",
     "smneuron.local",
     "smneuron.local.service",
+    "boto3",  # smneuron.session imports it when a session is made: 0.1 s of every command that reads AWS
+    "aiohttp",  # bench's signed sender and the OpenAI path's client
+    "smneuron.benchmark.fanout",
 )
 SERVICES = (
     "sagemaker",
