@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.errors import ConfigError, MissingRegionError
+from smneuron.errors import MissingRegionError, UsageError
 
 
 def instances(
@@ -22,7 +22,7 @@ def instances(
 
     families = sorted({t.family for t in INSTANCE_TYPES.values()})
     if family and family not in families:
-        raise ConfigError(
+        raise UsageError(
             f"Unknown instance family {family!r}.", hint=f"Use --family with one of: {', '.join(families)}."
         )
     prices = load_prices(state(ctx).project().prices or None)

@@ -20,7 +20,7 @@ from smneuron.cli._common import (
     table,
 )
 from smneuron.cli.options import with_options
-from smneuron.errors import ConfigError
+from smneuron.errors import UsageError
 from smneuron.specs.compare_settings import COMPARE
 
 
@@ -50,7 +50,7 @@ def compare_cmd(
     model = model or (Path(project.model) if project.model else None)
     artifacts = pairs(artifact, "--artifact", "TARGET=DIR", str)
     if model is None and not artifacts:
-        raise ConfigError("No model directory given.", hint="Pass MODEL or set `model:` in smneuron.yaml.")
+        raise UsageError("No model directory given.", hint="Pass MODEL or set `model:` in smneuron.yaml.")
     outputs_checked({"--output": out, "--html": html_out, "--plot": plot})
     comparison = compare_instances(
         model,

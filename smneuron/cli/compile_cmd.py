@@ -9,7 +9,7 @@ import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
 from smneuron.cli.options import with_options
-from smneuron.errors import ConfigError, UsageError
+from smneuron.errors import UsageError
 from smneuron.specs.compile_settings import COMPILE
 
 
@@ -50,9 +50,7 @@ def compile_cmd(
     project = state(ctx).project()
     model_dir = model_dir or (Path(project.model) if project.model else None)
     if model_dir is None:
-        raise ConfigError(
-            "No model directory given.", hint="Pass MODEL_DIR or set `model:` in smneuron.yaml."
-        )
+        raise UsageError("No model directory given.", hint="Pass MODEL_DIR or set `model:` in smneuron.yaml.")
     spec = compile_spec(project.compile, settings, where="cli")
     if out is None and not dry_run:
         raise UsageError(

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.errors import ConfigError, SmneuronError
+from smneuron.errors import ConfigError, SmneuronError, UsageError
 
 
 def status_cmd(
@@ -176,7 +176,7 @@ def invoke_cmd(
         text = [name, *(text or [])]
         name = None
     if not url and not name:
-        raise ConfigError(
+        raise UsageError(
             "No endpoint given.", hint='Pass its name (`smneuron invoke NAME "hello"`) or --url URL.'
         )
     from smneuron.endpoints.streaming import check_sampling

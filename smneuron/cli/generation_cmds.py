@@ -7,7 +7,7 @@ import time
 import typer
 
 from smneuron.cli._common import console, print_json, table
-from smneuron.errors import ConfigError
+from smneuron.errors import UsageError
 
 
 def render_text_generation(result, *, as_json: bool) -> None:  # type: ignore[no-untyped-def]
@@ -184,7 +184,7 @@ def generate(  # type: ignore[no-untyped-def]
 ) -> None:
 
     if not text:
-        raise ConfigError(
+        raise UsageError(
             "Nothing to send.", hint='Pass the text: `smneuron invoke --stream NAME "Tell me a story"`.'
         )
     args: dict = {"prompt": text} if prompt else {"messages": [{"role": "user", "content": text}]}

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, state, table
-from smneuron.errors import ConfigError, MissingRegionError
+from smneuron.errors import ConfigError, MissingRegionError, UsageError
 
 app = typer.Typer(
     rich_markup_mode=None,  # plain click help: rich costs ~0.15 s of imports
@@ -166,7 +166,7 @@ def schedule_cmd(
     spec = st.project().pipeline
     expression = expression or spec.schedule
     if not expression:
-        raise ConfigError("No schedule given.", hint='Pass one ("rate(1 day)") or set pipeline.schedule.')
+        raise UsageError("No schedule given.", hint='Pass one ("rate(1 day)") or set pipeline.schedule.')
     arn = schedule(
         _name(ctx, name),
         expression,

@@ -123,6 +123,16 @@ CASES = [
         None,
     ),
     ("missing-argument", "deploy", 2, ["Missing argument"], {}, None),
+    # MODEL_DIR may come from smneuron.yaml instead: given by neither, the same usage error
+    ("compile-without-model", "compile", 2, ["No model directory given", "Pass MODEL_DIR"], {}, None),
+    (
+        "compare-without-model",
+        "compare --instances ml.c6i.xlarge",
+        2,
+        ["No model directory given", "Pass MODEL"],
+        {},
+        None,
+    ),
     (
         "missing-option",
         "compile {model}",
@@ -466,7 +476,9 @@ CASES = [
         {},
         None,
     ),
-    ("invoke-nothing", "invoke", 1, ["No endpoint given", "--url"], {}, None),
+    ("invoke-nothing", "invoke", 2, ["No endpoint given", "--url"], {}, None),
+    ("stream-nothing", "invoke --stream enc", 2, ["Nothing to send", "Tell me a story"], {}, None),
+    ("schedule-nothing", "pipeline schedule", 2, ["No schedule given", "pipeline.schedule"], {}, None),
     ("status-missing-endpoint", "status no-such-endpoint", 1, ["does not exist"], {}, None),
     ("logs-missing-endpoint", "logs no-such-endpoint", 1, ["does not exist"], {}, None),
     ("scale-missing-endpoint", "scale no-such-endpoint --min 1 --max 2", 1, ["does not exist"], {}, None),
@@ -581,7 +593,7 @@ CASES = [
         None,
     ),
     ("inspect-missing", "inspect {root}/nope.tar.gz", 1, ["nope.tar.gz does not exist"], {}, None),
-    ("instances-family-typo", "instances --family inf9", 1, ["Unknown instance family", "inf2"], {}, None),
+    ("instances-family-typo", "instances --family inf9", 2, ["Unknown instance family", "inf2"], {}, None),
     ("list-no-region", "list", 1, ["No AWS region", "--region"], {"AWS_REGION": ""}, None),
     ("local-engine-typo", "local up --engine nope", 1, ["Unknown engine", "--engine torchserve"], {}, None),
     (
