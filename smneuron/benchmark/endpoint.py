@@ -16,7 +16,7 @@ from smneuron.benchmark.generation_metrics import Slo
 from smneuron.benchmark.prompts import Lengths, lengths
 from smneuron.benchmark.settings import check_profile
 from smneuron.endpoints.describing import choose_component, overview, unknown_kind
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, UsageError
 from smneuron.session import Session
 from smneuron.specs.bench_settings import BENCH, PROMPT_TOKENS, BenchRequest
 
@@ -102,13 +102,14 @@ def bench_here(
 
     Raises:
         NotFoundError: no such endpoint.
-        ConfigError: no target, a setting of the other kind, a load setting the profile does not read, no inputs.
+        UsageError: no target. ConfigError: a setting of the other kind, a load setting the profile does not read, no
+            inputs.
         SmneuronError: nothing listens at the URL. BenchFailedError: every request failed.
     """
     run = request.given()
     url = run.pop("url", None)
     if not name and not url:
-        raise ConfigError(
+        raise UsageError(
             "Nothing to bench: no endpoint name and no URL.",
             hint=f"Give the endpoint's name (`smneuron bench NAME`), or {BENCH['url'].label(where)} of a running server.",
         )

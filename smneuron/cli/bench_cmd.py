@@ -59,7 +59,7 @@ def bench_cmd(
     files = {"--output": out, **{BENCH[k].flag: settings.get(k) for k in ("plot", "csv", "html")}}
     outputs_checked(files, {"--png-dir": settings.get("png_dir")})
     st = state(ctx)
-    if not as_json and not settings.get("in_account"):
+    if not as_json and not settings.get("in_account") and (endpoint or settings.get("url")):
         shape = {
             k: settings[k] for k in ("profile", "duration_s", "rates", "concurrencies") if settings.get(k)
         }
@@ -69,7 +69,7 @@ def bench_cmd(
     # flags -> the SDK's one bench request (defaults, kind, refusals and serving figures decided there) -> render
     result = bench(
         endpoint,
-        session=None if settings.get("url") else st.session(),
+        session=None if settings.get("url") or not endpoint else st.session(),  # no target: the SDK says so
         where="cli",
         on_status=None if as_json else generation_bench_cmd.job_progress(endpoint),
         prices=st.project().prices or None,

@@ -506,7 +506,7 @@ CASES = [
         {},
         None,
     ),
-    ("bench-no-target", "bench --data {root}/data.jsonl", 1, ["Nothing to bench", "NAME", "--url"], {}, None),
+    ("bench-no-target", "bench --data {root}/data.jsonl", 2, ["Nothing to bench", "NAME", "--url"], {}, None),
     (
         "bench-data-missing",
         "bench --url http://127.0.0.1:9 --data {root}/nope.jsonl --duration 2",
