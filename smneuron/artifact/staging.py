@@ -187,12 +187,7 @@ def stage(
     text = str(artifact)
     if text.startswith("s3://"):
         return _from_s3(text, session or Session.from_env())
-    path = Path(artifact)
-    if not path.exists():
-        raise ArtifactError(
-            f"{path} does not exist.",
-            hint="Pass a compiled artifact directory, a model.tar.gz, a package directory or an s3:// URI.",
-        )
+    path = _existing(artifact)
     label = name or _name_from(path)
     sess = (session or Session.from_env()) if upload else None
     if path.is_dir() and not (path / "code").is_dir() and _ships_code(path):  # package it first
@@ -206,6 +201,16 @@ def stage(
     return _stage_package(path, label, prefix, sess, progress, tags=tags)
 
 
+def _existing(artifact: str | Path) -> Path:
+    path = Path(artifact)
+    if not path.exists():
+        raise ArtifactError(
+            f"{path} does not exist.",
+            hint="Pass a compiled artifact directory, a model.tar.gz, a package directory or an s3:// URI.",
+        )
+    return path
+
+
 def describe_local(artifact: str | Path) -> ModelData:
     """What a local artifact holds (target, task, cores, size) without hashing or packaging it:
     enough to refuse a wrong instance before anything is packaged or uploaded. ``sha256`` is empty.
@@ -214,9 +219,7 @@ def describe_local(artifact: str | Path) -> ModelData:
         ArtifactError: missing path or no smneuron manifest.
     """
 
-    path = Path(artifact)
-    if not path.exists():
-        raise ArtifactError(f"{path} does not exist.")
+    path = _existing(artifact)
     m = read_manifest(path)
     generation = _SERVED_CONFIGURATION[kind_of(m)](m, path)
     return ModelData(

@@ -41,6 +41,7 @@ def deploy_cmd(
     Encoders: one worker per NeuronCore, instance autoscaling, blue/green updates. Text generation: copies as
     inference components. Each kind refuses the other's settings.
     """
+    from smneuron.artifact.staging import describe_local
     from smneuron.cli.plan_render import render_plan
     from smneuron.deployment import corridor
     from smneuron.deployment.request import resolve
@@ -53,6 +54,10 @@ def deploy_cmd(
             "SageMaker."
         )
         return _serve(ctx, artifact, port, settings)
+    if not artifact.startswith(
+        "s3://"
+    ):  # a local artifact's own mistakes before any AWS setting is asked for
+        describe_local(artifact)
     session = st.session(role=role, bucket=bucket, offline=dry_run)
     data = corridor.stage(artifact, session=session, upload=False) if artifact.startswith("s3://") else None
     request = resolve(

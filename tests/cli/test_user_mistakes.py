@@ -123,6 +123,15 @@ CASES = [
         None,
     ),
     ("missing-argument", "deploy", 2, ["Missing argument"], {}, None),
+    # a local artifact's own mistake is said before any AWS setting is asked for (here: no region anywhere)
+    (
+        "deploy-missing-artifact-no-region",
+        "deploy {root}/nope --instance ml.inf2.xlarge --dry-run",
+        1,
+        ["nope does not exist", "s3:// URI"],
+        {"AWS_REGION": ""},
+        None,
+    ),
     # MODEL_DIR may come from smneuron.yaml instead: given by neither, the same usage error
     ("compile-without-model", "compile", 2, ["No model directory given", "Pass MODEL_DIR"], {}, None),
     (
