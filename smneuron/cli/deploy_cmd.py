@@ -41,7 +41,6 @@ def deploy_cmd(
     Encoders: one worker per NeuronCore, instance autoscaling, blue/green updates. Text generation: copies as
     inference components. Each kind refuses the other's settings.
     """
-    from smneuron.artifact.staging import describe_local
     from smneuron.cli.plan_render import render_plan
     from smneuron.deployment import corridor
     from smneuron.deployment.request import resolve
@@ -54,18 +53,20 @@ def deploy_cmd(
             "SageMaker."
         )
         return _serve(ctx, artifact, port, settings)
-    if not artifact.startswith(
-        "s3://"
-    ):  # a local artifact's own mistakes before any AWS setting is asked for
-        describe_local(artifact)
+    pool = pairs(pool_artifact, "--artifact", "TARGET=PATH", str)
+    local_artifact = not artifact.startswith("s3://")
+    if (
+        local_artifact
+    ):  # the artifact's and the settings' mistakes, each said before any AWS setting is asked for
+        resolve(artifact, project=st.project(), settings=settings, artifacts=pool, where="cli")
     session = st.session(role=role, bucket=bucket, offline=dry_run)
-    data = corridor.stage(artifact, session=session, upload=False) if artifact.startswith("s3://") else None
+    data = None if local_artifact else corridor.stage(artifact, session=session, upload=False)
     request = resolve(
         artifact,
         project=st.project(),
         settings=settings,
         data=data,
-        artifacts=pairs(pool_artifact, "--artifact", "TARGET=PATH", str),
+        artifacts=pool,
         where="cli",
         session=session,
     )

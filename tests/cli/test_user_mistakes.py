@@ -132,6 +132,14 @@ CASES = [
         {"AWS_REGION": ""},
         None,
     ),
+    (
+        "deploy-bad-scaling-no-region",
+        "deploy {artifact} --instance ml.c6i.xlarge --min 3 --max 1 --dry-run",
+        1,
+        ["--max (max_capacity) is 1, below --min (min_capacity) 3"],
+        {"AWS_REGION": ""},
+        None,
+    ),
     # MODEL_DIR may come from smneuron.yaml instead: given by neither, the same usage error
     ("compile-without-model", "compile", 2, ["No model directory given", "Pass MODEL_DIR"], {}, None),
     (
