@@ -273,9 +273,14 @@ def _model_and_task(project, model: Path | None, tmp: Path, as_json: bool):  # t
     if model is None and project.model:
         model = Path(project.model)
     if model is None:
-        model, picked, _ = pick_model(tmp)
+        model, picked, name = pick_model(tmp)
         task = project.compile.task or picked
         project = project.model_copy(update={"compile": project.compile.model_copy(update={"task": task})})
+        if not as_json:
+            console().print(
+                f"note: no --model and no `model:` in smneuron.yaml: running the demo's model, {name} ({task})",
+                highlight=False,
+            )
     if project.compile.task is None:
         inferred, why = pipeline_task(Path(model))
         project = project.model_copy(

@@ -362,3 +362,17 @@ def test_the_create_model_step_carries_the_projects_vpc_and_isolation_as_deploy_
     sent = plan(data, EndpointSpec(**endpoint), region=session.region).create_model_request(role)
     assert step["Arguments"]["VpcConfig"] == sent["VpcConfig"]
     assert step["Arguments"]["EnableNetworkIsolation"] is sent["EnableNetworkIsolation"] is True
+
+
+def test_a_local_run_without_a_model_says_it_runs_the_demos(tmp_path, capsys):
+    """`smneuron pipeline run` with no --model and no `model:` runs the demo's model: it says which, and its task."""
+    from smneuron.cli.pipeline_cmds import _model_and_task
+    from smneuron.specs.models import ProjectFile
+
+    project, model = _model_and_task(ProjectFile(), None, tmp_path, False)
+    said = " ".join(capsys.readouterr().out.split())
+    assert "no --model and no `model:` in smneuron.yaml: running the demo's model, all-MiniLM-L6-v2" in said
+    assert "(feature-extraction)" in said and project.compile.task == "feature-extraction"
+    assert (model / "config.json").exists()
+    _model_and_task(ProjectFile(), None, tmp_path, True)
+    assert capsys.readouterr().out == ""  # --json: the JSON alone
