@@ -26,6 +26,7 @@ def evaluate_cmd(
     text-generation gates: greedy agreement, perplexity, Neuron's logit matching and Bhattacharyya similarity, and a
     task score with labels."""
     from smneuron.evaluation.request import evaluate_candidate
+    from smneuron.evaluation.scoring import read_records
 
     st = state(ctx)
     project = st.project()
@@ -33,6 +34,10 @@ def evaluate_cmd(
     if project.compile.task and "task" not in settings:  # the project's task, as a --task would give it
         settings["task"] = project.compile.task
     endpoint_only = settings.get("endpoint") and not settings.get("url")
+    if (
+        endpoint_only
+    ):  # the data's mistakes before the AWS settings are asked for (the SDK reads it first too)
+        read_records(data)
     result = evaluate_candidate(
         data,
         thresholds=project.pipeline.thresholds,

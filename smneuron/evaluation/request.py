@@ -62,6 +62,7 @@ def evaluate_candidate(
     model, endpoint, url = asked.get("model"), asked.get("endpoint"), asked.get("url")
     if model is not None:  # before any read or reference minute: a typo is not a hub id to download
         _check_model_dir(Path(model))
+    read_records(data)  # the data's mistakes (missing, not JSON, no records) before any AWS read
     # what belongs to one kind: the gates and candidates given (the default path, invoke, belongs to both)
     given = {
         EVALUATE[k].name: "flag" for k, v in asked.items() if EVALUATE[k].kind and (k, v) != ("via", "invoke")

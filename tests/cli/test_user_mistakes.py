@@ -133,6 +133,14 @@ CASES = [
         None,
     ),
     (
+        "evaluate-missing-data-no-region",
+        "evaluate {root}/nope.jsonl --endpoint enc",
+        1,
+        ["Cannot read evaluation data", "nope.jsonl"],
+        {"AWS_REGION": ""},
+        None,
+    ),
+    (
         "deploy-bad-scaling-no-region",
         "deploy {artifact} --instance ml.c6i.xlarge --min 3 --max 1 --dry-run",
         1,
@@ -467,7 +475,7 @@ CASES = [
     ),
     (
         "evaluate-via-openai",
-        "evaluate {root}/d.jsonl --endpoint enc --via openai",
+        "evaluate {root}/data.jsonl --endpoint enc --via openai",
         1,
         ["This is an encoder endpoint", "--via (SageMaker's /openai/v1 path", "Encoder evaluations take"],
         {},
