@@ -60,9 +60,8 @@ def bench_cmd(
     outputs_checked(files, {"--png-dir": settings.get("png_dir")})
     st = state(ctx)
     if not as_json and not settings.get("in_account") and (endpoint or settings.get("url")):
-        BENCH.parse(
-            dict(settings), where="cli"
-        )  # a value out of range is refused before a note about the run
+        # a value out of range is refused before a note about the run (the SDK parses the same settings again)
+        BENCH.parse(dict(settings), where="cli")
         shape = {
             k: settings[k] for k in ("profile", "duration_s", "rates", "concurrencies") if settings.get(k)
         }

@@ -55,9 +55,8 @@ def deploy_cmd(
         return _serve(ctx, artifact, port, settings)
     pool = pairs(pool_artifact, "--artifact", "TARGET=PATH", str)
     local_artifact = not artifact.startswith("s3://")
-    if (
-        local_artifact
-    ):  # the artifact's and the settings' mistakes, each said before any AWS setting is asked for
+    # a local artifact's and the settings' mistakes, each said before any AWS setting is asked for
+    if local_artifact:
         resolve(artifact, project=st.project(), settings=settings, artifacts=pool, where="cli")
     session = st.session(role=role, bucket=bucket, offline=dry_run)
     data = None if local_artifact else corridor.stage(artifact, session=session, upload=False)

@@ -34,9 +34,8 @@ def evaluate_cmd(
     if project.compile.task and "task" not in settings:  # the project's task, as a --task would give it
         settings["task"] = project.compile.task
     endpoint_only = settings.get("endpoint") and not settings.get("url")
-    if (
-        endpoint_only
-    ):  # the data's mistakes before the AWS settings are asked for (the SDK reads it first too)
+    # the data's mistakes before the AWS settings are asked for (the SDK reads it first too)
+    if endpoint_only:
         read_records(data)
     result = evaluate_candidate(
         data,
