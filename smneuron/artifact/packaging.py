@@ -26,9 +26,8 @@ from smneuron.artifact.links import check_file, check_name, inode_names, walk
 from smneuron.artifact.manifest import MANIFEST_NAME, Manifest
 from smneuron.artifact.resources import inference_code_dir
 from smneuron.display.progress import step
-from smneuron.errors import ArtifactError, ConfigError
+from smneuron.errors import ArtifactError, ConfigError, at_least_one
 from smneuron.files.user import dir_to_write, file_to_write, read_text
-from smneuron.specs.validation import at_least_one
 
 Compression = Literal["gzip", "none"]
 # the name SageMaker's examples and the SDK give it, and the tarball's name in a folder

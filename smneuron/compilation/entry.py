@@ -25,10 +25,9 @@ from smneuron.compilation.generation import (
     read_config,
 )
 from smneuron.compilation.tasks import infer_task
-from smneuron.errors import ConfigError, UsageError
+from smneuron.errors import ConfigError, UsageError, at_least_one
 from smneuron.files.user import dir_to_write
 from smneuron.specs.models import CompileSpec, override
-from smneuron.specs.validation import at_least_one
 
 
 @dataclass

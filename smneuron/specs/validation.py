@@ -32,12 +32,6 @@ def validate(model: type[M], data: dict[str, Any], *, source: str = "") -> M:
         raise ConfigError(_explain(model, e, source)) from None
 
 
-def at_least_one(value: Any, label: str, hint: str) -> None:
-    """Refuse a count that is not a whole number of at least 1 (a worker, job or thread count), naming it as given."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{label} must be a whole number of at least 1, got {value!r}.", hint=hint)
-
-
 def override(spec: M, **values: Any) -> M:
     """A copy of ``spec`` with the non-None ``values`` (CLI flags) applied and validated."""
     changes = {k: v for k, v in values.items() if v is not None}
