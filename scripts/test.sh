@@ -14,8 +14,19 @@ fi
 unset PYTHONDONTWRITEBYTECODE
 ruff check smneuron inference_code pipelines tests benchmarks scripts
 ruff format --check --quiet smneuron inference_code pipelines tests benchmarks scripts  # ruff owns the layout
-# three processes on two cores: the suite is CPU-bound, but its tests also wait on servers and measurement windows,
-# and a third process fills those waits (measured on this machine: 7:06 against 7:45 with two; the fast loop 46 s
-# against 52). An idle one takes tests from a busy one (worksteal), so that all finish together: the slowest tests
-# are dealt across the workers' first shares (tests/conftest.py, tests/durations.json)
-python -m pytest -n 3 --dist worksteal "$@"
+# one process more than the machine has cores (three on two cores): the suite is CPU-bound, but its tests also wait on
+# servers and measurement windows, and the extra process fills those waits (measured on two cores: 7:06 against 7:45
+# with two; the fast loop 46 s against 52). Each process with the services, model servers and Java it starts can hold
+# ~5 GiB at its peak: a machine with less memory gets fewer, never under three (what two cores and 24 GiB run). At
+# most eight; SMNEURON_TEST_WORKERS overrides. An idle one takes tests from a busy one (worksteal), so that all
+# finish together: the slowest tests are dealt across the workers' first shares (tests/conftest.py,
+# tests/durations.json)
+workers=${SMNEURON_TEST_WORKERS:-$(python - <<'PY'
+import os
+cores = len(os.sched_getaffinity(0))
+with open("/proc/meminfo") as f:
+    memory_gib = int(next(line.split()[1] for line in f if line.startswith("MemTotal:"))) / 2**20
+print(max(3, min(cores + 1, 8, int(memory_gib // 5))))
+PY
+)}
+python -m pytest -n "$workers" --dist worksteal "$@"
