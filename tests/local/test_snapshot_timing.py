@@ -77,3 +77,28 @@ def test_what_can_change_the_embedded_aws_is_told_from_what_cannot():
     ]
     assert [stream_route.may_change(e) for e in reads] == [False] * len(reads)
     assert [stream_route.may_change(e) for e in writes] == [True] * len(writes)
+
+
+def test_a_log_line_rebuilds_only_the_count_of_what_is_not_kept(tmp_path):
+    """The model servers ship every log line through the service's API, each a change that is answered once on disk.
+    Logs are not kept, only counted: such a change rebuilds that count, not the whole snapshot (which took ~40 reads
+    of its own before every log line was answered)."""
+    service = EmbeddedService()
+    with embedded_aws(service=service) as url:
+        keeper = persistence.Keeper(url, tmp_path)
+        reads: list[str] = []
+        keeper.session.boto_session.events.register(
+            "before-call", lambda model, **_: reads.append(model.name)
+        )
+        client = Session.embedded(url)
+        client.client("s3").create_bucket(Bucket="kept")
+        keeper.snapshot(clean=False, force=True)
+        assert "ListObjectsV2" in reads  # a whole snapshot lists every bucket's objects
+        reads.clear()
+        client.client("logs").create_log_group(logGroupName="/aws/sagemaker/Endpoints/ep")
+        keeper.persist("logs")
+        doc = json.loads(keeper.path.read_text())
+        assert doc["not_kept"] == {"CloudWatch log groups": 1} and [b["Name"] for b in doc["s3"]] == ["kept"]
+        assert reads and not {"ListBuckets", "ListObjectsV2", "ListEndpoints", "ListRoles"} & set(reads), (
+            reads
+        )
