@@ -50,6 +50,10 @@ _INVOKE = re.compile(r"^/endpoints/([^/]+)/invocations$")
 _SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([a-z0-9-]+)/([a-z0-9-]+)/")
 COMPONENT_HEADER = "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT"
 KEEPER_HEADER = "X-Smneuron-Keeper"  # the snapshot's own reads (persistence.Keeper): they change nothing
+# services whose changes are wholly on disk once answered, with nothing the service does on its own following from
+# them: CloudWatch Logs (not kept, only counted; the model servers ship every log line through the API). They bring
+# no look for what else changed (``persistence.Keeper.run``): each brought one, ~15 reads, every 2 s while logs flowed
+SETTLED = frozenset({"logs"})
 _KEEPER_ENVIRON = "HTTP_" + KEEPER_HEADER.upper().replace("-", "_")  # the header as WSGI names it
 # AWS's read-only operations, by name (IAM's SimulatePrincipalPolicy and SageMaker's Search read too)
 _READ_PREFIXES = ("Describe", "List", "Get", "Head", "Simulate", "Search")
@@ -195,16 +199,17 @@ class StreamRouter:
             body = b"".join(result)
         finally:
             getattr(result, "close", lambda: None)()
-        self.service.answered += (
-            1  # counted once answered: a snapshot that sees the count sees what it changed
-        )
+        scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
+        signing = scope.group(2) if scope else None
+        # counted once answered: a snapshot that sees the count sees what it changed
+        if signing not in SETTLED:
+            self.service.answered += 1
         if keeper is not None and held and held[0][:1] in ("2",):
             try:
                 upload = _put_object(environ)
                 if upload is not None and sent is not None:
                     keeper.known_object(*upload, sent)
-                scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
-                keeper.persist(scope.group(2) if scope else None)
+                keeper.persist(signing)
             except Exception as e:  # the change is made but not kept: take it back where possible, never 200
                 return refuse(start_response, protocol, _not_kept(e, take_back, protocol))
         start_response(*held[:2])
