@@ -50,9 +50,10 @@ _INVOKE = re.compile(r"^/endpoints/([^/]+)/invocations$")
 _SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([a-z0-9-]+)/([a-z0-9-]+)/")
 COMPONENT_HEADER = "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT"
 KEEPER_HEADER = "X-Smneuron-Keeper"  # the snapshot's own reads (persistence.Keeper): they change nothing
-# services whose changes are wholly on disk once answered, with nothing the service does on its own following from
-# them: CloudWatch Logs (not kept, only counted; the model servers ship every log line through the API). They bring
-# no look for what else changed (``persistence.Keeper.run``): each brought one, ~15 reads, every 2 s while logs flowed
+# services the snapshot does not keep, only counts: CloudWatch Logs (the model servers ship every log line through the
+# API). A change to one rebuilds that count alone before it is answered (``persistence._SECTIONS``), and nothing the
+# service does on its own follows from it, so it brings no look (``persistence.Keeper.run``): each brought one, ~15
+# reads, every 2 s while logs flowed
 SETTLED = frozenset({"logs"})
 _KEEPER_ENVIRON = "HTTP_" + KEEPER_HEADER.upper().replace("-", "_")  # the header as WSGI names it
 # AWS's read-only operations, by name (IAM's SimulatePrincipalPolicy and SageMaker's Search read too)

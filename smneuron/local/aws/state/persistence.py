@@ -154,10 +154,10 @@ class Keeper:
 
     def persist(self, service: str | None = None) -> None:
         """Return once a snapshot covers the change a request just made to ``service`` (its SigV4 signing name: s3,
-        sagemaker, iam, monitoring, application-autoscaling, logs; None: any): written, fsynced, renamed. Requests waiting
-        together share one write (a group commit), and a write rebuilds only the sections of the services they changed
-        over the last snapshot (a SageMaker call does not list every S3 object again); the background look (``run``)
-        still takes whole snapshots of what the service changes on its own.
+        sagemaker, iam, monitoring, application-autoscaling, logs; None: any): written, fsynced, renamed. Requests
+        waiting together share one write (a group commit), and a write rebuilds only the sections of the services they
+        changed over the last snapshot (a SageMaker call does not list every S3 object again); the background look
+        (``run``) still takes whole snapshots of what the service changes on its own.
 
         Raises:
             ClientError, OSError: the snapshot could not be taken or written (the caller answers 500).
@@ -658,10 +658,10 @@ _SECTIONS: dict[str, tuple[str, Any]] = {
     "sagemaker": ("sagemaker", Keeper._sagemaker),
     "monitoring": ("alarms", Keeper._alarms),
     "application-autoscaling": ("autoscaling", Keeper._autoscaling),
-    # CloudWatch Logs are not kept, only counted: a log group, stream or event the model servers ship (a request each,
-    # through the service's own API) changes nothing else, and rebuilt the whole snapshot each time (16 of them in one
-    # deploy-invoke-scale-update test, each ~40 self-calls) before the model server's log line was answered
-    "logs": ("not_kept", Keeper._not_kept),
+    # services not kept, only counted (``stream_route.SETTLED``: CloudWatch Logs): a change rebuilds that count alone.
+    # It rebuilt the whole snapshot (~40 self-calls) before each log line the model servers ship was answered, 16 times
+    # in one deploy-invoke-scale-update test
+    **{service: ("not_kept", Keeper._not_kept) for service in stream_route.SETTLED},
 }
 
 
