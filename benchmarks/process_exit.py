@@ -1,8 +1,10 @@
-"""CPU a process spends ending, with and without smneuron.fast_exit (CPython's last collection skipped).
+"""CPU a process spends setting up and ending: as Python runs it, with smneuron.fast_exit (CPython's last collection
+skipped), and with smneuron.gc_pause too (no collections while it imports, as a forkserver's preload and the embedded
+SageMaker's start run).
 
 Each row runs a program to its end in a fresh interpreter, ``--runs`` times, and takes the median CPU (user + system,
-from the child's rusage): the program's imports plus its exit. The difference between the two columns is the exit's
-collection; the program's own work is the same in both.
+from the child's rusage): the program's imports plus its exit. The difference between the first two columns is the
+exit's collection, between the last two the collections during the imports; the program's own work is the same in all.
 
 python benchmarks/process_exit.py [--runs 5]
 """
@@ -40,11 +42,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     runs = ap.parse_args().runs
-    print(f"{'program':52} {'CPU, Python exit':>17} {'fast_exit':>10} {'ratio':>6}")
+    print(f"{'program':52} {'CPU, Python':>12} {'fast_exit':>10} {'+ gc_pause':>11} {'ratio':>6}")
     for name, code in PROGRAMS.items():
         plain = cpu(code, runs)
         fast = cpu("import smneuron.fast_exit\n" + code, runs)
-        print(f"{name:52} {plain:16.2f}s {fast:9.2f}s {fast / plain:6.2f}")
+        # as the embedded SageMaker starts: paused after fast_exit, frozen (and collecting again) once set up
+        paused = cpu(
+            f"import smneuron.fast_exit, smneuron.gc_pause\n{code}\nsmneuron.fast_exit.freeze()", runs
+        )
+        print(f"{name:52} {plain:11.2f}s {fast:9.2f}s {paused:10.2f}s {paused / plain:6.2f}")
 
 
 if __name__ == "__main__":

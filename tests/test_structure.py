@@ -47,6 +47,7 @@ LOOSE_ALLOWED = {
     "errors.py",
     "session.py",
     "fast_exit.py",
+    "gc_pause.py",
 }
 
 

@@ -6,7 +6,8 @@ vLLM image, HBM per NeuronCore, accelerators per copy), ``capacity`` (does a tex
 an instance: weights, KV cache, head sharding, as optimum-neuron computes them). Capacity lives here,
 not in deploy/, because compile (the smallest instance that fits) and deploy (refusals) both need it.
 
-May import: ``smneuron.errors`` only. Everything else in smneuron may import it.
+May import: ``smneuron.errors``, and ``smneuron.session`` for botocore's models (read once per process). Everything
+else in smneuron may import it.
 """
 
 from smneuron.catalog.images import (

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from smneuron.session import service_model
+
 
 @lru_cache(maxsize=1)
 def transform_instance_types() -> tuple[str, ...]:
     """botocore's ``TransformInstanceType`` enum, in its order."""
-    import botocore.session
-
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    return tuple(model.shape_for("TransformInstanceType").enum)
+    return tuple(service_model("sagemaker").shape_for("TransformInstanceType").enum)

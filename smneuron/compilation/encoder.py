@@ -445,7 +445,9 @@ def _workers() -> Any:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "transformers", "transformers.modeling_utils", "smneuron.fast_exit"])
+    ctx.set_forkserver_preload(
+        ["smneuron.gc_pause", "torch", "transformers", "transformers.modeling_utils", "smneuron.fast_exit"]
+    )
     return ctx
 
 

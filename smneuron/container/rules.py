@@ -4,7 +4,7 @@ CreateModel's ``ContainerDefinition``: at most 100 entries; keys of 1-1024 chara
 anything is created (``deployment.planning``), and the embedded SageMaker's CreateModel refuses what SageMaker would, in
 SageMaker's words (``local.aws.embedded``): one reading of the rule for both.
 
-May import: botocore, the standard library.
+May import: smneuron.session (botocore's models, parsed once per process), the standard library.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+
+from smneuron.session import service_model
 
 
 @dataclass(frozen=True)
@@ -25,9 +27,7 @@ class EnvironmentRules:
 @functools.lru_cache(maxsize=1)
 def environment_rules() -> EnvironmentRules:
     """The rules as botocore's sagemaker model states them."""
-    import botocore.session  # boto3's own dependency; loaded once
-
-    shape = botocore.session.get_session().get_service_model("sagemaker").shape_for("EnvironmentMap")
+    shape = service_model("sagemaker").shape_for("EnvironmentMap")
     return EnvironmentRules(
         shape.metadata.get("max", 100),
         shape.key.metadata.get("max", 1024),

@@ -137,7 +137,9 @@ def serve(
         }
         write_private(state_file, json.dumps(state).encode())
         print(f"embedded SageMaker at {url}", flush=True)
-        fast_exit.freeze()  # moto, botocore's models and what was restored: out of every later full collection
+        # moto, botocore's models and what was restored: out of every later full collection; the collector, paused
+        # for the set-up (smneuron.gc_pause, imported by __main__), runs again from here
+        fast_exit.freeze()
         try:
             stop.wait()
         finally:

@@ -51,10 +51,18 @@ class WorkerStartError(RuntimeError):
     pass
 
 
-# What every worker imports before it loads a model (the shipped serving_model's own imports), and last
-# smneuron.fast_exit: it freezes what came before it (the children start with it out of the collector's reach) and the
+# What every worker imports before it loads a model (the shipped serving_model's own imports); first
+# smneuron.gc_pause (no collections while the forkserver imports), and last smneuron.fast_exit: it freezes what came
+# before it (the children start with it out of the collector's reach), lets the collector run again, and the
 # forkserver itself ends without a last collection of them
-PRELOAD = ["torch", "tokenizers", "numpy", "smneuron.serving.worker", "smneuron.fast_exit"]
+PRELOAD = [
+    "smneuron.gc_pause",
+    "torch",
+    "tokenizers",
+    "numpy",
+    "smneuron.serving.worker",
+    "smneuron.fast_exit",
+]
 
 
 def preload_with(*modules: str) -> list[str]:

@@ -12,10 +12,9 @@ import datetime as dt
 from enum import Enum
 from typing import Any
 
-import botocore.session
-
 from smneuron.local.aws.embedded_service import backer
 from smneuron.local.aws.engine import patching
+from smneuron.session import service_model
 
 # start_component(name, record) / stop_component(name) / component_state(name) / specification(record)
 
@@ -266,7 +265,7 @@ def _patch_copy_dimension() -> None:
     from moto.applicationautoscaling import models as aas_models
     from moto.applicationautoscaling import responses as aas_responses
 
-    known = botocore.session.get_session().get_service_model("application-autoscaling")
+    known = service_model("application-autoscaling")
     values = list(known.shape_for("ScalableDimension").enum)
     values += [d.value for d in aas_models.ScalableDimensionValueSet if d.value not in values]
     dimensions = Enum("ScalableDimensionValueSet", {f"D{i}": v for i, v in enumerate(values)})  # type: ignore[misc]

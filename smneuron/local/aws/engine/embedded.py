@@ -36,8 +36,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import botocore.session
-
 from smneuron.container.rules import environment_problems
 from smneuron.deployment.controls import VPC_ACTIONS
 from smneuron.errors import MissingDependencyError
@@ -57,6 +55,7 @@ from smneuron.local.aws.engine.speed import patch_speed
 from smneuron.local.aws.engine.transform_jobs import patch_transform_jobs
 from smneuron.local.aws.http.connections import close_all, kept_alive
 from smneuron.serving.ports import free_port
+from smneuron.session import service_model
 
 _PATCHED = False
 _ENDPOINT_DELAY_S = 0.0
@@ -75,8 +74,7 @@ def set_endpoint_delay(seconds: float) -> None:
 
 def _variant_instance_types() -> list[str]:
 
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    return list(model.shape_for("ProductionVariantInstanceType").enum)
+    return list(service_model("sagemaker").shape_for("ProductionVariantInstanceType").enum)
 
 
 def patch_moto() -> None:
