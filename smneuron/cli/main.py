@@ -8,6 +8,7 @@ imported when that command runs, so `smneuron --help` costs typer and little els
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -21,6 +22,14 @@ from smneuron.cli._common import CliState
 from smneuron.cli.table import LazyGroup
 from smneuron.display import progress
 from smneuron.errors import SmneuronError, from_exception
+
+# A command imports large libraries when it needs them (torch and transformers to compile or evaluate, the SageMaker
+# SDK for a pipeline's definition), and CPython's default thresholds (700, 10, 10) run a full collection over the
+# growing heap again and again while it does: `smneuron compile` of a tiny BERT spent 0.69 s of its 5.8 s of CPU in
+# collections, 0.23 s with these (one collection of the youngest objects per 50,000 allocations instead of 700).
+# Reference cycles are still collected, only less often: a command ends soon, and `serve` frees what a request made.
+COLLECT_EVERY = (50_000, 20, 20)
+gc.set_threshold(*COLLECT_EVERY)
 
 app = typer.Typer(
     name="smneuron",
