@@ -1,5 +1,5 @@
 """CPU a process spends setting up and ending: as Python runs it, with smneuron.fast_exit (CPython's last collection
-skipped), and with smneuron.gc_pause too (no collections while it imports, as a forkserver's preload and the embedded
+skipped), and with smneuron.startup.gc_pause too (no collections while it imports, as a forkserver's preload and the embedded
 SageMaker's start run).
 
 Each row runs a program to its end in a fresh interpreter, ``--runs`` times, and takes the median CPU (user + system,
@@ -48,7 +48,7 @@ def main() -> None:
         fast = cpu("import smneuron.fast_exit\n" + code, runs)
         # as the embedded SageMaker starts: paused after fast_exit, frozen (and collecting again) once set up
         paused = cpu(
-            f"import smneuron.fast_exit, smneuron.gc_pause\n{code}\nsmneuron.fast_exit.freeze()", runs
+            f"import smneuron.fast_exit, smneuron.startup.gc_pause\n{code}\nsmneuron.fast_exit.freeze()", runs
         )
         print(f"{name:52} {plain:11.2f}s {fast:9.2f}s {paused:10.2f}s {paused / plain:6.2f}")
 

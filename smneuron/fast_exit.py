@@ -36,7 +36,7 @@ atexit.register(gc.freeze)  # exit handlers run last-registered first: this one 
 def freeze() -> None:
     """Keep every object alive now out of future collections (``gc.freeze``): what a process imported and set up
     lives as long as it does, and a full collection need not go over it again. It also ends a set-up that
-    ``smneuron.gc_pause`` paused: the collector runs again from here."""
+    ``smneuron.startup.gc_pause`` paused: the collector runs again from here."""
     gc.freeze()
     gc.enable()
 

@@ -22,7 +22,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # the pytest processes end as smneuron's own processes do, without CPython's last collection over torch, transformers
 # and moto (about 1.5 s of CPU each at the end of a run)
 import smneuron.fast_exit  # noqa: E402
-import smneuron.gc_pause  # noqa: E402  (no collections while the test modules import; collection's end freezes)
+import smneuron.startup.gc_pause  # noqa: E402  (no collections while the test modules import; collection's end freezes)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -79,7 +79,7 @@ if __name__ == "__main__":
 
 
 def test_a_forkserver_imports_its_preload_without_collecting_and_its_workers_collect(tmp_path):
-    """The model servers' forkserver imports torch with the collector paused (smneuron.gc_pause first in its preload):
+    """The model servers' forkserver imports torch with the collector paused (smneuron.startup.gc_pause first in its preload):
     a worker it forks inherits its counts, and no full collection ran (two did before, 0.15 s of CPU; with
     transformers 0.9 s). The worker collects again, with what the forkserver imported frozen (fast_exit last)."""
     script = tmp_path / "probe.py"
@@ -95,7 +95,7 @@ def test_the_set_up_pause_ends_where_fast_exit_freezes():
     """What `python -m smneuron.local` does: fast_exit, then the pause for the set-up, then ``fast_exit.freeze()`` once
     ready: no collection while paused, and a cycle made afterwards is collected as in any process."""
     program = """
-import gc, smneuron.fast_exit, smneuron.gc_pause
+import gc, smneuron.fast_exit, smneuron.startup.gc_pause
 print("paused:", not gc.isenabled())
 smneuron.fast_exit.freeze()
 

@@ -446,7 +446,13 @@ def _workers() -> Any:
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(
-        ["smneuron.gc_pause", "torch", "transformers", "transformers.modeling_utils", "smneuron.fast_exit"]
+        [
+            "smneuron.startup.gc_pause",
+            "torch",
+            "transformers",
+            "transformers.modeling_utils",
+            "smneuron.fast_exit",
+        ]
     )
     return ctx
 

@@ -138,7 +138,7 @@ def serve(
         write_private(state_file, json.dumps(state).encode())
         print(f"embedded SageMaker at {url}", flush=True)
         # moto, botocore's models and what was restored: out of every later full collection; the collector, paused
-        # for the set-up (smneuron.gc_pause, imported by __main__), runs again from here
+        # for the set-up (smneuron.startup.gc_pause, imported by __main__), runs again from here
         fast_exit.freeze()
         try:
             stop.wait()

@@ -52,11 +52,11 @@ class WorkerStartError(RuntimeError):
 
 
 # What every worker imports before it loads a model (the shipped serving_model's own imports); first
-# smneuron.gc_pause (no collections while the forkserver imports), and last smneuron.fast_exit: it freezes what came
+# smneuron.startup.gc_pause (no collections while the forkserver imports), and last smneuron.fast_exit: it freezes what came
 # before it (the children start with it out of the collector's reach), lets the collector run again, and the
 # forkserver itself ends without a last collection of them
 PRELOAD = [
-    "smneuron.gc_pause",
+    "smneuron.startup.gc_pause",
     "torch",
     "tokenizers",
     "numpy",

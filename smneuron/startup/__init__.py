@@ -1,0 +1,6 @@
+"""How the processes smneuron starts set themselves up: ``gc_pause`` (imported first by a forkserver's preload and by the
+embedded SageMaker's ``__main__``: no garbage collections while the heap only grows; ``smneuron.fast_exit.freeze()``
+ends the set-up). Never imported by ``import smneuron``.
+
+May import: the standard library only.
+"""
