@@ -478,33 +478,65 @@ def _piles(count: int, workers: int) -> list[int]:
     return sizes
 
 
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a fixture built once per module (or class): its module's tests that do run together."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(d[-1].scope in ("module", "class") for d in defs if d)
+
+
+def _units(items: list[pytest.Item]) -> list[list[pytest.Item]]:
+    """The collection in units that must not be split across workers: a module's tests that share a module-scoped
+    fixture are one unit (split, each worker built the fixture again: a `local up` and its `down` per worker and per
+    block, 7 blocks of one module in one run), every other test is a unit of its own."""
+    units: dict[object, list[pytest.Item]] = {}
+    for item in items:
+        key = item.path if _shares_a_module_fixture(item) else item.nodeid
+        units.setdefault(key, []).append(item)
+    return list(units.values())
+
+
+def _deal(
+    unit: list[pytest.Item], piles: list[list[pytest.Item]], sizes: list[int], load: list[float]
+) -> None:
+    """``unit`` to the least loaded share with room for all of it; where none has, split over those with most room."""
+    seconds = sum(DURATIONS.get(i.nodeid, 0.0) for i in unit)
+    fits = [p for p in range(len(piles)) if sizes[p] - len(piles[p]) >= len(unit)]
+    while unit:
+        pile = (
+            min(fits, key=lambda p: load[p])
+            if fits
+            else max(range(len(piles)), key=lambda p: sizes[p] - len(piles[p]))
+        )
+        taken = unit[: sizes[pile] - len(piles[pile])]
+        piles[pile] += taken
+        load[pile] += seconds * len(taken) / len(unit)
+        unit = unit[len(taken) :]
+        fits = []
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The real MiniLM model makes a test end to end too: `pytest -m "not e2e"` leaves it out.
 
     Order: the worksteal scheduler first sends each worker one contiguous share of the collection, and an idle worker
-    later takes the tail half of the longest queue. So the measured slow tests (``DURATIONS``) are dealt slowest
-    first, snake-wise (0, 1, 2, 2, 1, 0, ...), to the head of one share per worker; the other tests follow by whole
-    files (end-to-end files first), each to the share with the most room, so that a module's fixtures are built once,
-    not in every worker. Every worker starts on long tests, and what is left to take at the end is short."""
+    later takes the tail half of the longest queue. So the units (``_units``) holding a measured slow test
+    (``DURATIONS``) are dealt slowest first, each to the head of the least loaded share; the other tests follow by
+    whole files (end-to-end files first), each to the share with the most room, so that a module's fixtures are built
+    once, not in every worker. Every worker starts on long tests, and what is left to take at the end is short."""
     for item in items:
         if item.get_closest_marker("integration") and not item.get_closest_marker("e2e"):
             item.add_marker(pytest.mark.e2e)
 
     sizes = _piles(len(items), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
     piles: list[list[pytest.Item]] = [[] for _ in sizes]
-    turn = [*range(len(sizes)), *reversed(range(len(sizes)))]
-    dealt = 0
-    slow = sorted(
-        (i for i in items if i.nodeid in DURATIONS), key=lambda i: DURATIONS[i.nodeid], reverse=True
-    )
-    for item in slow:
-        while len(piles[pile := turn[dealt % len(turn)]]) >= sizes[pile]:
-            dealt += 1
-        piles[pile].append(item)
-        dealt += 1
+    load = [0.0] * len(sizes)
+    slow = [u for u in _units(items) if any(i.nodeid in DURATIONS for i in u)]
+    for unit in sorted(slow, key=lambda u: sum(DURATIONS.get(i.nodeid, 0.0) for i in u), reverse=True):
+        _deal(unit, piles, sizes, load)
+    dealt = {id(i) for pile in piles for i in pile}
     files: dict[Path, list[pytest.Item]] = {}
     for item in sorted(items, key=lambda i: i.get_closest_marker("e2e") is None):  # stable: collection order
-        if item.nodeid not in DURATIONS:
+        if id(item) not in dealt:
             files.setdefault(item.path, []).append(item)
     for tests in files.values():
         while tests:

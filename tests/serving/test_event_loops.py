@@ -100,7 +100,7 @@ def test_send_and_receive_on_the_event_loop_in_both_directions(loop):
 @pytest.fixture(scope="module")
 def big_replies(tiny_encoder, tmp_path_factory):
     d = tmp_path_factory.mktemp("loops")
-    compile_model(tiny_encoder, d / "a", target="cpu", task="feature-extraction", batch_size=4, buckets="16")
+    compile_model(tiny_encoder, d / "a", target="cpu", task="feature-extraction", batch_size=32, buckets="16")
     return package(d / "a", d / "model.tar.gz").path
 
 
