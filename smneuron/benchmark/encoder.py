@@ -18,7 +18,7 @@ import asyncio
 import datetime as dt
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -227,13 +227,15 @@ def run(
     prices: Mapping[str, float] | None = None,
     checked: bool = False,
     processes: int = 1,
+    on_start: Callable[[str], None] | None = None,
     **load: Any,
 ) -> Report:
     """Run a benchmark profile (``profiles.PROFILES``) against a local URL or a SageMaker endpoint; returns
     the report. ``load``: ``Load``'s fields (profile, duration_s, concurrency, rate, rates, warmup_s, cooldown_s,
     max_requests, max_errors, concurrencies: the concurrent profile's levels, seed: the poisson profile's gaps,
     slo_p99_ms, precision); ``processes``: load-generator processes each run's load is spread over
-    (``benchmark.fanout``), for targets that answer faster than one process can send.
+    (``benchmark.fanout``), for targets that answer faster than one process can send; ``on_start``: how long a profile
+    of several runs will take, in words, once the target answers, before its first request.
 
     Raises:
         ConfigError: no target, a window too short for its warm-up, a process count that is not one.
@@ -261,6 +263,7 @@ def run(
         else:
             send, close = sagemaker_sender(endpoint, session, m.width, errors, checked)  # type: ignore[arg-type]
         try:
+            profiles.announce(m, on_start)
             await _first_request(send, payloads[0], errors)
             return await _Runs(m, counted(send, shown), payloads, helpers, errors, search).all()
         finally:

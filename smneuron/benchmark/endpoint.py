@@ -95,6 +95,7 @@ def bench_here(
     *,
     session: Session | None = None,
     where: str = "sdk",
+    on_start: Callable[[str], None] | None = None,
 ) -> Report | GenerationReport:
     """The bench of ``request`` from this machine (``smneuron.bench`` without ``in_account``): the target says its
     kind (an endpoint by reading it once, a URL by the settings given), which refuses the other kind's settings; the
@@ -133,7 +134,7 @@ def bench_here(
         k: run.pop(k, None) for k in ("data", "tokenizer", "duration_s", "openai", "mean_tokens", "spread")
     }
     target = _Target(name, url, sess, profile, texts, **load)
-    return _BENCHES[kind](target, found, values, source, run)
+    return _BENCHES[kind](target, found, values, source, {**run, "on_start": on_start})
 
 
 class _Target(NamedTuple):

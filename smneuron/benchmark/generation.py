@@ -304,6 +304,7 @@ def run_generation(
     progress: Callable[[Progress], None] | None = None,
     via: str = "invoke",
     checked: bool = False,
+    on_start: Callable[[str], None] | None = None,
     **stream: Any,
 ) -> GenerationReport:
     """Stream ``bodies`` at a URL or a SageMaker endpoint; returns the report. ``stream``: ``StreamLoad``'s fields
@@ -311,7 +312,8 @@ def run_generation(
     max_errors, grace_s, seed, precision). ``via``: an endpoint's path, ``invoke`` (InvokeEndpointWithResponseStream,
     SigV4) or ``openai`` (/openai/v1/chat/completions, a bearer token; each prompt sent as one user message).
     ``checked``: the endpoint was read already (``bench_here``), its component named: the sender reads nothing again.
-    ``load``: what the requests are, for the report.
+    ``load``: what the requests are, for the report. ``on_start``: how long a profile of several runs will take, in
+    words, before its first request.
 
     ``instance_count`` may be a fraction (one copy of three on an instance: 1/3) so that cost is the
     copies' share of the instance price.
@@ -331,6 +333,7 @@ def run_generation(
     async def main(live: Callable[[Progress], None]) -> list[GenerationRun]:
         send, close = _sender(url, via, endpoint, session, m.width, tokenizer, component, checked)
         try:
+            profiles.announce(m, on_start)
             return await _profile(m, send, bodies, slo=slo, progress=live, search=search)
         finally:
             await close()

@@ -58,6 +58,14 @@ class LoadShape:
                 "--rate-type throughput (or synchronous) measures one run")  # fmt: skip
 
 
+def announce(shape: LoadShape, on_start: Callable[[str], None] | None) -> None:
+    """Say how long ``shape``'s runs will take (``on_start``), where it has several: once its requests are made and its
+    target found, so that a refusal comes first and alone."""
+    said = shape.how_long()
+    if on_start is not None and said:
+        on_start(said)
+
+
 async def runs(
     profile: str,
     *,

@@ -27,6 +27,7 @@ def bench(
     session: Session | None = None,
     where: str = "sdk",
     on_status: Callable[[str, float], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
     request: BenchRequest | None = None,
     **settings: Any,
 ) -> Report | GenerationReport | MeasuredTwice:
@@ -41,6 +42,8 @@ def bench(
         texts: encoder inputs to send (cycled); else ``data`` (a JSONL file) or texts generated from ``tokenizer``.
         where: "cli" or "sdk": how a refused setting is named (``--copies`` or ``copies=``).
         on_status: with ``in_account``: the job's status and the seconds it has run, as it is polled.
+        on_start: from here, a profile of several runs: how long it will take, in words, once the target was read and
+            the requests made (a refusal comes first and alone), before the first request.
         request: the typed request as it is (``BenchRequest``), instead of keywords.
 
     Returns:
@@ -56,4 +59,4 @@ def bench(
     req = BENCH.parse(request if request is not None else settings, where=where)
     if req.in_account:  # type: ignore[attr-defined]
         return bench_in_account_and_here(name, req, where=where, session=session, on_status=on_status)
-    return bench_here(name, texts, req, session=session, where=where)
+    return bench_here(name, texts, req, session=session, where=where, on_start=on_start)

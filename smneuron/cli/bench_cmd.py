@@ -41,7 +41,7 @@ def bench_cmd(
 ) -> None:
     """Benchmark: throughput, latency percentiles, cost; for text generation TTFT, ITL, tokens/s, goodput."""
     from smneuron.artifact.kind import ENCODER, GENERATION, kind_of
-    from smneuron.benchmark.profiles import LoadShape, verdict
+    from smneuron.benchmark.profiles import verdict
     from smneuron.benchmark.request import bench
     from smneuron.cli import generation_bench_cmd
 
@@ -59,21 +59,13 @@ def bench_cmd(
     files = {"--output": out, **{BENCH[k].flag: settings.get(k) for k in ("plot", "csv", "html")}}
     outputs_checked(files, {"--png-dir": settings.get("png_dir")})
     st = state(ctx)
-    if not as_json and not settings.get("in_account") and (endpoint or settings.get("url")):
-        # a value out of range is refused before a note about the run (the SDK parses the same settings again)
-        BENCH.parse(dict(settings), where="cli")
-        shape = {
-            k: settings[k] for k in ("profile", "duration_s", "rates", "concurrencies") if settings.get(k)
-        }
-        said = LoadShape(**shape).how_long()
-        if said:
-            console().print(f"note: {said}", highlight=False)
     # flags -> the SDK's one bench request (defaults, kind, refusals and serving figures decided there) -> render
     result = bench(
         endpoint,
         session=None if settings.get("url") or not endpoint else st.session(),  # no target: the SDK says so
         where="cli",
         on_status=None if as_json else generation_bench_cmd.job_progress(endpoint),
+        on_start=None if as_json else lambda said: console().print(f"note: {said}", highlight=False),
         prices=st.project().prices or None,
         **settings,
     )

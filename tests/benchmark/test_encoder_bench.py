@@ -593,3 +593,20 @@ def test_a_body_the_model_refuses_is_said_before_any_load(slow_server, tmp_path)
                              "--cooldown", "0")  # fmt: skip
     assert code == 0, err
     assert "note: concurrent: 2 runs of 0.3 s (concurrency 1, 2), about 1 s" in " ".join(out.split())
+
+
+def test_a_bench_with_nothing_to_send_is_refused_alone_and_a_notebook_hears_how_long(slow_server, tmp_path):
+    """The note on how long a sweep takes came before the refusal of a bench that had nothing to send; it is now said
+    once the requests are made, by the SDK (so a notebook hears it too, through ``on_start``)."""
+    code, out, err = run_cli("bench", "--url", slow_server, "--duration", "3")
+    assert code == 1 and "nothing to send" in err, (out, err)
+    assert "note:" not in out + err and "Unexpected error" not in err
+    heard: list[str] = []
+    (tmp_path / "d.jsonl").write_text(json.dumps({"inputs": "x", "delay": 0.01}) + "\n")
+    report = bench_endpoint(
+        url=slow_server, data=tmp_path / "d.jsonl", profile="concurrent", concurrencies=[1, 2], duration_s=0.3,
+        warmup_s=0, cooldown_s=0, on_start=heard.append,
+    )  # fmt: skip
+    assert heard == ["concurrent: 2 runs of 0.3 s (concurrency 1, 2), about 1 s; --rate-type throughput (or "
+                     "synchronous) measures one run"]  # fmt: skip
+    assert [r.concurrency for r in report.runs] == [1, 2]
