@@ -153,6 +153,12 @@ COMMANDS: dict[str, Entry] = {
 }
 
 
+COMPLETION = (
+    "install_completion",
+    "show_completion",
+)  # the options' names in the click commands typer builds
+
+
 def load(name: str) -> Any:
     """The click command for ``name``, its module imported now."""
     entry = COMMANDS[name]
@@ -164,6 +170,9 @@ def load(name: str) -> Any:
         single.command(name)(target)
         command = typer.main.get_command(single)
     command.name = name
+    # typer gives every app it builds --install-completion / --show-completion; they belong to `smneuron` alone (a
+    # command's --help listed them, and `smneuron recommend --install-completion` installed the root's completion)
+    command.params = [p for p in command.params if p.name not in COMPLETION]
     return command
 
 

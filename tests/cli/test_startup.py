@@ -85,6 +85,18 @@ def test_every_command_in_the_table_loads():
         assert load(name).name == name
 
 
+def test_only_smneuron_itself_offers_shell_completion():
+    from conftest import run_cli
+
+    for argv in (["deploy"], ["recommend"], ["local"], ["local", "up"], ["pipeline", "run"]):
+        code, out, _ = run_cli(*argv, "--help")
+        assert code == 0 and "completion" not in out, argv
+        code, _, err = run_cli(*argv, "--install-completion")
+        assert code == 2 and "No such option: --install-completion" in err, argv
+    code, out, _ = run_cli("--help")
+    assert "--install-completion" in out and "--show-completion" in out
+
+
 def test_a_typo_is_answered_from_the_whole_table():
     from conftest import run_cli
 
