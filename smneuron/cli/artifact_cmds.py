@@ -125,7 +125,10 @@ def _generation_line(m: dict) -> str:
 
 
 def _encoder_line(m: dict) -> str:
+    """One file per (batch, sequence bucket): each bucket and each compiled batch said once."""
+    seqs = sorted({b["seq_len"] for b in m["buckets"]})
+    batches = sorted({b.get("batch_size", m["batch_size"]) for b in m["buckets"]})
     return (
         f"task {m['task']}  target {m['compiler']['target']}  batch {m['batch_size']}  buckets "
-        f"{[b['seq_len'] for b in m['buckets']]}  smneuron {m['smneuron_version']}"
+        f"{', '.join(map(str, seqs))}  compiled batches {', '.join(map(str, batches))}  smneuron {m['smneuron_version']}"
     )

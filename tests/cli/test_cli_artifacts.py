@@ -38,6 +38,7 @@ def test_compile_package_inspect_upload(tiny_classifier, tmp_path, session):
     assert code == 0 and json.loads(stdout)["sha256"]
     code, stdout, _ = run_cli("inspect", str(tarball))
     assert code == 0 and "OK" in stdout
+    assert "batch 2 buckets 16, 32 compiled batches 2 " in " ".join(stdout.split())  # each said once
 
     code, stdout, err = run_cli("upload", str(tarball), "--model-name", "tiny", "--json")
     assert code == 0, err
