@@ -118,7 +118,8 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]], *, numer
     """A rich table; ``numeric`` right-aligns every column but the first (use False for text)."""
     from rich.table import Table
 
-    t = Table(title=title, title_justify="left")
+    # as wide as its title at least: a narrow table's title was folded onto a line of its own ("..., 5" / "records")
+    t = Table(title=title, title_justify="left", min_width=len(title) if title else None)
     # the first column names the row (instance type, endpoint, variable): never cut; others fold
     first = max([len(str(r[0])) for r in rows if r] + [len(columns[0]) if columns else 0])
     for i, c in enumerate(columns):

@@ -79,3 +79,14 @@ def test_debug_env_shows_traceback():
     assert proc.returncode == 1 and "Traceback (most recent call last)" in proc.stderr
     assert "smneuron/catalog/instances.py" in proc.stderr and "UnknownInstanceTypeError" in proc.stderr
     assert "Unknown instance type 'nope'" in " ".join(proc.stderr.split()) and "Traceback" not in err
+
+
+def test_a_narrow_tables_title_stays_on_one_line(capsys, monkeypatch):
+    """A two-column table under a longer title (evaluate's "feature-extraction, 5 records") folded the title onto a
+    second line."""
+    from smneuron.cli import _common
+
+    monkeypatch.setattr(_common, "_console", None)  # a console of this test's own, on its captured stdout
+    _common.table("feature-extraction, 5 records", ["metric", "value"], [["cosine_min", 1]])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].strip() == "feature-extraction, 5 records" and "metric" in lines[2]
