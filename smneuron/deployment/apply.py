@@ -33,7 +33,7 @@ from smneuron.deployment.planning import Plan
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.handle import Endpoint, console_url, describe, wait_for_endpoint
-from smneuron.endpoints.record import read_endpoint
+from smneuron.endpoints.record import EndpointRecord, read_endpoint
 from smneuron.endpoints.scaling import set_instance_count
 from smneuron.errors import (
     ConfigError,
@@ -166,7 +166,16 @@ def check_kind(session: Session, name: str, kind: ModelKind) -> None:
         record = read_endpoint(session, name)
     except NotFoundError:
         return
-    served, evidence = record.kind, record.kind_evidence
+    refuse_other_kind(record, kind)
+
+
+def refuse_other_kind(record: EndpointRecord, kind: ModelKind) -> None:
+    """``check_kind`` on an endpoint read already.
+
+    Raises:
+        ConfigError: it serves the other kind.
+    """
+    name, served, evidence = record.name, record.kind, record.kind_evidence
     if served is not None and served != kind:
         raise ConfigError(
             f"Endpoint {name} serves {served.a_title} model ({evidence}), and this artifact is "
@@ -174,6 +183,37 @@ def check_kind(session: Session, name: str, kind: ModelKind) -> None:
             f"({served.title} models are served {served.serves_with}, {kind.title} models {kind.serves_with}).",
             hint=f"Deploy it under another name (--name), or delete the endpoint first (`smneuron delete {name}`).",
         )
+
+
+def what_deploy_does(record: EndpointRecord | None, p: Plan) -> str:
+    """What ``apply`` will do to the endpoint as it stands (``record``, None where there is none), in a sentence: a plan
+    (``--dry-run``) says whether it creates, updates or leaves the endpoint, as ``_endpoint`` and ``_component`` decide.
+    UpdateEndpoint's behaviour is botocore's documentation of it (service-2.json, sagemaker 2017-07-24)."""
+    name, planned = p.endpoint_name, p.endpoint_config_name
+    component = p.component_request()
+    copies = (
+        f"; its inference component {component['InferenceComponentName']} is created, or updated where its Model or "
+        "copy count differs (a new Model rolls onto the copies)"
+        if component is not None
+        else ""
+    )
+    if record is None:
+        with_component = (
+            f" with its inference component {component['InferenceComponentName']}" if component else ""
+        )
+        return f"Endpoint {name} does not exist here: deploy creates it{with_component}."
+    now = f"{record.status} on EndpointConfig {record.config_name}, {record.instance_count} x {record.instance.name}"
+    if record.config_name == planned:
+        return (
+            f"Endpoint {name} exists ({now}): deploy leaves its instances as they are and sets its autoscaling and "
+            f"alarms as planned{copies}."
+        )
+    if record.status in ("Creating", "Updating"):
+        return f"Endpoint {name} is {record.status}: deploy would stop before changing it (another deploy is in progress)."
+    return (
+        f"Endpoint {name} exists ({now}): deploy updates it to EndpointConfig {planned} (UpdateEndpoint: new instances "
+        f"take its traffic, then the old ones are deleted, with no loss of availability){copies}."
+    )
 
 
 def apply(

@@ -16,13 +16,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind
 from smneuron.artifact.staging import describe_local, stage
 from smneuron.deployment import quotas
-from smneuron.deployment.apply import DeployResult, apply, check_kind
+from smneuron.deployment.apply import DeployResult, apply, check_kind, refuse_other_kind, what_deploy_does
 from smneuron.deployment.controls import Controls, check_account
 from smneuron.deployment.encoder_plan import DeployPlan, plan_for_model
 from smneuron.deployment.generation_plan import GenerationPlan, plan_generation
 from smneuron.deployment.planning import Plan, plan_request
 from smneuron.deployment.request import DeployRequest, resolve
-from smneuron.errors import AwsError, ConfigError, QuotaExceededError, from_client_error
+from smneuron.endpoints.record import read_endpoint
+from smneuron.errors import AwsError, ConfigError, NotFoundError, QuotaExceededError, from_client_error
 from smneuron.session import Session
 from smneuron.specs.deploy_settings import DEPLOY
 from smneuron.specs.models import EndpointSpec, ProjectFile, ScalingSpec
@@ -107,9 +108,7 @@ def preview(
     others = {t: stage(a, session=sess, upload=False) for t, a in request.artifacts.items()}
     plan = plan_request(data, request, region=sess.region, others=others)
     if request.endpoint.name:
-        unchecked = _kind_unchecked(sess.one_try(), request.endpoint.name, request)
-        if unchecked:
-            plan.notes.append(unchecked)
+        plan.notes.append(_against_existing(sess.one_try(), plan, request))
     plan.notes += _quotas_or_unchecked(sess.one_try(), request)  # reported, not depended on: asked once
     return plan
 
@@ -126,20 +125,26 @@ def _quotas_or_unchecked(session: Session, request: DeployRequest) -> list[str]:
         return [f"Not checked: the account's instance quotas ({type(e).__name__})."]
 
 
-def _kind_unchecked(session: Session, name: str, request: DeployRequest) -> str | None:
-    """``check_kind`` for a dry run: its refusal raised as ``deploy`` raises it; where AWS cannot be asked (no
-    credentials, no access, no network), the sentence the plan says instead."""
+def _against_existing(session: Session, plan: Plan, request: DeployRequest) -> str:
+    """What ``deploy`` would do to the named endpoint as it stands (one read; its refusal of an endpoint serving the
+    other kind raised as ``deploy`` raises it), or, where AWS cannot be asked (no credentials, no access, no
+    network), that it was not checked."""
+    name = request.endpoint.name
     later = "`smneuron deploy` checks it before uploading anything"
     if session.boto_session.get_credentials() is None:
         return f"Not checked: whether endpoint {name} exists and serves another kind of model (no AWS credentials here; {later})."
     try:
-        check_kind(session, name, request.kind)
+        record = read_endpoint(session, name)
+    except NotFoundError:
+        record = None
     except (AwsError, BotoCoreError) as e:
         why = e.message if isinstance(e, AwsError) else type(e).__name__
         return (
             f"Not checked: whether endpoint {name} exists and serves another kind of model ({why}; {later})."
         )
-    return None
+    if record is not None:
+        refuse_other_kind(record, request.kind)
+    return what_deploy_does(record, plan)
 
 
 @DEPLOY.signature

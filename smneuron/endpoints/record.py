@@ -55,6 +55,11 @@ class EndpointRecord:
     document: dict = field(repr=False)  # what `smneuron status --json` prints
 
     @property
+    def config_name(self) -> str:
+        """The EndpointConfig the endpoint runs."""
+        return self.document["endpoint"]["EndpointConfigName"]
+
+    @property
     def workers(self) -> int | None:
         """TorchServe workers per instance (encoders; None: the toolkit's default, or copies instead)."""
         value = self.environment.get("SAGEMAKER_MODEL_SERVER_WORKERS")

@@ -118,7 +118,16 @@ def test_update_is_blue_green_idempotent_and_scaling_applies(cpu_artifact, tmp_p
     tarball = retarget(cpu_artifact, tmp_path, "inf2")
     scaling = ScalingSpec(min_capacity=1, max_capacity=4, scheduled=[parse_schedule("cron(0 8 * * ? *)=2-6")])
     spec = EndpointSpec(name="ep", instance_type="ml.inf2.xlarge", latency_p99_alarm_ms=50)
+
+    def planned(endpoint: EndpointSpec) -> str:  # what a dry run says it would do to the endpoint
+        return " ".join(dp.preview(tarball, endpoint, scaling, session=session).notes)
+
+    assert "Endpoint ep does not exist here: deploy creates it." in planned(spec)
     first = dp.deploy(tarball, spec, scaling, session=session)
+    assert (
+        f"Endpoint ep exists (InService on EndpointConfig {first.endpoint_config_name}, 1 x ml.inf2.xlarge): deploy "
+        "leaves its instances as they are" in planned(spec)
+    )
     again = dp.deploy(tarball, spec, scaling, session=session)
     assert again.unchanged and again.endpoint_config_name == first.endpoint_config_name
     assert leftovers(session)["configs"] == 1
@@ -144,8 +153,10 @@ def test_update_is_blue_green_idempotent_and_scaling_applies(cpu_artifact, tmp_p
             "traffic_routing": spec.traffic_routing.model_copy(update={"type": "canary", "step_percent": 20}),
         }
     )
+    said = planned(canary)
     updated = dp.deploy(tarball, canary, scaling, session=session)
     assert updated.is_update and updated.endpoint_config_name != first.endpoint_config_name
+    assert f"deploy updates it to EndpointConfig {updated.endpoint_config_name} (UpdateEndpoint" in said
     sm = session.client("sagemaker")
     assert sm.describe_endpoint(EndpointName="ep")["EndpointConfigName"] == updated.endpoint_config_name
     backend = sagemaker_backends["123456789012"]["us-east-1"]
