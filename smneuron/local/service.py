@@ -29,8 +29,10 @@ from smneuron.files.local_record import LOCAL_REGION, LocalKeys, local_keys, pid
 from smneuron.files.local_record import local_service as status
 from smneuron.files.local_record import local_service_path as state_path
 from smneuron.files.private import open_private_append, private_dir, tighten, write_private
+from smneuron.local import held_settings
 from smneuron.local.aws.engine.patching import EmbeddedAwsError
 from smneuron.local.aws.state import snapshot_file
+from smneuron.local.held_settings import METRIC_PERIODS
 from smneuron.local.reaper import OWNER, sweep
 from smneuron.local.service_process import REFUSED, REFUSED_EXIT, owner_of
 from smneuron.serving.ports import check_port, free_port
@@ -41,8 +43,8 @@ from smneuron.serving.torchserve import require as require_torchserve
 def up(
     port: int = 0,
     timeout: float = 120,
-    engine: str = "smneuron",
-    generation_engine: str = "stand-in",
+    engine: str | None = None,
+    generation_engine: str | None = None,
     *,
     fresh: bool = False,
     restore_previous: bool = False,
@@ -56,7 +58,8 @@ def up(
     asking for one fails as SageMaker's do, or falls back to its next instance pool). ``allow_origins``: browser
     origins that may call it (none by default: a request with any other Origin is refused). ``quotas``: the SageMaker
     instance quotas it holds (``catalog.quotas.parse_settings``: ``ml.inf2.xlarge=0``, ``new-account``; none by
-    default: nothing is limited).
+    default: nothing is limited). ``engine`` (``smneuron``, or ``torchserve``: the DLC's stack) and
+    ``generation_engine`` (``stand-in``, or ``vllm``): None takes the running service's, or the first for a new one.
 
     The state directory is the user's alone (0700, its files 0600; an older one is tightened, and ``tightened``
     lists what was); its credentials (``credentials.json``) are made on the first start and kept after. One `up` at a
@@ -68,11 +71,11 @@ def up(
             (``SnapshotDamaged``), or a full disk under the state directory.
         SmneuronError: it did not come up (with the last lines of its log).
     """
-    if engine not in ("smneuron", "torchserve"):
+    if engine not in (None, "smneuron", "torchserve"):
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
     if engine == "torchserve":
         require_torchserve()
-    if generation_engine not in ("stand-in", "vllm"):
+    if generation_engine not in (None, "stand-in", "vllm"):
         raise ConfigError(
             f"Unknown LLM engine {generation_engine!r}.",
             hint="Use --llm-engine stand-in or --llm-engine vllm.",
@@ -92,9 +95,12 @@ def up(
         with state_lock(path.parent, timeout):
             running = status()
             if running:
-                _same_settings(running, origins if allow_origins is not None else None, short, no_capacity)
-                _same_period(running, metric_period)
-                _same_quotas(running, held if quotas is not None else None)
+                held_settings.same_start(running, port, engine, generation_engine, fresh, restore_previous)
+                held_settings.same_settings(
+                    running, origins if allow_origins is not None else None, short, no_capacity
+                )
+                held_settings.same_period(running, metric_period)
+                held_settings.same_quotas(running, held if quotas is not None else None)
                 return {**running, "started": False}
             aside = _kept_state(path.with_name("aws"), fresh, restore_previous)
             flags = [
@@ -104,13 +110,12 @@ def up(
                 *(["--metric-period", f"{period:g}"] if period != METRIC_PERIODS[1] else []),
                 *(["--quotas", json.dumps(held)] if held else []),
             ]
-            started = _start(path, port, engine, generation_engine, timeout, flags)
+            started = _start(
+                path, port, engine or "smneuron", generation_engine or "stand-in", timeout, flags
+            )
     except OSError as e:
         raise state_disk_error(e, path.parent) from None
     return {**started, "tightened": [str(p) for p in tightened], "set_aside": str(aside) if aside else None}
-
-
-METRIC_PERIODS = (0.5, 60.0)  # seconds: what a period may be (60: AWS's minute)
 
 
 def _metric_period(value: float | None) -> float:
@@ -126,22 +131,6 @@ def _metric_period(value: float | None) -> float:
     return float(value)
 
 
-def _same_period(running: dict, asked: float | None) -> None:
-    if asked is not None and float(asked) != float(running.get("metric_period_s", METRIC_PERIODS[1])):
-        raise ConfigError(
-            f"The embedded SageMaker already runs with a metric period of {running.get('metric_period_s', 60):g} s.",
-            hint="Stop it first (`smneuron local down`), then start it with the --metric-period you want.",
-        )
-
-
-def _same_quotas(running: dict, asked: dict[str, float] | None) -> None:
-    if asked is not None and asked != running.get("quotas", {}):
-        raise ConfigError(
-            f"The embedded SageMaker already runs holding {len(running.get('quotas', {}))} quota(s), not these.",
-            hint="Stop it first (`smneuron local down`), then start it with the --quota you want.",
-        )
-
-
 def state_disk_error(err: OSError, directory: Path) -> SmneuronError:
     """An OSError under the state directory in words: a full disk says so with what is free; others name the file."""
     if err.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -155,22 +144,6 @@ def state_disk_error(err: OSError, directory: Path) -> SmneuronError:
             hint="Free some space on that disk, or point SMNEURON_STATE_DIR at a folder on another disk.",
         )
     return file_error(err)
-
-
-def _same_settings(
-    running: dict, origins: list[str] | None, short: list[str], asked: list[str] | None
-) -> None:
-    """Refuse settings a running service was not started with (it would have to be restarted for them)."""
-    if origins is not None and sorted(origins) != sorted(running.get("allowed_origins", [])):
-        raise ConfigError(
-            f"The embedded SageMaker already runs allowing origins {running.get('allowed_origins') or 'none'}.",
-            hint="Stop it first (`smneuron local down`), then start it with the --allow-origin you want.",
-        )
-    if asked is not None and sorted(short) != sorted(running.get("no_capacity", [])):
-        raise ConfigError(
-            f"The embedded SageMaker already runs with no capacity for {running.get('no_capacity') or 'nothing'}.",
-            hint="Stop it first (`smneuron local down`), then start it with the --no-capacity you want.",
-        )
 
 
 def _kept_state(kept: Path, fresh: bool, restore_previous: bool) -> Path | None:

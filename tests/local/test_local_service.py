@@ -32,6 +32,14 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     up = json.loads(smneuron_cli("local", "up", "--json").stdout)
     assert up["started"] and up["url"].startswith("http://127.0.0.1:")
     assert json.loads(smneuron_cli("local", "up", "--json").stdout)["started"] is False  # once
+    # what only a start does is refused of the running service, never dropped (it said "already running", exit 0)
+    port = up["url"].rsplit(":", 1)[1]
+    for asked, held in (("--engine torchserve", "--engine smneuron"), ("--llm-engine vllm", "--llm-engine stand-in"),
+                        ("--port 1", f"--port {port}"), ("--fresh", "--fresh"), ("--restore-previous", "running")):  # fmt: skip
+        refused = smneuron_cli("local", "up", *asked.split(), check=False)
+        said = " ".join(refused.stderr.split())
+        assert refused.returncode == 1 and held in said and "`smneuron local down`" in said, (asked, said)
+    assert smneuron_cli("local", "up", "--engine", "smneuron").returncode == 0  # what it runs with: fine
 
     out = smneuron_cli("--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.large", "--name", "ep")
     assert "created: InService" in out.stdout
