@@ -81,4 +81,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    step_common.run(main)

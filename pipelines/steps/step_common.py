@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,21 @@ from smneuron.deployment.corridor import generation_plan_for_model
 from smneuron.deployment.generation_plan import GenerationPlan
 from smneuron.endpoints.handle import delete, wait_for_endpoint
 from smneuron.endpoints.naming import sanitize
+from smneuron.errors import SmneuronError
 from smneuron.evaluation import scoring as evaluation
 from smneuron.session import Session
 from smneuron.specs.models import CompileSpec, EndpointSpec, Thresholds, validate
+
+
+def run(main: Callable[[], None]) -> None:
+    """A step's entry point: a smneuron error (a setting the model cannot take, a missing input) ends the job with its
+    paragraph, problem and fix, as the CLI says it, and the job's last log lines are that paragraph (they were a
+    traceback ending in it); any other exception keeps its traceback."""
+    try:
+        main()
+    except SmneuronError as e:
+        print(f"Error: {e}", file=sys.stderr, flush=True)
+        sys.exit(e.exit_code)
 
 
 def parser(description: str) -> argparse.ArgumentParser:

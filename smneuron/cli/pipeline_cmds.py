@@ -301,10 +301,13 @@ def _show_run(run, as_json: bool) -> None:  # type: ignore[no-untyped-def]
                 "evaluation": run.evaluation,
                 "deployment": run.deployment,
                 "left_running": run.left_running,
+                "notes": run.notes,
                 "steps": [s.__dict__ for s in run.steps],
             }
         )
         return
+    for note in run.notes:  # what the plan chose (shapes) and why
+        console().print(f"note: {note}")
     if run.evaluation:
         console().print("metrics " + json.dumps(run.evaluation["metrics"]))
     console().print(f"pipeline {run.status}" + (f": {run.failure_reason}" if run.failure_reason else ""))

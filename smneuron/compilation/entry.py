@@ -200,14 +200,13 @@ def _generation(
 
 
 def _fitted_sequence(model: Path, spec: CompileSpec, chosen: bool) -> tuple[CompileSpec, str | None]:
-    """The default sequence length, fitted to a model with fewer positions (said); one the user chose is kept, and
-    refused later when the model cannot take it."""
-    positions = int(read_config(model).get("max_position_embeddings") or 0) if model.is_dir() else 0
-    if chosen or not positions or spec.sequence_length <= positions:
+    """The default sequence length, fitted to a model with fewer positions (``shapes.fitted_sequence``), said."""
+    fitted, positions = shapes.fitted_sequence(spec, read_config(model) if model.is_dir() else {}, chosen)
+    if positions is None:
         return spec, None
     note = (f"sequence length {positions}: the model's max_position_embeddings (the default "
             f"{spec.sequence_length} is longer; --sequence-length chooses another)")  # fmt: skip
-    return spec.model_copy(update={"sequence_length": positions}), note
+    return fitted, note
 
 
 # each kind's compiler and its dry run: this stage's half of the kind strategy

@@ -126,3 +126,13 @@ def apply(spec: CompileSpec, config: dict, chosen: set[str]) -> tuple[CompileSpe
         update["buckets"] = choice.buckets
     applied = validate(type(spec), {**spec.model_dump(), **update}, source="the default shapes")
     return applied, ShapeChoice(applied.batch_size, applied.all_batch_sizes, applied.buckets, choice.reason)
+
+
+def fitted_sequence(spec: CompileSpec, config: dict, chosen: bool) -> tuple[CompileSpec, int | None]:
+    """A causal LM's default sequence length, fitted to a model with fewer positions (config.json's
+    max_position_embeddings); one the user chose is kept (and refused on export when the model cannot take it).
+    Returns the spec and the positions it was fitted to (None: unchanged), for the caller to say with its own knob."""
+    positions = int(config.get("max_position_embeddings") or 0)
+    if chosen or not positions or spec.sequence_length <= positions:
+        return spec, None
+    return spec.model_copy(update={"sequence_length": positions}), positions

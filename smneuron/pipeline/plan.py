@@ -214,10 +214,37 @@ def _encoder_shapes(proj: ProjectFile, comp: CompileSpec) -> tuple[CompileSpec, 
     return comp, [f"shapes: {choice.reason}"] if choice else []
 
 
-# each kind's shapes: an encoder's batch sizes and buckets; a causal LM's are its compile spec's (checked on export)
+def _generation_shapes(proj: ProjectFile, comp: CompileSpec) -> tuple[CompileSpec, list[str]]:
+    """A causal LM's sequence length: the project file's, else the default fitted to the model's positions as `smneuron
+    compile` fits it (``shapes.fitted_sequence``); without the model's folder here, the default, said (the compile step
+    would refuse one longer than the model takes)."""
+    chosen = "sequence_length" in comp.model_fields_set
+    config = Path(proj.model) / "config.json" if proj.model else None
+    if config is None or not config.is_file():
+        return comp, [] if chosen else [
+            f"shapes: sequence length {comp.sequence_length}: the model is read only when the pipeline runs, so its "
+            "max_position_embeddings is unknown here; set compile.sequence_length in smneuron.yaml, or `model:` to "
+            "the model's folder"
+        ]  # fmt: skip
+    model = json.loads(read_text(config, "the model's config.json"))
+    most = int(model.get("max_position_embeddings") or 0)
+    if chosen and most and comp.sequence_length > most:  # the compile step would refuse it, minutes later
+        raise ConfigError(
+            f"compile.sequence_length {comp.sequence_length} exceeds the model's max_position_embeddings ({most}, "
+            f"{config}).",
+            hint=f"Set compile.sequence_length in smneuron.yaml to {most} or less, or leave it out ({most} then).",
+        )
+    fitted, positions = shapes.fitted_sequence(comp, model, chosen)
+    if positions is None:
+        return comp, []
+    return fitted, [f"shapes: sequence length {positions}: the model's max_position_embeddings (the default "
+                    f"{comp.sequence_length} is longer; compile.sequence_length chooses another)"]  # fmt: skip
+
+
+# each kind's shapes: an encoder's batch sizes and buckets; a causal LM's sequence length
 _SHAPES: dict[ModelKind, Callable[[ProjectFile, CompileSpec], tuple[CompileSpec, list[str]]]] = {
     ENCODER: _encoder_shapes,
-    GENERATION: lambda proj, comp: (comp, []),
+    GENERATION: _generation_shapes,
 }
 
 

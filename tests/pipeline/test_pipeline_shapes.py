@@ -4,6 +4,9 @@ and which keys set the shapes."""
 
 from __future__ import annotations
 
+import pytest
+
+from smneuron.errors import ConfigError
 from smneuron.pipeline.plan import plan as pipeline_plan
 from smneuron.specs.models import ProjectFile
 
@@ -55,3 +58,24 @@ def test_the_deploy_steps_quota_is_said_as_the_account_stands(session, role):
         "The deploy step would be refused as the account stands now: the deploy step (endpoint"
     )
     assert "'ml.inf2.xlarge for endpoint usage' is 0" in note and "request-service-quota-increase" in note
+
+
+def test_a_causal_lms_sequence_length_is_fitted_to_the_model_as_compile_fits_it(session, role, tiny_llama):
+    """The pipeline compiled text generation at the default 4096 tokens, and its compile step refused a model of 512
+    positions with a traceback in the job's log; the plan now fits the default as `smneuron compile` does, said, and
+    refuses a chosen length the model cannot take before anything runs."""
+    from smneuron.compilation.entry import compile_model
+
+    project = {"endpoint": {"instance_type": "ml.inf2.xlarge"}, "compile": {"task": "text-generation"},
+               "model": str(tiny_llama)}  # fmt: skip
+    p = pipeline_plan(ProjectFile.model_validate(project), session=session)
+    cli = compile_model(tiny_llama, None, target="inf2", dry_run=True).spec
+    assert p.config["compile"]["sequence_length"] == cli.sequence_length == 512
+    assert any(
+        n.startswith("shapes: sequence length 512: the model's max_position_embeddings") for n in p.notes
+    )
+    project["compile"]["sequence_length"] = 4096
+    with pytest.raises(
+        ConfigError, match="compile.sequence_length 4096 exceeds the model's max_position_embeddings"
+    ):
+        pipeline_plan(ProjectFile.model_validate(project), session=session)

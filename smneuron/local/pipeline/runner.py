@@ -69,6 +69,7 @@ class LocalRun(Displayed):
     deployment: dict | None = None
     failure_reason: str | None = None
     left_running: list[str] = field(default_factory=list)  # endpoints and components when the run ended
+    notes: list[str] = field(default_factory=list)  # the plan's: the shapes it chose and why, its preflight
 
     def _card(self) -> Card:
         gate = self.evaluation or {}
@@ -126,6 +127,7 @@ def run_local(
     if not data.is_file():
         raise ConfigError(f"Evaluation data {data} does not exist.")
     proj = (project or ProjectFile()).model_copy(deep=True)
+    proj.model = str(model_dir)  # the plan chooses the shapes `smneuron compile` would from this folder
     if proj.compile.task is None:
         proj.compile.task = pipeline_task(model_dir)[0]
     parameters = dict(parameters or {})
@@ -150,7 +152,7 @@ def run_local(
             arn = pipeline.start(up.name, parameters, session=session)
             sm = session.client("sagemaker")
             definition = json.loads(sm.describe_pipeline(PipelineName=up.name)["PipelineDefinition"])
-            run = LocalRun(up.name, arn)
+            run = LocalRun(up.name, arn, notes=list(up.notes))
             runner = _Runner(session, definition, arn, parameters, work, url, run, on_step)
             try:
                 runner.run(definition["Steps"])
