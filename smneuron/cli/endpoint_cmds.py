@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -270,8 +271,15 @@ def delete_cmd(
     """
     from smneuron.endpoints.handle import delete
 
-    if not yes and not typer.confirm(f"Delete endpoint {name} and everything smneuron created for it?"):
-        raise typer.Abort()
+    if not yes and not _agreed(f"Delete endpoint {name} and everything smneuron created for it?"):
+        if sys.stdin.isatty():
+            raise typer.Abort()
+        # a script, a pipe, CI: the answer came from standard input, or nothing did (it said "Aborted." alone)
+        raise SmneuronError(
+            f"delete asks before it deletes endpoint {name} and got no yes on standard input, which is not a "
+            "terminal; nothing was deleted.",
+            hint=f"Pass --yes to delete it without asking: `smneuron delete {name} --yes`.",
+        )
     removed = delete(name, session=state(ctx).session())
     if as_json:
         print_json({"endpoint": name, "removed": removed})
@@ -280,6 +288,14 @@ def delete_cmd(
         console().print(f"removed {r}")
     if not removed:
         console().print(f"Nothing to remove for {name}.")
+
+
+def _agreed(question: str) -> bool:
+    """The user's yes to ``question``; no at the end of standard input."""
+    try:
+        return typer.confirm(question)
+    except typer.Abort:  # the end of standard input (click's confirm on EOF)
+        return False
 
 
 def _invoke_async(

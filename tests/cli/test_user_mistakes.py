@@ -211,7 +211,15 @@ CASES = [
         None,
     ),
     # a prompt answered no
-    ("prompt-declined", "delete some-endpoint", 1, ["Aborted."], {}, "n\n"),
+    ("prompt-declined", "delete some-endpoint", 1, ["got no yes on standard input", "--yes"], {}, "n\n"),
+    (
+        "prompt-without-input",
+        "delete some-endpoint",
+        1,
+        ["nothing was deleted", "`smneuron delete some-endpoint --yes`"],
+        {},
+        "",
+    ),
     # 0 meant "not given" and sent the encoder's body; the endpoint answered "needs messages or prompt"
     (
         "invoke-max-tokens-zero",
