@@ -28,16 +28,23 @@ COMPILE = Options(
             help="text-classification, feature-extraction, token-classification, question-answering or "
             "text-generation (causal LMs: optimum-neuron for inf2); default: from config.json, said.",
         ),
-        _key("batch_size", "--batch-size"),
+        # an encoder's static shapes and a causal LM's sequence length left out are chosen from the model's config.json
+        # (``compilation.shapes``), not the project-file field's default: what "not given" comes to is said so
+        _key("batch_size", "--batch-size", default="chosen from the model's size class"),
         _key(
-            "batch_sizes", "--batch-sizes", comma=True, help="Smaller batch sizes to compile too, e.g. 1,2,4."
+            "batch_sizes",
+            "--batch-sizes",
+            comma=True,
+            help="Smaller batch sizes to compile too, e.g. 1,2,4.",
+            default="1 beside the size class's batch; none when batch_size is given",
         ),
         _key(
             "buckets",
             "--buckets",
             comma=True,
-            help="Sequence lengths, e.g. 32,64,128 (default: 32,64,128 within the model's positions).",
-        ),
+            help="Sequence lengths, e.g. 32,64,128.",
+            default="32,64,128 within the model's positions",
+        ),  # fmt: skip
         _key("auto_cast", "--auto-cast"),
         _key("auto_cast_type", "--auto-cast-type"),
         _key("optlevel", "--optlevel"),
@@ -49,7 +56,7 @@ COMPILE = Options(
         _key("precision", "--precision"),
         _key("allow_random_weights", "--allow-random-weights"),
         _key("max_abs_diff", "--max-abs-diff"),
-        _key("sequence_length", "--sequence-length"),
+        _key("sequence_length", "--sequence-length", default="4096, fitted to the model's positions"),
         _key("tensor_parallel_size", "--tensor-parallel-size", short="--num-cores"),
         _key("dtype", "--dtype"),
     ],

@@ -150,6 +150,26 @@ CASES = [
     ),
     # MODEL_DIR may come from smneuron.yaml instead: given by neither, the same usage error
     ("compile-without-model", "compile", 2, ["No model directory given", "Pass MODEL_DIR"], {}, None),
+    # leaving a shape out gets compile's choice from config.json, not the project-file field's default (it said [128])
+    (
+        "compile-bad-buckets",
+        "compile {model} -o {root}/b --buckets 16,abc",
+        2,
+        [
+            "--buckets must be a list of whole numbers",
+            "leave it out for its default (32,64,128 within the model's positions)",
+        ],
+        {},
+        None,
+    ),
+    (
+        "compile-batch-zero",
+        "compile {model} -o {root}/b --batch-size 0",
+        2,
+        ["--batch-size must be a whole number from 1", "(chosen from the model's size class)"],
+        {},
+        None,
+    ),
     (
         "compare-without-model",
         "compare --instances ml.c6i.xlarge",
