@@ -500,19 +500,19 @@ def _deal(
     unit: list[pytest.Item], piles: list[list[pytest.Item]], sizes: list[int], load: list[float]
 ) -> None:
     """``unit`` to the least loaded share with room for all of it; where none has, split over those with most room."""
-    seconds = sum(DURATIONS.get(i.nodeid, 0.0) for i in unit)
+    each = sum(DURATIONS.get(i.nodeid, 0.0) for i in unit) / len(unit)
     fits = [p for p in range(len(piles)) if sizes[p] - len(piles[p]) >= len(unit)]
+    if fits:
+        pile = min(fits, key=lambda p: load[p])
+        piles[pile] += unit
+        load[pile] += each * len(unit)
+        return
     while unit:
-        pile = (
-            min(fits, key=lambda p: load[p])
-            if fits
-            else max(range(len(piles)), key=lambda p: sizes[p] - len(piles[p]))
-        )
+        pile = max(range(len(piles)), key=lambda p: sizes[p] - len(piles[p]))
         taken = unit[: sizes[pile] - len(piles[pile])]
         piles[pile] += taken
-        load[pile] += seconds * len(taken) / len(unit)
+        load[pile] += each * len(taken)
         unit = unit[len(taken) :]
-        fits = []
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -153,10 +153,8 @@ COMMANDS: dict[str, Entry] = {
 }
 
 
-COMPLETION = (
-    "install_completion",
-    "show_completion",
-)  # the options' names in the click commands typer builds
+# the shell-completion options' names in the click commands typer builds
+COMPLETION = ("install_completion", "show_completion")
 
 
 def load(name: str) -> Any:

@@ -132,7 +132,12 @@ def fitted_sequence(spec: CompileSpec, config: dict, chosen: bool) -> tuple[Comp
     """A causal LM's default sequence length, fitted to a model with fewer positions (config.json's
     max_position_embeddings); one the user chose is kept (and refused on export when the model cannot take it).
     Returns the spec and the positions it was fitted to (None: unchanged), for the caller to say with its own knob."""
-    positions = int(config.get("max_position_embeddings") or 0)
-    if chosen or not positions or spec.sequence_length <= positions:
+    most = positions(config)
+    if chosen or not most or spec.sequence_length <= most:
         return spec, None
-    return spec.model_copy(update={"sequence_length": positions}), positions
+    return spec.model_copy(update={"sequence_length": most}), most
+
+
+def positions(config: dict) -> int:
+    """The tokens a model takes (config.json's max_position_embeddings; 0 where it does not say)."""
+    return int(config.get("max_position_embeddings") or 0)

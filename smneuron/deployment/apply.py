@@ -191,17 +191,17 @@ def what_deploy_does(record: EndpointRecord | None, p: Plan) -> str:
     UpdateEndpoint's behaviour is botocore's documentation of it (service-2.json, sagemaker 2017-07-24)."""
     name, planned = p.endpoint_name, p.endpoint_config_name
     component = p.component_request()
+    ic = component["InferenceComponentName"] if component is not None else None
+    if record is None:
+        return f"Endpoint {name} does not exist here: deploy creates it" + (
+            f" with its inference component {ic}." if ic else "."
+        )
     copies = (
-        f"; its inference component {component['InferenceComponentName']} is created, or updated where its Model or "
-        "copy count differs (a new Model rolls onto the copies)"
-        if component is not None
+        f"; its inference component {ic} is created, or updated where its Model or copy count differs (a new Model "
+        "rolls onto the copies)"
+        if ic
         else ""
     )
-    if record is None:
-        with_component = (
-            f" with its inference component {component['InferenceComponentName']}" if component else ""
-        )
-        return f"Endpoint {name} does not exist here: deploy creates it{with_component}."
     now = f"{record.status} on EndpointConfig {record.config_name}, {record.instance_count} x {record.instance.name}"
     if record.config_name == planned:
         return (

@@ -10,6 +10,9 @@ import urllib.parse
 from smneuron.errors import ConfigError
 
 METRIC_PERIODS = (0.5, 60.0)  # seconds: what a period may be (60: AWS's minute)
+# what serves encoder endpoints and text-generation copies; the first is what a start takes when none is given
+ENGINES = ("smneuron", "torchserve")
+LLM_ENGINES = ("stand-in", "vllm")
 
 
 def same_start(
@@ -24,8 +27,8 @@ def same_start(
     running service holds its state; it would have to be stopped for any of them)."""
     now = {
         "--port": (port or None, urllib.parse.urlsplit(running["url"]).port),
-        "--engine": (engine, running.get("engine", "smneuron")),
-        "--llm-engine": (generation_engine, running.get("generation_engine", "stand-in")),
+        "--engine": (engine, running.get("engine", ENGINES[0])),
+        "--llm-engine": (generation_engine, running.get("generation_engine", LLM_ENGINES[0])),
     }
     for flag, (asked, held) in now.items():
         if asked is not None and asked != held:

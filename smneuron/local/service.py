@@ -32,7 +32,7 @@ from smneuron.files.private import open_private_append, private_dir, tighten, wr
 from smneuron.local import held_settings
 from smneuron.local.aws.engine.patching import EmbeddedAwsError
 from smneuron.local.aws.state import snapshot_file
-from smneuron.local.held_settings import METRIC_PERIODS
+from smneuron.local.held_settings import ENGINES, LLM_ENGINES, METRIC_PERIODS
 from smneuron.local.reaper import OWNER, sweep
 from smneuron.local.service_process import REFUSED, REFUSED_EXIT, owner_of
 from smneuron.serving.ports import check_port, free_port
@@ -71,11 +71,11 @@ def up(
             (``SnapshotDamaged``), or a full disk under the state directory.
         SmneuronError: it did not come up (with the last lines of its log).
     """
-    if engine not in (None, "smneuron", "torchserve"):
+    if engine not in (None, *ENGINES):
         raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
     if engine == "torchserve":
         require_torchserve()
-    if generation_engine not in (None, "stand-in", "vllm"):
+    if generation_engine not in (None, *LLM_ENGINES):
         raise ConfigError(
             f"Unknown LLM engine {generation_engine!r}.",
             hint="Use --llm-engine stand-in or --llm-engine vllm.",
@@ -111,7 +111,7 @@ def up(
                 *(["--quotas", json.dumps(held)] if held else []),
             ]
             started = _start(
-                path, port, engine or "smneuron", generation_engine or "stand-in", timeout, flags
+                path, port, engine or ENGINES[0], generation_engine or LLM_ENGINES[0], timeout, flags
             )
     except OSError as e:
         raise state_disk_error(e, path.parent) from None

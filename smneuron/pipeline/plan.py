@@ -227,7 +227,7 @@ def _generation_shapes(proj: ProjectFile, comp: CompileSpec) -> tuple[CompileSpe
             "the model's folder"
         ]  # fmt: skip
     model = json.loads(read_text(config, "the model's config.json"))
-    most = int(model.get("max_position_embeddings") or 0)
+    most = shapes.positions(model)
     if chosen and most and comp.sequence_length > most:  # the compile step would refuse it, minutes later
         raise ConfigError(
             f"compile.sequence_length {comp.sequence_length} exceeds the model's max_position_embeddings ({most}, "
