@@ -310,14 +310,29 @@ def reference_spec(spec: CompileSpec) -> CompileSpec:
     return spec.model_copy(update={"target": "cpu", "max_abs_diff": None})
 
 
+def candidate_is_reference(spec: CompileSpec) -> bool:
+    """Whether the candidate's compile is the reference's: target cpu (``reference_spec`` changes the target and
+    drops the compile-time check ``max_abs_diff``, which makes no other graph)."""
+    return reference_spec(spec).target == spec.target
+
+
 def reference_outputs(
-    model_dir: str | Path, records: Sequence[Record], spec: CompileSpec, work: str | Path
+    model_dir: str | Path,
+    records: Sequence[Record],
+    spec: CompileSpec,
+    work: str | Path,
+    candidate: Path | None = None,
 ) -> list[Any]:
-    """Outputs of the uncompiled model in fp32 on CPU for ``records``, through the same inference code."""
+    """Outputs of the uncompiled model in fp32 on CPU for ``records``, through the same inference code.
+    ``candidate``: the candidate's artifact, served as the reference where its compile is the reference's (a cpu
+    candidate: compiling the model again would make the same graphs)."""
 
     work = Path(work)
-    compiled = compile_model(model_dir, work / "reference-artifact", reference_spec(spec))
-    tarball = package(compiled.out_dir, work / "reference.tar.gz").path
+    if candidate is not None and candidate_is_reference(spec):
+        artifact = candidate
+    else:
+        artifact = compile_model(model_dir, work / "reference-artifact", reference_spec(spec)).out_dir
+    tarball = package(artifact, work / "reference.tar.gz").path
     return local_outputs(tarball, records, spec.task)
 
 

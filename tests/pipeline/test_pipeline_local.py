@@ -78,12 +78,10 @@ def test_tiny_classifier_passes_the_gate_registers_and_deploys(tiny_classifier, 
     # the production handler: the Score step's copy of its output
     out = next((tmp_path / "w" / "Score").rglob("*.out")).read_text().splitlines()
     assert len(out) == len(TEXTS) and all(isinstance(json.loads(line)[0], list) for line in out)
-    assert (
-        json.loads((tmp_path / "w" / "Compile" / "output" / "result" / "compile.json").read_text())[
-            "model_data"
-        ]
-        == run.deployment["model_data"]
-    )
+    compiled = json.loads((tmp_path / "w" / "Compile" / "output" / "result" / "compile.json").read_text())
+    assert compiled["model_data"] == run.deployment["model_data"]
+    # a cpu candidate is its own reference: the Compile job compiled the model once (twice, the same graphs, before)
+    assert compiled["reference"] == "the candidate's artifact"
 
 
 def test_a_failing_job_names_its_step_and_log(tiny_classifier, tmp_path):
