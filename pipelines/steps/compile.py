@@ -15,6 +15,7 @@ import step_common
 
 from smneuron.artifact.staging import stage
 from smneuron.compilation.entry import compile_model
+from smneuron.evaluation import encoder
 from smneuron.evaluation import scoring as evaluation
 from smneuron.specs.models import CompileSpec, validate
 
@@ -52,11 +53,11 @@ def main() -> None:
             progress=lambda e: print(f"[compile] {e}", flush=True),
         )
         uploaded = stage(compiled.out_dir, name=config["model_name"], prefix=config["prefix"])
-        reused = evaluation.candidate_is_reference(spec)
+        reused = encoder.candidate_is_reference(spec)
         if reused:
             print("[compile] the reference: the candidate's own artifact (target cpu: compiling it again makes the "
                   "same graphs)", flush=True)  # fmt: skip
-        reference = evaluation.reference_outputs(
+        reference = encoder.reference_outputs(
             args.model_dir, records, spec, Path(tmp) / "reference", candidate=compiled.out_dir
         )
     (out / "reference").mkdir(parents=True, exist_ok=True)

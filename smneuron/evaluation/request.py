@@ -17,8 +17,9 @@ from smneuron.endpoints.openai_compat import ChatCaller
 from smneuron.endpoints.record import EndpointRecord, read_endpoint
 from smneuron.errors import ConfigError, InvocationError, UsageError
 from smneuron.evaluation.chat import collect_chat
+from smneuron.evaluation.encoder import evaluate
 from smneuron.evaluation.generation import TOKENIZER_DIR, collect, reference_outputs, score, text_of
-from smneuron.evaluation.scoring import Evaluation, evaluate, read_records
+from smneuron.evaluation.scoring import Evaluation, read_records
 from smneuron.session import Session
 from smneuron.specs.evaluate_settings import EVALUATE, GATES
 from smneuron.specs.models import CompileSpec, GenerationThresholds, Thresholds
