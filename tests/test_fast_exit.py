@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 PROGRAM = """
 import atexit, sys, weakref
@@ -89,6 +90,72 @@ def test_a_forkserver_imports_its_preload_without_collecting_and_its_workers_col
     stats, enabled, frozen = json.loads(out.stdout)
     assert stats[2]["collections"] == 0, stats
     assert enabled and frozen > 100_000  # torch's objects, out of the worker's collections
+
+
+SHADOW = """
+import pathlib
+pathlib.Path(__file__).with_suffix(".ran").write_text("the user's file ran")
+"""
+
+SHADOW_PROBE = """
+import json, sys
+from smneuron.serving.pool import PRELOAD, WorkerStartError, start, worker_context
+
+if __name__ == "__main__":
+    process = worker_context(PRELOAD).Process(target=exec, args=(sys.argv[1],))
+    try:
+        start(process)
+    except WorkerStartError as e:
+        print(json.dumps({"refused": str(e)}))
+    else:
+        process.join()
+"""
+
+REPORT = "import json, sys; open(sys.argv[2], 'w').write(json.dumps([__import__(m).__file__ for m in ('queue', 'csv')]))"
+
+
+def _forked_in(project, tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(SHADOW_PROBE)
+    report = tmp_path / "report.json"
+    out = subprocess.run(
+        [sys.executable, str(script), REPORT.replace("sys.argv[2]", repr(str(report)))],
+        cwd=project, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout, report
+
+
+def test_a_forkserver_started_in_a_users_folder_imports_the_standard_librarys_modules(tmp_path):
+    """A project folder with its own queue.py or csv.py: the forkserver, started as `python -c`, imported its preload
+    (torch, numpy) with that folder first on the path, so it ran the user's files, and every worker forked after it
+    had the user's modules as the standard library's."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("queue", "csv"):
+        (project / f"{name}.py").write_text(SHADOW)
+    said, report = _forked_in(project, tmp_path)
+    assert said == ""
+    assert all(Path(f).parent != project for f in json.loads(report.read_text()))
+    assert sorted(p.name for p in project.glob("*.ran")) == []
+
+
+def test_a_forkserver_that_a_users_file_kills_is_said_with_the_file_and_the_fix(tmp_path):
+    """A random.py there: multiprocessing's own start-up imports it before any preload (CPython issue 157916) and the
+    forkserver dies; multiprocessing raised a bare EOFError (the CLI printed "Aborted.")."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "random.py").write_text(SHADOW)
+    (project / "csv.py").write_text(
+        SHADOW
+    )  # imported only by the preload, after the folder is dropped: not named
+    said, report = _forked_in(project, tmp_path)
+    refused = json.loads(said)["refused"]
+    assert (
+        f"current folder ({project}) first on its path, where random.py hides the standard library's module"
+        in refused
+    )
+    assert "Rename it, or run smneuron from another folder" in refused and not report.exists()
 
 
 def test_the_set_up_pause_ends_where_fast_exit_freezes():

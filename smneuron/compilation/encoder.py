@@ -447,6 +447,7 @@ def _workers() -> Any:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(
         [
+            "smneuron.startup.safe_path",
             "smneuron.startup.gc_pause",
             "torch",
             "transformers",

@@ -219,7 +219,7 @@ def _launch(
         "--port",
         str(port),
         "--state",
-        str(path),
+        str(path.absolute()),
         "--engine",
         engine,
         "--llm-engine",
@@ -235,7 +235,17 @@ def _launch(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # survives the shell that started it; `local down` stops it
-            env={**os.environ, **keys.environment(), "AWS_REGION": LOCAL_REGION, OWNER: str(owner_of(path))},
+            # in its own folder: `-m` puts the current one first on sys.path, where a user's secrets.py or types.py
+            # would be imported in place of the standard library's
+            cwd=path.absolute().parent,
+            env={
+                **os.environ,
+                **keys.environment(),
+                "AWS_REGION": LOCAL_REGION,
+                OWNER: str(owner_of(path)),
+                # absolute: a relative one would name another folder from the service's own
+                "SMNEURON_STATE_DIR": str(path.absolute().parent),
+            },
         )
     return _wait_up(proc, path, log, timeout)
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from smneuron.serving import frames
 from smneuron.serving.worker import worker_main
+from smneuron.startup.shadowing import forkserver_failure
 
 log = logging.getLogger("smneuron.local")
 
@@ -52,10 +53,12 @@ class WorkerStartError(RuntimeError):
 
 
 # What every worker imports before it loads a model (the shipped serving_model's own imports); first
-# smneuron.startup.gc_pause (no collections while the forkserver imports), and last smneuron.fast_exit: it freezes what came
+# smneuron.startup.safe_path (not the user's folder first on the path) and smneuron.startup.gc_pause (no collections
+# while the forkserver imports), and last smneuron.fast_exit: it freezes what came
 # before it (the children start with it out of the collector's reach), lets the collector run again, and the
 # forkserver itself ends without a last collection of them
 PRELOAD = [
+    "smneuron.startup.safe_path",
     "smneuron.startup.gc_pause",
     "torch",
     "tokenizers",
@@ -68,6 +71,15 @@ PRELOAD = [
 def preload_with(*modules: str) -> list[str]:
     """``PRELOAD`` with ``modules`` imported too, before smneuron.fast_exit (which freezes what was imported)."""
     return [*PRELOAD[:-1], *modules, PRELOAD[-1]]
+
+
+def start(process: Any) -> None:
+    """``process.start()``; a forkserver that dies as it starts (a user's random.py in the current folder) is said
+    as such (``WorkerStartError``), not as multiprocessing's bare EOFError."""
+    try:
+        process.start()
+    except (EOFError, ConnectionError):
+        raise WorkerStartError(forkserver_failure()) from None
 
 
 def worker_context(preload: list[str] = PRELOAD) -> Any:
@@ -132,7 +144,7 @@ class WorkerPool:
         proc = self._ctx.Process(
             target=worker_main, args=(self.model_dir, env, child), daemon=True, name=f"smneuron-worker-{i}"
         )
-        proc.start()
+        start(proc)
         child.close()
         self._procs[i], self._conns[i] = proc, parent
 

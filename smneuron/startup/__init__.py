@@ -1,4 +1,5 @@
-"""How the processes smneuron starts set themselves up: ``gc_pause`` (imported first by a forkserver's preload and by the
+"""How the processes smneuron starts set themselves up: ``safe_path`` (imported first by a forkserver's preload: the
+preload is not looked up in the folder smneuron was run from), ``gc_pause`` (imported first by a forkserver's preload and by the
 embedded SageMaker's ``__main__``: no garbage collections while the heap only grows; ``smneuron.fast_exit.freeze()``
 ends the set-up). Never imported by ``import smneuron``.
 

@@ -29,7 +29,14 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16,32")
     (tmp_path / "d.jsonl").write_text('{"inputs": "hello world"}\n{"inputs": "what a great film"}\n')
-    up = json.loads(smneuron_cli("local", "up", "--json").stdout)
+    # from a project folder whose files share standard-library names: the service (`python -m`) imported them in
+    # place of the standard library's (a secrets.py failed `local up`; a random.py killed its model servers' forkserver)
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("secrets", "random", "queue"):
+        (project / f"{name}.py").write_text("raise SystemExit('the project file was imported')\n")
+    # with the state folder given relative to it (the service, started in its own folder, made another there)
+    up = json.loads(smneuron_cli("local", "up", "--json", cwd=project, state="../state").stdout)
     assert up["started"] and up["url"].startswith("http://127.0.0.1:")
     assert json.loads(smneuron_cli("local", "up", "--json").stdout)["started"] is False  # once
     # what only a start does is refused of the running service, never dropped (it said "already running", exit 0)
@@ -41,7 +48,9 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
         assert refused.returncode == 1 and held in said and "`smneuron local down`" in said, (asked, said)
     assert smneuron_cli("local", "up", "--engine", "smneuron").returncode == 0  # what it runs with: fine
 
-    out = smneuron_cli("--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.large", "--name", "ep")
+    out = smneuron_cli(
+        "--local", "deploy", str(tmp_path / "a"), "--instance", "ml.c6i.large", "--name", "ep", cwd=project
+    )  # fmt: skip
     assert "created: InService" in out.stdout
     assert 'Invoke it with `smneuron --local invoke ep "some text"`' in out.stdout  # works as printed
     answer = json.loads(smneuron_cli("--local", "invoke", "ep", "i loved it", "awful").stdout)

@@ -14,7 +14,7 @@ from smneuron.endpoints.invoke import tls
 from smneuron.local.generation.standin import Refused, configuration, run_copy
 from smneuron.serving.access import bearer, server_key
 from smneuron.serving.isolation import isolated
-from smneuron.serving.pool import preload_with, worker_context
+from smneuron.serving.pool import preload_with, start, worker_context
 from smneuron.serving.ports import free_port
 
 ENGINES = ("stand-in", "vllm")
@@ -195,7 +195,7 @@ class Forked:
         self._process = ctx.Process(
             target=run_copy, args=(str(model_dir), environment, port, str(log_path)), daemon=False
         )
-        self._process.start()
+        start(self._process)
         self.pid = self._process.pid
 
     @property

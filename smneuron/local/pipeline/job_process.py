@@ -22,7 +22,7 @@ import traceback
 from pathlib import Path
 
 from smneuron.local.generation.copy import Forked
-from smneuron.serving.pool import worker_context
+from smneuron.serving.pool import start, worker_context
 from smneuron.serving.worker import output_to
 
 
@@ -39,7 +39,7 @@ def run_job(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> in
     process = worker_context(Forked.PRELOAD).Process(
         target=_job, args=(script, command[2:], env, str(cwd), str(log), path), daemon=False
     )
-    process.start()
+    start(process)
     try:
         process.join()
     except BaseException:  # Ctrl-C (the job has it too, as a subprocess would) or the runner's own end
