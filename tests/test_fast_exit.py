@@ -99,13 +99,14 @@ pathlib.Path(__file__).with_suffix(".ran").write_text("the user's file ran")
 
 SHADOW_PROBE = """
 import json, sys
-from smneuron.serving.pool import PRELOAD, WorkerStartError, start, worker_context
+from smneuron.errors import ConfigError
+from smneuron.serving.pool import PRELOAD, start, worker_context
 
 if __name__ == "__main__":
     process = worker_context(PRELOAD).Process(target=exec, args=(sys.argv[1],))
     try:
         start(process)
-    except WorkerStartError as e:
+    except ConfigError as e:
         print(json.dumps({"refused": str(e)}))
     else:
         process.join()

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from smneuron.errors import ConfigError
 from smneuron.serving import frames
 from smneuron.serving.worker import worker_main
 from smneuron.startup.shadowing import forkserver_failure
@@ -75,11 +76,11 @@ def preload_with(*modules: str) -> list[str]:
 
 def start(process: Any) -> None:
     """``process.start()``; a forkserver that dies as it starts (a user's random.py in the current folder) is said
-    as such (``WorkerStartError``), not as multiprocessing's bare EOFError."""
+    as such (a ConfigError: the folder is the user's to change), not as multiprocessing's bare EOFError."""
     try:
         process.start()
     except (EOFError, ConnectionError):
-        raise WorkerStartError(forkserver_failure()) from None
+        raise ConfigError(forkserver_failure()) from None
 
 
 def worker_context(preload: list[str] = PRELOAD) -> Any:

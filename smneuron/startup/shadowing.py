@@ -44,5 +44,5 @@ def forkserver_failure() -> str:
     return (
         f"multiprocessing's forkserver exited as it started: Python starts it with the current folder ({folder}) first "
         f"on its path, where {names} {'hides' if one else 'hide'} the standard library's module{'' if one else 's'} of "
-        f"the same name (CPython issue 157916). Rename {'it' if one else 'them'}, or run smneuron from another folder"
+        f"the same name (CPython issue 157916). Rename {'it' if one else 'them'}, or run smneuron from another folder."
     )
