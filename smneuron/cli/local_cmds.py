@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import typer
@@ -93,7 +94,7 @@ def up_cmd(
     for line in _up_lines(state):
         console().print(line)
     console().print("Use it with `smneuron --local ...` or SMNEURON_LOCAL=1, or export:")
-    typer.echo("\n".join(f"export {k}={v}" for k, v in env.items()))
+    typer.echo("\n".join(f"export {k}={shlex.quote(v)}" for k, v in env.items()))  # a shell's words
 
 
 def _up_lines(state: dict) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shlex
 import sys
 
 import typer
@@ -49,8 +50,8 @@ def openai_cmd(
     c.print(f"[bold]expires[/bold]   {access.expires_at.isoformat(timespec='seconds')}")
     c.print(f"[bold]model[/bold]     {access.model or '(empty: the container serves its one model)'}")
     c.print("\n# in a shell (the token is a credential until it expires: do not log or share it)")
-    c.print(f"export OPENAI_BASE_URL='{access.base_url}'", soft_wrap=True, highlight=False)
-    c.print(f"export OPENAI_API_KEY='{access.token}'", soft_wrap=True, highlight=False)
+    c.print(f"export OPENAI_BASE_URL={shlex.quote(access.base_url)}", soft_wrap=True, highlight=False)
+    c.print(f"export OPENAI_API_KEY={shlex.quote(access.token)}", soft_wrap=True, highlight=False)
     c.print("\n# Python (openai), with those two variables set", highlight=False)
     c.print(
         "from openai import OpenAI\n"

@@ -320,7 +320,17 @@ def _openai_path(smneuron_cli, url: str, state, described, artifact, model) -> N
     # a random model may sample its end-of-sequence token first and answer nothing: vLLM's ignore_eos (what GuideLLM
     # sends too) makes every answer as long as asked, so each one below has text to check
     whole = {"ignore_eos": True}
-    client = openai.OpenAI(base_url=access["base_url"], api_key=access["token"], max_retries=0)
+    # the lines it prints for a shell, as the README evals them: the client below uses what the shell got
+    shown = smneuron_cli("--local", "openai", "chat", "--expires", "30m").stdout
+    exports = "\n".join(line for line in shown.splitlines() if line.startswith("export "))
+    shell = subprocess.run(
+        ["bash", "-c", f"{exports}\nenv -0"], env={}, capture_output=True, text=True, check=True
+    )
+    got = dict(item.split("=", 1) for item in shell.stdout.split("\0") if item.startswith("OPENAI_"))
+    assert got["OPENAI_BASE_URL"] == access["base_url"] and got["OPENAI_API_KEY"].startswith(
+        "sagemaker-api-key-"
+    )
+    client = openai.OpenAI(base_url=got["OPENAI_BASE_URL"], api_key=got["OPENAI_API_KEY"], max_retries=0)
     reply = client.chat.completions.create(
         model=access["model"], messages=messages, max_tokens=5, extra_body=whole
     )

@@ -69,10 +69,22 @@ print("RESULT", json.dumps({"status": endpoint.endpoint_status, "answer": json.l
 
 
 def _printed_environment(smneuron_cli, tmp_path) -> dict[str, str]:
+    """What `local up` prints to export, as a shell takes it: its state in a folder with a space in its name (macOS's
+    ~/Library/Application Support/smneuron), which the exports printed unquoted."""
+    from conftest import SERVICE_STATES
+
+    state = tmp_path / "Application Support" / "smneuron"
+    smneuron_cli.env["SMNEURON_STATE_DIR"] = str(state)  # for every call, the fixture's `local down` too
+    SERVICE_STATES.append(state)
     out = smneuron_cli("local", "up").stdout
-    printed = dict(
-        line.removeprefix("export ").split("=", 1) for line in out.splitlines() if line.startswith("export ")
+    exports = "\n".join(line for line in out.splitlines() if line.startswith("export "))
+    shell = subprocess.run(
+        ["bash", "-c", f"{exports}\nenv -0"], env={}, capture_output=True, text=True, check=True
     )
+    printed = dict(
+        item.split("=", 1) for item in shell.stdout.split("\0") if item.startswith(("AWS_", "SM", "SAGE"))
+    )
+    assert printed["SAGEMAKER_USER_CONFIG_OVERRIDE"] == str(state / "sagemaker-config.yaml")
     # nothing else: no AWS config, no credentials file, a fresh HOME
     return {
         **printed,
@@ -138,7 +150,11 @@ print(json.dumps({"attrs": r.get("CustomAttributes"), "body": json.loads(r["Body
     # the DLC stack behind it answers only the service (issue 46 #3): TorchServe's own token authorization. Its two
     # HTTP APIs are where the service told the stack to listen (TS_INFERENCE_ADDRESS, TS_MANAGEMENT_ADDRESS in the
     # Java frontend's environment); each refuses a caller without the token, on each of its routes
-    java = [p for p in service_processes(tmp_path / "state") if p != up_pid and "java" in cmdline(p)]
+    java = [
+        p
+        for p in service_processes(tmp_path / "Application Support" / "smneuron")
+        if p != up_pid and "java" in cmdline(p)
+    ]
     assert len(java) == 1, java
     told = dict(
         v.split("=", 1)
@@ -157,7 +173,7 @@ print(json.dumps({"attrs": r.get("CustomAttributes"), "body": json.loads(r["Body
     run(sys.executable, "-m", "awscli", "sagemaker", "delete-endpoint", "--endpoint-name", "sdk-ep")
     deadline = time.monotonic() + 60
     while [
-        p for p in service_processes(tmp_path / "state") if p != up_pid
+        p for p in service_processes(tmp_path / "Application Support" / "smneuron") if p != up_pid
     ]:  # deleting it stops its model server
         assert time.monotonic() < deadline, "the model server outlived its endpoint"
         time.sleep(0.5)
