@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import io
 import os
+import shlex
 import shutil
 import tarfile
 from dataclasses import dataclass, field
@@ -125,11 +126,12 @@ def _refuse_text_generation(artifact_dir: Path) -> None:
     except ArtifactError:
         return  # Manifest.read says what is wrong
     if kind is not None and not kind.ships_code:
+        quoted = shlex.quote(str(artifact_dir))  # as a shell takes it
         raise ArtifactError(
             f"{artifact_dir} is a text-generation artifact: the optimum-neuron vLLM container serves the model "
             "directory itself (no model.tar.gz, no code/), uploaded uncompressed.",
-            hint=f"Deploy it as it is (`smneuron deploy {artifact_dir} --instance ml.inf2.48xlarge`) or stage it "
-            f"with `smneuron upload {artifact_dir}`; `smneuron inspect {artifact_dir}` verifies its files.",
+            hint=f"Deploy it as it is (`smneuron deploy {quoted} --instance ml.inf2.48xlarge`) or stage it "
+            f"with `smneuron upload {quoted}`; `smneuron inspect {quoted}` verifies its files.",
         )
 
 

@@ -14,6 +14,7 @@ none meeting them is refused with the table. The pick is compiled into ``out_dir
 from __future__ import annotations
 
 import os
+import shlex
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -264,5 +265,5 @@ def _write_pick(model: Path, out_dir: Path, target: str, task: str | None, resul
     manifest.tuning = result.to_dict()
     manifest.write(out_dir)
     result.notes.append(
-        f"`smneuron compile {model} --target {target} {c.flags}` builds the same (from the cache)"
+        f"`smneuron compile {shlex.quote(str(model))} --target {target} {c.flags}` builds the same (from the cache)"
     )

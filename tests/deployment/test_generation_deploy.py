@@ -352,7 +352,9 @@ def test_a_text_generation_artifact_is_inspected_not_packaged(tiny_llama, tmp_pa
     from smneuron.compilation.generation import compile_generation
 
     art = compile_generation(
-        tiny_llama, tmp_path / "a", CompileSpec(task="text-generation", target="cpu", sequence_length=256)
+        tiny_llama,
+        tmp_path / "my models" / "a",
+        CompileSpec(task="text-generation", target="cpu", sequence_length=256),
     ).out_dir
     code, out, err = run_cli("inspect", str(art))
     assert code == 0 and "task text-generation" in out and "every file matches" in out
@@ -360,7 +362,12 @@ def test_a_text_generation_artifact_is_inspected_not_packaged(tiny_llama, tmp_pa
     code, out, err = run_cli("inspect", str(art))
     assert code == 1 and "model.safetensors: sha256" in out
     code, out, err = run_cli("package", str(art), "-o", str(tmp_path / "m.tar.gz"))
-    assert code == 1 and "serves the model directory itself" in err and "smneuron deploy" in err
+    # the commands it suggests, as a shell takes them (the folder's name has a space)
+    assert code == 1 and "serves the model directory itself" in err
+    assert (
+        f"`smneuron deploy '{art}' --instance" in " ".join(err.split())
+        and f"`smneuron upload '{art}'`" in err
+    )
 
 
 def test_a_hub_model_deploys_with_copy_autoscaling_and_its_token_never_shows(
