@@ -22,6 +22,7 @@ from smneuron.cli._common import CliState
 from smneuron.cli.table import LazyGroup
 from smneuron.display import progress
 from smneuron.errors import SmneuronError, from_exception
+from smneuron.startup.loopback import no_proxy_for_loopback
 
 # A command imports large libraries when it needs them (torch and transformers to compile or evaluate, the SageMaker
 # SDK for a pipeline's definition), and CPython's default thresholds (700, 10, 10) run a full collection over the
@@ -97,6 +98,7 @@ def run(argv: list[str] | None = None) -> None:
     problem and exit 2; an aborted prompt exits 1 with "Aborted."; smneuron errors exit 1.
     """
 
+    no_proxy_for_loopback()  # a proxy in the shell is for AWS, never for the services on this machine
     exit_, abort, click_exception = _usage_exceptions()
     command = typer.main.get_command(app)
     try:

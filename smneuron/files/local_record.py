@@ -19,6 +19,7 @@ from platformdirs import user_state_dir
 
 from smneuron.errors import ConfigError
 from smneuron.files.private import read_private, write_private
+from smneuron.startup.loopback import no_proxy_for_loopback
 
 LOCAL_REGION = "us-east-1"
 LOCAL_ACCOUNT = "123456789012"  # moto's account
@@ -53,6 +54,7 @@ def local_service() -> dict | None:
     keys = read_local_keys()
     if keys is None or "url" not in state:
         return None
+    no_proxy_for_loopback()  # this call and every later one to the service: a proxy's 127.0.0.1 is not this one
     try:
         signed_call(state["url"], keys, "GET", "/moto-api/", timeout=2)
     except OSError:

@@ -38,6 +38,7 @@ from smneuron.local.service_process import REFUSED, REFUSED_EXIT, owner_of
 from smneuron.serving.ports import check_port, free_port
 from smneuron.serving.server import check_port_free
 from smneuron.serving.torchserve import require as require_torchserve
+from smneuron.startup.loopback import no_proxy_for_loopback
 
 
 def up(
@@ -87,6 +88,7 @@ def up(
     period = _metric_period(metric_period)
     held = parse_settings(quotas or [])
     path = state_path()
+    no_proxy_for_loopback()  # the service and its model servers call this machine: never through a proxy
     try:
         tightened = (
             tighten(path.parent) if path.parent.is_dir() else []

@@ -50,6 +50,8 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
         "256",
     )
     assert "task text-generation inferred from config.json architectures: LlamaForCausalLM" in out.stdout
+    # with a proxy in the shell (a dead one): the copies' health checks went to it, and no copy came up
+    smneuron_cli.env.update(HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9")
     smneuron_cli("local", "up")
     out = smneuron_cli(
         "--local",

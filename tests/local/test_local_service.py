@@ -29,6 +29,9 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
 
     compile_model(tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16,32")
     (tmp_path / "d.jsonl").write_text('{"inputs": "hello world"}\n{"inputs": "what a great film"}\n')
+    # a shell with a proxy for AWS (a corporate laptop's): --local said the embedded SageMaker was not running, as
+    # the calls to it went to the proxy; the service and its model servers inherit it (a dead proxy: nothing gets by)
+    smneuron_cli.env.update(HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9")
     # from a project folder whose files share standard-library names: the service (`python -m`) imported them in
     # place of the standard library's (a secrets.py failed `local up`; a random.py killed its model servers' forkserver)
     project = tmp_path / "project"
