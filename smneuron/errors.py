@@ -76,6 +76,22 @@ class MissingCredentialsError(SmneuronError):
         )
 
 
+class ProfileNotFoundError(ConfigError):
+    """A profile named by --profile, SMNEURON_PROFILE or AWS_PROFILE that the AWS config files do not hold."""
+
+    def __init__(self, profile: str, source: str, known: list[str]) -> None:
+        there = f"Profiles there: {', '.join(sorted(known))}." if known else "They hold no profile."
+        if source == "--profile":
+            fix = "pass another --profile" if known else "leave --profile out"
+        else:
+            fix = f"unset {source} or set it to one of them" if known else f"unset {source}"
+        super().__init__(
+            f"AWS profile {profile!r} ({source}) is not in your AWS config files (~/.aws/config, ~/.aws/credentials, "
+            f"or AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE). {there}",
+            hint=f"Create it (`aws configure --profile {profile}` or `aws configure sso`), or {fix}.",
+        )
+
+
 class MissingDependencyError(SmneuronError):
     """An optional package (torch, transformers, torch-neuronx, ...) is not installed."""
 

@@ -271,10 +271,13 @@ def smneuron_cli(tmp_path, warm_cli):
 
     SERVICE_STATES.append(tmp_path / "state")
 
-    def run(*args: str, check: bool = True, cwd: Path | None = None, state: str | None = None) -> Any:
-        """``state``: SMNEURON_STATE_DIR as given (a relative one, from ``cwd``), the same folder."""
-        given = {**env, "SMNEURON_STATE_DIR": state} if state else env
-        out = warm_cli.run(list(args), env=given, cwd=str(cwd) if cwd else None, timeout=300)
+    def run(
+        *args: str, check: bool = True, cwd: Path | None = None, also: dict[str, str] | None = None
+    ) -> Any:
+        """``cwd``: the folder it runs in; ``also``: variables over this test's environment for this call alone."""
+        out = warm_cli.run(
+            list(args), env={**env, **(also or {})}, cwd=str(cwd) if cwd else None, timeout=300
+        )
         if check:
             assert out.returncode == 0, (args, out.stdout[-1500:], out.stderr[-1500:])
         return out

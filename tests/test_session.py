@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from smneuron.errors import ConfigError, MissingCredentialsError, MissingRegionError
+from smneuron.errors import ConfigError, MissingCredentialsError, MissingRegionError, ProfileNotFoundError
 from smneuron.session import Session
 
 
@@ -29,6 +29,31 @@ def test_missing_credentials_says_how_to_fix(monkeypatch):
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     with pytest.raises(MissingCredentialsError, match="aws configure"):
         Session.from_env()
+
+
+@pytest.mark.parametrize("how", ["AWS_PROFILE", "--profile"])
+def test_a_profile_the_config_files_lack_is_named_with_the_ones_they_hold(monkeypatch, tmp_path, how):
+    """It said "No AWS credentials were found" (AWS_PROFILE) or "Unexpected error: ProfileNotFound" (no region set)."""
+    (tmp_path / "config").write_text(
+        "[profile dev]\nregion = eu-west-1\n[profile work]\nregion = us-east-1\n"
+    )
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    for var in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(var)  # the region would come from the profile
+    if how == "AWS_PROFILE":
+        monkeypatch.setenv("AWS_PROFILE", "prod")
+    with pytest.raises(ProfileNotFoundError) as refused:
+        Session.from_env(profile="prod" if how == "--profile" else None)
+    said = str(refused.value)
+    assert (
+        f"AWS profile 'prod' ({how}) is not in your AWS config files" in said
+        and "Profiles there: dev, work." in said
+    )
+    assert said.endswith(
+        "or unset AWS_PROFILE or set it to one of them."
+        if how == "AWS_PROFILE"
+        else "or pass another --profile."
+    )
 
 
 def test_endpoint_url_and_adaptive_retries(monkeypatch):

@@ -241,7 +241,8 @@ def _launch(
             # would be imported in place of the standard library's
             cwd=path.absolute().parent,
             env={
-                **os.environ,
+                # the user's profile names an account of theirs, not this service (moto reads it as it imports)
+                **{k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")},
                 **keys.environment(),
                 "AWS_REGION": LOCAL_REGION,
                 OWNER: str(owner_of(path)),

@@ -55,7 +55,7 @@ from smneuron.local.aws.engine.speed import patch_speed
 from smneuron.local.aws.engine.transform_jobs import patch_transform_jobs
 from smneuron.local.aws.http.connections import close_all, kept_alive
 from smneuron.serving.ports import free_port
-from smneuron.session import service_model
+from smneuron.session import check_profile, service_model
 
 _PATCHED = False
 _ENDPOINT_DELAY_S = 0.0
@@ -380,6 +380,7 @@ def embedded_aws(
     ``service``: what stands behind it (its endpoints' backer, its state's keeper), set by the caller once the URL is
     known; none given, it is plain moto behind the gate. Leaving, it stops the service's model servers."""
 
+    check_profile()
     try:
         from moto.moto_server.werkzeug_app import MotoRequestHandler
         from moto.server import ThreadedMotoServer
