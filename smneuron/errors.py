@@ -386,6 +386,12 @@ def from_exception(err: BaseException) -> SmneuronError | None:
         )
     if isinstance(err, bex.NoRegionError):
         return MissingRegionError()
+    if isinstance(err, bex.ConfigParseError):
+        return ConfigError(
+            f"Your AWS config file {err.kwargs.get('path', '')} cannot be read: {err}.",
+            hint="Fix its syntax (sections are `[default]` or `[profile NAME]`, then `key = value` lines), or point "
+            "AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE at another file.",
+        )
     return _http_connection_error(err)
 
 

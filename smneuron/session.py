@@ -27,9 +27,9 @@ from smneuron.errors import (
     ConfigError,
     MissingCredentialsError,
     MissingRegionError,
-    ProfileNotFoundError,
     from_client_error,
 )
+from smneuron.files.aws_config import unknown_profile, without_profile
 from smneuron.files.local_record import (
     LOCAL_ACCOUNT,
     LOCAL_REGION,
@@ -99,7 +99,7 @@ def resolve_region(explicit: str | None = None, boto_session: Any = None) -> str
     try:
         return boto_session.region_name
     except botocore.exceptions.ProfileNotFound as e:
-        raise _unknown_profile(None, e.kwargs.get("profile", "")) from None
+        raise unknown_profile(None, e.kwargs.get("profile", "")) from None
 
 
 def check_region(region: str, boto_session: Any) -> None:
@@ -250,7 +250,7 @@ class Session:
             aws_access_key_id=keys.access_key,
             aws_secret_access_key=keys.secret_key,
             region_name=here,
-            botocore_session=without_profile(),
+            botocore_session=without_profile(config_files=False),
         )
         return cls(
             boto_session=boto_session, region=here, endpoint_url=url, account=LOCAL_ACCOUNT, **settings
@@ -349,35 +349,6 @@ class _Bound:
         return getattr(self._session, name)
 
 
-def without_profile() -> Any:
-    """A botocore session that reads no profile from the environment: AWS_PROFILE names one of the user's accounts,
-    and an embedded service's session failed on a profile that is not in the config files (ProfileNotFound)."""
-    import botocore.session
-
-    return botocore.session.Session(session_vars={"profile": (None, None, None, None)})
-
-
-def check_profile() -> None:
-    """Refuse AWS_PROFILE / AWS_DEFAULT_PROFILE naming a profile the config files lack, before moto is imported: moto
-    (the embedded AWS) makes ``boto3.Session()`` as it imports, which reads it and raised ProfileNotFound."""
-    known = without_profile().available_profiles
-    for var in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE"):
-        name = os.environ.get(var)
-        if name and name not in known:
-            raise ProfileNotFoundError(name, var, list(known))
-
-
-def _unknown_profile(given: str | None, name: str) -> ProfileNotFoundError:
-    """The refusal of a profile the config files lack, naming where it was asked for and what is there."""
-    source = next(
-        (src for src, value in (("--profile", given), ("SMNEURON_PROFILE", os.environ.get("SMNEURON_PROFILE")),
-                                ("AWS_PROFILE", os.environ.get("AWS_PROFILE"))) if value == name),
-        "AWS_DEFAULT_PROFILE",
-    )  # fmt: skip
-    known = without_profile().available_profiles
-    return ProfileNotFoundError(name, source, list(known))
-
-
 def _boto_session(profile: str | None, region: str | None, offline: bool) -> tuple[Any, str]:
     """The boto3 session of ``profile`` (else SMNEURON_PROFILE, AWS_PROFILE, default) in the resolved region.
 
@@ -390,7 +361,7 @@ def _boto_session(profile: str | None, region: str | None, offline: bool) -> tup
         boto_session = boto3.Session(profile_name=profile or os.environ.get("SMNEURON_PROFILE") or None)
         boto_session.get_credentials()  # a profile from AWS_PROFILE is looked up here, not above
     except botocore.exceptions.ProfileNotFound as e:
-        raise _unknown_profile(profile, e.kwargs.get("profile", "")) from None
+        raise unknown_profile(profile, e.kwargs.get("profile", "")) from None
     resolved_region = resolve_region(region, boto_session)
     if not resolved_region:
         raise MissingRegionError()

@@ -137,3 +137,14 @@ def test_a_region_sagemaker_is_not_in_is_refused_at_once_with_the_likely_one(mon
     assert Session.from_env(endpoint_url="http://127.0.0.1:9").region == region
     monkeypatch.setenv("AWS_REGION", "ap-southeast-7")
     assert Session.from_env().region == "ap-southeast-7"
+
+
+def test_an_aws_config_file_that_does_not_parse_is_named_with_the_fix(monkeypatch, tmp_path):
+    """It was "Unexpected error: ConfigParseError"."""
+    from conftest import run_cli
+
+    (tmp_path / "config").write_text("[default\nregion = us-east-1\n")
+    code, out, err = run_cli("list", env={"AWS_CONFIG_FILE": str(tmp_path / "config")})
+    said = " ".join(err.split())
+    assert code == 1 and f"Your AWS config file {tmp_path / 'config'} cannot be read" in said, said
+    assert "Fix its syntax" in said and "Unexpected" not in said

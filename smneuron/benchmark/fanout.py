@@ -24,7 +24,8 @@ from typing import Any
 from smneuron.benchmark.loops import Sample, run_job
 from smneuron.benchmark.targets import ErrorLog, sagemaker_sender, url_sender
 from smneuron.errors import BenchFailedError
-from smneuron.session import Session, without_profile
+from smneuron.files.aws_config import without_profile
+from smneuron.session import Session
 
 START_MARGIN_S = 0.05  # every process is told to start this long after the job is sent
 
@@ -70,7 +71,9 @@ class Target:
             aws_secret_access_key=secret,
             aws_session_token=token,
             region_name=self.region,
-            botocore_session=without_profile(),  # the credentials given, whatever AWS_PROFILE names
+            botocore_session=without_profile(
+                config_files=False
+            ),  # the credentials given, whatever AWS_PROFILE names
         )
         session = Session(boto_session=boto_session, region=self.region or "", endpoint_url=self.endpoint_url)
         return sagemaker_sender(self.endpoint or "", session, concurrency, errors, checked=True)

@@ -24,11 +24,12 @@ from smneuron.deployment.apply import DeployResult
 from smneuron.deployment.corridor import deploy
 from smneuron.endpoints import autoscaling
 from smneuron.endpoints.handle import Endpoint, delete
+from smneuron.files.aws_config import check_aws_profile
 from smneuron.local.aws.data_plane.backing import Backer
 from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws, local_credentials
 from smneuron.local.tiny_model import build_tiny_bert
-from smneuron.session import Session, check_profile
+from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec, ScalingSpec
 
 
@@ -101,7 +102,7 @@ def run_demo(
     """
 
     InstanceType.parse(instance_type, use="endpoint")
-    check_profile()  # a profile the config files lack stops moto (the embedded AWS): said before any work
+    check_aws_profile()  # a profile the config files lack stops moto (the embedded AWS): said before any work
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-demo-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]
     model_dir, task, label = pick_model(work)

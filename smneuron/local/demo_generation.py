@@ -22,12 +22,13 @@ from smneuron.catalog import InstanceType
 from smneuron.compilation.entry import compile_model
 from smneuron.deployment.corridor import deploy
 from smneuron.endpoints.handle import Endpoint, delete
+from smneuron.files.aws_config import check_aws_profile
 from smneuron.local.aws.data_plane.backing import Backer
 from smneuron.local.aws.embedded_service import EmbeddedService
 from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws, local_credentials
 from smneuron.local.demo import leftovers, stage_recorder
 from smneuron.local.tiny_model import build_tiny_llama
-from smneuron.session import Session, check_profile
+from smneuron.session import Session
 from smneuron.specs.models import CompileSpec, EndpointSpec, GenerationSpec
 
 
@@ -53,7 +54,7 @@ def run_generation_demo(
     """Run every stage; ``on_stage(name, seconds, detail)`` reports each as it finishes. ``prices``: hourly USD per
     instance type over the catalog's (the project file's), for the plan's and the bench's costs."""
     InstanceType.parse(instance_type, use="endpoint")  # a typo is refused before any work
-    check_profile()  # a profile the config files lack stops moto (the embedded AWS): said before any work
+    check_aws_profile()  # a profile the config files lack stops moto (the embedded AWS): said before any work
 
     tmp = tempfile.TemporaryDirectory(prefix="smneuron-llm-demo-") if work_dir is None else None
     work = Path(work_dir or tmp.name)  # type: ignore[union-attr]

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from smneuron.catalog import InstanceType
@@ -241,8 +241,7 @@ def _launch(
             # would be imported in place of the standard library's
             cwd=path.absolute().parent,
             env={
-                # the user's profile names an account of theirs, not this service (moto reads it as it imports)
-                **{k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")},
+                **_without_aws_config(os.environ),
                 **keys.environment(),
                 "AWS_REGION": LOCAL_REGION,
                 OWNER: str(owner_of(path)),
@@ -251,6 +250,14 @@ def _launch(
             },
         )
     return _wait_up(proc, path, log, timeout)
+
+
+def _without_aws_config(environ: Mapping[str, str]) -> dict[str, str]:
+    """The user's environment without their AWS profile and config files: they describe accounts of theirs, not this
+    service, and moto (imported by it) read them as it imported: a profile the files lack or a file that does not
+    parse stopped the service as it started."""
+    kept = {k: v for k, v in environ.items() if k not in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")}
+    return {**kept, "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
 
 
 def _wait_up(proc: subprocess.Popen, path: Path, log: Path, timeout: float) -> dict:

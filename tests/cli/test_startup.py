@@ -27,6 +27,8 @@ HELP_BUDGET = {
     "smneuron.display.progress",
     "smneuron.errors",
     "smneuron.fast_exit",  # atexit and gc only
+    "smneuron.startup",
+    "smneuron.startup.loopback",  # os only: a proxy in the shell is never used for this machine's services
 }
 
 PROBE = r"""

@@ -38,9 +38,12 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     project.mkdir()
     for name in ("secrets", "random", "queue"):
         (project / f"{name}.py").write_text("raise SystemExit('the project file was imported')\n")
-    # with the state folder given relative to it (the service, started in its own folder, made another there), and an
-    # AWS_PROFILE the config files lack (moto, imported by the service, read it and the service did not start)
-    given = {"SMNEURON_STATE_DIR": "../state", "AWS_PROFILE": "work"}
+    # with the state folder given relative to it (the service, started in its own folder, made another there), an
+    # AWS_PROFILE the config files lack and a config file that does not parse (moto, imported by the service, read
+    # them and the service did not start)
+    (project / "aws-config").write_text("[default\nregion = us-east-1\n")
+    shell = {"AWS_PROFILE": "work", "AWS_CONFIG_FILE": str(project / "aws-config")}
+    given = {"SMNEURON_STATE_DIR": "../state", **shell}
     up = json.loads(smneuron_cli("local", "up", "--json", cwd=project, also=given).stdout)
     assert up["started"] and up["url"].startswith("http://127.0.0.1:")
     assert json.loads(smneuron_cli("local", "up", "--json").stdout)["started"] is False  # once
@@ -58,10 +61,8 @@ def test_local_up_deploy_invoke_scale_update_delete_down(smneuron_cli, tiny_clas
     )  # fmt: skip
     assert "created: InService" in out.stdout
     assert 'Invoke it with `smneuron --local invoke ep "some text"`' in out.stdout  # works as printed
-    # a shell whose AWS_PROFILE names a profile the config files lack: local mode reads none (ProfileNotFound)
-    answer = json.loads(
-        smneuron_cli("--local", "invoke", "ep", "i loved it", "awful", also={"AWS_PROFILE": "work"}).stdout
-    )
+    # the same shell: local mode reads no profile or config file (ProfileNotFound, ConfigParseError)
+    answer = json.loads(smneuron_cli("--local", "invoke", "ep", "i loved it", "awful", also=shell).stdout)
     assert [set(a) for a in answer] == [{"label", "score"}] * 2  # the model's answer, not a placeholder
     # SMNEURON_LOCAL=1 from Python, nothing else set (it raised MissingRegionError): the SDK finds the service
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}

@@ -39,6 +39,7 @@ from typing import Any
 from smneuron.container.rules import environment_problems
 from smneuron.deployment.controls import VPC_ACTIONS
 from smneuron.errors import MissingDependencyError
+from smneuron.files.aws_config import check_aws_profile
 from smneuron.files.local_record import LocalKeys, embedded_keys, register_embedded, signed_call
 from smneuron.local.aws.auth.gate import Gate
 from smneuron.local.aws.data_plane.stream_route import StreamRouter
@@ -55,7 +56,7 @@ from smneuron.local.aws.engine.speed import patch_speed
 from smneuron.local.aws.engine.transform_jobs import patch_transform_jobs
 from smneuron.local.aws.http.connections import close_all, kept_alive
 from smneuron.serving.ports import free_port
-from smneuron.session import check_profile, service_model
+from smneuron.session import service_model
 
 _PATCHED = False
 _ENDPOINT_DELAY_S = 0.0
@@ -380,7 +381,7 @@ def embedded_aws(
     ``service``: what stands behind it (its endpoints' backer, its state's keeper), set by the caller once the URL is
     known; none given, it is plain moto behind the gate. Leaving, it stops the service's model servers."""
 
-    check_profile()
+    check_aws_profile()
     try:
         from moto.moto_server.werkzeug_app import MotoRequestHandler
         from moto.server import ThreadedMotoServer
