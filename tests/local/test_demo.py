@@ -77,12 +77,12 @@ def test_llm_demo_streams_through_an_inference_component_and_tears_down(tiny_lla
 
 
 @pytest.mark.parametrize("command", ["demo", "pipeline run --model {model} --data {data}"])
-def test_a_profile_the_config_files_lack_is_refused_before_any_work(command, tiny_classifier, tmp_path):
+def test_a_profile_the_config_files_lack_is_refused_before_any_work(
+    command, tiny_classifier, tmp_path, warm_cli
+):
     """An AWS_PROFILE left in the shell for a profile that is gone: moto (the embedded AWS) read it as it imported and
     the demo ended in "Unexpected error: ProfileNotFound" after compiling; now it is said at once, with the fix."""
     import os
-    import subprocess
-    import sys
 
     (tmp_path / "d.jsonl").write_text('{"inputs": "hello"}\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SMNEURON_"))}
@@ -90,8 +90,7 @@ def test_a_profile_the_config_files_lack_is_refused_before_any_work(command, tin
         AWS_PROFILE="gone", AWS_CONFIG_FILE=str(tmp_path / "none"), SMNEURON_STATE_DIR=str(tmp_path / "s")
     )
     argv = command.format(model=tiny_classifier, data=tmp_path / "d.jsonl").split()
-    out = subprocess.run([sys.executable, "-m", "smneuron.cli.main", *argv], env=env, capture_output=True, text=True,
-                         timeout=120)  # fmt: skip
+    out = warm_cli.run(argv, env=env, timeout=120)
     said = " ".join(out.stderr.split())
     assert (
         out.returncode == 1 and "AWS profile 'gone' (AWS_PROFILE) is not in your AWS config files" in said
