@@ -36,6 +36,7 @@ class InspectReport:
     damaged: list[str] = field(
         default_factory=list
     )  # the problems of the manifest's files: missing or changed
+    notes: list[str] = field(default_factory=list)  # what it is, where that is not a problem
 
     @property
     def ok(self) -> bool:
@@ -45,8 +46,9 @@ class InspectReport:
 def inspect_package(path: str | Path) -> InspectReport:
     """List every member with its size and sha256 and check them against ``smneuron.json``.
 
-    Works on a model.tar.gz or on an uncompressed package directory. ``problems`` lists missing
-    files, hash mismatches, files the manifest does not know, and a missing code/inference.py.
+    Works on a model.tar.gz, an uncompressed package directory or the artifact directory `smneuron compile` wrote
+    (which has no code/ yet: a note, not a problem). ``problems`` lists missing files, hash mismatches, files the
+    manifest does not know, and a package's missing code/inference.py.
     """
     path = Path(path)
     entries: dict[str, Entry] = {}
@@ -94,9 +96,15 @@ def inspect_package(path: str | Path) -> InspectReport:
                 problems.append(f"{name}: not part of the artifact (unexpected file at the root)")
     code = sorted(n for n in entries if n.startswith("code/"))
     llm = manifest is not None and not kind_of(manifest).ships_code  # the vLLM container has no code/
-    if "code/inference.py" not in entries and not llm:
+    notes = []
+    if path.is_dir() and not code and not llm:  # what `smneuron compile` wrote: packaging adds the handler
+        notes.append(
+            "an artifact directory, as `smneuron compile` writes it: `smneuron package` adds code/ (the inference "
+            "handler), and `smneuron deploy` packages it for you"
+        )
+    elif "code/inference.py" not in entries and not llm:
         problems.append("code/inference.py is missing: the DLC would fall back to its default handlers")
-    return InspectReport(path, list(entries.values()), manifest, code, problems, damaged)
+    return InspectReport(path, list(entries.values()), manifest, code, problems, damaged, notes)
 
 
 def read_manifest(path: str | Path) -> dict:

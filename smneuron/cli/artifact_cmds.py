@@ -54,7 +54,9 @@ def package_cmd(
 
 
 def inspect_cmd(
-    package_path: Path = typer.Argument(..., help="model.tar.gz or an uncompressed package directory."),
+    package_path: Path = typer.Argument(
+        ..., help="model.tar.gz, a package directory or an artifact directory."
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """List a package's entries and verify them against its manifest (exit 1 on any mismatch)."""
@@ -68,6 +70,7 @@ def inspect_cmd(
                 "path": str(r.path),
                 "ok": r.ok,
                 "problems": r.problems,
+                "notes": r.notes,
                 "code_files": r.code_files,
                 "manifest": r.manifest,
                 "entries": [
@@ -80,6 +83,8 @@ def inspect_cmd(
         if r.manifest:  # each kind's line of what the manifest says
             lines = {ENCODER: _encoder_line, GENERATION: _generation_line}
             console().print(lines[kind_of(r.manifest)](r.manifest))
+        for n in r.notes:
+            console().print(f"note: {n}")
         for p in r.problems:
             console().print(f"[red]problem:[/red] {p}")
         if r.ok:

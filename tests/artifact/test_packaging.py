@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -134,6 +135,21 @@ def test_tampering_is_detected(artifact, tmp_path):
     )
     no_code = rewrite(good, tmp_path / "t3.tar.gz", lambda n, d: None if n == "code/inference.py" else d)
     assert any("code/inference.py is missing" in p for p in inspect_package(no_code).problems)
+
+
+def test_the_artifact_directory_compile_wrote_is_inspected_as_one(artifact, tmp_path):
+    """`smneuron inspect ./artifact` right after `smneuron compile` exited 1 with "problem: code/inference.py is
+    missing": compile writes no code/ (packaging adds the handler); its files are checked all the same."""
+    from conftest import run_cli
+
+    code, out, err = run_cli("inspect", str(artifact))
+    said = " ".join(out.split())
+    assert code == 0 and "problem" not in said and "every file matches the manifest" in said, said
+    assert "an artifact directory, as `smneuron compile` writes it: `smneuron package` adds code/" in said
+    changed = Path(shutil.copytree(artifact, tmp_path / "artifact"))  # the module's artifact stays as it is
+    (changed / "tokenizer.json").write_text("{}")
+    code, out, err = run_cli("inspect", str(changed))
+    assert code == 1 and "tokenizer.json: sha256" in out
 
 
 def evil(tmp_path: Path, build) -> Path:
