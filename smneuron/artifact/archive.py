@@ -137,7 +137,18 @@ def read_manifest(path: str | Path) -> dict:
                 "(model.tar.gz), or an s3:// URI of one.",
             ) from None
         raise ArtifactError(f"Cannot read the manifest of {path}: {e}") from e
-    raise ArtifactError(f"{path} has no {MANIFEST_NAME}: package it with `smneuron package`.")
+    raise no_manifest(path)
+
+
+def no_manifest(path: str | Path) -> ArtifactError:
+    """A package without smneuron's manifest: a SageMaker package of the user's own, not one smneuron made."""
+    return ArtifactError(
+        f"{path} has no {MANIFEST_NAME}: it is not a package smneuron made, and smneuron deploys what it compiled (the "
+        "manifest gives the shapes, batch sizes and workers it plans with).",
+        hint="Compile the model (`smneuron compile MODEL_DIR -o OUT`) and deploy OUT, or `smneuron package OUT`. A "
+        "SageMaker package of your own (model.tar.gz with code/inference.py) deploys with the SageMaker SDK, boto3 or "
+        "the AWS CLI; the embedded SageMaker (`smneuron local up`) serves those too.",
+    )
 
 
 def verify_package(path: Path) -> None:

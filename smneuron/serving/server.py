@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.archive import extract_package
+from smneuron.artifact.archive import extract_package, no_manifest
 from smneuron.artifact.hashing import size_of
 from smneuron.artifact.packaging import package
 from smneuron.artifact.staging import ModelData, fetch
@@ -237,9 +237,7 @@ class LocalEndpoint:
         try:
             manifest = json.loads((self.model_dir / "smneuron.json").read_text())
         except FileNotFoundError:
-            raise ArtifactError(
-                f"{self.package} has no smneuron.json: package it with `smneuron package`."
-            ) from None
+            raise no_manifest(self.package) from None
         check_runnable(manifest)
         if self.port == 0:
             self.port = free_port()

@@ -273,3 +273,23 @@ def test_a_setting_out_of_range_is_refused_not_bent(artifact, tmp_path, setting,
     with pytest.raises(ConfigError, match=says):
         package(artifact, tmp_path / "model.tar.gz", **setting)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sagemaker_package_of_the_users_own_is_told_what_smneuron_deploys(tmp_path):
+    """A model.tar.gz with the user's own inference.py and no smneuron.json: the refusal said "package it with
+    `smneuron package`", which refuses a folder without smneuron.json in turn."""
+    from conftest import run_cli
+
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "inference.py").write_text("def model_fn(model_dir):\n    return None\n")
+    with tarfile.open(tmp_path / "own.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "code", arcname="code")
+    code, out, err = run_cli(
+        "deploy", str(tmp_path / "own.tar.gz"), "--instance", "ml.c6i.large", "--dry-run"
+    )
+    said = " ".join(err.split())
+    assert code == 1 and "has no smneuron.json: it is not a package smneuron made" in said, said
+    assert (
+        "`smneuron compile MODEL_DIR -o OUT`" in said
+        and "deploys with the SageMaker SDK, boto3 or the AWS CLI" in said
+    )
