@@ -42,6 +42,17 @@ def sweep(owner: Path, wait_s: float = 10.0) -> list[int]:
     return stopped
 
 
+def carries(pid: int, owner: Path) -> bool:
+    """Whether process ``pid`` carries this service's mark: a pid recorded before a reboot or a crash may be another
+    program's now. Read from /proc (Linux); where there is none, True; for a process that is gone, False."""
+    if not Path("/proc").is_dir():
+        return True  # no way to tell here: the recorded pid is taken at its word, as it always was
+    try:
+        return f"{OWNER}={owner}".encode() + b"\0" in Path(f"/proc/{pid}/environ").read_bytes()
+    except (OSError, ValueError):
+        return False
+
+
 def _marked(mark: bytes) -> list[int]:
     """The live processes (not this one, not zombies: those hold nothing but their pid) that carry ``mark``."""
     found = []

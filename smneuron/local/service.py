@@ -33,7 +33,7 @@ from smneuron.local import held_settings
 from smneuron.local.aws.engine.patching import EmbeddedAwsError
 from smneuron.local.aws.state import snapshot_file
 from smneuron.local.held_settings import ENGINES, LLM_ENGINES, METRIC_PERIODS
-from smneuron.local.reaper import OWNER, sweep
+from smneuron.local.reaper import OWNER, carries, sweep
 from smneuron.local.service_process import REFUSED, REFUSED_EXIT, owner_of
 from smneuron.serving.ports import check_port, free_port
 from smneuron.serving.server import check_port_free
@@ -318,7 +318,8 @@ def _origin(value: str) -> str:
 
 
 def down(timeout: float = 30) -> bool:
-    """Stop the service and its backing servers; False when none was running.
+    """Stop the service and its backing servers; False when none was running (a record it left, after a crash or a
+    reboot, is removed).
 
     Raises:
         SmneuronError: it stopped, but its last snapshot was not written (a full disk, or it had to be killed): what
@@ -332,7 +333,9 @@ def down(timeout: float = 30) -> bool:
     stopping = time.time()
     pid = int(state.get("pid", 0))
     killed = False
-    if pid and pid_alive(pid):
+    # the recorded pid, only while it is the service (its mark): after a reboot or a crash it may be another program's
+    running = bool(pid) and pid_alive(pid) and carries(pid, owner_of(path))
+    if running:
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while pid_alive(pid) and time.monotonic() < deadline:
@@ -342,9 +345,10 @@ def down(timeout: float = 30) -> bool:
             killed = True
     sweep(owner_of(path))  # anything the service could not stop (it was killed, or a server hung)
     _remove_run_dir(path)
-    path.unlink(missing_ok=True)
-    _check_last_snapshot(path.with_name("aws"), stopping, killed)
-    return True
+    path.unlink(missing_ok=True)  # a record that outlived its service goes too
+    if running:
+        _check_last_snapshot(path.with_name("aws"), stopping, killed)
+    return running
 
 
 def _check_last_snapshot(kept: Path, stopping: float, killed: bool) -> None:

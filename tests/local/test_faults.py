@@ -66,3 +66,26 @@ def test_delete_while_creating_and_ctrl_c_during_deploy_leave_no_model_server(
     only_the_service_is_left(state, up["pid"])
     smneuron_cli("local", "down")
     nothing_is_left(state)
+
+
+def test_down_after_a_reboot_leaves_the_program_that_now_has_the_recorded_pid(tmp_path):
+    """The service's record outlives it (a reboot, a crash): its pid may be another program's by then, and `local
+    down` sent it SIGTERM, then SIGKILL to its whole process group. Only a process carrying the service's mark is
+    signalled now."""
+    from conftest import run_cli
+
+    other = subprocess.Popen(
+        ["sleep", "60"], start_new_session=True
+    )  # a program of the user's, in its own group
+    try:
+        state = tmp_path / "state"
+        state.mkdir(mode=0o700)
+        (state / "local.json").write_text(
+            json.dumps({"pid": other.pid, "url": "http://127.0.0.1:9", "port": 9})
+        )
+        code, out, err = run_cli("local", "down", env={"SMNEURON_STATE_DIR": str(state)})
+        assert other.poll() is None, "local down killed a program that was not the service"
+        assert code == 0 and "was not running" in out and not (state / "local.json").exists()
+    finally:
+        other.kill()
+        other.wait()
