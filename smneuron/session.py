@@ -37,13 +37,14 @@ from smneuron.files.local_record import (
     require_local_service,
     wants_local,
 )
+from smneuron.startup.loopback import LOOPBACK
 
 if TYPE_CHECKING:
     import boto3
 
 DEFAULT_ROLE_NAME = "smneuron-execution-role"
 ACCOUNT_PLACEHOLDER = "<account-id>"  # shown by commands that create nothing when no AWS account answers
-LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+LOOPBACK_HOSTS = frozenset(LOOPBACK)
 # botocore's adaptive retries after the first call (its max_attempts): 8 ride out AWS's throttling; on loopback (the
 # embedded SageMaker) a refused connection does not heal in the seconds retries wait, so a dead local service is said
 # in about a second, not ten

@@ -4,6 +4,7 @@ and what does not. The CPU it saves is measured by benchmarks/process_exit.py.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -119,9 +120,15 @@ def _forked_in(project, tmp_path):
     script = tmp_path / "probe.py"
     script.write_text(SHADOW_PROBE)
     report = tmp_path / "report.json"
+    # the probe's own path without the current folder: an empty or relative PYTHONPATH entry (another test's) would
+    # put the project first for the probe itself, which is not what is tested here
+    path = [
+        os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(p)
+    ]
     out = subprocess.run(
         [sys.executable, str(script), REPORT.replace("sys.argv[2]", repr(str(report)))],
         cwd=project, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout, report

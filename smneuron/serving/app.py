@@ -8,7 +8,7 @@ import functools
 import json
 from typing import Any
 
-from smneuron.serving.access import REFUSAL, allowed, server_key
+from smneuron.serving.access import REFUSAL, allowed, browser_refusal, server_key
 from smneuron.serving.pool import WorkerPool
 from smneuron.specs.models import EndpointSpec
 
@@ -162,6 +162,10 @@ def build_app(pool: WorkerPool, spec: EndpointSpec) -> Any:
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
+            refused = browser_refusal(dict(scope.get("headers") or []), scope.get("server"))
+            if refused:
+                await _error(403, "forbidden", refused)(scope, receive, send)
+                return
             if key:
                 given = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
                 if not allowed(given, key):

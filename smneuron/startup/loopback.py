@@ -1,4 +1,4 @@
-"""Calls to this machine never go through a proxy.
+"""Calls to this machine never go through a proxy; this machine's names, once (``LOOPBACK``, ``hosts``).
 
 A shell with ``HTTP_PROXY`` / ``HTTPS_PROXY`` set (a corporate laptop's) sent smneuron's calls to the embedded
 SageMaker, to TorchServe's and the copies' health checks and to ``smneuron serve`` through the proxy, whose
@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import os
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+LOOPBACK = (
+    "127.0.0.1",
+    "localhost",
+    "::1",
+)  # this machine's names: never through a proxy; what local servers answer to
 PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
@@ -30,3 +34,9 @@ def no_proxy_for_loopback() -> None:
         return
     value = ",".join(hosts + [h for h in LOOPBACK if h not in hosts])
     os.environ["NO_PROXY"] = os.environ["no_proxy"] = value
+
+
+def hosts(port: int) -> frozenset[str]:
+    """The Host header values that name this machine with ``port`` (an IPv6 address in brackets, as URLs write it):
+    what a server on loopback answers to, so a DNS-rebinding name that resolves to 127.0.0.1 is refused."""
+    return frozenset(f"[{name}]:{port}" if ":" in name else f"{name}:{port}" for name in LOOPBACK)

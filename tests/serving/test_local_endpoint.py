@@ -162,6 +162,25 @@ def test_the_invocations_route_answers_as_a_web_framework_would(endpoint):
         assert r.status_code == 400 and "embedding" in r.json()["error"].lower()
 
 
+def test_what_a_web_page_could_send_is_refused_and_every_client_is_answered(endpoint):
+    """`smneuron serve` answers without a key, as the container does: a page the user had open could POST to it
+    (text/plain needs no preflight) and, through a DNS-rebinding name, read the answers. An Origin, or a Host that does
+    not name the server, now gets 403 before the model sees anything; the CLI, the SDK and curl send neither."""
+    port = endpoint.url.rsplit(":", 1)[1]
+    with httpx.Client(timeout=30) as c:
+        r = c.post(endpoint.url + "/invocations", content=b"hello", headers={"origin": "https://news.example",
+                                                                         "content-type": "text/plain"})  # fmt: skip
+        assert r.status_code == 403 and "web pages are refused" in r.json()["error"]
+        r = c.post(
+            endpoint.url + "/invocations", json={"inputs": "x"}, headers={"host": f"rebound.example:{port}"}
+        )
+        assert r.status_code == 403 and "is not this model server" in r.json()["error"]
+        assert c.get(endpoint.url + "/ping", headers={"host": f"rebound.example:{port}"}).status_code == 403
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
+            r = c.post(endpoint.url + "/invocations", json={"inputs": "x"}, headers={"host": host})
+            assert r.status_code == 200, (host, r.text)
+
+
 def test_a_worker_killed_mid_load_loses_no_request_silently_and_comes_back(endpoint):
     victim = endpoint.pool.pids()[0]
     restarts = metric(endpoint, "smneuron_worker_restarts_total")

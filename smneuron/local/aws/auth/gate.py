@@ -52,8 +52,8 @@ from smneuron.local.aws.http.bodies import (
     too_large,
 )
 from smneuron.local.aws.http.bodies import read as read_body
+from smneuron.startup.loopback import hosts
 
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 FORM_TYPES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")
 _INVOCATION = re.compile(r"^/endpoints/[^/]+/(invocations|invocations-response-stream|async-invocations)$")
 # headers a preflight may ask for from an allowed origin: what AWS's SDKs for JavaScript send
@@ -74,7 +74,7 @@ class Gate:
         self, app: Any, port: int, keys: Mapping[str, str], allowed_origins: Iterable[str] = ()
     ) -> None:
         self.app = app
-        self.hosts = frozenset(f"{name}:{port}" for name in LOOPBACK_NAMES)
+        self.hosts = hosts(port)
         self.keys = dict(keys)
         self.origins = frozenset(o.rstrip("/") for o in allowed_origins)
 
