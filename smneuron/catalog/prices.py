@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.errors import ConfigError
-from smneuron.files.user import read_text
+from smneuron.files.user import read_text, yaml_problem
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,9 @@ def load_prices(overrides: dict[str, float] | None = None, file: str | Path | No
 
         try:
             loaded = yaml.safe_load(read_text(file, "the price file")) or {}
-        except (OSError, yaml.YAMLError) as e:
+        except yaml.YAMLError as e:
+            raise ConfigError(f"The price file {file} is not valid YAML: {yaml_problem(e)}.") from None
+        except OSError as e:
             raise ConfigError(f"Cannot read the price file {file}: {e}") from e
         loaded = loaded.get("hourly_usd", loaded)
         prices.update({str(k): float(v) for k, v in loaded.items()})

@@ -13,6 +13,7 @@ import os
 import secrets
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from smneuron.errors import ConfigError, UsageError
 
@@ -37,6 +38,21 @@ def read_text(path: str | Path, what: str) -> str:
             f"{what[:1].upper()}{what[1:]} {path} is not text: byte {data[e.start]:#04x} at offset {e.start} is not UTF-8.",
             hint=f"Pass the right file: {what} is UTF-8 text.",
         ) from None
+
+
+def yaml_problem(error: Exception) -> str:
+    """A YAML parser's error (PyYAML's ``MarkedYAMLError``) as a user reads it: what and where (line and column,
+    counted from 1), without the parser's ``in "<unicode string>"`` lines."""
+
+    def at(mark: Any) -> str:
+        return f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+
+    parts = [
+        f"{text}{at(getattr(error, mark, None))}"
+        for text, mark in ((getattr(error, "context", None), "context_mark"), (getattr(error, "problem", None), "problem_mark"))
+        if text
+    ]  # fmt: skip
+    return "; ".join(parts) or str(error)
 
 
 def file_to_write(path: str | Path, flag: str = "output", example: str = "report.json") -> Path:

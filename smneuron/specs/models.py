@@ -17,7 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from smneuron.catalog import InstanceType, Use
 from smneuron.errors import ConfigError
-from smneuron.files.user import read_text
+from smneuron.files.user import read_text, yaml_problem
 from smneuron.specs.controls import AsyncSpec, DataCaptureSpec, VpcSpec, check_kms_key, check_tags
 from smneuron.specs.validation import StrictModel, make_loader, validate
 from smneuron.specs.validation import override as override  # part of the specs API
@@ -601,7 +601,11 @@ class ProjectFile(StrictModel):
         except OSError as e:
             raise ConfigError(f"Cannot read {path}: {e.strerror}.") from e
         except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: {e}") from e
+            raise ConfigError(
+                f"{path} is not valid YAML: {yaml_problem(e)}.",
+                hint="Fix that line (`smneuron.yaml` holds sections such as `compile:` and `endpoint:` with `key: value` "
+                "lines under them; docs/settings.md lists every key).",
+            ) from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of sections.")
         return validate(cls, data, source=str(path))

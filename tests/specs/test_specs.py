@@ -55,6 +55,16 @@ def test_duplicate_keys_are_refused(tmp_path):
         ProjectFile.load(p)
 
 
+def test_a_file_that_is_not_yaml_says_where_and_what(tmp_path):
+    """It printed PyYAML's message as is, with `in "<unicode string>"` for the file it had just named."""
+    p = write(tmp_path, "endpoint:\n  name: a\n   bad: 1\n")
+    with pytest.raises(ConfigError) as e:
+        ProjectFile.load(p)
+    said = str(e.value)
+    assert f"{p} is not valid YAML: mapping values are not allowed here (line 3, column 7)." in said
+    assert "<unicode string>" not in said and "docs/settings.md" in said
+
+
 def test_bad_values_are_reported_together(tmp_path):
     p = write(tmp_path, "compile:\n  batch_size: 0\nendpoint:\n  instance_type: ml.inf2.xlarg\n")
     with pytest.raises(ConfigError) as e:
