@@ -17,6 +17,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,7 +147,8 @@ def compile_generation(model: str | Path, out_dir: str | Path, spec: CompileSpec
     if spec.target in ("cpu", "cuda"):
         function = _copy_weights(src, out, spec.target)
     else:
-        command = export_command(str(src), out, spec)
+        local = Path(src).absolute() if Path(src).exists() else src  # the export runs in a folder of its own
+        command = export_command(str(local), out.absolute(), spec)
         _run_export(command)
         function = "optimum-cli export neuron"
         exported = export_versions(out)
@@ -344,7 +346,10 @@ def _run_export(command: list[str]) -> None:
     _require_optimum_neuron("Compiling text generation for inf2")
     with step("optimum-cli export neuron") as shown:  # tens of minutes for large models: show it runs
         shown.update("compiling (minutes; the Neuron compiler gives no finer progress)")
-        done = subprocess.run(command, capture_output=True, text=True)
+        # in a folder of its own: `-m` puts the current folder first on sys.path (a project's secrets.py or random.py
+        # would be imported in place of Python's), and the compiler leaves its work files where it runs
+        with tempfile.TemporaryDirectory(prefix="smneuron-export-") as elsewhere:
+            done = subprocess.run(command, capture_output=True, text=True, cwd=elsewhere)
     if done.returncode != 0:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
         raise CompileError(

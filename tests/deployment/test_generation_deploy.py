@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -62,6 +63,29 @@ def test_inf2_export_gets_optimum_neurons_exact_arguments(
     assert result.manifest.versions["optimum-neuron"] == "0.4.5"
     manifest = json.loads((tmp_path / "out" / "smneuron.json").read_text())
     assert manifest["compiler"]["cores_per_model"] == tp and "neuron_config.json" in manifest["model_files"]
+
+
+def test_the_export_runs_in_a_folder_of_its_own_from_a_project_folder(
+    optimum_standin, llama_8b, tmp_path, monkeypatch
+):
+    """`python -m optimum.commands.optimum_cli` ran in the user's folder, which `-m` puts first on sys.path: a project's
+    random.py was imported in place of Python's. The export now runs elsewhere, with the model and output absolute."""
+    from smneuron.compilation.generation import compile_generation
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "random.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_suffix('.ran').write_text('x')\n"
+    )
+    shutil.copytree(llama_8b, project / "llama")
+    monkeypatch.chdir(project)
+    spec = CompileSpec(
+        task="text-generation", target="inf2", batch_size=1, sequence_length=4096, tensor_parallel_size=2
+    )
+    compile_generation(Path("llama"), Path("out"), spec)
+    (call,) = calls(optimum_standin)
+    assert call["argv"][3] == str(project / "llama") and call["argv"][-1] == str(project / "out")
+    assert not (project / "random.ran").exists()
 
 
 def test_a_failed_export_shows_the_compilers_words(optimum_standin, llama_8b, tmp_path, monkeypatch):
