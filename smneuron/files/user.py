@@ -13,7 +13,6 @@ import os
 import secrets
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from smneuron.errors import ConfigError, UsageError
 
@@ -43,15 +42,13 @@ def read_text(path: str | Path, what: str) -> str:
 def yaml_problem(error: Exception) -> str:
     """A YAML parser's error (PyYAML's ``MarkedYAMLError``) as a user reads it: what and where (line and column,
     counted from 1), without the parser's ``in "<unicode string>"`` lines."""
-
-    def at(mark: Any) -> str:
-        return f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-
-    parts = [
-        f"{text}{at(getattr(error, mark, None))}"
-        for text, mark in ((getattr(error, "context", None), "context_mark"), (getattr(error, "problem", None), "problem_mark"))
-        if text
-    ]  # fmt: skip
+    parts = []
+    for what, where in (("context", "context_mark"), ("problem", "problem_mark")):
+        text, mark = getattr(error, what, None), getattr(error, where, None)
+        if text:
+            parts.append(
+                f"{text} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else text
+            )
     return "; ".join(parts) or str(error)
 
 
