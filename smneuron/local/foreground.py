@@ -26,8 +26,8 @@ from smneuron.container.generation_env import container_environment as generatio
 from smneuron.deployment.request import DeployRequest, resolve
 from smneuron.errors import ConfigError
 from smneuron.local.generation.standin import serve as serve_standin
-from smneuron.serving.ports import check_port
-from smneuron.serving.server import LocalEndpoint, check_port_free
+from smneuron.serving.ports import check_port, check_port_free
+from smneuron.serving.server import LocalEndpoint
 from smneuron.serving.torchserve import TorchServeStack
 from smneuron.specs.models import ProjectFile
 

@@ -35,8 +35,7 @@ from smneuron.local.aws.state import snapshot_file
 from smneuron.local.held_settings import ENGINES, LLM_ENGINES, METRIC_PERIODS
 from smneuron.local.reaper import OWNER, carries, sweep
 from smneuron.local.service_process import REFUSED, REFUSED_EXIT, owner_of
-from smneuron.serving.ports import check_port, free_port
-from smneuron.serving.server import check_port_free
+from smneuron.serving.ports import PortTaken, check_port, check_port_free, free_port
 from smneuron.serving.torchserve import require as require_torchserve
 from smneuron.startup.loopback import no_proxy_for_loopback
 
@@ -195,14 +194,18 @@ def _start(
     _remove_run_dir(path)  # and its downloads, weights and logs
     log = path.with_name("local.log")
     given = check_port(port)
+    if given:
+        check_port_free(
+            "127.0.0.1", given
+        )  # said now: the service would find it taken only once it had started
     port = given or _last_port(path) or free_port()
     for attempt in (1, 2, 3):
         try:
             running = _launch(path, port, log, keys, engine, generation_engine, timeout, flags)
             break
-        except SmneuronError as e:
+        except PortTaken:
             # a port this call picked was free when picked and taken before the service bound it: pick another
-            if given or attempt == 3 or "different port" not in e.message:
+            if given or attempt == 3:
                 raise
             port = free_port()
     write_private(path.with_name("port"), str(port).encode())
@@ -276,10 +279,13 @@ def _wait_up(proc: subprocess.Popen, path: Path, log: Path, timeout: float) -> d
         raise Interrupted(
             "Interrupted: stopped the embedded SageMaker this `local up` was starting; nothing is left running."
         ) from None
+    if proc.poll() is None:  # it never answered: stop it, nothing is left running
+        _stop_started(proc, path)
     lines = log.read_text().splitlines() if log.exists() else []
     refused = [json.loads(x[len(REFUSED) :]) for x in lines[-10:] if x.startswith(REFUSED)]
     if proc.poll() == REFUSED_EXIT and refused:
-        raise EmbeddedAwsError(refused[-1]["message"], hint=refused[-1]["hint"])
+        said = refused[-1]
+        raise (PortTaken if said.get("port_taken") else EmbeddedAwsError)(said["message"], hint=said["hint"])
     tail = "\n".join(lines[-10:])
     raise SmneuronError(
         f"The embedded SageMaker did not start (log {log}):\n{tail}", hint="Run `smneuron local up` again."

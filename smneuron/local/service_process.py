@@ -31,6 +31,7 @@ from smneuron.local.aws.engine.quotas import QuotaBook
 from smneuron.local.aws.state.persistence import Keeper, describe
 from smneuron.local.reaper import OWNER
 from smneuron.serving.access import KEY_ENV, new_key
+from smneuron.serving.ports import PortTaken
 from smneuron.session import Session
 
 REFUSED, REFUSED_EXIT = "smneuron-refused: ", 3  # the service's word that moto does not fit its patches
@@ -187,6 +188,10 @@ def main(argv: list[str] | None = None) -> None:
             metric_period=a.metric_period,
             quotas=a.quotas,
         )
-    except EmbeddedAwsError as e:  # moto does not fit the patches: say why, and `up` refuses with it
-        print(REFUSED + json.dumps({"message": e.message, "hint": e.hint}), flush=True)
+    except (
+        EmbeddedAwsError,
+        PortTaken,
+    ) as e:  # moto does not fit the patches, or its port: `up` refuses with it
+        taken = isinstance(e, PortTaken)
+        print(REFUSED + json.dumps({"message": e.message, "hint": e.hint, "port_taken": taken}), flush=True)
         sys.exit(REFUSED_EXIT)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import socket
 from typing import Any
 
@@ -21,3 +22,31 @@ def check_port(port: Any, flag: str = "--port") -> int:
             f"{flag} {port!r} is not a TCP port.", hint="Give one from 1 to 65535, or 0 for a free one."
         )
     return port
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port something already listens on, naming it and the fix.
+
+    Raises:
+        PortTaken: the address is in use (or not ours to bind).
+    """
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is fine
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            why = "is already in use" if e.errno == errno.EADDRINUSE else f"cannot be bound ({e.strerror})"
+            raise PortTaken.of(host, port, why) from None
+
+
+class PortTaken(ConfigError):
+    """A port something else holds (or that may not be bound): the user's to change, or another free one to pick."""
+
+    @classmethod
+    def of(cls, host: str, port: int, why: str = "is already in use") -> PortTaken:
+        return cls(
+            f"Port {port} on {host} {why}.",
+            hint="Pick another with --port (or --port 0 for any free port), or stop the process using it "
+            f"(`ss -ltnp 'sport = :{port}'` shows which).",
+        )

@@ -7,13 +7,11 @@
 
 from __future__ import annotations
 
-import errno
 import importlib.util
 import json
 import os
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import threading
@@ -31,7 +29,7 @@ from smneuron.container.encoder_env import DEFAULT_BATCH, container_environment,
 from smneuron.errors import ArtifactError, ConfigError
 from smneuron.serving.app import build_app
 from smneuron.serving.pool import WorkerPool, WorkerStartError
-from smneuron.serving.ports import free_port
+from smneuron.serving.ports import check_port_free, free_port
 from smneuron.serving.worker import CPUS_ENV
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec, override
@@ -114,26 +112,6 @@ def check_runnable(manifest: dict) -> None:
             "hardware, which this machine does not have.",
             hint=f"Recompile with `--target cpu` to serve it locally, or deploy it to an ml.{target} instance.",
         )
-
-
-def check_port_free(host: str, port: int) -> None:
-    """Refuse a port something already listens on, naming it and the fix.
-
-    Raises:
-        ConfigError: the address is in use (or not ours to bind).
-    """
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is fine
-        try:
-            s.bind((host, port))
-        except OSError as e:
-            why = "is already in use" if e.errno == errno.EADDRINUSE else f"cannot be bound ({e.strerror})"
-            raise ConfigError(
-                f"Port {port} on {host} {why}.",
-                hint="Pick another with --port (or --port 0 for any free port), or stop the process using it "
-                f"(`ss -ltnp 'sport = :{port}'` shows which).",
-            ) from None
 
 
 class LocalEndpoint:

@@ -32,8 +32,8 @@ from smneuron.container.encoder_env import MODEL_DIR
 from smneuron.errors import MissingDependencyError, SmneuronError
 from smneuron.serving.access import bearer, server_key
 from smneuron.serving.isolation import isolated
-from smneuron.serving.ports import free_port
-from smneuron.serving.server import check_port_free, check_runnable
+from smneuron.serving.ports import check_port_free, free_port
+from smneuron.serving.server import check_runnable
 
 START = ["-m", "smneuron.serving.ts_launch"]  # the toolkit's serving.main(), scoped to this stack (ts_launch)
 

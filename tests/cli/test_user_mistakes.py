@@ -96,6 +96,8 @@ def _env(world, **extra: str) -> dict[str, str]:
         AWS_SHARED_CREDENTIALS_FILE=str(world["root"] / "no-credentials"),
         SMNEURON_ENDPOINT_URL=world["url"],
         SMNEURON_CACHE_DIR=str(world["root"] / "cache"),
+        # a `local up` among the mistakes never meets the user's own state folder
+        SMNEURON_STATE_DIR=str(world["root"] / "state"),
         HF_HUB_OFFLINE="1",
     )
     env.update(extra)
@@ -213,6 +215,15 @@ CASES = [
         None,
     ),
     ("console-port-taken", "console --port {busy}", 1, ["did not start on 127.0.0.1:", "--port"], {}, None),
+    # it waited 120 s for a service that could not bind (moto's server thread exited; its start waited on) and left it
+    (
+        "local-up-port-taken",
+        "local up --port {busy}",
+        1,
+        ["is already in use", "--port 0 for any free port"],
+        {},
+        None,
+    ),
     (
         "quotas-unknown-type",
         "quotas --instance ml.inf9.huge",

@@ -334,3 +334,31 @@ def _read_until(stream, pattern: re.Pattern, timeout: float) -> str:  # type: ig
         assert chunk, seen[-1000:]  # the bench ended before any request returned
         seen += chunk
     return seen
+
+
+def test_a_port_taken_between_its_choice_and_the_bind_is_refused_by_the_service_and_another_is_picked(
+    tmp_path, monkeypatch
+):
+    """Another program takes the port `local up` picked before the service binds it: moto's server thread exited on
+    the bind and the service waited on it forever, so `up` waited out its 120 s and left the service running. The
+    service now refuses at once and `up` starts it on another port."""
+    import socket
+
+    from smneuron.local import service
+    from smneuron.serving.ports import free_port
+
+    monkeypatch.setenv("SMNEURON_STATE_DIR", str(tmp_path / "state"))
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        taken, picked = other.getsockname()[1], []
+        # the first port picked is the one the other program holds (what a race gives), the rest are free
+        monkeypatch.setattr(
+            service, "free_port", lambda: taken if not picked.append(1) and len(picked) == 1 else free_port()
+        )
+        try:
+            up = service.up(timeout=60)
+            assert up["url"] != f"http://127.0.0.1:{taken}" and len(picked) == 2
+        finally:
+            service.down()
+    assert "is already in use" in (tmp_path / "state" / "local.log").read_text()

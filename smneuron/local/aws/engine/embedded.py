@@ -55,7 +55,7 @@ from smneuron.local.aws.engine.quotas import patch_service_quotas
 from smneuron.local.aws.engine.speed import patch_speed
 from smneuron.local.aws.engine.transform_jobs import patch_transform_jobs
 from smneuron.local.aws.http.connections import close_all, kept_alive
-from smneuron.serving.ports import free_port
+from smneuron.serving.ports import PortTaken, free_port
 from smneuron.session import service_model
 
 _PATCHED = False
@@ -358,11 +358,22 @@ def _prompt(server_class: type) -> type:
             from werkzeug.serving import make_server
 
             app = DomainDispatcherApplication(create_backend_app)
-            self._server = make_server(
-                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
-            )
+            try:
+                self._server = make_server(
+                    self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+                )
+            except BaseException as e:  # werkzeug exits its thread on a taken port: start() waited forever
+                self.failed = e
+                self._server_ready_event.set()
+                return
             self._server_ready_event.set()
             self._server.serve_forever(poll_interval=0.05)
+
+        def start(self) -> None:
+            self.failed: BaseException | None = None
+            super().start()
+            if self.failed is not None:  # taken between its choice and the bind (or given taken)
+                raise PortTaken.of(self._ip_address, self._port)
 
     return Prompt
 
