@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 
 DEFAULT_ROLE_NAME = "smneuron-execution-role"
 ACCOUNT_PLACEHOLDER = "<account-id>"  # shown by commands that create nothing when no AWS account answers
-LOOPBACK_HOSTS = frozenset(LOOPBACK)
 # botocore's adaptive retries after the first call (its max_attempts): 8 ride out AWS's throttling; on loopback (the
 # embedded SageMaker) a refused connection does not heal in the seconds retries wait, so a dead local service is said
 # in about a second, not ten
@@ -260,7 +259,7 @@ class Session:
     @property
     def loopback(self) -> bool:
         """Every call goes to a service on this machine (the embedded SageMaker, moto, LocalStack)."""
-        return bool(self.endpoint_url) and urllib.parse.urlsplit(self.endpoint_url).hostname in LOOPBACK_HOSTS
+        return bool(self.endpoint_url) and urllib.parse.urlsplit(self.endpoint_url).hostname in LOOPBACK
 
     def client(self, service: str) -> Any:
         """A cached boto3 client for ``service`` with adaptive retries and this session's endpoint."""

@@ -26,7 +26,7 @@ def sweep(owner: Path, wait_s: float = 10.0) -> list[int]:
     workers) after the service itself has gone: left by a crash, a kill -9 or a `down` that timed out. Returns once
     they are gone (a killed process is not gone at once; one that a dying parent started in the meantime is killed
     in the next round), or after ``wait_s``. Linux only (/proc); elsewhere nothing is found."""
-    mark = f"{OWNER}={owner}".encode() + b"\0"
+    mark = _mark(owner)
     stopped: list[int] = []
     deadline = time.monotonic() + wait_s
     while found := _marked(mark):
@@ -48,9 +48,14 @@ def carries(pid: int, owner: Path) -> bool:
     if not Path("/proc").is_dir():
         return True  # no way to tell here: the recorded pid is taken at its word, as it always was
     try:
-        return f"{OWNER}={owner}".encode() + b"\0" in Path(f"/proc/{pid}/environ").read_bytes()
+        return _mark(owner) in Path(f"/proc/{pid}/environ").read_bytes()
     except (OSError, ValueError):
         return False
+
+
+def _mark(owner: Path) -> bytes:
+    """The service's mark as /proc/PID/environ holds it."""
+    return f"{OWNER}={owner}".encode() + b"\0"
 
 
 def _marked(mark: bytes) -> list[int]:
