@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError, ResponseStreamingError
 
@@ -131,6 +131,7 @@ class SignedInvoker:
         # the CA bundle botocore verifies with (AWS_CA_BUNDLE / ca_bundle, else its default)
         self._cafile = get_cert_path(session.boto_session._session.get_config_variable("ca_bundle") or True)
         self._connections, self._http = connections, None
+        self._proxy = _env_proxy(self.url)
 
     def _signed(self, body: bytes, component: str | None) -> dict[str, str]:
         from botocore.awsrequest import AWSRequest
@@ -150,10 +151,18 @@ class SignedInvoker:
 
             tls = ssl.create_default_context(cafile=self._cafile) if self.url.startswith("https") else None
             self._http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self._connections, ssl=tls),
-                                               timeout=aiohttp.ClientTimeout(sock_connect=60, sock_read=70),
-                                               trust_env=True)  # fmt: skip
+                                               timeout=aiohttp.ClientTimeout(sock_connect=60, sock_read=70))  # fmt: skip
+        headers, proxy, via = self._signed(body, component), self._proxy, None
+        # the proxy's credentials: in the CONNECT that opens an https tunnel, else on the request itself, which
+        # goes to the proxy (added after signing: not signed)
+        if proxy.credentials and self.url.startswith("https"):
+            via = {"Proxy-Authorization": proxy.credentials}
+        elif proxy.credentials:
+            headers["Proxy-Authorization"] = proxy.credentials
         try:
-            async with self._http.post(self.url, data=body, headers=self._signed(body, component)) as r:
+            async with self._http.post(
+                self.url, data=body, headers=headers, proxy=proxy.url, proxy_headers=via
+            ) as r:
                 data = await r.read()
                 if r.status < 300:
                     return Response(r.status, r.headers.get("Content-Type", ""), data)
@@ -164,6 +173,27 @@ class SignedInvoker:
     async def close(self) -> None:
         if self._http is not None:
             await self._http.close()
+
+
+class _Proxy(NamedTuple):
+    url: Any  # None: no proxy
+    credentials: str | None  # the Proxy-Authorization value
+
+
+def _env_proxy(url: str) -> _Proxy:
+    """The proxy (and its credentials) the environment names for ``url``, as aiohttp's ``trust_env`` reads it
+    (HTTP(S)_PROXY, NO_PROXY), read once: ``trust_env`` read it in a thread for every request (a third of a bench's
+    CPU on its side), and read ~/.netrc for every request too, whose ``default`` entry became Basic credentials
+    beside the SigV4 Authorization header, so aiohttp refused every request (ValueError: Cannot combine
+    AUTHORIZATION header with AUTH argument). A SigV4 request takes no other credentials: no netrc."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(url))
+    except LookupError:  # none named, or NO_PROXY covers the host
+        return _Proxy(None, None)
+    return _Proxy(proxy, auth.encode() if auth else None)
 
 
 def _error(status: int, headers: dict[str, str], data: bytes) -> Exception:

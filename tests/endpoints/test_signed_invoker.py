@@ -58,3 +58,94 @@ def test_each_error_answer_is_what_invoke_endpoint_raises(status, kind, doc):
         assert (got.status, got.body) == (expected.status, expected.body) == (400, doc["message"])
     else:
         assert isinstance(got, AwsError) and got.code == expected.code
+
+
+class _Recorder:
+    """A loopback HTTP server that answers every POST with 200 and keeps its request line and headers."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        seen = self.seen = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                seen.append((self.requestline, dict(self.headers)))
+                body = b'{"ok": true}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_netrc_default_entry_does_not_break_the_signed_requests_and_a_proxy_is_still_used(
+    tmp_path, monkeypatch
+):
+    """A ~/.netrc with a `default` entry (machine-wide credentials, common where pip or git read it) made every
+    bench request fail: aiohttp's trust_env added its Basic credentials beside the SigV4 Authorization header and
+    refused the request (`smneuron bench` said "Unexpected error: ValueError"). The proxy the environment names is
+    still used, and NO_PROXY still bypasses it."""
+    import asyncio
+
+    from smneuron.endpoints.invoke import SignedInvoker
+    from smneuron.session import Session
+
+    (tmp_path / "home").mkdir()
+    netrc = tmp_path / "home" / ".netrc"
+    netrc.write_text("default login someone password secret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("NETRC", raising=False)
+    for var in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    endpoint, proxy = _Recorder(), _Recorder()
+    try:
+
+        def invoke() -> tuple[int, bytes]:
+            session = Session.from_env(endpoint_url=endpoint.url, region="us-east-1")
+            invoker = SignedInvoker(session, "ep", "application/json", "application/json", connections=2)
+
+            async def once() -> tuple[int, bytes]:
+                try:
+                    r = await invoker.invoke(b'{"inputs": "hi"}')
+                    return r.status, r.body
+                finally:
+                    await invoker.close()
+
+            return asyncio.run(once())
+
+        monkeypatch.delenv("HTTP_PROXY", raising=False)
+        assert invoke() == (200, b'{"ok": true}')
+        line, headers = endpoint.seen[-1]
+        assert line == "POST /endpoints/ep/invocations HTTP/1.1"
+        assert headers["Authorization"].startswith(
+            "AWS4-HMAC-SHA256 Credential=testing/"
+        )  # SigV4, nothing else
+
+        # through the proxy, with its credentials: the absolute URL, still signed
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("http://", "http://u:p@"))
+        assert invoke()[0] == 200 and len(endpoint.seen) == 1
+        line, headers = proxy.seen[-1]
+        assert line == f"POST {endpoint.url}/endpoints/ep/invocations HTTP/1.1"
+        assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 ")
+        assert headers["Proxy-Authorization"] == "Basic dTpw"  # base64 of u:p
+
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # bypassed for the host NO_PROXY names
+        assert invoke()[0] == 200 and len(endpoint.seen) == 2 and len(proxy.seen) == 1
+    finally:
+        endpoint.close()
+        proxy.close()
