@@ -86,6 +86,24 @@ def state(ctx: typer.Context) -> CliState:
     return obj
 
 
+# A command the CLI prints (a hint, a next step) is one to paste as it is. Where this run's AWS is the embedded
+# SageMaker because of --local (not SMNEURON_LOCAL=1 in the shell), each `smneuron VERB ...` it prints carries --local
+# too: pasted without it, `smneuron delete NAME` acts on the account the shell's credentials reach.
+_COMMAND = re.compile(r"`smneuron (?!--local |local )")
+_local_by_flag = False
+
+
+def local_by_flag(on: bool) -> None:
+    """This run reaches the embedded SageMaker because of --local (the root callback says so, once)."""
+    global _local_by_flag
+    _local_by_flag = on
+
+
+def as_typed(text: str) -> str:
+    """``text`` with each `smneuron ...` command in it as the user must type it in this shell (``--local``)."""
+    return _COMMAND.sub("`smneuron --local ", text) if _local_by_flag else text
+
+
 _console: Console | None = None
 
 
@@ -93,9 +111,13 @@ def console() -> Console:
     global _console
     from rich.console import Console
 
+    class _Typed(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            super().print(*(as_typed(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
     if _console is None:
         # pipes and CI get a wide console so tables are not truncated to 80 columns
-        _console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+        _console = _Typed(highlight=False, width=None if sys.stdout.isatty() else 160)
     return _console
 
 

@@ -18,7 +18,7 @@ from typer._click.exceptions import ClickException  # typer 0.29 bundles its own
 
 import smneuron.fast_exit  # noqa: F401  (the CLI's process ends without a last collection of its imports)
 from smneuron._version import __version__
-from smneuron.cli._common import CliState
+from smneuron.cli._common import CliState, as_typed, local_by_flag
 from smneuron.cli.table import LazyGroup
 from smneuron.display import progress
 from smneuron.errors import SmneuronError, from_exception
@@ -76,6 +76,7 @@ def main(
 ) -> None:
     if quiet:
         progress.configure(False)
+    local_by_flag(local and os.environ.get("SMNEURON_LOCAL") != "1")
     ctx.obj = CliState(
         region=region,
         profile=profile,
@@ -117,7 +118,7 @@ def run(argv: list[str] | None = None) -> None:
     except SmneuronError as e:
         if os.environ.get("SMNEURON_DEBUG") == "1":
             raise
-        typer.echo(f"Error: {e}" if e.exit_code != 130 else str(e), err=True)
+        typer.echo(as_typed(f"Error: {e}" if e.exit_code != 130 else str(e)), err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt as e:
         typer.echo(str(e) or "Interrupted.", err=True)
@@ -127,7 +128,7 @@ def run(argv: list[str] | None = None) -> None:
             raise
         known = from_exception(e)
         if known is not None:
-            typer.echo(f"Error: {known}", err=True)
+            typer.echo(as_typed(f"Error: {known}"), err=True)
             sys.exit(known.exit_code)
         typer.echo(
             f"Unexpected error: {type(e).__name__}: {e}\nRe-run with SMNEURON_DEBUG=1 for the traceback, "

@@ -279,7 +279,8 @@ def not_found(session: Session, name: str) -> NotFoundError:
     return NotFoundError(
         f"Endpoint {name!r} does not exist in {session.region}.",
         code="NotFound",
-        hint="List endpoints with `smneuron list`, or check the name and --region.",
+        # an AWS on this machine (the embedded SageMaker, moto) answers for one region: only the name can be wrong
+        hint=f"List endpoints with `smneuron list`, or check the name{'' if session.loopback else ' and --region'}.",
     )
 
 

@@ -521,6 +521,10 @@ CASES = [
         None,
     ),
     ("openai-no-such-endpoint", "openai nope", 1, ["'nope' does not exist"], {}, None),
+    # a command a hint prints is pasted as it is: with --local it carries --local (it acted on the account the
+    # shell's credentials reach: `smneuron delete NAME`); with SMNEURON_LOCAL=1 in the shell it needs none
+    ("local-hint-carries-local", "--local invoke", 2, ['`smneuron --local invoke NAME "hello"`'], {}, None),
+    ("local-hint-by-env", "invoke", 2, ['(`smneuron invoke NAME "hello"`)'], {"SMNEURON_LOCAL": "1"}, None),
     ("openai-expiry-typo", "openai enc --expires soon", 2, ["--expires", "30m, 1h, 12h"], {}, None),
     ("openai-unknown-component", "openai enc --component other", 1, ["serves an encoder"], {}, None),
     # endpoints that are not there, URLs that are dead, AWS that does not answer
@@ -1202,3 +1206,17 @@ def test_a_text_generation_dry_run_on_a_cpu_instance_says_one_number_of_copies(w
     assert code == 0, said
     assert "2 copies x tp 1" in said and "copies = 2 (one per 2 vCPUs of ml.c6i.xlarge)" in said
     assert "NeuronCore" not in said and "HBM" not in said and "2 vCPUs, " in said
+
+
+def test_a_printed_command_gets_local_once_and_the_service_commands_none():
+    from smneuron.cli import _common
+
+    text = "`smneuron delete x`, `smneuron --local list`, `smneuron local up`, `smneuron.local.up()`"
+    try:
+        _common.local_by_flag(True)
+        assert _common.as_typed(text) == (
+            "`smneuron --local delete x`, `smneuron --local list`, `smneuron local up`, `smneuron.local.up()`"
+        )
+    finally:
+        _common.local_by_flag(False)
+    assert _common.as_typed(text) == text
