@@ -96,14 +96,23 @@ def test_a_failing_job_names_its_step_and_log(tiny_classifier, tmp_path):
 
 @pytest.mark.integration
 def test_minilm_pipeline_from_the_cli(minilm_dir, tmp_path):
+    """The real all-MiniLM-L6-v2 through every step from the CLI. One bucket: the evaluation texts are all under 16
+    tokens, so the default's 64 and 128 were compiled, packaged and warmed by each of five model servers and never
+    served (the defaults' buckets are compile's tests' to hold)."""
     from conftest import run_cli
 
     code, out, err = run_cli(
-        "pipeline", "run", "--model", str(minilm_dir), "--data", str(_data(tmp_path)), "--json"
-    )
+        "pipeline", "run", "--model", str(minilm_dir), "--data", str(_data(tmp_path)), "--param", "Buckets=32",
+        "--json",
+    )  # fmt: skip
     result = json.loads(out)
     assert code == 0, (result.get("failure_reason"), err)
     assert result["evaluation"]["task"] == "feature-extraction"
+    # the plan's note says the definition's default shapes; the run says what it was given over them
+    assert (
+        "this run's parameters over the definition's defaults: Buckets=32 (default 32,64,128)"
+        in result["notes"]
+    )
     assert result["evaluation"]["metrics"]["cosine_min"] >= 0.9999
     assert result["deployment"]["status"] == "InService"
 

@@ -152,7 +152,7 @@ def run_local(
             arn = pipeline.start(up.name, parameters, session=session)
             sm = session.client("sagemaker")
             definition = json.loads(sm.describe_pipeline(PipelineName=up.name)["PipelineDefinition"])
-            run = LocalRun(up.name, arn, notes=list(up.notes))
+            run = LocalRun(up.name, arn, notes=[*up.notes, *_overrides(definition, parameters)])
             runner = _Runner(session, definition, arn, parameters, work, url, run, on_step)
             try:
                 runner.run(definition["Steps"])
@@ -164,6 +164,18 @@ def run_local(
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def _overrides(definition: dict, parameters: dict[str, Any]) -> list[str]:
+    """A note naming the parameters this run was given over the definition's defaults: the plan's notes say the
+    defaults it chose (buckets 32,64,128), and this run compiled what ``--param`` said instead."""
+    defaults = {p["Name"]: p.get("DefaultValue") for p in definition.get("Parameters", [])}
+    given = [
+        f"{name}={value} (default {defaults[name]})"
+        for name, value in parameters.items()
+        if name in defaults and str(value) != str(defaults[name]) and name != "ArtifactS3Uri"
+    ]
+    return [f"this run's parameters over the definition's defaults: {', '.join(given)}"] if given else []
 
 
 @contextmanager
