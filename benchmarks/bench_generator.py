@@ -24,6 +24,7 @@ from typing import Any
 from smneuron.artifact.packaging import package
 from smneuron.benchmark import encoder as bench
 from smneuron.compilation.encoder import compile_model
+from smneuron.endpoints.invoke import SignedInvoker
 from smneuron.local.tiny_model import build_tiny_bert
 from smneuron.serving.ports import free_port
 from smneuron.serving.server import LocalEndpoint
@@ -82,19 +83,34 @@ def max_rate(url: str, payloads: list[bytes], **target: Any) -> float:
     return run.runs[0].throughput_rps
 
 
-def signed_rate(url: str, payloads: list[bytes]) -> tuple[float, float]:
-    """(requests per second, client CPU ms per request) of bench's InvokeEndpoint client against ``url``: signed with
-    throwaway keys (the instant server checks nothing), the endpoint taken as read (``checked``)."""
+def signed_rate(url: str, payloads: list[bytes], seconds: float = 4.0) -> tuple[float, float]:
+    """(requests per second, client CPU ms per request) of bench's InvokeEndpoint client (``SignedInvoker``, what
+    ``targets.sagemaker_sender`` sends with) against ``url``, 64 in flight: signed with throwaway keys (the instant
+    server checks nothing)."""
+    import asyncio
     import os
 
     os.environ.update(AWS_ACCESS_KEY_ID="AKIDEXAMPLE", AWS_SECRET_ACCESS_KEY="bench-generator-example")
-    session = Session.from_env(endpoint_url=url, region="us-east-1")
-    started = time.process_time()
-    counted = bench.run(endpoint="ep", session=session, checked=True, payloads=payloads, profile="throughput",
-                        concurrency=64, duration_s=4, warmup_s=0, cooldown_s=0)  # fmt: skip
-    cpu = time.process_time() - started
-    run = counted.runs[0]
-    return run.throughput_rps, 1000 * cpu / max(1, run.requests_ok)
+    invoker = SignedInvoker(Session.from_env(endpoint_url=url, region="us-east-1"), "ep", "application/json",
+                            "application/json", connections=72)  # fmt: skip
+    done = 0
+
+    async def load() -> None:
+        nonlocal done
+        end = time.perf_counter() + seconds
+
+        async def one_in_flight() -> None:
+            nonlocal done
+            while time.perf_counter() < end:
+                await invoker.invoke(payloads[done % len(payloads)])
+                done += 1
+
+        await asyncio.gather(*(one_in_flight() for _ in range(64)))
+        await invoker.close()
+
+    started, cpu = time.perf_counter(), time.process_time()
+    asyncio.run(load())
+    return done / (time.perf_counter() - started), 1000 * (time.process_time() - cpu) / max(1, done)
 
 
 def main() -> None:
