@@ -23,7 +23,7 @@ from typing import Any
 
 from smneuron.console import api
 from smneuron.errors import MissingDependencyError, SmneuronError, UsageError, from_client_error
-from smneuron.serving.ports import free_port
+from smneuron.serving.ports import check_port_free, free_port
 from smneuron.session import Session
 from smneuron.specs.models import ScalingSpec
 
@@ -73,6 +73,10 @@ class Console:
                 "Install the serve extra: pip install 'smneuron[serve]'.",
             ) from e
 
+        if (
+            self.port
+        ):  # a given port another program holds: said as `local up` and `serve` say it, before uvicorn
+            check_port_free("127.0.0.1", self.port)  # (uvicorn logged its bind error above the console's own)
         self.port = self.port or free_port()
         config = uvicorn.Config(
             build_app(self), host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"

@@ -214,7 +214,14 @@ CASES = [
         {},
         None,
     ),
-    ("console-port-taken", "console --port {busy}", 1, ["did not start on 127.0.0.1:", "--port"], {}, None),
+    (
+        "console-port-taken",
+        "console --port {busy}",
+        1,
+        ["on 127.0.0.1 is already in use", "--port", "ss -ltnp"],
+        {},
+        None,
+    ),  # fmt: skip
     # it waited 120 s for a service that could not bind (moto's server thread exited; its start waited on) and left it
     (
         "local-up-port-taken",
