@@ -73,10 +73,10 @@ class Console:
                 "Install the serve extra: pip install 'smneuron[serve]'.",
             ) from e
 
-        if (
-            self.port
-        ):  # a given port another program holds: said as `local up` and `serve` say it, before uvicorn
-            check_port_free("127.0.0.1", self.port)  # (uvicorn logged its bind error above the console's own)
+        # a given port another program holds is said as `local up` and `serve` say it, before uvicorn starts (its
+        # server thread died on the bind, with its own ERROR line above the console's)
+        if self.port:
+            check_port_free("127.0.0.1", self.port)
         self.port = self.port or free_port()
         config = uvicorn.Config(
             build_app(self), host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
