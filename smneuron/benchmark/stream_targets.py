@@ -9,7 +9,6 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +16,9 @@ from smneuron.benchmark.generation_metrics import Timing
 from smneuron.benchmark.targets import OPEN_LOOP_CONNECTIONS
 from smneuron.endpoints import components
 from smneuron.endpoints.describing import choose_component, require
+from smneuron.endpoints.invoke import SignedInvoker
 from smneuron.endpoints.openai_compat import RenewingToken, base_url, openai_access
-from smneuron.endpoints.streaming import SseBuffer, sagemaker_chunks, text_of
+from smneuron.endpoints.streaming import SseBuffer, text_of
 
 StreamSend = Callable[[bytes, float], Awaitable[Timing]]
 
@@ -179,19 +179,26 @@ def openai_stream_sender(t: StreamTarget) -> tuple[StreamSend, Callable[[], Awai
 
 
 def sagemaker_stream_sender(t: StreamTarget) -> tuple[StreamSend, Callable[[], Awaitable[None]]]:
-    """Raises NotFoundError (before any load) when the endpoint does not exist."""
+    """InvokeEndpointWithResponseStream, signed on one asyncio pool (``SignedInvoker``): one attempt a request, no
+    thread per request in flight (a thread each put botocore's parse of every event under the GIL beside the clock
+    that stamps the tokens), and a run's end cuts a stream as it cuts a URL's.
+
+    Raises NotFoundError (before any load) when the endpoint does not exist."""
     session, name, component, tokenizer = t.session, t.name, t.component, t.tokenizer
     if not t.checked:
         require(session, name)
         component = choose_component(name, components.for_endpoint(session, name), component)[0]
-    pool = ThreadPoolExecutor(max_workers=t.concurrency)
+    invoker = SignedInvoker(session, name, "application/json", "text/event-stream",
+                            connections=max(t.concurrency + 8, OPEN_LOOP_CONNECTIONS), stream=True)  # fmt: skip
 
-    def call(body: bytes, t0: float) -> Timing:
+    async def send(body: bytes, t0: float) -> Timing:
         start = time.perf_counter()
         tally, parser = _Tally(start, t0), SseBuffer()
         try:
-            for chunk in sagemaker_chunks(session, name, body, component):
+            async for chunk in invoker.stream(body, component):
                 tally.events(parser.feed(chunk), time.perf_counter())
+        except asyncio.CancelledError:
+            return tally.timing(body, time.perf_counter(), tokenizer, False, cut=True)
         except Exception as e:  # InvocationError, throttling, a broken stream: this request's error
             return Timing(
                 start - t0,
@@ -201,10 +208,4 @@ def sagemaker_stream_sender(t: StreamTarget) -> tuple[StreamSend, Callable[[], A
             )
         return tally.timing(body, time.perf_counter(), tokenizer, parser.done)
 
-    async def send(body: bytes, t0: float) -> Timing:
-        return await asyncio.get_running_loop().run_in_executor(pool, call, body, t0)
-
-    async def close() -> None:
-        pool.shutdown(wait=False, cancel_futures=True)
-
-    return send, close
+    return send, invoker.close

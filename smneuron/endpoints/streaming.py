@@ -179,20 +179,35 @@ def sagemaker_chunks(
             **extra,
         )
         for event in out["Body"]:
-            part = event.get("PayloadPart")
+            part = payload_of(event)
             if part:
-                yield part["Bytes"]
-            for failure in ("ModelStreamError", "InternalStreamFailure"):
-                if failure in event:
-                    raise InvocationError(500, event[failure].get("Message", failure))
+                yield part
     except EventStreamError as e:
-        raise InvocationError(500, f"the response stream broke: {e}") from e
+        raise broken_stream(e) from e
     except ClientError as e:
         if e.response.get("OriginalStatusCode"):
             raise InvocationError(
                 int(e.response["OriginalStatusCode"]), e.response["Error"].get("Message", "")
             ) from e
         raise from_client_error(e, operation="InvokeEndpointWithResponseStream") from e
+
+
+def payload_of(event: dict) -> bytes | None:
+    """The bytes of one InvokeEndpointWithResponseStream event as botocore parses it (None: not a PayloadPart).
+
+    Raises:
+        InvocationError: the event is the stream's error (ModelStreamError, InternalStreamFailure).
+    """
+    for failure in ("ModelStreamError", "InternalStreamFailure"):
+        if failure in event:
+            raise InvocationError(500, event[failure].get("Message", failure))
+    part = event.get("PayloadPart")
+    return part["Bytes"] if part else None
+
+
+def broken_stream(e: EventStreamError) -> InvocationError:
+    """The error of a stream that broke with an error event (botocore raises those as EventStreamError)."""
+    return InvocationError(500, f"the response stream broke: {e}")
 
 
 def url_chunks(url: str, body: bytes, *, timeout: float = 300, path: str = "/invocations") -> Iterator[bytes]:

@@ -149,3 +149,151 @@ def test_a_netrc_default_entry_does_not_break_the_signed_requests_and_a_proxy_is
     finally:
         endpoint.close()
         proxy.close()
+
+
+def test_a_streamed_answer_and_its_error_event_are_what_boto3_gives(monkeypatch):
+    """bench's signed InvokeEndpointWithResponseStream reads the same bytes as boto3 (``streaming.sagemaker_chunks``):
+    the PayloadPart bytes in order, then the ModelStreamError event as the same InvocationError; an error answer
+    before the stream as the same error too."""
+    import asyncio
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from smneuron.endpoints.invoke import SignedInvoker
+    from smneuron.endpoints.streaming import sagemaker_chunks
+    from smneuron.local.aws.data_plane.stream_route import payload_part, stream_error
+    from smneuron.session import Session
+
+    frames = (
+        payload_part(b"data: one\n\n")
+        + payload_part(b"data: two\n\n")
+        + stream_error("the copy died", "StreamBroken")
+    )
+    missing = json.dumps({"message": "Endpoint gone of account 123456789012 not found."}).encode()
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.append((self.path, self.headers.get("X-Amzn-SageMaker-Accept")))
+            status, kind, body = (
+                (400, "application/json", missing) if "/gone/" in self.path
+                else (200, "application/vnd.amazon.eventstream", frames)
+            )  # fmt: skip
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            if status == 400:
+                self.send_header("X-Amzn-ErrorType", "ValidationError:http://internal.amazon.com/")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    session = Session.from_env(endpoint_url=f"http://127.0.0.1:{server.server_port}", region="us-east-1")
+
+    def by_boto3(name: str) -> tuple[list[bytes], Exception]:
+        parts: list[bytes] = []
+        try:
+            for part in sagemaker_chunks(session, name, b"{}"):
+                parts.append(part)
+        except Exception as e:
+            return parts, e
+        raise AssertionError("the stream ended without its error")
+
+    def signed(name: str) -> tuple[list[bytes], Exception]:
+        invoker = SignedInvoker(
+            session, name, "application/json", "text/event-stream", connections=2, stream=True
+        )
+
+        async def read() -> tuple[list[bytes], Exception]:
+            parts: list[bytes] = []
+            try:
+                async for part in invoker.stream(b"{}"):
+                    parts.append(part)
+            except Exception as e:
+                return parts, e
+            finally:
+                await invoker.close()
+            raise AssertionError("the stream ended without its error")
+
+        return asyncio.run(read())
+
+    try:
+        for name in ("chat", "gone"):
+            (want_parts, want), (got_parts, got) = by_boto3(name), signed(name)
+            assert got_parts == want_parts and type(got) is type(want) and str(got) == str(want), (got, want)
+        assert want_parts == [] and "Endpoint gone of account" in str(
+            want
+        )  # the error answer before any stream
+        (parts, error), _ = signed("chat"), None
+        assert parts == [b"data: one\n\n", b"data: two\n\n"]
+        assert (
+            isinstance(error, InvocationError)
+            and "ModelStreamError" in str(error)
+            and "the copy died" in str(error)
+        )
+        assert seen[-1] == ("/endpoints/chat/invocations-response-stream", "text/event-stream")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_stream_still_open_at_the_runs_end_is_cut_and_counted(monkeypatch):
+    """A SageMaker stream still open when a run ends (its grace spent) is cut and counted incomplete, as a URL's is:
+    it ran in a thread that kept streaming after the run (into the next run of a sweep), and its request was
+    counted nowhere."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from smneuron.benchmark.generation import run_generation
+    from smneuron.local.aws.data_plane.stream_route import payload_part
+    from smneuron.session import Session
+
+    done, answered = threading.Event(), []
+    text = payload_part(b'data: {"choices": [{"index": 0, "text": "once"}]}\n\n')
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            answered.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.amazon.eventstream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in [text, payload_part(b"data: [DONE]\n\n")] if len(answered) == 1 else [text]:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                self.wfile.flush()
+            if len(answered) == 1:  # the first answer whole
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            done.wait(30)  # the second's rest never comes within the run
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    session = Session.from_env(endpoint_url=f"http://127.0.0.1:{server.server_port}", region="us-east-1")
+    try:
+        report = run_generation(
+            bodies=[json.dumps({"prompt": "x", "max_tokens": 50, "stream": True}).encode()],
+            endpoint="chat", session=session, checked=True, instance_type="ml.c6i.xlarge", price=1.0,
+            profile="synchronous", duration_s=0.3, warmup_s=0, cooldown_s=0, grace_s=0.2, max_requests=2,
+        )  # fmt: skip
+    finally:
+        done.set()
+        server.shutdown()
+        server.server_close()
+    (run,) = report.runs
+    assert len(answered) == 2 and (run.successful, run.errored, run.incomplete) == (1, 0, 1), run

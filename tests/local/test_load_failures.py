@@ -124,7 +124,8 @@ def test_a_model_fn_that_raises_fails_the_endpoint_with_its_exception(
         "--local", "deploy", str(llm), "--instance", "ml.c6i.xlarge", "--name", "chat", check=False
     )
     assert out.returncode == 1 and "of endpoint 'chat' is Failed" in out.stderr
-    assert "SafetensorError" in out.stderr and "`smneuron --local status chat`" in out.stderr  # as it is pasted
+    assert "SafetensorError" in out.stderr
+    assert "`smneuron --local status chat`" in out.stderr  # the hint as it is pasted
 
     # an inf2 export made by another neuronx-cc, staged, and made a Model with boto3 (no smneuron preflight on this path): the
     # stand-in of the vLLM container refuses it with optimum-neuron's own words (NeuronConfig.from_dict, v0.4.5),
