@@ -5,6 +5,7 @@ a ClientError, is the same exception, message and code as the signed pool's read
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import botocore.parsers
 import botocore.session
@@ -61,35 +62,48 @@ def test_each_error_answer_is_what_invoke_endpoint_raises(status, kind, doc):
 
 
 class _Recorder:
-    """A loopback HTTP server that answers every POST with 200 and keeps its request line and headers."""
+    """A loopback HTTP server that keeps each POST's request line and headers and answers it with ``answer(handler)``
+    (default: 200 and a small JSON body)."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: Any = None) -> None:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         seen = self.seen = []
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 seen.append((self.requestline, dict(self.headers)))
-                body = b'{"ok": true}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                (answer or _json_ok)(self)
 
             def log_message(self, *args) -> None:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def _json_ok(handler: Any) -> None:
+    _answer(handler, 200, "application/json", b'{"ok": true}')
+
+
+def _answer(handler: Any, status: int, content_type: str, body: bytes, **headers: str) -> None:
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    for name, value in headers.items():
+        handler.send_header(name.replace("_", "-"), value)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
 
 
 def test_a_netrc_default_entry_does_not_break_the_signed_requests_and_a_proxy_is_still_used(
@@ -156,8 +170,6 @@ def test_a_streamed_answer_and_its_error_event_are_what_boto3_gives(monkeypatch)
     the PayloadPart bytes in order, then the ModelStreamError event as the same InvocationError; an error answer
     before the stream as the same error too."""
     import asyncio
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from smneuron.endpoints.invoke import SignedInvoker
     from smneuron.endpoints.streaming import sagemaker_chunks
@@ -170,32 +182,19 @@ def test_a_streamed_answer_and_its_error_event_are_what_boto3_gives(monkeypatch)
         + stream_error("the copy died", "StreamBroken")
     )
     missing = json.dumps({"message": "Endpoint gone of account 123456789012 not found."}).encode()
-    seen = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            seen.append((self.path, self.headers.get("X-Amzn-SageMaker-Accept")))
-            status, kind, body = (
-                (400, "application/json", missing) if "/gone/" in self.path
-                else (200, "application/vnd.amazon.eventstream", frames)
-            )  # fmt: skip
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            if status == 400:
-                self.send_header("X-Amzn-ErrorType", "ValidationError:http://internal.amazon.com/")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(handler: Any) -> None:
+        if "/gone/" in handler.path:
+            _answer(
+                handler, 400, "application/json", missing, X_Amzn_ErrorType="ValidationError:http://internal/"
+            )
+        else:
+            _answer(handler, 200, "application/vnd.amazon.eventstream", frames)
 
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = _Recorder(answer)
     for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
-    session = Session.from_env(endpoint_url=f"http://127.0.0.1:{server.server_port}", region="us-east-1")
+    session = Session.from_env(endpoint_url=server.url, region="us-east-1")
 
     def by_boto3(name: str) -> tuple[list[bytes], Exception]:
         parts: list[bytes] = []
@@ -238,10 +237,11 @@ def test_a_streamed_answer_and_its_error_event_are_what_boto3_gives(monkeypatch)
             and "ModelStreamError" in str(error)
             and "the copy died" in str(error)
         )
-        assert seen[-1] == ("/endpoints/chat/invocations-response-stream", "text/event-stream")
+        line, headers = server.seen[-1]
+        assert line == "POST /endpoints/chat/invocations-response-stream HTTP/1.1"
+        assert headers["X-Amzn-SageMaker-Accept"] == "text/event-stream"
     finally:
-        server.shutdown()
-        server.server_close()
+        server.close()
 
 
 def test_a_stream_still_open_at_the_runs_end_is_cut_and_counted(monkeypatch):
@@ -249,7 +249,6 @@ def test_a_stream_still_open_at_the_runs_end_is_cut_and_counted(monkeypatch):
     it ran in a thread that kept streaming after the run (into the next run of a sweep), and its request was
     counted nowhere."""
     import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from smneuron.benchmark.generation import run_generation
     from smneuron.local.aws.data_plane.stream_route import payload_part
@@ -258,33 +257,24 @@ def test_a_stream_still_open_at_the_runs_end_is_cut_and_counted(monkeypatch):
     done, answered = threading.Event(), []
     text = payload_part(b'data: {"choices": [{"index": 0, "text": "once"}]}\n\n')
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def answer(handler: Any) -> None:
+        answered.append(handler.path)
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/vnd.amazon.eventstream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        for part in [text, payload_part(b"data: [DONE]\n\n")] if len(answered) == 1 else [text]:
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            handler.wfile.flush()
+        if len(answered) == 1:  # the first answer whole
+            handler.wfile.write(b"0\r\n\r\n")
+            return
+        done.wait(30)  # the second's rest never comes within the run
 
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            answered.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/vnd.amazon.eventstream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            for part in [text, payload_part(b"data: [DONE]\n\n")] if len(answered) == 1 else [text]:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
-                self.wfile.flush()
-            if len(answered) == 1:  # the first answer whole
-                self.wfile.write(b"0\r\n\r\n")
-                return
-            done.wait(30)  # the second's rest never comes within the run
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = _Recorder(answer)
     for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
-    session = Session.from_env(endpoint_url=f"http://127.0.0.1:{server.server_port}", region="us-east-1")
+    session = Session.from_env(endpoint_url=server.url, region="us-east-1")
     try:
         report = run_generation(
             bodies=[json.dumps({"prompt": "x", "max_tokens": 50, "stream": True}).encode()],
@@ -293,7 +283,6 @@ def test_a_stream_still_open_at_the_runs_end_is_cut_and_counted(monkeypatch):
         )  # fmt: skip
     finally:
         done.set()
-        server.shutdown()
-        server.server_close()
+        server.close()
     (run,) = report.runs
     assert len(answered) == 2 and (run.successful, run.errored, run.incomplete) == (1, 0, 1), run
