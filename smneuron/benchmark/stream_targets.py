@@ -1,5 +1,5 @@
 """Where a text-generation benchmark streams from: a URL (SSE over aiohttp) or a SageMaker endpoint
-(InvokeEndpointWithResponseStream in a thread pool). Each send returns a ``Timing`` stamped as the
+(InvokeEndpointWithResponseStream, signed, on the same asyncio pool). Each send returns a ``Timing`` stamped as the
 chunks arrive; output tokens come from the usage chunk when the server sends one, else from the
 tokenizer (when given), else one per content chunk."""
 
