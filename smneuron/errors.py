@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import re
 import sys
 from typing import Any
@@ -371,6 +372,8 @@ def from_exception(err: BaseException) -> SmneuronError | None:
         return _http_connection_error(err)
     if isinstance(err, bex.ClientError):
         return from_client_error(err)
+    if isinstance(err, bex.SSLError):  # (a botocore ConnectionError, and an OSError without a file name)
+        return tls_failure(err.kwargs.get("endpoint_url", ""), str(err.kwargs.get("error", err)))
     if isinstance(err, (bex.EndpointConnectionError, bex.ConnectTimeoutError, bex.ConnectionClosedError)):
         return unreachable(getattr(err, "kwargs", {}).get("endpoint_url", "") or str(err))
     if isinstance(err, bex.ReadTimeoutError):
@@ -406,6 +409,24 @@ def unreachable(url: str, detail: str = "") -> AwsError:
         hint="Check your network connection, the region (--region) and, if you set one, --endpoint-url "
         "or AWS_ENDPOINT_URL (is the embedded AWS running?). Commands that create nothing, like "
         "`deploy --dry-run` and `pipeline definition`, work offline.",
+    )
+
+
+def tls_failure(url: str, detail: str) -> AwsError:
+    """TLS to AWS at ``url`` could not be verified: the CA bundle AWS_CA_BUNDLE names is not there, or the server's
+    certificate is not one the bundle trusts (a proxy that inspects TLS, a VPC endpoint's private CA)."""
+    bundle = os.environ.get("AWS_CA_BUNDLE")
+    if bundle and not os.path.isfile(bundle):
+        return AwsError(
+            f"AWS_CA_BUNDLE names {bundle}, which is not a file, so TLS to {url} cannot be verified.",
+            code="SSLError",
+            hint="Fix the path, or unset AWS_CA_BUNDLE to use botocore's own certificates.",
+        )
+    return AwsError(
+        f"TLS to {url} could not be verified: {detail}.",
+        code="SSLError",
+        hint="Where a proxy or firewall inspects TLS, point AWS_CA_BUNDLE (or ca_bundle in your AWS config file) at a "
+        "CA bundle that includes its certificate; a ca_bundle in the config must name a file too.",
     )
 
 

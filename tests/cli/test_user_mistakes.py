@@ -214,6 +214,15 @@ CASES = [
         {},
         None,
     ),
+    # a CA bundle that is not there: it was "Unexpected error: SSLError"
+    (
+        "aws-ca-bundle-missing",
+        "--endpoint-url https://127.0.0.1:{busy} list",
+        1,
+        ["AWS_CA_BUNDLE names", "no-bundle.pem, which is not a file", "unset AWS_CA_BUNDLE"],
+        {"AWS_CA_BUNDLE": "{root}/no-bundle.pem"},
+        None,
+    ),
     (
         "console-port-taken",
         "console --port {busy}",
