@@ -82,54 +82,12 @@ def test_a_certificate_aws_ca_bundle_does_not_trust_is_said_with_the_fix(tmp_pat
     """A TLS endpoint whose certificate the CA bundle does not hold (a proxy that inspects TLS, a private CA): botocore's
     SSLError was "Unexpected error: SSLError"; it is said as the verification it is, with AWS_CA_BUNDLE as the fix.
     A real handshake: a self-signed server on loopback, botocore's own client against it."""
-    import datetime
-    import socket
-    import ssl
-    import threading
-
     import boto3
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
+    from self_signed import self_signed_server
 
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "inspecting-proxy")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256())
-    )  # fmt: skip
-    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (tmp_path / "key.pem").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
-    listener = socket.create_server(("127.0.0.1", 0))
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            try:
-                context.wrap_socket(conn, server_side=True).close()
-            except (ssl.SSLError, OSError):  # the client refuses the certificate
-                conn.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    url = f"https://127.0.0.1:{listener.getsockname()[1]}"
     monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
-    try:
-        with pytest.raises(Exception) as raised:
-            boto3.client("sagemaker", endpoint_url=url).list_endpoints()
-    finally:
-        listener.close()
+    with self_signed_server(tmp_path) as url, pytest.raises(Exception) as raised:
+        boto3.client("sagemaker", endpoint_url=url).list_endpoints()
     known = errors.from_exception(raised.value)
     assert isinstance(known, errors.AwsError) and known.code == "SSLError", raised.value
     assert f"TLS to {url}/ could not be verified" in str(known) and "CERTIFICATE_VERIFY_FAILED" in str(known)

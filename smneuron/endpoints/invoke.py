@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from botocore.exceptions import ClientError, ResponseStreamingError
 
 from smneuron.endpoints.streaming import broken_stream, payload_of
-from smneuron.errors import InvocationError, from_client_error, unreachable, unreachable_url
+from smneuron.errors import InvocationError, from_client_error, tls_failure, unreachable, unreachable_url
 from smneuron.session import Session
 
 
@@ -191,7 +191,7 @@ class SignedInvoker:
                     return Response(r.status, r.headers.get("Content-Type", ""), data)
                 raise _error(r.status, dict(r.headers), data)
         except (aiohttp.ClientError, TimeoutError) as e:
-            raise unreachable(self.url, f"{type(e).__name__}: {e}" if str(e) else type(e).__name__) from None
+            raise self._failed(e) from None
 
     async def stream(self, body: bytes, component: str | None = None) -> AsyncIterator[bytes]:
         """The PayloadPart bytes as they arrive (``stream=True``). Raises what ``streaming.sagemaker_chunks`` raises:
@@ -218,7 +218,15 @@ class SignedInvoker:
                         if part:
                             yield part
         except (aiohttp.ClientError, TimeoutError) as e:
-            raise unreachable(self.url, f"{type(e).__name__}: {e}" if str(e) else type(e).__name__) from None
+            raise self._failed(e) from None
+
+    def _failed(self, e: Exception) -> Exception:
+        """What a request that got no answer raises: TLS that could not be verified, else AWS out of reach."""
+        import aiohttp
+
+        if isinstance(e, aiohttp.ClientSSLError):
+            return tls_failure(self.url, str(e))
+        return unreachable(self.url, f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
 
     async def close(self) -> None:
         if self._http is not None:

@@ -286,3 +286,32 @@ def test_a_stream_still_open_at_the_runs_end_is_cut_and_counted(monkeypatch):
         server.close()
     (run,) = report.runs
     assert len(answered) == 2 and (run.successful, run.errored, run.incomplete) == (1, 0, 1), run
+
+
+def test_a_certificate_the_bundle_does_not_trust_is_said_as_tls_not_as_an_unreachable_aws(
+    tmp_path, monkeypatch
+):
+    """bench's client says what botocore's path says (errors.tls_failure), not "Cannot reach AWS"."""
+    import asyncio
+
+    from self_signed import self_signed_server
+
+    from smneuron.endpoints.invoke import SignedInvoker
+    from smneuron.errors import AwsError
+    from smneuron.session import Session
+
+    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
+    with self_signed_server(tmp_path) as url:
+        invoker = SignedInvoker(Session.from_env(endpoint_url=url, region="us-east-1"), "ep", "application/json",
+                                "application/json", connections=2)  # fmt: skip
+
+        async def once() -> None:
+            try:
+                await invoker.invoke(b"{}")
+            finally:
+                await invoker.close()
+
+        with pytest.raises(AwsError) as raised:
+            asyncio.run(once())
+    assert raised.value.code == "SSLError" and "could not be verified" in str(raised.value)
+    assert "CERTIFICATE_VERIFY_FAILED" in str(raised.value) and "AWS_CA_BUNDLE" in raised.value.hint
