@@ -389,6 +389,12 @@ def from_exception(err: BaseException) -> SmneuronError | None:
         )
     if isinstance(err, bex.NoRegionError):
         return MissingRegionError()
+    if isinstance(err, tuple(getattr(bex, name) for name in _BOTOCORE_CONFIG if hasattr(bex, name))):
+        return ConfigError(
+            f"Your AWS configuration holds a value botocore refuses: {err}",
+            hint="Fix it where it is set: an AWS_* environment variable, or your AWS config file (AWS_CONFIG_FILE, "
+            "else ~/.aws/config).",
+        )
     if isinstance(err, bex.ConfigParseError):
         return ConfigError(
             f"Your AWS config file {err.kwargs.get('path', '')} cannot be read: {err}.",
@@ -397,6 +403,16 @@ def from_exception(err: BaseException) -> SmneuronError | None:
         )
     return _http_connection_error(err)
 
+
+# botocore's refusals of a configuration value (an AWS_* variable or a config file key: AWS_DEFAULTS_MODE=turbo,
+# AWS_STS_REGIONAL_ENDPOINTS=weird), by name: the ones a botocore lacks are skipped
+_BOTOCORE_CONFIG = (
+    "InvalidChecksumConfigError", "InvalidConfigError", "InvalidDefaultsMode", "InvalidEndpointConfigurationError",
+    "InvalidEndpointDiscoveryConfigurationError", "InvalidIMDSEndpointError", "InvalidIMDSEndpointModeError",
+    "InvalidMaxRetryAttemptsError", "InvalidProxiesConfigError", "InvalidRegionError", "InvalidRetryConfigurationError",
+    "InvalidRetryModeError", "InvalidS3AddressingStyleError", "InvalidS3UsEast1RegionalEndpointConfigError",
+    "InvalidSTSRegionalEndpointsConfigError",
+)  # fmt: skip
 
 UNREACHABLE = "EndpointConnectionError"  # the code of ``unreachable``'s error (botocore's name for it)
 

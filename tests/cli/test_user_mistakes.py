@@ -214,6 +214,23 @@ CASES = [
         {},
         None,
     ),
+    # AWS settings botocore refuses: they were "Unexpected error: InvalidDefaultsMode" and the like
+    (
+        "aws-defaults-mode",
+        "list",
+        1,
+        ["value botocore refuses", "turbo", "AWS_* environment"],
+        {"AWS_DEFAULTS_MODE": "turbo"},
+        None,
+    ),
+    (
+        "aws-sts-endpoints",
+        "list",
+        1,
+        ["value botocore refuses", "weird"],
+        {"AWS_STS_REGIONAL_ENDPOINTS": "weird"},
+        None,
+    ),
     # a CA bundle that is not there: it was "Unexpected error: SSLError"
     (
         "aws-ca-bundle-missing",
