@@ -395,6 +395,17 @@ def from_exception(err: BaseException) -> SmneuronError | None:
             hint="Fix it where it is set: an AWS_* environment variable, or your AWS config file (AWS_CONFIG_FILE, "
             "else ~/.aws/config).",
         )
+    # an endpoint URL from where smneuron does not read it (AWS_ENDPOINT_URL_<SERVICE>, endpoint_url in the config
+    # file): botocore's "Invalid endpoint: X" as it makes a client (botocore/endpoint.py), urllib3's "Not supported URL
+    # scheme" as it sends
+    if (isinstance(err, ValueError) and str(err).startswith("Invalid endpoint: ")) or (
+        isinstance(err, bex.HTTPClientError) and "URL scheme" in str(err)
+    ):
+        return ConfigError(
+            f"An AWS endpoint URL is not one AWS calls can be sent to: {err}.",
+            hint="Check AWS_ENDPOINT_URL_<SERVICE> variables and endpoint_url in your AWS config file: each takes a "
+            "scheme and a host, e.g. http://localhost:4566.",
+        )
     if isinstance(err, bex.ConfigParseError):
         return ConfigError(
             f"Your AWS config file {err.kwargs.get('path', '')} cannot be read: {err}.",

@@ -27,6 +27,7 @@ from smneuron.errors import (
     ConfigError,
     MissingCredentialsError,
     MissingRegionError,
+    UsageError,
     from_client_error,
 )
 from smneuron.files.aws_config import unknown_profile, without_profile
@@ -100,6 +101,29 @@ def resolve_region(explicit: str | None = None, boto_session: Any = None) -> str
         return boto_session.region_name
     except botocore.exceptions.ProfileNotFound as e:
         raise unknown_profile(None, e.kwargs.get("profile", "")) from None
+
+
+def check_endpoint_url(url: str, given_by: str) -> None:
+    """Refuse an endpoint URL botocore cannot send to (``given_by``: the flag or variable that gave it). botocore
+    refuses one without a scheme and a host as it makes a client (ValueError "Invalid endpoint", botocore/endpoint.py)
+    and one of another scheme as it sends ("Not supported URL scheme"); both reached the user as "Unexpected error".
+
+    Raises:
+        ConfigError: not an http(s) URL with a host.
+    """
+    from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url
+
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme in ("http", "https") and (is_valid_endpoint_url(url) or is_valid_ipv6_endpoint_url(url)):
+        return
+    refusal = (
+        UsageError if given_by.startswith("--") else ConfigError
+    )  # a flag's value is a usage mistake (exit 2)
+    raise refusal(
+        f"{given_by} is {url!r}, which is not a URL AWS calls can be sent to.",
+        hint="Give the scheme and the host, e.g. http://localhost:4566 (moto, LocalStack) or "
+        "https://vpce-....sagemaker.us-east-1.vpce.amazonaws.com (a VPC endpoint).",
+    )
 
 
 def check_region(region: str, boto_session: Any) -> None:
@@ -217,9 +241,17 @@ class Session:
             )
 
         boto_session, resolved_region = _boto_session(profile, region, offline)
+        given_by = next(
+            (where for where, value in (("--endpoint-url (endpoint_url)", endpoint_url),
+                                        ("SMNEURON_ENDPOINT_URL", os.environ.get("SMNEURON_ENDPOINT_URL")),
+                                        ("AWS_ENDPOINT_URL", os.environ.get("AWS_ENDPOINT_URL"))) if value),
+            None,
+        )  # fmt: skip
         endpoint_url = (
             endpoint_url or os.environ.get("SMNEURON_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL")
         )
+        if endpoint_url and given_by:
+            check_endpoint_url(endpoint_url, given_by)
         if not endpoint_url:  # an endpoint URL (a VPC endpoint, moto) answers for whatever region it is given
             check_region(resolved_region, boto_session)
         return cls(

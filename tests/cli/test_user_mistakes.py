@@ -231,6 +231,36 @@ CASES = [
         {"AWS_STS_REGIONAL_ENDPOINTS": "weird"},
         None,
     ),
+    # an endpoint URL without its scheme: "Unexpected error: ValueError: Invalid endpoint"; a flag's value exits 2
+    (
+        "endpoint-url-no-scheme",
+        "--endpoint-url localhost:4566 list",
+        2,
+        ["--endpoint-url (endpoint_url) is 'localhost:4566'", "e.g. http://localhost:4566"],
+        {},
+        None,
+    ),
+    (
+        "aws-endpoint-url-no-scheme",
+        "list",
+        1,
+        ["AWS_ENDPOINT_URL is 'localhost:4566'", "scheme and the host"],
+        {"SMNEURON_ENDPOINT_URL": "", "AWS_ENDPOINT_URL": "localhost:4566"},
+        None,
+    ),
+    # one service's (botocore reads AWS_ENDPOINT_URL_<SERVICE> itself); a dead proxy keeps any call on this machine
+    (
+        "service-endpoint-url",
+        "list",
+        1,
+        ["Invalid endpoint: nope", "AWS_ENDPOINT_URL_<SERVICE>"],
+        {
+            "SMNEURON_ENDPOINT_URL": "",
+            "AWS_ENDPOINT_URL_SAGEMAKER": "nope",
+            "HTTPS_PROXY": "http://127.0.0.1:9",
+        },
+        None,
+    ),
     # a CA bundle that is not there: it was "Unexpected error: SSLError"
     (
         "aws-ca-bundle-missing",
