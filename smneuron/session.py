@@ -1,6 +1,9 @@
 """The one seam to AWS: region, credentials, endpoint URL, execution role and default bucket.
 
 This is the only module that creates boto3 clients; everything else asks a ``Session``.
+
+One module because it is that seam: the settings that decide where a client points and as whom (region, endpoint
+URL, credentials, each checked as it is resolved) are resolved in the one place the clients are made.
 """
 
 from __future__ import annotations
@@ -101,6 +104,12 @@ def resolve_region(explicit: str | None = None, boto_session: Any = None) -> str
         return boto_session.region_name
     except botocore.exceptions.ProfileNotFound as e:
         raise unknown_profile(None, e.kwargs.get("profile", "")) from None
+
+
+_ENDPOINT_VARIABLES = (
+    "SMNEURON_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL",
+)  # in their order of precedence, after the flag
 
 
 def check_endpoint_url(url: str, given_by: str) -> None:
@@ -241,16 +250,12 @@ class Session:
             )
 
         boto_session, resolved_region = _boto_session(profile, region, offline)
-        given_by = next(
-            (where for where, value in (("--endpoint-url (endpoint_url)", endpoint_url),
-                                        ("SMNEURON_ENDPOINT_URL", os.environ.get("SMNEURON_ENDPOINT_URL")),
-                                        ("AWS_ENDPOINT_URL", os.environ.get("AWS_ENDPOINT_URL"))) if value),
-            None,
-        )  # fmt: skip
-        endpoint_url = (
-            endpoint_url or os.environ.get("SMNEURON_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL")
-        )
-        if endpoint_url and given_by:
+        named = {
+            "--endpoint-url (endpoint_url)": endpoint_url,
+            **{v: os.environ.get(v) for v in _ENDPOINT_VARIABLES},
+        }
+        given_by, endpoint_url = next(((where, url) for where, url in named.items() if url), (None, None))
+        if given_by:
             check_endpoint_url(endpoint_url, given_by)
         if not endpoint_url:  # an endpoint URL (a VPC endpoint, moto) answers for whatever region it is given
             check_region(resolved_region, boto_session)
