@@ -374,6 +374,14 @@ def from_exception(err: BaseException) -> SmneuronError | None:
         return from_client_error(err)
     if isinstance(err, bex.SSLError):  # (a botocore ConnectionError, and an OSError without a file name)
         return tls_failure(err.kwargs.get("endpoint_url", ""), str(err.kwargs.get("error", err)))
+    if isinstance(err, bex.ProxyConnectionError):
+        proxy = err.kwargs.get("proxy_url", "")
+        return AwsError(
+            f"Cannot reach the proxy {proxy} that AWS calls go through.",
+            code="ProxyConnectionError",
+            hint="Check HTTPS_PROXY / HTTP_PROXY (or proxies in your AWS config file), or name the host in NO_PROXY "
+            "to go without it.",
+        )
     if isinstance(err, (bex.EndpointConnectionError, bex.ConnectTimeoutError, bex.ConnectionClosedError)):
         return unreachable(getattr(err, "kwargs", {}).get("endpoint_url", "") or str(err))
     if isinstance(err, bex.ReadTimeoutError):

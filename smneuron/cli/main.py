@@ -74,15 +74,17 @@ def main(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
 ) -> None:
+    from smneuron.files.local_record import wants_local  # not for `smneuron --help`, which runs no callback
+
     if quiet:
         progress.configure(False)
-    local_by_flag(local and os.environ.get("SMNEURON_LOCAL") != "1")
+    local_by_flag(local and not wants_local())
     ctx.obj = CliState(
         region=region,
         profile=profile,
         endpoint_url=endpoint_url,
         config=config,
-        local=local or os.environ.get("SMNEURON_LOCAL") == "1",
+        local=local or wants_local(),
     )
 
 

@@ -261,6 +261,15 @@ CASES = [
         },
         None,
     ),
+    # a proxy in the shell that does not answer: it was "Unexpected error: ProxyConnectionError"
+    (
+        "dead-proxy",
+        "list",
+        1,
+        ["Cannot reach the proxy http://127.0.0.1:9 that AWS calls go through", "NO_PROXY"],
+        {"SMNEURON_ENDPOINT_URL": "", "HTTPS_PROXY": "http://127.0.0.1:9"},
+        None,
+    ),
     # a CA bundle that is not there: it was "Unexpected error: SSLError"
     (
         "aws-ca-bundle-missing",
