@@ -374,6 +374,8 @@ def from_exception(err: BaseException) -> SmneuronError | None:
         return from_client_error(err)
     if isinstance(err, bex.SSLError):  # (a botocore ConnectionError, and an OSError without a file name)
         return tls_failure(err.kwargs.get("endpoint_url", ""), str(err.kwargs.get("error", err)))
+    if isinstance(err, (bex.SSOError, bex.TokenRetrievalError, bex.CredentialRetrievalError)):
+        return credentials_not_retrieved(err)
     if isinstance(err, bex.ProxyConnectionError):
         proxy = err.kwargs.get("proxy_url", "")
         return AwsError(
@@ -444,6 +446,21 @@ def unreachable(url: str, detail: str = "") -> AwsError:
         hint="Check your network connection, the region (--region) and, if you set one, --endpoint-url "
         "or AWS_ENDPOINT_URL (is the embedded AWS running?). Commands that create nothing, like "
         "`deploy --dry-run` and `pipeline definition`, work offline.",
+    )
+
+
+def credentials_not_retrieved(err: Exception) -> ExpiredCredentialsError:
+    """The profile's credentials could not be fetched: an SSO session never logged in or expired (botocore's
+    SSOTokenLoadError, UnauthorizedSSOTokenError, TokenRetrievalError), or a credential_process / role that failed."""
+    profile = os.environ.get("SMNEURON_PROFILE") or os.environ.get(
+        "AWS_PROFILE"
+    )  # --profile is not seen here
+    login = f"aws sso login --profile {profile}" if profile else "aws sso login --profile NAME"
+    return ExpiredCredentialsError(
+        f"AWS credentials could not be retrieved{f' for profile {profile!r}' if profile else ''}: {err}.",
+        code=type(err).__name__,
+        hint=f"For an SSO profile, log in again (`{login}`); for another, check its credential_process or "
+        "role_arn / source_profile in your AWS config file.",
     )
 
 

@@ -52,6 +52,10 @@ def world(tiny_classifier, tiny_encoder, tiny_llama, minilm_dir, tmp_path_factor
     for weights in cut.glob("*.safetensors"):
         weights.write_bytes(weights.read_bytes()[:1000])
     (root / "bad.yaml").write_text("endpoint:\n  instnce_type: ml.inf2.xlarge\n")
+    (root / "sso-config").write_text(  # a profile whose SSO session was never logged in on this machine
+        "[profile dev]\nsso_session = corp\nsso_account_id = 123456789012\nsso_role_name = Admin\nregion = us-east-1\n"
+        "[sso-session corp]\nsso_start_url = https://corp.awsapps.com/start\nsso_region = us-east-1\n"
+    )
     (root / "no-task.yaml").write_text("model_name: m\n")
     fake = root / "no-aiohttp" / "aiohttp"
     fake.mkdir(parents=True)
@@ -257,6 +261,23 @@ CASES = [
         {
             "SMNEURON_ENDPOINT_URL": "",
             "AWS_ENDPOINT_URL_SAGEMAKER": "nope",
+            "HTTPS_PROXY": "http://127.0.0.1:9",
+        },
+        None,
+    ),
+    # an SSO profile not logged in: it was "Unexpected error: SSOTokenLoadError"
+    (
+        "sso-not-logged-in",
+        "list",
+        1,
+        ["credentials could not be retrieved for profile 'dev'", "aws sso login --profile dev"],
+        {
+            "SMNEURON_ENDPOINT_URL": "",
+            "AWS_ACCESS_KEY_ID": "",
+            "AWS_SECRET_ACCESS_KEY": "",
+            "AWS_PROFILE": "dev",
+            "AWS_CONFIG_FILE": "{root}/sso-config",
+            "HOME": "{root}",
             "HTTPS_PROXY": "http://127.0.0.1:9",
         },
         None,
