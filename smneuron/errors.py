@@ -370,6 +370,11 @@ def from_exception(err: BaseException) -> SmneuronError | None:
     bex = sys.modules.get("botocore.exceptions")  # not loaded: no AWS call was made, so no AWS error
     if bex is None:
         return _http_connection_error(err)
+    return _from_botocore(err, bex) or _botocore_config_error(err, bex) or _http_connection_error(err)
+
+
+def _from_botocore(err: BaseException, bex: Any) -> SmneuronError | None:
+    """AWS's answers, connections and credentials as botocore fails them (``bex``: botocore.exceptions)."""
     if isinstance(err, bex.ClientError):
         return from_client_error(err)
     if isinstance(err, bex.SSLError):  # (a botocore ConnectionError, and an OSError without a file name)
@@ -392,6 +397,12 @@ def from_exception(err: BaseException) -> SmneuronError | None:
         )
     if isinstance(err, (bex.NoCredentialsError, bex.PartialCredentialsError)):
         return MissingCredentialsError()
+    return None
+
+
+def _botocore_config_error(err: BaseException, bex: Any) -> SmneuronError | None:
+    """A value botocore refuses before it sends anything: a parameter, the region, a setting, an endpoint URL, the
+    config file itself."""
     if isinstance(err, bex.ParamValidationError):  # botocore refused a value before sending it
         return ConfigError(
             f"A value is outside what AWS accepts (botocore refused it before sending): {err.kwargs.get('report', err)}",
@@ -422,7 +433,7 @@ def from_exception(err: BaseException) -> SmneuronError | None:
             hint="Fix its syntax (sections are `[default]` or `[profile NAME]`, then `key = value` lines), or point "
             "AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE at another file.",
         )
-    return _http_connection_error(err)
+    return None
 
 
 # botocore's refusals of a configuration value (an AWS_* variable or a config file key: AWS_DEFAULTS_MODE=turbo,
