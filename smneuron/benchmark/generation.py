@@ -36,6 +36,7 @@ from smneuron.benchmark.generation_report import figures_html
 from smneuron.benchmark.prompts import Lengths, load_tokenizer, requests_from
 from smneuron.benchmark.search import MEASURABLE, meets_stream, searched
 from smneuron.benchmark.stream_targets import (
+    Cut,
     StreamSend,
     StreamTarget,
     openai_stream_sender,
@@ -145,9 +146,7 @@ async def _closed(
             i = next(counter)
             if time.perf_counter() - t0 >= limits["duration_s"] or _stop(i, out, limits):
                 return
-            t = await send(bodies[i % len(bodies)], t0)
-            out.append(t)
-            on_done(t)
+            await _sent(send, bodies[i % len(bodies)], t0, out, on_done)
 
     await _bounded([asyncio.create_task(worker()) for _ in range(concurrency)], limits, out, t0)
     return out
@@ -167,9 +166,7 @@ async def _open(
     tasks = []
 
     async def one(i: int) -> None:
-        t = await send(bodies[i % len(bodies)], t0)
-        out.append(t)
-        on_done(t)
+        await _sent(send, bodies[i % len(bodies)], t0, out, on_done)
 
     for i, at in enumerate(profiles.send_times(rate, poisson=poisson, seed=seed)):
         if at >= limits["duration_s"] or _stop(i, out, limits):
@@ -180,6 +177,19 @@ async def _open(
         tasks.append(asyncio.create_task(one(i)))
     await _bounded(tasks, limits, out, t0)
     return out
+
+
+async def _sent(send: StreamSend, body: bytes, t0: float, out: list[Timing], on_done: Callable) -> None:
+    """Send one request and count its timing; a request cut by a cancellation is counted, and the cancellation goes
+    on (``stream_targets.Cut``)."""
+    try:
+        t = await send(body, t0)
+    except Cut as cut:
+        out.append(cut.timing)
+        on_done(cut.timing)
+        raise
+    out.append(t)
+    on_done(t)
 
 
 def _stop(i: int, out: list[Timing], limits: dict) -> bool:

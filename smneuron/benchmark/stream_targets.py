@@ -23,6 +23,16 @@ from smneuron.endpoints.streaming import SseBuffer, text_of
 StreamSend = Callable[[bytes, float], Awaitable[Timing]]
 
 
+class Cut(asyncio.CancelledError):
+    """A request the bench stopped waiting for, its run's end or Ctrl-C, with its timing so far: the cancellation goes
+    on (a loop that sends gets no answer to go on with) and the timing is still counted (``generation._sent``). A send
+    that answered a cancellation with a timing had its loop send again: Ctrl-C waited out the run's duration."""
+
+    def __init__(self, timing: Timing) -> None:
+        super().__init__("cut")
+        self.timing = timing
+
+
 class _Tally:
     """Token timing of one response as its events arrive."""
 
@@ -120,7 +130,7 @@ def url_stream_sender(
                 async for chunk in r.content.iter_any():
                     tally.events(parser.feed(chunk), time.perf_counter())
         except asyncio.CancelledError:
-            return tally.timing(body, time.perf_counter(), tokenizer, False, cut=True)
+            raise Cut(tally.timing(body, time.perf_counter(), tokenizer, False, cut=True)) from None
         except Exception as e:  # a refused connection, a broken stream, an error event: the request's error
             return Timing(
                 start - t0, time.perf_counter() - t0, status="error", error=f"{type(e).__name__}: {e}"
@@ -198,7 +208,7 @@ def sagemaker_stream_sender(t: StreamTarget) -> tuple[StreamSend, Callable[[], A
             async for chunk in invoker.stream(body, component):
                 tally.events(parser.feed(chunk), time.perf_counter())
         except asyncio.CancelledError:
-            return tally.timing(body, time.perf_counter(), tokenizer, False, cut=True)
+            raise Cut(tally.timing(body, time.perf_counter(), tokenizer, False, cut=True)) from None
         except Exception as e:  # InvocationError, throttling, a broken stream: this request's error
             return Timing(
                 start - t0,

@@ -315,3 +315,56 @@ def test_a_certificate_the_bundle_does_not_trust_is_said_as_tls_not_as_an_unreac
             asyncio.run(once())
     assert raised.value.code == "SSLError" and "could not be verified" in str(raised.value)
     assert "CERTIFICATE_VERIFY_FAILED" in str(raised.value) and "AWS_CA_BUNDLE" in raised.value.hint
+
+
+def test_a_run_cancelled_as_ctrl_c_cancels_it_sends_nothing_more_and_counts_what_it_cut(monkeypatch):
+    """Ctrl-C cancels the bench's run: each stream in flight is cut and counted, and nothing more is sent. A send that
+    answered the cancellation with a timing had its loop send the next request: Ctrl-C waited out the run's
+    duration (13 s of a 20 s run, measured by hand), sending all the while."""
+    import asyncio
+    import threading
+
+    from smneuron.benchmark import generation
+    from smneuron.benchmark.stream_targets import StreamTarget, sagemaker_stream_sender
+    from smneuron.local.aws.data_plane.stream_route import payload_part
+    from smneuron.session import Session
+
+    done, answered = threading.Event(), []
+
+    def answer(handler: Any) -> None:  # the first piece of every answer, then nothing within the test
+        answered.append(handler.path)
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/vnd.amazon.eventstream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        part = payload_part(b'data: {"choices": [{"index": 0, "text": "once"}]}\n\n')
+        handler.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+        handler.wfile.flush()
+        done.wait(30)
+
+    server = _Recorder(answer)
+    for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    session = Session.from_env(endpoint_url=server.url, region="us-east-1")
+    counted: list = []
+
+    async def run_then_cancel() -> None:
+        send, close = sagemaker_stream_sender(StreamTarget("chat", session, 2, checked=True))
+        limits = {"duration_s": 60, "grace_s": 60}
+        run = asyncio.create_task(generation._closed(send, [b'{"prompt": "x"}'], 2, limits, counted.append))
+        while len(answered) < 2:  # both streams open
+            await asyncio.sleep(0.01)
+        run.cancel()  # what asyncio.run does with Ctrl-C
+        try:
+            await run
+        except asyncio.CancelledError:
+            pass
+        await close()
+
+    try:
+        asyncio.run(run_then_cancel())
+    finally:
+        done.set()
+        server.close()
+    assert len(answered) == 2, answered  # nothing sent after the cancellation
+    assert [t.status for t in counted] == ["incomplete", "incomplete"]  # the two cut streams, counted
