@@ -463,9 +463,8 @@ def unreachable(url: str, detail: str = "") -> AwsError:
 def credentials_not_retrieved(err: Exception) -> ExpiredCredentialsError:
     """The profile's credentials could not be fetched: an SSO session never logged in or expired (botocore's
     SSOTokenLoadError, UnauthorizedSSOTokenError, TokenRetrievalError), or a credential_process / role that failed."""
-    profile = os.environ.get("SMNEURON_PROFILE") or os.environ.get(
-        "AWS_PROFILE"
-    )  # --profile is not seen here
+    # the profile as the environment names it (a --profile flag is not seen here)
+    profile = os.environ.get("SMNEURON_PROFILE") or os.environ.get("AWS_PROFILE")
     login = f"aws sso login --profile {profile}" if profile else "aws sso login --profile NAME"
     return ExpiredCredentialsError(
         f"AWS credentials could not be retrieved{f' for profile {profile!r}' if profile else ''}: {err}.",

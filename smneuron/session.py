@@ -106,10 +106,8 @@ def resolve_region(explicit: str | None = None, boto_session: Any = None) -> str
         raise unknown_profile(None, e.kwargs.get("profile", "")) from None
 
 
-_ENDPOINT_VARIABLES = (
-    "SMNEURON_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL",
-)  # in their order of precedence, after the flag
+# the variables that name an endpoint URL, in their order of precedence, after the flag
+_ENDPOINT_VARIABLES = ("SMNEURON_ENDPOINT_URL", "AWS_ENDPOINT_URL")
 
 
 def check_endpoint_url(url: str, given_by: str) -> None:
@@ -125,9 +123,8 @@ def check_endpoint_url(url: str, given_by: str) -> None:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme in ("http", "https") and (is_valid_endpoint_url(url) or is_valid_ipv6_endpoint_url(url)):
         return
-    refusal = (
-        UsageError if given_by.startswith("--") else ConfigError
-    )  # a flag's value is a usage mistake (exit 2)
+    # a flag's value is a usage mistake (exit 2), a variable's a configuration one
+    refusal = UsageError if given_by.startswith("--") else ConfigError
     raise refusal(
         f"{given_by} is {url!r}, which is not a URL AWS calls can be sent to.",
         hint="Give the scheme and the host, e.g. http://localhost:4566 (moto, LocalStack) or "

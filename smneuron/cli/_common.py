@@ -111,11 +111,12 @@ def console() -> Console:
     global _console
     from rich.console import Console
 
-    class _Typed(Console):
-        def print(self, *objects: Any, **kwargs: Any) -> None:
-            super().print(*(as_typed(o) if isinstance(o, str) else o for o in objects), **kwargs)
-
     if _console is None:
+
+        class _Typed(Console):  # the commands it prints as they are typed here (``as_typed``)
+            def print(self, *objects: Any, **kwargs: Any) -> None:
+                super().print(*(as_typed(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
         # pipes and CI get a wide console so tables are not truncated to 80 columns
         _console = _Typed(highlight=False, width=None if sys.stdout.isatty() else 160)
     return _console

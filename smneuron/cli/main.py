@@ -78,13 +78,14 @@ def main(
 
     if quiet:
         progress.configure(False)
-    local_by_flag(local and not wants_local())
+    in_shell = wants_local()  # SMNEURON_LOCAL: the commands printed need no --local
+    local_by_flag(local and not in_shell)
     ctx.obj = CliState(
         region=region,
         profile=profile,
         endpoint_url=endpoint_url,
         config=config,
-        local=local or wants_local(),
+        local=local or in_shell,
     )
 
 

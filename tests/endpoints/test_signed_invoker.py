@@ -146,9 +146,8 @@ def test_a_netrc_default_entry_does_not_break_the_signed_requests_and_a_proxy_is
         assert invoke() == (200, b'{"ok": true}')
         line, headers = endpoint.seen[-1]
         assert line == "POST /endpoints/ep/invocations HTTP/1.1"
-        assert headers["Authorization"].startswith(
-            "AWS4-HMAC-SHA256 Credential=testing/"
-        )  # SigV4, nothing else
+        # SigV4, nothing else
+        assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=testing/")
 
         # through the proxy, with its credentials: the absolute URL, still signed
         monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("http://", "http://u:p@"))
@@ -227,9 +226,8 @@ def test_a_streamed_answer_and_its_error_event_are_what_boto3_gives(monkeypatch)
         for name in ("chat", "gone"):
             (want_parts, want), (got_parts, got) = by_boto3(name), signed(name)
             assert got_parts == want_parts and type(got) is type(want) and str(got) == str(want), (got, want)
-        assert want_parts == [] and "Endpoint gone of account" in str(
-            want
-        )  # the error answer before any stream
+        # the error answer before any stream
+        assert want_parts == [] and "Endpoint gone of account" in str(want)
         (parts, error), _ = signed("chat"), None
         assert parts == [b"data: one\n\n", b"data: two\n\n"]
         assert (
