@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+from terminal import ctrl_c_as_in_a_terminal
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses or the embedded service: not in the fast loop
 
@@ -45,7 +46,14 @@ def test_sigint_while_the_endpoint_is_creating_removes_what_the_deploy_created(t
                 "--name",
                 "slow",
             ]
-            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            proc = subprocess.Popen(
+                cmd,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                preexec_fn=ctrl_c_as_in_a_terminal,
+            )
             sm = session.client("sagemaker")
             deadline = time.monotonic() + 120  # generous: the machine may be loaded
             while not sm.list_endpoints()["Endpoints"]:

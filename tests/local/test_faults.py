@@ -14,6 +14,7 @@ import sys
 import boto3
 import pytest
 from conftest import local_kw, nothing_is_left, only_the_service_is_left, until
+from terminal import ctrl_c_as_in_a_terminal
 
 pytestmark = pytest.mark.e2e  # servers, subprocesses and the embedded service: not in the fast loop
 
@@ -53,7 +54,7 @@ def test_delete_while_creating_and_ctrl_c_during_deploy_leave_no_model_server(
     deploy = subprocess.Popen(
         [sys.executable, "-m", "smneuron.cli.main", "--local", "deploy", str(tmp_path / "a"), "--instance",
          "ml.c6i.large", "--name", "interrupted"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_as_in_a_terminal,
     )  # fmt: skip
     until(
         lambda: sm.list_endpoints()["Endpoints"] or deploy.poll() is not None,
