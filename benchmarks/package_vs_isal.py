@@ -11,7 +11,7 @@ all-MiniLM-L6-v2 compiled for cpu with 3 buckets (32, 64, 128: ~89 MiB). Side by
 
 python benchmarks/package_vs_isal.py [--repeat 5]
 
-Goal: the CLI within 1.3x of the limit, the artifact deterministic (two packages, one sha256).
+Goals: the CLI within 1.3x of the bare command (issue 61), the artifact deterministic (two packages, one sha256).
 """
 
 from __future__ import annotations
@@ -81,19 +81,18 @@ def main() -> None:
     first = package(art, out).sha256
     inproc = best(fresh(lambda: package(art, out)), args.repeat)
     assert package(art, out).sha256 == first, "two packages of one artifact differ"
-    cli = best(
-        fresh(lambda: subprocess.run([sys.executable, "-m", "smneuron.cli.main", "package", str(art), "-o", str(out)],
-                                     check=True, capture_output=True)),
-        args.repeat,
-    )  # fmt: skip
-    bare = best(
-        fresh(
-            lambda: subprocess.run(
-                [sys.executable, "-c", BARE, str(art), str(out)], check=True, capture_output=True
-            )
-        ),
-        args.repeat,
-    )
+    # the CLI and the bare command take turns, so that both see the machine as it is (a loaded one moved either alone)
+    cli_runs, bare_runs = [], []
+    for _ in range(args.repeat):
+        for runs, argv in (
+            (cli_runs, [sys.executable, "-m", "smneuron.cli.main", "package", str(art), "-o", str(out)]),
+            (bare_runs, [sys.executable, "-c", BARE, str(art), str(out)]),
+        ):
+            out.unlink(missing_ok=True)
+            t = time.perf_counter()
+            subprocess.run(argv, check=True, capture_output=True)
+            runs.append(time.perf_counter() - t)
+    cli, bare = min(cli_runs), min(bare_runs)
     package(art, out)
     raw = gzip.decompress(out.read_bytes())
 
@@ -126,8 +125,8 @@ def main() -> None:
         f"what a command costs before packaging: a bare one (no checks, no manifest, no parser) takes {bare / limit:.2f}x "
         f"the limit{'; 1.3x is out of reach of any Python command here' if bare > 1.3 * limit else ''}"
     )
-    print(f"\ngoal: CLI <= 1.3x the limit -> {cli / limit:.2f}x ({'met' if cli <= 1.3 * limit else 'NOT met'}); "
-          "deterministic: met")  # fmt: skip
+    print(f"\ngoal (issue 61): the CLI within 1.3x of the bare command -> {cli / bare:.2f}x "
+          f"({'met' if cli <= 1.3 * bare else 'NOT met'}); deterministic: met")  # fmt: skip
 
 
 if __name__ == "__main__":

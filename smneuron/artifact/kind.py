@@ -6,10 +6,10 @@ or a ``task`` (manifests), or the raw JSON of a manifest or a bench report. ``ki
 directory's ``smneuron.json`` or a report file. Both return the kind's strategy object (``ENCODER`` or
 ``GENERATION``), which compares equal to its name, so a report's ``"kind": "encoder"`` and the strategy agree.
 
-The strategy owns what this layer can know of a kind: the settings that are its own (``SETTINGS``, the one table
-of which flag or project-file key belongs to which kind) and the refusal of the other kind's settings, for every
-path that takes settings (deploy, serve, preview, compare, the pipeline). Each later stage keeps its own half of
-the strategy (the plan, the container environment, the bench load) keyed by this object, never by a flag.
+The strategy owns what this layer can know of a kind. Which settings are its own and the refusal of the other kind's
+(``kind_settings``: ``owned``, ``refuse_foreign``) are keyed by it beside the verbs' tables they come from, so reading a
+kind (``smneuron package``, a manifest) costs no settings table and no pydantic model. Each later stage keeps its own
+half of the strategy (the plan, the container environment, the bench load) keyed by this object, never by a flag.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.kind_settings import _ENCODER_SETTINGS, _GENERATION_SETTINGS, _SCOPE_NOUN, _SCOPES
-from smneuron.artifact.kind_settings import SETTINGS as SETTINGS  # part of this module's API
 from smneuron.errors import ArtifactError, ConfigError, UsageError
 
 MANIFEST_NAME = "smneuron.json"
@@ -30,7 +28,6 @@ class ModelKind(str):
     """A model kind's strategy. ``str`` so that JSON, reports and S3 metadata carry its plain name."""
 
     title: str  # "encoder" / "text generation": for sentences
-    settings: tuple[str, ...]  # names in SETTINGS this kind owns
     serves_with: str  # one line on how it is served, for refusals
     # answers generation requests (prompts, chat, streams); an encoder answers {"inputs": texts}
     generates: bool
@@ -89,39 +86,6 @@ class ModelKind(str):
         """The title with its article, for sentences: "an encoder", "a text generation"."""
         return f"{'an' if self.title[0] in 'aeiou' else 'a'} {self.title}"
 
-    def refuse_foreign(self, given: Mapping[str, str], *, where: str = "cli", scope: str = "deploy") -> None:
-        """Refuse any setting of the other kind that was given, naming each the way the user gave it.
-
-        Args:
-            given: setting name (a key of ``SETTINGS``) -> where it came from ("flag" for the command line or an
-                SDK keyword, else the project file's path).
-            where: "cli" names flags (``--copies``), "sdk" names keywords (``copies=``).
-            scope: "deploy" (deploy, preview, serve), "bench" or "evaluate": which of the kind's own settings the hint
-                lists.
-
-        Raises:
-            ConfigError: one or more settings belong to the other kind; none is dropped silently.
-        """
-        foreign = [name for name in given if name in SETTINGS and name not in self.settings]
-        if not foreign:
-            return
-        said = []
-        for name in foreign:
-            s = SETTINGS[name]
-            label = s.key if given[name] != "flag" else (s.flag if where == "cli" else f"{s.keyword}=")
-            said.append(f"{label} ({s.what})")
-        scoped = _SCOPES[scope]  # the verb's table, in its order
-        own = [s for n, s in scoped.items() if n in self.settings and s.flag.startswith("--")]
-        mine = ", ".join((s.flag if where == "cli" else f"{s.keyword}=") for s in own[:6])
-        raise ConfigError(
-            f"This is {self.a_title} {'model' if scope == 'deploy' else 'endpoint'}, served "
-            f"{self.serves_with}; these settings are for {OTHER[self].title} endpoints and would be ignored: "
-            + "; ".join(said)
-            + ".",
-            hint=f"Remove them (from the command line, the SDK call or smneuron.yaml). {self.title.capitalize()} "
-            f"{_SCOPE_NOUN.get(scope, 'endpoints')} take {mine}.",
-        )
-
 
 _SEND_TEXTS = 'Send it texts: `smneuron invoke {name} "some text"` (SDK: Endpoint("{name}").predict([...])).'
 
@@ -140,7 +104,6 @@ class Encoder(ModelKind):
             _SEND_TEXTS,
         ),
     }
-    settings = _ENCODER_SETTINGS
     fewest = 1
     # AWS Developer Guide, "Scale an endpoint to zero instances" (endpoint-auto-scaling-zero-instances.html): "An
     # endpoint can scale to and from zero instances only if it hosts inference components."
@@ -166,7 +129,6 @@ class TextGeneration(ModelKind):
             '`smneuron invoke {name} "some text"`).',
         ),
     }
-    settings = _GENERATION_SETTINGS
     refusals = {
         **refusals,
         "transform": (

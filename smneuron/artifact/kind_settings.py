@@ -2,13 +2,16 @@
 setting only one kind uses (deploy, bench and evaluate), and which kind owns it. ``artifact.kind``'s strategy refuses
 the other kind's settings from these tables, naming each the way the user gave it.
 
-May import: the standard library, the verbs' tables (``specs``).
+May import: the standard library, the verbs' tables (``specs``), ``artifact.kind``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
+from smneuron.artifact.kind import ENCODER, GENERATION, OTHER, ModelKind
+from smneuron.errors import ConfigError
 from smneuron.specs.bench_settings import BENCH
 from smneuron.specs.deploy_settings import DEPLOY
 from smneuron.specs.evaluate_settings import EVALUATE
@@ -60,3 +63,41 @@ _GENERATION_SETTINGS = tuple(
     dict.fromkeys(o.name for table in (DEPLOY, BENCH, EVALUATE) for o in table if o.kind == "text-generation")
 )
 _ENCODER_SETTINGS = tuple(n for n in SETTINGS if n not in _GENERATION_SETTINGS)
+# each kind's own
+OWNED: dict[ModelKind, tuple[str, ...]] = {GENERATION: _GENERATION_SETTINGS, ENCODER: _ENCODER_SETTINGS}
+
+
+def refuse_foreign(
+    kind: ModelKind, given: Mapping[str, str], *, where: str = "cli", scope: str = "deploy"
+) -> None:
+    """Refuse any setting of the kind other than ``kind`` that was given, naming each the way the user gave it.
+
+    Args:
+        given: setting name (a key of ``SETTINGS``) -> where it came from ("flag" for the command line or an
+            SDK keyword, else the project file's path).
+        where: "cli" names flags (``--copies``), "sdk" names keywords (``copies=``).
+        scope: "deploy" (deploy, preview, serve), "bench" or "evaluate": which of the kind's own settings the hint
+            lists.
+
+    Raises:
+        ConfigError: one or more settings belong to the other kind; none is dropped silently.
+    """
+    foreign = [name for name in given if name in SETTINGS and name not in OWNED[kind]]
+    if not foreign:
+        return
+    said = []
+    for name in foreign:
+        s = SETTINGS[name]
+        label = s.key if given[name] != "flag" else (s.flag if where == "cli" else f"{s.keyword}=")
+        said.append(f"{label} ({s.what})")
+    scoped = _SCOPES[scope]  # the verb's table, in its order
+    own = [s for n, s in scoped.items() if n in OWNED[kind] and s.flag.startswith("--")]
+    mine = ", ".join((s.flag if where == "cli" else f"{s.keyword}=") for s in own[:6])
+    raise ConfigError(
+        f"This is {kind.a_title} {'model' if scope == 'deploy' else 'endpoint'}, served "
+        f"{kind.serves_with}; these settings are for {OTHER[kind].title} endpoints and would be ignored: "
+        + "; ".join(said)
+        + ".",
+        hint=f"Remove them (from the command line, the SDK call or smneuron.yaml). {kind.title.capitalize()} "
+        f"{_SCOPE_NOUN.get(scope, 'endpoints')} take {mine}.",
+    )

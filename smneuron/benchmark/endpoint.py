@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from smneuron.artifact.kind import ENCODER, GENERATION, SETTINGS, ModelKind, kind_of
+from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, kind_of
+from smneuron.artifact.kind_settings import OWNED, SETTINGS, refuse_foreign
 from smneuron.benchmark import encoder, prompts
 from smneuron.benchmark.encoder import Report
 from smneuron.benchmark.generation import GenerationReport, bench_text_generation
@@ -56,12 +57,12 @@ def target_kind(
 
     Raises:
         NotFoundError: no such endpoint.
-        ConfigError: a setting of the other kind (``ModelKind.refuse_foreign``, scope "bench").
+        ConfigError: a setting of the other kind (``kind_settings.refuse_foreign``, scope "bench").
     """
     if endpoint and not url:
         found = deployed_on(endpoint, session=session or Session.from_env(), component=component)
         return kind_of(found), found
-    mixed = {k: [n for n in given if n in k.settings] for k in (ENCODER, GENERATION)}
+    mixed = {k: [n for n in given if n in OWNED[k]] for k in (ENCODER, GENERATION)}
     if all(mixed.values()):
         flags = {k: ", ".join(SETTINGS[n].flag for n in names) for k, names in mixed.items()}
         raise ConfigError(
@@ -119,7 +120,7 @@ def bench_here(
     given = {BENCH[k].name: "flag" for k in run if BENCH[k].name in SETTINGS}
     sess = None if url else (session or Session.from_env())
     kind, found = target_kind(name, url, given, session=sess, component=run.get("component"))  # decided once
-    kind.refuse_foreign(given, where=where, scope="bench")
+    refuse_foreign(kind, given, where=where, scope="bench")
     for keyword in [
         k for k in run if not BENCH[k].sdk
     ]:  # the CLI's outputs: they took part in the kind's check

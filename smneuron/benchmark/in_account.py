@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from smneuron.artifact.kind import SETTINGS
+from smneuron.artifact.kind_settings import SETTINGS, refuse_foreign
 from smneuron.benchmark.endpoint import bench_here, target_kind
 from smneuron.benchmark.jobs import InAccount, comparison, run_in_account
 from smneuron.benchmark.prompts import lengths
@@ -79,7 +79,7 @@ def bench_in_account_and_here(
     sess = session or Session.from_env()
     marks = {BENCH[k].name: "flag" for k in given if BENCH[k].name in SETTINGS}
     kind, _ = target_kind(endpoint, None, marks, session=sess)
-    kind.refuse_foreign(marks, where=where, scope="bench")
+    refuse_foreign(kind, marks, where=where, scope="bench")
     unread = [BENCH[k].label(where) for k in given if k not in READS and k not in WRITES]
     if unread:
         raise UsageError(

@@ -117,9 +117,19 @@ def console() -> Console:
             def print(self, *objects: Any, **kwargs: Any) -> None:
                 super().print(*(as_typed(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
-        # pipes and CI get a wide console so tables are not truncated to 80 columns
-        _console = _Typed(highlight=False, width=None if sys.stdout.isatty() else 160)
+        # pipes and CI get a wide console so tables are not truncated to 80 columns. No markup unless a line asks for it
+        # (``markup=True``, its values through ``shown``): a path, an S3 key or a model's answer holds brackets, which
+        # rich took for its tags (a package written to out[v2]/ was printed as out/, and a folder named [/b] ended a
+        # command that had done its work with "Unexpected error: MarkupError")
+        _console = _Typed(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
     return _console
+
+
+def shown(value: Any) -> str:
+    """``value`` as text inside a line printed with ``markup=True``: its brackets printed as they are."""
+    from rich.markup import escape
+
+    return escape(str(value))
 
 
 def print_json(data: Any, *, compact_numbers: bool = False) -> None:

@@ -173,7 +173,8 @@ def _recommend(reports, *, rate, latency_p99_ms, headroom, prices, as_json, **_)
     best = options[0]
     console().print(
         f"[bold]Cheapest:[/bold] {best.instances} x {best.instance_type}"
-        + (f" = ${best.cost_per_hour:.2f}/hour" if best.cost_per_hour else "")
+        + (f" = ${best.cost_per_hour:.2f}/hour" if best.cost_per_hour else ""),
+        markup=True,
     )
     for o in options:
         console().print(f"  {o.instance_type}: {o.arithmetic}")
@@ -214,11 +215,12 @@ def render(report) -> None:  # type: ignore[no-untyped-def]
     )
     g = report.generator
     console().print(
-        f"[dim]generator alone: {g['max_rps']:.0f} req/s ({g['us_per_request']:.1f} us per request); "
-        "latency quantiles: numpy linear interpolation over measured requests[/dim]"
+        f"generator alone: {g['max_rps']:.0f} req/s ({g['us_per_request']:.1f} us per request); "
+        "latency quantiles: numpy linear interpolation over measured requests",
+        style="dim",
     )
     for note in report.notes:
-        console().print(f"[yellow]{note}[/yellow]")
+        console().print(note, style="yellow")
 
 
 def _report_kind(path: Path) -> Any:

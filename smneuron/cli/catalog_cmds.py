@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.cli._common import JsonOpt, console, print_json, shown, state, table
 from smneuron.errors import MissingRegionError, UsageError
 
 
@@ -49,13 +49,14 @@ def instances(
         [_instance_cells(r, prices) for r in rows],
     )
     console().print(
-        f"[dim]Prices: {prices.source}, {prices.region}, as of {prices.as_of}. "
-        "Override with `prices:` in smneuron.yaml or SMNEURON_PRICES_FILE.[/dim]"
+        f"Prices: {prices.source}, {prices.region}, as of {prices.as_of}. "
+        "Override with `prices:` in smneuron.yaml or SMNEURON_PRICES_FILE.",
+        style="dim",
     )
     if any(r["instance_type"] in prices.estimated for r in rows):
-        console().print(f"[dim]~ estimate ({prices.estimate_source}): not a SageMaker list price.[/dim]")
+        console().print(f"~ estimate ({prices.estimate_source}): not a SageMaker list price.", style="dim")
     if not (show_all or family):
-        console().print("[dim]`smneuron instances --all` lists every SageMaker hosting type.[/dim]")
+        console().print("`smneuron instances --all` lists every SageMaker hosting type.", style="dim")
 
 
 def _instance_row(t, prices, cores_per_model: int) -> dict:  # type: ignore[no-untyped-def]
@@ -145,7 +146,7 @@ def images(
     if as_json:
         print_json(_images_json(inst, region, chosen, known, llm))
         return
-    console().print(f"[bold]{chosen.uri}[/bold]")
+    console().print(chosen.uri, style="bold")
     table(
         f"Known {family} images in {region}",
         ["tag", "torch", "python", "Neuron SDK", "os", ""],
@@ -168,7 +169,10 @@ def images(
             if inst.family == "gpu"
             else f"the optimum-neuron vLLM DLC; known tags: {', '.join(VLLM_TAGS)}"
         )
-        console().print(f"Text generation (causal LMs) on {inst.name}: [bold]{llm[-1].uri}[/bold] ({which})")
+        console().print(
+            f"Text generation (causal LMs) on {inst.name}: [bold]{shown(llm[-1].uri)}[/bold] ({shown(which)})",
+            markup=True,
+        )
 
 
 def _images_json(inst, region: str, chosen, known: list, llm: list) -> dict:  # type: ignore[no-untyped-def]
@@ -242,11 +246,11 @@ def _matrix(as_json: bool) -> None:
         if r.architectures:
             console().print(f"{r.repository}:{r.tag} serves: {', '.join(r.architectures)}")
     for i, r in enumerate(rows, 1):
-        console().print(f"[dim]{i}. {r.source} (checked {r.checked})[/dim]")
-    console().print(f"[dim]hosts: {drivers[0].source} (checked {drivers[0].checked})[/dim]")
+        console().print(f"{i}. {r.source} (checked {r.checked})", style="dim")
+    console().print(f"hosts: {drivers[0].source} (checked {drivers[0].checked})", style="dim")
     console().print("Runtime against driver (published):")
     for i in issues:
-        console().print(f"- {i.what} [dim]({i.source}, checked {i.checked})[/dim]")
+        console().print(f"- {shown(i.what)} [dim]({shown(i.source)}, checked {i.checked})[/dim]", markup=True)
     console().print("Hosting facts:")
     for f in facts:
-        console().print(f"- {f.fact} [dim]({f.source}, checked {f.checked})[/dim]")
+        console().print(f"- {shown(f.fact)} [dim]({shown(f.source)}, checked {f.checked})[/dim]", markup=True)

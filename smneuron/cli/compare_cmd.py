@@ -16,6 +16,7 @@ from smneuron.cli._common import (
     outputs_checked,
     pairs,
     print_json,
+    shown,
     state,
     table,
 )
@@ -84,19 +85,25 @@ def render(comparison: Comparison) -> None:
     )
     for row in comparison.rows():
         if row["reason"]:
-            c.print(f"[yellow]{row['instance_type']}[/yellow] {row['status']}: {row['reason']}")
+            c.print(
+                f"[yellow]{row['instance_type']}[/yellow] {shown(row['status'])}: {shown(row['reason'])}",
+                markup=True,
+            )
     for note in comparison.notes:
-        c.print(f"[dim]{note}[/dim]")
+        c.print(note, style="dim")
     for line in comparison.price_lines():
-        c.print(f"[dim]price {line}[/dim]")
+        c.print(f"price {line}", style="dim")
     rec = comparison.recommendation()
     if rec:
-        c.print(f"\n[bold]Choose {rec['instance_type']}[/bold]: {rec['why']}")
+        c.print(f"\n[bold]Choose {rec['instance_type']}[/bold]: {shown(rec['why'])}", markup=True)
         for line in rec["arithmetic"]:
             c.print(f"  {line}")
     else:
-        c.print("\n[bold red]No recommendation[/bold red]: no instance type was measured under the SLO.")
+        c.print(
+            "\n[bold red]No recommendation[/bold red]: no instance type was measured under the SLO.",
+            markup=True,
+        )
     if comparison.caveat:
-        c.print(f"\n[yellow]Note:[/yellow] {comparison.caveat}")
+        c.print(f"\n[yellow]Note:[/yellow] {shown(comparison.caveat)}", markup=True)
     for left in comparison.left_behind:
-        c.print(f"[red]Left behind[/red]: {left}")
+        c.print(f"[red]Left behind[/red]: {shown(left)}", markup=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.cli._common import JsonOpt, console, print_json, shown, state, table
 from smneuron.cli.options import with_options
 from smneuron.errors import UsageError
 from smneuron.specs.compile_settings import COMPILE
@@ -94,8 +94,9 @@ def _render_encoder(result: Any, *, as_json: bool) -> None:
     for note in result.notes:
         console().print(f"note: {note}")
     console().print(
-        f"[bold]{m.task}[/bold] for [bold]{m.compiler.target}[/bold] -> {result.out_dir} "
-        f"({source}, {result.seconds:.2f} s)"
+        f"[bold]{shown(m.task)}[/bold] for [bold]{shown(m.compiler.target)}[/bold] -> {shown(result.out_dir)} "
+        f"({shown(source)}, {result.seconds:.2f} s)",
+        markup=True,
     )
     table(
         None,
@@ -115,8 +116,9 @@ def _render_encoder(result: Any, *, as_json: bool) -> None:
         ],
     )
     console().print(
-        f"[dim]batch {m.batch_size} (partial batches on the smaller ones); inputs {', '.join(m.input_names)}; compiler "
-        f"{m.compiler.function} {' '.join(m.compiler.args)}[/dim]"
+        f"batch {m.batch_size} (partial batches on the smaller ones); inputs {', '.join(m.input_names)}; compiler "
+        f"{m.compiler.function} {' '.join(m.compiler.args)}",
+        style="dim",
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.cli._common import JsonOpt, console, print_json, shown, state, table
 
 
 def demo_cmd(
@@ -33,13 +33,13 @@ def demo_cmd(
         _print_result(result, **demo.fields(result))
         return
     c = console()
-    c.print(demo.title)
+    c.print(demo.title, markup=True)
     started = time.perf_counter()
     result = _with_progress(run)
     c.print(demo.answer_line(result))
     demo.render(result.report)
     table("Left behind after teardown", list(result.leftovers), [list(result.leftovers.values())])
-    c.print(f"[bold]Demo finished in {time.perf_counter() - started:.1f} s.[/bold]")
+    c.print(f"Demo finished in {time.perf_counter() - started:.1f} s.", style="bold")
     if any(result.leftovers.values()):
         raise typer.Exit(1)
 
@@ -98,6 +98,6 @@ def _with_progress(run):  # type: ignore[no-untyped-def]
     c = console()
 
     def on_stage(name: str, seconds: float, detail: str) -> None:
-        c.print(f"[green]done[/green] {name:<13} {seconds:6.2f} s  {detail}")
+        c.print(f"[green]done[/green] {name:<13} {seconds:6.2f} s  {shown(detail)}", markup=True)
 
     return run(on_stage=on_stage)

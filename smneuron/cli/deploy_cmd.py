@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, pairs, print_json, state
+from smneuron.cli._common import JsonOpt, console, pairs, print_json, shown, state
 from smneuron.cli.options import with_options
 from smneuron.errors import Interrupted
 from smneuron.specs.deploy_settings import DEPLOY
@@ -87,8 +87,9 @@ def deploy_cmd(
         how = "--async --wait 300 "
     cli = "smneuron --local" if st.local else "smneuron"  # the hint works as printed
     console().print(
-        f"Endpoint [bold]{r.endpoint_name}[/bold] {verb}: {r.status}. "
-        f'Invoke it with `{cli} invoke {how}{r.endpoint_name} "some text"`.'
+        f"Endpoint [bold]{shown(r.endpoint_name)}[/bold] {verb}: {shown(r.status)}. "
+        f'Invoke it with `{cli} invoke {how}{shown(r.endpoint_name)} "some text"`.',
+        markup=True,
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.cli._common import JsonOpt, console, print_json, shown, state, table
 from smneuron.errors import ConfigError, SmneuronError, UsageError
 
 
@@ -30,8 +30,9 @@ def status_cmd(
         return
     e = s["endpoint"]
     console().print(
-        f"[bold]{e['EndpointName']}[/bold]: {e['EndpointStatus']}"
-        + (f" ({e['FailureReason']})" if e.get("FailureReason") else "")
+        f"[bold]{shown(e['EndpointName'])}[/bold]: {shown(e['EndpointStatus'])}"
+        + (f" ({shown(e['FailureReason'])})" if e.get("FailureReason") else ""),
+        markup=True,
     )
     cfg = s["config"]
     table(

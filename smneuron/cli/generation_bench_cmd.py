@@ -90,9 +90,10 @@ def render(data: dict) -> None:
         )
     if data.get("hourly_usd"):
         console().print(
-            f"[dim]price ${data['hourly_usd']:.3f}/h x {data['instance_count']:g} ({data['price_source']})[/dim]"
+            f"price ${data['hourly_usd']:.3f}/h x {data['instance_count']:g} ({data['price_source']})",
+            style="dim",
         )
-    console().print("[dim]TTFT/ITL/TPOT as GuideLLM defines them; cut = incomplete (stream cut off)[/dim]")
+    console().print("TTFT/ITL/TPOT as GuideLLM defines them; cut = incomplete (stream cut off)", style="dim")
 
 
 def compare(paths: list[Path], as_json: bool) -> None:
@@ -161,7 +162,8 @@ def recommend(
     best = choices[0]
     console().print(
         f"[bold]Cheapest:[/bold] {best.instances} x {best.instance_type} (tp {best.tensor_parallel_size or '?'}, "
-        f"{best.copies_needed} copies)" + (f" = ${best.hourly_usd:.2f}/hour" if best.hourly_usd else "")
+        f"{best.copies_needed} copies)" + (f" = ${best.hourly_usd:.2f}/hour" if best.hourly_usd else ""),
+        markup=True,
     )
     for c in choices:
         console().print(

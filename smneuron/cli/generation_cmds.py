@@ -6,7 +6,7 @@ import time
 
 import typer
 
-from smneuron.cli._common import console, print_json, table
+from smneuron.cli._common import console, print_json, shown, table
 from smneuron.errors import UsageError
 
 
@@ -29,12 +29,13 @@ def render_text_generation(result, *, as_json: bool) -> None:  # type: ignore[no
         console().print(f"note: {n}")
     g = m.generation
     console().print(
-        f"[bold]text-generation[/bold] for [bold]{m.compiler.target}[/bold] -> {result.out_dir} "
+        f"[bold]text-generation[/bold] for [bold]{shown(m.compiler.target)}[/bold] -> {shown(result.out_dir)} "
         f"({result.seconds:.2f} s): {_count(g.num_parameters)} parameters, batch {g.batch_size}, "
-        f"sequence {g.sequence_length}, tp {g.tensor_parallel_size}, {g.dtype}"
+        f"sequence {g.sequence_length}, tp {g.tensor_parallel_size}, {g.dtype}",
+        markup=True,
     )
     if result.command:
-        console().print("[dim]optimum-cli " + " ".join(result.command[3:]) + "[/dim]")
+        console().print("optimum-cli " + " ".join(result.command[3:]), style="dim")
 
 
 def _count(n: int) -> str:
@@ -50,13 +51,14 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
         return
     c = console()
     c.print(
-        f"[bold]Plan[/bold] (nothing is created): text-generation endpoint [bold]{p.endpoint_name}[/bold] on "
-        f"{p.instance.name}: {p.copies} copies x tp {p.capacity.tensor_parallel_size}"
+        f"[bold]Plan[/bold] (nothing is created): text-generation endpoint [bold]{shown(p.endpoint_name)}[/bold] on "
+        f"{p.instance.name}: {p.copies} copies x tp {p.capacity.tensor_parallel_size}",
+        markup=True,
     )
     for note in p.notes:
         c.print(f"note: {note}")
     table(None, ["resource", "name / value"], _plan_rows(p), numeric=False)
-    c.print("[bold]Capacity[/bold] (fits):")
+    c.print("[bold]Capacity[/bold] (fits):", markup=True)
     for line in p.capacity.lines():
         c.print(f"  {line}", highlight=False)
     table(
@@ -68,10 +70,11 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
     for i, x in enumerate(p.pools[1:], 2):  # the other pools: their own Model, image and arithmetic
         c.print(
             f"[bold]Instance pool {i}[/bold]: {x.instance.name} ({x.model_data.target} artifact), Model "
-            f"{x.model_name} ({x.container}: {x.image_uri}); per copy "
+            f"{shown(x.model_name)} ({x.container}: {shown(x.image_uri)}); per copy "
             + (f"{x.accelerators_per_copy} accelerator(s)" if x.accelerated else "2 vCPUs")
-            + f", {x.memory_mb_per_copy} MB; {', '.join(f'{k}={v}' for k, v in sorted(redacted(x.environment).items()))}",
-            highlight=False,
+            + f", {x.memory_mb_per_copy} MB; "
+            + shown(", ".join(f"{k}={v}" for k, v in sorted(redacted(x.environment).items()))),
+            markup=True,
         )
         for line in x.capacity.lines():
             c.print(f"  {line}", highlight=False)
@@ -151,8 +154,8 @@ def print_stream(pieces, as_json: bool) -> None:  # type: ignore[no-untyped-def]
     else:
         typer.echo("")
         console().print(
-            f"[dim]{len(text)} pieces; first after {first or 0:.3f} s; {total:.3f} s in all[/dim]",
-            highlight=False,
+            f"{len(text)} pieces; first after {first or 0:.3f} s; {total:.3f} s in all",
+            style="dim",
         )
 
 

@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, print_json, state
+from smneuron.cli._common import JsonOpt, console, print_json, shown, state
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smh])\s*$")
 
@@ -45,10 +45,13 @@ def openai_cmd(
     c = console()
     for note in access.notes:
         c.print(f"note: {note}")
-    c.print(f"[bold]base URL[/bold]  {access.base_url}", soft_wrap=True)
-    c.print(f"[bold]token[/bold]     {access.token}", soft_wrap=True, highlight=False)
-    c.print(f"[bold]expires[/bold]   {access.expires_at.isoformat(timespec='seconds')}")
-    c.print(f"[bold]model[/bold]     {access.model or '(empty: the container serves its one model)'}")
+    c.print(f"[bold]base URL[/bold]  {shown(access.base_url)}", soft_wrap=True, markup=True)
+    c.print(f"[bold]token[/bold]     {shown(access.token)}", soft_wrap=True, markup=True)
+    c.print(f"[bold]expires[/bold]   {access.expires_at.isoformat(timespec='seconds')}", markup=True)
+    c.print(
+        f"[bold]model[/bold]     {shown(access.model or '(empty: the container serves its one model)')}",
+        markup=True,
+    )
     c.print("\n# in a shell (the token is a credential until it expires: do not log or share it)")
     c.print(f"export OPENAI_BASE_URL={shlex.quote(access.base_url)}", soft_wrap=True, highlight=False)
     c.print(f"export OPENAI_API_KEY={shlex.quote(access.token)}", soft_wrap=True, highlight=False)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from smneuron.artifact.kind import ENCODER, GENERATION
-from smneuron.cli._common import console, print_json, table
+from smneuron.cli._common import console, print_json, shown, table
 from smneuron.cli.generation_cmds import render_generation_plan
 from smneuron.endpoints.naming import redacted
 
@@ -20,8 +20,9 @@ def render_encoder_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-de
         return
     c = console()
     c.print(
-        f"[bold]Plan[/bold] (nothing is created): endpoint [bold]{p.endpoint_name}[/bold] on "
-        f"{p.initial_instance_count} x {p.instance.name}"
+        f"[bold]Plan[/bold] (nothing is created): endpoint [bold]{shown(p.endpoint_name)}[/bold] on "
+        f"{p.initial_instance_count} x {p.instance.name}",
+        markup=True,
     )
     for note in p.notes:
         c.print(f"note: {note}")

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.cli._common import JsonOpt, console, print_json, shown, state, table
 from smneuron.cli.options import with_options
 from smneuron.errors import UsageError
 from smneuron.specs.transform_settings import TRANSFORM
@@ -89,7 +89,9 @@ def _verb(verb: str, job: str | None, session: Any, as_json: bool, jobs: Any) ->
 
 def _show_plan(p: Any) -> None:
     c = console()
-    c.print(f"[bold]Plan[/bold] (nothing is created): transform job [bold]{p.job_name}[/bold]")
+    c.print(
+        f"[bold]Plan[/bold] (nothing is created): transform job [bold]{shown(p.job_name)}[/bold]", markup=True
+    )
     rows = [
         ["Model", f"{p.model.model_name} ({p.model.image_uri})"],
         ["instances", f"{p.count} x {p.instance.name}, {p.model.workers} worker(s) each"],
@@ -105,9 +107,9 @@ def _show_plan(p: Any) -> None:
 
 def _show_result(r: Any) -> None:
     c = console()
-    c.print(f"Transform job [bold]{r.job_name}[/bold]: {r.status}.")
-    if r.failure_reason:  # as SageMaker said it: no markup (a model's message may hold brackets)
-        c.print(r.failure_reason, markup=False)
+    c.print(f"Transform job [bold]{shown(r.job_name)}[/bold]: {shown(r.status)}.", markup=True)
+    if r.failure_reason:  # as SageMaker said it
+        c.print(r.failure_reason)
     if r.status != "Completed":
         return
     figures = [f"{r.count} x {r.instance_type}"]

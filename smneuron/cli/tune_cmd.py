@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, print_json, table
+from smneuron.cli._common import JsonOpt, console, print_json, shown, table
 from smneuron.cli.options import with_options
 from smneuron.specs.tune_settings import TUNE
 
@@ -71,8 +71,9 @@ def _render(result: Any) -> None:
     for note in result.notes[:-1]:
         console().print(f"note: {note}")
     console().print(
-        f"[bold]{len(result.candidates)} layouts[/bold] on {result.target}, served as {result.instance}, "
-        f"concurrency {result.concurrency}:"
+        f"[bold]{len(result.candidates)} layouts[/bold] on {shown(result.target)}, served as {shown(result.instance)}, "
+        f"concurrency {result.concurrency}:",
+        markup=True,
     )
     headers, body = rows(result)
     table(None, headers, body)

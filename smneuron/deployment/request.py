@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from smneuron.artifact.kind import GENERATION, SETTINGS, ModelKind
+from smneuron.artifact.kind import GENERATION, ModelKind
+from smneuron.artifact.kind_settings import SETTINGS, refuse_foreign
 from smneuron.artifact.staging import ModelData, describe_local, stage
 from smneuron.catalog import InstanceType
 from smneuron.catalog.prices import PriceTable, prices_for
@@ -97,7 +98,7 @@ def resolve(
         s3 = str(artifact).startswith("s3://")
         data = stage(artifact, session=session or Session.from_env(), upload=False) if s3 else None
     kind = (data or describe_local(artifact)).kind
-    kind.refuse_foreign(given, where=where)
+    refuse_foreign(kind, given, where=where)
 
     spec = _endpoint(base, given_settings)
     spec, said = _async_output(spec, session)

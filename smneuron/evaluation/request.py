@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, agreed_kind
+from smneuron.artifact.kind_settings import refuse_foreign
 from smneuron.compilation.vocabulary import check_tokenizer
 from smneuron.endpoints.describing import choose_component
 from smneuron.endpoints.handle import Endpoint
@@ -75,7 +76,7 @@ def evaluate_candidate(
     kind = agreed_kind(
         described.served_kind() if described else None, f"Endpoint {endpoint}", asked.get("task"), model
     )
-    kind.refuse_foreign(given, where=where, scope="evaluate")
+    refuse_foreign(kind, given, where=where, scope="evaluate")
     gates = {k: asked.pop(k) for k in GATES if k in asked}
     return _SCORERS[kind](
         data=data, model=model, endpoint=endpoint, url=url, compile_spec=compile_spec, session=sess,

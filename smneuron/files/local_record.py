@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,6 +178,8 @@ def signed_call(
 ) -> bytes:
     """One SigV4-signed HTTP request to an embedded AWS's own routes (``/moto-api/...``), signed by botocore's
     signer as every other request to it is. Returns the body; raises OSError (HTTPError included) when it fails."""
+    import urllib.request  # here: every command reads this module (SMNEURON_LOCAL), few call the service
+
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials

@@ -17,6 +17,7 @@ from botocore.exceptions import BotoCoreError
 
 from smneuron._version import __version__
 from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, kind_of
+from smneuron.artifact.kind_settings import refuse_foreign
 from smneuron.artifact.staging import GenerationConfig
 from smneuron.catalog import INSTANCE_TYPES, InstanceType, matrix, resolve_image
 from smneuron.catalog.generation import resolve_vllm_image
@@ -126,7 +127,7 @@ def plan(
             hint=f"Set compile.task in smneuron.yaml (or --task) to one of: {', '.join(TASKS)}.",
         )
     kind = kind_of(comp)  # from compile.task, decided once
-    kind.refuse_foreign(project_settings(proj))  # what deploy refuses, the pipeline refuses (by file key)
+    refuse_foreign(kind, project_settings(proj))  # what deploy refuses, the pipeline refuses (by file key)
     if comp.target != target:
         comp = comp.model_copy(update={"target": target})
     comp, shaped = _SHAPES[kind](proj, comp)  # the same shapes `smneuron compile` would choose, said

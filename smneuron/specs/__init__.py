@@ -4,31 +4,6 @@ Modules: ``models`` (``CompileSpec``, ``EndpointSpec``, ``ScalingSpec``, ``Pipel
 pydantic on a strict base; instance types parsed once into ``InstanceType``), ``validation`` (pydantic errors
 in the user's words, CLI overrides), ``schedules`` (the one cron / rate / at grammar).
 
-May import: errors, catalog. ``from smneuron.specs import EndpointSpec`` works: the specs are re-exported.
+May import: errors, catalog. The specs are in ``models`` (``from smneuron.specs.models import EndpointSpec``): a verb that needs one
+table (the kind's settings, as ``smneuron package`` does) does not build every pydantic model first.
 """
-
-from smneuron.specs.models import (
-    AwsSpec,
-    CompileSpec,
-    EndpointSpec,
-    GenerationSpec,
-    PipelineSpec,
-    ProjectFile,
-    ScalingSpec,
-    ScheduledScaling,
-    Thresholds,
-    TrafficRouting,
-)
-
-__all__ = [
-    "AwsSpec",
-    "CompileSpec",
-    "EndpointSpec",
-    "GenerationSpec",
-    "PipelineSpec",
-    "ProjectFile",
-    "ScalingSpec",
-    "ScheduledScaling",
-    "Thresholds",
-    "TrafficRouting",
-]

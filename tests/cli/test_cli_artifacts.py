@@ -69,3 +69,18 @@ def test_compile_errors_are_one_paragraph(tmp_path):
     assert code == 1 and "config.json" in err and "Traceback" not in err
     code, _, err = run_cli("compile", str(tmp_path), "-o", str(tmp_path / "o"), "--buckets", "12,x")
     assert code == 2 and "--buckets must be a list of whole numbers, got ['12', 'x']" in " ".join(err.split())
+
+
+def test_paths_with_brackets_are_printed_as_they_are(tiny_classifier, tmp_path):
+    # rich took "[v2]" for a tag (a package written to art[v2]/ was printed as art/) and "[/b]" in a path (folder "o["
+    # holding "b]") for a closing one: the package was written, then the command failed with "Unexpected error:
+    # MarkupError"
+    art, folder = tmp_path / "art[v2]", tmp_path / "o[" / "b]"
+    folder.mkdir(parents=True)
+    code, stdout, err = run_cli(
+        "compile", str(tiny_classifier), "-o", str(art), "--target", "cpu", "--task", "text-classification",
+        "--buckets", "16",
+    )  # fmt: skip
+    assert code == 0 and f"-> {art} " in stdout, err
+    code, stdout, err = run_cli("package", str(art), "-o", str(folder / "model.tar.gz"))
+    assert code == 0 and stdout.startswith(f"{folder / 'model.tar.gz'}  "), (stdout, err)

@@ -104,3 +104,17 @@ def test_a_typo_is_answered_from_the_whole_table():
 
     code, _, err = run_cli("compre")
     assert code == 2 and "No such command 'compre'" in err and "'compare'" in err
+
+
+def test_package_loads_no_settings_table_and_no_rich(tiny_classifier, tmp_path):
+    """`smneuron package` is start-up and a deflate: reading the artifact's kind builds no verb's settings table (each
+    pydantic spec) and its one line needs no rich (benchmarks/package_vs_isal.py measures the rest)."""
+    from smneuron.compilation.encoder import compile_model
+
+    art = compile_model(
+        tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16"
+    ).out_dir
+    mods = loaded("package", str(art), "-o", str(tmp_path / "m.tar.gz"))
+    assert (tmp_path / "m.tar.gz").stat().st_size > 0
+    heavy = sorted(m for m in mods if m.startswith("smneuron.specs") or m.split(".")[0] in NEVER_AT_START)
+    assert heavy == [], f"smneuron package loaded {heavy}"

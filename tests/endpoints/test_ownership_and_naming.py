@@ -7,7 +7,7 @@ import pytest
 from smneuron.endpoints import owned
 from smneuron.endpoints.naming import TAG_ENDPOINT, endpoint_name, redacted, sanitize
 from smneuron.errors import ConfigError
-from smneuron.specs import EndpointSpec
+from smneuron.specs.models import EndpointSpec
 
 
 def test_holds_ignores_what_the_service_adds_but_not_what_differs():
