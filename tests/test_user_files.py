@@ -116,6 +116,23 @@ def test_a_file_that_is_not_text_is_refused_by_name_and_where_it_stops_being_tex
         read_text(tmp_path / "missing.jsonl", "the requests file")
 
 
+def test_a_file_with_a_byte_order_mark_reads_as_the_text_it_holds(tmp_path):
+    # Notepad's "UTF-8" starts with a byte-order mark and PowerShell 5's `>` writes UTF-16: the requests in them were
+    # refused ("Unexpected UTF-8 BOM", "byte 0xff at offset 0 is not UTF-8")
+    text = '{"inputs": "café"}\n{"inputs": "naïve"}\n'
+    for name, data in [
+        ("notepad.jsonl", b"\xef\xbb\xbf" + text.encode()),
+        ("powershell.jsonl", text.encode("utf-16")),  # its mark first, in this machine's byte order
+        ("big-endian.jsonl", b"\xfe\xff" + text.encode("utf-16-be")),
+    ]:
+        (tmp_path / name).write_bytes(data)
+        assert read_text(tmp_path / name, "the requests file") == text, name
+    (tmp_path / "cut.jsonl").write_bytes(b"\xef\xbb\xbf" + text.encode() + b"\xff")
+    # the offset counted from the file's start, its mark included
+    with pytest.raises(ConfigError, match=r"byte 0xff at offset 44 is not UTF-8"):
+        read_text(tmp_path / "cut.jsonl", "the requests file")
+
+
 def test_a_reader_that_names_no_file_still_says_what_was_not_text():
     known = from_exception(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"))
     assert (

@@ -17,6 +17,7 @@ from smneuron.benchmark.generation_metrics import Slo
 from smneuron.benchmark.prompts import Lengths, lengths
 from smneuron.benchmark.settings import check_profile
 from smneuron.endpoints.describing import choose_component, overview, unknown_kind
+from smneuron.endpoints.invoke import server_url
 from smneuron.errors import ConfigError, UsageError
 from smneuron.session import Session
 from smneuron.specs.bench_settings import BENCH, PROMPT_TOKENS, BenchRequest
@@ -110,6 +111,9 @@ def bench_here(
     """
     run = request.given()
     url = run.pop("url", None)
+    url = (
+        server_url(url, BENCH["url"].label(where)) if url else None
+    )  # the server's own URL, however it was given
     if not name and not url:
         raise UsageError(
             "Nothing to bench: no endpoint name and no URL.",

@@ -173,6 +173,7 @@ def invoke_cmd(
     from smneuron.artifact.kind import ENCODER, GENERATION
     from smneuron.cli.generation_cmds import generate
     from smneuron.endpoints.handle import Endpoint
+    from smneuron.endpoints.invoke import server_url
 
     if url and name:
         text = [name, *(text or [])]
@@ -185,6 +186,7 @@ def invoke_cmd(
 
     # vLLM's ranges, before anything is sent (exit 2); 0 tokens used to mean "not given" and sent the encoder's body
     check_sampling(max_tokens=max_tokens, seed=seed, temperature=temperature)
+    url = server_url(url, "--url") if url else None  # named as typed when it is not a server's URL
     ep = Endpoint(name, url=url, session=None if url else state(ctx).session())
     ep.component = component
     asked = stream or max_tokens is not None or prompt or seed is not None or temperature is not None

@@ -30,6 +30,7 @@ from smneuron.endpoints.invoke import (
     async_result,
     invoke_async,
     invoke_endpoint,
+    server_url,
 )
 from smneuron.endpoints.logs import log_events as log_events  # part of this module's API
 from smneuron.endpoints.logs import log_tail
@@ -193,7 +194,7 @@ class Endpoint(Displayed):
         if not name and not url:
             raise SmneuronError("Give an endpoint name or a local endpoint url.")
         self.name = name
-        self.url = url.rstrip("/") if url else None
+        self.url = server_url(url) if url else None
         self._session = session
         self._http = HttpTarget(url) if url else None
         self.component: str | None = None  # the inference component requests go to (text generation)

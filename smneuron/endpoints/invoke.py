@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -16,7 +17,14 @@ from typing import Any, NamedTuple
 from botocore.exceptions import ClientError, ResponseStreamingError
 
 from smneuron.endpoints.streaming import broken_stream, payload_of
-from smneuron.errors import InvocationError, from_client_error, tls_failure, unreachable, unreachable_url
+from smneuron.errors import (
+    InvocationError,
+    UsageError,
+    from_client_error,
+    tls_failure,
+    unreachable,
+    unreachable_url,
+)
 from smneuron.session import Session
 
 
@@ -40,11 +48,46 @@ def tls() -> Any:
     return httpx.create_ssl_context()
 
 
+# the routes of a model server (the SageMaker hosting contract's, vLLM's and an OpenAI base URL's /v1), longest first: a
+# URL given with one of them names the server it is on, as a request or an example shows it
+ROUTES = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/invocations", "/ping", "/v1")
+
+
+def server_url(url: str, label: str = "url=") -> str:
+    """A model server's base URL from the URL a user gave (``label``: ``--url`` or ``url=``, as they gave it): the
+    server's address, with a route of its own taken off (``http://127.0.0.1:8080/invocations``, as curl examples and
+    the hosting contract show it, is the server at ``http://127.0.0.1:8080``: smneuron adds the route each request
+    takes; a path before the route stays, for a server behind a proxy's prefix).
+
+    Raises:
+        UsageError: not an http(s) URL with a host (``127.0.0.1:8080`` without its scheme, say).
+    """
+    parts = urllib.parse.urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or not _valid_port(parts):
+        fix = f"http://{url.strip()}" if "://" not in url else "http://127.0.0.1:8080"
+        given = f"{label}{url}" if label.endswith("=") else f"{label} {url}"
+        example = f"{label}{fix}" if label.endswith("=") else f"{label} {fix}"
+        raise UsageError(
+            f"{given} is not the http(s) URL of a server (a scheme, a host and a port between 1 and 65535).",
+            hint=f"Give the URL `smneuron serve` prints, e.g. {example}.",
+        )
+    path = parts.path.rstrip("/")
+    route = next((r for r in ROUTES if path.endswith(r)), "")
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path[: len(path) - len(route)], "", ""))
+
+
+def _valid_port(parts: urllib.parse.SplitResult) -> bool:
+    try:
+        return parts.port != 0  # None: the scheme's own
+    except ValueError:  # not a number, or past 65535
+        return False
+
+
 class HttpTarget:
     """A local endpoint's base URL (``smneuron serve``), with one pooled HTTP client."""
 
     def __init__(self, url: str, timeout: float = 120) -> None:
-        self.url = url.rstrip("/")
+        self.url = server_url(url)
         self.timeout = timeout
         self._client: Any = None
 

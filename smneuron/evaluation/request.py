@@ -14,6 +14,7 @@ from smneuron.artifact.kind_settings import refuse_foreign
 from smneuron.compilation.vocabulary import check_tokenizer
 from smneuron.endpoints.describing import choose_component
 from smneuron.endpoints.handle import Endpoint
+from smneuron.endpoints.invoke import server_url
 from smneuron.endpoints.openai_compat import ChatCaller
 from smneuron.endpoints.record import EndpointRecord, read_endpoint
 from smneuron.errors import ConfigError, InvocationError, UsageError
@@ -61,6 +62,8 @@ def evaluate_candidate(
         NotFoundError: no such endpoint. EvaluationError, InvocationError: as the kind's scorer raises them.
     """
     asked = EVALUATE.parse(settings, where=where).given()
+    if asked.get("url"):  # the server's own URL, however it was given (``server_url``)
+        asked["url"] = server_url(asked["url"], EVALUATE["url"].label(where))
     model, endpoint, url = asked.get("model"), asked.get("endpoint"), asked.get("url")
     if model is not None:  # before any read or reference minute: a typo is not a hub id to download
         _check_model_dir(Path(model))

@@ -1,7 +1,7 @@
 """Files and folders a user names: read as text, and written (a report, a plot, a tarball, an artifact directory).
 
-A file the user passes is read as UTF-8 text or refused with its name (``read_text``): a tarball given where a JSONL goes
-is a mistake to say, not a UnicodeDecodeError. A place to write is checked before the work that fills it begins
+A file the user passes is read as UTF-8 text (or as its byte-order mark says: Notepad's UTF-8, PowerShell's UTF-16) or
+refused with its name (``read_text``): a tarball given where a JSONL goes is a mistake to say, not a UnicodeDecodeError. A place to write is checked before the work that fills it begins
 (``file_to_write``, ``dir_to_write``), so a mistyped folder costs a message, not a finished benchmark; each is written
 whole (``write_bytes``): its missing folders made, the bytes written beside it and renamed into place, so a reader never
 finds half a report and a failed write leaves the old one.
@@ -9,6 +9,7 @@ finds half a report and a failed write leaves the old one.
 
 from __future__ import annotations
 
+import codecs
 import os
 import secrets
 import tempfile
@@ -16,9 +17,12 @@ from pathlib import Path
 
 from smneuron.errors import ConfigError, UsageError
 
+_MARKS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+
 
 def read_text(path: str | Path, what: str) -> str:
-    """The text of a file the user named, decoded as UTF-8.
+    """The text of a file the user named: UTF-8, or the encoding its byte-order mark names (UTF-8's, UTF-16's), the
+    mark itself not part of the text.
 
     Args:
         path: the file.
@@ -30,11 +34,15 @@ def read_text(path: str | Path, what: str) -> str:
         OSError: it cannot be read at all (the caller says what it needed).
     """
     data = Path(path).read_bytes()
+    # a byte-order mark says the encoding: Windows editors write UTF-8 with one, PowerShell 5's `>` writes UTF-16
+    encoding, start = next(((e, len(m)) for m, e in _MARKS if data.startswith(m)), ("utf-8", 0))
     try:
-        return data.decode()
+        return data[start:].decode(encoding)
     except UnicodeDecodeError as e:
+        at = start + e.start
         raise ConfigError(
-            f"{what[:1].upper()}{what[1:]} {path} is not text: byte {data[e.start]:#04x} at offset {e.start} is not UTF-8.",
+            f"{what[:1].upper()}{what[1:]} {path} is not text: byte {data[at]:#04x} at offset {at} is not "
+            f"{encoding.upper()}.",
             hint=f"Pass the right file: {what} is UTF-8 text.",
         ) from None
 

@@ -32,7 +32,12 @@ BENCH = Options(
     "bench",
     [
         # where the load goes and how it is shaped: both kinds
-        Option("url", "--url", type=str, help="A running server's URL instead of an endpoint name."),
+        Option(
+            "url",
+            "--url",
+            type=str,
+            help="A running server's URL instead of an endpoint name, e.g. http://127.0.0.1:8080.",
+        ),
         Option(
             "profile",
             "--rate-type",

@@ -37,7 +37,12 @@ EVALUATE = Options(
         # the reference and the candidate
         Option("model", "--model", type=Path, help="Uncompiled model dir: the reference is computed on CPU."),
         Option("endpoint", "--endpoint", type=str, help="Candidate: a SageMaker endpoint."),
-        Option("url", "--url", type=str, help="Candidate: a running local endpoint."),
+        Option(
+            "url",
+            "--url",
+            type=str,
+            help="Candidate: a running local endpoint's URL, e.g. http://127.0.0.1:8080.",
+        ),
         Option(
             "task",
             "--task",
