@@ -379,7 +379,8 @@ def _check_request(via: str, url: str | None, endpoint: str | None, profile: str
         )
     if via == "openai" and url:
         raise ConfigError(
-            "--via openai is an endpoint's path; a --url is benchmarked on the path it names.",
+            "--via openai is an endpoint's path (SageMaker's /openai/v1); a --url's server is benchmarked through its own "
+            "/invocations.",
             hint="Give the endpoint's name, or drop --via.",
         )
     if profile not in (*profiles.PROFILES, "find-max"):

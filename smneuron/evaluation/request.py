@@ -167,7 +167,8 @@ def evaluate_generation(
     if via == "openai":
         if url or not endpoint:
             raise ConfigError(
-                "--via openai is an endpoint's path (SageMaker's /openai/v1); a --url is evaluated on the path it names.",
+                "--via openai is an endpoint's path (SageMaker's /openai/v1); a --url's server is evaluated through its own "
+                "/invocations.",
                 hint="Give --endpoint NAME, or drop --via.",
             )
         # one read of the endpoint (an encoder or a missing component is refused) before the reference's minutes
