@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import io
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
+from loopback_server import serving
 
 from smneuron.endpoints.invoke import HttpTarget, invoke_endpoint
 from smneuron.errors import InvocationError, SmneuronError
@@ -31,10 +31,8 @@ class _Model(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def model_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Model)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serving(_Model) as url:
+        yield url
 
 
 def test_a_local_url_gets_the_bytes_and_headers_and_its_errors_are_typed(model_url):

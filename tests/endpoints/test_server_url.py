@@ -5,11 +5,11 @@ that is not a server's is a usage error that names the flag and shows the fix.""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from conftest import run_cli
+from loopback_server import serving
 
 from smneuron.endpoints.invoke import server_url
 from smneuron.errors import UsageError
@@ -35,11 +35,9 @@ class _Contract(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Contract)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
     _Contract.paths = []
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serving(_Contract) as url:
+        yield url
 
 
 @pytest.mark.parametrize(
