@@ -11,7 +11,7 @@ from typing import Any
 
 from smneuron.specs.models import CompileSpec, field_at
 from smneuron.specs.options import Option, Options
-from smneuron.specs.validation import validate
+from smneuron.specs.validation import FLAGS_SOURCE, validate
 
 
 def _key(keyword: str, flag: str, **more: Any) -> Option:
@@ -70,8 +70,8 @@ def compile_spec(base: CompileSpec, settings: Mapping[str, Any], *, where: str =
     """``base`` (the project's ``compile`` section) with the settings given over it, each checked by the table.
 
     Raises:
-        UsageError: a value out of range or of the wrong type, naming the flag or keyword.
-        ConfigError: a combination the spec refuses (batch sizes above the batch size).
+        UsageError: a value out of range or of the wrong type, or a combination the spec refuses (batch sizes above
+            the batch size), naming the flag or keyword.
     """
     given = COMPILE.parse(settings, where=where).given()
     # what the project file set and what was given stay told apart from the defaults (``model_fields_set``): a
@@ -80,4 +80,4 @@ def compile_spec(base: CompileSpec, settings: Mapping[str, Any], *, where: str =
         **base.model_dump(include=base.model_fields_set),
         **{k: v for k, v in given.items() if v is not None},
     }
-    return validate(type(base), data, source="command-line flags")
+    return validate(type(base), data, source=FLAGS_SOURCE)

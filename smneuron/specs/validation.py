@@ -13,9 +13,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, UsageError
 
 M = TypeVar("M", bound=BaseModel)
+FLAGS_SOURCE = "command-line flags"  # ``override``'s values: what the user typed
 
 
 class StrictModel(BaseModel):
@@ -25,11 +26,14 @@ class StrictModel(BaseModel):
 
 
 def validate(model: type[M], data: dict[str, Any], *, source: str = "") -> M:
-    """Build ``model`` from ``data``, turning pydantic errors into one readable ConfigError."""
+    """Build ``model`` from ``data``, turning pydantic errors into one readable ConfigError (a UsageError, exit 2,
+    when the values came from command-line flags: ``--buckets 0`` is a flag out of its range, as ``--batch-size 0``
+    is)."""
     try:
         return model.model_validate(data)
     except PydanticValidationError as e:
-        raise ConfigError(_explain(model, e, source)) from None
+        refusal = UsageError if source == FLAGS_SOURCE else ConfigError
+        raise refusal(_explain(model, e, source)) from None
 
 
 def override(spec: M, **values: Any) -> M:
@@ -37,7 +41,7 @@ def override(spec: M, **values: Any) -> M:
     changes = {k: v for k, v in values.items() if v is not None}
     data = spec.model_dump()
     data.update(changes)
-    return validate(type(spec), data, source="command-line flags")
+    return validate(type(spec), data, source=FLAGS_SOURCE)
 
 
 # the flag that sets each field, so that a bad value is reported in the words the user typed: filled by the verbs'
@@ -93,7 +97,7 @@ def _explain(model: type[BaseModel], err: PydanticValidationError, source: str) 
             hint = f" Did you mean {near[0]!r}?" if near else f" Known keys: {', '.join(known)}"
             lines.append(f"unknown key {key!r}.{hint}")
             continue
-        cli = source == "command-line flags"
+        cli = source == FLAGS_SOURCE
         flag = FLAGS.get(loc[-1]) if loc and cli else None
         what = f"{flag} ({key})" if flag else (key if loc else section or "the settings")
         problem = _problem(e).rstrip(".")
@@ -105,7 +109,7 @@ def _explain(model: type[BaseModel], err: PydanticValidationError, source: str) 
             lines.append(f"{what}: {problem}")
         else:
             lines.append(f"{what} {problem}")
-    prefix = f"{source}: " if source and source != "command-line flags" else ""
+    prefix = f"{source}: " if source and source != FLAGS_SOURCE else ""
     text = "; ".join(lines)
     return prefix + text + ("" if text.endswith((".", "?")) else ".")  # one stop, never "?." or ".."
 

@@ -176,6 +176,15 @@ CASES = [
         {},
         None,
     ),
+    # a bucket out of the spec's range, given by the flag: a usage error as --batch-size 0 is (it exited 1)
+    (
+        "compile-bucket-out-of-range",
+        "compile {model} -o {root}/b --buckets 0,64",
+        2,
+        ["--buckets (compile.buckets): bucket lengths must be between 8 and 8192, got [0, 64]"],
+        {},
+        None,
+    ),
     (
         "compare-without-model",
         "compare --instances ml.c6i.xlarge",

@@ -78,9 +78,10 @@ def test_async_settings_given_are_sent_as_botocore_takes_them(artifact, session)
         ),
         (["--output", "s3://b/p"], 2, "--output needs --async"),
         (["--async", "--max-concurrent", "0"], 2, "--max-concurrent"),
-        # a value the endpoint spec does not take (exit 1, as every spec value is refused)
-        (["--async", "--output", "my-bucket/p"], 1, "is not an S3 URI: give s3://BUCKET/PREFIX"),
-        (["--async", "--notify-success", "my-topic"], 1, "is not an SNS topic ARN"),
+        # a flag's value the endpoint spec does not take: a usage error too (exit 2; the same value in smneuron.yaml
+        # is a file's mistake, exit 1)
+        (["--async", "--output", "my-bucket/p"], 2, "is not an S3 URI: give s3://BUCKET/PREFIX"),
+        (["--async", "--notify-success", "my-topic"], 2, "is not an SNS topic ARN"),
     ],
 )
 def test_async_mistakes_are_refused_before_anything_is_made(artifact, session, args, exit_code, said):

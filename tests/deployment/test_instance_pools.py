@@ -18,9 +18,9 @@ from smneuron.compilation.encoder import compile_model
 from smneuron.deployment.encoder_plan import plan
 from smneuron.deployment.planning import plan_request
 from smneuron.deployment.request import resolve
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, UsageError
 from smneuron.specs.models import EndpointSpec
-from smneuron.specs.validation import validate
+from smneuron.specs.validation import FLAGS_SOURCE, validate
 
 ROLE = "arn:aws:iam::123456789012:role/smneuron-execution-role"
 
@@ -119,8 +119,8 @@ def test_without_pools_the_request_is_unchanged(artifacts):
     ],
 )  # fmt: skip
 def test_bad_pools_are_refused_in_the_users_words(values, words):
-    with pytest.raises(ConfigError) as e:
-        validate(EndpointSpec, values, source="command-line flags")
+    with pytest.raises(UsageError) as e:  # typed: a usage error, exit 2
+        validate(EndpointSpec, values, source=FLAGS_SOURCE)
     assert words in str(e.value)
 
 
