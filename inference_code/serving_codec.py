@@ -110,11 +110,14 @@ def decode(body, content_type, max_inputs):
         )
     if isinstance(body, (bytes, bytearray)):
         try:
-            body = bytes(body).decode("utf-8")
+            # "utf-8-sig": a body that begins with a byte-order mark (a file Windows' Notepad saved, sent whole, or the
+            # first record of a Batch Transform input) is read without it, as RFC 8259 section 8.1 lets a parser do
+            body = bytes(body).decode("utf-8-sig")
         except UnicodeDecodeError:
             raise RequestError(400, "bad_encoding", "The request body is not valid UTF-8.")
     if not isinstance(body, str):
         raise RequestError(400, "bad_body", "The request body must be text.")
+    body = body[1:] if body.startswith("\ufeff") else body
 
     parameters, openai, lines = {}, [], None
     if ctype == TEXT:

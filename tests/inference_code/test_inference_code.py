@@ -135,6 +135,18 @@ def test_json_lines_are_answered_one_line_per_line_in_order(code, classifier_dir
     assert ctype == "application/jsonlines" and len(answers) == 3
     got = label_scores([answers[0]]) + label_scores(answers[1]) + label_scores([answers[2]])
     assert close(got, expected(tiny_classifier, TEXTS[:4]))
+    # a file Notepad saved starts with a byte-order mark: Batch Transform's first record, a JSON body sent whole; it
+    # was "line 1: the body is not valid JSON: Unexpected UTF-8 BOM" and the transform job failed
+    marked = b"\xef\xbb\xbf" + ("\n".join(lines) + "\n").encode()
+    again, _ = inf.output_fn(
+        inf.predict_fn(inf.input_fn(marked, "application/jsonlines"), model), "application/jsonlines"
+    )
+    assert again == body
+    whole = inf.input_fn(b"\xef\xbb\xbf" + json.dumps({"inputs": TEXTS[0]}).encode(), "application/json")
+    plain = inf.input_fn(json.dumps({"inputs": TEXTS[0]}).encode(), "application/json")
+    assert inf.output_fn(inf.predict_fn(whole, model), "application/json") == inf.output_fn(
+        inf.predict_fn(plain, model), "application/json"
+    )
 
     errors = code["serving_codec"].RequestError
     with pytest.raises(errors) as e:
