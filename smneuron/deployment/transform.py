@@ -35,6 +35,7 @@ from smneuron.files.user import read_text
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec
 from smneuron.specs.transform_settings import TRANSFORM
+from smneuron.specs.validation import FLAGS_SOURCE, validate
 
 TAG_TRANSFORM = "smneuron:transform"  # on the Model and the job: the transform they belong to
 ENDED = ("Completed", "Failed", "Stopped")
@@ -241,17 +242,23 @@ def _timeout_note(settings: dict[str, Any], instance: InstanceType, workers: int
 
 
 def _model_spec(settings: dict[str, Any]) -> EndpointSpec:
-    """The Model's settings as deploy takes them (its name, instance, variables, controls, tags)."""
+    """The Model's settings as deploy takes them (its name, instance, variables, controls, tags), refused as deploy
+    refuses them (a typo in --instance was "Unexpected error: ValidationError").
+
+    Raises:
+        UsageError: a value the endpoint spec does not take, naming the flag.
+    """
     vpc = {k: settings[k] for k in ("subnets", "security_groups") if k in settings}
-    return EndpointSpec(
-        name=sanitize(settings["name"]) if settings.get("name") else None,
-        instance_type=settings.get("instance", EndpointSpec().instance_type),
-        environment=dict(settings.get("env") or {}),
-        network_isolation=bool(settings.get("network_isolation")),
-        kms_key=settings.get("kms_key"),
-        tags=dict(settings.get("tags") or {}),
+    values = {
+        "name": sanitize(settings["name"]) if settings.get("name") else None,
+        "instance_type": settings.get("instance", EndpointSpec().instance_type),
+        "environment": dict(settings.get("env") or {}),
+        "network_isolation": bool(settings.get("network_isolation")),
+        "kms_key": settings.get("kms_key"),
+        "tags": dict(settings.get("tags") or {}),
         **({"vpc": vpc} if vpc else {}),
-    )
+    }
+    return validate(EndpointSpec, values, source=FLAGS_SOURCE)
 
 
 @dataclass(repr=False)

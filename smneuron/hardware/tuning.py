@@ -27,7 +27,7 @@ from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind, model_kind
 from smneuron.artifact.manifest import Manifest
 from smneuron.benchmark import encoder as bench
 from smneuron.benchmark.prompts import load_payloads
-from smneuron.catalog.instances import FIRST_INSTANCE
+from smneuron.catalog.instances import FIRST_INSTANCE, InstanceType
 from smneuron.catalog.prices import prices_for
 from smneuron.compilation import shapes
 from smneuron.compilation.buckets import from_data
@@ -124,7 +124,7 @@ def tune(
     config = read_config(model)
     grid, notes = _grid(model, config, target, batch_sizes, bucket_sets, data)
     specs = [_spec(target, task, c) for c in grid]  # every layout checked before the first is compiled
-    instance = instance or FIRST_INSTANCE[target]
+    instance = _served_as(instance, target)
     hourly, source = prices_for(None).quote(instance, None)
     with (
         tempfile.TemporaryDirectory(prefix="smneuron-tune-") as tmp,
@@ -151,6 +151,25 @@ def _refuse_generation() -> None:
 
 # each kind's answer to "can tune measure it": this stage's half of the kind strategy
 _TUNABLE: dict[ModelKind, Callable[[], None]] = {ENCODER: lambda: None, GENERATION: _refuse_generation}
+
+
+def _served_as(instance: str | None, target: str) -> str:
+    """The instance type the layouts are served as: ``instance`` when it runs ``target``'s artifacts, else refused
+    before the first compile (a typo failed every layout after compiling each, with pydantic's words).
+
+    Raises:
+        UnknownInstanceTypeError: no such type (with the nearest one). ConfigError: it runs another target's artifacts.
+    """
+    if instance is None:
+        return FIRST_INSTANCE[target]
+    found = InstanceType.parse(instance)
+    if found.target != target:
+        raise ConfigError(
+            f"--instance {instance} runs {found.target} artifacts, and tune compiles for {target}.",
+            hint=f"Give a type of the target's family (e.g. --instance {FIRST_INSTANCE[target]}), or --target "
+            f"{found.target}.",
+        )
+    return found.name
 
 
 def _check_runnable(target: str) -> None:
