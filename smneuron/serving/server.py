@@ -148,7 +148,7 @@ class LocalEndpoint:
         loop: str = "auto",
     ) -> None:
 
-        base = spec or EndpointSpec(instance_type=instance_type)
+        base = spec or EndpointSpec()  # the given values over it through override: refused in the user's words
         self.spec = override(
             base,
             instance_type=instance_type,

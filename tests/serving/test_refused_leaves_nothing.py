@@ -11,7 +11,7 @@ import pytest
 
 from smneuron.artifact.packaging import package
 from smneuron.compilation.encoder import compile_model
-from smneuron.errors import ArtifactError
+from smneuron.errors import ArtifactError, UsageError
 from smneuron.serving.server import LocalEndpoint
 
 
@@ -28,3 +28,15 @@ def test_a_refused_package_leaves_no_download_or_extraction(tiny_classifier, tmp
     with pytest.raises(ArtifactError, match="compiled for inf2"):
         LocalEndpoint(tarball, instance_type="ml.c6i.large").prepare()
     assert list(scratch.iterdir()) == []
+
+
+def test_a_mistyped_instance_type_is_refused_in_smneurons_words(tiny_classifier, tmp_path):
+    # the SDK's LocalEndpoint built the spec unchecked: a notebook got pydantic's "1 validation error for EndpointSpec"
+    art = compile_model(
+        tiny_classifier, tmp_path / "a", target="cpu", task="text-classification", buckets="16"
+    )
+    with pytest.raises(
+        UsageError, match=r"Unknown instance type 'ml.m5.xlrge'. Did you mean 'ml.m5.xlarge'\?"
+    ):
+        LocalEndpoint(art.out_dir, instance_type="ml.m5.xlrge")
+    assert LocalEndpoint(art.out_dir, instance_type="c6i.large").spec.instance_type == "ml.c6i.large"
