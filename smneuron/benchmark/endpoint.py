@@ -135,11 +135,30 @@ def bench_here(
     for keyword in ("prompt_tokens", "output_tokens"):  # N or N,stdev,min,max
         if keyword in run:
             run[keyword] = lengths(run[keyword], BENCH[keyword].label(where))
+    _one_prompts_file(run, where)
     load = {
         k: run.pop(k, None) for k in ("data", "tokenizer", "duration_s", "openai", "mean_tokens", "spread")
     }
     target = _Target(name, url, sess, profile, texts, **load)
     return _BENCHES[kind](target, found, values, source, {**run, "on_start": on_start})
+
+
+def _one_prompts_file(run: dict, where: str) -> None:
+    """``dataset`` (text generation's name for its prompts file) as ``data``, the file both kinds read: given alone
+    it was passed twice and the bench ended in "Unexpected error: TypeError".
+
+    Raises:
+        UsageError: both were given.
+    """
+    if run.get("dataset") is None:
+        run.pop("dataset", None)
+        return
+    if run.get("data") is not None:
+        raise UsageError(
+            f"{BENCH['data'].label(where)} and {BENCH['dataset'].label(where)} both name the prompts file.",
+            hint=f"Give one of them ({BENCH['dataset'].label(where)} is text generation's name for it).",
+        )
+    run["data"] = run.pop("dataset")
 
 
 class _Target(NamedTuple):

@@ -12,6 +12,7 @@ A dataset is JSONL: a string, ``{"prompt": ...}`` or ``{"messages": [...]}`` per
 from __future__ import annotations
 
 import json
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +47,8 @@ def lengths(value: Lengths | int | str, label: str) -> Lengths:
     else:
         try:
             parts = [float(x) for x in str(value).split(",")]
-            if not 1 <= len(parts) <= 4 or isinstance(value, bool):
-                raise ValueError
+            if not 1 <= len(parts) <= 4 or isinstance(value, bool) or not all(map(math.isfinite, parts)):
+                raise ValueError  # "inf" was "Unexpected error: OverflowError", "nan" a standard deviation
             found = Lengths(int(parts[0]), parts[1] if len(parts) > 1 else 0.0,
                             *(int(p) for p in parts[2:]))  # fmt: skip
         except ValueError:

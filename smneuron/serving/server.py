@@ -148,7 +148,8 @@ class LocalEndpoint:
         loop: str = "auto",
     ) -> None:
 
-        base = spec or EndpointSpec()  # the given values over it through override: refused in the user's words
+        # the given values go over it through override: refused in the user's words
+        base = spec or EndpointSpec()
         self.spec = override(
             base,
             instance_type=instance_type,

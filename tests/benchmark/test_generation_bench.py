@@ -337,6 +337,18 @@ def test_bench_cli_for_text_generation_and_its_mistakes(tiny_llama, tmp_path):
             "bench", "--url", url, "--prompt-tokens", "many", "--tokenizer", str(tiny_llama)
         )
         assert code == 2 and "--prompt-tokens" in err
+        code, out, err = run_cli("bench", "--url", url, "--output-tokens", "inf")  # was an OverflowError
+        assert code == 2 and "--output-tokens 'inf' is not N or N,stdev,min,max" in err
+        # the prompts file the refusal above names (--dataset): it was passed twice, "Unexpected error: TypeError"
+        prompts = tmp_path / "prompts.jsonl"
+        prompts.write_text('{"prompt": "hello there"}\n{"messages": [{"role": "user", "content": "hi"}]}\n')
+        window = ["--rate-type", "synchronous", "--duration", "1", "--output-tokens", "6", "--json"]
+        code, out, err = run_cli("bench", "--url", url, "--dataset", str(prompts), *window)
+        assert code == 0 and json.loads(out)["runs"][0]["successful"] > 0, err
+        code, out, err = run_cli(
+            "bench", "--url", url, "--dataset", str(prompts), "--data", str(prompts), *window
+        )
+        assert code == 2 and "--data and --dataset both name the prompts file" in err
     code, out, err = run_cli(
         "bench",
         "--url",
