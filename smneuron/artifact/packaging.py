@@ -92,9 +92,11 @@ def plan(
         if rel != "requirements.txt":
             files[f"code/{rel}"] = src
     if extra_code:
-        names = inode_names(Path(extra_code))
-        for found in _walk(Path(extra_code)):
-            src = check_file(Path(extra_code), found, names=names)
+        # absolute, as walk gives its files: `--code ./src` (any relative folder) was "Unexpected error: ValueError"
+        extra_code = Path(os.path.abspath(extra_code))
+        names = inode_names(extra_code)
+        for found in _walk(extra_code):
+            src = check_file(extra_code, found, names=names)
             rel = f"code/{found.relative_to(extra_code).as_posix()}"
             if rel in files:
                 raise ConfigError(

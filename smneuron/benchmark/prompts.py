@@ -158,11 +158,59 @@ def requests_from(
             "the tokenizer), or --dataset FILE.",
             hint="e.g. --prompt-tokens 256 --output-tokens 128 --tokenizer ./artifact",
         )
+    _check_fits(prompt_tokens, output_tokens, Path(tokenizer_path))
     tok = load_tokenizer(tokenizer_path)
     return [
         completion_body(text, output_tokens.draw(rng), model=model)
         for text, _ in synthetic_prompts(tok, prompt_tokens, count, seed=seed)
     ]
+
+
+# the longest prompt a bench makes (``Lengths.draw``'s bound)
+LONGEST_PROMPT = 1 << 20
+
+
+def _check_fits(prompt: Lengths, output: Lengths, tokenizer_path: Path) -> None:
+    """Refuse synthetic lengths the model cannot take, before any prompt is made: ``--prompt-tokens 1e9`` was cut to
+    a million tokens without a word and then spent minutes tokenizing 256 such prompts.
+
+    Raises:
+        UsageError: the mean prompt and output lengths pass the positions the model has (an artifact's compiled
+            sequence length, else config.json's max_position_embeddings, beside the tokenizer), or a prompt passes
+            ``LONGEST_PROMPT``.
+    """
+    folder = tokenizer_path if tokenizer_path.is_dir() else tokenizer_path.parent
+    positions = _positions(folder)
+    longest = [x.mean if x.max is None else x.max for x in (prompt, output)]  # a clipped spread: its bound
+    if positions and sum(longest) > positions[0]:
+        raise UsageError(
+            f"A request of {longest[0]} prompt and {longest[1]} output tokens (--prompt-tokens, --output-tokens) "
+            f"passes the {positions[0]} positions of the model ({positions[1]}): the server would refuse it.",
+            hint="Shorten them to fit, or pass the tokenizer of the model the endpoint serves (--tokenizer).",
+        )
+    if prompt.mean > LONGEST_PROMPT:
+        raise UsageError(
+            f"--prompt-tokens {prompt.mean} is past {LONGEST_PROMPT:,} tokens, the longest prompt a bench makes.",
+            hint="For example --prompt-tokens 256, or --dataset FILE with your prompts.",
+        )
+
+
+def _positions(folder: Path) -> tuple[int, str] | None:
+    """(positions, where that is said) of the model in ``folder``: its compiled sequence length, else its config."""
+    for name, find in (
+        ("smneuron.json", lambda d: (d.get("generation") or {}).get("sequence_length")),
+        ("config.json", lambda d: d.get("max_position_embeddings")),
+    ):
+        try:
+            found = find(json.loads((folder / name).read_text()))
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(found, int) and found > 0:
+            return (
+                found,
+                f"{folder / name}: {'sequence_length' if name == 'smneuron.json' else 'max_position_embeddings'}",
+            )
+    return None
 
 
 def _read_dataset(path: Path) -> list:

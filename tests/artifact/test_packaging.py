@@ -69,6 +69,21 @@ def test_layout_is_what_the_dlc_expects(artifact, tmp_path):
     assert not (raw[3] & 0x08)  # and no file name
 
 
+def test_user_code_named_relative_to_the_current_folder_is_shipped(artifact, tmp_path, monkeypatch):
+    # `smneuron package out --code src` (any folder named from where the user stands) was "Unexpected error:
+    # ValueError: ... is not in the subpath of 'src'"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "helpers.py").write_text("X = 1\n")
+    monkeypatch.chdir(tmp_path)
+    from conftest import run_cli
+
+    code, out, err = run_cli("package", str(artifact), "-o", "m.tar.gz", "--code", "src")
+    assert code == 0, err
+    assert "code/helpers.py" in names(tmp_path / "m.tar.gz")
+    monkeypatch.chdir(tmp_path / "src")
+    assert "code/helpers.py" in names(package(artifact, tmp_path / "n.tar.gz", extra_code=".").path)
+
+
 def test_same_inputs_give_identical_bytes(artifact, tmp_path):
     a = package(artifact, tmp_path / "a.tar.gz")
     b = package(artifact, tmp_path / "b.tar.gz", threads=1)

@@ -339,6 +339,12 @@ def test_bench_cli_for_text_generation_and_its_mistakes(tiny_llama, tmp_path):
         assert code == 2 and "--prompt-tokens" in err
         code, out, err = run_cli("bench", "--url", url, "--output-tokens", "inf")  # was an OverflowError
         assert code == 2 and "--output-tokens 'inf' is not N or N,stdev,min,max" in err
+        # past the model's positions: 1e9 was cut to a million tokens without a word and then tokenized for minutes
+        too_long = ["--prompt-tokens", "1e9", "--output-tokens", "6", "--tokenizer", str(tiny_llama)]
+        code, out, err = run_cli("bench", "--url", url, *too_long)
+        assert (
+            code == 2 and "passes the 512 positions of the model" in err and "max_position_embeddings" in err
+        )
         # the prompts file the refusal above names (--dataset): it was passed twice, "Unexpected error: TypeError"
         prompts = tmp_path / "prompts.jsonl"
         prompts.write_text('{"prompt": "hello there"}\n{"messages": [{"role": "user", "content": "hi"}]}\n')
