@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, shown, state, table
-from smneuron.errors import ConfigError, SmneuronError, UsageError
+from smneuron.errors import ConfigError, InvocationError, SmneuronError, UsageError
 
 
 def status_cmd(
@@ -207,7 +207,7 @@ def invoke_cmd(
     body, kind = _encoder_body(text, data, content_type, queued := asynchronous or wait is not None)
     if queued:
         return _invoke_async(ep, body, kind, accept, wait, as_json)
-    r = ep.invoke(body, kind, accept)
+    r = _invoked(ep, body, kind, accept, data)
     try:
         answer = r.json()
     except ValueError:
@@ -373,6 +373,26 @@ def _async_rows(s: dict) -> list[list[str]]:
         ],
         ["backlog (last minute)", queued],
     ]
+
+
+def _invoked(ep: Any, body: bytes | str, kind: str, accept: str, data: Path | None) -> Any:
+    """``ep.invoke``; a JSON Lines file sent as one JSON document (``--data x.jsonl`` without its content type) is
+    refused by the model as JSON with "Extra data": said with the content type that sends it as lines.
+
+    Raises:
+        InvocationError: the endpoint's answer. ConfigError: that answer, for a JSON Lines file sent as JSON.
+    """
+    try:
+        return ep.invoke(body, kind, accept)
+    except InvocationError as e:
+        lines = data is not None and data.suffix in (".jsonl", ".ndjson") and kind == "application/json"
+        if not (lines and e.status == 400):
+            raise
+        raise ConfigError(
+            f"{e.message.rstrip('.')}: {data.name} went as one JSON document (--content-type application/json).",
+            hint="Send its lines as requests of their own with --content-type application/jsonlines (the model "
+            "answers one line per line, as Batch Transform sends them).",
+        ) from None
 
 
 def _encoder_body(

@@ -77,3 +77,43 @@ def test_a_models_error_through_invoke_endpoint_keeps_the_containers_status(sess
         assert e.value.status == 422
         r = invoke_endpoint(session, "ep", b"{}", "application/json", "application/json", component="ep-copy")
         assert r.json() == {"ok": 1}
+
+
+class _Codec(BaseHTTPRequestHandler):
+    """JSON and JSON Lines as the inference handler reads them: a JSON body that is not one document is a 400."""
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+        try:
+            if self.headers["Content-Type"] == "application/jsonlines":
+                answer = [len(json.loads(line)["inputs"]) for line in body.splitlines()]
+            else:
+                answer = len(json.loads(body)["inputs"])
+            status, out = 200, json.dumps(answer)
+        except ValueError as e:
+            status, out = 400, json.dumps({"error": f"the body is not valid JSON: {e}", "code": "bad_json"})
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(out.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_json_lines_file_sent_as_one_document_is_said_with_the_content_type_that_sends_lines(tmp_path):
+    from conftest import run_cli
+
+    data = tmp_path / "texts.jsonl"
+    data.write_text('{"inputs": "a"}\n{"inputs": "bb"}\n')
+    with serving(_Codec) as url:
+        code, _, err = run_cli("invoke", "--url", url, "--data", str(data))
+        assert code == 1 and "Extra data" in err and "texts.jsonl went as one JSON document" in err
+        assert "--content-type application/jsonlines" in err
+        code, out, err = run_cli(
+            "invoke", "--url", url, "--data", str(data), "--content-type", "application/jsonlines"
+        )
+        assert code == 0 and json.loads(out) == [1, 2], err
+        (tmp_path / "one.json").write_text("{}{}")  # not JSON Lines by its name: the model's answer as it is
+        code, _, err = run_cli("invoke", "--url", url, "--data", str(tmp_path / "one.json"))
+        assert code == 1 and "Extra data" in err and "went as one JSON document" not in err
