@@ -46,7 +46,10 @@ BENCH = Options(
             help="Load shape: synchronous, concurrent, throughput, constant, poisson, sweep or find-max "
             "(--profile is the AWS profile).",
         ),
-        Option("duration_s", "--duration", type=float, above=0, default=10, help="Seconds per run."),
+        # at most a day a run: --duration 1e9 (a typo) held the terminal for 31 years of load
+        Option(
+            "duration_s", "--duration", type=float, above=0, most=86_400, default=10, help="Seconds per run."
+        ),
         Option(
             "concurrency",
             "--concurrency",

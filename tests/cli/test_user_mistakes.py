@@ -670,6 +670,15 @@ CASES = [
         {},
         None,
     ),
+    # a typo that asked for 31 years of load: it ran
+    (
+        "bench-duration-past-a-day",
+        "bench --url http://127.0.0.1:9 --data {root}/data.jsonl --duration 1e9",
+        2,
+        ["--duration must be a number above 0 and at most 86400, got 1000000000.0"],
+        {},
+        None,
+    ),
     (
         "bench-too-short",
         "bench --url http://127.0.0.1:9 --data {root}/data.jsonl --duration 1",
