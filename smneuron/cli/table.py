@@ -80,7 +80,7 @@ COMMANDS: dict[str, Entry] = {
     "status": Entry(
         _CLI + "endpoint_cmds", "status_cmd", "Show an endpoint: status, instances, scaling, cost."
     ),
-    "invoke": Entry(_CLI + "endpoint_cmds", "invoke_cmd", "Invoke an endpoint and print the answer."),
+    "invoke": Entry(_CLI + "invoke_cmd", "invoke_cmd", "Invoke an endpoint and print the answer."),
     "scale": Entry(_CLI + "endpoint_cmds", "scale_cmd", "Set an endpoint's autoscaling."),
     "delete": Entry(
         _CLI + "endpoint_cmds", "delete_cmd", "Delete an endpoint and what smneuron made for it."
