@@ -24,7 +24,7 @@ from smneuron.artifact.staging import describe_local
 from smneuron.container.encoder_env import container_environment
 from smneuron.container.generation_env import container_environment as generation_environment
 from smneuron.deployment.request import DeployRequest, resolve
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, UsageError
 from smneuron.local.generation.standin import serve as serve_standin
 from smneuron.serving.ports import check_port, check_port_free
 from smneuron.serving.server import LocalEndpoint
@@ -75,7 +75,7 @@ def serve(
         ConfigError: an unknown engine, a setting of the other kind, a port in use, a layout that does not fit.
     """
     if engine not in ENGINES:
-        raise ConfigError(f"Unknown engine {engine!r}.", hint="Use engine smneuron or torchserve.")
+        raise UsageError(f"Unknown engine {engine!r}.", hint="Use engine smneuron or torchserve.")
     check_port(port)
     request = resolve(
         artifact,

@@ -18,18 +18,19 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.parse
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from smneuron.catalog import InstanceType
-from smneuron.catalog.quotas import parse_settings
-from smneuron.errors import ConfigError, Interrupted, SmneuronError, UsageError, file_error
+from smneuron.errors import (
+    Interrupted,
+    SmneuronError,
+    file_error,
+)
 from smneuron.files.local_record import LOCAL_REGION, LocalKeys, local_keys, pid_alive
 from smneuron.files.local_record import local_service as status
 from smneuron.files.local_record import local_service_path as state_path
 from smneuron.files.private import open_private_append, private_dir, tighten, write_private
-from smneuron.local import held_settings
+from smneuron.local import held_settings, up_settings
 from smneuron.local.aws.engine.patching import EmbeddedAwsError
 from smneuron.local.aws.state import snapshot_file
 from smneuron.local.held_settings import ENGINES, LLM_ENGINES, METRIC_PERIODS
@@ -67,25 +68,17 @@ def up(
     cannot be read is refused (``snapshot_file``) unless ``restore_previous`` (the one before it) or ``fresh``.
 
     Raises:
-        ConfigError: an unknown engine, the torchserve engine without its packages, a damaged snapshot
+        UsageError: an unknown engine, port, origin or instance type, or --fresh with --restore-previous.
+        ConfigError: the torchserve engine without its packages, a damaged snapshot
             (``SnapshotDamaged``), or a full disk under the state directory.
         SmneuronError: it did not come up (with the last lines of its log).
     """
-    if engine not in (None, *ENGINES):
-        raise ConfigError(f"Unknown engine {engine!r}.", hint="Use --engine smneuron or --engine torchserve.")
+    checked = up_settings.check(
+        engine, generation_engine, fresh, restore_previous, no_capacity, allow_origins, metric_period, quotas
+    )
+    short, origins, period, held = checked.short, checked.origins, checked.period, checked.held
     if engine == "torchserve":
         require_torchserve()
-    if generation_engine not in (None, *LLM_ENGINES):
-        raise ConfigError(
-            f"Unknown LLM engine {generation_engine!r}.",
-            hint="Use --llm-engine stand-in or --llm-engine vllm.",
-        )
-    if fresh and restore_previous:
-        raise ConfigError("--fresh and --restore-previous exclude each other.", hint="Give one of them.")
-    short = [InstanceType.parse(t, use="endpoint").name for t in no_capacity or []]
-    origins = [_origin(o) for o in allow_origins or []]
-    period = _metric_period(metric_period)
-    held = parse_settings(quotas or [])
     path = state_path()
     no_proxy_for_loopback()  # the service and its model servers call this machine: never through a proxy
     try:
@@ -117,19 +110,6 @@ def up(
     except OSError as e:
         raise state_disk_error(e, path.parent) from None
     return {**started, "tightened": [str(p) for p in tightened], "set_aside": str(aside) if aside else None}
-
-
-def _metric_period(value: float | None) -> float:
-    """The metric period asked for, checked (a usage error outside 0.5-60 s)."""
-    if value is None:
-        return METRIC_PERIODS[1]
-    if not METRIC_PERIODS[0] <= value <= METRIC_PERIODS[1]:
-        raise UsageError(
-            f"--metric-period {value:g} is outside {METRIC_PERIODS[0]:g}-{METRIC_PERIODS[1]:g} seconds.",
-            hint="Give the seconds that stand for one of AWS's minutes, e.g. --metric-period 5 (alarms and cooldowns "
-            "shorten by the same ratio); 60 is AWS's own.",
-        )
-    return float(value)
 
 
 def state_disk_error(err: OSError, directory: Path) -> SmneuronError:
@@ -305,22 +285,6 @@ def _stop_started(proc: subprocess.Popen, path: Path) -> None:
     sweep(owner_of(path))
     _remove_run_dir(path)
     path.unlink(missing_ok=True)
-
-
-def _origin(value: str) -> str:
-    """A browser origin as browsers send it (``scheme://host[:port]``), or ConfigError."""
-    parts = urllib.parse.urlsplit(value.strip())
-    if (
-        parts.scheme not in ("http", "https")
-        or not parts.netloc
-        or parts.path not in ("", "/")
-        or parts.query
-    ):
-        raise ConfigError(
-            f"{value!r} is not a browser origin.",
-            hint="Give it as scheme://host[:port], e.g. --allow-origin http://localhost:8888 (a Jupyter server).",
-        )
-    return f"{parts.scheme}://{parts.netloc.lower()}"
 
 
 def down(timeout: float = 30) -> bool:

@@ -6,7 +6,7 @@ import errno
 import socket
 from typing import Any
 
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, UsageError
 
 
 def free_port() -> int:
@@ -16,9 +16,9 @@ def free_port() -> int:
 
 
 def check_port(port: Any, flag: str = "--port") -> int:
-    """``port`` as a TCP port (0: a free one), or ConfigError naming ``flag`` (70000 was an OverflowError from bind)."""
+    """``port`` as a TCP port (0: a free one), or a UsageError naming ``flag`` (70000 was an OverflowError from bind)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ConfigError(
+        raise UsageError(
             f"{flag} {port!r} is not a TCP port.", hint="Give one from 1 to 65535, or 0 for a free one."
         )
     return port
