@@ -111,9 +111,8 @@ def bench_here(
     """
     run = request.given()
     url = run.pop("url", None)
-    url = (
-        server_url(url, BENCH["url"].label(where)) if url else None
-    )  # the server's own URL, however it was given
+    # the server's own URL, however it was given
+    url = server_url(url, BENCH["url"].label(where)) if url else None
     if not name and not url:
         raise UsageError(
             "Nothing to bench: no endpoint name and no URL.",

@@ -20,6 +20,9 @@ from pathlib import Path
 from smneuron.errors import ConfigError, UsageError
 from smneuron.files.user import read_text
 
+# the longest prompt a bench makes (``Lengths.draw``'s bound)
+LONGEST_PROMPT = 1 << 20
+
 
 @dataclass(frozen=True)
 class Lengths:
@@ -32,7 +35,7 @@ class Lengths:
 
     def draw(self, rng: random.Random) -> int:
         n = self.mean if not self.stdev else int(round(rng.gauss(self.mean, self.stdev)))
-        lo, hi = self.min if self.min is not None else 1, self.max if self.max is not None else 1 << 20
+        lo, hi = self.min if self.min is not None else 1, self.max if self.max is not None else LONGEST_PROMPT
         return max(lo, min(hi, max(1, n)))
 
 
@@ -166,10 +169,6 @@ def requests_from(
     ]
 
 
-# the longest prompt a bench makes (``Lengths.draw``'s bound)
-LONGEST_PROMPT = 1 << 20
-
-
 def _check_fits(prompt: Lengths, output: Lengths, tokenizer_path: Path) -> None:
     """Refuse synthetic lengths the model cannot take, before any prompt is made: ``--prompt-tokens 1e9`` was cut to
     a million tokens without a word and then spent minutes tokenizing 256 such prompts.
@@ -197,19 +196,16 @@ def _check_fits(prompt: Lengths, output: Lengths, tokenizer_path: Path) -> None:
 
 def _positions(folder: Path) -> tuple[int, str] | None:
     """(positions, where that is said) of the model in ``folder``: its compiled sequence length, else its config."""
-    for name, find in (
-        ("smneuron.json", lambda d: (d.get("generation") or {}).get("sequence_length")),
-        ("config.json", lambda d: d.get("max_position_embeddings")),
+    for name, key, find in (
+        ("smneuron.json", "sequence_length", lambda d: (d.get("generation") or {}).get("sequence_length")),
+        ("config.json", "max_position_embeddings", lambda d: d.get("max_position_embeddings")),
     ):
         try:
             found = find(json.loads((folder / name).read_text()))
         except (OSError, ValueError, AttributeError):
             continue
         if isinstance(found, int) and found > 0:
-            return (
-                found,
-                f"{folder / name}: {'sequence_length' if name == 'smneuron.json' else 'max_position_embeddings'}",
-            )
+            return found, f"{folder / name}: {key}"
     return None
 
 
