@@ -135,7 +135,7 @@ class Manifest(_Model):
     @classmethod
     def parse(cls, data: dict, source: str) -> Manifest:
         """Validate manifest data, with an ArtifactError that says what to do when it does not fit."""
-
+        _an_object(data, source)
         if data.get("schema_version") != SCHEMA_VERSION:
             raise ArtifactError(
                 f"{source} has schema version {data.get('schema_version')}, this smneuron reads {SCHEMA_VERSION}.",
@@ -191,7 +191,17 @@ class GenerationManifest(_Model):
 
 def parse_any(data: dict, source: str) -> Manifest | GenerationManifest:
     """The manifest of an encoder artifact or of a text-generation artifact (each kind's reader)."""
+    _an_object(data, source)
     return _READERS[kind_of(data)](data, source)
+
+
+def _an_object(data: Any, source: str) -> None:
+    """A manifest is a JSON object: a list or a number in its place was "Unexpected error: AttributeError"."""
+    if not isinstance(data, dict):
+        raise ArtifactError(
+            f"{source} is not a manifest this smneuron understands (a JSON {type(data).__name__}, not an object).",
+            hint="Recompile the model with this version of smneuron.",
+        )
 
 
 def _generation_manifest(data: dict, source: str) -> Manifest | GenerationManifest:

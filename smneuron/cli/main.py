@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import typer
-from typer._click.exceptions import ClickException  # typer 0.29 bundles its own click (pinned <0.30)
+from typer._click.exceptions import ClickException  # typer 0.28 bundles its own click (pinned <0.29)
 
 import smneuron.fast_exit  # noqa: F401  (the CLI's process ends without a last collection of its imports)
 from smneuron._version import __version__
@@ -90,7 +90,7 @@ def main(
 
 
 def _usage_exceptions() -> tuple[type, type, type]:
-    """(Exit, Abort, ClickException) as this typer raises them: typer 0.29 bundles its own click
+    """(Exit, Abort, ClickException) as this typer raises them: typer 0.28 bundles its own click
     (``typer._click``), whose classes are not click's, so ``except click.ClickException`` never matched."""
     return typer.Exit, typer.Abort, ClickException
 

@@ -12,7 +12,7 @@ from difflib import get_close_matches
 from typing import Any, NamedTuple
 
 import typer
-from typer._click.exceptions import UsageError  # typer 0.29 bundles its own click
+from typer._click.exceptions import UsageError  # typer 0.28 bundles its own click
 from typer.core import TyperGroup
 
 

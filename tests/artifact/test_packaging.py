@@ -258,6 +258,8 @@ def test_a_file_that_is_no_package_says_what_it_is_instead(artifact, tmp_path):
 
 
 def test_a_manifest_from_another_smneuron_is_explained(artifact, tmp_path):
+    """A field the schema needs is gone, or the manifest is no JSON object: refused, with nothing written; a package
+    whose manifest is a list is refused by inspect (deploy's reader) too."""
     import json as _json
     import shutil
 
@@ -266,8 +268,18 @@ def test_a_manifest_from_another_smneuron_is_explained(artifact, tmp_path):
     m = _json.loads((old / "smneuron.json").read_text())
     del m["buckets"][0]["batch_size"]
     (old / "smneuron.json").write_text(_json.dumps(m))
-    with pytest.raises(ArtifactError, match="not a manifest this smneuron understands.*Recompile"):
+    for compression, out in (("gzip", tmp_path / "m.tar.gz"), ("none", tmp_path / "tree")):
+        with pytest.raises(ArtifactError, match="not a manifest this smneuron understands.*Recompile"):
+            package(old, out, compression=compression)
+        assert not out.exists() and not out.with_name(out.name + ".partial").exists()
+    # JSON, but not an object: was "Unexpected error: AttributeError"
+    (old / "smneuron.json").write_text("[1, 2]")
+    with pytest.raises(ArtifactError, match=r"not a manifest this smneuron understands \(a JSON list"):
         package(old, tmp_path / "m.tar.gz")
+    tree = package(artifact, tmp_path / "tree", compression="none").path
+    (tree / "smneuron.json").write_text("[1, 2]")
+    with pytest.raises(ArtifactError, match=r"not a manifest this smneuron understands \(a JSON list"):
+        inspect_package(tree)
 
 
 def test_a_folder_named_as_the_output_gets_model_tar_gz_in_it(artifact, tmp_path):
