@@ -351,10 +351,25 @@ class Session:
     @property
     def role_arn(self) -> str:
         """The SageMaker execution role ARN: the given ARN, a given role name, or the default name."""
-        role = self.role or DEFAULT_ROLE_NAME
-        if role.startswith("arn:"):
-            return role
-        return f"arn:{self.partition}:iam::{self.account_id}:role/{role}"
+        return self.arn_of_role(self.role or DEFAULT_ROLE_NAME)
+
+    def arn_of_role(self, role: str) -> str:
+        """The ARN of a role given by name or ARN, as SageMaker takes it.
+
+        Raises:
+            ConfigError: an ARN outside botocore's ``RoleArn`` shape (SageMaker's CreateModel refuses it): a name with
+                a space, an account that is not twelve digits.
+        """
+        arn = role if role.startswith("arn:") else f"arn:{self.partition}:iam::{self.account_id}:role/{role}"
+        shape = service_model("sagemaker").shape_for("RoleArn").metadata
+        if not shape["min"] <= len(arn) <= shape["max"] or not re.fullmatch(shape["pattern"], arn):
+            raise ConfigError(
+                f"The execution role {role!r} is not one SageMaker takes: {arn} does not fit botocore's RoleArn "
+                f"({shape['pattern']}, {shape['min']}-{shape['max']} characters).",
+                hint="Give the role's name (letters, digits and +=,.@_-) or its ARN, arn:aws:iam::ACCOUNT:role/NAME "
+                "with a twelve-digit account (--role, SMNEURON_ROLE or aws.role in smneuron.yaml).",
+            )
+        return arn
 
     @property
     def bucket_name(self) -> str:

@@ -72,7 +72,12 @@ def test_role_and_bucket_defaults_use_the_account(session):
     assert session.bucket_name == "smneuron-123456789012-us-east-1"
     s2 = Session.from_env(role="MyRole", bucket="b")
     assert s2.role_arn.endswith(":role/MyRole") and s2.bucket_name == "b"
-    assert Session.from_env(role="arn:aws:iam::1:role/x").role_arn == "arn:aws:iam::1:role/x"
+    arn = "arn:aws-us-gov:iam::210987654321:role/service-role/x"
+    assert Session.from_env(role=arn).role_arn == arn
+    # what SageMaker's CreateModel refuses (botocore's RoleArn) is refused before anything is created
+    for role in ("arn:aws:iam::1:role/x", "my role", "arn:aws:iam::123456789012:user/x"):
+        with pytest.raises(ConfigError, match=f"The execution role '{role}' is not one SageMaker takes"):
+            Session.from_env(role=role).arn_of_role(role)
 
 
 @pytest.mark.e2e  # two CLI subprocesses

@@ -194,7 +194,8 @@ def deploy(
         check_kind(sess, request.endpoint.name, request.kind)
     # the VPC, the role and the capture bucket are looked up before anything is uploaded or created
     controls = Controls.of(request.endpoint)
-    said = check_account(controls, session=sess, role_arn=sess.role_arn) if controls else []
+    role_arn = sess.role_arn  # a role ARN CreateModel would refuse, before anything is uploaded
+    said = check_account(controls, session=sess, role_arn=role_arn) if controls else []
     said += check_quotas(request, sess)  # the account's instance quotas, before the upload
     name = request.endpoint.name
     tags = request.endpoint.tags  # the user's tags on the S3 objects too

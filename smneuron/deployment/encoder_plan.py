@@ -35,6 +35,7 @@ from smneuron.endpoints.naming import (
     TAG_VERSION,
     endpoint_name,
     redacted,
+    with_own_tags,
 )
 from smneuron.errors import ConfigError
 from smneuron.specs.models import EndpointSpec, ScalingSpec
@@ -560,9 +561,10 @@ def _finish(
             notes.append(f"with --min 0 the first request after an idle spell waits for a full cold start (an instance "
                          f"{what}); `invoke --async --wait` says how long it took")  # fmt: skip
     alarm_list = alarms(base, spec.variant_name, spec.latency_p99_alarm_ms)
-    tags = {TAG_VERSION: __version__, TAG_ENDPOINT: base, TAG_KIND: str(ENCODER), **spec.tags}
+    own = {TAG_VERSION: __version__, TAG_ENDPOINT: base, TAG_KIND: str(ENCODER)}
     if model_data:
-        tags.update({TAG_SHA: model_data.sha256[:12], TAG_ARTIFACT: model_data.uri[:256]})
+        own.update({TAG_SHA: model_data.sha256[:12], TAG_ARTIFACT: model_data.uri[:256]})
+    tags = with_own_tags(own, spec.tags)
     return DeployPlan(
         endpoint_name=base,
         model_name=model_name,

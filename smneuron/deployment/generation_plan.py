@@ -38,6 +38,7 @@ from smneuron.endpoints.naming import (
     TAG_VERSION,
     endpoint_name,
     redacted,
+    with_own_tags,
 )
 from smneuron.errors import ConfigError
 from smneuron.specs.models import EndpointSpec, GenerationSpec
@@ -660,11 +661,11 @@ def _sizes(spec: EndpointSpec, weights_gib: float, size_bytes: int, fit: int) ->
 
 def _tags(base: str, model_data: ModelData, user: Mapping[str, str]) -> dict[str, str]:
     """smneuron's tags on every resource of the endpoint, then the user's."""
-    return {
+    own = {
         TAG_VERSION: __version__,
         TAG_ENDPOINT: base,
         TAG_KIND: str(GENERATION),
         TAG_SHA: model_data.sha256[:12],
         TAG_ARTIFACT: model_data.uri[:256],
-        **user,
     }
+    return with_own_tags(own, dict(user))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
+from pydantic import ValidationError
 
 from smneuron.catalog import InstanceType
 from smneuron.endpoints.owned import holds
@@ -65,7 +66,13 @@ def parse_schedule(text: str) -> ScheduledScaling:
             hint='Write it as "cron(0 8 * * ? *)=2-6" (schedule expression=min-max).',
         )
     expr = schedules.parse(m["expr"]).text
-    return ScheduledScaling(schedule=expr, min_capacity=int(m["min"]), max_capacity=int(m["max"]))
+    try:
+        return ScheduledScaling(schedule=expr, min_capacity=int(m["min"]), max_capacity=int(m["max"]))
+    except ValidationError as e:  # the model's own rule (its minimum at most its maximum), in its words
+        raise ConfigError(
+            f"Cannot use the scheduled capacity {text!r}: {e.errors()[0]['msg'].removeprefix('Value error, ')}.",
+            hint='Write it as "cron(0 8 * * ? *)=2-6" (schedule expression=min-max, the minimum at most the maximum).',
+        ) from None
 
 
 @dataclass

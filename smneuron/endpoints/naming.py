@@ -69,6 +69,24 @@ def endpoint_name(spec: EndpointSpec, fallback: str) -> tuple[str, str | None]:
     return name, f"endpoint name {name!r} derived from {fallback!r} (set it with --name)"
 
 
+def with_own_tags(own: dict[str, str], user: dict[str, str]) -> dict[str, str]:
+    """smneuron's tags on a resource (``own``: its endpoint, kind, version, model) and the user's beside them.
+
+    Raises:
+        ConfigError: a tag of the user's would replace one of smneuron's: ``smneuron:endpoint`` is how delete finds
+            what the endpoint owns and ``smneuron:kind`` what every later verb reads, so another value there left
+            resources behind or a kind no verb could tell.
+    """
+    taken = sorted(k for k in user if k in own)
+    if taken:
+        raise ConfigError(
+            f"Your tags name {', '.join(taken)}, which smneuron sets itself on every resource it creates (the "
+            "endpoint that owns it, the model's kind, smneuron's version, the model): yours would replace them.",
+            hint="Give your tags other keys (--tag team=search, or endpoint.tags in smneuron.yaml).",
+        )
+    return {**own, **user}
+
+
 def is_secret(name: str) -> bool:
     """Whether a variable's name says its value is a secret (``SECRET_WORDS``)."""
     return bool(SECRET_WORDS & set(re.split(r"[_\-]", name.upper())))

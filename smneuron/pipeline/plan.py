@@ -29,6 +29,7 @@ from smneuron.deployment import preflight, quotas
 from smneuron.deployment.controls import Controls
 from smneuron.deployment.request import project_settings
 from smneuron.deployment.transform_feeding import Feeding
+from smneuron.endpoints.naming import TAG_ENDPOINT, TAG_VERSION, with_own_tags
 from smneuron.errors import ConfigError, QuotaExceededError
 from smneuron.files.user import read_text
 from smneuron.session import Session
@@ -145,7 +146,7 @@ def plan(
         instance=instance,
         instance_choices=choices,
         execution_role=sess.role_arn,
-        pipeline_role=role_arn(spec.role, sess) if spec.role else sess.role_arn,
+        pipeline_role=sess.arn_of_role(spec.role) if spec.role else sess.role_arn,
         bucket=sess.bucket_name,
         output_prefix=f"s3://{sess.bucket_name}/{proj.aws.prefix}/pipelines/{spec.name}",
         compile_instance_type=spec.compile_instance_type,
@@ -158,12 +159,9 @@ def plan(
         variant_name=ep.variant_name,
         defaults=_defaults(proj, comp, instance, endpoint_name),
         model_package_group=spec.model_package_group,
-        tags={
-            "smneuron:endpoint": endpoint_name,
-            TAG_PIPELINE: spec.name,
-            "smneuron:version": __version__,
-            **ep.tags,
-        },
+        tags=with_own_tags(
+            {TAG_ENDPOINT: endpoint_name, TAG_PIPELINE: spec.name, TAG_VERSION: __version__}, ep.tags
+        ),
         config={
             "model_name": model_name,
             "compile": comp.model_dump(),
@@ -367,12 +365,6 @@ def _preflight(image_uri: str, instance: InstanceType, ami: str | None) -> list[
             f"by the deploy step's preflight ({repository}:{tag} serves {', '.join(row.architectures)})"
         )
     return [*notes, preflight.host(row.runtime, ami, instance.family)]
-
-
-def role_arn(role: str, session: Session) -> str:
-    return (
-        role if role.startswith("arn:") else f"arn:{session.partition}:iam::{session.account_id}:role/{role}"
-    )
 
 
 def _instance_choices(instance: InstanceType) -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from botocore.exceptions import ClientError
 
 from smneuron.errors import ConfigError, from_client_error, is_not_found
-from smneuron.pipeline.plan import role_arn
 from smneuron.pipeline.runs import definition_module, newest_execution, parameter_defaults, sdk_context
 from smneuron.session import Session
 from smneuron.specs import schedules
@@ -75,7 +74,7 @@ def schedule(
         # trusts scheduler.amazonaws.com and may only start pipeline executions (infra/smneuron-pipeline.yaml)
         with sdk_context(sess.region):
             return definition.put_schedule(
-                name, parsed.pipeline_kwargs(), role_arn=role_arn(role, sess), session=sess, enabled=enabled
+                name, parsed.pipeline_kwargs(), role_arn=sess.arn_of_role(role), session=sess, enabled=enabled
             )
     except ClientError as e:
         raise from_client_error(e, operation="CreateSchedule") from e

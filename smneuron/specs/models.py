@@ -10,6 +10,7 @@ generated from it, and the sections refer to each other (the endpoint's instance
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -320,6 +321,15 @@ class EndpointSpec(StrictModel):
     def _kms(cls, v: str | None) -> str | None:
         return check_kms_key(v)
 
+    @field_validator("image_uri")
+    @classmethod
+    def _image(cls, v: str | None) -> str | None:
+        # botocore's ContainerImage: at most 255 characters, no whitespace (CreateModel refuses the rest)
+        if v is not None and (len(v) > 255 or not re.fullmatch(r"\S+", v)):
+            raise ValueError(f"{v[:60]!r}{'...' if len(v) > 60 else ''} is not an image URI CreateModel takes: at "
+                             "most 255 characters, no spaces (REGISTRY/REPOSITORY:TAG)")  # fmt: skip
+        return v
+
     @field_validator("instance_type")
     @classmethod
     def _instance(cls, v: str) -> str:
@@ -368,6 +378,16 @@ class ScheduledScaling(StrictModel):
     schedule: str = Field(..., description='"cron(0 8 * * ? *)", "rate(1 day)" or "at(2026-01-01T00:00:00)".')
     min_capacity: int = Field(..., ge=0, description="Minimum instances from that time on.")
     max_capacity: int = Field(..., ge=1, description="Maximum instances from that time on.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ScheduledScaling:
+        # Application Auto Scaling refuses a scheduled action whose minimum is above its maximum: refused here, before
+        # the endpoint exists, instead of leaving it created without its schedule
+        if self.min_capacity > self.max_capacity:
+            raise ValueError(
+                f"the schedule {self.schedule}'s minimum {self.min_capacity} is above its maximum {self.max_capacity}"
+            )
+        return self
 
 
 class ScalingSpec(StrictModel):

@@ -399,6 +399,40 @@ CASES = [
     # flags the spec refuses are usage errors (exit 2), as `scale --min 5 --max 2` and `--task sentiment` were: deploy's
     # and compile's said 1
     ("min-above-max", "deploy {artifact} --min 5 --max 2 --dry-run", 2, ["--max", "below --min"], {}, None),
+    # accepted until 2026-11-28 (a fuzz of deploy on the embedded SageMaker): each is what AWS refuses, or what breaks a
+    # later verb, refused before anything is uploaded or created
+    (
+        "deploy-role-account-not-12-digits",
+        "deploy {artifact} --instance ml.c7i.xlarge --role arn:aws:iam::123:role/x",
+        1,
+        ["The execution role 'arn:aws:iam::123:role/x' is not one SageMaker takes", "twelve-digit account"],
+        {},
+        None,
+    ),
+    (
+        "deploy-tag-replaces-smneurons-own",
+        "deploy {artifact} --instance ml.c7i.xlarge --tag smneuron:endpoint=other",
+        1,
+        ["smneuron:endpoint, which smneuron sets itself", "--tag team=search"],
+        {},
+        None,
+    ),
+    (
+        "deploy-schedule-min-above-max",
+        "deploy {artifact} --instance ml.c7i.xlarge --max 6 --schedule at(2027-01-01T00:00:00)=5-2",
+        1,
+        ["minimum 5 is above its maximum 2", "the minimum at most the maximum"],
+        {},
+        None,
+    ),
+    (
+        "deploy-image-uri-too-long",
+        "deploy {artifact} --instance ml.c7i.xlarge --image-uri " + "a" * 256,
+        2,
+        ["--image-uri (endpoint.image_uri)", "at most 255 characters"],
+        {},
+        None,
+    ),
     (
         "instance-typo",
         "deploy {artifact} --instance ml.m5.xlrge --dry-run",

@@ -163,6 +163,9 @@ def test_every_control_is_sent_as_botocore_takes_it_the_same_from_the_sdk_and_th
         ({"role": "no-eni"}, "may not ec2:CreateNetworkInterface"),
         ({"instance": "ml.c5d.xlarge", "artifact": "cpu"}, "would not encrypt the storage of ml.c5d.xlarge"),
         ({"tags": {"aws:team": "x"}}, "the aws: prefix is reserved"),
+        # smneuron's own: delete finds what an endpoint owns by smneuron:endpoint, every verb reads smneuron:kind
+        ({"tags": {"smneuron:endpoint": "other"}}, "smneuron:endpoint, which smneuron sets itself"),
+        ({"tags": {"smneuron:kind": "x", "team": "a"}}, "smneuron:kind, which smneuron sets itself"),
         ({"data_capture": "s3://no-such-bucket/c"}, "no-such-bucket does not exist"),
         (
             {"data_capture": "s3://capture-bucket/elsewhere"},

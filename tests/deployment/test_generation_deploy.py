@@ -334,6 +334,10 @@ def test_the_plan_refuses_a_served_batch_other_than_the_compiled_one(optimum_sta
     with pytest.raises(ConfigError) as e:
         plan_generation(data, spec, region="us-east-1")
     assert "SM_ON_BATCH_SIZE=4 differs from the compiled batch size 8" in e.value.message
+    # a tag of the user's never replaces smneuron's own (every later verb reads the kind from smneuron:kind)
+    spec = EndpointSpec(instance_type="ml.inf2.48xlarge", tags={"smneuron:kind": "encoder"})
+    with pytest.raises(ConfigError, match="smneuron:kind, which smneuron sets itself"):
+        plan_generation(data, spec, region="us-east-1")
 
 
 def test_dry_run_prints_the_plan_with_the_token_redacted(optimum_standin, llama_8b, tmp_path, monkeypatch):

@@ -36,6 +36,29 @@ def test_inf2_endpoint_configs_are_accepted_and_bogus_types_rejected(session):
         make_config(sm, "c-bad", "ml.inf9.xlarge")
 
 
+def test_create_model_refuses_a_role_arn_and_an_image_outside_botocores_shapes(session):
+    """moto took both; SageMaker refuses them before it creates anything (RoleArn's pattern, ContainerImage's 255)."""
+    sm = session.client("sagemaker")
+    container = {"Image": "img:1", "ModelDataUrl": "s3://b/k/model.tar.gz"}
+    for role, says in (
+        (
+            "arn:aws:iam::123456789012:role/a b",
+            "Value 'arn:aws:iam::123456789012:role/a b' at 'executionRoleArn'",
+        ),
+        ("arn:aws:iam::123:role/short-account", "at 'executionRoleArn' failed to satisfy constraint"),
+    ):
+        with pytest.raises(ClientError, match=says) as refused:
+            sm.create_model(ModelName="m", ExecutionRoleArn=role, PrimaryContainer=container)
+        assert refused.value.response["Error"]["Code"] == "ValidationException"
+    with pytest.raises(ClientError, match="at 'primaryContainer.image' .* less than or equal to 255"):
+        sm.create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+                        PrimaryContainer={**container, "Image": "a" * 256})  # fmt: skip
+    with pytest.raises(ClientError, match="2 validation errors detected"):
+        sm.create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::1:role/r",
+                        PrimaryContainer={**container, "Image": "a b"})  # fmt: skip
+    assert sm.list_models()["Models"] == []
+
+
 def test_update_endpoint_switches_config_and_keeps_deployment_config(session):
     sm = session.client("sagemaker")
     make_config(sm, "c1", "ml.inf2.xlarge")

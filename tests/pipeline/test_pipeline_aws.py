@@ -141,6 +141,25 @@ def test_parse_schedule_refuses_with_the_forms(text):
         parse_capacity(f"{text}=1-2")
 
 
+def test_a_scheduled_capacity_with_its_minimum_above_its_maximum_is_refused_before_anything_exists(tmp_path):
+    """Application Auto Scaling refuses such a scheduled action once the endpoint exists: it was accepted, and the
+    endpoint was created without its schedule. The flag's text and the project file's entry are refused alike."""
+    from smneuron.endpoints.autoscaling import parse_schedule as parse_capacity
+    from smneuron.specs.models import ProjectFile
+
+    with pytest.raises(ConfigError, match="minimum 5 is above its maximum 2"):
+        parse_capacity("cron(0 8 * * ? *)=5-2")
+    assert parse_capacity("cron(0 8 * * ? *)=2-2").max_capacity == 2
+    project = tmp_path / "smneuron.yaml"
+    project.write_text(
+        "scaling:\n  scheduled:\n    - {schedule: 'cron(0 8 * * ? *)', min_capacity: 5, max_capacity: 2}\n"
+    )
+    with pytest.raises(
+        ConfigError, match="scaling.scheduled.0: the schedule .*minimum 5 is above its maximum 2"
+    ):
+        ProjectFile.load(project)
+
+
 def test_cli_pipeline_commands(session, role, tmp_path, monkeypatch):
     import yaml
     from conftest import run_cli

@@ -198,6 +198,12 @@ def test_cpu_instance_for_the_compile_step_only(session, role):
     project = ProjectFile(compile={"task": "feature-extraction"}, pipeline=PipelineSpec(name="my_pipeline"))
     with pytest.raises(ConfigError, match="letters, digits and hyphens"):
         plan(project, session=session)
+    # the pipeline's resources carry smneuron's own tags too, never replaced by a tag of the user's
+    project = ProjectFile(
+        compile={"task": "feature-extraction"}, endpoint={"tags": {"smneuron:version": "0"}}
+    )
+    with pytest.raises(ConfigError, match="smneuron:version, which smneuron sets itself"):
+        plan(project, session=session)
 
 
 @pytest.mark.parametrize("instance", ["ml.inf2.xlarge", "ml.inf1.xlarge"])

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -317,8 +318,23 @@ def _patch_s3_conditional_denies() -> None:
     patching.replace(s3_models.FakeBucket, "get_permission", get_permission)
 
 
+def _shape_problem(name: str, value: str, where: str) -> str | None:
+    """``value`` against botocore's string shape ``name`` (its length and pattern), in SageMaker's words: moto checks
+    neither, and SageMaker refuses a role ARN with a space or an image URI past 255 characters before it creates."""
+    shape = service_model("sagemaker").shape_for(name).metadata
+    failed = f"at '{where}' failed to satisfy constraint: Member must"
+    if len(value) > shape.get("max", len(value)):
+        return f"Value {failed} have length less than or equal to {shape['max']}"
+    if len(value) < shape.get("min", 0):
+        return f"Value {failed} have length greater than or equal to {shape['min']}"
+    if "pattern" in shape and not re.fullmatch(shape["pattern"], value):
+        return f"Value '{value}' {failed} satisfy regular expression pattern: {shape['pattern']}"
+    return None
+
+
 def _patch_create_model(models: Any, validation_error: type) -> None:
-    """CreateModel refuses a container environment SageMaker refuses (``container.rules``), in SageMaker's words."""
+    """CreateModel refuses a container environment SageMaker refuses (``container.rules``), an execution role ARN or
+    an image URI outside botocore's shapes, in SageMaker's words."""
     create = patching.original(models.SageMakerModelBackend, "create_model")
 
     def create_model(
@@ -330,6 +346,15 @@ def _patch_create_model(models: Any, validation_error: type) -> None:
         containers: Any,
         tags: Any,
     ) -> Any:
+        problems = [_shape_problem("RoleArn", execution_role_arn, "executionRoleArn")]
+        for i, container in enumerate([primary_container or {}, *(containers or [])]):
+            where = "primaryContainer" if i == 0 else f"containers.{i}.member"
+            problems.append(_shape_problem("ContainerImage", container.get("Image", "x"), f"{where}.image"))
+        if any(problems):
+            found = [p for p in problems if p]
+            raise validation_error(
+                message=f"{len(found)} validation error{'s'[: len(found) - 1]} detected: {'; '.join(found)}"
+            )
         for i, container in enumerate([primary_container or {}, *(containers or [])]):
             problems = environment_problems(dict(container.get("Environment") or {}))
             if problems:
