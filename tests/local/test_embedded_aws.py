@@ -59,6 +59,24 @@ def test_create_model_refuses_a_role_arn_and_an_image_outside_botocores_shapes(s
     assert sm.list_models()["Models"] == []
 
 
+def test_create_bucket_refuses_a_name_s3s_naming_rules_refuse(session):
+    """moto checked the length only: `deploy --bucket UPPER` made a bucket here that AWS refuses."""
+    s3 = session.client("s3")
+    for name in (
+        "UPPER",
+        "under_score",
+        "a..b",
+        "192.168.5.4",
+        "sthree-x",
+        "abc-s3alias",
+        "-ab",
+    ):
+        with pytest.raises(ClientError, match="InvalidBucketName"):
+            s3.create_bucket(Bucket=name)
+    s3.create_bucket(Bucket="ok-bucket.1")
+    assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["ok-bucket.1"]
+
+
 def test_update_endpoint_switches_config_and_keeps_deployment_config(session):
     sm = session.client("sagemaker")
     make_config(sm, "c1", "ml.inf2.xlarge")

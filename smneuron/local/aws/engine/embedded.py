@@ -18,6 +18,8 @@ place, by teaching moto what the real service does (checked against botocore's s
   and keeps enforcing every unconditional statement;
 - it does not implement ``ListPipelineExecutionSteps``: we add it, reporting the execution's
   top-level steps with the status moto gives the execution (moto runs no step);
+- its CreateBucket checks a name's length only: S3's naming rules refuse the rest (uppercase, ``..``, an IP address);
+- its CreateModel takes any execution role ARN and image: SageMaker refuses those outside botocore's shapes;
 - its CloudFormation lacks ``AWS::S3::BucketPolicy``, keeps ``AWS::NoValue`` as a null inside lists
   (real CloudFormation drops the element) and does not recompute a stack's outputs when a change
   set is executed: we add the resource type, drop the nulls and refresh the outputs.
@@ -102,6 +104,7 @@ def patch_moto() -> None:
     patch_service_quotas()
     patch_describe_shapes()
     _patch_s3_conditional_denies()
+    _patch_bucket_names()
     _patch_cloudformation()
     _require_private_members(models)
     _PATCHED = True
@@ -316,6 +319,43 @@ def _patch_s3_conditional_denies() -> None:
         return IAMPolicy(json.dumps(doc)).is_action_permitted(action, resource)
 
     patching.replace(s3_models.FakeBucket, "get_permission", get_permission)
+
+
+# S3's rules for a new general purpose bucket's name (https://docs.aws.amazon.com/AmazonS3/latest/userguide/
+# bucketnamingrules.html): 3-63 lowercase letters, digits, dots and hyphens, a letter or digit at each end, no two dots
+# together, not an IP address, none of S3's reserved prefixes and suffixes. moto checked only the length.
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_BUCKET_RESERVED = (
+    ("xn--", "sthree-", "amzn-s3-demo-"),
+    ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"),
+)
+
+
+def _bucket_name_refused(name: str) -> bool:
+    prefixes, suffixes = _BUCKET_RESERVED
+    return (
+        not _BUCKET.fullmatch(name)
+        or ".." in name
+        or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", name) is not None
+        or name.startswith(prefixes)
+        or name.endswith(suffixes)
+    )
+
+
+def _patch_bucket_names() -> None:
+    """CreateBucket refuses a name S3 refuses (InvalidBucketName), as it refused only a length before: a bucket named
+    UPPER was made here and refused by AWS."""
+    from moto.s3 import models as s3_models
+    from moto.s3.exceptions import InvalidBucketName
+
+    create = patching.original(s3_models.S3Backend, "create_bucket")
+
+    def create_bucket(self: Any, bucket_name: str, *args: Any, **kwargs: Any) -> Any:
+        if _bucket_name_refused(bucket_name):
+            raise InvalidBucketName()
+        return create(self, bucket_name, *args, **kwargs)
+
+    patching.replace(s3_models.S3Backend, "create_bucket", create_bucket)
 
 
 def _shape_problem(name: str, value: str, where: str) -> str | None:
