@@ -81,7 +81,7 @@ def _an_encoder_endpoint(url: str, name: str) -> None:
         "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.5.1-cpu-py311-ubuntu22.04-sagemaker"
     )
     env = {"TS_DEFAULT_SERVICE_HANDLER": "/opt/ml/model/code/smneuron_handler.py:handle"}
-    sm.create_model(ModelName=name, ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+    sm.create_model(ModelName=name, ExecutionRoleArn="arn:aws:iam::123456789012:role/smneuron-execution-role",
                     PrimaryContainer={"Image": image, "Environment": env})  # fmt: skip
     sm.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[
         {"VariantName": "AllTraffic", "ModelName": name, "InstanceType": "ml.m5.large", "InitialInstanceCount": 1}

@@ -56,20 +56,21 @@ def test_deploy_env_that_sagemaker_refuses_is_refused_before_anything_is_created
 
 
 def test_the_embedded_create_model_refuses_what_sagemaker_refuses():
-    from smneuron.local.aws.engine.embedded import embedded_aws
+    from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws
     from smneuron.session import Session
 
     with embedded_aws() as url:
+        create_sagemaker_role(Session.embedded(url))  # CreateModel checks SageMaker may assume the role
         sm = Session.embedded(url).client("sagemaker")
         container = {
             "Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.1.0-cpu-py310"
         }
         with pytest.raises(ClientError) as refused:
-            sm.create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+            sm.create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/smneuron-execution-role",
                             PrimaryContainer={**container, "Environment": {"BAD-NAME": "1"}})  # fmt: skip
         error = refused.value.response["Error"]
         assert error["Code"] == "ValidationException" and "primaryContainer.environment" in error["Message"]
         assert sm.list_models()["Models"] == []
-        sm.create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+        sm.create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/smneuron-execution-role",
                         PrimaryContainer={**container, "Environment": {"GOOD_NAME": "1"}})  # fmt: skip
         assert [m["ModelName"] for m in sm.list_models()["Models"]] == ["m"]

@@ -114,7 +114,7 @@ def _foreign(session, name: str, environment: dict[str, str]) -> str:
     sm = session.client("sagemaker")
     sm.create_model(
         ModelName=f"{name}-model",
-        ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+        ExecutionRoleArn="arn:aws:iam::123456789012:role/smneuron-execution-role",
         PrimaryContainer={
             "Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/own:1",
             "Environment": environment,
@@ -130,7 +130,7 @@ def _foreign(session, name: str, environment: dict[str, str]) -> str:
     return sm.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config")["EndpointArn"]
 
 
-def test_an_endpoint_smneuron_did_not_make_is_decided_from_stated_evidence_or_refused(session):
+def test_an_endpoint_smneuron_did_not_make_is_decided_from_stated_evidence_or_refused(session, role):
     _foreign(session, "dlc", {"SAGEMAKER_PROGRAM": "inference.py"})
     o = overview("dlc", session=session)
     assert (

@@ -167,7 +167,7 @@ def _exercise(sm) -> None:  # type: ignore[no-untyped-def]
     sm.delete_model(ModelName="m1")
 
 
-def test_every_answer_of_the_embedded_sagemaker_fits_botocores_model(aws):
+def test_every_answer_of_the_embedded_sagemaker_fits_botocores_model(aws, role):
     recorder = Recorder()
     sm = recorder.attach(boto3.client("sagemaker", region_name="us-east-1"))
     _exercise(sm)

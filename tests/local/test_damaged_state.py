@@ -165,7 +165,7 @@ def test_a_full_disk_refuses_changes_before_they_are_made_and_never_refuses_a_re
         assert error["Code"] == "InsufficientStorage" and "Nothing was changed" in error["Message"]
         assert cli.client("s3").list_buckets()["Buckets"] == []
         with pytest.raises(ClientError) as refused:
-            cli.client("sagemaker").create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+            cli.client("sagemaker").create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/smneuron-execution-role",
                                                  PrimaryContainer={"Image": "i"})  # fmt: skip
         assert refused.value.response["Error"]["Code"] == "InsufficientStorage"
         # reads, the query protocol's POSTs included, answer as ever
@@ -203,7 +203,7 @@ def test_a_change_that_could_not_be_written_is_taken_back_and_said_in_the_protoc
             "sagemaker",
             lambda c: c.create_model(
                 ModelName="m",
-                ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+                ExecutionRoleArn="arn:aws:iam::123456789012:role/smneuron-execution-role",
                 PrimaryContainer={"Image": "i"},
             ),
             "InternalFailure",
@@ -278,7 +278,7 @@ def test_local_up_on_a_full_disk_says_so_in_one_paragraph(tmp_path, monkeypatch)
 def test_restored_resources_keep_the_time_they_were_created(cli):
     assert cli("local", "up").returncode == 0
     sm = cli.client("sagemaker")
-    sm.create_model(ModelName="timed", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+    sm.create_model(ModelName="timed", ExecutionRoleArn="arn:aws:iam::123456789012:role/smneuron-execution-role",
                     PrimaryContainer={"Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.1.0-cpu-py310"})  # fmt: skip
     sm.create_endpoint_config(EndpointConfigName="timed-config", ProductionVariants=[{
         "VariantName": "AllTraffic", "ModelName": "timed", "InstanceType": "ml.c6i.large", "InitialInstanceCount": 1}])  # fmt: skip

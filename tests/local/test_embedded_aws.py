@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 def make_config(sm, name: str, instance: str, count: int = 1) -> None:
     sm.create_model(
         ModelName=f"m-{name}",
-        ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+        ExecutionRoleArn="arn:aws:iam::123456789012:role/smneuron-execution-role",
         PrimaryContainer={"Image": "img:1", "ModelDataUrl": "s3://b/k/model.tar.gz"},
     )
     sm.create_endpoint_config(
@@ -25,7 +25,7 @@ def make_config(sm, name: str, instance: str, count: int = 1) -> None:
     )
 
 
-def test_inf2_endpoint_configs_are_accepted_and_bogus_types_rejected(session):
+def test_inf2_endpoint_configs_are_accepted_and_bogus_types_rejected(session, role):
     sm = session.client("sagemaker")
     make_config(sm, "c-inf2", "ml.inf2.48xlarge")
     assert (
@@ -51,12 +51,37 @@ def test_create_model_refuses_a_role_arn_and_an_image_outside_botocores_shapes(s
             sm.create_model(ModelName="m", ExecutionRoleArn=role, PrimaryContainer=container)
         assert refused.value.response["Error"]["Code"] == "ValidationException"
     with pytest.raises(ClientError, match="at 'primaryContainer.image' .* less than or equal to 255"):
-        sm.create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+        sm.create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::123456789012:role/smneuron-execution-role",
                         PrimaryContainer={**container, "Image": "a" * 256})  # fmt: skip
     with pytest.raises(ClientError, match="2 validation errors detected"):
         sm.create_model(ModelName="m", ExecutionRoleArn="arn:aws:iam::1:role/r",
                         PrimaryContainer={**container, "Image": "a b"})  # fmt: skip
     assert sm.list_models()["Models"] == []
+
+
+def test_create_model_refuses_a_role_sagemaker_may_not_assume(session, role):
+    """A role that does not exist, or one whose trust policy names another service: SageMaker's CreateModel says it
+    could not assume it (moto created the Model, and the endpoint served here as it never would on AWS)."""
+    import json
+
+    sm = session.client("sagemaker")
+    container = {"Image": "img:1", "ModelDataUrl": "s3://b/k/model.tar.gz"}
+    trust = {
+        "Statement": [
+            {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": "ec2.amazonaws.com"}}
+        ]
+    }
+    ec2_only = session.client("iam").create_role(
+        RoleName="ec2-only", AssumeRolePolicyDocument=json.dumps(trust)
+    )
+    for arn in ("arn:aws:iam::123456789012:role/no-such-role", ec2_only["Role"]["Arn"]):
+        with pytest.raises(
+            ClientError, match=f"Could not assume role {arn}. Please ensure that the role exists"
+        ):
+            sm.create_model(ModelName="m", ExecutionRoleArn=arn, PrimaryContainer=container)
+    assert sm.list_models()["Models"] == []
+    sm.create_model(ModelName="m", ExecutionRoleArn=role, PrimaryContainer=container)
+    assert [m["ModelName"] for m in sm.list_models()["Models"]] == ["m"]
 
 
 def test_create_bucket_refuses_a_name_s3s_naming_rules_refuse(session):
@@ -77,7 +102,7 @@ def test_create_bucket_refuses_a_name_s3s_naming_rules_refuse(session):
     assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["ok-bucket.1"]
 
 
-def test_update_endpoint_switches_config_and_keeps_deployment_config(session):
+def test_update_endpoint_switches_config_and_keeps_deployment_config(session, role):
     sm = session.client("sagemaker")
     make_config(sm, "c1", "ml.inf2.xlarge")
     make_config(sm, "c2", "ml.inf2.8xlarge", count=2)
@@ -102,10 +127,11 @@ def test_update_endpoint_switches_config_and_keeps_deployment_config(session):
 
 
 def test_embedded_server_serves_the_extended_api():
-    from smneuron.local.aws.engine.embedded import embedded_aws
+    from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws
     from smneuron.session import Session
 
     with embedded_aws() as url:
+        create_sagemaker_role(Session.embedded(url))
         sm = Session.embedded(url).client("sagemaker")
         make_config(sm, "c-srv", "ml.inf2.xlarge")
         assert sm.list_endpoint_configs()["EndpointConfigs"][0]["EndpointConfigName"] == "c-srv"
@@ -142,7 +168,7 @@ def test_conditional_denies_are_left_to_real_s3_unconditional_ones_enforced(sess
         s3.get_object(Bucket="tls", Key="k")  # other statements are still enforced by moto
 
 
-def test_endpoint_delay_makes_endpoints_transition_like_real_ones(session, monkeypatch):
+def test_endpoint_delay_makes_endpoints_transition_like_real_ones(session, role, monkeypatch):
     """The embedded clock is the test's (issue 51 #5: a 0.5 s delay against a 0.6 s sleep raced on a loaded machine)."""
     from smneuron.local.aws.engine import embedded
     from smneuron.local.aws.engine.embedded import set_endpoint_delay
@@ -163,7 +189,7 @@ def test_endpoint_delay_makes_endpoints_transition_like_real_ones(session, monke
         set_endpoint_delay(0)
 
 
-def test_a_second_endpoint_of_the_same_name_and_an_update_in_progress_are_refused(session):
+def test_a_second_endpoint_of_the_same_name_and_an_update_in_progress_are_refused(session, role):
     """Issue 22 #7: moto replaced an endpoint on a second CreateEndpoint of its name; SageMaker refuses it, and
     refuses to update an endpoint that is still Creating or Updating."""
     from smneuron.local.aws.engine.embedded import set_endpoint_delay

@@ -130,7 +130,7 @@ def test_an_acknowledged_write_survives_a_kill_9_the_moment_after(smneuron_cli, 
     s3.create_bucket(Bucket="acked")
     for i in range(5):
         s3.put_object(Bucket="acked", Key=f"k{i}", Body=f"acknowledged {i}".encode())
-    sm.create_model(ModelName="acked", ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+    sm.create_model(ModelName="acked", ExecutionRoleArn="arn:aws:iam::123456789012:role/smneuron-execution-role",
                     PrimaryContainer={"Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/x:1"})  # fmt: skip
     # logs are not kept, only counted (what a model server ships rebuilds that count alone, not the whole snapshot):
     # the count is on disk once the answer came, and the next `local up` says what is gone

@@ -19,7 +19,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from smneuron.files.local_record import LOCAL_REGION, LocalKeys, embedded_keys, signed_call
-from smneuron.local.aws.engine.embedded import embedded_aws
+from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws
 from smneuron.session import Session
 
 ALLOWED = "http://localhost:8888"
@@ -29,10 +29,11 @@ ONE_TRY = Config(retries={"max_attempts": 1, "mode": "standard"})
 @pytest.fixture(scope="module")
 def service():
     with embedded_aws(allowed_origins=[ALLOWED]) as url:
+        create_sagemaker_role(Session.embedded(url))  # CreateModel checks SageMaker may assume the role
         sm = Session.embedded(url).client("sagemaker")
         sm.create_model(
             ModelName="kept",
-            ExecutionRoleArn="arn:aws:iam::123456789012:role/r",
+            ExecutionRoleArn="arn:aws:iam::123456789012:role/smneuron-execution-role",
             PrimaryContainer={
                 "Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.1.0-cpu-py310"
             },
@@ -87,7 +88,7 @@ def _send(url: str, request: AWSRequest, body: bytes | None = None, **extra: str
 def _create_model(name: str) -> dict:
     return {
         "ModelName": name,
-        "ExecutionRoleArn": "arn:aws:iam::123456789012:role/r",
+        "ExecutionRoleArn": "arn:aws:iam::123456789012:role/smneuron-execution-role",
         "PrimaryContainer": {
             "Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.1.0-cpu-py310"
         },

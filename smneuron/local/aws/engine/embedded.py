@@ -19,7 +19,8 @@ place, by teaching moto what the real service does (checked against botocore's s
 - it does not implement ``ListPipelineExecutionSteps``: we add it, reporting the execution's
   top-level steps with the status moto gives the execution (moto runs no step);
 - its CreateBucket checks a name's length only: S3's naming rules refuse the rest (uppercase, ``..``, an IP address);
-- its CreateModel takes any execution role ARN and image: SageMaker refuses those outside botocore's shapes;
+- its CreateModel takes any execution role ARN and image: SageMaker refuses those outside botocore's shapes, and a
+  role that does not exist or does not let SageMaker assume it;
 - its CloudFormation lacks ``AWS::S3::BucketPolicy``, keeps ``AWS::NoValue`` as a null inside lists
   (real CloudFormation drops the element) and does not recompute a stack's outputs when a change
   set is executed: we add the resource type, drop the nulls and refresh the outputs.
@@ -181,10 +182,12 @@ def _patch_endpoint_updates(models: Any, responses: Any, result: type, error: ty
 def _require_private_members(models: Any) -> None:
     """The private moto members smneuron calls without replacing them."""
     from moto.cloudformation.models import Stack
+    from moto.iam.models import IAMBackend
 
     patching.requires(Stack, "_parse_template")
     patching.requires(Stack, "_create_output_map")
     patching.requires(models.FakeEndpoint, "_process_production_variants")
+    patching.requires(IAMBackend, "get_role_by_arn")  # CreateModel's check that SageMaker may assume the role
 
 
 def _patch_pipeline_steps(models: Any, responses: Any, ActionResult: Any) -> None:
@@ -358,6 +361,33 @@ def _patch_bucket_names() -> None:
     patching.replace(s3_models.S3Backend, "create_bucket", create_bucket)
 
 
+def _sagemaker_may_assume(account_id: str, role_arn: str) -> bool:
+    """Whether the account holds the role and its trust policy lets SageMaker assume it, as CreateModel checks
+    (its refusal, AWS's words: "Could not assume role ARN. Please ensure that the role exists and allows principal
+    'sagemaker.amazonaws.com' to assume the role.", seen from CreateTransformJob in
+    github.com/awslabs/predictive-maintenance-using-machine-learning/issues/3)."""
+    from moto.iam.exceptions import NotFoundException
+    from moto.iam.models import iam_backends
+
+    try:
+        role = iam_backends[account_id]["global"].get_role_by_arn(role_arn)
+    except NotFoundException:
+        return False
+    policy = json.loads(getattr(role, "assume_role_policy_document", None) or "{}")
+    for statement in policy.get("Statement", []):
+        services = (statement.get("Principal") or {}).get("Service", [])
+        services = [services] if isinstance(services, str) else services
+        actions = statement.get("Action", [])
+        actions = [actions] if isinstance(actions, str) else actions
+        if (
+            statement.get("Effect") == "Allow"
+            and "sagemaker.amazonaws.com" in services
+            and "sts:AssumeRole" in actions
+        ):
+            return True
+    return False
+
+
 def _shape_problem(name: str, value: str, where: str) -> str | None:
     """``value`` against botocore's string shape ``name`` (its length and pattern), in SageMaker's words: moto checks
     neither, and SageMaker refuses a role ARN with a space or an image URI past 255 characters before it creates."""
@@ -394,6 +424,11 @@ def _patch_create_model(models: Any, validation_error: type) -> None:
             found = [p for p in problems if p]
             raise validation_error(
                 message=f"{len(found)} validation error{'s'[: len(found) - 1]} detected: {'; '.join(found)}"
+            )
+        if not _sagemaker_may_assume(self.account_id, execution_role_arn):
+            raise validation_error(
+                message=f"Could not assume role {execution_role_arn}. Please ensure that the role exists and allows "
+                "principal 'sagemaker.amazonaws.com' to assume the role."
             )
         for i, container in enumerate([primary_container or {}, *(containers or [])]):
             problems = environment_problems(dict(container.get("Environment") or {}))
