@@ -271,8 +271,9 @@ from smneuron.local.aws.engine.embedded import patch_moto
 patch_moto()
 with mock_aws():
     import boto3, json
+    trust = {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": "sagemaker.amazonaws.com"}}
     boto3.client("iam", region_name="us-east-1").create_role(RoleName="smneuron-execution-role",
-        AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}))
+        AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [trust]}))
     from smneuron.cli.main import run
     try:
         run(["deploy", sys.argv[1], "--instance", "ml.c6i.xlarge", "--name", "cli-ep"])

@@ -24,7 +24,8 @@ CLI = [sys.executable, "-m", "smneuron.cli.main"]
 def world(tiny_classifier, tiny_encoder, tiny_llama, minilm_dir, tmp_path_factory):
     """Files a user might point smneuron at, and an embedded AWS to point it to."""
     from smneuron.compilation.encoder import compile_model
-    from smneuron.local.aws.engine.embedded import embedded_aws
+    from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws
+    from smneuron.session import Session
 
     root = tmp_path_factory.mktemp("mistakes")
     compile_model(tiny_classifier, root / "artifact", target="cpu", task="text-classification", buckets="16")
@@ -67,6 +68,7 @@ def world(tiny_classifier, tiny_encoder, tiny_llama, minilm_dir, tmp_path_factor
     shutil.copytree(tiny_classifier, wrong)
     shutil.copy(minilm_dir / "tokenizer.json", wrong / "tokenizer.json")
     with embedded_aws() as url:
+        create_sagemaker_role(Session.embedded(url))  # what `local up` makes: CreateModel checks the role
         _an_encoder_endpoint(url, "enc")
         yield {"root": root, "url": url, "model": tiny_classifier, "llama": tiny_llama}
 

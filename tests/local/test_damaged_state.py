@@ -21,7 +21,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from smneuron.local.aws.embedded_service import EmbeddedService
-from smneuron.local.aws.engine.embedded import embedded_aws
+from smneuron.local.aws.engine.embedded import create_sagemaker_role, embedded_aws
 from smneuron.local.aws.state import snapshot_file
 from smneuron.local.aws.state.persistence import Keeper
 from smneuron.session import Session
@@ -181,6 +181,9 @@ def failing_keeper(tmp_path, monkeypatch):
     """An in-process embedded AWS whose state writes fail as on a full disk after the room check passed."""
     service = EmbeddedService()
     with embedded_aws(service=service) as url:
+        create_sagemaker_role(
+            Session.embedded(url)
+        )  # before writes fail: CreateModel needs a role SageMaker may assume
         keeper = Keeper(url, tmp_path / "aws")
 
         def full(*_a, **_k):
