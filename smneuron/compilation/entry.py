@@ -27,6 +27,7 @@ from smneuron.compilation.generation import (
 from smneuron.compilation.tasks import infer_task
 from smneuron.errors import ConfigError, UsageError, at_least_one
 from smneuron.files.user import dir_to_write
+from smneuron.specs.compile_settings import COMPILE
 from smneuron.specs.models import CompileSpec, override
 
 
@@ -81,14 +82,10 @@ def compile_model(
         MissingDependencyError: torch / transformers / the target's Neuron package / optimum-neuron missing.
         CompileError: loading, tracing, exporting or validation failed.
     """
-    # a sequence length the user chose (a keyword, a flag, the project file, a spec made with it) is never changed
-    chosen = "sequence_length" in overrides or (
-        spec is not None and "sequence_length" in spec.model_fields_set
-    )
-    # the static shapes chosen (by keyword, flag or project file): the others get the defaults (compilation.shapes)
-    shapes_chosen = {
-        f for f in shapes.SHAPE_FIELDS if f in overrides or (spec is not None and f in spec.model_fields_set)
-    }
+    # what the user chose (a keyword, a flag, the project file, a spec made with it): a chosen sequence length is never
+    # changed, the static shapes not chosen get the defaults (compilation.shapes), the other kind's are refused
+    given = {*overrides, *(spec.model_fields_set if spec is not None else ())}
+    chosen, shapes_chosen = "sequence_length" in given, set(shapes.SHAPE_FIELDS) & given
     spec = override(spec or CompileSpec(), **overrides) if overrides else (spec or CompileSpec())
     if out_dir is None and not dry_run:
         raise UsageError("compile needs the artifact directory to write.", hint="Give out_dir (-o/--output).")
@@ -113,6 +110,7 @@ def compile_model(
         )
     # decided once: the optimum-neuron cache holds causal LMs; else the task, or config.json (artifact.kind)
     kind, note = (GENERATION, "") if from_cache else model_kind(model, spec.task)
+    _refuse_other_kinds(kind, given)
     settings = dict(from_cache=from_cache, cache=cache, cache_dir=cache_dir, jobs=jobs, progress=progress,
                     sequence_chosen=chosen, data=data, shapes_chosen=shapes_chosen)  # fmt: skip
     done = (
@@ -122,6 +120,20 @@ def compile_model(
     )
     done.notes[:0] = [note] if note else []
     return done
+
+
+def _refuse_other_kinds(kind: ModelKind, given: set[str]) -> None:
+    """A compile setting of the other kind (``COMPILE``'s table says which kind takes each), given by flag, keyword or
+    project file, is refused, never dropped: `--tensor-parallel-size 2` compiled an encoder as if it was not there."""
+    foreign = [o for o in COMPILE if o.kind and o.kind != kind and o.name in given]
+    if foreign:
+        named = ", ".join(f"{o.flag.split('/')[0]} ({o.keyword}=, {o.key})" for o in foreign)
+        raise ConfigError(
+            f"This model compiles as {kind.title}, and {named} only shape{'s' * (len(foreign) == 1)} "
+            f"{foreign[0].kind.replace('-', ' ')} compiles: {'it' if len(foreign) == 1 else 'they'} would be ignored.",
+            hint=f"Leave {'it' if len(foreign) == 1 else 'them'} out (from the command, the keywords or smneuron.yaml's "
+            "compile section), or give the --task the settings are for.",
+        )
 
 
 def _encoder(model: str | Path, out_dir: Path, spec: CompileSpec, **settings: Any) -> CompileResult:

@@ -492,3 +492,31 @@ def test_buckets_placed_on_the_users_texts_say_what_each_serves(tiny_classifier,
     assert code == 2 and "--data chooses the buckets from your texts" in " ".join(err.split())
     with pytest.raises(UsageError, match="text generation compiles one sequence length"):
         compile_any(tiny_llama, tmp_path / "c", target="cpu", data=data)
+
+
+def test_a_compile_setting_of_the_other_kind_is_refused_not_dropped(tiny_classifier, tiny_llama, tmp_path):
+    """`--tensor-parallel-size 2` compiled an encoder as if it was not given, and `--buckets` a causal LM: each kind's
+    settings are COMPILE's table's, and the other kind's are refused by flag, keyword or project file alike."""
+    from smneuron.compilation import compile_model as compile_any
+    from smneuron.specs.models import CompileSpec
+
+    with pytest.raises(
+        ConfigError, match=r"compiles as encoder, and --tensor-parallel-size .* only shapes text gen"
+    ):
+        compile_any(tiny_classifier, None, target="cpu", tensor_parallel_size=2, dry_run=True)
+    project = CompileSpec.model_validate({"target": "cpu", "dtype": "fp16", "sequence_length": 512})
+    with pytest.raises(
+        ConfigError,
+        match=r"--sequence-length \(sequence_length=, compile.sequence_length\), --dtype .* they would",
+    ):
+        compile_any(tiny_classifier, None, project, dry_run=True)
+    with pytest.raises(
+        ConfigError, match=r"compiles as text generation, and --buckets .* only shapes encoder"
+    ):
+        compile_any(tiny_llama, None, target="cpu", buckets="16,32", dry_run=True)
+    code, _, err = run_cli(
+        "compile", str(tiny_classifier), "-o", str(tmp_path / "a"), "--target", "cpu", "--num-cores", "2"
+    )
+    assert code == 1 and "--tensor-parallel-size" in err and not (tmp_path / "a").exists()
+    # the kind's own are taken as before
+    assert compile_any(tiny_llama, None, target="cpu", sequence_length=64, dry_run=True)
