@@ -190,6 +190,11 @@ def whole_numbers(text: str | None, flag: str) -> list[int] | None:
         raise typer.BadParameter(f"{text!r}: give whole numbers, e.g. 1,4,8.", param_hint=flag) from None
 
 
+# a file name to suggest when a folder is named where a file goes, by what the flag writes (`--html /tmp` was told
+# "e.g. --html /tmp/report.json")
+_EXAMPLE_FILES = {"--html": "report.html", "--plot": "plot.png", "--csv": "report.csv"}
+
+
 def outputs_checked(files: dict[str, Path | None], folders: dict[str, Path | None] | None = None) -> None:
     """Each output flag given (flag -> path), checked before the work that fills it (``smneuron.files.user``): a
     folder named where a file goes, or a place that cannot take a new file, is a usage error (exit 2) naming the flag,
@@ -198,7 +203,7 @@ def outputs_checked(files: dict[str, Path | None], folders: dict[str, Path | Non
 
     for flag, path in files.items():
         if path is not None:
-            file_to_write(path, flag)
+            file_to_write(path, flag, example=_EXAMPLE_FILES.get(flag, "report.json"))
     for flag, path in (folders or {}).items():
         if path is not None:
             dir_to_write(path, flag)

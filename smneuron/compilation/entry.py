@@ -110,7 +110,7 @@ def compile_model(
         )
     # decided once: the optimum-neuron cache holds causal LMs; else the task, or config.json (artifact.kind)
     kind, note = (GENERATION, "") if from_cache else model_kind(model, spec.task)
-    _refuse_other_kinds(kind, given)
+    _refuse_other_kinds(kind, {f for f in given if getattr(spec, f) != _default(f)})
     settings = dict(from_cache=from_cache, cache=cache, cache_dir=cache_dir, jobs=jobs, progress=progress,
                     sequence_chosen=chosen, data=data, shapes_chosen=shapes_chosen)  # fmt: skip
     done = (
@@ -122,9 +122,15 @@ def compile_model(
     return done
 
 
+def _default(field: str) -> Any:
+    return CompileSpec.model_fields[field].get_default(call_default_factory=True)
+
+
 def _refuse_other_kinds(kind: ModelKind, given: set[str]) -> None:
     """A compile setting of the other kind (``COMPILE``'s table says which kind takes each), given by flag, keyword or
-    project file, is refused, never dropped: `--tensor-parallel-size 2` compiled an encoder as if it was not there."""
+    project file, is refused, never dropped: `--tensor-parallel-size 2` compiled an encoder as if it was not there.
+    ``given`` holds those set to other than their default (a whole spec passed on, as compare and the pipeline's
+    compile step pass theirs, sets every field, most to its default)."""
     foreign = [o for o in COMPILE if o.kind and o.kind != kind and o.name in given]
     if foreign:
         named = ", ".join(f"{o.flag.split('/')[0]} ({o.keyword}=, {o.key})" for o in foreign)

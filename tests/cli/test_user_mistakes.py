@@ -996,7 +996,7 @@ CASES = [
         "bench-plot-into-a-folder",
         "bench --url http://127.0.0.1:9 --plot {root}",
         2,
-        ["--plot", "is a folder", "Name a file"],
+        ["--plot", "is a folder", "Name a file", "plot.png"],
         {},
         None,
     ),
@@ -1255,7 +1255,7 @@ CASES = [
         "compare-html-into-a-folder",
         "compare {model} --instances ml.c6i.xlarge --html {root}",
         2,
-        ["--html", "is a folder"],
+        ["--html", "is a folder", "report.html"],  # the example was report.json
         {},
         None,
     ),
