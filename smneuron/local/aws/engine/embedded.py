@@ -54,7 +54,7 @@ from smneuron.local.aws.engine.benchmark_jobs import patch_benchmark_jobs
 from smneuron.local.aws.engine.components import patch_components
 from smneuron.local.aws.engine.describe_shapes import patch_describe_shapes
 from smneuron.local.aws.engine.hooks import install as install_hooks
-from smneuron.local.aws.engine.iam_simulation import patch_policy_simulation
+from smneuron.local.aws.engine.iam_simulation import patch_policy_simulation, service_may_assume
 from smneuron.local.aws.engine.quotas import patch_service_quotas
 from smneuron.local.aws.engine.speed import patch_speed
 from smneuron.local.aws.engine.transform_jobs import patch_transform_jobs
@@ -373,19 +373,7 @@ def _sagemaker_may_assume(account_id: str, role_arn: str) -> bool:
         role = iam_backends[account_id]["global"].get_role_by_arn(role_arn)
     except NotFoundException:
         return False
-    policy = json.loads(getattr(role, "assume_role_policy_document", None) or "{}")
-    for statement in policy.get("Statement", []):
-        services = (statement.get("Principal") or {}).get("Service", [])
-        services = [services] if isinstance(services, str) else services
-        actions = statement.get("Action", [])
-        actions = [actions] if isinstance(actions, str) else actions
-        if (
-            statement.get("Effect") == "Allow"
-            and "sagemaker.amazonaws.com" in services
-            and "sts:AssumeRole" in actions
-        ):
-            return True
-    return False
+    return service_may_assume(role, "sagemaker.amazonaws.com")
 
 
 def _shape_problem(name: str, value: str, where: str) -> str | None:
