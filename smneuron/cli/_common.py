@@ -132,6 +132,14 @@ def shown(value: Any) -> str:
     return escape(str(value))
 
 
+def plan_heading(what: str, notes: list[str]) -> None:
+    """A deploy plan's first line, ``what`` with its values through ``shown``, and its notes (each kind's renderer)."""
+    c = console()
+    c.print(f"[bold]Plan[/bold] (nothing is created): {what}", markup=True)
+    for note in notes:
+        c.print(f"note: {note}")
+
+
 def print_json(data: Any, *, compact_numbers: bool = False) -> None:
     """Indented JSON on stdout; ``compact_numbers`` keeps each list of numbers on one line (an embedding is one
     line, not 384)."""

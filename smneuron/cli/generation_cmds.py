@@ -6,7 +6,7 @@ import time
 
 import typer
 
-from smneuron.cli._common import console, print_json, shown, table
+from smneuron.cli._common import console, plan_heading, print_json, shown, table
 from smneuron.errors import UsageError
 
 
@@ -50,13 +50,11 @@ def render_generation_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped
         print_json(p.to_dict())
         return
     c = console()
-    c.print(
-        f"[bold]Plan[/bold] (nothing is created): text-generation endpoint [bold]{shown(p.endpoint_name)}[/bold] on "
-        f"{p.instance.name}: {p.copies} copies x tp {p.capacity.tensor_parallel_size}",
-        markup=True,
+    plan_heading(
+        f"text-generation endpoint [bold]{shown(p.endpoint_name)}[/bold] on {p.instance.name}: {p.copies} copies "
+        f"x tp {p.capacity.tensor_parallel_size}",
+        p.notes,
     )
-    for note in p.notes:
-        c.print(f"note: {note}")
     table(None, ["resource", "name / value"], _plan_rows(p), numeric=False)
     c.print("[bold]Capacity[/bold] (fits):", markup=True)
     for line in p.capacity.lines():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from smneuron.artifact.kind import ENCODER, GENERATION
-from smneuron.cli._common import console, print_json, shown, table
+from smneuron.cli._common import console, plan_heading, print_json, shown, table
 from smneuron.cli.generation_cmds import render_generation_plan
 from smneuron.endpoints.naming import redacted
 
@@ -19,13 +19,10 @@ def render_encoder_plan(p, as_json: bool) -> None:  # type: ignore[no-untyped-de
         print_json(data)
         return
     c = console()
-    c.print(
-        f"[bold]Plan[/bold] (nothing is created): endpoint [bold]{shown(p.endpoint_name)}[/bold] on "
-        f"{p.initial_instance_count} x {p.instance.name}",
-        markup=True,
+    plan_heading(
+        f"endpoint [bold]{shown(p.endpoint_name)}[/bold] on {p.initial_instance_count} x {p.instance.name}",
+        p.notes,
     )
-    for note in p.notes:
-        c.print(f"note: {note}")
     policy = p.scaling.policy
     scaling = f"{p.scaling.min_capacity}-{p.scaling.max_capacity} instances"
     if policy:
