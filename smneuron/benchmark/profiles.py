@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from smneuron.benchmark.search import unmet
 from smneuron.errors import BenchFailedError, ConfigError
+from smneuron.specs.bench_settings import PROFILES
 
-PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
 R = TypeVar("R")
 
 

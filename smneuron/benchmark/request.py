@@ -15,6 +15,7 @@ from smneuron.benchmark.encoder import Report
 from smneuron.benchmark.endpoint import bench_here
 from smneuron.benchmark.generation import GenerationReport
 from smneuron.benchmark.in_account import MeasuredTwice, bench_in_account_and_here
+from smneuron.benchmark.targets import room_for
 from smneuron.session import Session
 from smneuron.specs.bench_settings import BENCH, BenchRequest
 
@@ -57,6 +58,7 @@ def bench(
         SmneuronError: nothing listens at ``url``. BenchFailedError: every request failed.
     """
     req = BENCH.parse(request if request is not None else settings, where=where)
+    room_for(req.concurrency, *(req.concurrencies or []))  # type: ignore[attr-defined]
     if req.in_account:  # type: ignore[attr-defined]
         return bench_in_account_and_here(name, req, where=where, session=session, on_status=on_status)
     return bench_here(name, texts, req, session=session, where=where, on_start=on_start)

@@ -79,6 +79,34 @@ def check_reachable(url: str, timeout_s: float = 5.0) -> None:
         raise unreachable_url(url, e) from None
 
 
+# files a bench process holds beside its connections (the interpreter's, the model's, logs, a tokenizer): a margin
+FILES_BESIDE = 256
+
+
+def room_for(*concurrencies: int | None) -> None:
+    """Make room for the connections a run at these concurrencies holds: the open-file limit is raised, up to the
+    hard limit, to the most of them (and to an open loop's ``OPEN_LOOP_CONNECTIONS`` where the hard limit allows).
+
+    Raises:
+        ConfigError: a closed loop wider than the hard limit allows (``--concurrency 100000`` under ``ulimit -Hn``
+            20000 failed its requests with "Too many open files" once the load had begun).
+    """
+    import resource
+
+    most = max((c or 0 for c in concurrencies), default=0)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = max(most + 8, OPEN_LOOP_CONNECTIONS) + FILES_BESIDE
+    limit = wanted if hard == resource.RLIM_INFINITY else hard
+    if most + 8 + FILES_BESIDE > limit:
+        raise ConfigError(
+            f"A concurrency of {most} holds as many connections: {most + 8 + FILES_BESIDE} open files with this "
+            f"process's own, and this process may open at most {hard} (its hard limit, `ulimit -Hn`).",
+            hint="Lower --concurrency (or --concurrencies), or raise the hard limit for the shell that runs smneuron.",
+        )
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, limit), hard))
+
+
 def url_sender(
     url: str, concurrency: int, errors: ErrorLog | None = None
 ) -> tuple[Send, Callable[[], Awaitable[None]]]:

@@ -140,6 +140,16 @@ def plan_heading(what: str, notes: list[str]) -> None:
         c.print(f"note: {note}")
 
 
+def not_empty(value: Any, flag: str) -> Any:
+    """A flag's value, refused when it is given empty (``--role ''``, ``--security-group ,``): an unset shell
+    variable (``--role "$ROLE"``) meant "not given", and the command went on with the default without a word."""
+    if value is not None and (value == [] or (isinstance(value, str) and not value.strip())):
+        raise typer.BadParameter(
+            "an empty value was given; give one, or leave the flag out for its default.", param_hint=flag
+        )
+    return value
+
+
 def print_json(data: Any, *, compact_numbers: bool = False) -> None:
     """Indented JSON on stdout; ``compact_numbers`` keeps each list of numbers on one line (an embedding is one
     line, not 384)."""

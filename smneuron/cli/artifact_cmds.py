@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, print_json, shown, state, table
+from smneuron.cli._common import JsonOpt, console, not_empty, print_json, shown, state, table
 
 
 def package_cmd(
@@ -112,7 +112,9 @@ def upload_cmd(
 
     st = state(ctx)
     project = st.project()
-    session = st.session(bucket=bucket, kms_key_id=kms_key_id)
+    session = st.session(
+        bucket=not_empty(bucket, "--bucket"), kms_key_id=not_empty(kms_key_id, "--kms-key-id")
+    )
     name = model_name or project.model_name or package_path.name.split(".")[0]
     r = stage(package_path, name=name, session=session, prefix=prefix or project.aws.prefix)
     if as_json:

@@ -59,15 +59,16 @@ def bench_cmd(
     files = {"--output": out, **{BENCH[k].flag: settings.get(k) for k in ("plot", "csv", "html")}}
     outputs_checked(files, {"--png-dir": settings.get("png_dir")})
     st = state(ctx)
-    # flags -> the SDK's one bench request (defaults, kind, refusals and serving figures decided there) -> render
+    # flags -> the SDK's one bench request (defaults, kind, refusals and serving figures decided there) -> render;
+    # typed before the session is asked for, so that a mistyped flag is said before missing credentials are
+    request = BENCH.parse({**settings, "prices": st.project().prices or None}, where="cli")
     result = bench(
         endpoint,
         session=None if settings.get("url") or not endpoint else st.session(),  # no target: the SDK says so
         where="cli",
+        request=request,
         on_status=None if as_json else generation_bench_cmd.job_progress(endpoint),
         on_start=None if as_json else lambda said: console().print(f"note: {said}", highlight=False),
-        prices=st.project().prices or None,
-        **settings,
     )
     # each kind's report, shown and written (the text-generation one lives with its commands); then the verdict
     emitters = {ENCODER: _emit, GENERATION: generation_bench_cmd.emit}

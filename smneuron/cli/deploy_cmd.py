@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, pairs, print_json, shown, state
+from smneuron.cli._common import JsonOpt, console, not_empty, pairs, print_json, shown, state
 from smneuron.cli.options import with_options
 from smneuron.errors import Interrupted
 from smneuron.specs.deploy_settings import DEPLOY
@@ -46,6 +46,7 @@ def deploy_cmd(
     from smneuron.deployment.request import resolve
 
     st = state(ctx)
+    role, bucket = not_empty(role, "--role"), not_empty(bucket, "--bucket")
     if local:  # the old spelling of `smneuron serve`, kept for one release
         console().print(
             "note: `smneuron deploy --local` is now `smneuron serve ARTIFACT --instance TYPE` (same flags); "

@@ -17,6 +17,7 @@ from typing import Any, get_origin
 
 import typer
 
+from smneuron.cli._common import not_empty
 from smneuron.specs.options import Option, Options
 
 
@@ -43,8 +44,8 @@ def _converted(table: Options, option: Option, value: Any) -> Any:
     if get_origin(table.type_of(option)) is dict:
         return _pairs(value, option.flags[0])
     if option.comma:
-        return [v.strip() for item in value for v in item.split(",") if v.strip()] or None
-    return value
+        return not_empty([v.strip() for item in value for v in item.split(",") if v.strip()], option.flags[0])
+    return not_empty(value, option.flags[0])
 
 
 def _pairs(values: list[str], flag: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from smneuron.cli._common import JsonOpt, console, print_json, state, table
+from smneuron.cli._common import JsonOpt, console, not_empty, print_json, state, table
 from smneuron.errors import ConfigError, MissingRegionError, UsageError
 
 app = typer.Typer(
@@ -170,7 +170,7 @@ def schedule_cmd(
     arn = schedule(
         _name(ctx, name),
         expression,
-        role=role or spec.scheduler_role,
+        role=not_empty(role, "--role") or spec.scheduler_role,
         session=st.session(),
         enabled=not disabled,
     )

@@ -189,5 +189,57 @@ def container_environment(
         env["NEURON_RT_NUM_CORES"] = str(cores_per_model)
         if spec.neuron_monitor and region:
             env["NEURON_MONITOR_CW_REGION"] = region
+    _refuse_contradictions(env, spec.environment)
     env.update(spec.environment)
     return env
+
+
+_CODE = "smneuron's inference code is the entry point (add your own files with --code DIR)"
+# the variables smneuron derives from a setting, and the setting a user's --env (endpoint.environment) would
+# contradict: a different value is refused with the setting to use instead. The other variables smneuron sets
+# (OMP_NUM_THREADS, MKL_NUM_THREADS, SAGEMAKER_CONTAINER_LOG_LEVEL) are the user's to replace: the plan says so
+DECIDED_BY = {
+    "SAGEMAKER_PROGRAM": _CODE,
+    "SAGEMAKER_SUBMIT_DIRECTORY": _CODE,
+    "SAGEMAKER_HANDLER": _CODE,
+    "TS_DEFAULT_SERVICE_HANDLER": _CODE,
+    "SAGEMAKER_MODEL_SERVER_WORKERS": "--workers sets the workers per instance (SDK: workers=)",
+    "SAGEMAKER_TS_MIN_WORKERS": "--workers sets the workers per instance (SDK: workers=)",
+    "SAGEMAKER_TS_MAX_WORKERS": "--workers sets the workers per instance (SDK: workers=)",
+    "SAGEMAKER_MODEL_SERVER_TIMEOUT": "--timeout sets it (endpoint.model_server_timeout_in_seconds)",
+    "SAGEMAKER_TS_RESPONSE_TIMEOUT": "--timeout sets it (endpoint.model_server_timeout_in_seconds)",
+    "SAGEMAKER_TS_BATCH_SIZE": "--batch-size sets it (endpoint.batch_size)",
+    "SAGEMAKER_TS_MAX_BATCH_DELAY": "--max-batch-delay-ms sets it (endpoint.max_batch_delay_ms)",
+    "SMNEURON_MODELS_PER_WORKER": "the project file's endpoint.models_per_worker sets it",
+    "SAGEMAKER_REGION": "the session's region sets it (--region, AWS_REGION)",
+    "NEURON_RT_NUM_CORES": "the artifact's NeuronCores per model set it (compile --neuroncore-pipeline-cores)",
+    "NEURON_MONITOR_CW_REGION": "the project file's endpoint.neuron_monitor and the region set it",
+}
+
+
+def _refuse_contradictions(ours: dict[str, str], theirs: dict[str, str]) -> None:
+    """A user's variable that contradicts one smneuron derives from a setting: the endpoint would serve otherwise
+    than the plan says (another entry point, other workers or batching than the ones planned and priced).
+
+    Raises:
+        ConfigError: one or more, each with the setting that decides it.
+    """
+    clashes = [k for k in DECIDED_BY if k in theirs and k in ours and str(theirs[k]) != ours[k]]
+    if clashes:
+        raise ConfigError(
+            "The container variable(s) "
+            + "; ".join(f"{k}={theirs[k]} (smneuron sets {ours[k]}: {DECIDED_BY[k]})" for k in clashes)
+            + " would contradict the plan.",
+            hint="Drop them from --env (endpoint.environment) and use the setting named instead.",
+        )
+
+
+def replaced_by_user(spec: EndpointSpec) -> list[str]:
+    """Notes for the variables smneuron sets that a user's --env replaces (those no setting decides)."""
+    own = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "SAGEMAKER_CONTAINER_LOG_LEVEL")
+    return [
+        f"{k}={spec.environment[k]} from --env replaces the value smneuron sets "
+        + ("(the instance's vCPUs / workers)" if k != "SAGEMAKER_CONTAINER_LOG_LEVEL" else "(20)")
+        for k in own
+        if k in spec.environment
+    ]

@@ -22,7 +22,13 @@ from smneuron.artifact.kind import ENCODER, TAG_KIND, ModelKind
 from smneuron.artifact.staging import ModelData
 from smneuron.catalog import InstanceType, matrix, resolve_image
 from smneuron.catalog.prices import PriceTable, price_table
-from smneuron.container.encoder_env import container_environment, gpu_workers, serving_batch, workers_for
+from smneuron.container.encoder_env import (
+    container_environment,
+    gpu_workers,
+    replaced_by_user,
+    serving_batch,
+    workers_for,
+)
 from smneuron.deployment import preflight
 from smneuron.deployment.controls import Controls, check_plan
 from smneuron.deployment.rollback import alarms
@@ -401,6 +407,7 @@ def plan(
     said = serving_batch(spec, model_data.batch_size)[1]
     if said:
         p.notes.append(said)
+    p.notes += replaced_by_user(spec)
     p.notes += check_plan(p.controls, [x.instance for x in laid], p.tags)
     for x in laid:  # the artifact's compiler against each image that would serve it (refused when known bad)
         if x.model_data is not None:

@@ -11,7 +11,6 @@ plan holds is what ``reconcile`` compares against AWS's answer, field for field.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +21,6 @@ from smneuron.catalog import InstanceType
 from smneuron.endpoints.owned import holds
 from smneuron.errors import ConfigError, from_client_error
 from smneuron.session import Session
-from smneuron.specs import schedules
 from smneuron.specs.models import ScalingSpec, ScheduledScaling
 
 NAMESPACE = "sagemaker"
@@ -50,27 +48,18 @@ def default_target(instance: InstanceType, metric: str, workers: int) -> float:
     return float(cores * PER_CORE_INVOCATIONS_PER_MINUTE)
 
 
-_CAPACITY = re.compile(r"^(?P<expr>.+\))=(?P<min>\d+)-(?P<max>\d+)$")
-
-
 def parse_schedule(text: str) -> ScheduledScaling:
-    """``"cron(0 8 * * ? *)=2-6"`` -> a scheduled capacity change to min 2, max 6.
+    """``"cron(0 8 * * ? *)=2-6"`` -> a scheduled capacity change to min 2, max 6 (``ScheduledScaling``'s short form).
 
     Raises:
-        ConfigError: not ``expression=min-max``, or an expression outside the schedule grammar.
+        ConfigError: not ``expression=min-max``, an expression outside the schedule grammar, or a minimum above the
+            maximum.
     """
-    m = _CAPACITY.match(text.strip())
-    if not m:
-        raise ConfigError(
-            f"Cannot read the scheduled capacity {text!r}.",
-            hint='Write it as "cron(0 8 * * ? *)=2-6" (schedule expression=min-max).',
-        )
-    expr = schedules.parse(m["expr"]).text
     try:
-        return ScheduledScaling(schedule=expr, min_capacity=int(m["min"]), max_capacity=int(m["max"]))
-    except ValidationError as e:  # the model's own rule (its minimum at most its maximum), in its words
+        return ScheduledScaling.model_validate(text.strip())
+    except ValidationError as e:  # the model's own rules, in its words
         raise ConfigError(
-            f"Cannot use the scheduled capacity {text!r}: {e.errors()[0]['msg'].removeprefix('Value error, ')}.",
+            f"Cannot use the scheduled capacity {text!r}: {e.errors()[0]['msg'].removeprefix('Value error, ').rstrip('.')}.",
             hint='Write it as "cron(0 8 * * ? *)=2-6" (schedule expression=min-max, the minimum at most the maximum).',
         ) from None
 

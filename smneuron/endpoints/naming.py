@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from smneuron.errors import ConfigError
+from smneuron.errors import ConfigError, UsageError
 from smneuron.specs.models import EndpointSpec
 
 TAG_VERSION = "smneuron:version"
@@ -59,7 +59,7 @@ def endpoint_name(spec: EndpointSpec, fallback: str) -> tuple[str, str | None]:
     """
     if spec.name:
         if not _NAME.match(spec.name):
-            raise ConfigError(
+            raise UsageError(
                 f"Endpoint name {spec.name!r} is not valid: SageMaker names hold letters, digits and hyphens, "
                 "start and end with a letter or digit, and have at most 63 characters.",
                 hint=f"Use --name {sanitize(spec.name)} (or set endpoint.name in smneuron.yaml).",

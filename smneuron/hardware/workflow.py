@@ -26,6 +26,7 @@ from smneuron.artifact.staging import describe_local
 from smneuron.benchmark import encoder
 from smneuron.benchmark.prompts import lengths
 from smneuron.benchmark.settings import check_profile
+from smneuron.benchmark.targets import room_for
 from smneuron.catalog import InstanceType
 from smneuron.catalog.prices import PriceTable, prices_for
 from smneuron.compilation.entry import compile_model
@@ -182,6 +183,7 @@ def _request(
     profile = Profile(**{k: given[k] for k in LOAD if k in given})
     check_profile(profile.profile, {k: given[k] for k in ("rate",) if k in given}, where=where)
     encoder.check_window(profile.duration_s, profile.warmup_s, profile.cooldown_s)
+    room_for(profile.concurrency, *(profile.concurrencies or []))  # before anything is deployed
     return given, compile_overrides, asked, profile
 
 

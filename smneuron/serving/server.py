@@ -95,7 +95,9 @@ def plan_layout(
         compiled_batch=manifest.get("batch_size"),
     )
     # threads per worker share the CPUs the instance has here (deploy.encoder_env sized them for its vCPUs)
-    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(max(1, len(cpus) // n))
+    for threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        if threads not in spec.environment:  # the user's own, as deploy gives it (the plan's notes say so)
+            env[threads] = str(max(1, len(cpus) // n))
     env["SMNEURON_MODEL_SERVER_WORKERS_LOCAL"] = str(n)
     env[CPUS_ENV] = ",".join(map(str, cpus))
     return Layout(instance, n, cores_per_model, wanted if n < wanted else None, env, cpus, len(host_cpus()))

@@ -9,7 +9,7 @@ are the CLI's alone (``sdk=False``): the SDK returns the report, which writes it
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from smneuron.specs.options import Option, Options
 
@@ -17,6 +17,9 @@ ENCODER, GENERATION = "encoder", "text-generation"
 PROMPT_TOKENS, OUTPUT_TOKENS = 64, 128  # a synthetic text-generation load's default lengths
 GOODPUT_TARGET = 0.99  # the share of requests that must meet the SLOs for a rate to count as good
 IN_ACCOUNT_REQUESTS = 50  # an in-account benchmark job's request count when --max-requests is not given
+# the load profiles a run takes (``benchmark.profiles``), and the search of the highest rate meeting the SLOs
+PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
+Profile = Literal[PROFILES + ("find-max",)]  # type: ignore[valid-type]
 LENGTHS = "N or N,stdev,min,max (e.g. 256 or 256,64,32,512)"
 
 
@@ -41,7 +44,7 @@ BENCH = Options(
         Option(
             "profile",
             "--rate-type",
-            type=str,
+            type=Profile,
             default="sweep",
             help="Load shape: synchronous, concurrent, throughput, constant, poisson, sweep or find-max "
             "(--profile is the AWS profile).",

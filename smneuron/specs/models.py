@@ -19,6 +19,7 @@ from pydantic import Field, field_validator, model_validator
 from smneuron.catalog import InstanceType, Use
 from smneuron.errors import ConfigError
 from smneuron.files.user import read_text, yaml_problem
+from smneuron.specs import schedules
 from smneuron.specs.controls import AsyncSpec, DataCaptureSpec, VpcSpec, check_kms_key, check_tags
 from smneuron.specs.validation import StrictModel, make_loader, validate
 from smneuron.specs.validation import override as override  # part of the specs API
@@ -374,10 +375,37 @@ class EndpointSpec(StrictModel):
         return (self.instance, *(InstanceType.parse(t, use="endpoint") for t in self.instance_pools[1:]))
 
 
+# a scheduled capacity as --schedule (and the project file's short form) writes it: "cron(0 8 * * ? *)=2-6"
+SCHEDULED_CAPACITY = re.compile(r"^(?P<expr>.+\))=(?P<min>\d+)-(?P<max>\d+)$")
+
+
 class ScheduledScaling(StrictModel):
+    """A capacity change at a time: ``{schedule, min_capacity, max_capacity}``, or ``"cron(0 8 * * ? *)=2-6"``."""
+
     schedule: str = Field(..., description='"cron(0 8 * * ? *)", "rate(1 day)" or "at(2026-01-01T00:00:00)".')
     min_capacity: int = Field(..., ge=0, description="Minimum instances from that time on.")
     max_capacity: int = Field(..., ge=1, description="Maximum instances from that time on.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, data: Any) -> Any:
+        # the --schedule form in the project file too: it was "input should be a valid dictionary"
+        if not isinstance(data, str):
+            return data
+        m = SCHEDULED_CAPACITY.match(data.strip())
+        if not m:
+            raise ValueError(f'{data!r} is not "schedule expression=min-max", e.g. "cron(0 8 * * ? *)=2-6"')
+        return {"schedule": m["expr"], "min_capacity": int(m["min"]), "max_capacity": int(m["max"])}
+
+    @field_validator("schedule")
+    @classmethod
+    def _readable(cls, value: str) -> str:
+        # Application Auto Scaling's grammar, before the endpoint exists: "bogus" in the project file was planned,
+        # and PutScheduledAction would have refused it once the endpoint was created
+        try:
+            return schedules.parse(value).text
+        except ConfigError as e:
+            raise ValueError(f"{e.message} {e.hint}") from None
 
     @model_validator(mode="after")
     def _ordered(self) -> ScheduledScaling:

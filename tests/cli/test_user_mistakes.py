@@ -427,6 +427,53 @@ CASES = [
         {},
         None,
     ),
+    # a fuzz of 2026-11-28: a container variable smneuron derives from a setting was replaced without a word (the
+    # plan said 2 workers and inference.py; the endpoint would have run 9, or a module that is not there)
+    (
+        "deploy-env-contradicts-its-setting",
+        "deploy {artifact} --instance ml.c6i.xlarge --env SAGEMAKER_MODEL_SERVER_WORKERS=9 --env SAGEMAKER_PROGRAM=x "
+        "--dry-run",
+        1,
+        ["SAGEMAKER_MODEL_SERVER_WORKERS=9 (smneuron sets 2: --workers", "SAGEMAKER_PROGRAM=x", "--code DIR"],
+        {},
+        None,
+    ),
+    # an unknown load profile was "exit 1" after the credentials were asked for; a bad choice is a usage error, said
+    # first (here without credentials)
+    (
+        "bench-unknown-rate-type",
+        "bench ep --rate-type fast",
+        2,
+        ["--rate-type must be one of", "'sweep' or 'find-max', got 'fast'"],
+        {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "SMNEURON_ENDPOINT_URL": ""},
+        None,
+    ),
+    (
+        "compare-unknown-rate-type",
+        "compare {model} --instances ml.c7i.xlarge --rate-type fast",
+        2,
+        ["--rate-type must be one of", "got 'fast'"],
+        {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "SMNEURON_ENDPOINT_URL": ""},
+        None,
+    ),
+    # an empty value (an unset shell variable: --role "$ROLE") meant "not given": the default role, bucket or no
+    # security group, without a word
+    (
+        "deploy-empty-role",
+        "deploy {artifact} --instance ml.c7i.xlarge --role=",
+        2,
+        ["Invalid value for --role: an empty value was given", "leave the flag out"],
+        {},
+        None,
+    ),
+    (
+        "deploy-empty-security-group-list",
+        "deploy {artifact} --instance ml.c7i.xlarge --subnet subnet-1 --security-group=, --dry-run",
+        2,
+        ["Invalid value for --security-group: an empty value was given"],
+        {},
+        None,
+    ),
     (
         "deploy-image-uri-too-long",
         "deploy {artifact} --instance ml.c7i.xlarge --image-uri " + "a" * 256,
@@ -462,7 +509,7 @@ CASES = [
     (
         "bad-endpoint-name",
         "deploy {artifact} --instance ml.c6i.xlarge --name bad_name! --dry-run",
-        1,
+        2,
         ["not valid", "--name bad-name"],
         {},
         None,
@@ -479,7 +526,7 @@ CASES = [
         "bad-schedule",
         "deploy {artifact} --instance ml.c6i.xlarge --schedule daily=1-2 --dry-run",
         1,
-        ["Cannot read the schedule", "cron("],
+        ["Cannot use the scheduled capacity 'daily=1-2'", 'is not "schedule expression=min-max"', "cron("],
         {},
         None,
     ),

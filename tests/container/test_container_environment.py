@@ -68,3 +68,28 @@ def test_worker_limits():
         InstanceType.parse("ml.c5.4xlarge"), EndpointSpec(instance_type="ml.c5.4xlarge")
     )
     assert cpu["SAGEMAKER_MODEL_SERVER_WORKERS"] == "8" and cpu["OMP_NUM_THREADS"] == "2"
+
+
+def test_a_variable_smneuron_derives_from_a_setting_is_refused_with_that_setting():
+    """--env SAGEMAKER_PROGRAM=x replaced smneuron's entry point (the container would import a module that is not
+    there), and --env SAGEMAKER_MODEL_SERVER_WORKERS=9 served 9 workers where the plan, its memory check and its price
+    said 2: each is refused with the setting that decides it; the same value as smneuron's is no contradiction."""
+    inst = InstanceType.parse("ml.c6i.xlarge")
+    env = {"SAGEMAKER_PROGRAM": "x", "SAGEMAKER_MODEL_SERVER_WORKERS": "9", "SAGEMAKER_TS_BATCH_SIZE": "4"}
+    with pytest.raises(ConfigError) as e:
+        container_environment(inst, EndpointSpec(instance_type=inst.name, environment=env), compiled_batch=1)
+    said = str(e.value) + e.value.hint
+    assert "SAGEMAKER_PROGRAM=x (smneuron sets inference.py" in said and "--code DIR" in said
+    assert "SAGEMAKER_MODEL_SERVER_WORKERS=9 (smneuron sets 2: --workers" in said
+    assert "SAGEMAKER_TS_BATCH_SIZE=4 (smneuron sets 1: --batch-size" in said
+    same = {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_MODEL_SERVER_WORKERS": "2"}
+    assert (
+        container_environment(inst, EndpointSpec(instance_type=inst.name, environment=same))[
+            "SAGEMAKER_MODEL_SERVER_WORKERS"
+        ]
+        == "2"
+    )
+    mine = container_environment(
+        inst, EndpointSpec(instance_type=inst.name, environment={"OMP_NUM_THREADS": "3"}), compiled_batch=1
+    )
+    assert mine["OMP_NUM_THREADS"] == "3" and mine["MKL_NUM_THREADS"] == "2"  # no setting decides threads

@@ -4,6 +4,7 @@ and raw sockets, and against werkzeug's server with small WSGI apps for what the
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import threading
@@ -287,3 +288,36 @@ def test_an_answer_longer_or_shorter_than_announced_ends_its_connection(serve):
             while chunk := s.recv(65536):  # the server closes after it
                 data += chunk
             assert data.split(b"\r\n\r\n", 1)[1] == body
+
+
+def test_a_connection_past_the_limit_gets_503_with_the_reason_not_a_close(serve, monkeypatch):
+    """`compare --concurrency 100000` on the embedded SageMaker ended in "Can not write request body": the connections
+    past the limit were closed unanswered. Now such a connection's request is answered 503 ServiceUnavailable (an
+    error InvokeEndpoint declares) saying the limit, and the connections within it are served as before."""
+    from smneuron.local.aws.http import connections
+
+    monkeypatch.setattr(
+        connections, "MAX_CONNECTIONS", 2
+    )  # the rule at a size a test can reach (512 in service)
+
+    def app(environ, start_response):
+        environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        start_response("200 OK", [("Content-Length", "2")])
+        return [b"ok"]
+
+    address = serve(app)
+    held = [socket.create_connection(address, timeout=30) for _ in range(2)]
+    for s in held:  # each is served and kept open: the limit is now taken
+        s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+        assert _answer(s)[0] == b"HTTP/1.1 200 OK"
+    with socket.create_connection(address, timeout=30) as extra:
+        extra.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+        status, headers, body = _answer(extra)
+        assert (status, headers["x-amzn-errortype"], headers["connection"]) == (
+            b"HTTP/1.1 503 Service Unavailable",
+            "ServiceUnavailable",
+            "close",
+        )
+        assert "at most 2 connections at once" in json.loads(body)["message"]
+    for s in held:
+        s.close()

@@ -46,3 +46,23 @@ def test_invalid_cron_is_refused_with_the_field_and_the_fix(expression, words):
     with pytest.raises(ConfigError) as e:
         parse(expression)
     assert words in str(e.value) and "cron(0 3 ? * MON *)" in str(e.value)
+
+
+def test_the_project_files_scheduled_capacity_takes_the_flags_form_and_the_grammar(tmp_path):
+    """scaling.scheduled in smneuron.yaml: "cron(...)=2-6" (as --schedule writes it) was "input should be a valid
+    dictionary", and {schedule: bogus} was planned and would have reached PutScheduledAction after the endpoint was
+    created; both now as --schedule reads them."""
+    from smneuron.specs.models import ProjectFile
+
+    def scheduled(entry: str):  # type: ignore[no-untyped-def]
+        path = tmp_path / "smneuron.yaml"
+        path.write_text(f"scaling:\n  max_capacity: 6\n  scheduled:\n    - {entry}\n")
+        return ProjectFile.load(path).scaling.scheduled
+
+    (short,) = scheduled('"cron(0 8 * * ? *)=2-6"')
+    assert (short.schedule, short.min_capacity, short.max_capacity) == ("cron(0 8 * * ? *)", 2, 6)
+    assert scheduled("{schedule: 'rate(1 day)', min_capacity: 1, max_capacity: 3}")[0].max_capacity == 3
+    with pytest.raises(ConfigError, match=r"scheduled\.0\.schedule: Cannot read the schedule 'bogus'"):
+        scheduled("{schedule: bogus, min_capacity: 1, max_capacity: 2}")
+    with pytest.raises(ConfigError, match=r'is not "schedule expression=min-max"'):
+        scheduled('"cron(0 8 * * ? *)"')

@@ -22,6 +22,7 @@ May import: werkzeug (the `local` extra's seam), the standard library.
 from __future__ import annotations
 
 import http.client
+import json
 import logging
 import selectors
 import socket
@@ -84,19 +85,6 @@ class _Counted:
         return iter(self.readline, b"")
 
 
-class _Empty:
-    """The read side of a connection refused for want of room: it ends at once."""
-
-    def readline(self, *_: Any) -> bytes:
-        return b""
-
-    def read(self, *_: Any) -> bytes:
-        return b""
-
-    def close(self) -> None:
-        pass
-
-
 def kept_alive(base: type) -> type:
     """moto's request handler ``base`` (its headers as moto reads them), with connections kept alive (the module)."""
     return type("KeptAliveHandler", (KeepAlive, base), {})
@@ -109,11 +97,13 @@ class KeepAlive:
     timeout = IDLE_S  # socketserver sets it on the connection: an idle one ends here
     _body: _Counted | None = None
 
+    _over_limit = False
+
     def setup(self) -> None:
         super().setup()
-        if len(open_connections(self.server)) >= MAX_CONNECTIONS:
-            self.close_connection = True
-            self.rfile = _Empty()  # answered by closing: handle() reads nothing
+        # one connection too many: its first request is answered 503 with the reason, and the connection closes (a
+        # connection closed unanswered reached `bench --concurrency 100000` as "Can not write request body")
+        self._over_limit = len(open_connections(self.server)) >= MAX_CONNECTIONS
         # a new connection has BODY_S for its first request line; once it has made one, the idle limit applies
         self.connection.settimeout(min(BODY_S, self.timeout))
         # each write goes out at once: a kept-alive connection otherwise waits out the client's delayed ACK (40 ms)
@@ -259,8 +249,11 @@ class KeepAlive:
         # (an Expect: 100-continue was answered by parse_request; werkzeug's run_wsgi answered it a second time)
         self.environ = environ = self.make_environ()
         answer = _Answer(self)
+        app = self.server.app
+        if self._over_limit:  # answered "Connection: close"
+            app = _too_many
         try:
-            result = self.server.app(environ, answer.start_response)
+            result = app(environ, answer.start_response)
             try:
                 for data in result:
                     answer.write(data)
@@ -309,6 +302,28 @@ class KeepAlive:
             pass
         finally:
             selector.close()
+
+
+def _too_many(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    """The answer to a connection past ``MAX_CONNECTIONS``: 503 ServiceUnavailable (an error SageMaker Runtime's
+    InvokeEndpoint declares in botocore's model, which clients retry), with the limit in its message."""
+    body = json.dumps(
+        {
+            "__type": "ServiceUnavailable",
+            "message": f"The embedded SageMaker holds at most {MAX_CONNECTIONS} connections at once, and this one "
+            "was one more: lower the client's concurrency (e.g. smneuron bench --concurrency).",
+        }
+    ).encode()
+    start_response(
+        "503 Service Unavailable",
+        [
+            ("Content-Type", "application/x-amz-json-1.1"),
+            ("x-amzn-ErrorType", "ServiceUnavailable"),
+            ("Content-Length", str(len(body))),
+            ("Connection", "close"),
+        ],
+    )
+    return [body]
 
 
 class _Answer:
