@@ -376,7 +376,7 @@ class EndpointSpec(StrictModel):
 
 
 # a scheduled capacity as --schedule (and the project file's short form) writes it: "cron(0 8 * * ? *)=2-6"
-SCHEDULED_CAPACITY = re.compile(r"^(?P<expr>.+\))=(?P<min>\d+)-(?P<max>\d+)$")
+SCHEDULED_CAPACITY = re.compile(r"^(?P<expr>.+)=(?P<min>\d+)-(?P<max>\d+)$")
 
 
 class ScheduledScaling(StrictModel):

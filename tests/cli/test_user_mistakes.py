@@ -526,7 +526,7 @@ CASES = [
         "bad-schedule",
         "deploy {artifact} --instance ml.c6i.xlarge --schedule daily=1-2 --dry-run",
         1,
-        ["Cannot use the scheduled capacity 'daily=1-2'", 'is not "schedule expression=min-max"', "cron("],
+        ["Cannot read the schedule", "cron("],
         {},
         None,
     ),
