@@ -231,10 +231,10 @@ def at_least_one(value: Any, label: str, hint: str) -> None:
     """Refuse a count that is not a whole number of at least 1 (a worker, job or thread count), naming it as given.
 
     Raises:
-        ConfigError: ``value`` is not a whole number of at least 1.
+        UsageError: ``value`` is not a whole number of at least 1.
     """
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{label} must be a whole number of at least 1, got {value!r}.", hint=hint)
+        raise UsageError(f"{label} must be a whole number of at least 1, got {value!r}.", hint=hint)
 
 
 def _classify(code: str) -> type[AwsError]:

@@ -76,6 +76,7 @@ def plan(
         ConfigError: user code collides with smneuron's inference code.
     """
     _refuse_text_generation(artifact_dir)
+    _check_inputs(extra_code, requirements, wheels)
     manifest = Manifest.read(artifact_dir)
     files: dict[str, Path] = {MANIFEST_NAME: check_file(artifact_dir, artifact_dir / MANIFEST_NAME)}
     for name in manifest.files():
@@ -119,6 +120,36 @@ def plan(
         for w in wheels:
             files[f"code/wheels/{Path(w).name}"] = Path(w)
     return files, req.encode()
+
+
+def _check_inputs(extra_code: Path | None, requirements: Path | None, wheels: list[Path] | None) -> None:
+    """The user's code folder, requirements file and wheels, each where it is said to be: a --code or --requirements
+    that was not there was packaged without a word (the endpoint then failed to import the code it needs), and any
+    file went in as a wheel (pip refuses it at the container's start).
+
+    Raises:
+        ConfigError: one of them is missing or not of its kind.
+    """
+    if extra_code is not None and not Path(extra_code).is_dir():
+        raise ConfigError(
+            f"--code (extra_code=) {extra_code} is {'a file' if Path(extra_code).exists() else 'not there'}: it "
+            "names the folder of your own code, packaged into code/ beside smneuron's inference.py.",
+            hint="Give the folder (e.g. --code src/), or leave it out.",
+        )
+    if requirements is not None and not Path(requirements).is_file():
+        raise ConfigError(
+            f"--requirements (requirements=) {requirements} is not a file: it names a pip requirements file, "
+            "installed in the container at its start.",
+            hint="Give the file (e.g. --requirements requirements.txt), or leave it out.",
+        )
+    for wheel in wheels or []:
+        import zipfile  # only with wheels: zipfile imports bz2 and lzma, a cost every package would pay
+
+        if not (str(wheel).endswith(".whl") and zipfile.is_zipfile(wheel)):
+            raise ConfigError(
+                f"--wheel (wheels=) {wheel} is not a wheel (a .whl file, a zip archive pip installs from).",
+                hint="Give the .whl files `pip download --only-binary=:all: PACKAGE -d wheels/` fetches.",
+            )
 
 
 def _refuse_text_generation(artifact_dir: Path) -> None:

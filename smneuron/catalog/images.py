@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 from smneuron.catalog.instances import Family, InstanceType
@@ -128,6 +129,27 @@ def registry_account(region: str) -> str:
     return REGISTRY_ACCOUNTS.get(region, DEFAULT_REGISTRY)
 
 
+# an Amazon ECR image's registry: ACCOUNT.dkr.ecr[-fips].REGION.amazonaws.com[.cn]
+_ECR = re.compile(r"^\d{12}\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/")
+
+
+def _same_region(uri: str, region: str) -> None:
+    """An ECR image of another region: botocore's documentation of CreateModel's ContainerDefinition.Image says "the
+    Docker image for inference container in Amazon EC2 Container Registry must be in the same region as the model or
+    endpoint you are creating".
+
+    Raises:
+        ConfigError: it is in another region.
+    """
+    m = _ECR.match(uri)
+    if m and m["region"] != region:
+        raise ConfigError(
+            f"--image-uri {uri} is in Amazon ECR in {m['region']}, and the endpoint is in {region}: SageMaker takes an "
+            "ECR image only from the endpoint's own region.",
+            hint=f"Push (or replicate) the image to ECR in {region}, or deploy in {m['region']} (--region).",
+        )
+
+
 def resolve_image(
     instance: InstanceType | str,
     region: str,
@@ -149,6 +171,7 @@ def resolve_image(
         ConfigError: no known image matches the pins, or the region is unknown.
     """
     if uri:
+        _same_region(uri, region)
         return Image(uri, None)
     inst = InstanceType.parse(instance) if isinstance(instance, str) else instance
     family: Family = inst.family if inst.family in ("inf1", "inf2", "gpu") else "cpu"

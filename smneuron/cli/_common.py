@@ -143,7 +143,8 @@ def plan_heading(what: str, notes: list[str]) -> None:
 def not_empty(value: Any, flag: str) -> Any:
     """A flag's value, refused when it is given empty (``--role ''``, ``--security-group ,``): an unset shell
     variable (``--role "$ROLE"``) meant "not given", and the command went on with the default without a word."""
-    if value is not None and (value == [] or (isinstance(value, str) and not value.strip())):
+    blank = (value,) if isinstance(value, str) else value if isinstance(value, list) else ()
+    if value is not None and (value == [] or any(isinstance(v, str) and not v.strip() for v in blank)):
         raise typer.BadParameter(
             "an empty value was given; give one, or leave the flag out for its default.", param_hint=flag
         )

@@ -115,7 +115,7 @@ def upload_cmd(
     session = st.session(
         bucket=not_empty(bucket, "--bucket"), kms_key_id=not_empty(kms_key_id, "--kms-key-id")
     )
-    name = model_name or project.model_name or package_path.name.split(".")[0]
+    name = not_empty(model_name, "--model-name") or project.model_name or package_path.name.split(".")[0]
     r = stage(package_path, name=name, session=session, prefix=prefix or project.aws.prefix)
     if as_json:
         print_json(r.to_dict())

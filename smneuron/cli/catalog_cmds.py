@@ -14,7 +14,9 @@ def instances(
     show_all: bool = typer.Option(
         False, "--all", help="Every SageMaker hosting type (default: Inferentia, Trainium and priced types)."
     ),
-    cores_per_model: int = typer.Option(1, "--cores-per-model", help="NeuronCores one model copy spans."),
+    cores_per_model: int = typer.Option(
+        1, "--cores-per-model", min=1, help="NeuronCores one model copy spans."
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """List instance types: NeuronCores, memory, hourly price and recommended workers."""

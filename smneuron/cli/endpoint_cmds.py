@@ -204,8 +204,11 @@ def delete_cmd(
         return
     for r in removed:
         console().print(f"removed {r}")
-    if not removed:
-        console().print(f"Nothing to remove for {name}.")
+    if not removed:  # idempotent (a second delete succeeds), and a mistyped name is told so
+        console().print(
+            f"Nothing to remove for {name!r}: no endpoint of that name here, and nothing smneuron made for it "
+            "(`smneuron list` lists the endpoints)."
+        )
 
 
 def _agreed(question: str) -> bool:

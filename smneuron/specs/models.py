@@ -326,9 +326,11 @@ class EndpointSpec(StrictModel):
     @classmethod
     def _image(cls, v: str | None) -> str | None:
         # botocore's ContainerImage: at most 255 characters, no whitespace (CreateModel refuses the rest)
-        if v is not None and (len(v) > 255 or not re.fullmatch(r"\S+", v)):
+        # and its documentation: "SageMaker supports both registry/repository[:tag] and registry/repository[@digest]
+        # image path formats" ("nope" was planned, and the endpoint would have failed to pull it)
+        if v is not None and (len(v) > 255 or not re.fullmatch(r"[^/\s]+/\S+", v)):
             raise ValueError(f"{v[:60]!r}{'...' if len(v) > 60 else ''} is not an image URI CreateModel takes: at "
-                             "most 255 characters, no spaces (REGISTRY/REPOSITORY:TAG)")  # fmt: skip
+                             "most 255 characters, no spaces, REGISTRY/REPOSITORY:TAG or REGISTRY/REPOSITORY@DIGEST")  # fmt: skip
         return v
 
     @field_validator("instance_type")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 import shutil
 import tarfile
 from pathlib import Path
@@ -99,13 +100,37 @@ def test_user_code_cannot_replace_the_inference_code(artifact, tmp_path):
 
 
 def test_vendored_wheels_for_network_isolated_endpoints(artifact, tmp_path):
+    import zipfile
+
     wheel = tmp_path / "tokenizers-0.20.0-cp310-none-any.whl"
-    wheel.write_bytes(b"PK")
+    with zipfile.ZipFile(wheel, "w") as z:  # a wheel is a zip archive
+        z.writestr("tokenizers/__init__.py", "")
     result = package(artifact, tmp_path / "m.tar.gz", wheels=[wheel])
     with tarfile.open(result.path) as t:
         req = t.extractfile("code/requirements.txt").read().decode()
         assert "code/wheels/tokenizers-0.20.0-cp310-none-any.whl" in t.getnames()
     assert req.startswith("--no-index\n--find-links /opt/ml/model/code/wheels\n")
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ({"extra_code": "missing-folder"}, "--code (extra_code=) {tmp}/missing-folder is not there"),
+        ({"extra_code": "file.txt"}, "--code (extra_code=) {tmp}/file.txt is a file"),
+        ({"requirements": "missing.txt"}, "--requirements (requirements=) {tmp}/missing.txt is not a file"),
+        ({"wheels": ["file.txt"]}, "--wheel (wheels=) {tmp}/file.txt is not a wheel"),
+        ({"wheels": ["fake-1.0-py3-none-any.whl"]}, "fake-1.0-py3-none-any.whl is not a wheel"),
+    ],
+)
+def test_code_requirements_and_wheels_that_are_not_there_are_refused(artifact, tmp_path, given, says):
+    """A --code folder or --requirements file that was not there was packaged without a word (the endpoint then
+    could not import the code), and any file went in as a wheel (pip refuses it when the container starts)."""
+    (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "fake-1.0-py3-none-any.whl").write_text("not a zip")
+    paths = {k: [tmp_path / w for w in v] if isinstance(v, list) else tmp_path / v for k, v in given.items()}
+    with pytest.raises(ConfigError, match=re.escape(says.format(tmp=tmp_path))):
+        package(artifact, tmp_path / "m.tar.gz", **paths)
+    assert not (tmp_path / "m.tar.gz").exists()
 
 
 def test_inspect_lists_and_verifies(artifact, tmp_path):

@@ -261,6 +261,9 @@ def test_cli_deploy_status_invoke_scale_delete(cpu_artifact, tmp_path, session, 
     code, out, _ = run_cli("delete", "cli-ep", "--yes")
     assert code == 0 and "removed endpoint cli-ep" in out
     assert leftovers(session)["targets"] == 0
+    # a second delete (or a mistyped name) succeeds, and says that nothing of that name is here
+    code, out, _ = run_cli("delete", "cli-ep", "--yes")
+    assert code == 0 and "Nothing to remove for 'cli-ep': no endpoint of that name here" in out
 
 
 def test_waiter_backs_off_and_times_out():
