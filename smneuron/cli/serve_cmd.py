@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from smneuron.cli._common import console, state
+from smneuron.cli._common import console, not_empty, state
 from smneuron.cli.options import with_options
 from smneuron.specs.deploy_settings import DEPLOY, SERVE
 
@@ -31,7 +31,7 @@ def serve_cmd(
     would lay it out. A text-generation artifact is served by the stand-in of the vLLM container; it refuses the
     encoders' settings (and an encoder the text-generation ones), as `deploy` does.
     """
-    run_serve(ctx, str(package), host=host, port=port, engine=engine, settings=settings)
+    run_serve(ctx, str(package), host=not_empty(host, "--host"), port=port, engine=engine, settings=settings)
 
 
 def run_serve(

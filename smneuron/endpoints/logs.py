@@ -6,7 +6,7 @@ from __future__ import annotations
 from botocore.exceptions import ClientError
 
 from smneuron.endpoints import components
-from smneuron.errors import ConfigError, from_client_error, is_not_found
+from smneuron.errors import UsageError, from_client_error, is_not_found
 from smneuron.session import Session
 
 MAX_LINES = 10_000  # GetLogEvents' limit: botocore's logs model, shape EventsLimit (min 1, max 10000)
@@ -19,10 +19,10 @@ def log_events(
     only events after ``start_ms`` when given. Empty when there are no logs yet.
 
     Raises:
-        ConfigError: ``lines`` outside 1-10,000 (GetLogEvents' ``limit``: the EventsLimit shape of botocore's logs model).
+        UsageError: ``lines`` outside 1-10,000 (GetLogEvents' ``limit``: the EventsLimit shape of botocore's logs model).
     """
     if isinstance(lines, bool) or not isinstance(lines, int) or not 1 <= lines <= MAX_LINES:
-        raise ConfigError(
+        raise UsageError(
             f"--lines must be a whole number from 1 to {MAX_LINES:,} (what CloudWatch Logs returns at once), got "
             f"{lines!r}.",
             hint="For example --lines 200; --follow keeps printing new lines.",

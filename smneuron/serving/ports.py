@@ -28,9 +28,10 @@ def check_port_free(host: str, port: int) -> None:
     """Refuse a port something already listens on, naming it and the fix.
 
     Raises:
+        UsageError: not a TCP port (``console --port 70000`` was "Unexpected error: OverflowError").
         PortTaken: the address is in use (or not ours to bind).
     """
-
+    check_port(port)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is fine
         try:

@@ -327,6 +327,24 @@ CASES = [
         {},
         None,
     ),  # fmt: skip
+    # an empty --host bound every interface and printed "Serving on http://:8080" (a fuzz of 2026-11-28)
+    (
+        "serve-empty-host",
+        "serve {artifact} --host= --port 0",
+        2,
+        ["Invalid value for --host: an empty value"],
+        {},
+        None,
+    ),
+    # "Unexpected error: OverflowError: bind(): port must be 0-65535" (a fuzz of 2026-11-28)
+    (
+        "console-port-out-of-range",
+        "console --port 70000",
+        2,
+        ["--port 70000 is not a TCP port", "from 1 to 65535"],
+        {},
+        None,
+    ),
     # it waited 120 s for a service that could not bind (moto's server thread exited; its start waited on) and left it
     (
         "local-up-port-taken",
@@ -1327,7 +1345,7 @@ CASES = [
     (
         "logs-zero-lines",
         "logs enc --lines 0",
-        1,
+        2,
         ["--lines must be a whole number from 1 to 10,000", "got 0"],
         {},
         None,
