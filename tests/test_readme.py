@@ -62,7 +62,8 @@ def test_the_no_account_block_runs_as_written(tiny_classifier, tmp_path):
 
                 service = json.loads((tmp_path / "state" / "local.json").read_text())["pid"]
                 processes |= {service, *descendants(service)}
-            assert out.returncode == 0, (line, out.stdout[-1500:], out.stderr[-1500:])
+            # a text, not a tuple: pytest cut the tuple's repr short of the report's errors
+            assert out.returncode == 0, f"{line}\n{out.stdout[-3000:]}\n{out.stderr[-1500:]}"
             if "invoke" in line:
                 assert '"label"' in out.stdout  # the model's answer, not a placeholder
     finally:

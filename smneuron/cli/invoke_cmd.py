@@ -47,13 +47,7 @@ def invoke_cmd(
     from smneuron.endpoints.handle import Endpoint
     from smneuron.endpoints.invoke import server_url
 
-    if url and name:
-        text = [name, *(text or [])]
-        name = None
-    if not url and not name:
-        raise UsageError(
-            "No endpoint given.", hint='Pass its name (`smneuron invoke NAME "hello"`) or --url URL.'
-        )
+    name, text = _target(name, url, text)
     from smneuron.endpoints.streaming import check_sampling
 
     # vLLM's ranges, before anything is sent (exit 2); 0 tokens used to mean "not given" and sent the encoder's body
@@ -65,7 +59,9 @@ def invoke_cmd(
     # plain texts go as each kind asks: {"inputs": texts} to an encoder, a chat message to text generation (the
     # endpoint says what it serves; a URL does not: an encoder's body, unless a generation flag was given)
     texts_as = {ENCODER: "inputs", GENERATION: "chat"}
-    if asked or (not data and texts_as[ep.kind or ENCODER] == "chat"):
+    generating = bool(asked or (not data and texts_as[ep.kind or ENCODER] == "chat"))
+    _refuse_dropped(generating, text, data, content_type, accept, asynchronous or wait is not None)
+    if generating:
         return generate(
             ep,
             " ".join(text or []),
@@ -93,6 +89,45 @@ def invoke_cmd(
         print_json(answer, compact_numbers=True)
     else:
         typer.echo(r.body.decode(errors="replace"))
+
+
+def _target(name: str | None, url: str | None, text: list[str] | None) -> tuple[str | None, list[str] | None]:
+    """The endpoint's name and the texts: with --url, the first word is a text, not a name."""
+    if url and name:
+        return None, [name, *(text or [])]
+    if not url and not name:
+        raise UsageError(
+            "No endpoint given.", hint='Pass its name (`smneuron invoke NAME "hello"`) or --url URL.'
+        )
+    return name, text
+
+
+def _refuse_dropped(
+    generating: bool, text: list[str] | None, data: Path | None, content_type: str, accept: str, queued: bool
+) -> None:
+    """Flags the request would not carry, refused rather than dropped: texts beside --data (the file's bytes went,
+    the texts not), and with a text-generation request (a chat message or --prompt, JSON both ways, answered at once)
+    --data, --content-type, --accept, --async and --wait (each was taken and sent nowhere).
+
+    Raises:
+        UsageError: one of them.
+    """
+    if text and data is not None:
+        raise UsageError(
+            "Texts and --data were both given: the file's bytes would be the whole body, and the texts not sent.",
+            hint="Give texts, or --data FILE with its --content-type.",
+        )
+    if not generating:
+        return
+    given = [f for f, on in (("--data", data is not None), ("--content-type", content_type != "application/json"),
+                             ("--accept", accept != "application/json"), ("--async / --wait", queued)) if on]  # fmt: skip
+    if given:
+        raise UsageError(
+            f"{', '.join(given)}: not for a text-generation request, which smneuron builds as JSON (a chat message, "
+            "or a completion with --prompt), answered at once (streamed with --stream).",
+            hint="Drop them; to send a raw body of your own to a text-generation endpoint, give --data FILE alone "
+            "(no --stream, --max-tokens, --prompt, --seed or --temperature).",
+        )
 
 
 def _invoke_async(

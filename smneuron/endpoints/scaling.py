@@ -78,7 +78,8 @@ def _refuse_instance_scaling(name: str, spec: ScalingSpec, where: str) -> None:
         else {"metric": "metric=", "scheduled": "scheduled="}
     )
     ignored = []
-    if spec.metric != ScalingSpec.model_fields["metric"].default:
+    # named, even at its default (`scale llm --metric invocations_per_instance` was taken and dropped)
+    if "metric" in spec.model_fields_set or spec.metric != ScalingSpec.model_fields["metric"].default:
         ignored.append(f"{said['metric']} {spec.metric} (an instance metric)")
     if spec.scheduled:
         ignored.append(f"{said['scheduled']} (scheduled instance capacity)")

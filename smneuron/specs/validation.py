@@ -37,9 +37,11 @@ def validate(model: type[M], data: dict[str, Any], *, source: str = "") -> M:
 
 
 def override(spec: M, **values: Any) -> M:
-    """A copy of ``spec`` with the non-None ``values`` (CLI flags) applied and validated."""
+    """A copy of ``spec`` with the non-None ``values`` (CLI flags) applied and validated; what was given stays what
+    was given (``model_fields_set``: the spec's own and the values), so a setting at its default value that the user
+    named can still be told from one not named."""
     changes = {k: v for k, v in values.items() if v is not None}
-    data = spec.model_dump()
+    data = spec.model_dump(exclude_unset=True)
     data.update(changes)
     return validate(type(spec), data, source=FLAGS_SOURCE)
 

@@ -327,6 +327,15 @@ CASES = [
         {},
         None,
     ),  # fmt: skip
+    # the file's bytes went and the texts were dropped (a fuzz of 2026-11-28)
+    (
+        "invoke-texts-and-data",
+        "invoke enc hello --data {root}/report.json",
+        2,
+        ["Texts and --data were both given", "Give texts, or --data FILE"],
+        {},
+        None,
+    ),
     # an empty --host bound every interface and printed "Serving on http://:8080" (a fuzz of 2026-11-28)
     (
         "serve-empty-host",

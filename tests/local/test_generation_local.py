@@ -143,6 +143,12 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     # plain texts: the endpoint says it generates, so they go as a chat message (they went as {"inputs"}: a 400)
     chat = json.loads(smneuron_cli("--local", "invoke", "chat", "hello", "there", "--json").stdout)
     assert chat["object"] == "chat.completion" and chat["choices"][0]["message"]["role"] == "assistant", chat
+    # flags a text-generation request does not carry were taken and sent nowhere (a fuzz of 2026-11-28): refused
+    for flags in (["--async"], ["--wait", "5"], ["--accept", "text/plain"], ["--content-type", "text/csv"]):
+        refused = smneuron_cli("--local", "invoke", "chat", "hello", *flags, check=False)
+        assert refused.returncode == 2 and "not for a text-generation request" in refused.stderr, (
+            refused.stderr
+        )
     _openai_path(smneuron_cli, url, state, described, tmp_path / "a", tiny_llama)
 
     bench = json.loads(
@@ -247,6 +253,12 @@ def test_llm_deploy_stream_bench_scale_delete_on_the_embedded_sagemaker(smneuron
     said = " ".join(refused.stderr.split())
     assert refused.returncode == 1 and "Endpoint chat serves text generation" in said, said
     assert "--metric concurrent_requests_per_model (an instance metric) and --schedule (scheduled" in said
+    # named at its default value, it was taken and dropped the same way (a fuzz of 2026-11-28)
+    refused = smneuron_cli("--local", "scale", "chat", "--min", "1", "--max", "2", "--metric",
+                           "invocations_per_instance", check=False)  # fmt: skip
+    assert refused.returncode == 1 and "--metric invocations_per_instance (an instance metric)" in " ".join(
+        refused.stderr.split()
+    )
     scaled = smneuron_cli("--local", "scale", "chat", "--min", "2", "--max", "2").stdout
     assert "autoscaling 2-2 copies" in scaled  # it sets copies, and says so (it said "instances")
     comp = _wait_copies(smneuron_cli, sm, "chat", 2)  # a second copy (a second stand-in server) runs
