@@ -28,7 +28,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from smneuron.artifact.kind import ModelKind
-from smneuron.deployment.controls import check_account, check_update
+from smneuron.deployment.account_checks import check_account
+from smneuron.deployment.controls import check_update
 from smneuron.deployment.planning import Plan
 from smneuron.display.cards import Card, Displayed, money
 from smneuron.endpoints import autoscaling, components, owned
@@ -226,7 +227,7 @@ def apply(
     checked: bool = False,
 ) -> DeployResult:
     """Make the endpoint of plan ``p`` what the plan says (create, update, or nothing). ``checked``: the plan's
-    controls were looked up in the account already (``controls.check_account``, before the artifact was staged).
+    controls were looked up in the account already (``account_checks.check_account``, before the artifact was staged).
 
     Raises:
         EndpointFailedError: the endpoint or a component reached Failed (with FailureReason and log lines).

@@ -3,8 +3,8 @@ requests carry them and as checked before the first Create call.
 
 ``Controls`` turns ``EndpointSpec``'s typed settings into the fields of CreateModel (``VpcConfig``,
 ``EnableNetworkIsolation``) and CreateEndpointConfig (``KmsKeyId``, ``DataCaptureConfig``): botocore's shapes, the
-contract. ``check_plan`` refuses what is wrong whatever the account (no I/O); ``check_account`` looks the VPC, the
-role and the capture bucket up (EC2, IAM, S3 read calls) before anything is created.
+contract. ``check_plan`` refuses what is wrong whatever the account (no I/O); ``account_checks.check_account`` looks the
+VPC, the role and the buckets up (EC2, IAM, S3 read calls) before anything is created.
 
 Sources:
 - botocore 1.44 SageMaker model: VpcConfig (Subnets 1-16, SecurityGroupIds 1-5), DataCaptureConfig (InitialSamplingPercentage
@@ -21,15 +21,10 @@ Sources:
 
 from __future__ import annotations
 
-import ast
-import fnmatch
 import json
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
-from urllib.parse import unquote
-
-from botocore.exceptions import ClientError
 
 from smneuron.catalog import InstanceType
 from smneuron.errors import ConfigError
@@ -188,167 +183,6 @@ def check_plan(
             "the Neuron DLCs)."
         )
     return notes
-
-
-def check_account(controls: Controls, *, session: Session, role_arn: str) -> list[str]:
-    """Look the settings up in the account before anything is created: the subnets and security groups exist and
-    share one VPC, the VPC reaches S3, the role may make network interfaces and write the capture prefix, the capture
-    bucket exists. Returns notes (what holds with a caveat, or could not be checked).
-
-    Raises:
-        ConfigError: an id that does not exist, subnets and groups in more than one VPC, a role without the network
-            interface permissions or the capture write, a capture bucket that does not exist.
-    """
-    notes: list[str] = []
-    if controls.vpc:
-        notes += _check_vpc(controls.vpc, session)
-        missing = _not_allowed(session, role_arn, [(a, "*") for a in VPC_ACTIONS], notes)
-        if missing:
-            raise ConfigError(
-                f"The execution role {role_arn} may not {', '.join(missing)}: SageMaker makes the model's network "
-                "interfaces in your subnets with the role's permissions, and CreateEndpoint would fail.",
-                hint="Add these actions to the role (infra/smneuron-base.yaml grants them when given the VPC), or "
-                "attach AmazonSageMakerFullAccess.",
-            )
-    if controls.data_capture:
-        notes += _check_capture(controls.data_capture, session, role_arn)
-    return notes
-
-
-def _check_vpc(vpc: VpcSpec, session: Session) -> list[str]:
-    ec2 = session.client("ec2")
-    try:
-        subnets = ec2.describe_subnets(SubnetIds=list(vpc.subnets))["Subnets"]
-        groups = ec2.describe_security_groups(GroupIds=list(vpc.security_groups))["SecurityGroups"]
-    except ClientError as e:
-        code = e.response.get("Error", {}).get("Code", "")
-        if "NotFound" in code or "Malformed" in code:
-            raise ConfigError(
-                f"{e.response['Error'].get('Message', code)} (EC2 {code}, region {session.region}).",
-                hint="Check the ids and the region: `aws ec2 describe-subnets` / `describe-security-groups`.",
-            ) from None
-        if code in ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException"):
-            return [f"vpc: not checked (this identity may not read EC2 subnets and security groups: {code})."]
-        raise
-    vpcs = {s["SubnetId"]: s["VpcId"] for s in subnets} | {g["GroupId"]: g["VpcId"] for g in groups}
-    if len(set(vpcs.values())) > 1:
-        by_vpc: dict[str, list[str]] = {}
-        for item, vpc_id in vpcs.items():
-            by_vpc.setdefault(vpc_id, []).append(item)
-        raise ConfigError(
-            "The subnets and security groups are in more than one VPC: "
-            + "; ".join(f"{v}: {', '.join(items)}" for v, items in by_vpc.items())
-            + ". SageMaker needs them all in one.",
-            hint="Give subnets and security groups of the same VPC.",
-        )
-    vpc_id = next(iter(vpcs.values()))
-    notes = []
-    zones = sorted({s["AvailabilityZone"] for s in subnets})
-    if len(zones) < 2:
-        notes.append(
-            f"vpc: every subnet is in {zones[0]}; SageMaker advises subnets in at least two Availability Zones (host-vpc), "
-            "so an AZ outage leaves capacity."
-        )
-    endpoints = ec2.describe_vpc_endpoints(
-        Filters=[
-            {"Name": "vpc-id", "Values": [vpc_id]},
-            {"Name": "service-name", "Values": [f"com.amazonaws.{session.region}.s3"]},
-        ]
-    )["VpcEndpoints"]
-    if not endpoints:
-        notes.append(
-            f"vpc: {vpc_id} has no S3 VPC endpoint: the model data and captured data reach S3 only through a NAT "
-            'gateway; without one the endpoint cannot download its model (host-vpc, "Create an Amazon S3 VPC Endpoint").'
-        )
-    return notes
-
-
-def _check_capture(capture: DataCaptureSpec, session: Session, role_arn: str) -> list[str]:
-    bucket, _, prefix = capture.destination.removeprefix("s3://").partition("/")
-    try:
-        session.client("s3").head_bucket(Bucket=bucket)
-    except ClientError as e:
-        code = e.response.get("Error", {}).get("Code", "")
-        if code in ("404", "NoSuchBucket", "NotFound"):
-            raise ConfigError(
-                f"The data capture bucket {bucket} does not exist.",
-                hint="Create it (encrypted, public access blocked) or give another: data_capture.destination.",
-            ) from None
-        return [f"data capture: bucket {bucket} not checked ({code})."]
-    resource = f"arn:{session.partition}:s3:::{bucket}/{prefix + '/' if prefix else ''}x"
-    notes: list[str] = []
-    missing = _not_allowed(session, role_arn, [("s3:PutObject", resource)], notes)
-    if missing:
-        raise ConfigError(
-            f"The execution role {role_arn} may not s3:PutObject to {capture.destination}: SageMaker writes the "
-            "captured data with the role.",
-            hint="Grant the role s3:PutObject on that prefix (infra/smneuron-base.yaml does, given the capture bucket).",
-        )
-    return notes
-
-
-def _not_allowed(
-    session: Session, role_arn: str, wanted: list[tuple[str, str]], notes: list[str]
-) -> list[str]:
-    """The (action, resource) pairs the role's identity policies do not allow, read from IAM (Allow statements,
-    wildcards matched; conditions and permission boundaries not evaluated). Unreadable policies: noted, nothing
-    refused."""
-    try:
-        statements = _statements(session, role_arn.rsplit("/", 1)[-1])
-    except ClientError as e:
-        notes.append(f"role permissions not checked (IAM said {e.response.get('Error', {}).get('Code')}).")
-        return []
-    missing = []
-    for action, resource in wanted:
-        if not any(_allows(s, action, resource) for s in statements):
-            missing.append(action)
-    return missing
-
-
-def _statements(session: Session, role: str) -> list[dict]:
-    iam = session.client("iam")
-    documents = []
-    for page in iam.get_paginator("list_attached_role_policies").paginate(RoleName=role):
-        for p in page["AttachedPolicies"]:
-            version = iam.get_policy(PolicyArn=p["PolicyArn"])["Policy"]["DefaultVersionId"]
-            documents.append(
-                iam.get_policy_version(PolicyArn=p["PolicyArn"], VersionId=version)["PolicyVersion"][
-                    "Document"
-                ]
-            )
-    for page in iam.get_paginator("list_role_policies").paginate(RoleName=role):
-        for name in page["PolicyNames"]:
-            documents.append(iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"])
-    out = []
-    for doc in documents:
-        doc = policy_document(doc)
-        statement = doc.get("Statement", [])
-        out += statement if isinstance(statement, list) else [statement]
-    return out
-
-
-def policy_document(doc: str | dict) -> dict:
-    """An IAM policy document as IAM answers it: URL-encoded JSON (botocore decodes some answers to a dict already).
-    moto's CloudFormation keeps a role's inline policy as Python's repr of the dict (the embedded IAM): read too."""
-    if isinstance(doc, dict):
-        return doc
-    text = unquote(doc)
-    try:
-        return json.loads(text)
-    except ValueError:
-        return ast.literal_eval(text)
-
-
-def _allows(statement: dict, action: str, resource: str) -> bool:
-    if statement.get("Effect") != "Allow":
-        return False
-    actions = statement.get("Action", [])
-    resources = statement.get("Resource", ["*"])
-    actions = [actions] if isinstance(actions, str) else actions
-    resources = [resources] if isinstance(resources, str) else resources
-    return any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in actions) and any(
-        fnmatch.fnmatchcase(resource, r) for r in resources
-    )
 
 
 def check_update(controls: Controls, *, session: Session, current: dict) -> None:

@@ -16,8 +16,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from smneuron.artifact.kind import ENCODER, GENERATION, ModelKind
 from smneuron.artifact.staging import describe_local, stage
 from smneuron.deployment import quotas
+from smneuron.deployment.account_checks import check_account, check_async_destinations
 from smneuron.deployment.apply import DeployResult, apply, check_kind, refuse_other_kind, what_deploy_does
-from smneuron.deployment.controls import Controls, check_account
+from smneuron.deployment.controls import Controls
 from smneuron.deployment.encoder_plan import DeployPlan, plan_for_model
 from smneuron.deployment.generation_plan import GenerationPlan, plan_generation
 from smneuron.deployment.planning import Plan, plan_request
@@ -196,6 +197,7 @@ def deploy(
     controls = Controls.of(request.endpoint)
     role_arn = sess.role_arn  # a role ARN CreateModel would refuse, before anything is uploaded
     said = check_account(controls, session=sess, role_arn=role_arn) if controls else []
+    said += check_async_destinations(request.endpoint.asynchronous, session=sess, role_arn=role_arn)
     said += check_quotas(request, sess)  # the account's instance quotas, before the upload
     name = request.endpoint.name
     tags = request.endpoint.tags  # the user's tags on the S3 objects too

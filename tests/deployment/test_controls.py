@@ -172,6 +172,19 @@ def test_every_control_is_sent_as_botocore_takes_it_the_same_from_the_sdk_and_th
             "may not s3:PutObject to s3://capture-bucket/elsewhere",
         ),
         ({"capture_percent": 101}, "capture_percent= must be a whole number from 0 to 100, got 101"),
+        # an asynchronous endpoint's answers or failures to a bucket that does not exist: every answer was lost
+        (
+            {"asynchronous": True, "async_output": "s3://no-such-bucket/out"},
+            "answers bucket no-such-bucket does not",
+        ),
+        (
+            {"asynchronous": True, "async_failure_output": "s3://no-such-bucket/f"},
+            "failures bucket no-such-bucket",
+        ),
+        (
+            {"asynchronous": True, "async_output": "s3://capture-bucket/elsewhere"},
+            "may not s3:PutObject to s3://capture-bucket/elsewhere: SageMaker writes the asynchronous answers",
+        ),
         ({"security_groups": ["sg-123"]}, "'sg-123' is not a security group id"),
     ],
 )

@@ -16,7 +16,7 @@ from conftest import run_cli
 
 from smneuron import catalog
 from smneuron.artifact.resources import infra_dir
-from smneuron.deployment.controls import policy_document
+from smneuron.deployment.account_checks import policy_document
 from smneuron.session import DEFAULT_ROLE_NAME
 
 BASE = infra_dir() / "smneuron-base.yaml"
