@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 
 from smneuron.artifact.staging import stage
 from smneuron.deployment import quotas
+from smneuron.deployment.account_checks import check_destination
 from smneuron.deployment.transform import (
     ENDED,
     TransformPlan,
@@ -93,6 +94,11 @@ def transform(
     # the account's transform quota for the type, before anything is uploaded
     need = quotas.Need(p.instance.name, "transform", p.count, 0, f"transform job {p.job_name}")
     p.notes += quotas.check(sess, [need])
+    if "output" in given and not p.output_uri.startswith(
+        f"s3://{sess.bucket_name}/"
+    ):  # the job failed at its end
+        p.notes += check_destination(p.output_uri, "transform answers", TRANSFORM["output"].label(where),
+                                     session=sess, role_arn=sess.role_arn)  # fmt: skip
     job = p
     if artifact is not None:  # staged now, and planned again over what was staged
         staged = stage(artifact, session=sess, name=p.model.endpoint_name, tags=p.model.tags)
@@ -147,6 +153,11 @@ def _local_input(given: str) -> tuple[Path | None, int | None, float | None]:
             hint='Give a JSON Lines file (one text, or {"inputs": ...}, per line), a folder of them, or an s3:// prefix.',
         )
     lines = [line for f in files for line in read_text(f, "the transform input").splitlines() if line.strip()]
+    if not lines:  # a job over no records ran its instances and answered nothing
+        raise ConfigError(
+            f"{given} holds no records: every line is blank.",
+            hint='Give a JSON Lines file (one text, or {"inputs": ...}, per line), a folder of them, or an s3:// prefix.',
+        )
     return path, len(lines), (sum(len(line.encode()) + 1 for line in lines) / len(lines) if lines else None)
 
 

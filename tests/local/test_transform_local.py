@@ -155,6 +155,21 @@ def test_a_bad_line_fails_the_job_by_name_a_stop_stops_it_and_refusals_create_no
             "--local", "transform", str(art.out_dir), "--input", str(bad), *args, check=False
         )
         assert refused.returncode == 2 and words in " ".join(refused.stderr.split()), refused.stderr
+    # a fuzz of 2026-11-28: a job over blank lines ran and answered nothing; answers to a bucket that does not exist
+    # ran the whole job and failed at its end (PutObject NoSuchBucket)
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n  \n")
+    for args, words in (
+        (["--input", str(blank)], "blank.jsonl holds no records: every line is blank"),
+        (
+            ["--input", str(bad), "--output", "s3://no-such-bucket/o"],
+            "The transform answers bucket no-such-bucket does",
+        ),
+    ):
+        refused = smneuron_cli(
+            "--local", "transform", str(art.out_dir), *args, "--instance", "ml.c6i.large", check=False
+        )
+        assert refused.returncode == 1 and words in " ".join(refused.stderr.split()), refused.stderr
     assert (len(sm.list_transform_jobs()["TransformJobSummaries"]), len(sm.list_models()["Models"])) == before
     # SageMaker's own refusal, asked directly: a transform type it does not run
     with pytest.raises(sm.exceptions.ClientError, match="transformResources.instanceType"):
