@@ -84,6 +84,13 @@ def test_an_async_endpoint_scales_to_zero_and_a_queued_request_brings_it_back(
     assert accepted["FailureLocation"].endswith(f"{accepted['InferenceId']}-error.out")
     with pytest.raises(runtime.exceptions.ValidationError, match="not found"):
         runtime.invoke_endpoint_async(EndpointName="nope", InputLocation=f"s3://{bucket}/{key}")
+    # InvokeEndpoint on an asynchronous endpoint: SageMaker's ValidationError (it answered, as no AWS endpoint does)
+    with pytest.raises(runtime.exceptions.ValidationError, match="is an asynchronous endpoint"):
+        runtime.invoke_endpoint(
+            EndpointName="queue", Body=b'{"inputs": "hi"}', ContentType="application/json"
+        )
+    refused = smneuron_cli("--local", "invoke", "queue", "i loved it", check=False)
+    assert refused.returncode == 1 and "smneuron invoke --async" in " ".join(refused.stderr.split())
     assert {op: p for op, p in recorder.problems("sagemaker-runtime").items() if p} == {}
 
     # from a notebook: the same queue through the SDK's Endpoint, and the endpoint back at zero once idle

@@ -28,8 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from smneuron.files.local_record import LOCAL_ACCOUNT
-from smneuron.local.aws.data_plane.routing import container_headers, error
+from smneuron.local.aws.data_plane.routing import async_config, container_headers, error
 
 ASYNC_HEADERS = {"Content-Type": "X-Amzn-SageMaker-Content-Type", "Accept": "X-Amzn-SageMaker-Accept"}
 DEFAULT_TIMEOUT_S, DEFAULT_TTL_S = (
@@ -51,16 +50,6 @@ class Queued:
     timeout_s: float = DEFAULT_TIMEOUT_S
     ttl_s: float = DEFAULT_TTL_S
     arrived: float = field(default_factory=time.monotonic)
-
-
-def async_config(backer: Any, name: str) -> dict | None:
-    """The AsyncInferenceConfig of endpoint ``name``'s config (None: a real-time endpoint, or none such)."""
-    from moto.sagemaker.models import sagemaker_backends
-
-    backing = backer.endpoints.get(name)
-    backend = sagemaker_backends[LOCAL_ACCOUNT][backer.session().region]
-    config = backend.endpoint_configs.get(backing.config_name) if backing is not None else None
-    return (getattr(config, "async_inference_config", None) or None) if config is not None else None
 
 
 def capacity(backer: Any, name: str) -> int:

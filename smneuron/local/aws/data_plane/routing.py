@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from smneuron.files.local_record import LOCAL_ACCOUNT
 from smneuron.local.aws.engine.components import components_of
 
 MAX_PAYLOAD = 6 * 1024 * 1024  # SageMaker's real-time payload limit
@@ -26,11 +27,31 @@ def too_large(size: int) -> tuple[int, str, str] | None:
     return None
 
 
+def async_config(backer: Any, name: str) -> dict | None:
+    """The AsyncInferenceConfig of endpoint ``name``'s config (None: a real-time endpoint, or none such)."""
+    from moto.sagemaker.models import sagemaker_backends
+
+    backing = backer.endpoints.get(name)
+    backend = sagemaker_backends[LOCAL_ACCOUNT][backer.session().region]
+    config = backend.endpoint_configs.get(backing.config_name) if backing is not None else None
+    return (getattr(config, "async_inference_config", None) or None) if config is not None else None
+
+
 def route(backer: Any, endpoint: str, component: str | None, size: int) -> str | tuple[int, str, str]:
-    """The model server URL for an invocation, or SageMaker's (status, code, message) refusal."""
+    """The model server URL for a real-time invocation, or SageMaker's (status, code, message) refusal."""
 
     if too_large(size):
         return too_large(size)  # type: ignore[return-value]
+    if async_config(backer, endpoint) is not None:
+        # SageMaker refuses InvokeEndpoint (and its stream) on an asynchronous endpoint with a ValidationError
+        # (github.com/strands-agents/harness-sdk/issues/1969: both forms "fail with ValidationError"); its exact
+        # words are not published, so these are smneuron's
+        return (
+            400,
+            "ValidationError",
+            f"Endpoint {endpoint} is an asynchronous endpoint (its endpoint config has an AsyncInferenceConfig): "
+            "invoke it with InvokeEndpointAsync, its input in S3 (smneuron invoke --async).",
+        )
     on_endpoint = [c["InferenceComponentName"] for c in components_of(endpoint)]
     if component or on_endpoint:
         if not component:
