@@ -123,6 +123,17 @@ def test_concurrent_requests_with_replies_larger_than_a_pipe_all_answer(big_repl
         assert sum(s.restarts for s in ep.pool.stats) == 0  # no live worker taken for a dead one
 
 
+def test_the_threads_a_deployed_models_environment_carries_are_sized_again_for_the_cpus_here(monkeypatch):
+    """The embedded SageMaker lays out a deployed Model with the environment deploy sized for the instance (4 vCPUs /
+    2 workers = 2 threads each); taken as they were on a 2-core machine, 2 workers x 2 threads collapsed the demo's
+    throughput run from 77 to 1-28 req/s (a change of 2026-11-28, caught by running the demo)."""
+    monkeypatch.setattr("smneuron.serving.server.host_cpus", lambda: [0, 1])
+    manifest = {"compiler": {"target": "cpu", "cores_per_model": 1}, "batch_size": 4}
+    deployed = EndpointSpec(environment={"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"})
+    layout = plan_layout(manifest, InstanceType.parse("ml.c6i.xlarge"), deployed, None)
+    assert layout.workers == 2 and layout.env["OMP_NUM_THREADS"] == layout.env["MKL_NUM_THREADS"] == "1"
+
+
 @pytest.mark.parametrize(
     ("instance", "host", "slot", "cpus", "threads"),
     [
