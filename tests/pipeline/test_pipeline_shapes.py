@@ -79,3 +79,29 @@ def test_a_causal_lms_sequence_length_is_fitted_to_the_model_as_compile_fits_it(
         ConfigError, match="compile.sequence_length 4096 exceeds the model's max_position_embeddings"
     ):
         pipeline_plan(ProjectFile.model_validate(project), session=session)
+
+
+def test_a_task_given_on_the_command_line_leaves_the_shapes_to_compiles_choice(
+    session, role, tiny_classifier
+):
+    """`smneuron pipeline definition --task ...` overrides the project's compile section; the override made every field
+    look chosen (its copy set them all), so the pipeline compiled CompileSpec's batch 1 x bucket 128 where `smneuron
+    compile` chooses from the model's size class. What was given now stays what was given."""
+    from smneuron.compilation.entry import compile_model
+    from smneuron.specs.validation import override
+
+    project = ProjectFile.model_validate(
+        {"endpoint": {"instance_type": "ml.inf2.xlarge"}, "model": str(tiny_classifier)}
+    )
+    project = project.model_copy(update={"compile": override(project.compile, task="text-classification")})
+    assert project.compile.model_fields_set == {"task"}
+    p = pipeline_plan(project, session=session)
+    cli = compile_model(tiny_classifier, None, target="inf2", task="text-classification", dry_run=True).spec
+    assert (p.defaults["BatchSize"], p.defaults["Buckets"]) == (
+        cli.batch_size,
+        ",".join(map(str, cli.buckets)),
+    )
+    assert (cli.batch_size, cli.buckets) != (
+        1,
+        [128],
+    )  # the size class chose otherwise than CompileSpec's defaults
