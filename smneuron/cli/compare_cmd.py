@@ -53,9 +53,8 @@ def compare_cmd(
     if model is None and not artifacts:
         raise UsageError("No model directory given.", hint="Pass MODEL or set `model:` in smneuron.yaml.")
     outputs_checked({"--output": out, "--html": html_out, "--plot": plot})
-    COMPARE.parse(
-        settings, where="cli"
-    )  # a mistyped flag is said before missing credentials are (the SDK's parse)
+    # typed here too, so that a mistyped flag is said before missing credentials are (the SDK parses the same table)
+    COMPARE.parse(settings, where="cli")
     comparison = compare_instances(
         model,
         instances,

@@ -195,6 +195,8 @@ def container_environment(
 
 
 _CODE = "smneuron's inference code is the entry point (add your own files with --code DIR)"
+_WORKERS = "--workers sets the workers per instance (SDK: workers=)"
+_TIMEOUT = "--timeout sets it (endpoint.model_server_timeout_in_seconds)"
 # the variables smneuron derives from a setting, and the setting a user's --env (endpoint.environment) would
 # contradict: a different value is refused with the setting to use instead. The other variables smneuron sets
 # (OMP_NUM_THREADS, MKL_NUM_THREADS, SAGEMAKER_CONTAINER_LOG_LEVEL) are the user's to replace: the plan says so
@@ -203,11 +205,11 @@ DECIDED_BY = {
     "SAGEMAKER_SUBMIT_DIRECTORY": _CODE,
     "SAGEMAKER_HANDLER": _CODE,
     "TS_DEFAULT_SERVICE_HANDLER": _CODE,
-    "SAGEMAKER_MODEL_SERVER_WORKERS": "--workers sets the workers per instance (SDK: workers=)",
-    "SAGEMAKER_TS_MIN_WORKERS": "--workers sets the workers per instance (SDK: workers=)",
-    "SAGEMAKER_TS_MAX_WORKERS": "--workers sets the workers per instance (SDK: workers=)",
-    "SAGEMAKER_MODEL_SERVER_TIMEOUT": "--timeout sets it (endpoint.model_server_timeout_in_seconds)",
-    "SAGEMAKER_TS_RESPONSE_TIMEOUT": "--timeout sets it (endpoint.model_server_timeout_in_seconds)",
+    "SAGEMAKER_MODEL_SERVER_WORKERS": _WORKERS,
+    "SAGEMAKER_TS_MIN_WORKERS": _WORKERS,
+    "SAGEMAKER_TS_MAX_WORKERS": _WORKERS,
+    "SAGEMAKER_MODEL_SERVER_TIMEOUT": _TIMEOUT,
+    "SAGEMAKER_TS_RESPONSE_TIMEOUT": _TIMEOUT,
     "SAGEMAKER_TS_BATCH_SIZE": "--batch-size sets it (endpoint.batch_size)",
     "SAGEMAKER_TS_MAX_BATCH_DELAY": "--max-batch-delay-ms sets it (endpoint.max_batch_delay_ms)",
     "SMNEURON_MODELS_PER_WORKER": "the project file's endpoint.models_per_worker sets it",
