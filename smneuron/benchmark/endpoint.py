@@ -16,7 +16,7 @@ from smneuron.benchmark.generation import GenerationReport, bench_text_generatio
 from smneuron.benchmark.generation_metrics import Slo
 from smneuron.benchmark.prompts import Lengths, lengths
 from smneuron.benchmark.settings import check_profile
-from smneuron.endpoints.describing import choose_component, overview, unknown_kind
+from smneuron.endpoints.describing import choose_component, read_endpoint, unknown_kind
 from smneuron.endpoints.invoke import server_url
 from smneuron.errors import ConfigError, UsageError
 from smneuron.session import Session
@@ -36,7 +36,9 @@ def deployed_on(name: str, *, session: Session, component: str | None = None) ->
     """What a SageMaker endpoint serves and on what (one status read): ``kind``, ``instance_type``,
     ``instance_count``, the inference ``component`` the load goes to (the one named, else the only one; several and
     none named: refused), and for text generation ``copies``, ``copies_per_instance`` and ``tensor_parallel_size``."""
-    o = overview(name, session=session, full=False)  # one read of each resource; no autoscaling or alarms
+    record = read_endpoint(session, name)  # one read of each resource; no autoscaling or alarms
+    record.answers_in_real_time("bench")
+    o = record.overview()
     if o["kind"] is None:
         raise unknown_kind(name, o["kind_evidence"])
     found = {key: o[field_name] for key, field_name in _SERVING.items()}

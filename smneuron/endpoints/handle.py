@@ -246,6 +246,7 @@ class Endpoint(Displayed):
         answer will be (``smneuron.endpoints.invoke.async_result`` waits for it)."""
         if self._http:
             raise ConfigError("A local URL has no asynchronous queue.", hint="Invoke it without --async.")
+        self.read().takes_queued_requests()  # before its input is uploaded
         data = body.encode() if isinstance(body, str) else body
         return invoke_async(self.session, self.name, data, content_type, accept)  # type: ignore[arg-type]
 
@@ -255,6 +256,7 @@ class Endpoint(Displayed):
 
     def _check(self) -> None:
         if not self._component_chosen:  # a missing endpoint is an error, never a placeholder answer
+            self.read().answers_in_real_time("invoke")
             found = list(self.read().component_names)
             self.component = choose_component(self.name, found, self.component)[0]  # type: ignore[arg-type]
             self._component_chosen = True

@@ -7,6 +7,7 @@ request signed with botocore's SigV4 on an asyncio pool, whose errors are ``invo
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import urllib.parse
@@ -339,11 +340,18 @@ def invoke_async(session: Session, name: str, body: bytes, content_type: str, ac
     s3 = session.client("s3")
     try:
         s3.put_object(Bucket=session.bucket_name, Key=key, Body=body, ContentType=content_type)
+    except ClientError as e:
+        raise from_client_error(e, operation="PutObject") from e
+    try:
         out = session.client("sagemaker-runtime").invoke_endpoint_async(
             EndpointName=name, InputLocation=f"s3://{session.bucket_name}/{key}", ContentType=content_type,
             Accept=accept,
         )  # fmt: skip
     except ClientError as e:
+        # refused: nothing will read the input, so it does not stay behind in the bucket (a best effort: the
+        # refusal is what the caller needs to hear)
+        with contextlib.suppress(ClientError):
+            s3.delete_object(Bucket=session.bucket_name, Key=key)
         raise from_client_error(e, operation="InvokeEndpointAsync") from e
     return AsyncInvocation(out["InferenceId"], f"s3://{session.bucket_name}/{key}", out["OutputLocation"],
                            out.get("FailureLocation"))  # fmt: skip

@@ -78,6 +78,39 @@ class EndpointRecord:
     def components(self) -> list[dict]:
         return self.document["components"]
 
+    def answers_in_real_time(self, verb: str) -> None:
+        """For a verb that sends InvokeEndpoint (invoke, bench, evaluate): SageMaker refuses InvokeEndpoint on an
+        asynchronous endpoint (its requests go through InvokeEndpointAsync, their input in S3), so the verb is
+        refused here, before any request, saying what does reach it.
+
+        Raises:
+            ConfigError: the endpoint is asynchronous.
+        """
+        if self.asynchronous is None:
+            return
+        raise ConfigError(
+            f"Endpoint {self.name} is asynchronous (its endpoint config has AsyncInferenceConfig): SageMaker answers "
+            f"its requests only through InvokeEndpointAsync, so {verb}, which sends InvokeEndpoint, cannot reach it.",
+            hint=f"Queue a request and wait for its answer: `smneuron invoke {self.name} TEXT --async --wait 300` "
+            "(in Python: Endpoint.invoke_async, then async_result); or deploy a real-time endpoint (without --async) "
+            f"to {verb} it.",
+        )
+
+    def takes_queued_requests(self) -> None:
+        """For InvokeEndpointAsync (``invoke --async``): SageMaker queues requests only on an asynchronous endpoint.
+
+        Raises:
+            ConfigError: the endpoint answers in real time (no AsyncInferenceConfig).
+        """
+        if self.asynchronous is not None:
+            return
+        raise ConfigError(
+            f"Endpoint {self.name} answers in real time (its endpoint config has no AsyncInferenceConfig): SageMaker "
+            "queues a request (InvokeEndpointAsync) only on an asynchronous endpoint.",
+            hint=f"Invoke it without --async (`smneuron invoke {self.name} TEXT`); or deploy an asynchronous endpoint "
+            "with `smneuron deploy ... --async` to queue requests.",
+        )
+
     def served_kind(self) -> ModelKind:
         """What the endpoint serves, for a verb that cannot go on without it.
 

@@ -75,6 +75,8 @@ def evaluate_candidate(
     sess = session or (Session.from_env() if endpoint and not url else None)
     # the endpoint read once (kind, components, the served model), and that record handed on
     described = read_endpoint(sess, endpoint) if endpoint and not url else None
+    if described is not None:
+        described.answers_in_real_time("evaluate")
     # decided once: what the endpoint serves, else the task, else the model directory (artifact.kind.agreed_kind)
     kind = agreed_kind(
         described.served_kind() if described else None, f"Endpoint {endpoint}", asked.get("task"), model

@@ -90,7 +90,9 @@ def test_an_async_endpoint_scales_to_zero_and_a_queued_request_brings_it_back(
             EndpointName="queue", Body=b'{"inputs": "hi"}', ContentType="application/json"
         )
     refused = smneuron_cli("--local", "invoke", "queue", "i loved it", check=False)
-    assert refused.returncode == 1 and "smneuron invoke --async" in " ".join(refused.stderr.split())
+    # smneuron refuses it from the endpoint's record before sending it, saying what reaches it
+    said = " ".join(refused.stderr.split())
+    assert refused.returncode == 1 and "smneuron --local invoke queue TEXT --async --wait 300" in said, said
     assert {op: p for op, p in recorder.problems("sagemaker-runtime").items() if p} == {}
 
     # from a notebook: the same queue through the SDK's Endpoint, and the endpoint back at zero once idle

@@ -1,0 +1,102 @@
+"""SageMaker answers an asynchronous endpoint only through InvokeEndpointAsync: the verbs that send InvokeEndpoint
+(invoke, bench, evaluate) refuse such an endpoint from its record, before any request, saying how to reach it, in the
+CLI and in Python alike."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_cli
+
+
+@pytest.fixture
+def queue(session, role):
+    """An asynchronous endpoint as SageMaker holds it (its config's AsyncInferenceConfig), made with plain boto3."""
+    sm = session.client("sagemaker")
+    sm.create_model(ModelName="m", ExecutionRoleArn=role,
+                    PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/pytorch:2",
+                                      "ModelDataUrl": "s3://b/model.tar.gz"})  # fmt: skip
+    sm.create_endpoint_config(
+        EndpointConfigName="queue-config",
+        ProductionVariants=[{"VariantName": "AllTraffic", "ModelName": "m", "InstanceType": "ml.c6i.xlarge",
+                             "InitialInstanceCount": 1}],
+        AsyncInferenceConfig={"OutputConfig": {"S3OutputPath": "s3://b/out"}},
+    )  # fmt: skip
+    sm.create_endpoint(EndpointName="queue", EndpointConfigName="queue-config")
+    return "queue"
+
+
+@pytest.mark.parametrize(
+    "verb",
+    [
+        ("invoke", "queue", "i loved it"),
+        ("bench", "queue", "--duration", "1"),
+        ("evaluate", "DATA", "--endpoint", "queue"),
+    ],
+    ids=lambda v: v[0],
+)
+def test_verbs_that_send_invoke_endpoint_refuse_an_asynchronous_endpoint(queue, tmp_path, verb):
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"inputs": "i loved it", "label": "POSITIVE"}) + "\n")
+    code, _, err = run_cli(*(str(data) if a == "DATA" else a for a in verb))
+    said = " ".join(err.split())
+    assert code == 1, said
+    assert "Endpoint queue is asynchronous (its endpoint config has AsyncInferenceConfig)" in said
+    assert f"so {verb[0]}, which sends InvokeEndpoint, cannot reach it" in said
+    assert "smneuron invoke queue TEXT --async --wait 300" in said  # what does reach it
+
+
+def test_the_sdk_endpoint_refuses_too(queue, session):
+    from smneuron import Endpoint
+    from smneuron.errors import ConfigError
+
+    ep = Endpoint("queue", session=session)
+    with pytest.raises(ConfigError, match="Endpoint queue is asynchronous"):
+        ep.predict("i loved it")
+
+
+@pytest.fixture
+def realtime(session, role):
+    """A real-time endpoint (no AsyncInferenceConfig), made with plain boto3."""
+    sm = session.client("sagemaker")
+    sm.create_model(ModelName="m2", ExecutionRoleArn=role,
+                    PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/pytorch:2",
+                                      "ModelDataUrl": "s3://b/model.tar.gz"})  # fmt: skip
+    sm.create_endpoint_config(EndpointConfigName="now-config", ProductionVariants=[
+        {"VariantName": "AllTraffic", "ModelName": "m2", "InstanceType": "ml.c6i.xlarge", "InitialInstanceCount": 1}])  # fmt: skip
+    sm.create_endpoint(EndpointName="now", EndpointConfigName="now-config")
+    return "now"
+
+
+def _inputs_left(session, bucket) -> list[str]:
+    listed = session.client("s3").list_objects_v2(Bucket=bucket, Prefix="async/")
+    return [o["Key"] for o in listed.get("Contents", [])]
+
+
+def test_a_queued_request_to_a_real_time_endpoint_is_refused_before_its_input_is_uploaded(
+    realtime, session, bucket
+):
+    code, _, err = run_cli("invoke", "now", "i loved it", "--async")
+    said = " ".join(err.split())
+    assert code == 1, said
+    assert "Endpoint now answers in real time (its endpoint config has no AsyncInferenceConfig)" in said
+    assert "Invoke it without --async (`smneuron invoke now TEXT`)" in said
+    assert _inputs_left(session, bucket) == []
+
+
+def test_an_input_whose_request_is_refused_does_not_stay_in_the_bucket(session, bucket):
+    """Refused by SageMaker itself (SageMaker's answer to InvokeEndpointAsync for an endpoint that is not there, as
+    botocore's Stubber gives it; S3 is moto's): the input uploaded for the request is removed, and the refusal
+    reaches the caller."""
+    from botocore.stub import Stubber
+
+    from smneuron.endpoints.invoke import invoke_async
+    from smneuron.errors import SmneuronError
+
+    with Stubber(session.client("sagemaker-runtime")) as runtime:
+        runtime.add_client_error("invoke_endpoint_async", "ValidationError", "Endpoint nope of account "
+                                 "123456789012 not found.", 400)  # fmt: skip
+        with pytest.raises(SmneuronError, match="Endpoint nope of account 123456789012 not found"):
+            invoke_async(session, "nope", b'{"inputs": "hi"}', "application/json", "application/json")
+    assert _inputs_left(session, bucket) == []
