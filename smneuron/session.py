@@ -162,6 +162,14 @@ def check_region(region: str, boto_session: Any) -> None:
     )
 
 
+DEFAULT_PREFIX = "smneuron"
+
+
+def _prefix(given: str | None) -> str:
+    """The key prefix: given (aws.prefix), else SMNEURON_PREFIX (what a pipeline's jobs are told), else the default."""
+    return (given or os.environ.get("SMNEURON_PREFIX") or DEFAULT_PREFIX).strip("/") or DEFAULT_PREFIX
+
+
 def default_bucket_name(account: str, region: str) -> str:
     """The artifact bucket smneuron uses unless told otherwise (also what infra/ creates)."""
     return f"smneuron-{account}-{region}"
@@ -180,6 +188,9 @@ class Session:
     role: str | None = None
     bucket: str | None = None
     kms_key_id: str | None = None
+    # the key prefix in the bucket smneuron stages under and SageMaker writes to for it by default (what the role of
+    # infra/smneuron-base.yaml may read and write: its ArtifactPrefix); aws.prefix in smneuron.yaml, SMNEURON_PREFIX
+    prefix: str = DEFAULT_PREFIX
     account: str | None = None  # known without asking STS (--account, SMNEURON_ACCOUNT)
     offline: bool = False  # no AWS calls are expected: the account is a placeholder unless given
     # hourly USD per instance type over the catalog's (the project file's ``prices:``): every cost a verb reports on
@@ -205,6 +216,7 @@ class Session:
         role: str | None = None,
         bucket: str | None = None,
         kms_key_id: str | None = None,
+        prefix: str | None = None,
         account: str | None = None,
         offline: bool = False,
         local: bool | None = None,
@@ -221,6 +233,8 @@ class Session:
             role: execution role ARN or name; else SMNEURON_ROLE; else ``smneuron-execution-role``.
             bucket: artifact bucket; else SMNEURON_BUCKET; else ``smneuron-{account}-{region}``.
             kms_key_id: KMS key for artifacts; else SMNEURON_KMS_KEY_ID; else SSE-S3.
+            prefix: the bucket's key prefix for what smneuron stages and SageMaker writes for it; else
+                SMNEURON_PREFIX; else ``smneuron`` (infra/smneuron-base.yaml's ArtifactPrefix default).
             account: the AWS account id, if known (else SMNEURON_ACCOUNT, else one STS call when needed).
             offline: for commands that create nothing (``--dry-run``, ``pipeline definition``): missing
                 credentials are fine and an unknown account is shown as ``<account-id>``.
@@ -242,6 +256,7 @@ class Session:
                 role=role or os.environ.get("SMNEURON_ROLE") or None,
                 bucket=bucket or os.environ.get("SMNEURON_BUCKET") or None,
                 kms_key_id=kms_key_id or os.environ.get("SMNEURON_KMS_KEY_ID") or None,
+                prefix=_prefix(prefix),
                 offline=offline,
                 price_overrides=dict(prices or {}),
             )
@@ -263,6 +278,7 @@ class Session:
             role=role or os.environ.get("SMNEURON_ROLE") or None,
             bucket=bucket or os.environ.get("SMNEURON_BUCKET") or None,
             kms_key_id=kms_key_id or os.environ.get("SMNEURON_KMS_KEY_ID") or None,
+            prefix=_prefix(prefix),
             account=account or os.environ.get("SMNEURON_ACCOUNT") or None,
             offline=offline,
             price_overrides=dict(prices or {}),
@@ -377,6 +393,16 @@ class Session:
     def bucket_name(self) -> str:
         """The artifact bucket: the given one, or ``smneuron-{account}-{region}``."""
         return self.bucket or default_bucket_name(self.account_id, self.region)
+
+    def own_key(self, *parts: str) -> str:
+        """The key of ``parts`` under this session's prefix (``prefix/a/b``): where smneuron keeps what it stages
+        and where SageMaker writes for it unless told otherwise, so that the execution role's grant on the prefix
+        covers all of it."""
+        return "/".join([self.prefix, *(p.strip("/") for p in parts)])
+
+    def own_uri(self, *parts: str) -> str:
+        """``s3://BUCKET/PREFIX/...`` of ``parts`` (``own_key``) in the artifact bucket."""
+        return f"s3://{self.bucket_name}/{self.own_key(*parts)}"
 
 
 class _Bound:

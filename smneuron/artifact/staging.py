@@ -39,7 +39,7 @@ from smneuron.artifact.storage import (
 )
 from smneuron.display.cards import Card, Displayed, size
 from smneuron.errors import ArtifactError
-from smneuron.session import Session
+from smneuron.session import DEFAULT_PREFIX, Session
 
 Compression = Literal["gzip", "none"]
 
@@ -148,7 +148,9 @@ class ModelData(Displayed):
         )
 
 
-def artifact_key(name: str, sha256: str, prefix: str = "smneuron", compression: Compression = "gzip") -> str:
+def artifact_key(
+    name: str, sha256: str, prefix: str = DEFAULT_PREFIX, compression: Compression = "gzip"
+) -> str:
     leaf = "model.tar.gz" if compression == "gzip" else "model/"
     return f"{prefix.strip('/')}/{name}/{sha256[:16]}/{leaf}"
 
@@ -158,7 +160,7 @@ def stage(
     *,
     session: Session | None = None,
     name: str | None = None,
-    prefix: str = "smneuron",
+    prefix: str | None = None,
     compression: Compression = "gzip",
     upload: bool = True,
     progress: Callable[[int], None] | None = None,
@@ -171,7 +173,7 @@ def stage(
             model.tar.gz, an uncompressed package dir (has ``code/``), or an s3:// URI of either.
         session: AWS session (default ``Session.from_env()``); its bucket and KMS key are used.
         name: names the S3 key (default: the artifact's file or directory name).
-        prefix: key prefix.
+        prefix: key prefix (default: the session's, ``Session.prefix``).
         compression: for an artifact dir: gzip (model.tar.gz) or none (uncompressed S3 prefix).
         upload: False computes the hash, size and manifest without any AWS call (``--dry-run``).
         progress: called with bytes transferred since the last call.
@@ -190,6 +192,8 @@ def stage(
     path = _existing(artifact)
     label = name or _name_from(path)
     sess = (session or Session.from_env()) if upload else None
+    owner = sess or session
+    prefix = prefix or (owner.prefix if owner else DEFAULT_PREFIX)
     if path.is_dir() and not (path / "code").is_dir() and _ships_code(path):  # package it first
         with tempfile.TemporaryDirectory(prefix="smneuron-pkg-") as tmp:
             out = Path(tmp) / ("model.tar.gz" if compression == "gzip" else "model")

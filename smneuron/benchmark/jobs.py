@@ -116,7 +116,7 @@ def run_in_account(
         tokenizer=tokenizer,
     )
     name = f"smneuron-{endpoint[:36]}-{time.strftime('%Y%m%d%H%M%S')}"[:63].rstrip("-")
-    output = f"s3://{sess.bucket_name}/smneuron/benchmark-jobs/"
+    output = sess.own_uri("benchmark-jobs") + "/"
     tags = [{"Key": "smneuron:endpoint", "Value": endpoint}]
     sm.create_ai_workload_config(
         AIWorkloadConfigName=name, AIWorkloadConfigs={"WorkloadSpec": {"Inline": json.dumps(spec)}}, Tags=tags

@@ -73,6 +73,7 @@ class CliState:
                 role=overrides.get("role") or aws.role,
                 bucket=overrides.get("bucket") or aws.bucket,
                 kms_key_id=overrides.get("kms_key_id") or aws.kms_key_id,
+                prefix=aws.prefix,
                 offline=offline,
                 prices=self.project().prices,
             )

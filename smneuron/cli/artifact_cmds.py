@@ -104,7 +104,9 @@ def upload_cmd(
         None, "--bucket", help="Artifact bucket (default smneuron-{account}-{region})."
     ),
     kms_key_id: str = typer.Option(None, "--kms-key-id", help="Encrypt with this KMS key (else SSE-S3)."),
-    prefix: str = typer.Option(None, "--prefix", help="Key prefix (default smneuron)."),
+    prefix: str = typer.Option(
+        None, "--prefix", help="Key prefix (default: aws.prefix in smneuron.yaml, else smneuron)."
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Upload to S3 under a content-addressed key; a second upload of the same bytes is skipped."""
@@ -116,7 +118,7 @@ def upload_cmd(
         bucket=not_empty(bucket, "--bucket"), kms_key_id=not_empty(kms_key_id, "--kms-key-id")
     )
     name = not_empty(model_name, "--model-name") or project.model_name or package_path.name.split(".")[0]
-    r = stage(package_path, name=name, session=session, prefix=prefix or project.aws.prefix)
+    r = stage(package_path, name=name, session=session, prefix=prefix)  # default: aws.prefix (the session's)
     if as_json:
         print_json(r.to_dict())
         return

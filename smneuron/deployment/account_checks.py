@@ -1,7 +1,7 @@
 """The endpoint controls looked up in the account before anything is created: the subnets and security groups exist
 and share one VPC that reaches S3, the execution role may make network interfaces and write where SageMaker writes for
-the endpoint (captured data, an asynchronous endpoint's answers and failures), and those buckets exist. EC2, IAM and S3
-read calls only; ``controls`` holds the values and the checks that need no account.
+the endpoint (captured data, an asynchronous endpoint's answers and failures), and those buckets exist; the topics an
+asynchronous endpoint notifies exist and the role may publish to them. EC2, IAM, S3 and SNS read calls only; ``controls`` holds the values and the checks that need no account.
 
 Sources: as ``controls`` (host-vpc for the VPC's rules and ``VPC_ACTIONS``); the role's identity policies are read from
 IAM (Allow statements, wildcards matched; conditions and permission boundaries not evaluated).
@@ -55,12 +55,56 @@ def check_async_destinations(spec: AsyncSpec | None, *, session: Session, role_a
     wanted = (("asynchronous answers", spec.output, "--output (endpoint.asynchronous.output)"),
               ("asynchronous failures", spec.failure_output, "--failure-output (endpoint.asynchronous.failure_output)"))  # fmt: skip
     own = f"s3://{session.bucket_name}/"  # smneuron's bucket (the default): made with the artifact's upload
-    return [
+    notes = [
         note
         for what, uri, key in wanted
         if uri and not uri.startswith(own)
         for note in check_destination(uri, what, key, session=session, role_arn=role_arn)
     ]
+    topics = (("success", spec.notify_success, "--notify-success (endpoint.asynchronous.notify_success)"),
+              ("error", spec.notify_error, "--notify-error (endpoint.asynchronous.notify_error)"))  # fmt: skip
+    for what, arn, key in topics:
+        if arn:
+            notes += check_topic(arn, what, key, session=session, role_arn=role_arn)
+    return notes
+
+
+def check_topic(arn: str, what: str, key: str, *, session: Session, role_arn: str) -> list[str]:
+    """An SNS topic SageMaker posts an asynchronous endpoint's notifications to: it exists, in the endpoint's region,
+    and the execution role may sns:Publish to it ("In order to receive Amazon SNS notifications, your IAM role must
+    have sns:Publish permissions": the Developer Guide's async-inference-check-predictions page). A topic that was
+    not there made an endpoint whose every notification was lost, said nowhere. Returns notes (what could not be
+    checked).
+
+    Raises:
+        ConfigError: a topic of another region, one that does not exist, a role that may not publish to it.
+    """
+    region = arn.split(":")[3]
+    if region != session.region:
+        raise ConfigError(
+            f"The {what} notification topic {arn} is in {region}, the endpoint in {session.region}.",
+            hint=f"Give a topic of {session.region} ({key}): `aws sns create-topic --name NAME --region "
+            f"{session.region}`.",
+        )
+    try:
+        session.client("sns").get_topic_attributes(TopicArn=arn)
+    except ClientError as e:
+        code = e.response.get("Error", {}).get("Code", "")
+        if code in ("NotFound", "NotFoundException"):
+            raise ConfigError(
+                f"The {what} notification topic {arn} does not exist: SageMaker would post every {what} "
+                "notification to it and none would arrive.",
+                hint=f"Create it (`aws sns create-topic --name {arn.rsplit(':', 1)[-1]}`) or give another: {key}.",
+            ) from None
+        return [f"{what} notifications: topic {arn} not checked (SNS said {code})."]
+    notes: list[str] = []
+    if _not_allowed(session, role_arn, [("sns:Publish", arn)], notes):
+        raise ConfigError(
+            f"The execution role {role_arn} may not sns:Publish to {arn}: SageMaker posts the {what} notifications "
+            "with the role.",
+            hint="Grant the role sns:Publish on that topic.",
+        )
+    return notes
 
 
 def _check_vpc(vpc: VpcSpec, session: Session) -> list[str]:

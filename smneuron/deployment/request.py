@@ -133,7 +133,7 @@ def _async_output(spec: EndpointSpec, session: Session | None) -> tuple[Endpoint
     a = spec.asynchronous
     if a is None or a.output is not None or session is None:
         return spec, ()
-    root = f"s3://{session.bucket_name}/async/{spec.name or 'endpoints'}"
+    root = session.own_uri("async", spec.name or "endpoints")  # under the prefix the role may write
     a = a.model_copy(
         update={"output": f"{root}/output", "failure_output": a.failure_output or f"{root}/failures"}
     )

@@ -87,7 +87,7 @@ def transform(
     local, records, line_bytes = _local_input(given["input"])
     p = _plan(artifact, given, sess, where, line_bytes)
     p.records = records
-    base = f"s3://{sess.bucket_name}/smneuron/transform/{p.job_name}"
+    base = sess.own_uri("transform", p.job_name)
     p.output_uri = given.get("output") or f"{base}/output/"
     if dry_run:
         return p

@@ -336,7 +336,7 @@ def invoke_async(session: Session, name: str, body: bytes, content_type: str, ac
     """
     import uuid
 
-    key = f"async/{name}/input/{uuid.uuid4()}"
+    key = session.own_key("async", name, "input", str(uuid.uuid4()))  # the role reads it: under its prefix
     s3 = session.client("s3")
     try:
         s3.put_object(Bucket=session.bucket_name, Key=key, Body=body, ContentType=content_type)

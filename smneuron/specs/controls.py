@@ -128,7 +128,7 @@ class AsyncSpec(StrictModel):
     )
     output: str | None = Field(
         None,
-        description="s3://BUCKET/PREFIX the answers go to (default: the session's bucket, async/ENDPOINT/output).",
+        description="s3://BUCKET/PREFIX the answers go to (default: the session's bucket, under aws.prefix: PREFIX/async/ENDPOINT/output).",
     )
     failure_output: str | None = Field(
         None,

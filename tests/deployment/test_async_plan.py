@@ -33,8 +33,8 @@ def test_an_async_deploy_plans_the_queue_and_scaling_to_zero(artifact, session):
     assert config == {
         # one request at a time per worker, unless given
         "ClientConfig": {"MaxConcurrentInvocationsPerInstance": int(plan["environment"]["SAGEMAKER_MODEL_SERVER_WORKERS"])},
-        "OutputConfig": {"S3OutputPath": f"s3://{bucket}/async/queue/output",
-                         "S3FailurePath": f"s3://{bucket}/async/queue/failures"},
+        "OutputConfig": {"S3OutputPath": f"s3://{bucket}/smneuron/async/queue/output",
+                         "S3FailurePath": f"s3://{bucket}/smneuron/async/queue/failures"},
     }  # fmt: skip
     assert any(
         "the session's bucket; --output and --failure-output choose others" in n for n in plan["notes"]

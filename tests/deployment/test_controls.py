@@ -186,6 +186,20 @@ def test_every_control_is_sent_as_botocore_takes_it_the_same_from_the_sdk_and_th
             "may not s3:PutObject to s3://capture-bucket/elsewhere: SageMaker writes the asynchronous answers",
         ),
         ({"security_groups": ["sg-123"]}, "'sg-123' is not a security group id"),
+        # its notification topics: every notification was lost, said nowhere (the async-inference-check-predictions
+        # page of the Developer Guide: the role must have sns:Publish)
+        (
+            {"asynchronous": True, "notify_success": "arn:aws:sns:us-east-1:123456789012:nope"},
+            "success notification topic arn:aws:sns:us-east-1:123456789012:nope does not exist",
+        ),
+        (
+            {"asynchronous": True, "notify_error": "arn:aws:sns:us-west-2:123456789012:answers"},
+            "topic arn:aws:sns:us-west-2:123456789012:answers is in us-west-2, the endpoint in us-east-1",
+        ),
+        (
+            {"asynchronous": True, "notify_error": "topic:answers"},
+            "may not sns:Publish to arn:aws:sns:us-east-1:123456789012:answers: SageMaker posts the error",
+        ),
     ],
 )
 def test_each_wrong_setting_is_refused_before_anything_is_created(artifacts, network, session, change, words):
@@ -202,6 +216,9 @@ def test_each_wrong_setting_is_refused_before_anything_is_created(artifacts, net
         session.client("iam").delete_role_policy(RoleName="smneuron-execution-role", PolicyName="exec")
     if "instance" in change:
         kwargs["instance"] = change.pop("instance")
+    for key, value in change.items():  # a topic that exists (the role lacks sns:Publish on it)
+        if isinstance(value, str) and value.startswith("topic:"):
+            change[key] = session.client("sns").create_topic(Name=value.removeprefix("topic:"))["TopicArn"]
     before = leftovers(session)
     with pytest.raises(ConfigError, match=words):
         dp.deploy(artifact, session=session, **kwargs, **{**settings, **change})

@@ -556,6 +556,7 @@ LOCAL_ROLE_POLICY = {
                 "iam:PassRole",
                 "iam:GetRole",
                 "kms:*",
+                "sns:Publish",  # an asynchronous endpoint's notifications (async-inference-check-predictions)
                 *VPC_ACTIONS,  # a Model in a VPC: SageMaker makes its network interfaces with the role
             ],
             "Resource": "*",
