@@ -394,6 +394,12 @@ class Session:
         """The artifact bucket: the given one, or ``smneuron-{account}-{region}``."""
         return self.bucket or default_bucket_name(self.account_id, self.region)
 
+    def encryption(self) -> dict[str, str]:
+        """What a PutObject of this session's carries: its KMS key when it has one; else nothing, and the bucket's
+        default encryption applies (SSE-S3 on a bucket smneuron creates, SSE-KMS on infra/'s, whose policy refuses a
+        put that asks for anything weaker)."""
+        return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": self.kms_key_id} if self.kms_key_id else {}
+
     def own_key(self, *parts: str) -> str:
         """The key of ``parts`` under this session's prefix (``prefix/a/b``): where smneuron keeps what it stages
         and where SageMaker writes for it unless told otherwise, so that the execution role's grant on the prefix

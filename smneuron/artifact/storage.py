@@ -131,13 +131,13 @@ def put_content_addressed(
     existing = head(session, bucket, marker)
     if existing and existing.get("Metadata", {}).get(SHA_METADATA) == sha256:
         return True
-    extra = {"Metadata": {**metadata, SHA_METADATA: sha256}, "ChecksumAlgorithm": "SHA256"}
-    if session.kms_key_id:
-        extra.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=session.kms_key_id)
+    extra = {
+        "Metadata": {**metadata, SHA_METADATA: sha256},
+        "ChecksumAlgorithm": "SHA256",
+        **session.encryption(),
+    }
     if tags:
         extra["Tagging"] = urllib.parse.urlencode(dict(tags))
-    # else no header: the bucket's default encryption applies (SSE-S3 on buckets smneuron creates,
-    # SSE-KMS on the infra/ bucket, whose policy refuses puts that ask for anything weaker)
     config = TransferConfig(
         multipart_threshold=part_size,
         multipart_chunksize=max(part_size, 5 << 20),

@@ -165,9 +165,7 @@ def _upload(session: Session, path: Path, uri: str) -> str:
     """The local input under ``uri`` (the session's bucket, its key for KMS, else the bucket's default encryption)."""
     bucket, _, prefix = uri.removeprefix("s3://").partition("/")
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    extra = (
-        {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": session.kms_key_id} if session.kms_key_id else {}
-    )
+    extra = session.encryption()
     s3 = session.client("s3")
     try:
         for f in files:

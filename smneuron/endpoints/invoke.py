@@ -339,7 +339,9 @@ def invoke_async(session: Session, name: str, body: bytes, content_type: str, ac
     key = session.own_key("async", name, "input", str(uuid.uuid4()))  # the role reads it: under its prefix
     s3 = session.client("s3")
     try:
-        s3.put_object(Bucket=session.bucket_name, Key=key, Body=body, ContentType=content_type)
+        s3.put_object(
+            Bucket=session.bucket_name, Key=key, Body=body, ContentType=content_type, **session.encryption()
+        )
     except ClientError as e:
         raise from_client_error(e, operation="PutObject") from e
     try:

@@ -68,3 +68,19 @@ def test_a_transforms_answers_and_an_upload_lie_under_the_prefix(
     code, out, err = run_cli("upload", str(artifact), "--json")
     assert code == 0, err
     assert json.loads(out)["uri"].startswith(f"s3://{bucket}/team-models/"), out
+
+
+def test_a_queued_input_is_encrypted_with_the_projects_key_as_the_model_is(
+    artifact, tmp_path, monkeypatch, session, role, bucket
+):
+    key = session.client("kms").create_key()["KeyMetadata"]["Arn"]
+    (tmp_path / "smneuron.yaml").write_text(f"aws:\n  kms_key_id: {key}\n")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("deploy", str(artifact), "--instance", "ml.c6i.xlarge", "--name", "q", "--async")
+    assert code == 0, err
+    code, out, err = run_cli("invoke", "q", "i loved it", "--async", "--json")
+    assert code == 0, err
+    s3 = session.client("s3")
+    for k in _keys(session, bucket):  # the model's package and the queued input alike
+        held = s3.head_object(Bucket=bucket, Key=k)
+        assert (held.get("ServerSideEncryption"), held.get("SSEKMSKeyId")) == ("aws:kms", key), k
