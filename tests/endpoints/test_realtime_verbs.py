@@ -10,21 +10,25 @@ import pytest
 from conftest import run_cli
 
 
-@pytest.fixture
-def queue(session, role):
-    """An asynchronous endpoint as SageMaker holds it (its config's AsyncInferenceConfig), made with plain boto3."""
+def _endpoint(session, role, name: str, **config) -> str:
+    """An endpoint as SageMaker holds it, made with plain boto3 (``config``: more of CreateEndpointConfig)."""
     sm = session.client("sagemaker")
-    sm.create_model(ModelName="m", ExecutionRoleArn=role,
+    sm.create_model(ModelName=f"{name}-model", ExecutionRoleArn=role,
                     PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/pytorch:2",
                                       "ModelDataUrl": "s3://b/model.tar.gz"})  # fmt: skip
-    sm.create_endpoint_config(
-        EndpointConfigName="queue-config",
-        ProductionVariants=[{"VariantName": "AllTraffic", "ModelName": "m", "InstanceType": "ml.c6i.xlarge",
-                             "InitialInstanceCount": 1}],
-        AsyncInferenceConfig={"OutputConfig": {"S3OutputPath": "s3://b/out"}},
-    )  # fmt: skip
-    sm.create_endpoint(EndpointName="queue", EndpointConfigName="queue-config")
-    return "queue"
+    variant = {"VariantName": "AllTraffic", "ModelName": f"{name}-model", "InstanceType": "ml.c6i.xlarge",
+               "InitialInstanceCount": 1}  # fmt: skip
+    sm.create_endpoint_config(EndpointConfigName=f"{name}-config", ProductionVariants=[variant], **config)
+    sm.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config")
+    return name
+
+
+@pytest.fixture
+def queue(session, role):
+    """An asynchronous endpoint (its config's AsyncInferenceConfig)."""
+    return _endpoint(
+        session, role, "queue", AsyncInferenceConfig={"OutputConfig": {"S3OutputPath": "s3://b/out"}}
+    )
 
 
 @pytest.mark.parametrize(
@@ -58,15 +62,8 @@ def test_the_sdk_endpoint_refuses_too(queue, session):
 
 @pytest.fixture
 def realtime(session, role):
-    """A real-time endpoint (no AsyncInferenceConfig), made with plain boto3."""
-    sm = session.client("sagemaker")
-    sm.create_model(ModelName="m2", ExecutionRoleArn=role,
-                    PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/pytorch:2",
-                                      "ModelDataUrl": "s3://b/model.tar.gz"})  # fmt: skip
-    sm.create_endpoint_config(EndpointConfigName="now-config", ProductionVariants=[
-        {"VariantName": "AllTraffic", "ModelName": "m2", "InstanceType": "ml.c6i.xlarge", "InitialInstanceCount": 1}])  # fmt: skip
-    sm.create_endpoint(EndpointName="now", EndpointConfigName="now-config")
-    return "now"
+    """A real-time endpoint (no AsyncInferenceConfig)."""
+    return _endpoint(session, role, "now")
 
 
 def _inputs_left(session, bucket) -> list[str]:
