@@ -42,9 +42,9 @@ def deploy_cmd(
         pipeline=pipeline,
         kms_key_arn=kms_key_arn,
         pipeline_name=pipeline_name or st.project().pipeline.name,
-        controls=Controls.of(
-            st.project().endpoint
-        ),  # the role gets what the project's VPC, keys, capture need
+        # the role gets what the project's VPC, keys, capture and asynchronous notifications need
+        controls=Controls.of(st.project().endpoint),
+        asynchronous=st.project().endpoint.asynchronous,
     )
     written = write_project_outputs(st.config or project, result.outputs)
     if as_json:

@@ -102,7 +102,8 @@ def check_topic(arn: str, what: str, key: str, *, session: Session, role_arn: st
         raise ConfigError(
             f"The execution role {role_arn} may not sns:Publish to {arn}: SageMaker posts the {what} notifications "
             "with the role.",
-            hint="Grant the role sns:Publish on that topic.",
+            hint="Grant the role sns:Publish on that topic: with infra/smneuron-base.yaml's role, put the topic in "
+            f"smneuron.yaml ({key.split(' ')[-1].strip('()')}) and run `smneuron infra deploy`.",
         )
     return notes
 
@@ -157,13 +158,18 @@ def _check_vpc(vpc: VpcSpec, session: Session) -> list[str]:
 
 def _check_capture(capture: DataCaptureSpec, session: Session, role_arn: str) -> list[str]:
     return check_destination(
-        capture.destination, "data capture", "data_capture.destination", session=session, role_arn=role_arn
-    )
+        capture.destination, "data capture", "data_capture.destination", session=session, role_arn=role_arn,
+        granted_by=" (infra/smneuron-base.yaml's role gets it for data_capture.destination in smneuron.yaml: "
+        "`smneuron infra deploy`)",
+    )  # fmt: skip
 
 
-def check_destination(uri: str, what: str, key: str, *, session: Session, role_arn: str) -> list[str]:
+def check_destination(
+    uri: str, what: str, key: str, *, session: Session, role_arn: str, granted_by: str = ""
+) -> list[str]:
     """An s3:// prefix SageMaker writes to with the role (captured data, an asynchronous endpoint's answers and
-    failures): its bucket exists and the role may s3:PutObject there. Returns notes (what could not be checked).
+    failures): its bucket exists and the role may s3:PutObject there (``granted_by``: what grants it, for the hint).
+    Returns notes (what could not be checked).
 
     Raises:
         ConfigError: the bucket does not exist, or the role may not write there.
@@ -186,7 +192,7 @@ def check_destination(uri: str, what: str, key: str, *, session: Session, role_a
         raise ConfigError(
             f"The execution role {role_arn} may not s3:PutObject to {uri}: SageMaker writes the {what} there with "
             "the role.",
-            hint="Grant the role s3:PutObject on that prefix (infra/smneuron-base.yaml does, given the bucket).",
+            hint=f"Grant the role s3:PutObject on that prefix{granted_by}.",
         )
     return notes
 

@@ -19,6 +19,7 @@ from smneuron.deployment.controls import Controls
 from smneuron.endpoints.handle import poll_intervals
 from smneuron.errors import AwsError, ConfigError, from_client_error
 from smneuron.session import Session, default_bucket_name
+from smneuron.specs.controls import AsyncSpec
 from smneuron.specs.models import ProjectFile, validate
 
 STACKS = {"base": "smneuron-base.yaml", "pipeline": "smneuron-pipeline.yaml"}
@@ -198,6 +199,13 @@ def control_parameters(controls: Controls) -> dict[str, str]:
     return out
 
 
+def notification_parameters(spec: AsyncSpec | None) -> dict[str, str]:
+    """The base stack's parameter for the topics the project's asynchronous endpoint notifies, so the role may
+    publish to them (and to nothing when there are none)."""
+    topics = [t for t in (spec.notify_success, spec.notify_error) if t] if spec and spec.enabled else []
+    return {"NotificationTopicArns": ",".join(dict.fromkeys(topics))} if topics else {}
+
+
 def deploy_stacks(
     *,
     session: Session,
@@ -205,6 +213,7 @@ def deploy_stacks(
     kms_key_arn: str | None = None,
     pipeline_name: str = "smneuron-pipeline",
     controls: Controls | None = None,
+    asynchronous: AsyncSpec | None = None,
 ) -> InfraResult:
     """Deploy the base stack (and, with ``pipeline``, the pipeline stack fed by its outputs).
 
@@ -215,6 +224,7 @@ def deploy_stacks(
     notes = []
     params: dict[str, str] = {"KmsKeyArn": kms_key_arn} if kms_key_arn else {}
     params.update(control_parameters(controls or Controls()))
+    params.update(notification_parameters(asynchronous))
     previous = stack_parameters(session, "smneuron-base")
     bucket = default_bucket_name(session.account_id, session.region)
     if previous is not None:  # keep an adoption on updates (the default would try to create the bucket)

@@ -216,12 +216,14 @@ def test_the_projects_controls_grant_the_role_what_they_need_and_no_more(session
         "  vpc: {subnets: [subnet-0123456789abcdef0], security_groups: [sg-01234567]}\n"
         "  kms_key: arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab\n"
         "  data_capture: {destination: s3://team-captures/monitoring, sampling_percent: 10}\n"
+        "  asynchronous: {notify_success: 'arn:aws:sns:us-east-1:123456789012:done',\n"
+        "                 notify_error: 'arn:aws:sns:us-east-1:123456789012:failed'}\n"
     )
     code, out, err = run_cli("infra", "deploy", "--json")
     assert code == 0, err
     iam = session.client("iam")
     names = set(iam.list_role_policies(RoleName="smneuron-execution-role")["PolicyNames"])
-    assert {"vpc-network-interfaces", "endpoint-storage-key", "data-capture"} <= names
+    assert {"vpc-network-interfaces", "endpoint-storage-key", "data-capture", "async-notifications"} <= names
 
     def document(name: str) -> dict:
         doc = iam.get_role_policy(RoleName="smneuron-execution-role", PolicyName=name)["PolicyDocument"]
@@ -233,6 +235,12 @@ def test_the_projects_controls_grant_the_role_what_they_need_and_no_more(session
     )
     key = document("endpoint-storage-key")
     assert key["Statement"][0]["Resource"].endswith("key/1234abcd-12ab-34cd-56ef-1234567890ab")
+    # the asynchronous endpoint's topics: SageMaker posts its notifications with the role (sns:Publish on them only)
+    (publish,) = document("async-notifications")["Statement"]
+    assert publish["Action"] == "sns:Publish" and publish["Resource"] == [
+        "arn:aws:sns:us-east-1:123456789012:done",
+        "arn:aws:sns:us-east-1:123456789012:failed",
+    ]
 
 
 def test_the_openai_caller_policy_invokes_only_the_endpoints_given(session):
