@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from smneuron.cli._common import JsonOpt, console, not_empty, print_json, shown, state, table
+from smneuron.errors import UsageError
 
 
 def package_cmd(
@@ -118,7 +119,7 @@ def upload_cmd(
         bucket=not_empty(bucket, "--bucket"), kms_key_id=not_empty(kms_key_id, "--kms-key-id")
     )
     name = not_empty(model_name, "--model-name") or project.model_name or package_path.name.split(".")[0]
-    r = stage(package_path, name=name, session=session, prefix=prefix)  # default: aws.prefix (the session's)
+    r = stage(package_path, name=name, session=session, prefix=_key_prefix(prefix))  # default: aws.prefix
     if as_json:
         print_json(r.to_dict())
         return
@@ -141,4 +142,18 @@ def _encoder_line(m: dict) -> str:
     return (
         f"task {m['task']}  target {m['compiler']['target']}  batch {m['batch_size']}  buckets "
         f"{', '.join(map(str, seqs))}  compiled batches {', '.join(map(str, batches))}  smneuron {m['smneuron_version']}"
+    )
+
+
+def _key_prefix(prefix: str | None) -> str | None:
+    """``--prefix`` as aws.prefix takes it (S3's safe characters, "/" between segments): ``../x`` made a key with
+    "..", which S3 stores and a console or a sync maps elsewhere."""
+    from smneuron.specs.models import is_key_prefix
+
+    if prefix is None or is_key_prefix(prefix):
+        return prefix
+    raise UsageError(
+        f"--prefix {prefix!r} is not a key prefix smneuron stages under: S3's safe characters (letters, digits and "
+        "!-_.*'()) in segments joined by '/', with no empty, '.' or '..' segment.",
+        hint="Give e.g. --prefix team-models, or leave it out for aws.prefix in smneuron.yaml (smneuron).",
     )

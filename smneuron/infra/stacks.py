@@ -18,7 +18,7 @@ from smneuron.catalog import registry_account
 from smneuron.deployment.controls import Controls
 from smneuron.endpoints.handle import poll_intervals
 from smneuron.errors import AwsError, ConfigError, from_client_error
-from smneuron.session import Session, default_bucket_name
+from smneuron.session import DEFAULT_PREFIX, Session, default_bucket_name
 from smneuron.specs.controls import AsyncSpec
 from smneuron.specs.models import ProjectFile, validate
 
@@ -225,11 +225,21 @@ def deploy_stacks(
     params: dict[str, str] = {"KmsKeyArn": kms_key_arn} if kms_key_arn else {}
     params.update(control_parameters(controls or Controls()))
     params.update(notification_parameters(asynchronous))
+    # the prefix the role may read and write is the one smneuron stages under (aws.prefix): the stack's default
+    # (smneuron) granted another, and its output then replaced the project's aws.prefix with it
+    params["ArtifactPrefix"] = session.prefix
     previous = stack_parameters(session, "smneuron-base")
     bucket = default_bucket_name(session.account_id, session.region)
     if previous is not None:  # keep an adoption on updates (the default would try to create the bucket)
         if previous.get("AdoptExistingBucket") == "true":
             params["AdoptExistingBucket"] = "true"
+        was = previous.get("ArtifactPrefix", DEFAULT_PREFIX)
+        if was != session.prefix:
+            notes.append(
+                f"the role's prefix changes from {was}/ to {session.prefix}/ (aws.prefix): it no longer reads "
+                f"{was}/, so an endpoint deployed from there fails to start a new instance (a scale-out, a replaced "
+                "one) until it is deployed again"
+            )
     elif head_bucket(session, bucket):
         params["AdoptExistingBucket"] = "true"
         notes.append(

@@ -612,14 +612,38 @@ class PipelineSpec(StrictModel):
         return _check_instance(v, "processing")
 
 
+# S3 key segments of the characters S3's guidelines call safe ("Naming Amazon S3 objects", object-keys.html: 0-9 a-z
+# A-Z ! - _ . * ' ( )), "/" between them (infra/smneuron-base.yaml's
+# ArtifactPrefix takes the same pattern: a test keeps them one)
+KEY_PREFIX = r"^[a-zA-Z0-9!_.*'()-]+(/[a-zA-Z0-9!_.*'()-]+)*$"
+
+
+def is_key_prefix(value: str) -> bool:
+    """``value`` matches ``KEY_PREFIX`` and no segment is "." or ".." (S3 stores such a key; a console or a sync maps
+    it elsewhere)."""
+    return bool(re.match(KEY_PREFIX, value)) and not {".", ".."} & set(value.split("/"))
+
+
 class AwsSpec(StrictModel):
     region: str | None = Field(None, description="AWS region.")
     profile: str | None = Field(None, description="AWS profile.")
     role: str | None = Field(None, description="Execution role ARN or name.")
     bucket: str | None = Field(None, description="Artifact bucket.")
     kms_key_id: str | None = Field(None, description="KMS key for artifacts (else SSE-S3).")
-    prefix: str = Field("smneuron", description="Key prefix for artifacts.")
+    prefix: str = Field(
+        "smneuron",
+        description="Key prefix in the bucket for what smneuron stages and SageMaker writes for it (the execution "
+        "role of infra/smneuron-base.yaml may read and write only under it: `smneuron infra deploy` grants this one).",
+    )
     endpoint_url: str | None = Field(None, description="Alternative AWS endpoint (moto, VPC endpoint).")
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        if not is_key_prefix(v):
+            raise ValueError(f"{v!r} is not a key prefix: S3's safe characters (letters, digits and !-_.*'()) in "
+                             "segments joined by '/', none of them '.' or '..' (e.g. team-models)")  # fmt: skip
+        return v
 
 
 class ProjectFile(StrictModel):
