@@ -238,7 +238,10 @@ def apply(
     current = describe(session, p.endpoint_name)
     if current is not None:  # before anything is created: an update never drops a control the endpoint has
         check_kind(session, p.endpoint_name, p.kind)
-        check_update(p.controls, session=session, current=current)
+        # an asynchronous endpoint stays one (only an encoder's plan may be asynchronous)
+        check_update(
+            p.controls, session=session, current=current, asynchronous=bool(getattr(p, "asynchronous", None))
+        )
     if p.controls and not checked:
         p.notes += check_account(p.controls, session=session, role_arn=session.role_arn)
     ledger = Ledger(session)

@@ -185,15 +185,26 @@ def check_plan(
     return notes
 
 
-def check_update(controls: Controls, *, session: Session, current: dict) -> None:
+def check_update(controls: Controls, *, session: Session, current: dict, asynchronous: bool = False) -> None:
     """Refuse an update that would drop a control the live endpoint has (its config's storage key or data capture, its
-    Model's VPC or network isolation): an update is never the quiet way to take one off.
+    Model's VPC or network isolation): an update is never the quiet way to take one off. An asynchronous endpoint
+    (``asynchronous``: the plan's is) stays one: SageMaker refuses the update that makes it real-time.
 
     Raises:
-        ConfigError: naming each setting the new plan lacks and what the endpoint has now.
+        ConfigError: naming each setting the new plan lacks and what the endpoint has now; a real-time plan for an
+            asynchronous endpoint.
     """
     sm = session.client("sagemaker")
     config = sm.describe_endpoint_config(EndpointConfigName=current["EndpointConfigName"])
+    if config.get("AsyncInferenceConfig") and not asynchronous:
+        name = current["EndpointName"]
+        raise ConfigError(
+            f"{name} is an asynchronous endpoint, and SageMaker refuses an update that makes it real-time "
+            "(UpdateEndpoint's ValidationException: \"The AsyncInferenceConfig parameter cannot be removed from this "
+            'endpoint", github.com/aws/sagemaker-python-sdk/pull/3124); the endpoint was not changed.',
+            hint=f"Deploy it with --async (endpoint.asynchronous in smneuron.yaml) to update it; for a real-time "
+            f"endpoint, deploy under another name, or delete this one first (`smneuron delete {name}`).",
+        )
     models = [v["ModelName"] for v in config["ProductionVariants"] if v.get("ModelName")]
     models += [
         c["Specification"]["ModelName"]

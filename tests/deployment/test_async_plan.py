@@ -96,3 +96,39 @@ def test_text_generation_is_not_deployed_asynchronously(tiny_llama, tmp_path, se
     compile_any(tiny_llama, tmp_path / "llm", target="cpu", batch_size=2, sequence_length=128)
     code, why = _plan(str(tmp_path / "llm"), "--instance", "ml.c6i.xlarge", "--async")
     assert code == 1 and "--async (asynchronous endpoints)" in why and "text generation" in why, why
+
+
+def test_an_asynchronous_endpoint_is_not_updated_to_a_real_time_one(artifact, session, role):
+    """SageMaker refuses the UpdateEndpoint that takes AsyncInferenceConfig away ("The AsyncInferenceConfig parameter
+    cannot be removed from this endpoint", github.com/aws/sagemaker-python-sdk/pull/3124): deploy refuses it before
+    it makes a Model or an endpoint config, and the embedded SageMaker refuses the call as AWS does. The other way
+    (real-time to asynchronous) is not documented, and is taken."""
+    code, _, err = run_cli("deploy", str(artifact), "--instance", "ml.c6i.xlarge", "--name", "q", "--async")
+    assert code == 0, err
+    sm = session.client("sagemaker")
+    made = (sm.list_models()["Models"], sm.list_endpoint_configs()["EndpointConfigs"])
+    code, _, err = run_cli(
+        "deploy", str(artifact), "--instance", "ml.c6i.xlarge", "--name", "q", "--count", "2"
+    )
+    said = " ".join(err.split())
+    assert (
+        code == 1
+        and "q is an asynchronous endpoint, and SageMaker refuses an update that makes it real-time" in said
+    )
+    assert "Deploy it with --async" in said and "the endpoint was not changed" in said, said
+    assert (sm.list_models()["Models"], sm.list_endpoint_configs()["EndpointConfigs"]) == made
+    assert "AsyncInferenceConfig" in sm.describe_endpoint_config(
+        EndpointConfigName=sm.describe_endpoint(EndpointName="q")["EndpointConfigName"]
+    )
+
+    # the embedded SageMaker's UpdateEndpoint, called as any client calls it
+    variant = made[1][0]["EndpointConfigName"]
+    described = sm.describe_endpoint_config(EndpointConfigName=variant)
+    sm.create_endpoint_config(EndpointConfigName="plain", ProductionVariants=described["ProductionVariants"])
+    with pytest.raises(
+        sm.exceptions.ClientError,
+        match="The AsyncInferenceConfig parameter cannot be removed from this endpoint q",
+    ):
+        sm.update_endpoint(EndpointName="q", EndpointConfigName="plain")
+    sm.create_endpoint(EndpointName="rt", EndpointConfigName="plain")
+    sm.update_endpoint(EndpointName="rt", EndpointConfigName=variant)  # real-time to asynchronous: taken

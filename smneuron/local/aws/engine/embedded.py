@@ -140,6 +140,13 @@ def _patch_endpoint_updates(models: Any, responses: Any, result: type, error: ty
         if self.describe_endpoint(endpoint_name)["EndpointStatus"] in ("Creating", "Updating", "Deleting"):
             raise error(message=f'Cannot update in-progress endpoint "{endpoint.arn}".')
         config = self.describe_endpoint_config(endpoint_config_name)  # raises moto's ValidationException
+        was = self.endpoint_configs.get(endpoint.endpoint_config_name)
+        if was is not None and was.async_inference_config and not config.get("AsyncInferenceConfig"):
+            # AWS's ValidationException begins so (quoted in github.com/aws/sagemaker-python-sdk/pull/3124; the rest
+            # of its sentence is not published there); real-time to asynchronous is not documented, and is taken
+            raise error(
+                message=f"The AsyncInferenceConfig parameter cannot be removed from this endpoint {endpoint_name}."
+            )
         endpoint.endpoint_config_name = endpoint_config_name
         endpoint.production_variants = endpoint._process_production_variants(config["ProductionVariants"])
         endpoint.last_deployment_config = deployment_config
