@@ -590,7 +590,7 @@ def _finish(
             scaling,
             instance,
             workers,
-            backlog=spec.asynchronous.backlog_target if queued else None,
+            backlog=_backlog_target(spec, scaling) if queued else None,
         ),  # fmt: skip
         alarms=alarm_list,
         deployment_config=deployment_config(spec, [a["AlarmName"] for a in alarm_list]),
@@ -602,6 +602,26 @@ def _finish(
         controls=controls,
         asynchronous=queued,
     )
+
+
+def _backlog_target(spec: EndpointSpec, scaling: ScalingSpec) -> float:
+    """An asynchronous endpoint's queued requests per instance to hold: --backlog-target, or --target-value (what it
+    means on such an endpoint, as for `smneuron scale`); two different values are refused (the one was dropped).
+
+    Raises:
+        ConfigError: both given, and not the same.
+    """
+    a = spec.asynchronous
+    assert a is not None  # an asynchronous plan
+    if scaling.target_value is not None and "backlog_target" in a.model_fields_set:
+        if scaling.target_value != a.backlog_target:
+            raise ConfigError(
+                f"--target-value {scaling.target_value:g} and --backlog-target {a.backlog_target:g} both set the "
+                "queued requests per instance an asynchronous endpoint holds.",
+                hint="Give one: --backlog-target (endpoint.asynchronous.backlog_target), or --target-value "
+                "(scaling.target_value), which means the same on an asynchronous endpoint.",
+            )
+    return scaling.target_value or a.backlog_target
 
 
 def async_config(spec: EndpointSpec, workers: int) -> dict | None:

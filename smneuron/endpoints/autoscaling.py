@@ -113,6 +113,8 @@ def plan(endpoint: str, variant: str, spec: ScalingSpec, instance: InstanceType,
             hint="Give each schedule its own expression (one scheduled action per expression).",
         )
     policies, alarm = [], None
+    if backlog is not None:
+        _refuse_instance_metric(endpoint, spec)
     if backlog is not None and spec.max_capacity > spec.min_capacity:
         policies, alarm = backlog_policies(endpoint, rid, spec, backlog)
     elif spec.max_capacity > spec.min_capacity or spec.target_value:
@@ -144,6 +146,18 @@ def plan(endpoint: str, variant: str, spec: ScalingSpec, instance: InstanceType,
         for s in spec.scheduled
     ]
     return ScalingPlan(rid, spec.min_capacity, spec.max_capacity, policies, scheduled, alarm=alarm)
+
+
+def _refuse_instance_metric(endpoint: str, spec: ScalingSpec) -> None:
+    """An asynchronous endpoint scales on its backlog: a target-tracking metric named for it would be dropped (it
+    was, from deploy and scale alike)."""
+    if "metric" in spec.model_fields_set:
+        raise ConfigError(
+            f"Endpoint {endpoint} is asynchronous: its instances scale on their backlog (ApproximateBacklogSizePerInstance, "
+            f"the AWS Developer Guide's async-inference-autoscale), so the metric {spec.metric} would be ignored.",
+            hint="Drop --metric (metric= in Python, scaling.metric in smneuron.yaml); --target-value sets the queued "
+            "requests per instance to hold.",
+        )
 
 
 def backlog_policies(
@@ -293,10 +307,11 @@ def activities(session: Session, resources: list[str], newest: int = 3) -> list[
     return sorted(found, key=lambda a: a["StartTime"], reverse=True)[:newest]
 
 
-def reconcile(session: Session, p: ScalingPlan) -> Reconciled:
+def reconcile(session: Session, p: ScalingPlan, *, current: dict | None = None) -> Reconciled:
     """Make Application Auto Scaling hold exactly ``p`` for its resource: register or update the target,
     put new or changed policies and scheduled actions, remove the ones ``p`` does not have; with nothing
-    enabled, remove everything registered for the resource.
+    enabled, remove everything registered for the resource. ``current``: the resource's state as the caller read it
+    (``describe``), not read again.
 
     Raises:
         AwsError subclasses: access, throttling, validation.
@@ -305,7 +320,7 @@ def reconcile(session: Session, p: ScalingPlan) -> Reconciled:
     out = Reconciled()
     key = {"ServiceNamespace": NAMESPACE, "ResourceId": p.resource_id, "ScalableDimension": p.dimension}
     try:
-        current = describe(session, p.resource_id, p.dimension)
+        current = current if current is not None else describe(session, p.resource_id, p.dimension)
         if not p.enabled:
             out.removed = remove(session, p.resource_id, p.dimension, current=current)
             return out

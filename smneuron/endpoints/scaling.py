@@ -54,11 +54,10 @@ def scale(
             )
         return components.scale(sess, r.component_names[0], spec, endpoint=name)
     workers = int(r.environment.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
-    backlog = (
-        AsyncSpec().backlog_target if r.asynchronous is not None else None
-    )  # queued requests per instance
+    current = autoscaling.describe(sess, autoscaling.resource_id(name, r.variant_name))  # read once
+    backlog = _backlog_target(name, current) if r.asynchronous is not None else None
     p = autoscaling.plan(name, r.variant_name, spec, r.instance, workers, backlog=backlog)
-    done = autoscaling.reconcile(sess, p)
+    done = autoscaling.reconcile(sess, p, current=current)
     owned.delete_alarms(sess, [a["AlarmName"] for a in owned.alarms(sess, name)
                                if a["AlarmName"].endswith("-backlog-without-capacity")
                                and (p.alarm is None or a["AlarmName"] != p.alarm["AlarmName"])])  # fmt: skip
@@ -68,6 +67,17 @@ def scale(
     if not p.enabled:  # min == max: no autoscaling, the count itself
         set_instance_count(sess, name, r.variant_name, p.min_capacity, now=r.instance_count)
     return p
+
+
+def _backlog_target(name: str, current: dict) -> float:
+    """An asynchronous endpoint's queued requests per instance to hold, as its backlog policy holds it (deploy's
+    --backlog-target), else the default: a scale that did not name one reset it to the default."""
+    held = [
+        p["TargetTrackingScalingPolicyConfiguration"]["TargetValue"]
+        for p in current["policies"]
+        if p["PolicyName"] == f"smneuron-{name}-backlog"
+    ]
+    return float(held[0]) if held else AsyncSpec().backlog_target
 
 
 def _refuse_instance_scaling(name: str, spec: ScalingSpec, where: str) -> None:

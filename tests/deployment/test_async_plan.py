@@ -132,3 +132,49 @@ def test_an_asynchronous_endpoint_is_not_updated_to_a_real_time_one(artifact, se
         sm.update_endpoint(EndpointName="q", EndpointConfigName="plain")
     sm.create_endpoint(EndpointName="rt", EndpointConfigName="plain")
     sm.update_endpoint(EndpointName="rt", EndpointConfigName=variant)  # real-time to asynchronous: taken
+
+
+def _backlog_policy(session, name: str) -> float:
+    found = session.client("application-autoscaling").describe_scaling_policies(ServiceNamespace="sagemaker")
+    (policy,) = [p for p in found["ScalingPolicies"] if p["PolicyName"] == f"smneuron-{name}-backlog"]
+    return policy["TargetTrackingScalingPolicyConfiguration"]["TargetValue"]
+
+
+def test_scale_keeps_the_backlog_target_and_an_instance_metric_is_refused_not_dropped(
+    artifact, session, role
+):
+    code, _, err = run_cli("deploy", str(artifact), "--instance", "ml.c6i.xlarge", "--name", "q", "--async", "--max",
+                           "3", "--backlog-target", "2")  # fmt: skip
+    assert code == 0, err
+    assert _backlog_policy(session, "q") == 2.0
+    code, _, err = run_cli(
+        "scale", "q", "--min", "0", "--max", "4"
+    )  # the deployed target is kept (it became 5)
+    assert code == 0, err
+    assert _backlog_policy(session, "q") == 2.0
+    code, _, err = run_cli("scale", "q", "--min", "0", "--max", "4", "--target-value", "3")
+    assert code == 0 and _backlog_policy(session, "q") == 3.0, err
+    # a target-tracking metric means nothing to a backlog: refused, in scale and deploy alike (it was dropped)
+    for verb in (("scale", "q", "--min", "1", "--max", "3"),
+                 ("deploy", str(artifact), "--instance", "ml.c6i.xlarge", "--name", "q2", "--async", "--max", "3")):  # fmt: skip
+        code, _, err = run_cli(*verb, "--metric", "invocations_per_instance")
+        said = " ".join(err.split())
+        assert code == 1 and "is asynchronous: its instances scale on their backlog" in said, said
+        assert "the metric invocations_per_instance would be ignored" in said
+    assert _backlog_policy(session, "q") == 3.0
+
+
+@pytest.mark.parametrize(
+    "args, target",
+    [(["--target-value", "3"], 3.0), (["--backlog-target", "7"], 7.0), (["--target-value", "7", "--backlog-target", "7"], 7.0),
+     (["--target-value", "3", "--backlog-target", "7"], "--target-value 3 and --backlog-target 7 both set")],
+)  # fmt: skip
+def test_the_backlog_target_is_one_setting_under_two_flags(artifact, session, args, target):
+    code, plan = _plan(
+        str(artifact), "--instance", "ml.c6i.xlarge", "--name", "q", "--async", "--max", "3", *args
+    )
+    if isinstance(target, str):
+        assert code == 1 and target in plan, plan
+        return
+    assert code == 0, plan
+    assert plan["autoscaling"]["policy"]["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == target
