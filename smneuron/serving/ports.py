@@ -15,6 +15,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def held_port(host: str) -> socket.socket:
+    """A socket bound to a free port of ``host`` and kept (not yet listening): a server that serves on it cannot lose
+    its port to another process between the choice and the bind, as it can with ``free_port``'s number."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, 0))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 def check_port(port: Any, flag: str = "--port") -> int:
     """``port`` as a TCP port (0: a free one), or a UsageError naming ``flag`` (70000 was an OverflowError from bind)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:

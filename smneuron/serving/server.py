@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -29,7 +30,7 @@ from smneuron.container.encoder_env import DEFAULT_BATCH, container_environment,
 from smneuron.errors import ArtifactError, ConfigError
 from smneuron.serving.app import build_app
 from smneuron.serving.pool import WorkerPool, WorkerStartError
-from smneuron.serving.ports import check_port_free, free_port
+from smneuron.serving.ports import check_port_free, held_port
 from smneuron.serving.worker import CPUS_ENV
 from smneuron.session import Session
 from smneuron.specs.models import EndpointSpec, override
@@ -172,6 +173,9 @@ class LocalEndpoint:
         self.layout: Layout | None = None
         self._tmp: str | None = None
         self._server: Any = None
+        self._socket: socket.socket | None = (
+            None  # the port chosen here (port 0), bound until uvicorn serves on it
+        )
         self._thread: threading.Thread | None = None
         self.model_dir: Path | None = None
         self.log_path = Path(log_path) if log_path else None  # the workers' output, as the container's stdout
@@ -221,8 +225,11 @@ class LocalEndpoint:
         except FileNotFoundError:
             raise no_manifest(self.package) from None
         check_runnable(manifest)
-        if self.port == 0:
-            self.port = free_port()
+        if (
+            self.port == 0
+        ):  # held from now on: a port chosen by number was taken, now and then, while workers loaded
+            self._socket = held_port(self.host)
+            self.port = self._socket.getsockname()[1]
         self.layout = plan_layout(
             manifest,
             self.spec.instance,
@@ -278,7 +285,8 @@ class LocalEndpoint:
         if self.pool is None:
             self.prepare()
         self._server = uvicorn.Server(self.config())
-        self._thread = threading.Thread(target=self._server.run, name="smneuron-local-endpoint", daemon=True)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": self._sockets()},
+                                        name="smneuron-local-endpoint", daemon=True)  # fmt: skip
         self._thread.start()
         deadline = time.monotonic() + 30
         while not self._server.started:
@@ -298,10 +306,14 @@ class LocalEndpoint:
         # uvicorn drains, then re-raises the captured signal; a drained shutdown is a clean exit
         previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         try:
-            uvicorn.Server(self.config()).run()
+            uvicorn.Server(self.config()).run(sockets=self._sockets())
         finally:
             signal.signal(signal.SIGTERM, previous)
             self.cleanup()
+
+    def _sockets(self) -> list[socket.socket] | None:
+        """The socket to serve on: the one held since the port was chosen (None: uvicorn binds the port given)."""
+        return [self._socket] if self._socket is not None else None
 
     def stop(self) -> None:
         if self._server is not None:
@@ -311,6 +323,9 @@ class LocalEndpoint:
         self.cleanup()
 
     def cleanup(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
         if self.pool is not None:
             self.pool.close()
             self.pool = None

@@ -370,3 +370,26 @@ def test_a_batch_one_artifact_gets_batches_of_one_so_concurrent_requests_spread_
         assert len(served) == ep.layout.workers and min(served.values()) > 0, (served, ep.layout.workers)
     with LocalEndpoint(tmp_path / "b1", instance_type="ml.c6i.xlarge", port=0, batch_size=4) as ep:
         assert ep.layout.env["SAGEMAKER_TS_BATCH_SIZE"] == "4"  # given by hand: kept
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_port_chosen_for_the_endpoint_is_held_while_its_workers_load(tarball, loop):
+    """Port 0 (the embedded SageMaker's instances, the SDK): the port was chosen by number, then the workers loaded for
+    seconds, then uvicorn bound it; a process that took it meanwhile failed the start ("could not listen"). The port
+    is now held from the moment it is chosen, and served on."""
+    import socket
+
+    ep = LocalEndpoint(tarball, instance_type="ml.c6i.xlarge", port=0, loop=loop)
+    ep.prepare()  # the port is chosen, the workers load
+    thief = socket.socket()
+    try:
+        with pytest.raises(OSError):  # another process's bind to it, meanwhile
+            thief.bind(("127.0.0.1", ep.port))
+        ep.start()
+        got = httpx.post(ep.url + "/invocations", json={"inputs": TEXTS[:2]}, timeout=60)
+        assert got.status_code == 200 and len(got.json()) == 2
+    finally:
+        thief.close()
+        ep.stop()
+    with socket.socket() as again:  # and let go once the endpoint stops
+        again.bind(("127.0.0.1", ep.port))
