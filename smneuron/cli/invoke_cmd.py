@@ -194,8 +194,26 @@ def _encoder_body(
     if data:
         return data.read_bytes(), content_type
     if text:
+        _said_if_a_body(text)
         return json.dumps({"inputs": text if len(text) > 1 else text[0]}), "application/json"
     how = "invoke --async" if queued else "invoke"
     raise ConfigError(
         "Nothing to send.", hint=f'Pass text(s): `smneuron {how} NAME "hello"`, or --data FILE.'
     )
+
+
+def _said_if_a_body(text: list[str]) -> None:
+    """A text that is a JSON object (`invoke ep '{"inputs": "hi"}'`) goes as a text, as every text does; said on
+    standard error, with how to send it as the request body instead."""
+    for t in text:
+        try:
+            is_object = t.lstrip().startswith("{") and isinstance(json.loads(t), dict)
+        except ValueError:
+            is_object = False
+        if is_object:
+            typer.echo(
+                f"note: {t[:60]}{'...' if len(t) > 60 else ''} is a JSON object: it was sent as a text for the model "
+                '({"inputs": TEXT}); to send it as the request body itself, save it to a file and give --data FILE.',
+                err=True,
+            )
+            return

@@ -97,3 +97,13 @@ def test_an_input_whose_request_is_refused_does_not_stay_in_the_bucket(session, 
         with pytest.raises(SmneuronError, match="Endpoint nope of account 123456789012 not found"):
             invoke_async(session, "nope", b'{"inputs": "hi"}', "application/json", "application/json")
     assert _inputs_left(session, bucket) == []
+
+
+def test_a_text_that_is_a_json_body_is_sent_as_a_text_and_said_so(realtime):
+    code, _, err = run_cli("invoke", "now", '{"inputs": "i loved it"}')
+    said = " ".join(err.split())
+    assert code == 0, said
+    assert 'note: {"inputs": "i loved it"} is a JSON object: it was sent as a text for the model' in said
+    assert "give --data FILE" in said
+    code, _, err = run_cli("invoke", "now", "i loved it")  # a plain text: nothing to say
+    assert code == 0 and "note:" not in err, err
