@@ -108,6 +108,8 @@ def test_an_async_endpoint_scales_to_zero_and_a_queued_request_brings_it_back(
     smneuron_cli("local", "down")
     again = smneuron_cli("local", "up", "--metric-period", "0.5").stdout
     assert "1 asynchronous request" in " ".join(again.split()), again
+    # and one queued while the restored endpoint's instances start (it was refused as "not an asynchronous endpoint")
+    early = json.loads(smneuron_cli("--local", "invoke", "queue", "i loved it", "--async", "--json").stdout)
     s3 = boto3.client("s3", **local_kw(up["url"]))
     bucket, _, key = queued["output"].removeprefix("s3://").partition("/")
 
@@ -118,3 +120,7 @@ def test_an_async_endpoint_scales_to_zero_and_a_queued_request_brings_it_back(
             return None
 
     assert json.loads(until(answered, "the kept request's answer after local up", 60)) == warm["answer"]
+    bucket, _, key = early["output"].removeprefix("s3://").partition("/")
+    assert (
+        json.loads(until(answered, "the answer of the request queued while it started", 60)) == warm["answer"]
+    )

@@ -28,12 +28,14 @@ def too_large(size: int) -> tuple[int, str, str] | None:
 
 
 def async_config(backer: Any, name: str) -> dict | None:
-    """The AsyncInferenceConfig of endpoint ``name``'s config (None: a real-time endpoint, or none such)."""
+    """The AsyncInferenceConfig of endpoint ``name``'s config (None: a real-time endpoint, or none such), as SageMaker
+    holds the endpoint: its instances may not be up yet (Creating, or restored after `local up`), when a request
+    was refused as "not an asynchronous endpoint"."""
     from moto.sagemaker.models import sagemaker_backends
 
-    backing = backer.endpoints.get(name)
     backend = sagemaker_backends[LOCAL_ACCOUNT][backer.session().region]
-    config = backend.endpoint_configs.get(backing.config_name) if backing is not None else None
+    endpoint = backend.endpoints.get(name)
+    config = backend.endpoint_configs.get(endpoint.endpoint_config_name) if endpoint is not None else None
     return (getattr(config, "async_inference_config", None) or None) if config is not None else None
 
 
