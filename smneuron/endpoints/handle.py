@@ -37,7 +37,7 @@ from smneuron.endpoints.logs import log_tail
 from smneuron.endpoints.naming import TAG_ENDPOINT
 from smneuron.endpoints.polling import intervals_for
 from smneuron.endpoints.polling import poll_intervals as poll_intervals  # part of this module's API
-from smneuron.endpoints.record import EndpointRecord, read_endpoint
+from smneuron.endpoints.record import NOT_SERVING, EndpointRecord, read_endpoint
 from smneuron.endpoints.scaling import scale
 from smneuron.endpoints.streaming import open_stream, request_body, text_pieces
 from smneuron.errors import (
@@ -256,6 +256,8 @@ class Endpoint(Displayed):
 
     def _check(self) -> None:
         if not self._component_chosen:  # a missing endpoint is an error, never a placeholder answer
+            if self.read().status in NOT_SERVING:  # read before it came up: read again, once
+                self.refresh()
             self.read().answers_in_real_time("invoke")
             found = list(self.read().component_names)
             self.component = choose_component(self.name, found, self.component)[0]  # type: ignore[arg-type]

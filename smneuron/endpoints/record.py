@@ -30,6 +30,21 @@ _ENDPOINT_KEYS = (
 )  # fmt: skip
 
 
+# the statuses in which an endpoint takes no request, what each means and what to do (botocore's documentation of
+# DescribeEndpointOutput.EndpointStatus: OutOfService "is not available to take incoming requests", Failed "DeleteEndpoint
+# is the only operation that can be performed"; the others (InService, Updating, SystemUpdating, RollingBack,
+# UpdateRollbackFailed "in service with a mix of the old and new endpoint configurations") serve)
+NOT_SERVING = {
+    "Creating": ("CreateEndpoint is still executing; it takes requests once InService",
+                 "`smneuron wait {name}` waits for it."),
+    "Deleting": ("DeleteEndpoint is executing", "Deploy it again once it is gone."),
+    "Failed": ("it could not be created, updated or re-scaled{reason}, and DeleteEndpoint is the only operation "
+               "SageMaker takes on it", "See why with `smneuron logs {name}`; then `smneuron delete {name} --yes` and "
+                                    "deploy it again."),
+    "OutOfService": ("it is not available to take incoming requests", "`smneuron status {name}` says more."),
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class EndpointRecord:
     """An endpoint as SageMaker holds it, typed (see the module). ``kind`` is None where it cannot be told
@@ -79,13 +94,20 @@ class EndpointRecord:
         return self.document["components"]
 
     def answers_in_real_time(self, verb: str) -> None:
-        """For a verb that sends InvokeEndpoint (invoke, bench, evaluate): SageMaker refuses InvokeEndpoint on an
-        asynchronous endpoint (its requests go through InvokeEndpointAsync, their input in S3), so the verb is
-        refused here, before any request, saying what does reach it.
+        """For a verb that sends InvokeEndpoint (invoke, bench, evaluate): an endpoint in a status that takes no
+        request (``NOT_SERVING``), and an asynchronous endpoint, whose requests SageMaker takes only through
+        InvokeEndpointAsync (their input in S3), are refused here, before any request, saying what to do.
 
         Raises:
-            ConfigError: the endpoint is asynchronous.
+            ConfigError: the endpoint takes no request now, or is asynchronous.
         """
+        if self.status in NOT_SERVING:
+            why, fix = NOT_SERVING[self.status]
+            reason = f" ({self.failure_reason})" if self.failure_reason else ""
+            raise ConfigError(
+                f"Endpoint {self.name} is {self.status} ({why.format(reason=reason)}), so {verb} sends it no request.",
+                hint=fix.format(name=self.name),
+            )
         if self.asynchronous is None:
             return
         raise ConfigError(

@@ -107,3 +107,41 @@ def test_a_text_that_is_a_json_body_is_sent_as_a_text_and_said_so(realtime):
     assert "give --data FILE" in said
     code, _, err = run_cli("invoke", "now", "i loved it")  # a plain text: nothing to say
     assert code == 0 and "note:" not in err, err
+
+
+@pytest.mark.parametrize(
+    "status, said",
+    [
+        (
+            "Creating",
+            "Endpoint now is Creating (CreateEndpoint is still executing; it takes requests once InService)",
+        ),
+        (
+            "Failed",
+            "Endpoint now is Failed (it could not be created, updated or re-scaled (CapacityError: none left)",
+        ),
+        ("Deleting", "Endpoint now is Deleting (DeleteEndpoint is executing)"),
+        ("OutOfService", "Endpoint now is OutOfService (it is not available to take incoming requests)"),
+    ],
+)
+def test_an_endpoint_that_takes_no_request_now_is_refused_and_read_again_once_it_may(
+    realtime, session, status, said
+):
+    """Botocore's documentation of EndpointStatus says which statuses take requests; the endpoint's record says
+    which it is in (here DescribeEndpoint's answer says it, as SageMaker would), before any request. The SDK's
+    Endpoint reads it again when it was read in such a status, so a notebook's handle works once the endpoint is up."""
+    from smneuron import Endpoint
+    from smneuron.errors import ConfigError
+
+    def answer(parsed, **_):
+        parsed["EndpointStatus"] = status
+        parsed["FailureReason"] = "CapacityError: none left" if status == "Failed" else None
+
+    events = session.client("sagemaker").meta.events
+    events.register("after-call.sagemaker.DescribeEndpoint", answer)
+    ep = Endpoint("now", session=session)
+    with pytest.raises(ConfigError, match="so invoke sends it no request") as refused:
+        ep.predict("i loved it")
+    assert said in str(refused.value)
+    events.unregister("after-call.sagemaker.DescribeEndpoint", answer)  # it came up
+    assert ep.invoke('{"inputs": "i loved it"}').status == 200  # (moto's runtime answers its canned body)
