@@ -67,6 +67,8 @@ class Report(Displayed):
     search: dict | None = None  # --find-max: the SLO, the best rate and every step (benchmark/search.py)
     notes: list[str] = field(default_factory=list)  # what the numbers cannot be read without
     processes: int = 1  # load-generator processes the runs' load came from
+    # the first distinct errors of the runs (status and body, or the exception), with counts: what the failed are
+    errors: dict[str, int] = field(default_factory=dict)
     kind: str = "encoder"  # what it measured (artifact.kind: a text-generation report says "text-generation")
 
     def to_dict(self) -> dict:
@@ -285,7 +287,7 @@ def run(
         hourly_usd=hourly, price_source=price_source, payloads=len(payloads), runs=runs,
         generator=generator_overhead(), created_at=started.isoformat(timespec="seconds"), search=search or None,
         notes=client_notes(runs, processes) + empty_run_notes(runs, m.max_requests, m.warmup_s, m.cooldown_s),
-        processes=processes,
+        processes=processes, errors=dict(errors.counts),
     )  # fmt: skip
     if endpoint and session is not None:
         report.cloudwatch = endpoint_latency_metrics(

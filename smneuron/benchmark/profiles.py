@@ -152,6 +152,6 @@ def check_error_rate(requests: int, errors: int, max_error_rate: float, target: 
         raise BenchFailedError(
             f"{errors} of {requests} requests against {target} failed ({errors / requests:.1%}), above "
             f"--max-error-rate {max_error_rate:g} ({max_error_rate:.1%}).",
-            hint="The report says which errors; fix the endpoint, or raise --max-error-rate if failures are "
-            "what you are measuring.",
+            hint="The report shows what the failed requests got (its errors, printed with it); fix the endpoint, or "
+            "raise --max-error-rate if failures are what you are measuring.",
         )

@@ -222,6 +222,9 @@ def render(report) -> None:  # type: ignore[no-untyped-def]
     )
     for note in report.notes:
         console().print(note, style="yellow")
+    if report.errors:  # what the failed requests got (the verdict's hint points here)
+        said = "; ".join(f"{what} (x{n})" for what, n in report.errors.items())
+        console().print(f"errors: {said}", style="red")
 
 
 def _report_kind(path: Path) -> Any:

@@ -144,9 +144,10 @@ def test_sweep_runs_sync_throughput_and_rates_between(slow_server):
         "search",  # --find-max only
         "notes",  # what the numbers cannot be read without (the client's own limit)
         "processes",  # load-generator processes
+        "errors",  # what the failed requests got: none here
         "kind",  # what it measured: "encoder" (a text-generation report says so too)
     }
-    assert data["kind"] == "encoder"
+    assert data["kind"] == "encoder" and data["errors"] == {}
     assert (
         data["search"] is None and "aws.amazon.com/sagemaker/pricing" in data["price_source"]
     )  # the catalog
@@ -402,8 +403,13 @@ def test_a_run_with_too_many_failed_requests_fails_after_writing_its_report(slow
     ]
     code, out, err = run_cli(*args, "-o", str(tmp_path / "r.json"))
     assert code == 1 and "10 of 20 requests" in err and "(50.0%), above --max-error-rate 0.01" in err
-    assert json.loads((tmp_path / "r.json").read_text())["runs"][0]["requests_failed"] == 10
+    written = json.loads((tmp_path / "r.json").read_text())
+    assert written["runs"][0]["requests_failed"] == 10
     assert "throughput" in out  # the table was shown before the verdict
+    # and what the failed requests got, which the verdict's hint points to (it pointed to nothing)
+    (what,) = written["errors"]
+    assert "503" in what and written["errors"][what] == 10, written["errors"]
+    assert f"errors: {what} (x10)" in " ".join(out.split()), out
     code, out, err = run_cli(*args, "--max-error-rate", "0.5")
     assert code == 0, err
 
