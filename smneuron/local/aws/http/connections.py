@@ -311,7 +311,8 @@ def _too_many(environ: dict[str, Any], start_response: Any) -> list[bytes]:
         {
             "__type": "ServiceUnavailable",
             "message": f"The embedded SageMaker holds at most {MAX_CONNECTIONS} connections at once, and this one "
-            "was one more: lower the client's concurrency (e.g. smneuron bench --concurrency).",
+            "was one more: keep fewer requests in flight (smneuron bench: a lower --concurrency, or a lower --rate "
+            "for a constant-rate run, whose requests pile up once the rate passes what the endpoint answers).",
         }
     ).encode()
     start_response(
