@@ -39,6 +39,7 @@ from smneuron.errors import (
     EndpointFailedError,
     MissingDependencyError,
     SmneuronError,
+    UsageError,
 )
 from smneuron.hardware.generation_report import GenerationComparison
 from smneuron.hardware.loads import EncoderLoad, GenerationLoad, Profile, encoder_load, generation_load
@@ -69,6 +70,7 @@ def parse_instances(instances: str | Iterable[str]) -> list[InstanceType]:
     Raises:
         UnknownInstanceTypeError: a name SageMaker hosting does not have (with the nearest one).
         ConfigError: none given, or a Trainium type (no compile target smneuron deploys to it).
+        UsageError: a type named twice (it was measured once without a word: a typo for another, most likely).
     """
     names = instances.split(",") if isinstance(instances, str) else list(instances)
     parsed: list[InstanceType] = []
@@ -79,8 +81,12 @@ def parse_instances(instances: str | Iterable[str]) -> list[InstanceType]:
                 raise ConfigError(
                     f"{t.name} is a Trainium type; smneuron compiles for inf1, inf2, cuda and cpu."
                 )
-            if t not in parsed:
-                parsed.append(t)
+            if t in parsed:
+                raise UsageError(
+                    f"{t.name} is named twice in the instance types to compare; each is measured once.",
+                    hint="Name each type once, e.g. --instances ml.inf2.xlarge,ml.g6.xlarge,ml.c7i.2xlarge.",
+                )
+            parsed.append(t)
     if not parsed:
         raise ConfigError(
             "Give the instance types to compare, e.g. --instances ml.inf2.xlarge,ml.g6.xlarge,ml.c7i.2xlarge."

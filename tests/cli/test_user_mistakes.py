@@ -1004,6 +1004,14 @@ CASES = [
         None,
     ),
     ("compare-no-instances", "compare {model}", 2, ["Missing option", "--instances"], {}, None),
+    (  # it was measured once without a word
+        "compare-instance-twice",
+        "compare {model} --instances ml.c7i.xlarge,ml.g6.xlarge,ml.c7i.xlarge",
+        2,
+        ["ml.c7i.xlarge is named twice", "Name each type once"],
+        {},
+        None,
+    ),
     (  # it failed after compiling and deploying (10-17 s), issue 63 #5
         "compare-constant-without-rate",
         "compare {model} --instances ml.c7i.xlarge --rate-type constant",
