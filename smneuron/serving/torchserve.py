@@ -105,12 +105,14 @@ def load_failure(console: str, *, after: int = 2) -> str | None:
     failures = [i for i, line in enumerate(lines) if "MODEL_LOG - Failed to load model" in line]
     if len(failures) < after:
         return None
-    # the newest failure whose traceback is whole (its worker's death logged after it): the last one may still be
-    # being written while this reads, and would lose the exception's own line (seen under load)
+    # the newest failure whose traceback is whole (its worker's death logged after it, or the next attempt's start): the
+    # last one may still be being written while this reads, and would lose the exception's own line (seen under load;
+    # with no death line read yet, the earlier block ran on into the next attempt's half-written traceback)
     block: list[str] = []
-    for start in reversed(failures):
-        block, whole = [], False
-        for line in lines[start:]:
+    for n, start in reversed(list(enumerate(failures))):
+        end = failures[n + 1] if n + 1 < len(failures) else len(lines)
+        block, whole = [], end < len(lines)
+        for line in lines[start:end]:
             m = _MODEL_LOG.search(line)
             if not m:
                 continue
