@@ -7,7 +7,7 @@ import sys
 import typer
 
 from smneuron.cli._common import JsonOpt, console, print_json, shown, state, table
-from smneuron.errors import SmneuronError
+from smneuron.errors import SmneuronError, UsageError
 
 
 def status_cmd(
@@ -141,8 +141,12 @@ def _copies_row(o: dict) -> list[str]:
 def scale_cmd(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="Endpoint name."),
-    min_: int = typer.Option(..., "--min", help="Fewest instances (text generation: copies)."),
-    max_: int = typer.Option(..., "--max", help="Most instances (text generation: copies)."),
+    min_: int = typer.Option(
+        None, "--min", help="Fewest instances (text generation: copies); not given: the endpoint's."
+    ),
+    max_: int = typer.Option(
+        None, "--max", help="Most instances (text generation: copies); not given: the endpoint's."
+    ),
     target: float = typer.Option(None, "--target-value", help="Target per instance."),
     metric: str = typer.Option(
         None, "--metric", help="invocations_per_instance or concurrent_requests_per_model."
@@ -157,9 +161,19 @@ def scale_cmd(
     from smneuron.deployment.request import scaling_spec
     from smneuron.endpoints.scaling import scale
 
+    if min_ is None and max_ is None:
+        raise UsageError(
+            "Give the range to scale in: --min, --max or both.",
+            hint=f"`smneuron scale {name} --min 1 --max 4`; one alone keeps the endpoint's other bound.",
+        )
+    project = state(ctx).project().scaling
     flags = {"min_capacity": min_, "max_capacity": max_, "target_value": target, "metric": metric}
-    spec = scaling_spec(state(ctx).project().scaling, {**flags, "schedule": schedule or None})
-    p = scale(name, spec, session=state(ctx).session(), where="cli")
+    spec = scaling_spec(project, {**flags, "schedule": schedule or None})
+    # a bound neither typed nor in smneuron.yaml keeps what the endpoint's registered target holds
+    keep = frozenset(
+        k for k in ("min_capacity", "max_capacity") if flags[k] is None and k not in project.model_fields_set
+    )
+    p = scale(name, spec, session=state(ctx).session(), where="cli", keep=keep)
     if as_json:
         print_json(
             {
@@ -174,7 +188,13 @@ def scale_cmd(
     unit = (
         "copies" if p.dimension.endswith("DesiredCopyCount") else "instances"
     )  # text generation scales copies
-    console().print(f"{name}: autoscaling {spec.min_capacity}-{spec.max_capacity} {unit}.")
+    kept = " and ".join(
+        f"{'floor' if k == 'min_capacity' else 'ceiling'} {getattr(p, k)}" for k in sorted(keep)
+    )
+    console().print(
+        f"{name}: autoscaling {p.min_capacity}-{p.max_capacity} {unit}"
+        + (f" (the endpoint's {kept} kept)." if kept else ".")
+    )
 
 
 def delete_cmd(

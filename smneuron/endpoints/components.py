@@ -125,10 +125,12 @@ def summary(described: dict, *, targets: list[dict] | None = None) -> dict:
     }
 
 
-def scale(session: Session, name: str, spec: ScalingSpec, *, endpoint: str) -> ScalingPlan:
+def scale(
+    session: Session, name: str, spec: ScalingSpec, *, endpoint: str, current: dict | None = None
+) -> ScalingPlan:
     """Copy autoscaling from a ScalingSpec: min/max copies, target tracking on concurrent requests per copy
     (``target_value``, default 4); min == max removes it. ``min_capacity`` 0 is scale to zero (a step policy
-    on NoCapacityInvocationFailures scales out from it).
+    on NoCapacityInvocationFailures scales out from it). ``current``: the copies' scaling state as the caller read it.
     """
     p = autoscaling.copy_plan(
         name,
@@ -138,7 +140,7 @@ def scale(session: Session, name: str, spec: ScalingSpec, *, endpoint: str) -> S
         scale_in_cooldown=spec.scale_in_cooldown_in_seconds,
         scale_out_cooldown=spec.scale_out_cooldown_in_seconds,
     )
-    done = autoscaling.reconcile(session, p)
+    done = autoscaling.reconcile(session, p, current=current)
     if not p.enabled:  # min == max: no copy autoscaling, the copy count itself
         set_copies(session, name, p.min_capacity)
     stale = [

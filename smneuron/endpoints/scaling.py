@@ -9,10 +9,10 @@ from botocore.exceptions import ClientError
 from smneuron.endpoints import autoscaling, components, owned
 from smneuron.endpoints.describing import require
 from smneuron.endpoints.record import EndpointRecord, read_endpoint
-from smneuron.errors import ConfigError, from_client_error
+from smneuron.errors import ConfigError, UsageError, from_client_error
 from smneuron.session import Session
 from smneuron.specs.controls import AsyncSpec
-from smneuron.specs.models import ScalingSpec
+from smneuron.specs.models import ScalingSpec, override
 
 
 def scale(
@@ -22,18 +22,21 @@ def scale(
     session: Session | None = None,
     where: str = "sdk",
     record: EndpointRecord | None = None,
+    keep: frozenset[str] = frozenset(),
 ) -> autoscaling.ScalingPlan:
     """Set an endpoint's autoscaling from ``spec``: its instances (target tracking and scheduled capacity),
     or for text generation its copies. What ``spec`` no longer asks for is removed (min == max: no policy).
 
     The default target follows the endpoint's instance type and worker count, read from the endpoint. What the
     endpoint serves is the kind recorded on it. ``record``: the endpoint as the caller read it (not read again); its
-    scaling state is read once, by ``autoscaling.reconcile``.
+    scaling state is read once. ``keep``: the bounds ("min_capacity", "max_capacity") the caller did not give, which
+    keep what the endpoint's registered target holds (`smneuron scale NAME --max 6`).
 
     Raises:
         NotFoundError: no such endpoint.
         ConfigError: it cannot tell what the endpoint serves; for text generation, settings only instances have
             (a metric, scheduled capacity: they would be ignored), or no inference component to scale.
+        UsageError: a bound to keep where nothing is registered yet, or a floor above the ceiling kept.
     """
 
     sess = session or Session.from_env()
@@ -52,9 +55,13 @@ def scale(
                 "of a component.",
                 hint="Deploy it with smneuron (`smneuron deploy ARTIFACT --name NAME --copies N`) to scale its copies.",
             )
-        return components.scale(sess, r.component_names[0], spec, endpoint=name)
+        component = r.component_names[0]
+        current = autoscaling.describe(sess, f"inference-component/{component}", autoscaling.COPY_DIMENSION)
+        spec = _live_bounds(name, spec, current["targets"], keep, where)
+        return components.scale(sess, component, spec, endpoint=name, current=current)
     workers = int(r.environment.get("SAGEMAKER_MODEL_SERVER_WORKERS", 1))
     current = autoscaling.describe(sess, autoscaling.resource_id(name, r.variant_name))  # read once
+    spec = _live_bounds(name, spec, current["targets"], keep, where)
     backlog = _backlog_target(name, current) if r.asynchronous is not None else None
     p = autoscaling.plan(name, r.variant_name, spec, r.instance, workers, backlog=backlog)
     done = autoscaling.reconcile(sess, p, current=current)
@@ -67,6 +74,36 @@ def scale(
     if not p.enabled:  # min == max: no autoscaling, the count itself
         set_instance_count(sess, name, r.variant_name, p.min_capacity, now=r.instance_count)
     return p
+
+
+def _live_bounds(
+    name: str, spec: ScalingSpec, targets: list[dict], keep: frozenset[str], where: str
+) -> ScalingSpec:
+    """``spec`` with the bounds in ``keep`` as the endpoint's registered target holds them.
+
+    Raises:
+        UsageError: nothing registered to keep, or the floor given above the ceiling kept (or the other way).
+    """
+    if not keep:
+        return spec
+    flags = {"min_capacity": "--min", "max_capacity": "--max"} if where == "cli" else \
+        {"min_capacity": "min_capacity=", "max_capacity": "max_capacity="}  # fmt: skip
+    if not targets:
+        raise UsageError(
+            f"Endpoint {name} has no autoscaling registered, so there is no {' or '.join(flags[k] for k in sorted(keep))} "
+            "to keep.",
+            hint=f"Give both: `smneuron scale {name} --min N --max M`.",
+        )
+    live = {"min_capacity": targets[0]["MinCapacity"], "max_capacity": targets[0]["MaxCapacity"]}
+    bounds = {k: (live[k] if k in keep else getattr(spec, k)) for k in live}
+    if bounds["min_capacity"] > bounds["max_capacity"]:
+        given = next(k for k in live if k not in keep)
+        raise UsageError(
+            f"{flags[given]} {bounds[given]} does not fit the endpoint's registered range {live['min_capacity']}-"
+            f"{live['max_capacity']}: the floor would be above the ceiling.",
+            hint=f"Give both: `smneuron scale {name} --min N --max M`.",
+        )
+    return override(spec, **bounds)
 
 
 def _backlog_target(name: str, current: dict) -> float:

@@ -73,6 +73,8 @@ def _reads(calls: list[str], until: str | None = None) -> dict[str, int]:
         (["invoke", "chat", "hello"], 0),
         (["scale", "enc", "--min", "1", "--max", "3"], 1),
         (["scale", "chat", "--min", "1", "--max", "2"], 1),
+        (["scale", "enc", "--max", "3"], 1),  # one bound: the other is the registered target's, read once too
+        (["scale", "chat", "--max", "2"], 1),
         (["openai", "chat"], 0),
         (["bench", "enc", "--data", "DATA", "--duration", "1", "--rate-type", "synchronous"], 0),
         (["bench", "enc", "--in-account", "--data", "DATA", "--duration", "1"], 0),
@@ -90,3 +92,34 @@ def test_each_verb_reads_the_endpoint_once(endpoints, counted, verb, scaling):
     assert reads.get("ListInferenceComponents", 0) <= 1 and reads.get("ListTags", 0) <= 1, (verb, reads)
     if verb[0] == "status":
         assert code == 0 and json.loads(run_cli(*verb, "--json")[1])["summary"]["name"] == verb[1]
+
+
+def test_one_bound_keeps_the_endpoints_other_and_a_range_that_cannot_hold_is_refused(endpoints, session):
+    """`smneuron scale NAME --max 6`: the floor the endpoint's registered target holds stays (RegisterScalableTarget
+    takes one bound alone for a registered target), for an encoder's instances and text generation's copies alike; it
+    was a usage error that asked for --min too."""
+    aas = session.client("application-autoscaling")
+
+    def held(resource: str) -> tuple[int, int]:
+        (t,) = [t for t in aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]
+                if t["ResourceId"] == resource]  # fmt: skip
+        return t["MinCapacity"], t["MaxCapacity"]
+
+    enc = "endpoint/enc/variant/AllTraffic"
+    assert held(enc) == (1, 2)
+    code, out, err = run_cli("scale", "enc", "--max", "6")
+    assert code == 0 and held(enc) == (1, 6), err
+    assert "autoscaling 1-6 instances (the endpoint's floor 1 kept)" in " ".join(out.split())
+    code, out, err = run_cli("scale", "enc", "--min", "3")
+    assert code == 0 and held(enc) == (3, 6), err
+    code, _, err = run_cli("scale", "enc", "--max", "2")  # below the floor kept
+    assert code == 2 and "--max 2 does not fit the endpoint's registered range 3-6" in " ".join(
+        err.split()
+    ), err
+    assert held(enc) == (3, 6)
+    code, _, err = run_cli("scale", "enc")
+    assert code == 2 and "Give the range to scale in: --min, --max or both" in err
+    code, out, err = run_cli("scale", "chat", "--min", "1", "--max", "2")
+    assert code == 0, err
+    code, out, err = run_cli("scale", "chat", "--max", "3")
+    assert code == 0 and held("inference-component/chat-ic") == (1, 3), err
