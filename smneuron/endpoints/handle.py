@@ -256,7 +256,8 @@ class Endpoint(Displayed):
 
     def _check(self) -> None:
         if not self._component_chosen:  # a missing endpoint is an error, never a placeholder answer
-            if self.read().status in NOT_SERVING:  # read before it came up: read again, once
+            cached = self.record is not None
+            if self.read().status in NOT_SERVING and cached:  # read earlier, before it came up: read it again
                 self.refresh()
             self.read().answers_in_real_time("invoke")
             found = list(self.read().component_names)
