@@ -211,11 +211,16 @@ def test_serving_a_text_generation_artifact_leaves_the_callers_environment_alone
     assert seen["SM_ON_SEQUENCE_LENGTH"] == "256" and seen["SM_ON_TENSOR_PARALLEL_SIZE"] == "1"
 
 
-def test_a_copy_that_fails_to_start_is_reported_not_swallowed(tmp_path):
-    """Bug 7: the embedded copy scaler returned silently when a new copy could not start."""
+def test_a_copy_that_fails_to_start_is_reported_not_swallowed(tmp_path, monkeypatch):
+    """Bug 7: the embedded copy scaler returned silently when a new copy could not start. Nor does it leave its log
+    behind in the temporary directory (each failed start left one)."""
+    import tempfile
     import time
 
     from smneuron.local.aws.data_plane.component_backing import Components, Copies
+
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
 
     components = Components(session_factory=None)
     components.items["chat-1"] = Copies(status="InService", model_dir=str(tmp_path / "gone"), environment={})
@@ -227,3 +232,6 @@ def test_a_copy_that_fails_to_start_is_reported_not_swallowed(tmp_path):
     status_, reason, running, _ = state
     assert status_ == "InService" and running == 0
     assert reason.startswith("A copy failed to start (0 of 1 running)")
+    assert [
+        p.name for p in (tmp_path / "tmp").glob("smneuron-copy-*")
+    ] == []  # (multiprocessing's pymp-* is its own)

@@ -63,6 +63,7 @@ class GenerationServer:
                 return self._start(timeout)
             except RuntimeError as e:
                 if self._port_given or attempt == PORT_TRIES or "Address already in use" not in str(e):
+                    self._discard_own_log()  # its last words are in the error; nothing else reads a file of its own
                     raise
                 self._log.close()  # the next start opens it again (its lines stay, the failure's among them)
                 self.port = free_port()
@@ -186,6 +187,15 @@ class GenerationServer:
             flags += [f"--{key[len('SM_VLLM_') :].lower().replace('_', '-')}", *([value] if value else [])]
         model = self.environment.get("SM_VLLM_MODEL") or str(self.model_dir)
         return (str(self.model_dir) if model == "/opt/ml/model" else model), flags
+
+    def _discard_own_log(self) -> None:
+        """The temporary log made when no log_path was given, closed and removed (a copy that failed to start left it
+        in the temporary directory)."""
+        log = getattr(self, "_log", None)
+        if log is not None:
+            log.close()
+        if self._own_log and self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
