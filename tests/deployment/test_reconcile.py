@@ -211,16 +211,11 @@ def test_serving_a_text_generation_artifact_leaves_the_callers_environment_alone
     assert seen["SM_ON_SEQUENCE_LENGTH"] == "256" and seen["SM_ON_TENSOR_PARALLEL_SIZE"] == "1"
 
 
-def test_a_copy_that_fails_to_start_is_reported_not_swallowed(tmp_path, monkeypatch):
-    """Bug 7: the embedded copy scaler returned silently when a new copy could not start. Nor does it leave its log
-    behind in the temporary directory (each failed start left one)."""
-    import tempfile
+def test_a_copy_that_fails_to_start_is_reported_not_swallowed(tmp_path):
+    """Bug 7: the embedded copy scaler returned silently when a new copy could not start."""
     import time
 
     from smneuron.local.aws.data_plane.component_backing import Components, Copies
-
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
 
     components = Components(session_factory=None)
     components.items["chat-1"] = Copies(status="InService", model_dir=str(tmp_path / "gone"), environment={})
@@ -235,3 +230,18 @@ def test_a_copy_that_fails_to_start_is_reported_not_swallowed(tmp_path, monkeypa
     assert [
         p.name for p in (tmp_path / "tmp").glob("smneuron-copy-*")
     ] == []  # (multiprocessing's pymp-* is its own)
+
+
+def test_a_copy_that_fails_to_start_leaves_no_log_of_its_own_behind(tmp_path, monkeypatch):
+    """A copy given no log path writes to a temporary file of its own; when it failed to start, the file stayed in the
+    temporary directory (one per failed start: 66 in /tmp after a day of runs). Its last words are in the error."""
+    import tempfile
+
+    from smneuron.local.generation.copy import GenerationServer
+
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    copy = GenerationServer(tmp_path / "gone", {})
+    with pytest.raises(RuntimeError, match="No such file or directory"):
+        copy.start(timeout=60)
+    assert [p.name for p in (tmp_path / "tmp").glob("smneuron-copy-*")] == []
