@@ -20,6 +20,7 @@ from smneuron.deployment.controls import VPC_ACTIONS, Controls
 from smneuron.errors import ConfigError
 from smneuron.session import Session
 from smneuron.specs.controls import AsyncSpec, DataCaptureSpec, VpcSpec
+from smneuron.specs.deploy_settings import DEPLOY
 
 
 def check_account(controls: Controls, *, session: Session, role_arn: str) -> list[str]:
@@ -52,8 +53,8 @@ def check_async_destinations(spec: AsyncSpec | None, *, session: Session, role_a
     bucket that did not exist made an endpoint whose every answer failed to be written."""
     if spec is None or not spec.enabled:
         return []
-    wanted = (("asynchronous answers", spec.output, "--output (endpoint.asynchronous.output)"),
-              ("asynchronous failures", spec.failure_output, "--failure-output (endpoint.asynchronous.failure_output)"))  # fmt: skip
+    wanted = (("asynchronous answers", spec.output, _named("async_output")),
+              ("asynchronous failures", spec.failure_output, _named("async_failure_output")))  # fmt: skip
     own = f"s3://{session.bucket_name}/"  # smneuron's bucket (the default): made with the artifact's upload
     notes = [
         note
@@ -61,15 +62,22 @@ def check_async_destinations(spec: AsyncSpec | None, *, session: Session, role_a
         if uri and not uri.startswith(own)
         for note in check_destination(uri, what, key, session=session, role_arn=role_arn)
     ]
-    topics = (("success", spec.notify_success, "--notify-success (endpoint.asynchronous.notify_success)"),
-              ("error", spec.notify_error, "--notify-error (endpoint.asynchronous.notify_error)"))  # fmt: skip
-    for what, arn, key in topics:
+    topics = (
+        ("success", spec.notify_success, "notify_success"),
+        ("error", spec.notify_error, "notify_error"),
+    )
+    for what, arn, setting in topics:
         if arn:
-            notes += check_topic(arn, what, key, session=session, role_arn=role_arn)
+            notes += check_topic(arn, what, setting, session=session, role_arn=role_arn)
     return notes
 
 
-def check_topic(arn: str, what: str, key: str, *, session: Session, role_arn: str) -> list[str]:
+def _named(setting: str) -> str:
+    """A deploy setting as the user may have given it: its flag and its smneuron.yaml key (deploy's table)."""
+    return f"{DEPLOY[setting].flag} ({DEPLOY[setting].key})"
+
+
+def check_topic(arn: str, what: str, setting: str, *, session: Session, role_arn: str) -> list[str]:
     """An SNS topic SageMaker posts an asynchronous endpoint's notifications to: it exists, in the endpoint's region,
     and the execution role may sns:Publish to it ("In order to receive Amazon SNS notifications, your IAM role must
     have sns:Publish permissions": the Developer Guide's async-inference-check-predictions page). A topic that was
@@ -79,6 +87,7 @@ def check_topic(arn: str, what: str, key: str, *, session: Session, role_arn: st
     Raises:
         ConfigError: a topic of another region, one that does not exist, a role that may not publish to it.
     """
+    key = _named(setting)  # deploy's table: the flag and the smneuron.yaml key of ``setting``
     region = arn.split(":")[3]
     if region != session.region:
         raise ConfigError(
@@ -103,7 +112,7 @@ def check_topic(arn: str, what: str, key: str, *, session: Session, role_arn: st
             f"The execution role {role_arn} may not sns:Publish to {arn}: SageMaker posts the {what} notifications "
             "with the role.",
             hint="Grant the role sns:Publish on that topic: with infra/smneuron-base.yaml's role, put the topic in "
-            f"smneuron.yaml ({key.split(' ')[-1].strip('()')}) and run `smneuron infra deploy`.",
+            f"smneuron.yaml ({DEPLOY[setting].key}) and run `smneuron infra deploy`.",
         )
     return notes
 

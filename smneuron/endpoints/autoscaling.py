@@ -160,6 +160,11 @@ def _refuse_instance_metric(endpoint: str, spec: ScalingSpec) -> None:
         )
 
 
+def backlog_policy_name(endpoint: str) -> str:
+    """The name of an asynchronous endpoint's target tracking on its backlog (``scale`` reads its target back)."""
+    return f"smneuron-{endpoint}-backlog"
+
+
 def backlog_policies(
     endpoint: str, rid: str, spec: ScalingSpec, backlog: float
 ) -> tuple[list[dict], dict | None]:
@@ -170,7 +175,7 @@ def backlog_policies(
     key = {"ServiceNamespace": NAMESPACE, "ResourceId": rid, "ScalableDimension": DIMENSION}
     dims = [{"Name": "EndpointName", "Value": endpoint}]
     policies = [{
-        "PolicyName": f"smneuron-{endpoint}-backlog", **key, "PolicyType": "TargetTrackingScaling",
+        "PolicyName": backlog_policy_name(endpoint), **key, "PolicyType": "TargetTrackingScaling",
         "TargetTrackingScalingPolicyConfiguration": {
             "TargetValue": float(spec.target_value or backlog),
             "CustomizedMetricSpecification": {"MetricName": "ApproximateBacklogSizePerInstance",

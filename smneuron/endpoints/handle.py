@@ -257,10 +257,11 @@ class Endpoint(Displayed):
     def _check(self) -> None:
         if not self._component_chosen:  # a missing endpoint is an error, never a placeholder answer
             cached = self.record is not None
-            if self.read().status in NOT_SERVING and cached:  # read earlier, before it came up: read it again
-                self.refresh()
-            self.read().answers_in_real_time("invoke")
-            found = list(self.read().component_names)
+            record = self.read()
+            if record.status in NOT_SERVING and cached:  # read earlier, before it came up: read it again
+                record = self.refresh()
+            record.answers_in_real_time("invoke")
+            found = list(record.component_names)
             self.component = choose_component(self.name, found, self.component)[0]  # type: ignore[arg-type]
             self._component_chosen = True
 

@@ -12,6 +12,7 @@ from smneuron.endpoints.record import EndpointRecord, read_endpoint
 from smneuron.errors import ConfigError, UsageError, from_client_error
 from smneuron.session import Session
 from smneuron.specs.controls import AsyncSpec
+from smneuron.specs.deploy_settings import DEPLOY
 from smneuron.specs.models import ScalingSpec, override
 
 
@@ -86,8 +87,7 @@ def _live_bounds(
     """
     if not keep:
         return spec
-    flags = {"min_capacity": "--min", "max_capacity": "--max"} if where == "cli" else \
-        {"min_capacity": "min_capacity=", "max_capacity": "max_capacity="}  # fmt: skip
+    flags = {k: DEPLOY[k].label(where) for k in ("min_capacity", "max_capacity")}  # as the caller gave them
     if not targets:
         raise UsageError(
             f"Endpoint {name} has no autoscaling registered, so there is no {' or '.join(flags[k] for k in sorted(keep))} "
@@ -112,7 +112,7 @@ def _backlog_target(name: str, current: dict) -> float:
     held = [
         p["TargetTrackingScalingPolicyConfiguration"]["TargetValue"]
         for p in current["policies"]
-        if p["PolicyName"] == f"smneuron-{name}-backlog"
+        if p["PolicyName"] == autoscaling.backlog_policy_name(name)
     ]
     return float(held[0]) if held else AsyncSpec().backlog_target
 

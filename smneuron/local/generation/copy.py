@@ -204,8 +204,7 @@ class GenerationServer:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-        if self._own_log and self.log_path is not None:
-            self.log_path.unlink(missing_ok=True)
+        self._discard_own_log()
 
 
 class Forked:
